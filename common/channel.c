@@ -1,0 +1,362 @@
+/* channel.c -- framed TCP connections on the libuv loop: reading into the
+ * frame reader, dispatching frames, queueing writes with backpressure, and
+ * the close sequence that frees a channel only after libuv releases it.
+ * What a frame means is the owner's business (baseapp, cellapp, client). */
+#include "channel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "frame.h"
+#include "log.h"
+
+struct channel {
+    uv_tcp_t tcp;                 /* first: the handle's data points back here */
+    uv_connect_t connect_request;
+    uv_shutdown_t shutdown_request;
+    channel_state state;
+    channel_options options;
+    channel_callbacks callbacks;
+    void *user_data;
+    frame_reader reader;
+    size_t queued_bytes;          /* bytes in writes not yet completed */
+    int reading;                  /* uv_read_start is in effect */
+    int paused_for_backpressure;
+    char peer_name[64];
+    char close_reason[160];
+    channel_stats stats;
+};
+
+/* One queued write: request, then the frame (header + body) in the same
+ * allocation. Owned by the channel until on_write_done frees it. */
+typedef struct channel_write {
+    uv_write_t request;
+    size_t bytes;
+    uint8_t data[];
+} channel_write;
+
+/* A read hands us at most this much at once; 64 KiB matches the kernel's
+ * usual socket buffer granularity and keeps the reader's growth modest. */
+#define CHANNEL_READ_CHUNK 65536
+
+channel_options channel_default_peer_options(void) {
+    channel_options options = {
+        .max_frame_bytes = 16u << 20,         /* a tick batch for thousands of clients fits */
+        .write_high_water_bytes = 32u << 20,  /* about a second of a busy cellapp's output */
+        .write_limit_bytes = 256u << 20,      /* far beyond any healthy peer: it is stuck */
+        .totals = NULL,
+    };
+    return options;
+}
+
+static void channel_on_closed(uv_handle_t *handle) {
+    channel *ch = handle->data;
+    if (ch->callbacks.on_close) ch->callbacks.on_close(ch, ch->close_reason);
+    frame_reader_close(&ch->reader);
+    free(ch);
+}
+
+void channel_close(channel *ch, const char *reason) {
+    if (!ch || ch->state == CHANNEL_CLOSING) return;
+    ch->state = CHANNEL_CLOSING;
+    snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
+    if (ch->reading) uv_read_stop((uv_stream_t *)&ch->tcp);
+    ch->reading = 0;
+    /* Pending writes are cancelled by uv_close and their callbacks run with
+     * UV_ECANCELED before the close callback, so every buffer is freed. */
+    uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+}
+
+static void channel_on_shutdown(uv_shutdown_t *request, int status) {
+    channel *ch = request->handle->data;
+    (void)status;
+    uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+}
+
+void channel_close_after_flush(channel *ch, const char *reason) {
+    if (!ch || ch->state == CHANNEL_CLOSING) return;
+    if (ch->state != CHANNEL_OPEN || ch->queued_bytes > CHANNEL_FLUSH_LIMIT) {
+        channel_close(ch, reason);
+        return;
+    }
+    ch->state = CHANNEL_CLOSING;
+    snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
+    if (ch->reading) uv_read_stop((uv_stream_t *)&ch->tcp);
+    ch->reading = 0;
+    /* uv_shutdown waits for queued writes, then half-closes; a peer that
+     * resets meanwhile makes it fail, and we close either way. */
+    if (uv_shutdown(&ch->shutdown_request, (uv_stream_t *)&ch->tcp, channel_on_shutdown) != 0)
+        uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+}
+
+static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
+    channel *ch = handle->data;
+    uint8_t *space;
+    size_t space_bytes;
+    (void)suggested;
+    frame_reader_reserve(&ch->reader, CHANNEL_READ_CHUNK, &space, &space_bytes);
+    buf->base = (char *)space;
+    buf->len = space_bytes;
+}
+
+static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+static void channel_update_reading(channel *ch) {
+    if (ch->state != CHANNEL_OPEN) return;
+    int want = !ch->paused_for_backpressure;
+    if (want == ch->reading) return;
+    if (want) {
+        if (uv_read_start((uv_stream_t *)&ch->tcp, channel_alloc, channel_on_read) == 0) ch->reading = 1;
+    } else {
+        uv_read_stop((uv_stream_t *)&ch->tcp);
+        ch->reading = 0;
+    }
+}
+
+static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
+    channel *ch = stream->data;
+    (void)buf;
+    if (ch->state == CHANNEL_CLOSING) return;
+    if (nread < 0) {
+        char reason[128];
+        if (nread == UV_EOF) snprintf(reason, sizeof reason, "peer closed the connection");
+        else snprintf(reason, sizeof reason, "read error: %s", uv_strerror((int)nread));
+        channel_close(ch, reason);
+        return;
+    }
+    if (nread == 0) return;
+    frame_reader_commit(&ch->reader, (size_t)nread);
+    ch->stats.bytes_in += (uint64_t)nread;
+    if (ch->options.totals) ch->options.totals->bytes_in += (uint64_t)nread;
+
+    const uint8_t *frame;
+    size_t length;
+    int result;
+    while (ch->state == CHANNEL_OPEN && (result = frame_reader_next(&ch->reader, &frame, &length)) != 0) {
+        if (result < 0) {
+            char reason[160];
+            snprintf(reason, sizeof reason, "frame of %u bytes exceeds the limit of %zu bytes",
+                     ch->reader.rejected_length, ch->options.max_frame_bytes);
+            channel_close(ch, reason);
+            break;
+        }
+        ch->stats.frames_in++;
+        if (ch->options.totals) ch->options.totals->frames_in++;
+        ch->callbacks.on_frame(ch, frame, length);
+        /* Backpressure may have paused reading; frames already buffered are
+         * still dispatched, which is bounded by one read chunk. */
+    }
+}
+
+static void channel_on_write_done(uv_write_t *request, int status) {
+    channel_write *write = (channel_write *)request;
+    channel *ch = request->handle->data;
+    ch->queued_bytes -= write->bytes;
+    free(write);
+    if (ch->state == CHANNEL_CLOSING) return;
+    if (status < 0) {
+        char reason[128];
+        snprintf(reason, sizeof reason, "write error: %s", uv_strerror(status));
+        channel_close(ch, reason);
+        return;
+    }
+    if (ch->paused_for_backpressure && ch->queued_bytes <= ch->options.write_high_water_bytes / 2) {
+        ch->paused_for_backpressure = 0;
+        channel_update_reading(ch);
+    }
+}
+
+/* Allocates a write with room for a frame of `length` body bytes and fills
+ * its header; the caller writes the body at data + FRAME_HEADER_BYTES. */
+static channel_write *channel_write_create(size_t length) {
+    channel_write *write = xmalloc(sizeof *write + FRAME_HEADER_BYTES + length);
+    write->bytes = FRAME_HEADER_BYTES + length;
+    frame_write_header(write->data, (uint32_t)length);
+    return write;
+}
+
+static int channel_queue(channel *ch, channel_write *write) {
+    uv_buf_t buf = uv_buf_init((char *)write->data, (unsigned)write->bytes);
+    int rc = uv_write(&write->request, (uv_stream_t *)&ch->tcp, &buf, 1, channel_on_write_done);
+    if (rc < 0) {
+        free(write);
+        char reason[128];
+        snprintf(reason, sizeof reason, "write failed: %s", uv_strerror(rc));
+        channel_close(ch, reason);
+        return -1;
+    }
+    ch->queued_bytes += write->bytes;
+    ch->stats.frames_out++;
+    ch->stats.bytes_out += write->bytes;
+    if (ch->options.totals) {
+        ch->options.totals->frames_out++;
+        ch->options.totals->bytes_out += write->bytes;
+    }
+    if (ch->queued_bytes > ch->options.write_limit_bytes) {
+        char reason[160];
+        snprintf(reason, sizeof reason, "slow consumer: %zu bytes queued, limit %zu", ch->queued_bytes,
+                 ch->options.write_limit_bytes);
+        channel_close(ch, reason);
+        return -1;
+    }
+    if (!ch->paused_for_backpressure && ch->queued_bytes > ch->options.write_high_water_bytes) {
+        ch->paused_for_backpressure = 1;
+        channel_update_reading(ch);
+    }
+    return 0;
+}
+
+int channel_send(channel *ch, const uint8_t *body, size_t length) {
+    if (!ch || ch->state == CHANNEL_CLOSING) return -1;
+    if (length > UINT32_MAX) return -1;
+    channel_write *write = channel_write_create(length);
+    if (length > 0) memcpy(write->data + FRAME_HEADER_BYTES, body, length);
+    return channel_queue(ch, write);
+}
+
+int channel_send_message(channel *ch, const ProtobufCMessage *message) {
+    if (!ch || ch->state == CHANNEL_CLOSING) return -1;
+    size_t length = protobuf_c_message_get_packed_size(message);
+    channel_write *write = channel_write_create(length);
+    protobuf_c_message_pack(message, write->data + FRAME_HEADER_BYTES);
+    return channel_queue(ch, write);
+}
+
+static channel *channel_create(uv_loop_t *loop, const channel_options *options, const channel_callbacks *callbacks,
+                               void *user_data) {
+    channel *ch = xcalloc(1, sizeof *ch);
+    if (uv_tcp_init(loop, &ch->tcp) != 0) {
+        free(ch);
+        return NULL;
+    }
+    ch->tcp.data = ch;
+    ch->options = *options;
+    ch->callbacks = *callbacks;
+    ch->user_data = user_data;
+    frame_reader_init(&ch->reader, options->max_frame_bytes);
+    snprintf(ch->peer_name, sizeof ch->peer_name, "?");
+    return ch;
+}
+
+static void channel_fill_peer_name(channel *ch) {
+    struct sockaddr_storage address;
+    int length = sizeof address;
+    if (uv_tcp_getpeername(&ch->tcp, (struct sockaddr *)&address, &length) != 0) return;
+    char ip[48] = "?";
+    int port = 0;
+    if (address.ss_family == AF_INET) {
+        struct sockaddr_in *v4 = (struct sockaddr_in *)&address;
+        uv_ip4_name(v4, ip, sizeof ip);
+        port = ntohs(v4->sin_port);
+    } else if (address.ss_family == AF_INET6) {
+        struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&address;
+        uv_ip6_name(v6, ip, sizeof ip);
+        port = ntohs(v6->sin6_port);
+    }
+    snprintf(ch->peer_name, sizeof ch->peer_name, "%s:%d", ip, port);
+}
+
+static void channel_start_open(channel *ch) {
+    ch->state = CHANNEL_OPEN;
+    uv_tcp_nodelay(&ch->tcp, 1);
+    channel_fill_peer_name(ch);
+    channel_update_reading(ch);
+}
+
+channel *channel_accept(uv_stream_t *listener, const channel_options *options, const channel_callbacks *callbacks,
+                        void *user_data) {
+    channel *ch = channel_create(listener->loop, options, callbacks, user_data);
+    if (!ch) return NULL;
+    int rc = uv_accept(listener, (uv_stream_t *)&ch->tcp);
+    if (rc != 0) {
+        log_warn("accept failed: %s", uv_strerror(rc));
+        /* Not yet handed out: close without calling on_close. */
+        ch->callbacks.on_close = NULL;
+        channel_close(ch, "accept failed");
+        return NULL;
+    }
+    channel_start_open(ch);
+    return ch;
+}
+
+static int channel_parse_address(const char *host, int port, struct sockaddr_storage *out) {
+    memset(out, 0, sizeof *out);
+    if (uv_ip4_addr(host, port, (struct sockaddr_in *)out) == 0) return 0;
+    if (uv_ip6_addr(host, port, (struct sockaddr_in6 *)out) == 0) return 0;
+    return UV_EINVAL;
+}
+
+static void channel_on_connected(uv_connect_t *request, int status) {
+    channel *ch = request->handle->data;
+    if (ch->state == CHANNEL_CLOSING) return;
+    if (status == 0) {
+        channel_start_open(ch);
+        if (ch->callbacks.on_connect) ch->callbacks.on_connect(ch, 0);
+        return;
+    }
+    if (ch->callbacks.on_connect) ch->callbacks.on_connect(ch, status);
+    char reason[160];
+    snprintf(reason, sizeof reason, "connect to %s failed: %s", ch->peer_name, uv_strerror(status));
+    channel_close(ch, reason);
+}
+
+channel *channel_connect(uv_loop_t *loop, const char *host, int port, const channel_options *options,
+                         const channel_callbacks *callbacks, void *user_data) {
+    struct sockaddr_storage address;
+    if (channel_parse_address(host, port, &address) != 0) {
+        log_warn("cannot connect to '%s:%d': not an IP address", host, port);
+        return NULL;
+    }
+    channel *ch = channel_create(loop, options, callbacks, user_data);
+    if (!ch) return NULL;
+    ch->state = CHANNEL_CONNECTING;
+    snprintf(ch->peer_name, sizeof ch->peer_name, "%s:%d", host, port);
+    int rc = uv_tcp_connect(&ch->connect_request, &ch->tcp, (struct sockaddr *)&address, channel_on_connected);
+    if (rc != 0) {
+        log_warn("connect to %s:%d failed: %s", host, port, uv_strerror(rc));
+        ch->callbacks.on_close = NULL;
+        channel_close(ch, "connect failed");
+        return NULL;
+    }
+    return ch;
+}
+
+int channel_listen(uv_loop_t *loop, uv_tcp_t *server, const char *host, int port, uv_connection_cb on_connection,
+                   char *err, size_t errlen) {
+    struct sockaddr_storage address;
+    int rc = channel_parse_address(host, port, &address);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot listen on '%s:%d': not an IP address", host, port);
+        return rc;
+    }
+    rc = uv_tcp_init(loop, server);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot create a socket for %s:%d: %s", host, port, uv_strerror(rc));
+        return rc;
+    }
+    rc = uv_tcp_bind(server, (struct sockaddr *)&address, 0);
+    if (rc == 0) rc = uv_listen((uv_stream_t *)server, 511, on_connection);
+    if (rc != 0) {
+        snprintf(err, errlen, "cannot listen on %s:%d: %s%s", host, port, uv_strerror(rc),
+                 rc == UV_EADDRINUSE ? " (another process holds the port)" : "");
+        return rc;
+    }
+    return 0;
+}
+
+int channel_listener_port(uv_tcp_t *server) {
+    struct sockaddr_storage address;
+    int length = sizeof address;
+    if (uv_tcp_getsockname(server, (struct sockaddr *)&address, &length) != 0) return -1;
+    if (address.ss_family == AF_INET) return ntohs(((struct sockaddr_in *)&address)->sin_port);
+    if (address.ss_family == AF_INET6) return ntohs(((struct sockaddr_in6 *)&address)->sin6_port);
+    return -1;
+}
+
+channel_state channel_get_state(const channel *ch) { return ch->state; }
+void *channel_user_data(const channel *ch) { return ch->user_data; }
+void channel_set_user_data(channel *ch, void *user_data) { ch->user_data = user_data; }
+const char *channel_peer_name(const channel *ch) { return ch->peer_name; }
+size_t channel_queued_bytes(const channel *ch) { return ch->queued_bytes; }
+const channel_stats *channel_get_stats(const channel *ch) { return &ch->stats; }

@@ -1,0 +1,107 @@
+/* channel.h -- a framed, bidirectional connection over libuv TCP.
+ *
+ * A channel carries length-prefixed frames (frame.h) in both directions. It
+ * checks frame sizes before allocating, applies write backpressure, and
+ * closes cleanly:
+ *
+ *  - Backpressure. When more than write_high_water_bytes are queued towards
+ *    the peer, the channel stops reading from that peer until the queue
+ *    drains below half of it, so a peer that does not read cannot make us
+ *    buffer its requests' answers without bound. Past write_limit_bytes the
+ *    peer is a slow consumer and the channel closes.
+ *  - Lifecycle. CONNECTING -> OPEN -> CLOSING -> (freed). channel_close is
+ *    idempotent and safe inside any callback of the channel; the memory is
+ *    released only in libuv's close callback, after on_close has run, so a
+ *    channel is never freed inside its own callback.
+ *  - Callbacks. on_frame never fires after channel_close was called, even
+ *    for frames already buffered. on_close fires exactly once per channel
+ *    that was returned non-NULL, with the first reason given.
+ *
+ * Hosts are IP literals (v4 or v6): name resolution would block the loop.
+ */
+#ifndef TESSERA_CHANNEL_H
+#define TESSERA_CHANNEL_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef struct channel channel;
+struct channel_stats;
+
+typedef enum channel_state {
+    CHANNEL_CONNECTING, /* dialling; sends are queued by libuv until connected */
+    CHANNEL_OPEN,       /* reading and writing */
+    CHANNEL_CLOSING,    /* channel_close called; waiting for libuv to release the socket */
+} channel_state;
+
+typedef struct channel_options {
+    size_t max_frame_bytes;        /* frames above this are refused (on_close reason says so) */
+    size_t write_high_water_bytes; /* stop reading from the peer above this many queued bytes */
+    size_t write_limit_bytes;      /* close the channel above this many queued bytes */
+    struct channel_stats *totals;  /* optional: process-wide counters this channel adds to */
+} channel_options;
+
+typedef struct channel_callbacks {
+    /* A complete frame body. `frame` is valid only during the call. */
+    void (*on_frame)(channel *ch, const uint8_t *frame, size_t length);
+    /* Outbound channels only: the connection attempt finished. status is 0
+     * or a libuv error; on error on_close follows. May be NULL. */
+    void (*on_connect)(channel *ch, int status);
+    /* The channel is gone; its memory is freed when this returns. */
+    void (*on_close)(channel *ch, const char *reason);
+} channel_callbacks;
+
+/* Default sizes for process-to-process links: generous frames (a tick batch
+ * for thousands of clients) and a deep queue. */
+channel_options channel_default_peer_options(void);
+
+/* Binds and listens on host:port. Returns 0, or a libuv error code with a
+ * message naming the address and the cause in err. */
+int channel_listen(uv_loop_t *loop, uv_tcp_t *server, const char *host, int port, uv_connection_cb on_connection,
+                   char *err, size_t errlen);
+/* The port a listener is bound to (useful after port 0). */
+int channel_listener_port(uv_tcp_t *server);
+
+/* Accepts one pending connection from `listener`. NULL if accepting failed
+ * (logged). */
+channel *channel_accept(uv_stream_t *listener, const channel_options *options, const channel_callbacks *callbacks,
+                        void *user_data);
+
+/* Dials host:port. Returns NULL when the address is invalid or the socket
+ * cannot be created; otherwise on_connect fires later. */
+channel *channel_connect(uv_loop_t *loop, const char *host, int port, const channel_options *options,
+                         const channel_callbacks *callbacks, void *user_data);
+
+/* Queues one frame with a copy of `body`. Returns 0, or -1 if the channel is
+ * closing or the peer is a slow consumer (the channel is then closing). */
+int channel_send(channel *ch, const uint8_t *body, size_t length);
+/* Packs `message` straight into the outgoing buffer and queues it. */
+int channel_send_message(channel *ch, const ProtobufCMessage *message);
+
+/* Starts closing. Idempotent; the first reason is kept. Frames still queued
+ * for the peer are discarded. */
+void channel_close(channel *ch, const char *reason);
+/* Like channel_close, but the frames already queued (an Error telling the
+ * peer why) are delivered first: reading stops at once, the socket is shut
+ * down for writing once the queue drains, then closed. If more than
+ * CHANNEL_FLUSH_LIMIT bytes are queued the peer is not reading and the
+ * channel closes at once. */
+void channel_close_after_flush(channel *ch, const char *reason);
+#define CHANNEL_FLUSH_LIMIT (256u * 1024u)
+
+channel_state channel_get_state(const channel *ch);
+void *channel_user_data(const channel *ch);
+void channel_set_user_data(channel *ch, void *user_data);
+/* "ip:port" of the other end, for logs. */
+const char *channel_peer_name(const channel *ch);
+size_t channel_queued_bytes(const channel *ch);
+
+typedef struct channel_stats {
+    uint64_t frames_in, frames_out;
+    uint64_t bytes_in, bytes_out;
+} channel_stats;
+const channel_stats *channel_get_stats(const channel *ch);
+
+#endif

@@ -1,0 +1,65 @@
+/* process.c -- start-up chores shared by the server programs: argv parsing
+ * and loading and checking the settings every process has. */
+#include "process.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+int process_parse_arguments(int argc, char **argv, process_arguments *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    out->overrides = xcalloc((size_t)argc + 1, sizeof *out->overrides);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            out->help = 1;
+        } else if (strcmp(arg, "--config") == 0 || strcmp(arg, "--set") == 0) {
+            if (i + 1 >= argc) {
+                snprintf(err, errlen, "%s needs a value", arg);
+                return -1;
+            }
+            if (arg[2] == 'c') out->config_path = argv[++i];
+            else out->overrides[out->override_count++] = argv[++i];
+        } else if (strncmp(arg, "--config=", 9) == 0) {
+            out->config_path = arg + 9;
+        } else if (strncmp(arg, "--set=", 6) == 0) {
+            out->overrides[out->override_count++] = (char *)arg + 6;
+        } else {
+            snprintf(err, errlen, "unknown argument '%s' (usage: --config FILE [--set key=value]...)", arg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void process_arguments_free(process_arguments *arguments) {
+    free(arguments->overrides);
+    arguments->overrides = NULL;
+}
+
+int process_load_settings(const char *program, const config_key *keys, size_t key_count, void *settings,
+                          const process_settings *common, const process_arguments *arguments) {
+    char err[512];
+    if (config_load(keys, key_count, settings, arguments->config_path, arguments->overrides,
+                    arguments->override_count, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: configuration error: %s\n", program, err);
+        return -1;
+    }
+    log_level level;
+    if (log_parse_level(common->log_level, &level) != 0) {
+        fprintf(stderr, "%s: configuration error: log_level '%s' is not one of debug, info, warn, error\n", program,
+                common->log_level);
+        return -1;
+    }
+    log_set_level(level);
+    if (common->registry_ttl_ms <= common->heartbeat_ms) {
+        fprintf(stderr,
+                "%s: configuration error: registry_ttl_ms (%lld) must be longer than heartbeat_ms (%lld), or every "
+                "process would expire between two heartbeats\n",
+                program, (long long)common->registry_ttl_ms, (long long)common->heartbeat_ms);
+        return -1;
+    }
+    return 0;
+}

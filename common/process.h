@@ -1,0 +1,73 @@
+/* process.h -- what every Tessera server process shares at start-up: the
+ * common settings, command-line parsing, and the Redis connection policy.
+ *
+ * Command line:  <program> --config FILE [--set key=value]... [--help]
+ *
+ * A program embeds process_settings in its own settings struct and lists
+ * PROCESS_CONFIG_KEYS(its struct, its field) at the head of its key table,
+ * so each common key is still declared once.
+ */
+#ifndef TESSERA_PROCESS_H
+#define TESSERA_PROCESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+typedef struct process_settings {
+    char cluster_name[64];
+    char redis_host[64];
+    int64_t redis_port;
+    int64_t redis_connect_attempts;
+    int64_t redis_retry_ms;
+    char log_level[16];
+    int64_t heartbeat_ms;
+    int64_t registry_ttl_ms;
+    char internal_host[64];
+    int64_t internal_port;
+} process_settings;
+
+#define PROCESS_CONFIG_KEYS(type, field)                                                                          \
+    {"cluster_name", CONFIG_STRING, offsetof(type, field.cluster_name), sizeof(((type *)0)->field.cluster_name), \
+     0, 0, "tessera", "names the cluster; every Redis key is prefixed tessera:<cluster_name>:"},                   \
+        {"redis_host", CONFIG_STRING, offsetof(type, field.redis_host), sizeof(((type *)0)->field.redis_host), 0, \
+         0, "127.0.0.1", "IP address of the Redis server (control plane and database)"},                         \
+        {"redis_port", CONFIG_INT, offsetof(type, field.redis_port), 0, 1, 65535, "6379", "Redis TCP port"},      \
+        {"redis_connect_attempts", CONFIG_INT, offsetof(type, field.redis_connect_attempts), 0, 1, 100000, "20",  \
+         "failed connection attempts at start-up before the process gives up"},                                  \
+        {"redis_retry_ms", CONFIG_INT, offsetof(type, field.redis_retry_ms), 0, 10, 60000, "500",                 \
+         "pause between Redis connection attempts"},                                                              \
+        {"log_level", CONFIG_STRING, offsetof(type, field.log_level), sizeof(((type *)0)->field.log_level), 0, 0, \
+         "info", "debug, info, warn or error"},                                                                   \
+        {"heartbeat_ms", CONFIG_INT, offsetof(type, field.heartbeat_ms), 0, 50, 60000, "1000",                    \
+         "how often the process renews its registry entry and rescans its peers"},                                \
+        {"registry_ttl_ms", CONFIG_INT, offsetof(type, field.registry_ttl_ms), 0, 100, 600000, "3000",            \
+         "a process whose entry is not renewed for this long is gone"},                                           \
+        {"internal_host", CONFIG_STRING, offsetof(type, field.internal_host),                                     \
+         sizeof(((type *)0)->field.internal_host), 0, 0, "127.0.0.1",                                             \
+         "IP address this process listens on for other Tessera processes"},                                       \
+    {                                                                                                             \
+        "internal_port", CONFIG_INT, offsetof(type, field.internal_port), 0, 0, 65535, "0",                       \
+            "TCP port for other Tessera processes (0: any free port, published in the registry)"                  \
+    }
+
+typedef struct process_arguments {
+    const char *config_path;        /* NULL: defaults only */
+    char **overrides;               /* the --set values, pointing into argv */
+    size_t override_count;
+    int help;
+} process_arguments;
+
+/* Parses argv. Returns 0, or -1 with a message in err. `overrides` is
+ * allocated; free it with process_arguments_free. */
+int process_parse_arguments(int argc, char **argv, process_arguments *out, char *err, size_t errlen);
+void process_arguments_free(process_arguments *arguments);
+
+/* Loads settings (see config_load) and checks the common ones (log level,
+ * ttl longer than the heartbeat). On failure prints the error to stderr,
+ * prefixed with the program name, and returns -1. */
+int process_load_settings(const char *program, const config_key *keys, size_t key_count, void *settings,
+                          const process_settings *common, const process_arguments *arguments);
+
+#endif

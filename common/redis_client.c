@@ -1,0 +1,178 @@
+/* redis_client.c -- owns the hiredis async context, its libuv attachment and
+ * the retry timer. It turns hiredis's connect/disconnect callbacks into one
+ * state callback and keeps every command callback firing exactly once. */
+#include "redis_client.h"
+
+#include <hiredis/adapters/libuv.h>
+#include <hiredis/async.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+struct redis_client {
+    uv_loop_t *loop;
+    uv_timer_t retry_timer;
+    redisAsyncContext *context; /* NULL while disconnected */
+    int connected;
+    int freeing;
+    unsigned failed_attempts;
+    unsigned retry_ms;
+    char host[64];
+    int port;
+    char address[80];
+    redis_state_callback on_state;
+    void *user_data;
+};
+
+typedef struct redis_request {
+    redis_client *client;
+    redis_reply_callback callback;
+    void *user_data;
+} redis_request;
+
+static void redis_client_connect_now(redis_client *client);
+
+static void redis_client_on_retry(uv_timer_t *timer) { redis_client_connect_now(timer->data); }
+
+static void redis_client_schedule_retry(redis_client *client) {
+    if (client->freeing) return;
+    uv_timer_start(&client->retry_timer, redis_client_on_retry, client->retry_ms, 0);
+}
+
+static void redis_client_report(redis_client *client) {
+    if (!client->freeing && client->on_state)
+        client->on_state(client, client->connected, client->failed_attempts, client->user_data);
+}
+
+static void redis_client_on_connect(const redisAsyncContext *context, int status) {
+    redis_client *client = context->data;
+    if (!client || client->context != context) return;
+    if (status != REDIS_OK) {
+        /* hiredis frees the context after this callback. */
+        client->context = NULL;
+        client->failed_attempts++;
+        log_warn("redis %s: connect attempt %u failed: %s; retrying in %u ms", client->address,
+                 client->failed_attempts, context->errstr, client->retry_ms);
+        redis_client_report(client);
+        redis_client_schedule_retry(client);
+        return;
+    }
+    client->connected = 1;
+    client->failed_attempts = 0;
+    log_info("redis %s: connected", client->address);
+    redis_client_report(client);
+}
+
+static void redis_client_on_disconnect(const redisAsyncContext *context, int status) {
+    redis_client *client = context->data;
+    if (!client || client->context != context) return;
+    client->context = NULL;
+    client->connected = 0;
+    if (client->freeing) return;
+    log_warn("redis %s: connection lost (%s); reconnecting every %u ms", client->address,
+             status == REDIS_OK ? "closed" : context->errstr, client->retry_ms);
+    redis_client_report(client);
+    redis_client_schedule_retry(client);
+}
+
+static void redis_client_connect_now(redis_client *client) {
+    if (client->freeing || client->context) return;
+    redisAsyncContext *context = redisAsyncConnect(client->host, client->port);
+    if (!context || context->err) {
+        client->failed_attempts++;
+        log_warn("redis %s: connect attempt %u failed: %s; retrying in %u ms", client->address,
+                 client->failed_attempts, context ? context->errstr : "out of memory", client->retry_ms);
+        if (context) redisAsyncFree(context);
+        redis_client_report(client);
+        redis_client_schedule_retry(client);
+        return;
+    }
+    context->data = client;
+    if (redisLibuvAttach(context, client->loop) != REDIS_OK) {
+        log_panic("redis %s: cannot attach to the libuv loop", client->address);
+    }
+    redisAsyncSetConnectCallback(context, redis_client_on_connect);
+    redisAsyncSetDisconnectCallback(context, redis_client_on_disconnect);
+    client->context = context;
+}
+
+redis_client *redis_client_create(uv_loop_t *loop, const char *host, int port, unsigned retry_ms,
+                                  redis_state_callback on_state, void *user_data) {
+    if (!host || strlen(host) >= 64 || port <= 0 || port > 65535) return NULL;
+    redis_client *client = xcalloc(1, sizeof *client);
+    client->loop = loop;
+    snprintf(client->host, sizeof client->host, "%s", host);
+    client->port = port;
+    snprintf(client->address, sizeof client->address, "%s:%d", host, port);
+    client->retry_ms = retry_ms ? retry_ms : 1;
+    client->on_state = on_state;
+    client->user_data = user_data;
+    uv_timer_init(loop, &client->retry_timer);
+    client->retry_timer.data = client;
+    return client;
+}
+
+void redis_client_start(redis_client *client) { redis_client_connect_now(client); }
+
+static void redis_client_on_timer_closed(uv_handle_t *handle) { free(handle->data); }
+
+void redis_client_free(redis_client *client) {
+    if (!client || client->freeing) return;
+    client->freeing = 1;
+    uv_timer_stop(&client->retry_timer);
+    if (client->context) {
+        redisAsyncContext *context = client->context;
+        client->connected = 0;
+        /* redisAsyncFree runs every pending callback with a NULL reply and
+         * then our disconnect callback, which sees `freeing`. */
+        redisAsyncFree(context);
+        client->context = NULL;
+    }
+    uv_close((uv_handle_t *)&client->retry_timer, redis_client_on_timer_closed);
+}
+
+int redis_client_is_connected(const redis_client *client) { return client->connected; }
+const char *redis_client_address(const redis_client *client) { return client->address; }
+
+static void redis_client_on_reply(redisAsyncContext *context, void *reply, void *privdata) {
+    redis_request *request = privdata;
+    (void)context;
+    if (request->callback) request->callback(request->client, reply, request->user_data);
+    free(request);
+}
+
+int redis_client_command(redis_client *client, redis_reply_callback callback, void *user_data, const char *format,
+                         ...) {
+    if (!client->connected || !client->context) return -1;
+    redis_request *request = xmalloc(sizeof *request);
+    request->client = client;
+    request->callback = callback;
+    request->user_data = user_data;
+    va_list args;
+    va_start(args, format);
+    int rc = redisvAsyncCommand(client->context, redis_client_on_reply, request, format, args);
+    va_end(args);
+    if (rc != REDIS_OK) {
+        free(request);
+        return -1;
+    }
+    return 0;
+}
+
+int redis_client_command_argv(redis_client *client, redis_reply_callback callback, void *user_data, int argc,
+                              const char **argv, const size_t *argv_lengths) {
+    if (!client->connected || !client->context) return -1;
+    redis_request *request = xmalloc(sizeof *request);
+    request->client = client;
+    request->callback = callback;
+    request->user_data = user_data;
+    if (redisAsyncCommandArgv(client->context, redis_client_on_reply, request, argc, argv, argv_lengths) !=
+        REDIS_OK) {
+        free(request);
+        return -1;
+    }
+    return 0;
+}

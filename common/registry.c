@@ -1,0 +1,303 @@
+/* registry.c -- this process's entry in the Redis registry: takes a process
+ * id, heartbeats the entry with a TTL, publishes its numbers, and reads the
+ * other entries to tell the owner which peers are alive. It does not connect
+ * to peers; the owner does that with what it is told. */
+#include "registry.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "log.h"
+
+struct registry {
+    uv_loop_t *loop;
+    redis_client *redis;
+    uv_timer_t heartbeat_timer;
+    registry_options options;
+    char cluster_name[64];
+    char role[16];
+    char host[64];
+    uint64_t process_id;
+    uint64_t started_ms;
+    int registering;           /* INCR in flight */
+    int discovery_in_flight;   /* one peer scan at a time */
+    int freeing;
+    unsigned pending;          /* Redis callbacks that still reference us */
+    registry_stat stats[REGISTRY_MAX_STATS];
+    size_t stat_count;
+};
+
+/* One scan of P processes: collects the HGETALL answers until all are in. */
+typedef struct registry_scan {
+    registry *reg;
+    registry_peer *peers;
+    size_t expected, answered, live;
+    int failed; /* a reply was lost: the picture is incomplete, report nothing */
+} registry_scan;
+
+typedef struct registry_scan_item {
+    registry_scan *scan;
+    uint64_t process_id;
+} registry_scan_item;
+
+static void registry_heartbeat(registry *reg);
+
+void registry_key(const registry *reg, char *out, size_t out_size, const char *suffix) {
+    snprintf(out, out_size, "tessera:%s:%s", reg->cluster_name, suffix);
+}
+
+static void registry_release_closed(uv_handle_t *handle) {
+    registry *reg = handle->data;
+    reg->heartbeat_timer.data = NULL;
+    if (reg->pending == 0) free(reg);
+}
+
+/* Called when a Redis callback finishes; frees a registry whose owner has
+ * already let go once the last callback is done. */
+static int registry_callback_done(registry *reg) {
+    reg->pending--;
+    if (!reg->freeing) return 0;
+    if (reg->pending == 0 && reg->heartbeat_timer.data == NULL) free(reg);
+    return 1;
+}
+
+static int registry_command(registry *reg, redis_reply_callback callback, void *user_data, int argc,
+                            const char **argv) {
+    if (redis_client_command_argv(reg->redis, callback, user_data, argc, argv, NULL) != 0) return -1;
+    reg->pending++;
+    return 0;
+}
+
+static void registry_on_heartbeat_timer(uv_timer_t *timer) { registry_heartbeat(timer->data); }
+
+registry *registry_create(uv_loop_t *loop, redis_client *redis, const registry_options *options) {
+    registry *reg = xcalloc(1, sizeof *reg);
+    reg->loop = loop;
+    reg->redis = redis;
+    reg->options = *options;
+    snprintf(reg->cluster_name, sizeof reg->cluster_name, "%s", options->cluster_name);
+    snprintf(reg->role, sizeof reg->role, "%s", options->role);
+    snprintf(reg->host, sizeof reg->host, "%s", options->host);
+    reg->options.cluster_name = reg->cluster_name;
+    reg->options.role = reg->role;
+    reg->options.host = reg->host;
+    reg->started_ms = clock_wall_us() / 1000;
+    uv_timer_init(loop, &reg->heartbeat_timer);
+    reg->heartbeat_timer.data = reg;
+    return reg;
+}
+
+void registry_free(registry *reg) {
+    if (!reg || reg->freeing) return;
+    reg->freeing = 1;
+    uv_timer_stop(&reg->heartbeat_timer);
+    if (reg->process_id && redis_client_is_connected(reg->redis)) {
+        /* Leave at once rather than after the TTL: peers notice a clean
+         * shutdown on their next heartbeat. */
+        char key[128], set_key[128], id[24];
+        registry_key(reg, key, sizeof key, "process:");
+        size_t used = strlen(key);
+        snprintf(key + used, sizeof key - used, "%" PRIu64, reg->process_id);
+        registry_key(reg, set_key, sizeof set_key, "processes");
+        snprintf(id, sizeof id, "%" PRIu64, reg->process_id);
+        redis_client_command(reg->redis, NULL, NULL, "DEL %s", key);
+        redis_client_command(reg->redis, NULL, NULL, "SREM %s %s", set_key, id);
+    }
+    uv_close((uv_handle_t *)&reg->heartbeat_timer, registry_release_closed);
+}
+
+void registry_set_stat(registry *reg, const char *name, int64_t value) {
+    for (size_t i = 0; i < reg->stat_count; i++) {
+        if (strcmp(reg->stats[i].name, name) == 0) {
+            reg->stats[i].value = value;
+            return;
+        }
+    }
+    if (reg->stat_count == REGISTRY_MAX_STATS) log_panic("registry: more than %d stats", REGISTRY_MAX_STATS);
+    snprintf(reg->stats[reg->stat_count].name, sizeof reg->stats[0].name, "%s", name);
+    reg->stats[reg->stat_count].value = value;
+    reg->stat_count++;
+}
+
+uint64_t registry_process_id(const registry *reg) { return reg->process_id; }
+
+static void registry_on_registered(redis_client *redis, redisReply *reply, void *user_data) {
+    registry *reg = user_data;
+    (void)redis;
+    if (registry_callback_done(reg)) return;
+    reg->registering = 0;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER || reply->integer <= 0) {
+        log_warn("registry: could not take a process id (%s); retrying", reply ? reply->str : "no connection");
+        return;
+    }
+    reg->process_id = (uint64_t)reply->integer;
+    log_set_identity(reg->role, reg->process_id);
+    log_info("registry: registered as %s %" PRIu64 " at %s:%d", reg->role, reg->process_id, reg->host,
+             reg->options.port);
+    if (reg->options.on_registered) reg->options.on_registered(reg, reg->process_id, reg->options.user_data);
+    registry_heartbeat(reg);
+}
+
+static void registry_finish_scan(registry_scan *scan) {
+    registry *reg = scan->reg;
+    reg->discovery_in_flight = 0;
+    if (!reg->freeing && !scan->failed && reg->options.on_peers)
+        reg->options.on_peers(reg, scan->peers, scan->live, reg->options.user_data);
+    free(scan->peers);
+    free(scan);
+}
+
+static void registry_parse_peer(registry_scan *scan, uint64_t process_id, redisReply *reply) {
+    registry_peer peer;
+    memset(&peer, 0, sizeof peer);
+    peer.process_id = process_id;
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+        redisReply *field = reply->element[i], *value = reply->element[i + 1];
+        if (field->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING) continue;
+        if (strcmp(field->str, "role") == 0) snprintf(peer.role, sizeof peer.role, "%s", value->str);
+        else if (strcmp(field->str, "host") == 0) snprintf(peer.host, sizeof peer.host, "%s", value->str);
+        else if (strcmp(field->str, "port") == 0) peer.port = atoi(value->str);
+        else if (strcmp(field->str, "load") == 0) peer.load = strtoll(value->str, NULL, 10);
+    }
+    if (peer.role[0] && peer.host[0] && peer.port > 0) scan->peers[scan->live++] = peer;
+}
+
+static void registry_on_peer_hash(redis_client *redis, redisReply *reply, void *user_data) {
+    registry_scan_item *item = user_data;
+    registry_scan *scan = item->scan;
+    registry *reg = scan->reg;
+    (void)redis;
+    int freeing = registry_callback_done(reg);
+    if (!reply || reply->type != REDIS_REPLY_ARRAY) scan->failed = 1;
+    if (!freeing && reply && reply->type == REDIS_REPLY_ARRAY) {
+        if (reply->elements == 0) {
+            /* The hash expired: that process missed its heartbeats. */
+            char set_key[128], id[24];
+            registry_key(reg, set_key, sizeof set_key, "processes");
+            snprintf(id, sizeof id, "%" PRIu64, item->process_id);
+            redis_client_command(reg->redis, NULL, NULL, "SREM %s %s", set_key, id);
+        } else {
+            registry_parse_peer(scan, item->process_id, reply);
+        }
+    }
+    free(item);
+    scan->answered++;
+    if (scan->answered == scan->expected) {
+        if (freeing) {
+            free(scan->peers);
+            free(scan);
+        } else {
+            registry_finish_scan(scan);
+        }
+    }
+}
+
+static void registry_on_members(redis_client *redis, redisReply *reply, void *user_data) {
+    registry *reg = user_data;
+    (void)redis;
+    if (registry_callback_done(reg)) return;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY) {
+        reg->discovery_in_flight = 0;
+        return;
+    }
+    registry_scan *scan = xcalloc(1, sizeof *scan);
+    scan->reg = reg;
+    scan->peers = xcalloc(reply->elements + 1, sizeof *scan->peers);
+    char key[128];
+    for (size_t i = 0; i < reply->elements; i++) {
+        redisReply *member = reply->element[i];
+        if (member->type != REDIS_REPLY_STRING) continue;
+        uint64_t id = strtoull(member->str, NULL, 10);
+        if (id == 0 || id == reg->process_id) continue;
+        snprintf(key, sizeof key, "tessera:%s:process:%" PRIu64, reg->cluster_name, id);
+        registry_scan_item *item = xmalloc(sizeof *item);
+        item->scan = scan;
+        item->process_id = id;
+        const char *argv[] = {"HGETALL", key};
+        scan->expected++;
+        if (registry_command(reg, registry_on_peer_hash, item, 2, argv) != 0) {
+            scan->expected--;
+            free(item);
+        }
+    }
+    if (scan->expected == 0) registry_finish_scan(scan);
+}
+
+static void registry_on_write(redis_client *redis, redisReply *reply, void *user_data) {
+    registry *reg = user_data;
+    (void)redis;
+    if (registry_callback_done(reg)) return;
+    if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("registry: heartbeat write failed: %s", reply->str);
+}
+
+/* Writes this process's hash, renews its TTL, and starts a peer scan. */
+static void registry_heartbeat(registry *reg) {
+    if (reg->freeing) return;
+    uv_timer_start(&reg->heartbeat_timer, registry_on_heartbeat_timer, reg->options.heartbeat_ms, 0);
+    if (!redis_client_is_connected(reg->redis)) return;
+    if (reg->process_id == 0) {
+        if (reg->registering) return;
+        char key[128];
+        registry_key(reg, key, sizeof key, "next_process_id");
+        const char *argv[] = {"INCR", key};
+        if (registry_command(reg, registry_on_registered, reg, 2, argv) == 0) reg->registering = 1;
+        return;
+    }
+
+    char key[128], set_key[128], id[24], port[16], pid[16], started[24], ttl[16];
+    char values[REGISTRY_MAX_STATS][24];
+    snprintf(key, sizeof key, "tessera:%s:process:%" PRIu64, reg->cluster_name, reg->process_id);
+    registry_key(reg, set_key, sizeof set_key, "processes");
+    snprintf(id, sizeof id, "%" PRIu64, reg->process_id);
+    snprintf(port, sizeof port, "%d", reg->options.port);
+    snprintf(pid, sizeof pid, "%d", (int)getpid());
+    snprintf(started, sizeof started, "%" PRIu64, reg->started_ms);
+    snprintf(ttl, sizeof ttl, "%u", reg->options.ttl_ms);
+
+    const char *argv[2 + 2 * (5 + REGISTRY_MAX_STATS)];
+    int argc = 0;
+    argv[argc++] = "HSET";
+    argv[argc++] = key;
+    argv[argc++] = "role";
+    argv[argc++] = reg->role;
+    argv[argc++] = "host";
+    argv[argc++] = reg->host;
+    argv[argc++] = "port";
+    argv[argc++] = port;
+    argv[argc++] = "pid";
+    argv[argc++] = pid;
+    argv[argc++] = "started_ms";
+    argv[argc++] = started;
+    for (size_t i = 0; i < reg->stat_count; i++) {
+        snprintf(values[i], sizeof values[i], "%" PRId64, reg->stats[i].value);
+        argv[argc++] = reg->stats[i].name;
+        argv[argc++] = values[i];
+    }
+    /* One transaction, so the hash never exists without its TTL. */
+    const char *multi[] = {"MULTI"};
+    const char *expire[] = {"PEXPIRE", key, ttl};
+    const char *add[] = {"SADD", set_key, id};
+    const char *exec[] = {"EXEC"};
+    registry_command(reg, registry_on_write, reg, 1, multi);
+    registry_command(reg, registry_on_write, reg, argc, argv);
+    registry_command(reg, registry_on_write, reg, 3, expire);
+    registry_command(reg, registry_on_write, reg, 3, add);
+    registry_command(reg, registry_on_write, reg, 1, exec);
+
+    if (!reg->discovery_in_flight) {
+        const char *members[] = {"SMEMBERS", set_key};
+        if (registry_command(reg, registry_on_members, reg, 2, members) == 0) reg->discovery_in_flight = 1;
+    }
+}
+
+void registry_on_redis_state(registry *reg, int connected) {
+    if (connected) {
+        reg->discovery_in_flight = 0;
+        reg->registering = 0;
+        registry_heartbeat(reg);
+    }
+}
