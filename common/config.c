@@ -50,9 +50,14 @@ static char *config__field(void *settings, const config_key *key) {
     return (char *)settings + key->offset;
 }
 
-/* Shortest "%g" text that reads back as the same double, so 0.1 prints as
- * 0.1 and not 0.10000000000000001. */
+/* Whole numbers below 1e15 print as plain integers (100, not 1e+02);
+ * anything else as the shortest "%g" text that reads back as the same
+ * double, so 0.1 prints as 0.1 and not 0.10000000000000001. */
 static void config__format_double(double value, char *buf, size_t len) {
+    if (value > -1e15 && value < 1e15 && (double)(int64_t)value == value) {
+        snprintf(buf, len, "%" PRId64, (int64_t)value);
+        return;
+    }
     for (int precision = 1; precision <= 17; precision++) {
         snprintf(buf, len, "%.*g", precision, value);
         if (strtod(buf, NULL) == value)
@@ -398,7 +403,7 @@ int config_load(const config_key *keys, size_t key_count, void *settings, const 
             continue;
         const char *eq = strchr(arg, '=');
         if (eq == NULL) {
-            config__error(err, errlen, "config %s: '%s' is not key=value",
+            config__error(err, errlen, "config %s: override '%s' is not key=value",
                           CONFIG__SOURCE_COMMAND_LINE, arg);
             return -1;
         }

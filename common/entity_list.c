@@ -96,7 +96,8 @@ void entity_list_free(entity_list *list) {
 static int entity_list__grow(entity_list *list) {
     if (list->capacity >= list->max_slots)
         return -1;
-    uint64_t want = list->capacity == 0 ? ENTITY_LIST__INITIAL_SLOTS : (uint64_t)list->capacity * 2u;
+    uint64_t want = list->capacity == 0 ? ENTITY_LIST__INITIAL_SLOTS
+                                        : (uint64_t)list->capacity * 2u;
     if (want > list->max_slots)
         want = list->max_slots;
     entity_list__slot *slots = realloc(list->slots, (size_t)want * sizeof(*slots));

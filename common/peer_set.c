@@ -23,6 +23,7 @@ typedef struct peer_link {
     peer_role role;
     int up;                /* hello received and accepted */
     int seen_in_registry;
+    int listed;            /* present in the latest registry report */
     uint64_t opened_us;
     int64_t load;
 } peer_link;
@@ -216,27 +217,25 @@ static int peer_set_should_dial(const peer_set *set, peer_role role, uint64_t pr
 
 void peer_set_on_registry(peer_set *set, const registry_peer *peers, size_t count) {
     if (set->freeing || set->process_id == 0) return;
-    int *listed = xcalloc(set->link_count + 1, sizeof *listed);
+    for (size_t i = 0; i < set->link_count; i++) set->links[i]->listed = 0;
     for (size_t p = 0; p < count; p++) {
         peer_role role;
         if (peer_role_from_name(peers[p].role, &role) != 0) continue;
-        peer_link *link = NULL;
+        int known = 0;
         for (size_t i = 0; i < set->link_count; i++) {
-            if (set->links[i]->process_id == peers[p].process_id) {
-                link = set->links[i];
-                listed[i] = 1;
-            }
-        }
-        if (link) {
+            peer_link *link = set->links[i];
+            if (link->process_id != peers[p].process_id) continue;
+            link->listed = 1;
             link->seen_in_registry = 1;
             link->load = peers[p].load;
-            continue;
+            known = 1;
         }
-        if (!peer_set_should_dial(set, role, peers[p].process_id)) continue;
-        link = xcalloc(1, sizeof *link);
+        if (known || !peer_set_should_dial(set, role, peers[p].process_id)) continue;
+        peer_link *link = xcalloc(1, sizeof *link);
         link->set = set;
         link->process_id = peers[p].process_id;
         link->role = role;
+        link->listed = 1;
         link->seen_in_registry = 1;
         link->load = peers[p].load;
         link->opened_us = clock_monotonic_us();
@@ -251,20 +250,17 @@ void peer_set_on_registry(peer_set *set, const registry_peer *peers, size_t coun
         peer_set_add_link(set, link);
     }
     /* Links absent from the registry: their process stopped renewing its
-     * entry. Collect first; closing does not remove links synchronously,
-     * but keep the walk independent of that anyway. */
+     * entry. A link that was never listed gets a grace period, since a
+     * peer may dial us right after registering, before our scan sees it.
+     * channel_close never removes links synchronously, so this walk is
+     * stable. */
     uint64_t now = clock_monotonic_us();
-    size_t link_count = set->link_count;
-    channel **lapsed = xcalloc(link_count + 1, sizeof *lapsed);
-    size_t lapsed_count = 0;
-    for (size_t i = 0; i < link_count; i++) {
+    for (size_t i = 0; i < set->link_count; i++) {
         peer_link *link = set->links[i];
-        if (listed[i] || link->process_id == 0) continue;
-        if (link->seen_in_registry || now - link->opened_us > PEER_SET_UNLISTED_GRACE_US) lapsed[lapsed_count++] = link->ch;
+        if (link->listed || link->process_id == 0) continue;
+        if (link->seen_in_registry || now - link->opened_us > PEER_SET_UNLISTED_GRACE_US)
+            channel_close(link->ch, "heartbeat lapsed (no longer in the registry)");
     }
-    for (size_t i = 0; i < lapsed_count; i++) channel_close(lapsed[i], "heartbeat lapsed (no longer in the registry)");
-    free(lapsed);
-    free(listed);
 }
 
 int peer_set_send(peer_set *set, uint64_t process_id, const Tessera__Cluster__PeerMessage *message) {

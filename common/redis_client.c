@@ -18,6 +18,7 @@ struct redis_client {
     redisAsyncContext *context; /* NULL while disconnected */
     int connected;
     int freeing;
+    int timer_closed;           /* freeing: the retry timer is released */
     unsigned failed_attempts;
     unsigned retry_ms;
     char host[64];
@@ -47,12 +48,22 @@ static void redis_client_report(redis_client *client) {
         client->on_state(client, client->connected, client->failed_attempts, client->user_data);
 }
 
+/* While freeing, the struct outlives both the retry timer and the hiredis
+ * context; whichever is released last frees it. */
+static void redis_client_release_if_done(redis_client *client) {
+    if (client->freeing && client->timer_closed && !client->context) free(client);
+}
+
 static void redis_client_on_connect(const redisAsyncContext *context, int status) {
     redis_client *client = context->data;
     if (!client || client->context != context) return;
     if (status != REDIS_OK) {
         /* hiredis frees the context after this callback. */
         client->context = NULL;
+        if (client->freeing) {
+            redis_client_release_if_done(client);
+            return;
+        }
         client->failed_attempts++;
         log_warn("redis %s: connect attempt %u failed: %s; retrying in %u ms", client->address,
                  client->failed_attempts, context->errstr, client->retry_ms);
@@ -71,7 +82,10 @@ static void redis_client_on_disconnect(const redisAsyncContext *context, int sta
     if (!client || client->context != context) return;
     client->context = NULL;
     client->connected = 0;
-    if (client->freeing) return;
+    if (client->freeing) {
+        redis_client_release_if_done(client);
+        return;
+    }
     log_warn("redis %s: connection lost (%s); reconnecting every %u ms", client->address,
              status == REDIS_OK ? "closed" : context->errstr, client->retry_ms);
     redis_client_report(client);
@@ -117,19 +131,27 @@ redis_client *redis_client_create(uv_loop_t *loop, const char *host, int port, u
 
 void redis_client_start(redis_client *client) { redis_client_connect_now(client); }
 
-static void redis_client_on_timer_closed(uv_handle_t *handle) { free(handle->data); }
+static void redis_client_on_timer_closed(uv_handle_t *handle) {
+    redis_client *client = handle->data;
+    client->timer_closed = 1;
+    redis_client_release_if_done(client);
+}
 
 void redis_client_free(redis_client *client) {
     if (!client || client->freeing) return;
     client->freeing = 1;
     uv_timer_stop(&client->retry_timer);
-    if (client->context) {
-        redisAsyncContext *context = client->context;
+    if (client->context && client->connected) {
+        /* A graceful disconnect: commands already sent (a registry entry's
+         * removal at shutdown) still complete; the disconnect callback
+         * then releases the context. */
         client->connected = 0;
-        /* redisAsyncFree runs every pending callback with a NULL reply and
-         * then our disconnect callback, which sees `freeing`. */
-        redisAsyncFree(context);
+        redisAsyncDisconnect(client->context);
+    } else if (client->context) {
+        /* Still connecting: nothing to flush. */
+        redisAsyncContext *context = client->context;
         client->context = NULL;
+        redisAsyncFree(context);
     }
     uv_close((uv_handle_t *)&client->retry_timer, redis_client_on_timer_closed);
 }

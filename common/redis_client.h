@@ -31,9 +31,11 @@ redis_client *redis_client_create(uv_loop_t *loop, const char *host, int port, u
                                   redis_state_callback on_state, void *user_data);
 void redis_client_start(redis_client *client);
 
-/* Disconnects (pending callbacks fire with NULL), stops retrying and frees
- * the client once libuv has released its handles. No state callback fires
- * from here on. */
+/* Stops retrying and disconnects gracefully: commands already sent complete
+ * (their callbacks fire with replies, or NULL if the link fails first). The
+ * client is freed once hiredis and libuv have released it, so the loop must
+ * run on. No state callback fires from here on, and no new command is
+ * accepted. */
 void redis_client_free(redis_client *client);
 
 int redis_client_is_connected(const redis_client *client);

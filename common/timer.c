@@ -45,9 +45,9 @@ struct timer_set {
     int closing;        /* timer_set_free was called; only the close callback remains */
 };
 
-/* Out of memory inside the firing pass cannot be reported to anyone (the
- * callback returns void), and dropping a repeating timer silently would be
- * worse: stop with file and line, per the house rules. */
+/* uv_timer_start only fails on a closing handle or a NULL callback, both
+ * excluded here; if it fails anyway an invariant is broken, and silently
+ * never firing again would be worse than stopping with file and line. */
 #define TIMER__ASSERT(cond)                                                                    \
     do {                                                                                       \
         if (!(cond)) {                                                                         \
@@ -161,6 +161,9 @@ static void timer__on_uv_timer(uv_timer_t *handle) {
     set->firing = 1;
     while (!set->closing && set->heap_count > 0) {
         timer__entry *e = set->heap[0];
+        /* A timer added during this pass has due >= now and a higher id
+         * than every older one, so it sorts after every older timer still
+         * due: meeting one means nothing old is left to fire. */
         if (e->due > now || e->id > last_old_id)
             break;
         uint64_t id = e->id;

@@ -1,0 +1,135 @@
+/* baseapp.h -- the baseapp program's private header: the process context,
+ * the proxy, and under one banner per file what each module offers.
+ *
+ * A baseapp owns client connections. Each connection gets a proxy, which
+ * walks the explicit states below; once logged in the proxy owns the
+ * player's entity id and asks the least-loaded cellapp to create the
+ * entity's spatial part. From then on it relays the client's movement to
+ * that cell and the cell's view messages back to the client.
+ */
+#ifndef TESSERA_BASEAPP_H
+#define TESSERA_BASEAPP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "channel.h"
+#include "client.pb-c.h"
+#include "cluster.pb-c.h"
+#include "entity_list.h"
+#include "id_block.h"
+#include "id_map.h"
+#include "peer_set.h"
+#include "process.h"
+#include "redis_client.h"
+#include "registry.h"
+
+/* ---- settings (main.c) -------------------------------------------------- */
+
+typedef struct baseapp_settings {
+    process_settings process;
+    char client_host[64];
+    int64_t client_port;
+    int64_t client_max_frame_bytes;
+    int64_t client_write_high_water_bytes;
+    int64_t client_write_limit_bytes;
+    int64_t max_clients;
+    int64_t login_timeout_ms;
+    bool auto_create_accounts;
+    int64_t password_ops_limit;
+    int64_t password_mem_limit_kib;
+    int64_t entity_id_block;
+    char player_entity_type[32];
+} baseapp_settings;
+
+/* ---- proxies (proxy.c) -------------------------------------------------- */
+
+typedef struct baseapp baseapp;
+
+typedef enum proxy_state {
+    PROXY_AWAITING_HELLO,   /* connected; the first frame must be hello */
+    PROXY_AWAITING_LOGIN,   /* versions agreed; waiting for credentials */
+    PROXY_AUTHENTICATING,   /* checking the account (Redis, then the thread pool) */
+    PROXY_CREATING_CELL,    /* logged in; a cellapp is creating the player's cell entity */
+    PROXY_IN_WORLD,         /* moving and watching: messages flow both ways */
+    PROXY_CLOSING,          /* dropped; the channel is closing and nothing more is read */
+} proxy_state;
+
+typedef struct proxy {
+    baseapp *app;
+    entity_handle handle;      /* this proxy in app->proxies; stale once freed */
+    proxy_state state;
+    channel *ch;
+    uint64_t entity_id;        /* 0 until logged in */
+    uint64_t cellapp_id;       /* the cellapp holding the cell entity, 0 if none */
+    uint64_t connected_us;     /* monotonic, for the login timeout */
+    char account[72];
+} proxy;
+
+/* Accepts a client connection from the listener. */
+void proxy_accept(baseapp *app, uv_stream_t *listener);
+/* Sends an Error to the client and drops it once the error is flushed. */
+void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *format, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The password checked out: take an entity id and ask a cellapp for the
+ * cell entity. Called by login.c. */
+void proxy_login_succeeded(proxy *client);
+/* Drops clients that have not reached the world within the login timeout. */
+void proxy_sweep(baseapp *app);
+proxy *proxy_find_by_entity(const baseapp *app, uint64_t entity_id);
+/* Closes every client (shutdown). */
+void proxy_close_all(baseapp *app, const char *reason);
+
+/* ---- login (login.c) ---------------------------------------------------- */
+
+/* Checks `account`/`password` against Redis (creating the account when the
+ * settings allow it); hashing runs on libuv's thread pool. Ends in
+ * proxy_login_succeeded or proxy_fail, unless the client left meanwhile. */
+void login_start(proxy *client, const char *account, const char *password);
+/* Returns NULL when the account name is acceptable, or why it is not. */
+const char *login_check_account_name(const char *account);
+
+/* ---- cellapps (cell_link.c) --------------------------------------------- */
+
+/* The least-loaded cellapp that is up, or 0 if none. */
+uint64_t cell_link_choose(baseapp *app);
+/* Registry report: refreshes the loads the choice is made from. */
+void cell_link_on_registry(baseapp *app);
+void cell_link_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void *user_data);
+void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason,
+                            void *user_data);
+void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
+                          const Tessera__Cluster__PeerMessage *message, void *user_data);
+
+/* ---- the process (main.c) ----------------------------------------------- */
+
+struct baseapp {
+    uv_loop_t *loop;
+    baseapp_settings settings;
+    redis_client *redis;
+    registry *registry;
+    peer_set *peers;
+    id_block *entity_ids;
+    uv_tcp_t client_listener;
+    uv_tcp_t peer_listener;
+    int client_port, peer_port;
+    uv_timer_t sweep_timer;
+    uv_timer_t stats_timer;
+    uv_signal_t sigint, sigterm;
+    uint64_t process_id;
+    entity_list *proxies;         /* every proxy, by handle */
+    id_map proxies_by_entity;     /* entity id -> proxy, logged-in proxies */
+    id_map proxies_by_account;    /* account name hash -> proxy */
+    id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */
+    channel_stats client_totals;
+    channel_stats peer_totals;
+    int shutting_down;
+    int exit_code;
+};
+
+/* 64-bit FNV-1a of an account name, the key of proxies_by_account. */
+uint64_t baseapp_account_key(const char *account);
+
+#endif

@@ -1,0 +1,135 @@
+/* cell_link.c -- the baseapp's side of its cellapps: choosing where a new
+ * player's cell entity goes, turning the cellapps' answers and view batches
+ * into client traffic, and dropping the players whose cell was lost when a
+ * cellapp goes away. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseapp.h"
+#include "log.h"
+
+/* The registry's load (reals per cellapp) is a heartbeat old; entities
+ * sent since then are added so that a burst of logins spreads out instead
+ * of all landing on whichever cellapp looked emptiest a second ago. */
+uint64_t cell_link_choose(baseapp *app) {
+    size_t cursor = 0;
+    uint64_t cellapp_id, best = 0;
+    int64_t best_load = 0;
+    while ((cellapp_id = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0) {
+        int64_t load = peer_set_load(app->peers, cellapp_id) +
+                       (int64_t)(uintptr_t)id_map_get(&app->cellapp_assignments, cellapp_id);
+        if (!best || load < best_load) {
+            best = cellapp_id;
+            best_load = load;
+        }
+    }
+    if (best) {
+        uintptr_t assigned = (uintptr_t)id_map_get(&app->cellapp_assignments, best);
+        id_map_put(&app->cellapp_assignments, best, (void *)(assigned + 1));
+    }
+    return best;
+}
+
+void cell_link_on_registry(baseapp *app) {
+    id_map_close(&app->cellapp_assignments);
+    id_map_init(&app->cellapp_assignments);
+}
+
+static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__CellEntityCreated *reply) {
+    proxy *client = proxy_find_by_entity(app, reply->entity_id);
+    if (!client || client->cellapp_id != cellapp_id || client->state != PROXY_CREATING_CELL) {
+        /* The client left while the cell was being made: undo it. */
+        if (reply->ok) {
+            Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
+            destroy.entity_id = reply->entity_id;
+            Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
+            message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DESTROY_CELL_ENTITY;
+            message.destroy_cell_entity = &destroy;
+            peer_set_send(app->peers, cellapp_id, &message);
+        }
+        return;
+    }
+    if (!reply->ok) {
+        client->cellapp_id = 0;
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "cellapp %" PRIu64 " refused the entity: %s",
+                   cellapp_id, reply->error ? reply->error : "");
+        return;
+    }
+    Tessera__Client__LoginReply login = TESSERA__CLIENT__LOGIN_REPLY__INIT;
+    login.entity_id = client->entity_id;
+    login.position = reply->position;
+    login.yaw = reply->yaw;
+    login.view_radius = reply->view_radius;
+    login.view_hysteresis = reply->view_hysteresis;
+    login.max_speed = reply->max_speed;
+    login.tick_hz = reply->tick_hz;
+    login.space_name = reply->space_name;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
+    message.login_reply = &login;
+    channel_send_message(client->ch, &message.base);
+    client->state = PROXY_IN_WORLD;
+    log_debug("entity %" PRIu64 " (account '%s') entered the world on cellapp %" PRIu64, client->entity_id,
+              client->account, cellapp_id);
+}
+
+static void cell_link_forward(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__ToClientBatch *batch) {
+    for (size_t i = 0; i < batch->n_messages; i++) {
+        const Tessera__Cluster__ToClient *item = batch->messages[i];
+        proxy *client = proxy_find_by_entity(app, item->entity_id);
+        /* A stale entity (the client left this tick) is normal; anything
+         * from a cellapp that does not hold the entity is ignored. */
+        if (!client || client->cellapp_id != cellapp_id || client->state != PROXY_IN_WORLD) continue;
+        channel_send(client->ch, item->payload.data, item->payload.len);
+    }
+}
+
+void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
+                          const Tessera__Cluster__PeerMessage *message, void *user_data) {
+    baseapp *app = user_data;
+    (void)set;
+    if (role != PEER_ROLE_CELLAPP) return;
+    switch (message->body_case) {
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ENTITY_CREATED:
+        cell_link_on_created(app, process_id, message->cell_entity_created);
+        return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_TO_CLIENT:
+        cell_link_forward(app, process_id, message->to_client);
+        return;
+    default:
+        log_warn("cellapp %" PRIu64 " sent a message this baseapp does not handle (%d): ignored", process_id,
+                 (int)message->body_case);
+        return;
+    }
+}
+
+void cell_link_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void *user_data) {
+    (void)set;
+    (void)process_id;
+    (void)role;
+    (void)user_data;
+}
+
+void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason,
+                            void *user_data) {
+    baseapp *app = user_data;
+    (void)set;
+    if (role != PEER_ROLE_CELLAPP) return;
+    /* The players' cell entities died with the cellapp. Until entities are
+     * backed up and restored elsewhere, tell those clients and let them
+     * log in again onto a live cellapp. */
+    size_t dropped = 0;
+    uint32_t cursor = 0;
+    proxy *client;
+    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
+        if (client->cellapp_id != process_id || client->state == PROXY_CLOSING) continue;
+        client->cellapp_id = 0;
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                   "cellapp %" PRIu64 " holding your entity is gone (%s); log in again", process_id, reason);
+        dropped++;
+    }
+    id_map_remove(&app->cellapp_assignments, process_id);
+    log_warn("cellapp %" PRIu64 " gone: %zu players dropped, %zu cellapps left", process_id, dropped,
+             peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
+}

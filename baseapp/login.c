@@ -1,0 +1,212 @@
+/* login.c -- checking a client's account and password.
+ *
+ * Accounts live in Redis as hashes, tessera:<cluster>:account:<name>, with
+ * the field password_hash holding an argon2id string from libsodium (the
+ * string carries its own salt and cost). Hashing and verifying are
+ * deliberately slow, so they run on libuv's thread pool and the loop keeps
+ * serving everyone else meanwhile. Every step holds the proxy by handle:
+ * a client that disconnects mid-login simply makes the next step a no-op.
+ *
+ * With auto_create_accounts, an unknown account is created with the
+ * password given (HSETNX, so two first logins racing for one name cannot
+ * both win: the loser is checked against the winner's password). */
+#include <inttypes.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseapp.h"
+#include "log.h"
+
+typedef enum login_step {
+    LOGIN_VERIFY, /* thread pool: compare the password with the stored hash */
+    LOGIN_HASH,   /* thread pool: hash the password for a new account */
+} login_step;
+
+typedef struct login_request {
+    uv_work_t work;
+    baseapp *app;
+    entity_handle proxy_handle;
+    login_step step;
+    int retried;                 /* lost an HSETNX race once already */
+    char account[72];
+    char password[129];
+    char stored_hash[crypto_pwhash_STRBYTES];
+    int result;                  /* thread pool result: 0 ok */
+    unsigned long long ops_limit;
+    size_t mem_limit;
+} login_request;
+
+static void login_lookup(login_request *request);
+
+static void login_request_free(login_request *request) {
+    sodium_memzero(request->password, sizeof request->password);
+    free(request);
+}
+
+/* The proxy this request is for, or NULL if the client has left or been
+ * dropped; in that case the request is finished and freed. */
+static proxy *login_proxy(login_request *request) {
+    proxy *client = entity_list_get(request->app->proxies, request->proxy_handle);
+    if (!client || client->state != PROXY_AUTHENTICATING) {
+        login_request_free(request);
+        return NULL;
+    }
+    return client;
+}
+
+static void login_account_key(const baseapp *app, const char *account, char *out, size_t out_size) {
+    snprintf(out, out_size, "tessera:%s:account:%s", app->settings.process.cluster_name, account);
+}
+
+const char *login_check_account_name(const char *account) {
+    size_t length = account ? strlen(account) : 0;
+    if (length < 1 || length > 64) return "must be 1 to 64 characters";
+    for (size_t i = 0; i < length; i++) {
+        char c = account[i];
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+                 c == '.';
+        if (!ok) return "may only contain letters, digits, '_', '-' and '.'";
+    }
+    return NULL;
+}
+
+static void login_work(uv_work_t *work) {
+    login_request *request = work->data;
+    if (request->step == LOGIN_VERIFY) {
+        request->result = crypto_pwhash_str_verify(request->stored_hash, request->password, strlen(request->password));
+    } else {
+        request->result = crypto_pwhash_str(request->stored_hash, request->password, strlen(request->password),
+                                            request->ops_limit, request->mem_limit);
+    }
+}
+
+static void login_on_created(redis_client *redis, redisReply *reply, void *user_data);
+
+static void login_after_work(uv_work_t *work, int status) {
+    login_request *request = work->data;
+    proxy *client = login_proxy(request);
+    if (!client) return;
+    if (status != 0) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login cancelled");
+        login_request_free(request);
+        return;
+    }
+    if (request->step == LOGIN_VERIFY) {
+        if (request->result == 0) {
+            proxy_login_succeeded(client);
+        } else {
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, "wrong password for account '%s'",
+                       request->account);
+        }
+        login_request_free(request);
+        return;
+    }
+    if (request->result != 0) {
+        log_error("account '%s': hashing the password failed (out of memory for %zu bytes?)", request->account,
+                  request->mem_limit);
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "could not create the account, try again");
+        login_request_free(request);
+        return;
+    }
+    char key[160];
+    login_account_key(request->app, request->account, key, sizeof key);
+    if (redis_client_command(request->app->redis, login_on_created, request, "HSETNX %s password_hash %s", key,
+                             request->stored_hash) != 0) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        login_request_free(request);
+    }
+}
+
+static void login_queue_work(proxy *client, login_request *request, login_step step) {
+    request->step = step;
+    request->work.data = request;
+    int rc = uv_queue_work(request->app->loop, &request->work, login_work, login_after_work);
+    if (rc != 0) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login queue failed: %s", uv_strerror(rc));
+        login_request_free(request);
+    }
+}
+
+static void login_on_created(redis_client *redis, redisReply *reply, void *user_data) {
+    login_request *request = user_data;
+    (void)redis;
+    proxy *client = login_proxy(request);
+    if (!client) return;
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        login_request_free(request);
+        return;
+    }
+    if (reply->integer == 1) {
+        log_info("account '%s' created", request->account);
+        proxy_login_succeeded(client);
+        login_request_free(request);
+        return;
+    }
+    /* Someone created the account first: check against their password. */
+    if (request->retried) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account '%s' is being created, try again",
+                   request->account);
+        login_request_free(request);
+        return;
+    }
+    request->retried = 1;
+    login_lookup(request);
+}
+
+static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_data) {
+    login_request *request = user_data;
+    (void)redis;
+    proxy *client = login_proxy(request);
+    if (!client) return;
+    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        login_request_free(request);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_STRING) {
+        if (reply->len >= sizeof request->stored_hash) {
+            log_error("account '%s': stored password hash is malformed (%zu bytes)", request->account,
+                      (size_t)reply->len);
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account record is damaged");
+            login_request_free(request);
+            return;
+        }
+        memcpy(request->stored_hash, reply->str, reply->len);
+        request->stored_hash[reply->len] = '\0';
+        login_queue_work(client, request, LOGIN_VERIFY);
+        return;
+    }
+    if (!request->app->settings.auto_create_accounts) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, "unknown account '%s'",
+                   request->account);
+        login_request_free(request);
+        return;
+    }
+    login_queue_work(client, request, LOGIN_HASH);
+}
+
+static void login_lookup(login_request *request) {
+    char key[160];
+    login_account_key(request->app, request->account, key, sizeof key);
+    if (redis_client_command(request->app->redis, login_on_lookup, request, "HGET %s password_hash", key) != 0) {
+        proxy *client = login_proxy(request);
+        if (!client) return;
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        login_request_free(request);
+    }
+}
+
+void login_start(proxy *client, const char *account, const char *password) {
+    baseapp *app = client->app;
+    login_request *request = xcalloc(1, sizeof *request);
+    request->app = app;
+    request->proxy_handle = client->handle;
+    snprintf(request->account, sizeof request->account, "%s", account);
+    snprintf(request->password, sizeof request->password, "%s", password);
+    request->ops_limit = (unsigned long long)app->settings.password_ops_limit;
+    request->mem_limit = (size_t)app->settings.password_mem_limit_kib * 1024u;
+    login_lookup(request);
+}

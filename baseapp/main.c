@@ -1,0 +1,259 @@
+/* main.c -- the baseapp process: its settings table, start-up (config,
+ * libsodium, Redis, registry, the client and peer listeners), the login
+ * sweep, the published numbers, and an orderly shutdown on SIGINT/SIGTERM. */
+#include <inttypes.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseapp.h"
+#include "clock.h"
+#include "log.h"
+
+static const config_key baseapp_config_keys[] = {
+    PROCESS_CONFIG_KEYS(baseapp_settings, process),
+    {"client_host", CONFIG_STRING, offsetof(baseapp_settings, client_host), sizeof(((baseapp_settings *)0)->client_host),
+     0, 0, "127.0.0.1", "IP address clients connect to"},
+    {"client_port", CONFIG_INT, offsetof(baseapp_settings, client_port), 0, 0, 65535, "20013",
+     "TCP port clients connect to (0: any free port)"},
+    {"client_max_frame_bytes", CONFIG_INT, offsetof(baseapp_settings, client_max_frame_bytes), 0, 64, 16 << 20,
+     "65536", "largest frame a client may send; larger ones drop the client before anything is allocated"},
+    {"client_write_high_water_bytes", CONFIG_INT, offsetof(baseapp_settings, client_write_high_water_bytes), 0, 1024,
+     1 << 30, "1048576", "queued bytes to a client above which its input is no longer read"},
+    {"client_write_limit_bytes", CONFIG_INT, offsetof(baseapp_settings, client_write_limit_bytes), 0, 4096, 1 << 30,
+     "8388608", "queued bytes to a client above which it is dropped as a slow consumer"},
+    {"max_clients", CONFIG_INT, offsetof(baseapp_settings, max_clients), 0, 1, 1000000, "10000",
+     "connections accepted before new ones are told the server is full"},
+    {"login_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, login_timeout_ms), 0, 100, 600000, "30000",
+     "a connection that has not reached the world after this long is dropped"},
+    {"auto_create_accounts", CONFIG_BOOL, offsetof(baseapp_settings, auto_create_accounts), 0, 0, 0, "false",
+     "create an unknown account on its first login with the password given"},
+    {"password_ops_limit", CONFIG_INT, offsetof(baseapp_settings, password_ops_limit), 0, 1, 32, "2",
+     "argon2id passes over memory when hashing a new password"},
+    {"password_mem_limit_kib", CONFIG_INT, offsetof(baseapp_settings, password_mem_limit_kib), 0, 8, 4 << 20,
+     "19456", "argon2id memory per hash in KiB (19 MiB by default, OWASP's minimum for argon2id)"},
+    {"entity_id_block", CONFIG_INT, offsetof(baseapp_settings, entity_id_block), 0, 1, 1000000, "1000",
+     "entity ids reserved from Redis at a time"},
+    {"player_entity_type", CONFIG_STRING, offsetof(baseapp_settings, player_entity_type),
+     sizeof(((baseapp_settings *)0)->player_entity_type), 0, 0, "Avatar", "entity type of a player's entity"},
+};
+
+#define BASEAPP_CONFIG_KEY_COUNT (sizeof baseapp_config_keys / sizeof baseapp_config_keys[0])
+
+/* Proxies live in a slot table; a million concurrent clients per process is
+ * far beyond what one loop serves, so it bounds the table's growth. */
+#define BASEAPP_MAX_PROXY_SLOTS (1u << 20)
+
+static void baseapp_publish_stats(baseapp *app) {
+    if (!app->registry) return;
+    channel_stats *clients = &app->client_totals, *peers = &app->peer_totals;
+    registry_set_stat(app->registry, "load", (int64_t)entity_list_count(app->proxies));
+    registry_set_stat(app->registry, "clients", (int64_t)id_map_count(&app->proxies_by_entity));
+    registry_set_stat(app->registry, "connections", (int64_t)entity_list_count(app->proxies));
+    registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
+    registry_set_stat(app->registry, "frames_in", (int64_t)(clients->frames_in + peers->frames_in));
+    registry_set_stat(app->registry, "frames_out", (int64_t)(clients->frames_out + peers->frames_out));
+    registry_set_stat(app->registry, "bytes_in", (int64_t)(clients->bytes_in + peers->bytes_in));
+    registry_set_stat(app->registry, "bytes_out", (int64_t)(clients->bytes_out + peers->bytes_out));
+    registry_set_stat(app->registry, "client_frames_in", (int64_t)clients->frames_in);
+    registry_set_stat(app->registry, "client_frames_out", (int64_t)clients->frames_out);
+}
+
+static void baseapp_on_stats_timer(uv_timer_t *timer) {
+    baseapp *app = timer->data;
+    baseapp_publish_stats(app);
+    if (redis_client_is_connected(app->redis)) id_block_refill(app->entity_ids);
+}
+
+static void baseapp_on_sweep_timer(uv_timer_t *timer) { proxy_sweep(timer->data); }
+
+static void baseapp_on_registered(registry *reg, uint64_t process_id, void *user_data) {
+    baseapp *app = user_data;
+    (void)reg;
+    app->process_id = process_id;
+    peer_set_set_process_id(app->peers, process_id);
+}
+
+static void baseapp_on_peers(registry *reg, const registry_peer *peers, size_t count, void *user_data) {
+    baseapp *app = user_data;
+    (void)reg;
+    peer_set_on_registry(app->peers, peers, count);
+    cell_link_on_registry(app);
+}
+
+static void baseapp_on_redis_state(redis_client *client, int connected, unsigned failed_attempts, void *user_data) {
+    baseapp *app = user_data;
+    (void)client;
+    if (connected) {
+        registry_on_redis_state(app->registry, 1);
+        id_block_refill(app->entity_ids);
+        return;
+    }
+    if (app->process_id == 0 && failed_attempts >= (unsigned)app->settings.process.redis_connect_attempts) {
+        log_error("cannot reach Redis at %s:%lld after %u attempts: giving up", app->settings.process.redis_host,
+                  (long long)app->settings.process.redis_port, failed_attempts);
+        app->exit_code = 1;
+        uv_stop(app->loop);
+    }
+}
+
+static void baseapp_on_client_connection(uv_stream_t *listener, int status) {
+    baseapp *app = listener->data;
+    if (status < 0) {
+        log_warn("client listener: %s", uv_strerror(status));
+        return;
+    }
+    proxy_accept(app, listener);
+}
+
+static void baseapp_on_peer_connection(uv_stream_t *listener, int status) {
+    baseapp *app = listener->data;
+    if (status < 0) {
+        log_warn("peer listener: %s", uv_strerror(status));
+        return;
+    }
+    peer_set_accept(app->peers, listener);
+}
+
+static void baseapp_close_walk(uv_handle_t *handle, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(handle)) uv_close(handle, NULL);
+}
+
+static void baseapp_shutdown(baseapp *app) {
+    if (app->shutting_down) return;
+    app->shutting_down = 1;
+    log_info("shutting down");
+    uv_timer_stop(&app->sweep_timer);
+    uv_timer_stop(&app->stats_timer);
+    uv_close((uv_handle_t *)&app->sweep_timer, NULL);
+    uv_close((uv_handle_t *)&app->stats_timer, NULL);
+    uv_close((uv_handle_t *)&app->sigint, NULL);
+    uv_close((uv_handle_t *)&app->sigterm, NULL);
+    uv_close((uv_handle_t *)&app->client_listener, NULL);
+    uv_close((uv_handle_t *)&app->peer_listener, NULL);
+    proxy_close_all(app, "server shutting down");
+    registry_free(app->registry);
+    app->registry = NULL;
+    peer_set_free(app->peers);
+    redis_client_free(app->redis);
+}
+
+static void baseapp_on_signal(uv_signal_t *handle, int signum) {
+    baseapp *app = handle->data;
+    log_info("received signal %d", signum);
+    baseapp_shutdown(app);
+}
+
+int main(int argc, char **argv) {
+    static baseapp app; /* the process's single context */
+    char err[512];
+    process_arguments arguments;
+    signal(SIGPIPE, SIG_IGN);
+    log_set_identity("baseapp", 0);
+
+    if (process_parse_arguments(argc, argv, &arguments, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-baseapp: %s\n", err);
+        process_arguments_free(&arguments);
+        return 2;
+    }
+    if (arguments.help) {
+        printf("usage: tessera-baseapp --config FILE [--set key=value]...\nsettings:\n");
+        config_print(baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT, &app.settings, stdout);
+        process_arguments_free(&arguments);
+        return 0;
+    }
+    int loaded = process_load_settings("tessera-baseapp", baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT,
+                                       &app.settings, &app.settings.process, &arguments);
+    process_arguments_free(&arguments);
+    if (loaded != 0) return 1;
+    baseapp_settings *settings = &app.settings;
+    if (sodium_init() < 0) {
+        fprintf(stderr, "tessera-baseapp: libsodium failed to initialise\n");
+        return 1;
+    }
+
+    app.loop = uv_default_loop();
+    app.proxies = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
+    id_map_init(&app.proxies_by_entity);
+    id_map_init(&app.proxies_by_account);
+    id_map_init(&app.cellapp_assignments);
+
+    if (channel_listen(app.loop, &app.client_listener, settings->client_host, (int)settings->client_port,
+                       baseapp_on_client_connection, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-baseapp: client listener: %s\n", err);
+        return 1;
+    }
+    app.client_listener.data = &app;
+    app.client_port = channel_listener_port(&app.client_listener);
+    if (channel_listen(app.loop, &app.peer_listener, settings->process.internal_host,
+                       (int)settings->process.internal_port, baseapp_on_peer_connection, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-baseapp: peer listener: %s\n", err);
+        return 1;
+    }
+    app.peer_listener.data = &app;
+    app.peer_port = channel_listener_port(&app.peer_listener);
+
+    static const peer_set_callbacks peer_callbacks = {
+        .on_peer_up = cell_link_on_peer_up,
+        .on_peer_down = cell_link_on_peer_down,
+        .on_message = cell_link_on_message,
+    };
+    app.peers = peer_set_create(app.loop, PEER_ROLE_BASEAPP, settings->process.cluster_name, &peer_callbacks, &app,
+                                &app.peer_totals);
+    app.redis = redis_client_create(app.loop, settings->process.redis_host, (int)settings->process.redis_port,
+                                    (unsigned)settings->process.redis_retry_ms, baseapp_on_redis_state, &app);
+    if (!app.redis) {
+        fprintf(stderr, "tessera-baseapp: configuration error: redis_host '%s' is not usable\n",
+                settings->process.redis_host);
+        return 1;
+    }
+    app.entity_ids = id_block_create(app.redis, settings->process.cluster_name, (uint64_t)settings->entity_id_block);
+    registry_options registry_settings = {
+        .cluster_name = settings->process.cluster_name,
+        .role = "baseapp",
+        .host = settings->process.internal_host,
+        .port = app.peer_port,
+        .heartbeat_ms = (unsigned)settings->process.heartbeat_ms,
+        .ttl_ms = (unsigned)settings->process.registry_ttl_ms,
+        .on_registered = baseapp_on_registered,
+        .on_peers = baseapp_on_peers,
+        .user_data = &app,
+    };
+    app.registry = registry_create(app.loop, app.redis, &registry_settings);
+    registry_set_stat(app.registry, "client_port", app.client_port);
+    baseapp_publish_stats(&app);
+
+    uv_timer_init(app.loop, &app.sweep_timer);
+    app.sweep_timer.data = &app;
+    uv_timer_start(&app.sweep_timer, baseapp_on_sweep_timer, 1000, 1000);
+    uv_timer_init(app.loop, &app.stats_timer);
+    app.stats_timer.data = &app;
+    uv_timer_start(&app.stats_timer, baseapp_on_stats_timer, 200, 200);
+    uv_signal_init(app.loop, &app.sigint);
+    uv_signal_init(app.loop, &app.sigterm);
+    app.sigint.data = app.sigterm.data = &app;
+    uv_signal_start(&app.sigint, baseapp_on_signal, SIGINT);
+    uv_signal_start(&app.sigterm, baseapp_on_signal, SIGTERM);
+
+    log_info("baseapp starting: clients on %s:%d, peers on %s:%d, Redis %s:%lld", settings->client_host,
+             app.client_port, settings->process.internal_host, app.peer_port, settings->process.redis_host,
+             (long long)settings->process.redis_port);
+    redis_client_start(app.redis);
+    uv_run(app.loop, UV_RUN_DEFAULT);
+
+    baseapp_shutdown(&app);
+    uv_run(app.loop, UV_RUN_DEFAULT);
+    uv_walk(app.loop, baseapp_close_walk, NULL);
+    uv_run(app.loop, UV_RUN_DEFAULT);
+    id_block_free(app.entity_ids);
+    id_map_close(&app.proxies_by_entity);
+    id_map_close(&app.proxies_by_account);
+    id_map_close(&app.cellapp_assignments);
+    entity_list_free(app.proxies);
+    uv_loop_close(app.loop);
+    log_info("stopped");
+    return app.exit_code;
+}

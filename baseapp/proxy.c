@@ -1,0 +1,292 @@
+/* proxy.c -- one client connection and its proxy: the state machine from
+ * hello to the world, checking every client message against the state it
+ * may arrive in, relaying movement to the cell, and the single exit path
+ * (proxy_fail / channel close) that tells the cell the player is gone.
+ * Password checking is login.c's; cellapp traffic is cell_link.c's. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseapp.h"
+#include "clock.h"
+#include "log.h"
+
+static const char *proxy_state_name(proxy_state state) {
+    switch (state) {
+    case PROXY_AWAITING_HELLO: return "awaiting hello";
+    case PROXY_AWAITING_LOGIN: return "awaiting login";
+    case PROXY_AUTHENTICATING: return "authenticating";
+    case PROXY_CREATING_CELL: return "creating cell";
+    case PROXY_IN_WORLD: return "in world";
+    case PROXY_CLOSING: return "closing";
+    }
+    return "?";
+}
+
+uint64_t baseapp_account_key(const char *account) {
+    uint64_t hash = 14695981039346656037ull;
+    for (const unsigned char *c = (const unsigned char *)account; *c; c++) {
+        hash ^= *c;
+        hash *= 1099511628211ull;
+    }
+    return hash ? hash : 1;
+}
+
+proxy *proxy_find_by_entity(const baseapp *app, uint64_t entity_id) {
+    return id_map_get(&app->proxies_by_entity, entity_id);
+}
+
+static void proxy_send(proxy *client, const Tessera__Client__ServerToClient *message) {
+    channel_send_message(client->ch, &message->base);
+}
+
+/* Tells the cellapp to destroy the player's cell entity, if there is one. */
+static void proxy_release_cell(proxy *client) {
+    if (!client->cellapp_id || !client->entity_id) return;
+    Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
+    destroy.entity_id = client->entity_id;
+    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DESTROY_CELL_ENTITY;
+    message.destroy_cell_entity = &destroy;
+    peer_set_send(client->app->peers, client->cellapp_id, &message);
+    client->cellapp_id = 0;
+}
+
+/* Removes the proxy from every index. After this nothing can reach it but
+ * its channel, which is closing. */
+static void proxy_unlink(proxy *client) {
+    baseapp *app = client->app;
+    proxy_release_cell(client);
+    if (client->entity_id && id_map_get(&app->proxies_by_entity, client->entity_id) == client)
+        id_map_remove(&app->proxies_by_entity, client->entity_id);
+    if (client->account[0]) {
+        uint64_t key = baseapp_account_key(client->account);
+        if (id_map_get(&app->proxies_by_account, key) == client) id_map_remove(&app->proxies_by_account, key);
+    }
+}
+
+void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *format, ...) {
+    if (client->state == PROXY_CLOSING) return;
+    char text[256];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    log_info("client %s (account '%s', entity %" PRIu64 ", %s): dropped: %s", channel_peer_name(client->ch),
+             client->account, client->entity_id, proxy_state_name(client->state), text);
+    Tessera__Client__Error error = TESSERA__CLIENT__ERROR__INIT;
+    error.code = code;
+    error.message = text;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR;
+    message.error = &error;
+    proxy_send(client, &message);
+    client->state = PROXY_CLOSING;
+    proxy_unlink(client);
+    channel_close_after_flush(client->ch, text);
+}
+
+static void proxy_on_close(channel *ch, const char *reason) {
+    proxy *client = channel_user_data(ch);
+    baseapp *app = client->app;
+    if (client->state != PROXY_CLOSING)
+        log_info("client %s (account '%s', entity %" PRIu64 ") disconnected: %s", channel_peer_name(ch),
+                 client->account, client->entity_id, reason);
+    proxy_unlink(client);
+    entity_list_remove(app->proxies, client->handle);
+    free(client);
+}
+
+static void proxy_on_hello(proxy *client, const Tessera__Client__Hello *hello) {
+    if (client->state != PROXY_AWAITING_HELLO) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "hello sent twice");
+        return;
+    }
+    uint32_t ours = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    if (hello->protocol_version != ours) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_PROTOCOL_VERSION_MISMATCH,
+                   "protocol version mismatch: client speaks %u, server speaks %u", hello->protocol_version, ours);
+        return;
+    }
+    Tessera__Client__ServerHello reply = TESSERA__CLIENT__SERVER_HELLO__INIT;
+    reply.protocol_version = ours;
+    reply.server_name = "tessera-baseapp";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO;
+    message.hello = &reply;
+    proxy_send(client, &message);
+    client->state = PROXY_AWAITING_LOGIN;
+}
+
+static void proxy_on_login(proxy *client, const Tessera__Client__LoginRequest *login) {
+    if (client->state == PROXY_AWAITING_HELLO) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "login before hello");
+        return;
+    }
+    if (client->state != PROXY_AWAITING_LOGIN) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "login sent twice");
+        return;
+    }
+    const char *problem = login_check_account_name(login->account);
+    if (problem) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT, "account name %s", problem);
+        return;
+    }
+    size_t password_length = login->password ? strlen(login->password) : 0;
+    if (password_length < 1 || password_length > 128) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
+                   "password must be 1 to 128 bytes, got %zu", password_length);
+        return;
+    }
+    snprintf(client->account, sizeof client->account, "%s", login->account);
+    client->state = PROXY_AUTHENTICATING;
+    login_start(client, login->account, login->password);
+}
+
+static void proxy_on_move(proxy *client, const Tessera__Client__Move *move) {
+    if (client->state != PROXY_IN_WORLD) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "move before login completed (%s)",
+                   proxy_state_name(client->state));
+        return;
+    }
+    if (!move->position || !isfinite(move->position->x) || !isfinite(move->position->y) ||
+        !isfinite(move->position->z) || !isfinite(move->yaw)) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
+                   "move without a finite position and yaw");
+        return;
+    }
+    Tessera__Cluster__ClientMove relay = TESSERA__CLUSTER__CLIENT_MOVE__INIT;
+    relay.entity_id = client->entity_id;
+    relay.move = (Tessera__Client__Move *)move;
+    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CLIENT_MOVE;
+    message.client_move = &relay;
+    peer_set_send(client->app->peers, client->cellapp_id, &message);
+}
+
+static void proxy_on_frame(channel *ch, const uint8_t *frame, size_t length) {
+    proxy *client = channel_user_data(ch);
+    if (client->state == PROXY_CLOSING) return;
+    Tessera__Client__ClientToServer *message = tessera__client__client_to_server__unpack(NULL, length, frame);
+    if (!message) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,
+                   "a %zu-byte frame is not a valid ClientToServer message", length);
+        return;
+    }
+    switch (message->body_case) {
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO: proxy_on_hello(client, message->hello); break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN: proxy_on_login(client, message->login); break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_MOVE:
+        if (client->state == PROXY_AWAITING_HELLO || client->state == PROXY_AWAITING_LOGIN ||
+            client->state == PROXY_AUTHENTICATING)
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "move before login");
+        else if (client->state == PROXY_IN_WORLD)
+            proxy_on_move(client, message->move);
+        /* While the cell is being created a move has nowhere to go yet. */
+        break;
+    default:
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_MESSAGE,
+                   "unknown message type (no known field set in ClientToServer)");
+        break;
+    }
+    tessera__client__client_to_server__free_unpacked(message, NULL);
+}
+
+static const channel_callbacks proxy_channel_callbacks = {
+    .on_frame = proxy_on_frame,
+    .on_connect = NULL,
+    .on_close = proxy_on_close,
+};
+
+void proxy_accept(baseapp *app, uv_stream_t *listener) {
+    const baseapp_settings *settings = &app->settings;
+    channel_options options = {
+        .max_frame_bytes = (size_t)settings->client_max_frame_bytes,
+        .write_high_water_bytes = (size_t)settings->client_write_high_water_bytes,
+        .write_limit_bytes = (size_t)settings->client_write_limit_bytes,
+        .totals = &app->client_totals,
+    };
+    proxy *client = xcalloc(1, sizeof *client);
+    client->app = app;
+    client->state = PROXY_AWAITING_HELLO;
+    client->connected_us = clock_monotonic_us();
+    client->ch = channel_accept(listener, &options, &proxy_channel_callbacks, client);
+    if (!client->ch) {
+        free(client);
+        return;
+    }
+    client->handle = entity_list_add(app->proxies, client);
+    if (client->handle == ENTITY_HANDLE_NONE || app->shutting_down ||
+        (int64_t)entity_list_count(app->proxies) > settings->max_clients) {
+        /* The proxy must be in the list for its close callback to find it;
+         * a full list leaves it out and the close path copes with that. */
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "server full, try another baseapp");
+        return;
+    }
+    log_debug("client %s connected", channel_peer_name(client->ch));
+}
+
+void proxy_login_succeeded(proxy *client) {
+    baseapp *app = client->app;
+    if (client->state != PROXY_AUTHENTICATING) return;
+
+    /* One session per account on this baseapp: the newer login wins, as a
+     * player who reconnects from a new device expects. */
+    uint64_t account_key = baseapp_account_key(client->account);
+    proxy *previous = id_map_get(&app->proxies_by_account, account_key);
+    if (previous && previous != client && strcmp(previous->account, client->account) == 0)
+        proxy_fail(previous, TESSERA__CLIENT__ERROR_CODE__ERROR_REPLACED, "account '%s' logged in from %s",
+                   client->account, channel_peer_name(client->ch));
+    id_map_put(&app->proxies_by_account, account_key, client);
+
+    uint64_t entity_id;
+    if (id_block_take(app->entity_ids, &entity_id) != 0) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "no entity ids available, try again");
+        return;
+    }
+    uint64_t cellapp_id = cell_link_choose(app);
+    if (!cellapp_id) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "no cellapp available, try again");
+        return;
+    }
+    client->entity_id = entity_id;
+    client->cellapp_id = cellapp_id;
+    id_map_put(&app->proxies_by_entity, entity_id, client);
+
+    Tessera__Cluster__CreateCellEntity create = TESSERA__CLUSTER__CREATE_CELL_ENTITY__INIT;
+    create.entity_id = entity_id;
+    create.baseapp_id = app->process_id;
+    create.entity_type = app->settings.player_entity_type;
+    create.space_name = "";
+    create.has_client = true;
+    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY;
+    message.create_cell_entity = &create;
+    peer_set_send(app->peers, cellapp_id, &message);
+    client->state = PROXY_CREATING_CELL;
+    log_debug("account '%s' logged in as entity %" PRIu64 " on cellapp %" PRIu64, client->account, entity_id,
+              cellapp_id);
+}
+
+void proxy_sweep(baseapp *app) {
+    uint64_t now = clock_monotonic_us();
+    uint64_t timeout_us = (uint64_t)app->settings.login_timeout_ms * 1000u;
+    uint32_t cursor = 0;
+    proxy *client;
+    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
+        if (client->state == PROXY_IN_WORLD || client->state == PROXY_CLOSING) continue;
+        if (now - client->connected_us > timeout_us)
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login not completed within %lld ms",
+                       (long long)app->settings.login_timeout_ms);
+    }
+}
+
+void proxy_close_all(baseapp *app, const char *reason) {
+    uint32_t cursor = 0;
+    proxy *client;
+    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL)
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN, "%s", reason);
+}

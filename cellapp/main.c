@@ -1,0 +1,268 @@
+/* main.c -- the cellapp process: its settings table, start-up (config,
+ * Redis, registry, peer listener), the fixed-timestep tick, the published
+ * numbers, and an orderly shutdown on SIGINT/SIGTERM. */
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cellapp.h"
+#include "clock.h"
+#include "log.h"
+
+static const config_key cellapp_config_keys[] = {
+    PROCESS_CONFIG_KEYS(cellapp_settings, process),
+    {"tick_hz", CONFIG_INT, offsetof(cellapp_settings, tick_hz), 0, 1, 100, "10",
+     "simulation ticks per second; each tick sends every client its view changes"},
+    {"space_name", CONFIG_STRING, offsetof(cellapp_settings, space_name), sizeof(((cellapp_settings *)0)->space_name),
+     0, 0, "default", "the space this cellapp hosts"},
+    {"world_min_x", CONFIG_DOUBLE, offsetof(cellapp_settings, world_min_x), 0, -1e7, 1e7, "-500",
+     "western edge of the space (metres)"},
+    {"world_max_x", CONFIG_DOUBLE, offsetof(cellapp_settings, world_max_x), 0, -1e7, 1e7, "500",
+     "eastern edge of the space"},
+    {"world_min_z", CONFIG_DOUBLE, offsetof(cellapp_settings, world_min_z), 0, -1e7, 1e7, "-500",
+     "southern edge of the space"},
+    {"world_max_z", CONFIG_DOUBLE, offsetof(cellapp_settings, world_max_z), 0, -1e7, 1e7, "500",
+     "northern edge of the space"},
+    {"spawn_x", CONFIG_DOUBLE, offsetof(cellapp_settings, spawn_x), 0, -1e7, 1e7, "0",
+     "centre of the disc where new players appear"},
+    {"spawn_z", CONFIG_DOUBLE, offsetof(cellapp_settings, spawn_z), 0, -1e7, 1e7, "0", "centre of the spawn disc"},
+    {"spawn_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, spawn_radius), 0, 0, 1e6, "50",
+     "radius of the spawn disc"},
+    {"view_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, view_radius), 0, 0.1, 1e5, "50",
+     "a player sees entities at most this far away (X/Z circle)"},
+    {"view_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, view_hysteresis), 0, 0, 1e5, "5",
+     "an entity leaves a view only beyond view_radius + view_hysteresis, so edges do not flicker"},
+    {"max_speed", CONFIG_DOUBLE, offsetof(cellapp_settings, max_speed), 0, 0.01, 1e5, "10",
+     "fastest a client may move its entity (metres per second); faster moves are corrected"},
+    {"movement_burst_seconds", CONFIG_DOUBLE, offsetof(cellapp_settings, movement_burst_seconds), 0, 0.05, 60, "1",
+     "seconds of movement a client may bank, absorbing network jitter"},
+    {"max_entities", CONFIG_INT, offsetof(cellapp_settings, max_entities), 0, 1, 10000000, "100000",
+     "reals this cellapp accepts before refusing new ones"},
+};
+
+#define CELLAPP_CONFIG_KEY_COUNT (sizeof cellapp_config_keys / sizeof cellapp_config_keys[0])
+
+/* ---- tick ---------------------------------------------------------------- */
+
+/* The tick is a fixed-timestep accumulator driven by a libuv timer that fires
+ * once per tick period. Time is read from the monotonic clock, so wall-clock
+ * steps (NTP, an operator) cannot speed up or stall the simulation. Each
+ * wake-up adds the elapsed time to the accumulator and runs whole ticks
+ * while it holds at least one period. After a stall (a debugger, a swapped
+ * out process) at most CELLAPP_MAX_CATCH_UP ticks run back to back and the
+ * rest of the debt is forgiven: replaying seconds of ticks at once would
+ * only flood clients with stale movement. */
+#define CELLAPP_MAX_CATCH_UP 3
+
+static void cellapp_on_tick_timer(uv_timer_t *timer) {
+    cellapp *app = timer->data;
+    uint64_t period_us = 1000000u / (uint64_t)app->settings.tick_hz;
+    uint64_t now = clock_monotonic_us();
+    app->tick_accumulator_us += now - app->tick_last_us;
+    app->tick_last_us = now;
+    int ran = 0;
+    while (app->tick_accumulator_us >= period_us && ran < CELLAPP_MAX_CATCH_UP) {
+        cellapp_tick(app);
+        app->tick_accumulator_us -= period_us;
+        ran++;
+    }
+    if (app->tick_accumulator_us >= period_us) {
+        log_warn("tick fell %" PRIu64 " ms behind; skipping the missed ticks", app->tick_accumulator_us / 1000);
+        app->tick_accumulator_us = 0;
+    }
+}
+
+/* ---- registry and stats -------------------------------------------------- */
+
+static void cellapp_publish_stats(cellapp *app) {
+    if (!app->registry) return;
+    registry_set_stat(app->registry, "load", (int64_t)app->space.real_count);
+    registry_set_stat(app->registry, "entities", (int64_t)(app->space.real_count + app->space.ghost_count));
+    registry_set_stat(app->registry, "reals", (int64_t)app->space.real_count);
+    registry_set_stat(app->registry, "ghosts", (int64_t)app->space.ghost_count);
+    registry_set_stat(app->registry, "baseapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_BASEAPP));
+    registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
+    registry_set_stat(app->registry, "frames_in", (int64_t)app->totals.frames_in);
+    registry_set_stat(app->registry, "frames_out", (int64_t)app->totals.frames_out);
+    registry_set_stat(app->registry, "bytes_in", (int64_t)app->totals.bytes_in);
+    registry_set_stat(app->registry, "bytes_out", (int64_t)app->totals.bytes_out);
+    registry_set_stat(app->registry, "tick_us", (int64_t)app->last_tick_duration_us);
+}
+
+static void cellapp_on_stats_timer(uv_timer_t *timer) { cellapp_publish_stats(timer->data); }
+
+static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user_data) {
+    cellapp *app = user_data;
+    (void)reg;
+    app->process_id = process_id;
+    peer_set_set_process_id(app->peers, process_id);
+    app->random_state ^= process_id * 0x9E3779B97F4A7C15ull;
+    if (app->random_state == 0) app->random_state = 1;
+}
+
+static void cellapp_on_peers(registry *reg, const registry_peer *peers, size_t count, void *user_data) {
+    cellapp *app = user_data;
+    (void)reg;
+    peer_set_on_registry(app->peers, peers, count);
+}
+
+static void cellapp_on_redis_state(redis_client *client, int connected, unsigned failed_attempts, void *user_data) {
+    cellapp *app = user_data;
+    (void)client;
+    if (connected) {
+        registry_on_redis_state(app->registry, 1);
+        return;
+    }
+    if (app->process_id == 0 && failed_attempts >= (unsigned)app->settings.process.redis_connect_attempts) {
+        log_error("cannot reach Redis at %s:%lld after %u attempts: giving up", app->settings.process.redis_host,
+                  (long long)app->settings.process.redis_port, failed_attempts);
+        app->exit_code = 1;
+        uv_stop(app->loop);
+    }
+}
+
+static void cellapp_on_peer_connection(uv_stream_t *listener, int status) {
+    cellapp *app = listener->data;
+    if (status < 0) {
+        log_warn("peer listener: %s", uv_strerror(status));
+        return;
+    }
+    peer_set_accept(app->peers, listener);
+}
+
+/* ---- shutdown ------------------------------------------------------------ */
+
+static void cellapp_close_walk(uv_handle_t *handle, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(handle)) uv_close(handle, NULL);
+}
+
+static void cellapp_shutdown(cellapp *app) {
+    if (app->shutting_down) return;
+    app->shutting_down = 1;
+    log_info("shutting down");
+    uv_timer_stop(&app->tick_timer);
+    uv_timer_stop(&app->stats_timer);
+    uv_close((uv_handle_t *)&app->tick_timer, NULL);
+    uv_close((uv_handle_t *)&app->stats_timer, NULL);
+    uv_close((uv_handle_t *)&app->sigint, NULL);
+    uv_close((uv_handle_t *)&app->sigterm, NULL);
+    uv_close((uv_handle_t *)&app->listener, NULL);
+    registry_free(app->registry);
+    app->registry = NULL;
+    peer_set_free(app->peers);
+    redis_client_free(app->redis);
+}
+
+static void cellapp_on_signal(uv_signal_t *handle, int signum) {
+    cellapp *app = handle->data;
+    log_info("received signal %d", signum);
+    cellapp_shutdown(app);
+}
+
+int main(int argc, char **argv) {
+    static cellapp app; /* the process's single context */
+    char err[512];
+    process_arguments arguments;
+    signal(SIGPIPE, SIG_IGN);
+    log_set_identity("cellapp", 0);
+
+    if (process_parse_arguments(argc, argv, &arguments, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-cellapp: %s\n", err);
+        process_arguments_free(&arguments);
+        return 2;
+    }
+    if (arguments.help) {
+        printf("usage: tessera-cellapp --config FILE [--set key=value]...\nsettings:\n");
+        config_print(cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT, &app.settings, stdout);
+        process_arguments_free(&arguments);
+        return 0;
+    }
+    int loaded = process_load_settings("tessera-cellapp", cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
+                                       &app.settings, &app.settings.process, &arguments);
+    process_arguments_free(&arguments);
+    if (loaded != 0) return 1;
+    cellapp_settings *settings = &app.settings;
+    if (settings->world_min_x >= settings->world_max_x || settings->world_min_z >= settings->world_max_z) {
+        fprintf(stderr, "tessera-cellapp: configuration error: world_min_x/z must be below world_max_x/z\n");
+        return 1;
+    }
+
+    app.loop = uv_default_loop();
+    app.random_state = clock_monotonic_us() ^ ((uint64_t)getpid() << 32);
+    if (app.random_state == 0) app.random_state = 1;
+    space_init(&app.space, settings->space_name);
+    id_map_init(&app.outboxes);
+
+    if (channel_listen(app.loop, &app.listener, settings->process.internal_host, (int)settings->process.internal_port,
+                       cellapp_on_peer_connection, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-cellapp: peer listener: %s\n", err);
+        return 1;
+    }
+    app.listener.data = &app;
+    app.listen_port = channel_listener_port(&app.listener);
+
+    static const peer_set_callbacks peer_callbacks = {
+        .on_peer_up = cellapp_on_peer_up,
+        .on_peer_down = cellapp_on_peer_down,
+        .on_message = cellapp_on_message,
+    };
+    app.peers = peer_set_create(app.loop, PEER_ROLE_CELLAPP, settings->process.cluster_name, &peer_callbacks, &app,
+                                &app.totals);
+    app.redis = redis_client_create(app.loop, settings->process.redis_host, (int)settings->process.redis_port,
+                                    (unsigned)settings->process.redis_retry_ms, cellapp_on_redis_state, &app);
+    if (!app.redis) {
+        fprintf(stderr, "tessera-cellapp: configuration error: redis_host '%s' is not usable\n",
+                settings->process.redis_host);
+        return 1;
+    }
+    registry_options registry_settings = {
+        .cluster_name = settings->process.cluster_name,
+        .role = "cellapp",
+        .host = settings->process.internal_host,
+        .port = app.listen_port,
+        .heartbeat_ms = (unsigned)settings->process.heartbeat_ms,
+        .ttl_ms = (unsigned)settings->process.registry_ttl_ms,
+        .on_registered = cellapp_on_registered,
+        .on_peers = cellapp_on_peers,
+        .user_data = &app,
+    };
+    app.registry = registry_create(app.loop, app.redis, &registry_settings);
+    cellapp_publish_stats(&app);
+
+    uv_timer_init(app.loop, &app.tick_timer);
+    app.tick_timer.data = &app;
+    uint64_t period_ms = 1000u / (uint64_t)settings->tick_hz;
+    app.tick_last_us = clock_monotonic_us();
+    uv_timer_start(&app.tick_timer, cellapp_on_tick_timer, period_ms, period_ms ? period_ms : 1);
+    uv_timer_init(app.loop, &app.stats_timer);
+    app.stats_timer.data = &app;
+    uv_timer_start(&app.stats_timer, cellapp_on_stats_timer, 200, 200);
+    uv_signal_init(app.loop, &app.sigint);
+    uv_signal_init(app.loop, &app.sigterm);
+    app.sigint.data = app.sigterm.data = &app;
+    uv_signal_start(&app.sigint, cellapp_on_signal, SIGINT);
+    uv_signal_start(&app.sigterm, cellapp_on_signal, SIGTERM);
+
+    log_info("cellapp starting: space '%s', peers on %s:%d, Redis %s:%lld, %lld Hz", settings->space_name,
+             settings->process.internal_host, app.listen_port, settings->process.redis_host,
+             (long long)settings->process.redis_port, (long long)settings->tick_hz);
+    redis_client_start(app.redis);
+    uv_run(app.loop, UV_RUN_DEFAULT);
+
+    /* Either a signal ran the shutdown and the loop drained, or a fatal
+     * start-up error stopped the loop: close what is left and drain. */
+    cellapp_shutdown(&app);
+    uv_run(app.loop, UV_RUN_DEFAULT);
+    uv_walk(app.loop, cellapp_close_walk, NULL);
+    uv_run(app.loop, UV_RUN_DEFAULT);
+    cellapp_close_outboxes(&app);
+    space_close(&app.space);
+    free(app.destroyed_reals);
+    uv_loop_close(app.loop);
+    log_info("stopped");
+    return app.exit_code;
+}
