@@ -23,6 +23,7 @@ struct channel {
     size_t queued_bytes;          /* bytes in writes not yet completed */
     int reading;                  /* uv_read_start is in effect */
     int paused_for_backpressure;
+    int flush_on_connect;         /* close_after_flush arrived while still dialling */
     char peer_name[64];
     char close_reason[160];
     channel_stats stats;
@@ -76,12 +77,19 @@ static void channel_on_shutdown(uv_shutdown_t *request, int status) {
 
 void channel_close_after_flush(channel *ch, const char *reason) {
     if (!ch || ch->state == CHANNEL_CLOSING) return;
-    if (ch->state != CHANNEL_OPEN || ch->queued_bytes > CHANNEL_FLUSH_LIMIT) {
+    if (ch->queued_bytes > CHANNEL_FLUSH_LIMIT) {
         channel_close(ch, reason);
         return;
     }
+    int connecting = ch->state == CHANNEL_CONNECTING;
     ch->state = CHANNEL_CLOSING;
     snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
+    if (connecting) {
+        /* libuv holds the queued frames until the connection is up; the
+         * connect callback starts the flush (or closes on failure). */
+        ch->flush_on_connect = 1;
+        return;
+    }
     if (ch->reading) uv_read_stop((uv_stream_t *)&ch->tcp);
     ch->reading = 0;
     /* uv_shutdown waits for queued writes, then half-closes; a peer that
@@ -289,6 +297,12 @@ static int channel_parse_address(const char *host, int port, struct sockaddr_sto
 
 static void channel_on_connected(uv_connect_t *request, int status) {
     channel *ch = request->handle->data;
+    if (ch->flush_on_connect) {
+        ch->flush_on_connect = 0;
+        if (status != 0 || uv_shutdown(&ch->shutdown_request, (uv_stream_t *)&ch->tcp, channel_on_shutdown) != 0)
+            uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+        return;
+    }
     if (ch->state == CHANNEL_CLOSING) return;
     if (status == 0) {
         channel_start_open(ch);
@@ -339,7 +353,9 @@ int channel_listen(uv_loop_t *loop, uv_tcp_t *server, const char *host, int port
     if (rc == 0) rc = uv_listen((uv_stream_t *)server, 511, on_connection);
     if (rc != 0) {
         snprintf(err, errlen, "cannot listen on %s:%d: %s%s", host, port, uv_strerror(rc),
-                 rc == UV_EADDRINUSE ? " (another process holds the port)" : "");
+                 rc == UV_EADDRINUSE ? " (address already in use by another process)" : "");
+        /* The handle was initialised: release it so the loop can close. */
+        uv_close((uv_handle_t *)server, NULL);
         return rc;
     }
     return 0;

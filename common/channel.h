@@ -58,7 +58,10 @@ typedef struct channel_callbacks {
 channel_options channel_default_peer_options(void);
 
 /* Binds and listens on host:port. Returns 0, or a libuv error code with a
- * message naming the address and the cause in err. */
+ * message naming the address and the cause in err; after a bind or listen
+ * failure `server` is closing and must stay valid until the loop has run
+ * once more. The process must ignore SIGPIPE, as every Tessera program
+ * does, or a write to a vanished peer kills it. */
 int channel_listen(uv_loop_t *loop, uv_tcp_t *server, const char *host, int port, uv_connection_cb on_connection,
                    char *err, size_t errlen);
 /* The port a listener is bound to (useful after port 0). */

@@ -1,0 +1,928 @@
+/* bots.c -- tessera-bots, the load generator: N SDK clients on one libuv
+ * loop that log in, wander between random waypoints, and at the end report
+ * what they received (frames, view changes, position-update latency) and,
+ * with --verify-aoi, whether every bot's view matches the truth of where
+ * the bots are.
+ *
+ * It owns the run (options, bots, timers, totals) and the report. It does
+ * not own the wire (tessera_client.c) or the percentile arithmetic
+ * (latency_histogram.c). All run state lives in one bots_run on main's
+ * stack; libuv handles reach it through their data pointers.
+ *
+ * Timing: one 100 ms timer walks every bot and sends its move (10 moves a
+ * second per bot, as a player client would); logins are spread evenly over
+ * --login-spread-ms by a one-shot timer re-armed for the next bot due; a
+ * last timer ends the run after --seconds. With --verify-aoi the bots stop
+ * walking for the last 1.5 s so every view settles before it is checked.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <uv.h>
+
+#include "clock.h"
+#include "id_map.h"
+#include "latency_histogram.h"
+#include "log.h"
+#include "tessera_client.h"
+
+/* One move per bot per 100 ms: the rate a player client sends at. */
+#define BOTS_TICK_MS 100
+/* A late tick (a stalled loop) moves a bot at most this far in time, so a
+ * hiccup never turns into a jump the cell refuses as too fast. */
+#define BOTS_MAX_STEP_S 0.25
+/* Long enough for the last moves to reach the cell, be applied at its next
+ * tick and for the resulting enters/leaves to come back, with slack for a
+ * loaded host. */
+#define BOTS_SETTLE_MS 1500
+/* Latency buckets: 10 us wide up to 2 s (200,000 counters, 1.6 MB); slower
+ * updates land in the overflow bucket and are reported by the maximum. */
+#define BOTS_LATENCY_BUCKET_US 10
+#define BOTS_LATENCY_LIMIT_US 2000000
+/* Individual failures are logged up to this many; the report counts all. */
+#define BOTS_LOGGED_FAILURES_MAX 10
+/* Descriptors beyond one per bot: stdio, the loop's own, and slack. */
+#define BOTS_SPARE_FDS 64
+
+typedef struct bots_options {
+    char host[INET6_ADDRSTRLEN]; /* resolved IP literal */
+    char target[300];            /* --connect as given, for messages */
+    int port;
+    uint32_t count;
+    double seconds;
+    int json;
+    int verify_aoi;
+    const char *account_prefix;
+    const char *password;
+    double speed;                /* metres per second */
+    double area;                 /* waypoints in [-area, area] on x and z */
+    uint64_t seed;
+    double login_spread_ms;
+} bots_options;
+
+struct bots_run;
+
+typedef struct bot {
+    struct bots_run *run;
+    uint32_t index;
+    tessera_client *client;      /* NULL before launch and once on_closed ran */
+    int in_world;                /* logged in and not closed */
+    int verified;                /* in the AOI check: in the world since before the settling began */
+    uint64_t in_world_at_ms;     /* when the login reply came, in ms after the start */
+    int had_error;               /* a failure was counted; a following disconnect is not counted again */
+    uint64_t entity_id;          /* own entity, from the login reply */
+    float view_radius, view_hysteresis;
+    float x, y, z, yaw;          /* own position: the last sent or corrected to */
+    double target_x, target_z;   /* current waypoint */
+    uint64_t rng;
+    uint64_t frame_wall_us;      /* receipt time of the ViewUpdate being applied */
+    id_map seen;                 /* ids this bot ever had in view (values unused) */
+} bot;
+
+typedef struct bots_reason {
+    char name[64];
+    uint64_t count;
+} bots_reason;
+
+typedef struct bots_run {
+    uv_loop_t loop;
+    bots_options options;
+    bot *bots;
+    uint32_t next_launch;        /* index of the next bot to log in */
+    uint64_t start_ms;           /* uv_now at the start */
+    uint64_t start_us;           /* monotonic, for the elapsed time */
+    uint64_t last_tick_us;
+    uv_timer_t tick_timer, launch_timer, end_timer;
+    uv_signal_t sigint, sigterm;
+    int finished;
+    int interrupted;
+    int warned_speed;
+    unsigned failures_logged;
+
+    /* Totals. Client counters are added when each client closes. */
+    uint64_t logged_in;
+    uint64_t msgs_in, bytes_in;
+    uint64_t enter, leave, moves, corrections, stale_ignored;
+    uint64_t errors;
+    bots_reason *reasons;
+    size_t reason_count, reason_capacity;
+    latency_histogram latency;
+    uint64_t latency_clock_skew;  /* stamps from the future (other host's clock ahead): counted as 0 */
+
+    /* Measured at the end, before the clients close. */
+    double elapsed_s;
+    uint64_t in_world_at_end;
+    uint64_t self_seen;
+    uint64_t aoi_checked, aoi_mismatches, aoi_unknown;
+    uint64_t aoi_late;            /* bots left out: they entered the world while the others settled */
+} bots_run;
+
+/* ---- random numbers: deterministic per bot for a given --seed ------------- */
+
+static uint64_t bots_splitmix64(uint64_t x) {
+    x += UINT64_C(0x9e3779b97f4a7c15);
+    x = (x ^ (x >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    x = (x ^ (x >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return x ^ (x >> 31);
+}
+
+/* xorshift64*: a uniform double in [0, 1). */
+static double bots_random_unit(uint64_t *state) {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    uint64_t r = *state * UINT64_C(0x2545f4914f6cdd1d);
+    return (double)(r >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* ---- error reasons -------------------------------------------------------- */
+
+static void bots_count_reason(bots_run *run, const char *name) {
+    run->errors++;
+    for (size_t i = 0; i < run->reason_count; i++) {
+        if (strcmp(run->reasons[i].name, name) == 0) {
+            run->reasons[i].count++;
+            return;
+        }
+    }
+    if (run->reason_count == run->reason_capacity) {
+        run->reason_capacity = run->reason_capacity ? run->reason_capacity * 2 : 8;
+        run->reasons = xrealloc(run->reasons, run->reason_capacity * sizeof run->reasons[0]);
+    }
+    bots_reason *reason = &run->reasons[run->reason_count++];
+    snprintf(reason->name, sizeof reason->name, "%s", name);
+    reason->count = 1;
+}
+
+static void bots_log_failure(bots_run *run, const bot *b, const char *what, const char *detail) {
+    if (run->failures_logged >= BOTS_LOGGED_FAILURES_MAX) return;
+    run->failures_logged++;
+    log_warn("bot %u: %s: %s%s", b->index, what, detail,
+             run->failures_logged == BOTS_LOGGED_FAILURES_MAX ? " (further failures are only counted)" : "");
+}
+
+/* ---- walking -------------------------------------------------------------- */
+
+static void bots_pick_waypoint(bot *b) {
+    double area = b->run->options.area;
+    b->target_x = (bots_random_unit(&b->rng) * 2.0 - 1.0) * area;
+    b->target_z = (bots_random_unit(&b->rng) * 2.0 - 1.0) * area;
+}
+
+/* Moves the bot `dt` seconds towards its waypoint and sends the move. */
+static void bots_walk(bot *b, double dt) {
+    double step = b->run->options.speed * dt;
+    double dx = b->target_x - b->x, dz = b->target_z - b->z;
+    double distance = sqrt(dx * dx + dz * dz);
+    if (distance <= step) {
+        b->x = (float)b->target_x;
+        b->z = (float)b->target_z;
+        bots_pick_waypoint(b);
+    } else {
+        b->x = (float)(b->x + dx / distance * step);
+        b->z = (float)(b->z + dz / distance * step);
+    }
+    /* Yaw 0 faces +z, increasing towards +x. */
+    if (distance > 1e-6) b->yaw = (float)atan2(dx, dz);
+    /* A failing connection closes itself; on_closed counts it. */
+    tessera_client_send_move(b->client, b->x, b->y, b->z, b->yaw);
+}
+
+/* When the bots stop walking with --verify-aoi, in ms after the start
+ * (negative for runs shorter than the settling time: from the start). */
+static double bots_settle_at_ms(const bots_run *run) { return run->options.seconds * 1000.0 - BOTS_SETTLE_MS; }
+
+static void bots_on_tick(uv_timer_t *timer) {
+    bots_run *run = timer->data;
+    uint64_t now_us = clock_monotonic_us();
+    double dt = (double)(now_us - run->last_tick_us) / 1e6;
+    run->last_tick_us = now_us;
+    if (dt > BOTS_MAX_STEP_S) dt = BOTS_MAX_STEP_S;
+    if (run->options.verify_aoi && (double)(uv_now(&run->loop) - run->start_ms) >= bots_settle_at_ms(run))
+        return; /* settling: stand still */
+    for (uint32_t i = 0; i < run->options.count; i++) {
+        bot *b = &run->bots[i];
+        if (b->in_world) bots_walk(b, dt);
+    }
+}
+
+/* ---- client callbacks ----------------------------------------------------- */
+
+static void bots_on_logged_in(tessera_client *client, const tessera_client_login_info *info) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    b->in_world = 1;
+    b->in_world_at_ms = uv_now(&run->loop) - run->start_ms;
+    b->entity_id = info->entity_id;
+    b->view_radius = info->view_radius;
+    b->view_hysteresis = info->view_hysteresis;
+    b->x = info->x;
+    b->y = info->y;
+    b->z = info->z;
+    b->yaw = info->yaw;
+    bots_pick_waypoint(b);
+    run->logged_in++;
+    if (!run->warned_speed && info->max_speed > 0 && run->options.speed > info->max_speed) {
+        run->warned_speed = 1;
+        log_warn("--speed %.2f is above the cell's max_speed %.2f: expect corrections", run->options.speed,
+                 (double)info->max_speed);
+    }
+}
+
+static void bots_on_frame_begin(tessera_client *client, uint32_t tick) {
+    bot *b = tessera_client_user_data(client);
+    /* One clock read per update: every move in it arrived at this moment. */
+    b->frame_wall_us = clock_wall_us();
+}
+
+static void bots_on_enter(tessera_client *client, const tessera_client_entity *entity) {
+    bot *b = tessera_client_user_data(client);
+    if (id_map_put(&b->seen, entity->id, b) != 0) log_panic("id_map_put failed");
+}
+
+static void bots_on_move(tessera_client *client, const tessera_client_entity *entity, uint64_t stamp_us) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    if (stamp_us == 0) return; /* not stamped: nothing to measure */
+    if (b->frame_wall_us >= stamp_us) {
+        latency_histogram_add(&run->latency, b->frame_wall_us - stamp_us);
+    } else {
+        run->latency_clock_skew++;
+        latency_histogram_add(&run->latency, 0);
+    }
+}
+
+static void bots_on_correction(tessera_client *client, const tessera_client_correction *correction) {
+    bot *b = tessera_client_user_data(client);
+    b->x = correction->x;
+    b->y = correction->y;
+    b->z = correction->z;
+    b->yaw = correction->yaw;
+}
+
+static void bots_on_error(tessera_client *client, int code, const char *message) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    if (run->finished) return;
+    char reason[64];
+    int in_world = tessera_client_get_state(client) == TESSERA_CLIENT_IN_WORLD;
+    snprintf(reason, sizeof reason, "%s:%s", in_world ? "error" : "login_failed", tessera_client_error_name(code));
+    bots_count_reason(run, reason);
+    b->had_error = 1;
+    bots_log_failure(run, b, reason, message);
+}
+
+static void bots_on_closed(tessera_client *client, tessera_client_close_cause cause, const char *reason) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    tessera_client_stats stats;
+    tessera_client_get_stats(client, &stats);
+    run->msgs_in += stats.frames_in;
+    run->bytes_in += stats.bytes_in;
+    run->enter += stats.enters;
+    run->leave += stats.leaves;
+    run->moves += stats.moves;
+    run->corrections += stats.corrections;
+    run->stale_ignored += stats.stale_leaves + stats.stale_moves;
+    b->client = NULL;
+    b->in_world = 0;
+    if (run->finished) return; /* closed by the end of the run */
+
+    const char *counted = NULL;
+    switch (cause) {
+    case TESSERA_CLIENT_CLOSED_BY_CALLER: break;
+    case TESSERA_CLIENT_CLOSED_SERVER_ERROR: break; /* on_error counted it */
+    case TESSERA_CLIENT_CLOSED_CONNECT_FAILED: counted = "connect_failed"; break;
+    case TESSERA_CLIENT_CLOSED_PROTOCOL: counted = "protocol"; break;
+    case TESSERA_CLIENT_CLOSED_DISCONNECTED:
+        if (!b->had_error) counted = "disconnected";
+        break;
+    }
+    if (!counted) return;
+    b->had_error = 1;
+    bots_count_reason(run, counted);
+    bots_log_failure(run, b, counted, reason);
+}
+
+static const tessera_client_callbacks bots_client_callbacks = {
+    .on_logged_in = bots_on_logged_in,
+    .on_frame_begin = bots_on_frame_begin,
+    .on_enter = bots_on_enter,
+    .on_move = bots_on_move,
+    .on_correction = bots_on_correction,
+    .on_error = bots_on_error,
+    .on_closed = bots_on_closed,
+};
+
+/* ---- launching ------------------------------------------------------------ */
+
+static void bots_launch(bots_run *run, bot *b) {
+    char name[64], account[80];
+    b->client = tessera_client_create(&run->loop, &bots_client_callbacks, b);
+    snprintf(name, sizeof name, "tessera-bots/%u", b->index);
+    snprintf(account, sizeof account, "%s%u", run->options.account_prefix, b->index);
+    tessera_client_set_name(b->client, name);
+    /* The prefix and password were checked against the SDK's limits when
+     * the options were parsed, so login cannot refuse them here. */
+    if (tessera_client_login(b->client, account, run->options.password) != 0)
+        log_panic("login request refused for account '%s'", account);
+    if (tessera_client_connect(b->client, run->options.host, run->options.port) != 0) {
+        bots_count_reason(run, "connect_failed");
+        b->had_error = 1;
+        bots_log_failure(run, b, "connect_failed", "the socket could not be created");
+        tessera_client_close(b->client); /* on_closed clears b->client */
+    }
+}
+
+/* When bot `index` is due, in ms after the start: evenly spread. */
+static uint64_t bots_due_ms(const bots_run *run, uint32_t index) {
+    return (uint64_t)((double)index * run->options.login_spread_ms / (double)run->options.count);
+}
+
+static void bots_on_launch(uv_timer_t *timer) {
+    bots_run *run = timer->data;
+    uint64_t elapsed = uv_now(&run->loop) - run->start_ms;
+    while (run->next_launch < run->options.count && bots_due_ms(run, run->next_launch) <= elapsed) {
+        bots_launch(run, &run->bots[run->next_launch]);
+        run->next_launch++;
+    }
+    if (run->next_launch < run->options.count)
+        uv_timer_start(&run->launch_timer, bots_on_launch, bots_due_ms(run, run->next_launch) - elapsed, 0);
+}
+
+/* ---- checking views against the truth ------------------------------------- */
+
+/* One bot in the spatial grid: sorted by cell so a cell's bots are a run. */
+typedef struct bots_cell_entry {
+    uint64_t cell;
+    uint32_t bot;
+} bots_cell_entry;
+
+static int bots_compare_cells(const void *a, const void *b) {
+    uint64_t x = ((const bots_cell_entry *)a)->cell, y = ((const bots_cell_entry *)b)->cell;
+    return x < y ? -1 : x > y;
+}
+
+/* Grid coordinate of `v`, clamped so it fits 32 bits with room for +-1. */
+static int64_t bots_grid_coordinate(double v, double cell_size) {
+    double c = floor(v / cell_size);
+    if (c < -2147483000.0) c = -2147483000.0;
+    if (c > 2147483000.0) c = 2147483000.0;
+    return (int64_t)c;
+}
+
+static uint64_t bots_cell_key(int64_t cx, int64_t cz) {
+    return ((uint64_t)(uint32_t)(int32_t)cx << 32) | (uint32_t)(int32_t)cz;
+}
+
+static double bots_plane_distance(const bot *a, const bot *b) {
+    double dx = (double)a->x - (double)b->x, dz = (double)a->z - (double)b->z;
+    return sqrt(dx * dx + dz * dz);
+}
+
+static void bots_report_mismatch(bots_run *run, const bot *observer, const bot *other, double distance,
+                                 const char *what) {
+    run->aoi_mismatches++;
+    if (run->aoi_mismatches > BOTS_LOGGED_FAILURES_MAX) return;
+    log_warn("aoi mismatch: bot %u (entity %" PRIu64 ", at %.2f,%.2f) %s bot %u (entity %" PRIu64
+             ", at %.2f,%.2f): distance %.3f, view radius %.2f + hysteresis %.2f",
+             observer->index, observer->entity_id, (double)observer->x, (double)observer->z, what, other->index,
+             other->entity_id, (double)other->x, (double)other->z, distance, (double)observer->view_radius,
+             (double)observer->view_hysteresis);
+}
+
+/* Compares every in-world bot's view with where the bots are. For an
+ * observer B and another bot O at plane distance d: d <= radius requires O
+ * in B's view, d > radius + hysteresis requires O absent, and in between
+ * either is right. B must see itself. Pairs within reach are found through
+ * a grid of cells at least radius + hysteresis wide (3x3 cells around B);
+ * pairs out of reach only need checking where B does see O, which B's view
+ * lists. So every ordered pair is decided, and aoi_checked counts them all
+ * (n * n with the self pairs), in O(n log n + sum of view sizes).
+ *
+ * Bots that entered the world after the settling began are left out, as
+ * observers and as others (counted in aoi_late): their own view and their
+ * appearance in the others' views may still be on the way. */
+static void bots_verify_aoi(bots_run *run) {
+    uint32_t n = 0;
+    double cell_size = 1.0;
+    for (uint32_t i = 0; i < run->options.count; i++) {
+        bot *b = &run->bots[i];
+        b->verified = b->in_world && (double)b->in_world_at_ms < bots_settle_at_ms(run);
+        if (b->in_world && !b->verified) run->aoi_late++;
+        if (!b->verified) continue;
+        n++;
+        double reach = (double)b->view_radius + (double)b->view_hysteresis;
+        if (reach > cell_size) cell_size = reach;
+    }
+    if (n == 0) return;
+
+    bots_cell_entry *grid = xmalloc(n * sizeof *grid);
+    id_map by_entity;
+    id_map_init(&by_entity);
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < run->options.count; i++) {
+        bot *b = &run->bots[i];
+        if (!b->verified) continue;
+        grid[k].cell = bots_cell_key(bots_grid_coordinate(b->x, cell_size), bots_grid_coordinate(b->z, cell_size));
+        grid[k].bot = i;
+        k++;
+        if (id_map_put(&by_entity, b->entity_id, b) != 0) log_panic("id_map_put failed");
+    }
+    qsort(grid, n, sizeof *grid, bots_compare_cells);
+
+    for (uint32_t i = 0; i < run->options.count; i++) {
+        bot *observer = &run->bots[i];
+        if (!observer->verified) continue;
+        const tessera_client *client = observer->client;
+        double radius = observer->view_radius;
+        double reach = radius + (double)observer->view_hysteresis;
+
+        if (!tessera_client_entity_find(client, observer->entity_id))
+            bots_report_mismatch(run, observer, observer, 0.0, "does not see itself,");
+
+        /* Must see: everyone within the radius, all of whom are in the 3x3
+         * cells around the observer. */
+        int64_t cx = bots_grid_coordinate(observer->x, cell_size), cz = bots_grid_coordinate(observer->z, cell_size);
+        for (int64_t gx = cx - 1; gx <= cx + 1; gx++) {
+            for (int64_t gz = cz - 1; gz <= cz + 1; gz++) {
+                bots_cell_entry key = {.cell = bots_cell_key(gx, gz), .bot = 0};
+                /* Lower bound of the cell's run. */
+                size_t lo = 0, hi = n;
+                while (lo < hi) {
+                    size_t mid = lo + (hi - lo) / 2;
+                    if (grid[mid].cell < key.cell) lo = mid + 1;
+                    else hi = mid;
+                }
+                for (size_t j = lo; j < n && grid[j].cell == key.cell; j++) {
+                    const bot *other = &run->bots[grid[j].bot];
+                    if (other == observer) continue;
+                    double distance = bots_plane_distance(observer, other);
+                    if (distance <= radius && !tessera_client_entity_find(client, other->entity_id))
+                        bots_report_mismatch(run, observer, other, distance, "does not see");
+                }
+            }
+        }
+
+        /* Must not see: anyone in the view beyond radius + hysteresis. */
+        size_t cursor = 0;
+        const tessera_client_entity *entity;
+        while ((entity = tessera_client_entity_next(client, &cursor)) != NULL) {
+            if (entity->id == observer->entity_id) continue;
+            const bot *other = id_map_get(&by_entity, entity->id);
+            if (!other) {
+                /* Not a verified bot (one that left or came late, or not
+                 * ours): no settled truth to compare with, so counted apart. */
+                run->aoi_unknown++;
+                continue;
+            }
+            double distance = bots_plane_distance(observer, other);
+            if (distance > reach) bots_report_mismatch(run, observer, other, distance, "still sees");
+        }
+    }
+    run->aoi_checked = (uint64_t)n * n;
+    id_map_close(&by_entity);
+    free(grid);
+}
+
+/* ---- the end of the run --------------------------------------------------- */
+
+static void bots_finish(bots_run *run) {
+    if (run->finished) return;
+    run->finished = 1;
+    run->elapsed_s = (double)(clock_monotonic_us() - run->start_us) / 1e6;
+    uv_close((uv_handle_t *)&run->tick_timer, NULL);
+    uv_close((uv_handle_t *)&run->launch_timer, NULL);
+    uv_close((uv_handle_t *)&run->end_timer, NULL);
+    uv_close((uv_handle_t *)&run->sigint, NULL);
+    uv_close((uv_handle_t *)&run->sigterm, NULL);
+
+    for (uint32_t i = 0; i < run->options.count; i++) {
+        bot *b = &run->bots[i];
+        if (!b->in_world) continue;
+        run->in_world_at_end++;
+        if (tessera_client_entity_find(b->client, b->entity_id)) run->self_seen++;
+    }
+    if (run->options.verify_aoi) bots_verify_aoi(run);
+
+    /* Each close ends in on_closed, which adds the client's counters; the
+     * loop returns once the last socket is released. */
+    for (uint32_t i = 0; i < run->options.count; i++)
+        if (run->bots[i].client) tessera_client_close(run->bots[i].client);
+}
+
+static void bots_on_end(uv_timer_t *timer) { bots_finish(timer->data); }
+
+static void bots_on_signal(uv_signal_t *handle, int signum) {
+    bots_run *run = handle->data;
+    run->interrupted = 1;
+    log_info("signal %d: ending the run early", signum);
+    bots_finish(run);
+}
+
+/* ---- report --------------------------------------------------------------- */
+
+static void bots_print_json_string(FILE *out, const char *text) {
+    fputc('"', out);
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
+        else if (*p < 0x20) fprintf(out, "\\u%04x", *p);
+        else fputc(*p, out);
+    }
+    fputc('"', out);
+}
+
+static void bots_print_latency_json(FILE *out, const char *key, const bots_run *run, double percent) {
+    if (run->latency.count == 0) fprintf(out, ",\"%s\":null", key);
+    else fprintf(out, ",\"%s\":%.3f", key, (double)latency_histogram_percentile(&run->latency, percent) / 1000.0);
+}
+
+static uint64_t bots_entities_seen(const bots_run *run) {
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < run->options.count; i++) total += id_map_count(&run->bots[i].seen);
+    return total;
+}
+
+static void bots_print_json(FILE *out, const bots_run *run) {
+    fprintf(out, "{\"bots\":%" PRIu32 ",\"logged_in\":%" PRIu64 ",\"in_world_at_end\":%" PRIu64, run->options.count,
+            run->logged_in, run->in_world_at_end);
+    fprintf(out, ",\"errors\":%" PRIu64 ",\"error_reasons\":{", run->errors);
+    for (size_t i = 0; i < run->reason_count; i++) {
+        if (i) fputc(',', out);
+        bots_print_json_string(out, run->reasons[i].name);
+        fprintf(out, ":%" PRIu64, run->reasons[i].count);
+    }
+    fprintf(out, "}");
+    fprintf(out, ",\"msgs_in\":%" PRIu64 ",\"bytes_in\":%" PRIu64 ",\"entities_seen\":%" PRIu64, run->msgs_in,
+            run->bytes_in, bots_entities_seen(run));
+    fprintf(out, ",\"enter\":%" PRIu64 ",\"leave\":%" PRIu64 ",\"moves\":%" PRIu64 ",\"corrections\":%" PRIu64
+                 ",\"stale_ignored\":%" PRIu64,
+            run->enter, run->leave, run->moves, run->corrections, run->stale_ignored);
+    fprintf(out, ",\"latency_samples\":%" PRIu64, run->latency.count);
+    bots_print_latency_json(out, "latency_p50_ms", run, 50.0);
+    bots_print_latency_json(out, "latency_p99_ms", run, 99.0);
+    bots_print_latency_json(out, "latency_max_ms", run, 100.0);
+    fprintf(out, ",\"latency_clock_skew\":%" PRIu64, run->latency_clock_skew);
+    fprintf(out, ",\"self_seen\":%" PRIu64 ",\"verify_aoi\":%s,\"aoi_checked\":%" PRIu64 ",\"aoi_mismatches\":%" PRIu64
+                 ",\"aoi_unknown\":%" PRIu64 ",\"aoi_late\":%" PRIu64,
+            run->self_seen, run->options.verify_aoi ? "true" : "false", run->aoi_checked, run->aoi_mismatches,
+            run->aoi_unknown, run->aoi_late);
+    fprintf(out, ",\"seconds\":%.3f,\"interrupted\":%s}\n", run->elapsed_s, run->interrupted ? "true" : "false");
+}
+
+static void bots_print_summary(FILE *out, const bots_run *run) {
+    fprintf(out, "tessera-bots: %" PRIu32 " bots against %s for %.1f s%s\n", run->options.count, run->options.target,
+            run->elapsed_s, run->interrupted ? " (interrupted)" : "");
+    fprintf(out, "  logged in      %" PRIu64 " (%" PRIu64 " in the world at the end)\n", run->logged_in,
+            run->in_world_at_end);
+    fprintf(out, "  errors         %" PRIu64 "\n", run->errors);
+    for (size_t i = 0; i < run->reason_count; i++)
+        fprintf(out, "    %-28s %" PRIu64 "\n", run->reasons[i].name, run->reasons[i].count);
+    fprintf(out, "  received       %" PRIu64 " frames, %" PRIu64 " bytes\n", run->msgs_in, run->bytes_in);
+    fprintf(out, "  view           %" PRIu64 " distinct entities seen (summed over bots), %" PRIu64 " enters, %" PRIu64
+                 " leaves, %" PRIu64 " moves, %" PRIu64 " stale ids ignored\n",
+            bots_entities_seen(run), run->enter, run->leave, run->moves, run->stale_ignored);
+    fprintf(out, "  corrections    %" PRIu64 "\n", run->corrections);
+    if (run->latency.count == 0) {
+        fprintf(out, "  latency        no stamped position updates received\n");
+    } else {
+        fprintf(out, "  latency        p50 %.3f ms, p99 %.3f ms, max %.3f ms over %" PRIu64 " updates\n",
+                (double)latency_histogram_percentile(&run->latency, 50.0) / 1000.0,
+                (double)latency_histogram_percentile(&run->latency, 99.0) / 1000.0,
+                (double)run->latency.max_us / 1000.0, run->latency.count);
+    }
+    fprintf(out, "  self seen      %" PRIu64 " of %" PRIu64 "\n", run->self_seen, run->in_world_at_end);
+    if (run->options.verify_aoi)
+        fprintf(out, "  aoi            %" PRIu64 " mismatches in %" PRIu64 " pairs (%" PRIu64
+                     " bots left out for logging in while the others settled; %" PRIu64
+                     " entities in views that are no checked bot)\n",
+                run->aoi_mismatches, run->aoi_checked, run->aoi_late, run->aoi_unknown);
+}
+
+/* ---- options -------------------------------------------------------------- */
+
+static void bots_usage(FILE *out) {
+    fprintf(out,
+            "usage: tessera-bots --connect HOST:PORT --count N --seconds S [options]\n"
+            "\n"
+            "Runs N game clients in one process against a baseapp. Each logs in as\n"
+            "<prefix><index> (index from 0), then walks between random waypoints,\n"
+            "sending 10 moves a second. After S seconds (or on Ctrl-C) it prints a report.\n"
+            "\n"
+            "  --connect HOST:PORT      the baseapp's client port (IPv6 as [addr]:port)\n"
+            "  --count N                number of bots (1..1000000)\n"
+            "  --seconds S              run time in seconds (may be fractional)\n"
+            "  --json                   print the report as one JSON object\n"
+            "  --verify-aoi             stand still for the last 1.5 s, then check every bot's\n"
+            "                           view against the bots' positions (view radius and\n"
+            "                           hysteresis from the login reply). Assumes every entity\n"
+            "                           in the world belongs to this run. Bots that log in\n"
+            "                           during the last 1.5 s are left out (aoi_late).\n"
+            "  --account-prefix P       account name prefix (default \"bot\")\n"
+            "  --password PW            password for every account (default \"secret\")\n"
+            "  --speed M_PER_S          walking speed (default 5)\n"
+            "  --area HALF_WIDTH        waypoints lie in [-A,A] on x and z (default 100)\n"
+            "  --seed S                 random seed (default: from the clock)\n"
+            "  --login-spread-ms MS     spread the logins over MS milliseconds (default 1000)\n"
+            "  --help                   this text\n"
+            "\n"
+            "Report keys: bots, logged_in, in_world_at_end, errors, error_reasons,\n"
+            "msgs_in, bytes_in, entities_seen, enter, leave, moves, corrections,\n"
+            "stale_ignored, latency_samples, latency_p50_ms, latency_p99_ms,\n"
+            "latency_max_ms (null without samples), latency_clock_skew, self_seen,\n"
+            "verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late, seconds,\n"
+            "interrupted.\n"
+            "\n"
+            "Exit status: 0 the run completed (even with errors), 1 it could not run,\n"
+            "2 bad arguments.\n");
+}
+
+/* Prints why the arguments are wrong and the usage; returns -1 (the caller
+ * exits 2). */
+static int bots_bad_argument(const char *format, ...) __attribute__((format(printf, 1, 2)));
+static int bots_bad_argument(const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    fprintf(stderr, "tessera-bots: ");
+    vfprintf(stderr, format, args);
+    fprintf(stderr, "\n\n");
+    va_end(args);
+    bots_usage(stderr);
+    return -1;
+}
+
+static int bots_parse_double(const char *text, double low, double high, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !isfinite(v) || v < low || v > high) return -1;
+    *out = v;
+    return 0;
+}
+
+static int bots_parse_u64(const char *text, uint64_t low, uint64_t high, uint64_t *out) {
+    char *end;
+    errno = 0;
+    if (text[0] == '-' || text[0] == '\0') return -1;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0' || v < low || v > high) return -1;
+    *out = v;
+    return 0;
+}
+
+/* Splits HOST:PORT (or [V6]:PORT) into `host` and `port`. Returns 0 or -1. */
+static int bots_split_target(const char *text, char *host, size_t host_size, int *port) {
+    const char *colon = strrchr(text, ':');
+    if (!colon || colon == text) return -1;
+    const char *start = text, *stop = colon;
+    if (text[0] == '[') {
+        if (colon[-1] != ']') return -1;
+        start = text + 1;
+        stop = colon - 1;
+    }
+    size_t length = (size_t)(stop - start);
+    if (length == 0 || length >= host_size) return -1;
+    memcpy(host, start, length);
+    host[length] = '\0';
+    uint64_t p;
+    if (bots_parse_u64(colon + 1, 1, 65535, &p) != 0) return -1;
+    *port = (int)p;
+    return 0;
+}
+
+/* Account characters the wire allows ([A-Za-z0-9_.-]). */
+static int bots_valid_prefix(const char *prefix) {
+    for (const char *p = prefix; *p; p++) {
+        char c = *p;
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+              c == '-'))
+            return 0;
+    }
+    return 1;
+}
+
+enum {
+    BOTS_OPTION_CONNECT = 256,
+    BOTS_OPTION_COUNT,
+    BOTS_OPTION_SECONDS,
+    BOTS_OPTION_JSON,
+    BOTS_OPTION_VERIFY_AOI,
+    BOTS_OPTION_ACCOUNT_PREFIX,
+    BOTS_OPTION_PASSWORD,
+    BOTS_OPTION_SPEED,
+    BOTS_OPTION_AREA,
+    BOTS_OPTION_SEED,
+    BOTS_OPTION_LOGIN_SPREAD,
+    BOTS_OPTION_HELP,
+};
+
+/* Fills `options` from argv, with `host_name` receiving the host as given.
+ * Returns 0, 1 for --help (usage printed), or -1 after printing what is
+ * wrong. */
+static int bots_parse_options(int argc, char **argv, bots_options *options, char *host_name, size_t host_size) {
+    static const struct option long_options[] = {
+        {"connect", required_argument, NULL, BOTS_OPTION_CONNECT},
+        {"count", required_argument, NULL, BOTS_OPTION_COUNT},
+        {"seconds", required_argument, NULL, BOTS_OPTION_SECONDS},
+        {"json", no_argument, NULL, BOTS_OPTION_JSON},
+        {"verify-aoi", no_argument, NULL, BOTS_OPTION_VERIFY_AOI},
+        {"account-prefix", required_argument, NULL, BOTS_OPTION_ACCOUNT_PREFIX},
+        {"password", required_argument, NULL, BOTS_OPTION_PASSWORD},
+        {"speed", required_argument, NULL, BOTS_OPTION_SPEED},
+        {"area", required_argument, NULL, BOTS_OPTION_AREA},
+        {"seed", required_argument, NULL, BOTS_OPTION_SEED},
+        {"login-spread-ms", required_argument, NULL, BOTS_OPTION_LOGIN_SPREAD},
+        {"help", no_argument, NULL, BOTS_OPTION_HELP},
+        {NULL, 0, NULL, 0},
+    };
+    memset(options, 0, sizeof *options);
+    options->account_prefix = "bot";
+    options->password = "secret";
+    options->speed = 5.0;
+    options->area = 100.0;
+    options->login_spread_ms = 1000.0;
+    options->seed = clock_wall_us();
+    int have_connect = 0, have_count = 0, have_seconds = 0;
+    uint64_t value;
+
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
+        switch (c) {
+        case BOTS_OPTION_CONNECT:
+            snprintf(options->target, sizeof options->target, "%s", optarg);
+            if (bots_split_target(optarg, host_name, host_size, &options->port) != 0)
+                return bots_bad_argument("--connect wants HOST:PORT with a port in 1..65535 (got '%s')", optarg);
+            have_connect = 1;
+            break;
+        case BOTS_OPTION_COUNT:
+            /* One socket per bot: a million is past what one host's ports allow. */
+            if (bots_parse_u64(optarg, 1, 1000000, &value) != 0)
+                return bots_bad_argument("--count wants an integer in 1..1000000 (got '%s')", optarg);
+            options->count = (uint32_t)value;
+            have_count = 1;
+            break;
+        case BOTS_OPTION_SECONDS:
+            if (bots_parse_double(optarg, 0.001, 1e9, &options->seconds) != 0)
+                return bots_bad_argument("--seconds wants a number of seconds above 0 (got '%s')", optarg);
+            have_seconds = 1;
+            break;
+        case BOTS_OPTION_JSON: options->json = 1; break;
+        case BOTS_OPTION_VERIFY_AOI: options->verify_aoi = 1; break;
+        case BOTS_OPTION_ACCOUNT_PREFIX:
+            /* Room for a 7-digit index within the wire's 64-byte account. */
+            if (strlen(optarg) > 57 || !bots_valid_prefix(optarg))
+                return bots_bad_argument("--account-prefix wants at most 57 characters of [A-Za-z0-9_.-] (got '%s')",
+                                         optarg);
+            options->account_prefix = optarg;
+            break;
+        case BOTS_OPTION_PASSWORD:
+            if (strlen(optarg) == 0 || strlen(optarg) > 128)
+                return bots_bad_argument("--password wants 1..128 bytes");
+            options->password = optarg;
+            break;
+        case BOTS_OPTION_SPEED:
+            if (bots_parse_double(optarg, 0.0, 1e6, &options->speed) != 0)
+                return bots_bad_argument("--speed wants metres per second, 0 or more (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_AREA:
+            if (bots_parse_double(optarg, 0.001, 1e7, &options->area) != 0)
+                return bots_bad_argument("--area wants a half width above 0 (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_SEED:
+            if (bots_parse_u64(optarg, 0, UINT64_MAX, &options->seed) != 0)
+                return bots_bad_argument("--seed wants an unsigned integer (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_LOGIN_SPREAD:
+            if (bots_parse_double(optarg, 0.0, 1e9, &options->login_spread_ms) != 0)
+                return bots_bad_argument("--login-spread-ms wants milliseconds, 0 or more (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_HELP: bots_usage(stdout); return 1;
+        default:
+            return bots_bad_argument("unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return bots_bad_argument("unexpected argument '%s'", argv[optind]);
+    if (!have_connect) return bots_bad_argument("--connect HOST:PORT is required");
+    if (!have_count) return bots_bad_argument("--count N is required");
+    if (!have_seconds) return bots_bad_argument("--seconds S is required");
+    return 0;
+}
+
+/* Turns a host name into the IP literal channel_connect wants. Blocking,
+ * so done once before the loop runs. Returns 0 or -1 (message printed). */
+static int bots_resolve(const char *name, char *ip, size_t ip_size) {
+    struct addrinfo hints, *result = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int rc = getaddrinfo(name, NULL, &hints, &result);
+    if (rc != 0 || !result) {
+        fprintf(stderr, "tessera-bots: cannot resolve '%s': %s\n", name, gai_strerror(rc));
+        return -1;
+    }
+    const void *address;
+    if (result->ai_family == AF_INET6) address = &((const struct sockaddr_in6 *)result->ai_addr)->sin6_addr;
+    else address = &((const struct sockaddr_in *)result->ai_addr)->sin_addr;
+    const char *text = inet_ntop(result->ai_family, address, ip, (socklen_t)ip_size);
+    freeaddrinfo(result);
+    if (!text) {
+        fprintf(stderr, "tessera-bots: cannot use the address of '%s'\n", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* One socket per bot: raise the descriptor limit as far as allowed. */
+static void bots_raise_fd_limit(uint32_t count) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+    rlim_t wanted = (rlim_t)count + BOTS_SPARE_FDS;
+    if (limit.rlim_cur >= wanted) return;
+    rlim_t raised = limit.rlim_max == RLIM_INFINITY || limit.rlim_max >= wanted ? wanted : limit.rlim_max;
+    limit.rlim_cur = raised;
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0 || raised < wanted)
+        log_warn("open file limit is below %u bots + %d: some connections will fail (raise ulimit -n)", count,
+                 BOTS_SPARE_FDS);
+}
+
+/* ---- main ----------------------------------------------------------------- */
+
+int main(int argc, char **argv) {
+    bots_run run;
+    char host_name[256];
+    memset(&run, 0, sizeof run);
+    log_set_identity("bots", 0);
+
+    int parsed = bots_parse_options(argc, argv, &run.options, host_name, sizeof host_name);
+    if (parsed > 0) return 0;
+    if (parsed < 0) return 2;
+    if (bots_resolve(host_name, run.options.host, sizeof run.options.host) != 0) return 1;
+
+    /* A peer that vanishes mid-write must be an EPIPE, not a dead process. */
+    signal(SIGPIPE, SIG_IGN);
+    bots_raise_fd_limit(run.options.count);
+
+    int rc = uv_loop_init(&run.loop);
+    if (rc != 0) {
+        fprintf(stderr, "tessera-bots: cannot create the event loop: %s\n", uv_strerror(rc));
+        return 1;
+    }
+    if (latency_histogram_init(&run.latency, BOTS_LATENCY_BUCKET_US, BOTS_LATENCY_LIMIT_US) != 0)
+        log_panic("latency histogram layout rejected");
+
+    run.bots = xcalloc(run.options.count, sizeof run.bots[0]);
+    for (uint32_t i = 0; i < run.options.count; i++) {
+        bot *b = &run.bots[i];
+        b->run = &run;
+        b->index = i;
+        b->rng = bots_splitmix64(run.options.seed + (uint64_t)i * UINT64_C(0x9e3779b97f4a7c15));
+        if (b->rng == 0) b->rng = 1; /* xorshift must not start at 0 */
+        id_map_init(&b->seen);
+    }
+
+    uv_timer_init(&run.loop, &run.tick_timer);
+    uv_timer_init(&run.loop, &run.launch_timer);
+    uv_timer_init(&run.loop, &run.end_timer);
+    uv_signal_init(&run.loop, &run.sigint);
+    uv_signal_init(&run.loop, &run.sigterm);
+    run.tick_timer.data = run.launch_timer.data = run.end_timer.data = &run;
+    run.sigint.data = run.sigterm.data = &run;
+
+    uv_update_time(&run.loop);
+    run.start_ms = uv_now(&run.loop);
+    run.start_us = clock_monotonic_us();
+    run.last_tick_us = run.start_us;
+    uv_timer_start(&run.tick_timer, bots_on_tick, BOTS_TICK_MS, BOTS_TICK_MS);
+    uv_timer_start(&run.launch_timer, bots_on_launch, 0, 0);
+    uv_timer_start(&run.end_timer, bots_on_end, (uint64_t)ceil(run.options.seconds * 1000.0), 0);
+    uv_signal_start(&run.sigint, bots_on_signal, SIGINT);
+    uv_signal_start(&run.sigterm, bots_on_signal, SIGTERM);
+    log_info("%u bots against %s (%s:%d) for %.1f s, seed %" PRIu64, run.options.count, run.options.target,
+             run.options.host, run.options.port, run.options.seconds, run.options.seed);
+
+    uv_run(&run.loop, UV_RUN_DEFAULT);
+    rc = uv_loop_close(&run.loop);
+    if (rc != 0) log_warn("event loop closed with handles still open: %s", uv_strerror(rc));
+
+    if (run.options.json) bots_print_json(stdout, &run);
+    else bots_print_summary(stdout, &run);
+    fflush(stdout);
+
+    for (uint32_t i = 0; i < run.options.count; i++) id_map_close(&run.bots[i].seen);
+    free(run.bots);
+    free(run.reasons);
+    latency_histogram_close(&run.latency);
+    return 0;
+}

@@ -1,0 +1,979 @@
+"""tessera_cluster -- start, inspect and stop a local Tessera cluster.
+
+Owns the operator side of a cluster on one machine: a private redis-server,
+M cellapps and K baseapps on free 127.0.0.1 ports, each with its own flat JSON
+config, log and pid file under one run directory:
+
+    DIR/conf/<name>.json     the config the process was started with
+    DIR/logs/<name>.log      its stdout + stderr (redis: DIR/logs/redis.log)
+    DIR/pids/<name>.pid      its pid, while it is ours to stop
+    DIR/redis/               redis's working directory (nothing is persisted)
+    DIR/cluster.json         ports, pids and paths of everything, once ready
+
+Processes are named redis, cellapp-1..M, baseapp-1..K. Each runs in its own
+session (start_new_session) so a Ctrl-C in the terminal that ran `up` does not
+reach it; `down` is the way to stop them.
+
+Also here: a tiny RESP client (`Redis`) that the integration tests import,
+and the registry readers (`registry_entries`). Python 3 standard library only.
+
+The registry (common/registry.h): every process keeps a hash
+tessera:<cluster>:process:<id> alive with a TTL heartbeat and lists its id in
+the set tessera:<cluster>:processes. The hash holds role, host, port, pid,
+started_ms and the numbers it publishes (load, clients, entities, frames_in,
+frames_out, cellapps, baseapps, ...).
+"""
+
+import argparse
+import errno
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+DEFAULT_CLUSTER_NAME = "tessera"
+
+# Polling period while waiting for something (redis PING, readiness, exit).
+POLL_S = 0.1
+# How long `down` waits for each group after SIGTERM before SIGKILL.
+DOWN_GRACE_S = 5.0
+# Lines of a process's log shown when it fails to come up.
+LOG_TAIL_LINES = 20
+
+ROLE_BINARIES = {
+    "baseapp": os.path.join("baseapp", "tessera-baseapp"),
+    "cellapp": os.path.join("cellapp", "tessera-cellapp"),
+}
+
+
+class ClusterError(Exception):
+    """An operator-facing failure; the message is what to print."""
+
+
+# ---- RESP client --------------------------------------------------------------
+
+
+class RedisError(Exception):
+    """An error reply (-ERR ...) from Redis."""
+
+
+class Redis:
+    """A minimal blocking RESP2 client: one socket, one command at a time.
+
+    `execute("HGETALL", key)` returns str for simple strings, int for
+    integers, bytes for bulk strings (None for a null bulk), list for arrays
+    (None for a null array) and raises RedisError for an error reply and
+    OSError/ConnectionError for socket trouble (the connection is then
+    closed and the next command reconnects).
+    """
+
+    def __init__(self, host="127.0.0.1", port=6379, timeout=5.0):
+        self.host = host
+        self.port = int(port)
+        self.timeout = timeout
+        self._sock = None
+        self._buf = b""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "Redis(%s:%d)" % (self.host, self.port)
+
+    def close(self):
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+        self._sock = None
+        self._buf = b""
+
+    def _connect(self):
+        if self._sock is None:
+            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._buf = b""
+
+    @staticmethod
+    def encode(args):
+        out = [b"*%d\r\n" % len(args)]
+        for arg in args:
+            if isinstance(arg, bytes):
+                data = arg
+            elif isinstance(arg, str):
+                data = arg.encode("utf-8")
+            else:
+                data = str(arg).encode("ascii")
+            out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+        return b"".join(out)
+
+    def _fill(self):
+        chunk = self._sock.recv(65536)
+        if not chunk:
+            raise ConnectionError("redis %s:%d closed the connection" % (self.host, self.port))
+        self._buf += chunk
+
+    def _readline(self):
+        while True:
+            i = self._buf.find(b"\r\n")
+            if i >= 0:
+                line, self._buf = self._buf[:i], self._buf[i + 2:]
+                return line
+            self._fill()
+
+    def _readexact(self, n):
+        while len(self._buf) < n:
+            self._fill()
+        data, self._buf = self._buf[:n], self._buf[n:]
+        return data
+
+    def _read_reply(self):
+        line = self._readline()
+        if not line:
+            raise ConnectionError("redis: empty reply line")
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest.decode("utf-8", "replace")
+        if kind == b"-":
+            return RedisError(rest.decode("utf-8", "replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self._readexact(n + 2)
+            return data[:-2]
+        if kind == b"*":
+            n = int(rest)
+            if n < 0:
+                return None
+            return [self._read_reply() for _ in range(n)]
+        raise ConnectionError("redis: unexpected reply type %r" % line[:20])
+
+    def execute(self, *args):
+        self._connect()
+        try:
+            self._sock.sendall(self.encode(args))
+            reply = self._read_reply()
+        except (OSError, ValueError):
+            self.close()
+            raise
+        if isinstance(reply, RedisError):
+            raise reply
+        return reply
+
+    # Conveniences returning decoded str values.
+
+    def ping(self):
+        return self.execute("PING") == "PONG"
+
+    def smembers(self, key):
+        return sorted(_text(m) for m in (self.execute("SMEMBERS", key) or []))
+
+    def hgetall(self, key):
+        items = self.execute("HGETALL", key) or []
+        return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items) - 1, 2)}
+
+    def get(self, key):
+        value = self.execute("GET", key)
+        return None if value is None else _text(value)
+
+    def exists(self, key):
+        return self.execute("EXISTS", key) > 0
+
+
+def _text(value):
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+
+
+def redis_alive(port, host="127.0.0.1", timeout=0.5):
+    try:
+        with Redis(host, port, timeout=timeout) as r:
+            return r.ping()
+    except (OSError, RedisError, ValueError):
+        return False
+
+
+# ---- registry -------------------------------------------------------------------
+
+
+def registry_prefix(cluster_name=DEFAULT_CLUSTER_NAME):
+    return "tessera:%s:" % cluster_name
+
+
+def registry_entries(redis, cluster_name=DEFAULT_CLUSTER_NAME):
+    """The live registered processes: a list of their hashes (str -> str) with
+    an added "id" field, sorted by id. Ids in the set whose hash has expired
+    are left out (that is how the registry says a process is gone)."""
+    prefix = registry_prefix(cluster_name)
+    entries = []
+    for pid in redis.smembers(prefix + "processes"):
+        h = redis.hgetall(prefix + "process:" + pid)
+        if h:
+            h["id"] = pid
+            entries.append(h)
+    entries.sort(key=lambda h: (len(h["id"]), h["id"]))
+    return entries
+
+
+def stat_int(entry, field, default=None):
+    """A numeric registry field as int (None/default if absent or not a number)."""
+    if entry is None:
+        return default
+    try:
+        return int(float(entry.get(field)))
+    except (TypeError, ValueError):
+        return default
+
+
+def match_entry(entries, proc):
+    """The registry entry of one of our processes (matched by pid and role),
+    or None."""
+    for e in entries:
+        if stat_int(e, "pid") == proc["pid"] and e.get("role", proc["role"]) == proc["role"]:
+            return e
+    return None
+
+
+# ---- processes ----------------------------------------------------------------
+
+
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo, hi = (int(x) for x in f.read().split())
+        return lo, hi
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_ports(n, host="127.0.0.1"):
+    """n distinct TCP ports that were free a moment ago, all held open
+    together while choosing so they differ.
+
+    Ports come from below the kernel's ephemeral range when there is room
+    there: a port that bind(0) handed out is free again once we close it, and
+    until the server binds it, any outgoing connection (a process's Redis
+    connection, say) may take it as its source port. Below the range only
+    another explicit bind can. Where there is no room, bind(0) and read back."""
+    lo, _hi = _ephemeral_range()
+    rng = random.Random(os.urandom(16))
+    low_band = (10000, lo - 1) if lo - 10000 >= 2000 else None
+    socks = []
+    try:
+        tries = 0
+        while len(socks) < n:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            port = 0
+            if low_band is not None and tries < 50 * n:
+                port = rng.randint(*low_band)
+                tries += 1
+            try:
+                s.bind((host, port))
+            except OSError:
+                s.close()
+                continue
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def pid_alive(pid):
+    """True if pid is a running (or stopped) process; a zombie counts as dead."""
+    if not pid or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+        # The state follows the ")" that ends the command name.
+        state = stat[stat.rindex(b")") + 2:][:1]
+        return state not in (b"Z", b"X")
+    except (OSError, ValueError):
+        return True
+
+
+def pid_state(pid):
+    """"running", "stopped" (SIGSTOP, tracing) or "dead" (gone or a zombie)."""
+    if not pid_alive(pid):
+        return "dead"
+    try:
+        with open("/proc/%d/stat" % pid, "rb") as f:
+            stat = f.read()
+        if stat[stat.rindex(b")") + 2:][:1] in (b"T", b"t"):
+            return "stopped"
+    except (OSError, ValueError):
+        pass
+    return "running"
+
+
+def pid_is(pid, expected):
+    """True if pid still runs the program `expected` (a basename such as
+    "tessera-baseapp" or "redis-server"), so a recycled pid is never
+    signalled. Where /proc is unreadable, trusts the pid."""
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        with open("/proc/%d/comm" % pid, "rb") as f:
+            comm = f.read().strip().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return expected in cmdline or expected.startswith(comm) and len(comm) >= 8
+
+
+def role_of(name):
+    return name.split("-", 1)[0]
+
+
+def program_of(name):
+    role = role_of(name)
+    return "redis-server" if role == "redis" else "tessera-" + role
+
+
+def name_order(name):
+    """baseapps first, then cellapps, then redis; numerically within a role."""
+    role = role_of(name)
+    rank = {"baseapp": 0, "cellapp": 1}.get(role, 2 if role == "redis" else 1)
+    try:
+        n = int(name.split("-", 1)[1])
+    except (IndexError, ValueError):
+        n = 0
+    return (rank, n, name)
+
+
+class RunDir:
+    """Paths inside a cluster's run directory."""
+
+    def __init__(self, path):
+        self.path = os.path.abspath(path)
+        self.logs = os.path.join(self.path, "logs")
+        self.pids = os.path.join(self.path, "pids")
+        self.conf = os.path.join(self.path, "conf")
+        self.redis = os.path.join(self.path, "redis")
+        self.cluster_json = os.path.join(self.path, "cluster.json")
+        self.sample_json = os.path.join(self.path, ".status-sample.json")
+
+    def make(self):
+        for d in (self.path, self.logs, self.pids, self.conf, self.redis):
+            os.makedirs(d, exist_ok=True)
+
+    def log(self, name):
+        return os.path.join(self.logs, name + ".log")
+
+    def pidfile(self, name):
+        return os.path.join(self.pids, name + ".pid")
+
+    def config(self, name):
+        return os.path.join(self.conf, name + ".json")
+
+    def read_pids(self):
+        """{name: pid} from DIR/pids/*.pid (unreadable files are skipped)."""
+        out = {}
+        try:
+            names = os.listdir(self.pids)
+        except FileNotFoundError:
+            return out
+        for fn in names:
+            if not fn.endswith(".pid"):
+                continue
+            try:
+                with open(os.path.join(self.pids, fn)) as f:
+                    out[fn[:-4]] = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+        return out
+
+    def write_pid(self, name, pid):
+        tmp = self.pidfile(name) + ".tmp"
+        with open(tmp, "w") as f:
+            f.write("%d\n" % pid)
+        os.replace(tmp, self.pidfile(name))
+
+    def remove_pid(self, name):
+        try:
+            os.unlink(self.pidfile(name))
+        except FileNotFoundError:
+            pass
+
+    def load_cluster(self):
+        try:
+            with open(self.cluster_json) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            raise ClusterError("no cluster in %s (no cluster.json; did `up` succeed?)" % self.path)
+        except ValueError as e:
+            raise ClusterError("%s: unreadable: %s" % (self.cluster_json, e))
+
+
+def log_tail(path, lines=LOG_TAIL_LINES):
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - 64 * 1024))
+            data = f.read().decode("utf-8", "replace")
+    except OSError as e:
+        return "(no log: %s)" % e
+    tail = data.splitlines()[-lines:]
+    return "\n".join(tail) if tail else "(log is empty)"
+
+
+def _spawn(argv, log_path, env=None):
+    with open(log_path, "wb") as log:
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, close_fds=True, env=env)
+
+
+def parse_set(items):
+    """["key=value", ...] -> {key: value}; value is JSON if it parses, else a string."""
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ClusterError("--set %r: expected KEY=VALUE" % item)
+        key, raw = item.split("=", 1)
+        key = key.strip()
+        if not key:
+            raise ClusterError("--set %r: empty key" % item)
+        try:
+            out[key] = json.loads(raw)
+        except ValueError:
+            out[key] = raw
+    return out
+
+
+def _signal(name, pid, sig):
+    """Sends sig to pid if it is still the process we started; True if sent."""
+    if not pid_alive(pid) or not pid_is(pid, program_of(name)):
+        return False
+    try:
+        os.kill(pid, sig)
+        return True
+    except ProcessLookupError:
+        return False
+
+
+def down(rundir, grace=DOWN_GRACE_S, children=None, quiet=False):
+    """Stops every process with a pid file in rundir: SIGTERM to the baseapps,
+    up to `grace` seconds for them to exit, then SIGKILL to what is left;
+    then the same for the cellapps, then redis. Removes the pid files.
+    Idempotent: nothing running is fine. `children` ({name: Popen}) are
+    reaped when they are our own children. Returns the names it had to
+    SIGKILL."""
+    rd = rundir if isinstance(rundir, RunDir) else RunDir(rundir)
+    pids = rd.read_pids()
+    killed = []
+    groups = {}
+    for name in sorted(pids, key=name_order):
+        groups.setdefault(name_order(name)[0], []).append(name)
+    for rank in sorted(groups):
+        names = groups[rank]
+        live = []
+        for name in names:
+            pid = pids[name]
+            if _signal(name, pid, signal.SIGTERM):
+                # A stopped process cannot act on SIGTERM until it runs again.
+                _signal(name, pid, signal.SIGCONT)
+                live.append(name)
+        deadline = time.monotonic() + grace
+        while live:
+            _reap(children)
+            live = [n for n in live if pid_alive(pids[n])]
+            if not live or time.monotonic() >= deadline:
+                break
+            time.sleep(POLL_S / 2)
+        for name in live:
+            if _signal(name, pids[name], signal.SIGKILL):
+                killed.append(name)
+                if not quiet:
+                    print("down: %s (pid %d) did not stop within %.0f s; killed" % (name, pids[name], grace),
+                          file=sys.stderr)
+        if live:
+            deadline = time.monotonic() + 2.0
+            while any(pid_alive(pids[n]) for n in live) and time.monotonic() < deadline:
+                _reap(children)
+                time.sleep(POLL_S / 2)
+        for name in names:
+            rd.remove_pid(name)
+    _reap(children)
+    return killed
+
+
+def _reap(children):
+    for proc in (children or {}).values():
+        try:
+            proc.poll()
+        except OSError:
+            pass
+
+
+def _stderr(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _check_not_running(rd):
+    running = [n for n, pid in rd.read_pids().items() if pid_alive(pid) and pid_is(pid, program_of(n))]
+    if running:
+        raise ClusterError("a cluster is already running in %s (%s); run `scripts/cluster down --dir %s` first"
+                           % (rd.path, ", ".join(sorted(running, key=name_order)), rd.path))
+    for name in rd.read_pids():
+        rd.remove_pid(name)
+
+
+def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=True, overrides=None,
+       timeout=30.0, redis_server=None, out=sys.stdout):
+    """Starts a cluster in dir_path and waits until it is ready (see the
+    module doc). Returns the cluster description (what cluster.json holds).
+    Raises ClusterError after tearing down whatever it started."""
+    if baseapps < 1 or cellapps < 1:
+        raise ClusterError("need at least one baseapp and one cellapp (got %d and %d)" % (baseapps, cellapps))
+    overrides = dict(overrides or {})
+    build_dir = build if os.path.isabs(build) else os.path.join(REPO_ROOT, build)
+    binaries = {}
+    for role, rel in ROLE_BINARIES.items():
+        path = os.path.join(build_dir, rel)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            raise ClusterError("%s not found at %s; build first (scripts/build)" % (role, path))
+        binaries[role] = path
+    redis_server = redis_server or _which("redis-server")
+    if redis_server is None:
+        raise ClusterError("redis-server not found on PATH; run scripts/deps")
+
+    rd = RunDir(dir_path)
+    rd.make()
+    _check_not_running(rd)
+    for stale in (rd.cluster_json, rd.sample_json):
+        try:
+            os.unlink(stale)
+        except FileNotFoundError:
+            pass
+
+    cluster_name = overrides.get("cluster_name", DEFAULT_CLUSTER_NAME)
+    children = {}
+    procs = []
+    ok = False
+    try:
+        # Redis first; everything else registers with it.
+        (redis_port,) = free_ports(1)
+        redis_log = rd.log("redis")
+        children["redis"] = _spawn([redis_server, "--bind", "127.0.0.1", "--port", str(redis_port),
+                                    "--dir", rd.redis, "--save", "", "--appendonly", "no",
+                                    "--protected-mode", "yes", "--daemonize", "no"], redis_log)
+        rd.write_pid("redis", children["redis"].pid)
+        deadline = time.monotonic() + timeout
+        while not redis_alive(redis_port):
+            if children["redis"].poll() is not None:
+                raise ClusterError("redis exited early (status %s)\n--- %s (last %d lines)\n%s"
+                                   % (children["redis"].returncode, redis_log, LOG_TAIL_LINES, log_tail(redis_log)))
+            if time.monotonic() >= deadline:
+                raise ClusterError("redis did not answer PING on port %d within %.0f s\n--- %s\n%s"
+                                   % (redis_port, timeout, redis_log, log_tail(redis_log)))
+            time.sleep(POLL_S)
+
+        # Configs and starts: cellapps before baseapps.
+        names = ["cellapp-%d" % i for i in range(1, cellapps + 1)] + \
+                ["baseapp-%d" % j for j in range(1, baseapps + 1)]
+        ports = iter(free_ports(cellapps + 2 * baseapps))
+        for name in names:
+            role = role_of(name)
+            conf = {
+                "cluster_name": DEFAULT_CLUSTER_NAME,
+                "redis_host": "127.0.0.1",
+                "redis_port": redis_port,
+                "internal_host": "127.0.0.1",
+                "internal_port": next(ports),
+                "log_level": "info",
+                "heartbeat_ms": 500,
+                "registry_ttl_ms": 2000,
+            }
+            if role == "baseapp":
+                conf.update({
+                    "client_host": "127.0.0.1",
+                    "client_port": next(ports),
+                    "auto_create_accounts": bool(auto_create_accounts),
+                    # Cheap password hashing: tests log in hundreds of bots.
+                    "password_ops_limit": 1,
+                    "password_mem_limit_kib": 8192,
+                })
+            conf.update(overrides)
+            with open(rd.config(name), "w") as f:
+                json.dump(conf, f, indent=2)
+                f.write("\n")
+            proc = {
+                "name": name,
+                "role": role,
+                "binary": binaries[role],
+                "config": rd.config(name),
+                "log": rd.log(name),
+                "host": "127.0.0.1",
+                "internal_port": conf.get("internal_port"),
+            }
+            if role == "baseapp":
+                proc["client_port"] = conf.get("client_port")
+            children[name] = _spawn([binaries[role], "--config", rd.config(name)], rd.log(name))
+            proc["pid"] = children[name].pid
+            rd.write_pid(name, proc["pid"])
+            procs.append(proc)
+        _stderr("cluster: redis on 127.0.0.1:%d, started %s; waiting (up to %.0f s) for the registry"
+                % (redis_port, ", ".join(names), timeout))
+
+        _wait_ready(rd, procs, children, redis_port, cluster_name, baseapps, cellapps, deadline, timeout)
+
+        first_baseapp = next(p for p in procs if p["role"] == "baseapp")
+        redis_proc = {"name": "redis", "role": "redis", "pid": children["redis"].pid, "host": "127.0.0.1",
+                      "port": redis_port, "log": redis_log, "config": None}
+        cluster = {
+            "dir": rd.path,
+            "build_dir": build_dir,
+            "cluster_name": cluster_name,
+            "redis_host": "127.0.0.1",
+            "redis_port": redis_port,
+            "started_at": time.time(),
+            "login": "127.0.0.1:%d" % first_baseapp["client_port"],
+            "baseapps": ["127.0.0.1:%d" % p["client_port"] for p in procs if p["role"] == "baseapp"],
+            "processes": [redis_proc] + procs,
+        }
+        tmp = rd.cluster_json + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(cluster, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, rd.cluster_json)
+        print("login=%s" % cluster["login"], file=out)
+        print("redis=127.0.0.1:%d" % redis_port, file=out)
+        print("baseapps=%s" % ",".join(cluster["baseapps"]), file=out)
+        out.flush()
+        ok = True
+        return cluster
+    finally:
+        if not ok:
+            _stderr("cluster: tearing down %s" % rd.path)
+            down(rd, grace=2.0, children=children, quiet=True)
+
+
+def _wait_ready(rd, procs, children, redis_port, cluster_name, baseapps, cellapps, deadline, timeout):
+    """Polls until the registry shows every process with its peers (see
+    module doc); raises ClusterError naming the culprit otherwise."""
+    redis = Redis("127.0.0.1", redis_port, timeout=2.0)
+    last_state = "no registry data yet"
+    try:
+        while True:
+            if children["redis"].poll() is not None:
+                raise ClusterError("redis exited (status %s)\n--- %s\n%s"
+                                   % (children["redis"].returncode, rd.log("redis"), log_tail(rd.log("redis"))))
+            for p in procs:
+                rc = children[p["name"]].poll()
+                if rc is not None:
+                    raise ClusterError("%s exited early (%s)\n--- %s (last %d lines)\n%s"
+                                       % (p["name"], _describe_status(rc), p["log"], LOG_TAIL_LINES,
+                                          log_tail(p["log"])))
+            try:
+                entries = registry_entries(redis, cluster_name)
+            except (OSError, RedisError, ValueError) as e:
+                entries = None
+                last_state = "registry unreadable: %s" % e
+            if entries is not None:
+                ready, last_state, pending = _readiness(entries, procs, baseapps, cellapps)
+                if ready:
+                    for p in procs:
+                        e = match_entry(entries, p)
+                        p["registry_id"] = e["id"] if e else None
+                    return
+            if time.monotonic() >= deadline:
+                pending_procs = [p for p in procs if p["name"] in pending] or procs
+                msg = ["cluster not ready within %.0f s: %s" % (timeout, last_state)]
+                for p in pending_procs:
+                    msg.append("--- %s (pid %d) %s (last %d lines)\n%s"
+                               % (p["name"], p["pid"], p["log"], LOG_TAIL_LINES, log_tail(p["log"])))
+                raise ClusterError("\n".join(msg))
+            time.sleep(POLL_S)
+    finally:
+        redis.close()
+
+
+def _describe_status(rc):
+    if rc < 0:
+        try:
+            return "killed by %s" % signal.Signals(-rc).name
+        except ValueError:
+            return "killed by signal %d" % -rc
+    return "exit status %d" % rc
+
+
+def _readiness(entries, procs, baseapps, cellapps):
+    """(ready, what is missing as text, names of our processes not ready)."""
+    problems = []
+    pending = set()
+    by_role = {"baseapp": [], "cellapp": []}
+    for e in entries:
+        by_role.setdefault(e.get("role", "?"), []).append(e)
+    want = {"baseapp": (baseapps, cellapps), "cellapp": (cellapps, cellapps - 1)}
+    for role, (count, peers) in want.items():
+        have = by_role.get(role, [])
+        if len(have) != count:
+            problems.append("%d of %d %ss registered" % (len(have), count, role))
+        for e in have:
+            if stat_int(e, "cellapps") != peers:
+                problems.append("%s id %s (pid %s) sees cellapps=%s, want %d"
+                                % (role, e["id"], e.get("pid", "?"), e.get("cellapps", "(none)"), peers))
+    for p in procs:
+        e = match_entry(entries, p)
+        want_peers = cellapps if p["role"] == "baseapp" else cellapps - 1
+        if e is None or stat_int(e, "cellapps") != want_peers:
+            pending.add(p["name"])
+    if len(entries) != baseapps + cellapps and not problems:
+        problems.append("%d processes registered, want %d" % (len(entries), baseapps + cellapps))
+    return (not problems), ("; ".join(problems) or "ready"), pending
+
+
+def _which(program):
+    for d in os.environ.get("PATH", "/usr/local/bin:/usr/bin:/bin").split(os.pathsep) + ["/usr/sbin", "/usr/bin"]:
+        path = os.path.join(d, program)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+# ---- status -------------------------------------------------------------------
+
+STATUS_FIELDS = ["load", "clients", "entities", "reals", "ghosts", "cellapps", "baseapps",
+                 "frames_in", "frames_out", "bytes_in", "bytes_out", "tick_us"]
+
+
+def status(dir_path):
+    """The cluster's state as a dict: {"dir", "redis": {...}, "processes":
+    [{name, role, pid, alive, registered, registry: {...}}], "unmatched":
+    [registry entries that are none of ours]}."""
+    rd = RunDir(dir_path)
+    cluster = rd.load_cluster()
+    cluster_name = cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)
+    entries, redis_error = [], None
+    try:
+        with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+            entries = registry_entries(r, cluster_name)
+    except (OSError, RedisError, ValueError) as e:
+        redis_error = str(e) or e.__class__.__name__
+    rows = []
+    matched = set()
+    for p in sorted(cluster["processes"], key=lambda p: name_order(p["name"])):
+        row = {k: p.get(k) for k in ("name", "role", "pid", "host", "internal_port", "client_port", "port", "log")}
+        row = {k: v for k, v in row.items() if v is not None}
+        row["alive"] = pid_alive(p["pid"]) and pid_is(p["pid"], program_of(p["name"]))
+        row["state"] = pid_state(p["pid"]) if row["alive"] else "dead"
+        if p["role"] == "redis":
+            row["registered"] = None
+            row["answers"] = redis_error is None
+        else:
+            e = match_entry(entries, p)
+            row["registered"] = e is not None
+            if e is not None:
+                matched.add(e["id"])
+                row["registry"] = e
+        rows.append(row)
+    return {
+        "dir": rd.path,
+        "cluster_name": cluster_name,
+        "login": cluster.get("login"),
+        "redis_port": cluster["redis_port"],
+        "redis_error": redis_error,
+        "processes": rows,
+        "unmatched": [e for e in entries if e["id"] not in matched],
+    }
+
+
+def format_status(st):
+    cols = ["name", "pid", "alive", "id", "role"] + STATUS_FIELDS
+    rows = []
+    for p in st["processes"]:
+        reg = p.get("registry") or {}
+        alive = {"running": "yes", "stopped": "stopped"}.get(p["state"], "NO")
+        if p["role"] == "redis":
+            rid = "-"
+            alive += "" if p.get("answers") else " (no PING)"
+        else:
+            rid = reg.get("id", "unreg")
+        rows.append([p["name"], str(p["pid"]), alive, rid, p["role"]] +
+                    [reg.get(f, "") for f in STATUS_FIELDS])
+    for e in st["unmatched"]:
+        rows.append(["?", e.get("pid", "?"), "?", e["id"], e.get("role", "?")] + [e.get(f, "") for f in STATUS_FIELDS])
+    # Hide stat columns nobody publishes.
+    keep = [i for i, c in enumerate(cols) if i < 5 or any(r[i] != "" for r in rows)]
+    table = [[cols[i] for i in keep]] + [[r[i] for i in keep] for r in rows]
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(keep))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip() for r in table]
+    head = "cluster %s in %s, login %s" % (st["cluster_name"], st["dir"], st.get("login"))
+    if st["redis_error"]:
+        head += "\nredis 127.0.0.1:%d unreachable: %s" % (st["redis_port"], st["redis_error"])
+    return head + "\n" + "\n".join(lines)
+
+
+def status_line(dir_path, since=None):
+    """One line of demo telemetry, e.g.
+    `[t=12s] processes 3/3 up | clients 20 | entities 40 | msgs/s in 1234 out 5678`.
+    Message rates come from the change of frames_in/frames_out (summed over
+    all processes) since the previous call, kept in DIR/.status-sample.json."""
+    rd = RunDir(dir_path)
+    st = status(dir_path)
+    now = time.time()
+    cluster_procs = [p for p in st["processes"] if p["role"] != "redis"]
+    up_count = sum(1 for p in cluster_procs if p["alive"] and p.get("registered"))
+    regs = [p["registry"] for p in cluster_procs if p.get("registry")] + st["unmatched"]
+    clients = sum(stat_int(e, "clients", 0) for e in regs if e.get("role") == "baseapp")
+    entities = sum(stat_int(e, "entities", 0) for e in regs if e.get("role") == "cellapp")
+    frames_in = sum(stat_int(e, "frames_in", 0) for e in regs)
+    frames_out = sum(stat_int(e, "frames_out", 0) for e in regs)
+    rate_in = rate_out = 0
+    try:
+        with open(rd.sample_json) as f:
+            prev = json.load(f)
+        dt = now - prev["time"]
+        if dt > 0:
+            rate_in = max(0, frames_in - prev["frames_in"]) / dt
+            rate_out = max(0, frames_out - prev["frames_out"]) / dt
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    tmp = rd.sample_json + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump({"time": now, "frames_in": frames_in, "frames_out": frames_out}, f)
+    os.replace(tmp, rd.sample_json)
+    if since is None:
+        try:
+            since = rd.load_cluster().get("started_at", now)
+        except ClusterError:
+            since = now
+    line = "[t=%ds] processes %d/%d up | clients %d | entities %d | msgs/s in %d out %d" % (
+        int(now - since), up_count, len(cluster_procs), clients, entities, round(rate_in), round(rate_out))
+    if st["redis_error"]:
+        line += " | redis unreachable"
+    return line
+
+
+# ---- kill -----------------------------------------------------------------------
+
+SIGNALS = {"KILL": signal.SIGKILL, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT, "TERM": signal.SIGTERM,
+           "INT": signal.SIGINT, "HUP": signal.SIGHUP, "USR1": signal.SIGUSR1, "USR2": signal.SIGUSR2}
+
+
+def kill(dir_path, name, sig="KILL"):
+    """Signals one process of the cluster by name (e.g. "cellapp-2"); sig is
+    a name from SIGNALS (with or without "SIG") or a number. Returns its pid."""
+    rd = RunDir(dir_path)
+    if isinstance(sig, str):
+        key = sig.upper()
+        key = key[3:] if key.startswith("SIG") else key
+        if key not in SIGNALS:
+            raise ClusterError("unknown signal %r (one of %s)" % (sig, ", ".join(SIGNALS)))
+        signum = SIGNALS[key]
+    else:
+        signum = int(sig)
+    pid = rd.read_pids().get(name)
+    if pid is None:
+        try:
+            for p in rd.load_cluster()["processes"]:
+                if p["name"] == name:
+                    pid = p["pid"]
+        except ClusterError:
+            pass
+    if pid is None:
+        raise ClusterError("no process named %s in %s" % (name, rd.path))
+    if not pid_alive(pid) or not pid_is(pid, program_of(name)):
+        raise ClusterError("%s (pid %d) is not running" % (name, pid))
+    os.kill(pid, signum)
+    return pid
+
+
+# ---- command line ----------------------------------------------------------------
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="scripts/cluster", description="Run a local Tessera cluster.")
+    sub = ap.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("up", help="start redis, cellapps and baseapps and wait until they are ready")
+    p.add_argument("--dir", required=True, help="run directory (logs, pids, configs)")
+    p.add_argument("--baseapps", type=int, default=1)
+    p.add_argument("--cellapps", type=int, default=2)
+    p.add_argument("--build", default="build", help="build directory, relative to the repository root")
+    p.add_argument("--auto-create-accounts", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="config override for every process (VALUE is JSON if it parses, else a string)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for readiness")
+
+    p = sub.add_parser("status", help="process liveness and registry stats")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("status-line", help="one-line summary with message rates (for the demo)")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--since", type=float, default=None, help="epoch seconds that t counts from")
+
+    p = sub.add_parser("down", help="stop everything (idempotent)")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--grace", type=float, default=DOWN_GRACE_S, help="seconds between SIGTERM and SIGKILL")
+
+    p = sub.add_parser("kill", help="signal one process by name, e.g. cellapp-2")
+    p.add_argument("--dir", required=True)
+    p.add_argument("name")
+    p.add_argument("--signal", default="KILL", help="KILL, STOP, CONT or TERM (default KILL)")
+
+    args = ap.parse_args(argv)
+
+    def on_term(signum, frame):
+        # SystemExit unwinds through `up`'s teardown; the default action
+        # would leave half a cluster running.
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, on_term)
+    try:
+        if args.command == "up":
+            up(args.dir, baseapps=args.baseapps, cellapps=args.cellapps, build=args.build,
+               auto_create_accounts=args.auto_create_accounts, overrides=parse_set(args.set),
+               timeout=args.timeout)
+        elif args.command == "status":
+            st = status(args.dir)
+            if args.json:
+                json.dump(st, sys.stdout, indent=2)
+                sys.stdout.write("\n")
+            else:
+                print(format_status(st))
+            return 0 if all(p["alive"] for p in st["processes"]) else 1
+        elif args.command == "status-line":
+            print(status_line(args.dir, since=args.since), flush=True)
+        elif args.command == "down":
+            down(args.dir, grace=args.grace)
+        elif args.command == "kill":
+            kill(args.dir, args.name, args.signal)
+    except ClusterError as e:
+        _stderr("cluster %s: %s" % (args.command, e))
+        return 1
+    except KeyboardInterrupt:
+        _stderr("cluster %s: interrupted" % args.command)
+        return 130
+    except BrokenPipeError:
+        # stdout went away (`status --json | head`): not an error of ours.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,715 @@
+"""harness.py -- helpers for Tessera's multi-process integration tests.
+
+Owns: starting and always stopping a real cluster (scripts/cluster up/down in
+a fresh temporary directory), running the bot load generator, bounded
+polling, and just enough of the protobuf wire format to hand-craft client
+frames and read the server's answers. Python 3 standard library only.
+
+Environment (meson sets both):
+    TESSERA_BUILD_DIR   the build to test (default <repo>/build)
+    TESSERA_SOURCE_DIR  the repository (default: two levels above this file)
+    TESSERA_KEEP_RUN=1  keep every run directory (by default it is removed
+                        when the test passed and kept, with its path
+                        printed, when it failed)
+
+Cleanup: a Cluster is stopped in __exit__, and also from an atexit hook and
+a SIGTERM handler (meson's timeout sends SIGTERM to the test's process
+group, then SIGKILL half a second later), so processes never outlive a
+test. The cluster's processes run in their own sessions: the handler
+SIGKILLs them at once because there is no time for a graceful stop.
+"""
+
+import atexit
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+SOURCE_DIR = os.path.abspath(os.environ.get("TESSERA_SOURCE_DIR")
+                             or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BUILD_DIR = os.path.abspath(os.environ.get("TESSERA_BUILD_DIR") or os.path.join(SOURCE_DIR, "build"))
+CLUSTER_SCRIPT = os.path.join(SOURCE_DIR, "scripts", "cluster")
+
+sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
+import tessera_cluster  # noqa: E402  (after the path is set)
+
+Redis = tessera_cluster.Redis
+RedisError = tessera_cluster.RedisError
+free_ports = tessera_cluster.free_ports
+
+BASEAPP_BIN = os.path.join(BUILD_DIR, "baseapp", "tessera-baseapp")
+CELLAPP_BIN = os.path.join(BUILD_DIR, "cellapp", "tessera-cellapp")
+BOTS_BIN = os.path.join(BUILD_DIR, "client", "tessera-bots")
+
+POLL_S = 0.05
+
+
+def log(msg):
+    print("[harness %s] %s" % (time.strftime("%H:%M:%S"), msg), file=sys.stderr, flush=True)
+
+
+def wait_for(predicate, timeout, what, interval=POLL_S):
+    """Calls predicate() every `interval` seconds until it returns something
+    truthy, and returns that; raises AssertionError(what) after `timeout`
+    seconds. An exception from predicate propagates."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError("timed out after %.1f s waiting for: %s" % (timeout, what))
+        time.sleep(interval)
+
+
+# ---- cleanup of clusters that are still up ----------------------------------------
+
+_live_clusters = []
+_live_lock = threading.Lock()
+_handlers_installed = False
+
+
+_live_procs = []  # background programs (bots) to kill on SIGTERM
+
+
+def _emergency_stop(grace):
+    with _live_lock:
+        clusters = list(_live_clusters)
+        procs = list(_live_procs)
+    for proc in procs:
+        if proc.poll() is None:
+            try:
+                proc.kill()
+            except OSError:
+                pass
+    for c in clusters:
+        try:
+            c._stop(grace=grace)
+        except Exception as e:  # cleanup must go on with the next one
+            log("cleanup of %s failed: %s" % (c.dir, e))
+
+
+def _on_sigterm(signum, frame):
+    log("SIGTERM: killing the clusters still up")
+    _emergency_stop(grace=0.0)
+    os._exit(128 + signum)
+
+
+def _install_handlers():
+    global _handlers_installed
+    if _handlers_installed:
+        return
+    _handlers_installed = True
+    atexit.register(_emergency_stop, 1.0)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+
+
+# ---- Cluster ------------------------------------------------------------------------
+
+
+class Cluster:
+    """A running cluster for one test: `with Cluster(baseapps=1, cellapps=2) as c:`.
+
+    Attributes once entered: .dir (run directory), .login (host, port) of the
+    first baseapp's client port, .baseapps [(host, port)], .redis (a RESP
+    client on the cluster's Redis), .info (cluster.json), .build_dir.
+    """
+
+    def __init__(self, baseapps=1, cellapps=2, extra_set=(), auto_create_accounts=True, timeout=30.0,
+                 build_dir=None):
+        self.baseapps_count = baseapps
+        self.cellapps_count = cellapps
+        self.extra_set = list(extra_set)
+        self.auto_create_accounts = auto_create_accounts
+        self.timeout = timeout
+        self.build_dir = build_dir or BUILD_DIR
+        self.dir = None
+        self.info = None
+        self.login = None
+        self.baseapps = []
+        self.redis = None
+        self._stopped = True
+
+    # -- lifecycle
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        failed = exc_type is not None
+        if failed and self.dir:
+            self._dump_logs()
+        self._stop(grace=tessera_cluster.DOWN_GRACE_S)
+        # After a graceful stop, so LeakSanitizer's exit report is in the logs.
+        findings = self.sanitizer_findings()
+        if self.dir and not failed and not findings and not os.environ.get("TESSERA_KEEP_RUN"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+        elif self.dir:
+            log("run directory kept: %s" % self.dir)
+        if findings:
+            text = "\n".join("--- %s:\n%s" % (name, excerpt) for name, excerpt in findings)
+            if failed:
+                log("sanitizer reports:\n" + text)
+            else:
+                raise AssertionError("sanitizer reports in the cluster's logs:\n" + text)
+        return False
+
+    def start(self):
+        _install_handlers()
+        self.dir = tempfile.mkdtemp(prefix="tessera-it-")
+        argv = [sys.executable, CLUSTER_SCRIPT, "up", "--dir", self.dir, "--build", self.build_dir,
+                "--baseapps", str(self.baseapps_count), "--cellapps", str(self.cellapps_count),
+                "--timeout", str(self.timeout)]
+        argv.append("--auto-create-accounts" if self.auto_create_accounts else "--no-auto-create-accounts")
+        for item in self.extra_set:
+            argv += ["--set", item]
+        with _live_lock:
+            _live_clusters.append(self)
+        self._stopped = False
+        log("cluster up: %d baseapp(s), %d cellapp(s) in %s" % (self.baseapps_count, self.cellapps_count, self.dir))
+        try:
+            proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  timeout=self.timeout + 30)
+        except subprocess.TimeoutExpired as e:
+            self._stop(grace=0.0)
+            raise RuntimeError("scripts/cluster up hung (%s)\n%s" % (self.dir, e.stderr or ""))
+        if proc.returncode != 0:
+            self._stop(grace=0.0)
+            raise RuntimeError("scripts/cluster up failed (exit %d) in %s:\n%s"
+                               % (proc.returncode, self.dir, proc.stderr))
+        lines = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+        with open(os.path.join(self.dir, "cluster.json")) as f:
+            self.info = json.load(f)
+        self.login = _hostport(lines["login"])
+        self.baseapps = [_hostport(x) for x in lines["baseapps"].split(",") if x]
+        self.redis = Redis("127.0.0.1", self.info["redis_port"], timeout=5.0)
+        return self
+
+    def _stop(self, grace):
+        """Runs `scripts/cluster down` (or, with grace 0, kills in-process:
+        quicker than a child Python under a SIGTERM deadline). Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        with _live_lock:
+            if self in _live_clusters:
+                _live_clusters.remove(self)
+        if self.redis is not None:
+            self.redis.close()
+        if self.dir is None:
+            return
+        if grace <= 0:
+            tessera_cluster.down(self.dir, grace=0.0, quiet=True)
+            return
+        try:
+            subprocess.run([sys.executable, CLUSTER_SCRIPT, "down", "--dir", self.dir, "--grace", str(grace)],
+                           timeout=4 * grace + 30, check=False)
+        except subprocess.TimeoutExpired:
+            pass
+        # Whatever the script did, nothing of ours survives.
+        tessera_cluster.down(self.dir, grace=0.0, quiet=True)
+
+    def stop(self):
+        self._stop(grace=tessera_cluster.DOWN_GRACE_S)
+
+    # -- processes
+
+    def names(self, role=None):
+        return [p["name"] for p in self.info["processes"] if role is None or p["role"] == role]
+
+    def process(self, name):
+        """The cluster.json entry of one process (name, role, pid, ports, config, log)."""
+        for p in self.info["processes"]:
+            if p["name"] == name:
+                return p
+        raise KeyError("no process %s in the cluster" % name)
+
+    def pid(self, name):
+        return self.process(name)["pid"]
+
+    def alive(self, name):
+        pid = self.pid(name)
+        return tessera_cluster.pid_alive(pid) and tessera_cluster.pid_is(pid, tessera_cluster.program_of(name))
+
+    def kill(self, name, sig="KILL"):
+        """Signals one process (sig: "KILL", "STOP", "CONT", "TERM" or a number)."""
+        if isinstance(sig, int):
+            sig = signal.Signals(sig).name
+        log("signal %s -> %s" % (sig, name))
+        return tessera_cluster.kill(self.dir, name, sig)
+
+    def log(self, name):
+        """Everything the process wrote so far (stdout and stderr)."""
+        path = os.path.join(self.dir, "logs", name + ".log")
+        try:
+            with open(path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except FileNotFoundError:
+            return ""
+
+    def status(self):
+        """scripts/cluster status --json, as a dict."""
+        return tessera_cluster.status(self.dir)
+
+    def registry(self):
+        """The live registry entries (hash fields as str, plus "id")."""
+        return tessera_cluster.registry_entries(self.redis, self.info.get("cluster_name", "tessera"))
+
+    def registry_hash(self, name):
+        """The registry hash of one of our processes (matched by pid), or None
+        if it is not (or no longer) registered."""
+        return tessera_cluster.match_entry(self.registry(), self.process(name))
+
+    def stat(self, name, field):
+        """A numeric field of a process's registry hash as int, or None."""
+        return tessera_cluster.stat_int(self.registry_hash(name), field)
+
+    def all_alive(self):
+        return all(self.alive(n) for n in self.names())
+
+    def sanitizer_findings(self):
+        """[(process name, excerpt)] for every log with an ASan/LSan/UBSan report."""
+        out = []
+        for p in self.info["processes"] if self.info else []:
+            excerpt = sanitizer_report(self.log(p["name"]))
+            if excerpt:
+                out.append((p["name"], excerpt))
+        return out
+
+    def _dump_logs(self, lines=40):
+        for p in self.info["processes"] if self.info else []:
+            log("--- %s (last %d lines of %s)\n%s"
+                % (p["name"], lines, p["log"], tessera_cluster.log_tail(p["log"], lines)))
+
+
+_SANITIZER_RE = re.compile(r"ERROR: (Address|Leak|Memory|Thread)Sanitizer|SUMMARY: \w+Sanitizer|: runtime error: ")
+
+
+def sanitizer_report(text, lines=40):
+    """The first `lines` lines of a sanitizer report in text (a log or a
+    program's stderr), or "" if there is none."""
+    m = _SANITIZER_RE.search(text or "")
+    if not m:
+        return ""
+    start = text.rfind("\n", 0, m.start()) + 1
+    return "\n".join(text[start:].splitlines()[:lines])
+
+
+def _hostport(text):
+    host, port = text.rsplit(":", 1)
+    return host, int(port)
+
+
+# ---- bots ----------------------------------------------------------------------------
+
+
+def bots_argv(cluster, count, seconds, extra_args=()):
+    host, port = cluster.login
+    return [BOTS_BIN, "--connect", "%s:%d" % (host, port), "--count", str(count), "--seconds", str(seconds),
+            "--json"] + [str(a) for a in extra_args]
+
+
+def start_bots(cluster, count, seconds, extra_args=()):
+    """Starts tessera-bots in the background; finish with finish_bots()."""
+    argv = bots_argv(cluster, count, seconds, extra_args)
+    log("bots: %s" % " ".join(argv))
+    _install_handlers()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    proc.tessera_seconds = seconds
+    with _live_lock:
+        _live_procs.append(proc)
+    return proc
+
+
+def finish_bots(proc, timeout=None):
+    """Waits for bots started with start_bots and returns their JSON report
+    (a dict, with "_exit_code" added). Raises AssertionError if they hang
+    or print no JSON."""
+    if timeout is None:
+        timeout = getattr(proc, "tessera_seconds", 10) + 60
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError("tessera-bots did not finish within %.0f s; stderr:\n%s"
+                             % (timeout, _tail(err)))
+    finally:
+        with _live_lock:
+            if proc in _live_procs:
+                _live_procs.remove(proc)
+    text = out.decode("utf-8", "replace").strip()
+    report = _last_json_object(text)
+    if report is None:
+        raise AssertionError("tessera-bots (exit %s) printed no JSON report\nstdout:\n%s\nstderr:\n%s"
+                             % (proc.returncode, _tail(out), _tail(err)))
+    report["_exit_code"] = proc.returncode
+    if err:
+        sys.stderr.write(_tail(err, 30) + "\n")
+    return report
+
+
+def run_bots(cluster, count, seconds, extra_args=()):
+    """Runs `tessera-bots --connect <login> --count N --seconds S --json
+    [extra_args]` to completion and returns its JSON report as a dict."""
+    return finish_bots(start_bots(cluster, count, seconds, extra_args))
+
+
+def _tail(data, lines=60):
+    if isinstance(data, bytes):
+        data = data.decode("utf-8", "replace")
+    return "\n".join((data or "").splitlines()[-lines:])
+
+
+def _last_json_object(text):
+    try:
+        value = json.loads(text)
+        return value if isinstance(value, dict) else None
+    except ValueError:
+        pass
+    # Tolerate log lines before the report: take the last line that parses.
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+                if isinstance(value, dict):
+                    return value
+            except ValueError:
+                continue
+    return None
+
+
+# ---- protobuf wire, just enough -------------------------------------------------------
+#
+# A message is a sequence of fields: key = varint(field_number << 3 | wire_type),
+# then the value: wire type 0 varint, 1 fixed64, 2 length-delimited (varint
+# length + bytes: strings, nested messages, packed repeated), 5 fixed32
+# (floats).
+
+WT_VARINT, WT_FIXED64, WT_LEN, WT_FIXED32 = 0, 1, 2, 5
+
+
+def varint(n):
+    if n < 0:
+        n &= (1 << 64) - 1  # int32/int64 negatives are 10-byte two's complement
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def key(field, wire_type):
+    return varint((field << 3) | wire_type)
+
+
+def field_varint(field, value):
+    return key(field, WT_VARINT) + varint(int(value))
+
+
+def field_bytes(field, data):
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return key(field, WT_LEN) + varint(len(data)) + data
+
+
+field_string = field_bytes
+field_message = field_bytes
+
+
+def field_float(field, value):
+    return key(field, WT_FIXED32) + struct.pack("<f", value)
+
+
+def frame(body):
+    """A client frame: 4-byte big-endian length, then the body."""
+    return struct.pack(">I", len(body)) + body
+
+
+# Client messages (proto/client.proto). Each returns a ClientToServer body.
+
+PROTOCOL_VERSION = 1
+
+
+def vector3(x, y, z):
+    return field_float(1, x) + field_float(2, y) + field_float(3, z)
+
+
+def msg_hello(protocol_version=PROTOCOL_VERSION, client_name="integration-test"):
+    return field_message(1, field_varint(1, protocol_version) + field_string(2, client_name))
+
+
+def msg_login(account, password):
+    return field_message(2, field_string(1, account) + field_string(2, password))
+
+
+def msg_move(x, y, z, yaw=0.0, sequence=1):
+    return field_message(3, field_message(1, vector3(x, y, z)) + field_float(2, yaw) + field_varint(3, sequence))
+
+
+def read_varint(data, pos):
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise ValueError("truncated varint")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift >= 64:
+            raise ValueError("varint too long")
+
+
+def parse_fields(data):
+    """[(field, wire_type, value)] of one message; value is int for varints,
+    bytes for length-delimited, raw 4/8 bytes for fixed32/fixed64. Raises
+    ValueError on anything malformed."""
+    fields = []
+    pos = 0
+    while pos < len(data):
+        k, pos = read_varint(data, pos)
+        field, wt = k >> 3, k & 7
+        if field == 0:
+            raise ValueError("field number 0")
+        if wt == WT_VARINT:
+            value, pos = read_varint(data, pos)
+        elif wt == WT_FIXED64:
+            value, pos = data[pos:pos + 8], pos + 8
+        elif wt == WT_LEN:
+            n, pos = read_varint(data, pos)
+            value, pos = data[pos:pos + n], pos + n
+        elif wt == WT_FIXED32:
+            value, pos = data[pos:pos + 4], pos + 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        if pos > len(data):
+            raise ValueError("truncated field %d" % field)
+        fields.append((field, wt, value))
+    return fields
+
+
+def _first(fields, number, default=None):
+    for f, _wt, v in fields:
+        if f == number:
+            return v
+    return default
+
+
+def _float(raw):
+    return struct.unpack("<f", raw)[0] if isinstance(raw, bytes) and len(raw) == 4 else 0.0
+
+
+def _vector(raw):
+    f = parse_fields(raw or b"")
+    return (_float(_first(f, 1)), _float(_first(f, 2)), _float(_first(f, 3)))
+
+
+SERVER_BODIES = {1: "hello", 2: "login_reply", 3: "view", 4: "correction", 5: "error"}
+ERROR_CODES = {
+    "MALFORMED_FRAME": 1, "FRAME_TOO_LARGE": 2, "UNKNOWN_MESSAGE": 3, "NOT_LOGGED_IN": 4,
+    "PROTOCOL_VERSION_MISMATCH": 5, "BAD_CREDENTIALS": 6, "UNAVAILABLE": 7, "OUT_OF_ORDER": 8,
+    "INVALID_ARGUMENT": 9, "REPLACED": 10, "SLOW_CONSUMER": 11, "SERVER_SHUTDOWN": 12,
+}
+
+
+def decode_server(body):
+    """Decodes a ServerToClient body into a dict: {"field": N, "kind":
+    "hello"/"login_reply"/"view"/"correction"/"error"/None, ...}; for error
+    also "code" and "message"; for login_reply "entity_id" and "position";
+    for correction "position", "sequence" and "reason"; for hello
+    "protocol_version"."""
+    fields = parse_fields(body)
+    out = {"field": None, "kind": None}
+    for number, wt, value in fields:
+        if number in SERVER_BODIES and wt == WT_LEN:
+            out["field"], out["kind"] = number, SERVER_BODIES[number]
+            inner = parse_fields(value)
+            break
+    else:
+        if fields:
+            out["field"] = fields[0][0]
+        return out
+    kind = out["kind"]
+    if kind == "error":
+        out["code"] = _first(inner, 1, 0)
+        out["message"] = (_first(inner, 2, b"") or b"").decode("utf-8", "replace")
+    elif kind == "login_reply":
+        out["entity_id"] = _first(inner, 1, 0)
+        out["position"] = _vector(_first(inner, 2))
+        out["max_speed"] = _float(_first(inner, 6))
+    elif kind == "correction":
+        out["position"] = _vector(_first(inner, 1))
+        out["sequence"] = _first(inner, 3, 0)
+        out["reason"] = (_first(inner, 4, b"") or b"").decode("utf-8", "replace")
+    elif kind == "hello":
+        out["protocol_version"] = _first(inner, 1, 0)
+    return out
+
+
+# ---- sockets ----------------------------------------------------------------------------
+
+
+class Closed(Exception):
+    """The peer closed the connection (EOF or reset)."""
+
+
+def connect(addr, timeout=5.0):
+    s = socket.create_connection(addr, timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def _recv_exact(sock, n, deadline):
+    buf = bytearray()
+    while len(buf) < n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("timed out reading %d bytes (got %d)" % (n, len(buf)))
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(n - len(buf))
+        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as e:
+            raise Closed(str(e))
+        if not chunk:
+            raise Closed("EOF after %d of %d bytes" % (len(buf), n))
+        buf += chunk
+    return bytes(buf)
+
+
+def read_frame(sock, timeout=5.0, max_bytes=64 << 20):
+    """Reads one frame and returns its body (bytes). Returns None if the
+    server closed the connection cleanly before a new frame started; raises
+    Closed if it closed mid-frame or reset it, socket.timeout after
+    `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    try:
+        header = _recv_exact(sock, 4, deadline)
+    except Closed as e:
+        if "EOF after 0 of" in str(e):
+            return None
+        raise
+    (n,) = struct.unpack(">I", header)
+    if n > max_bytes:
+        raise ValueError("server sent a frame of %d bytes" % n)
+    return _recv_exact(sock, n, deadline)
+
+
+def read_message(sock, timeout=5.0):
+    """Reads one frame and decodes it (decode_server); None on clean EOF."""
+    body = read_frame(sock, timeout)
+    return None if body is None else decode_server(body)
+
+
+def read_until(sock, kinds, timeout=5.0):
+    """Reads messages until one whose kind is in `kinds` (a str or a set)
+    arrives and returns it, skipping others (view updates...). Returns None
+    on EOF; raises socket.timeout when `timeout` passes."""
+    if isinstance(kinds, str):
+        kinds = {kinds}
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("no %s within %.1f s" % ("/".join(sorted(kinds)), timeout))
+        msg = read_message(sock, left)
+        if msg is None or msg["kind"] in kinds:
+            return msg
+
+
+def expect_closed(sock, timeout=5.0):
+    """True once the server has closed the connection (EOF or reset) within
+    `timeout`; any frames before that are read and dropped. False if it is
+    still open when the time is up."""
+    deadline = time.monotonic() + timeout
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return False
+        try:
+            if read_frame(sock, left) is None:
+                return True
+        except Closed:
+            return True
+        except (socket.timeout, TimeoutError):
+            return False
+
+
+def still_open(sock, seconds=1.0):
+    """True if the server neither closed the connection nor sent an error
+    during the next `seconds` (frames that arrive meanwhile are read)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return True
+        try:
+            msg = read_message(sock, left)
+        except Closed:
+            return False
+        except (socket.timeout, TimeoutError):
+            return True
+        if msg is None or msg["kind"] == "error":
+            return False
+
+
+def login(addr, account, password, timeout=10.0):
+    """Connects, says hello, logs in; returns (socket, login_reply dict).
+    Raises AssertionError with the server's error if the login is refused."""
+    s = connect(addr)
+    try:
+        s.sendall(frame(msg_hello()))
+        hello = read_until(s, {"hello", "error"}, timeout)
+        if hello is None or hello["kind"] != "hello":
+            raise AssertionError("hello refused: %r" % (hello,))
+        s.sendall(frame(msg_login(account, password)))
+        reply = read_until(s, {"login_reply", "error"}, timeout)
+        if reply is None or reply["kind"] != "login_reply":
+            raise AssertionError("login %r refused: %r" % (account, reply))
+        return s, reply
+    except BaseException:
+        s.close()
+        raise
+
+
+# ---- running a program with a deadline ----------------------------------------------------
+
+
+def run_with_timeout(argv, timeout, **kwargs):
+    """subprocess.run(argv) capturing text stdout/stderr; the process is
+    killed if it runs longer than `timeout`. Returns (returncode or None if
+    it had to be killed, stdout, stderr, seconds taken)."""
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                            text=True, errors="replace", **kwargs)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+        rc = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+        rc = None
+    return rc, out, err, time.monotonic() - t0
+
+
+def require_binaries(*paths):
+    """Fails the test (clearly) if a program under test has not been built."""
+    missing = [p for p in paths if not os.access(p, os.X_OK)]
+    if missing:
+        raise AssertionError("not built: %s (TESSERA_BUILD_DIR=%s)" % (", ".join(missing), BUILD_DIR))

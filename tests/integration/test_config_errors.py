@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""test_config_errors -- a process with a bad configuration refuses to start,
+says why (naming the file or the key) and exits non-zero; it never hangs.
+Covers both tessera-baseapp and tessera-cellapp: missing file, invalid JSON,
+unknown key, wrong type, out-of-range value, unreachable Redis, and a port
+that another process already listens on."""
+import json
+import os
+import shutil
+import tempfile
+import unittest
+
+import harness
+
+# A config error is found before anything is started: seconds are plenty.
+QUICK_S = 10
+# Two Redis connect attempts 100 ms apart, plus start-up (ASan is slower).
+REDIS_GIVE_UP_S = 15
+
+PROGRAMS = {"baseapp": harness.BASEAPP_BIN, "cellapp": harness.CELLAPP_BIN}
+
+
+class ConfigErrors(unittest.TestCase):
+    def setUp(self):
+        harness.require_binaries(*PROGRAMS.values())
+        self.tmp = tempfile.mkdtemp(prefix="tessera-config-")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def write(self, name, text):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        return path
+
+    def run_program(self, role, config_path, timeout=QUICK_S):
+        rc, out, err, took = harness.run_with_timeout([PROGRAMS[role], "--config", config_path], timeout)
+        context = "tessera-%s --config %s: exit %s after %.1f s\nstdout:\n%s\nstderr:\n%s" % (
+            role, config_path, rc, took, out[-3000:], err[-3000:])
+        self.assertIsNotNone(rc, "did not exit within %d s: %s" % (timeout, context))
+        self.assertNotEqual(rc, 0, "exited 0: " + context)
+        # Refusing to start must not leak or misbehave either (ASan build).
+        report = harness.sanitizer_report(err)
+        self.assertEqual(report, "", "sanitizer report: " + context)
+        return err, context
+
+    def assert_mentions(self, text, words, context):
+        low = text.lower()
+        if not any(w.lower() in low for w in words):
+            self.fail("stderr mentions none of %r\n%s" % (words, context))
+
+    def test_missing_file(self):
+        for role in PROGRAMS:
+            with self.subTest(program=role):
+                path = os.path.join(self.tmp, "no-such-%s.json" % role)
+                err, ctx = self.run_program(role, path)
+                self.assert_mentions(err, [path], ctx)
+
+    def test_invalid_json(self):
+        for role in PROGRAMS:
+            with self.subTest(program=role):
+                path = self.write("broken-%s.json" % role, '{"redis_port": 6379,,\n')
+                err, ctx = self.run_program(role, path)
+                self.assert_mentions(err, [path], ctx)
+
+    def test_unknown_key(self):
+        for role in PROGRAMS:
+            with self.subTest(program=role):
+                path = self.write("unknown-%s.json" % role, json.dumps({"no_such_key": 1}))
+                err, ctx = self.run_program(role, path)
+                self.assert_mentions(err, ["no_such_key"], ctx)
+
+    def test_wrong_type(self):
+        for role in PROGRAMS:
+            with self.subTest(program=role):
+                path = self.write("type-%s.json" % role, json.dumps({"redis_port": "abc"}))
+                err, ctx = self.run_program(role, path)
+                self.assert_mentions(err, ["redis_port"], ctx)
+
+    def test_out_of_range(self):
+        for role in PROGRAMS:
+            with self.subTest(program=role):
+                path = self.write("range-%s.json" % role, json.dumps({"redis_port": 70000}))
+                err, ctx = self.run_program(role, path)
+                self.assert_mentions(err, ["redis_port"], ctx)
+
+    def test_unreachable_redis(self):
+        for role in PROGRAMS:
+            with self.subTest(program=role):
+                # Chosen free and left closed: nothing listens there.
+                closed_port, internal_port, client_port = harness.free_ports(3)
+                conf = {
+                    "cluster_name": "tessera",
+                    "redis_host": "127.0.0.1",
+                    "redis_port": closed_port,
+                    "redis_connect_attempts": 2,
+                    "redis_retry_ms": 100,
+                    "internal_host": "127.0.0.1",
+                    "internal_port": internal_port,
+                }
+                if role == "baseapp":
+                    conf.update({"client_host": "127.0.0.1", "client_port": client_port})
+                path = self.write("noredis-%s.json" % role, json.dumps(conf))
+                err, ctx = self.run_program(role, path, timeout=REDIS_GIVE_UP_S)
+                self.assert_mentions(err, ["redis"], ctx)
+
+    def test_port_in_use(self):
+        with harness.Cluster(baseapps=1, cellapps=1) as cluster:
+            cases = [
+                # A second baseapp on the first one's client port.
+                ("baseapp", "baseapp-1", "client_port", {"internal_port": harness.free_ports(1)[0]}),
+                # A second cellapp on the first one's internal port.
+                ("cellapp", "cellapp-1", "internal_port", {}),
+            ]
+            for role, first, port_key, changes in cases:
+                with self.subTest(program=role):
+                    with open(cluster.process(first)["config"]) as f:
+                        conf = json.load(f)
+                    conf.update(changes)
+                    port = conf[port_key]
+                    path = self.write("dup-%s.json" % role, json.dumps(conf))
+                    err, ctx = self.run_program(role, path, timeout=REDIS_GIVE_UP_S)
+                    self.assert_mentions(err, ["in use", str(port)], ctx)
+                    self.assertTrue(cluster.alive(first), "%s died when a second one tried its port" % first)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
