@@ -195,9 +195,17 @@ static void proxy_on_frame(channel *ch, const uint8_t *frame, size_t length) {
     tessera__client__client_to_server__free_unpacked(message, NULL);
 }
 
+static void proxy_on_oversized_frame(channel *ch, uint32_t declared_length) {
+    proxy *client = channel_user_data(ch);
+    proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_FRAME_TOO_LARGE,
+               "frame of %u bytes exceeds the limit of %lld bytes", declared_length,
+               (long long)client->app->settings.client_max_frame_bytes);
+}
+
 static const channel_callbacks proxy_channel_callbacks = {
     .on_frame = proxy_on_frame,
     .on_connect = NULL,
+    .on_oversized_frame = proxy_on_oversized_frame,
     .on_close = proxy_on_close,
 };
 

@@ -146,6 +146,12 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
             char reason[160];
             snprintf(reason, sizeof reason, "frame of %u bytes exceeds the limit of %zu bytes",
                      ch->reader.rejected_length, ch->options.max_frame_bytes);
+            if (ch->callbacks.on_oversized_frame) {
+                /* The stream cannot be resynchronised: never read again. */
+                uv_read_stop((uv_stream_t *)&ch->tcp);
+                ch->reading = 0;
+                ch->callbacks.on_oversized_frame(ch, ch->reader.rejected_length);
+            }
             channel_close(ch, reason);
             break;
         }

@@ -49,6 +49,11 @@ typedef struct channel_callbacks {
     /* Outbound channels only: the connection attempt finished. status is 0
      * or a libuv error; on error on_close follows. May be NULL. */
     void (*on_connect)(channel *ch, int status);
+    /* Optional: the peer announced a frame above max_frame_bytes. Reading
+     * has stopped for good; the owner may queue an error for the peer and
+     * close (channel_close_after_flush). If it leaves the channel open, or
+     * this is NULL, the channel closes. */
+    void (*on_oversized_frame)(channel *ch, uint32_t declared_length);
     /* The channel is gone; its memory is freed when this returns. */
     void (*on_close)(channel *ch, const char *reason);
 } channel_callbacks;

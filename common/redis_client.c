@@ -36,7 +36,32 @@ typedef struct redis_request {
 
 static void redis_client_connect_now(redis_client *client);
 
-static void redis_client_on_retry(uv_timer_t *timer) { redis_client_connect_now(timer->data); }
+/* How long one connection attempt may take. hiredis's libuv adapter drops
+ * poll errors on the floor, so a refused connection is never reported to
+ * the connect callback; and a firewall that drops SYNs would stall just the
+ * same. The deadline turns both into an ordinary failed attempt. */
+#define REDIS_CONNECT_TIMEOUT_MS 1000
+
+static void redis_client_schedule_retry(redis_client *client);
+static void redis_client_report(redis_client *client);
+
+/* The retry timer does double duty: while an attempt is in flight it is the
+ * attempt's deadline; otherwise it is the pause before the next attempt. */
+static void redis_client_on_retry(uv_timer_t *timer) {
+    redis_client *client = timer->data;
+    if (client->context && !client->connected) {
+        redisAsyncContext *context = client->context;
+        client->context = NULL;
+        redisAsyncFree(context);
+        client->failed_attempts++;
+        log_warn("redis %s: connect attempt %u failed: no answer within %d ms; retrying in %u ms", client->address,
+                 client->failed_attempts, REDIS_CONNECT_TIMEOUT_MS, client->retry_ms);
+        redis_client_report(client);
+        redis_client_schedule_retry(client);
+        return;
+    }
+    redis_client_connect_now(client);
+}
 
 static void redis_client_schedule_retry(redis_client *client) {
     if (client->freeing) return;
@@ -60,6 +85,7 @@ static void redis_client_on_connect(const redisAsyncContext *context, int status
     if (status != REDIS_OK) {
         /* hiredis frees the context after this callback. */
         client->context = NULL;
+        uv_timer_stop(&client->retry_timer);
         if (client->freeing) {
             redis_client_release_if_done(client);
             return;
@@ -71,6 +97,7 @@ static void redis_client_on_connect(const redisAsyncContext *context, int status
         redis_client_schedule_retry(client);
         return;
     }
+    uv_timer_stop(&client->retry_timer);
     client->connected = 1;
     client->failed_attempts = 0;
     log_info("redis %s: connected", client->address);
@@ -111,6 +138,7 @@ static void redis_client_connect_now(redis_client *client) {
     redisAsyncSetConnectCallback(context, redis_client_on_connect);
     redisAsyncSetDisconnectCallback(context, redis_client_on_disconnect);
     client->context = context;
+    uv_timer_start(&client->retry_timer, redis_client_on_retry, REDIS_CONNECT_TIMEOUT_MS, 0);
 }
 
 redis_client *redis_client_create(uv_loop_t *loop, const char *host, int port, unsigned retry_ms,

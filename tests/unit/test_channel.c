@@ -352,8 +352,8 @@ static test_ctx *ctx_new(void) {
     frame_reader_init(&c->raw.reader, 64u << 20);
     c->client_options = channel_default_peer_options();
     c->server_options = channel_default_peer_options();
-    c->client_callbacks = (channel_callbacks){on_frame_count, on_connect_record, on_close_record};
-    c->server_callbacks = (channel_callbacks){on_frame_count, NULL, on_close_record};
+    c->client_callbacks = (channel_callbacks){.on_frame = on_frame_count, .on_connect = on_connect_record, .on_close = on_close_record};
+    c->server_callbacks = (channel_callbacks){.on_frame = on_frame_count, .on_close = on_close_record};
     return c;
 }
 
