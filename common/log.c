@@ -12,7 +12,7 @@
 
 /* Set once before the loop starts and read-only afterwards. */
 static struct {
-    const char *role;
+    char role[16];
     uint64_t process_id;
     log_level level;
 } log_identity = {"tessera", 0, LOG_LEVEL_INFO};
@@ -20,7 +20,7 @@ static struct {
 static const char *const log_level_names[] = {"DEBUG", "INFO ", "WARN ", "ERROR"};
 
 void log_set_identity(const char *role, uint64_t process_id) {
-    log_identity.role = role;
+    snprintf(log_identity.role, sizeof log_identity.role, "%s", role);
     log_identity.process_id = process_id;
 }
 

@@ -19,8 +19,7 @@ typedef enum log_level {
     LOG_LEVEL_ERROR = 3,
 } log_level;
 
-/* Names the process in every line. `role` must outlive the process (a
- * string literal). */
+/* Names the process in every line (the role is copied, at most 15 bytes). */
 void log_set_identity(const char *role, uint64_t process_id);
 void log_set_level(log_level level);
 /* Parses "debug", "info", "warn" or "error". Returns 0, or -1 if unknown. */
