@@ -165,7 +165,7 @@ static void cellapp_create_entity(cellapp *app, uint64_t baseapp_id, const Tesse
         x = (float)(settings->spawn_x + distance * cos(angle));
         z = (float)(settings->spawn_z + distance * sin(angle));
     }
-    cell_entity *entity = space_add(sp, request->entity_id, CELL_ENTITY_REAL, request->entity_type);
+    cell_entity *entity = space_add(sp, request->entity_id, CELL_ENTITY_REAL, request->entity_type, x, y, z);
     if (!entity) {
         log_warn("baseapp %" PRIu64 " asked for entity %" PRIu64 ", which already exists here", baseapp_id,
                  request->entity_id);
@@ -173,13 +173,10 @@ static void cellapp_create_entity(cellapp *app, uint64_t baseapp_id, const Tesse
         return;
     }
     entity->baseapp_id = baseapp_id;
-    entity->x = x;
-    entity->y = y;
-    entity->z = z;
-    entity->yaw = request->yaw;
+    entity->yaw = isfinite(request->yaw) ? request->yaw : 0.0f;
     entity->move_stamp_us = clock_wall_us();
     movement_reset(settings, entity, clock_monotonic_us());
-    if (request->has_client) witness_attach(entity, settings->view_radius, settings->view_hysteresis);
+    if (request->has_client) witness_attach(sp, entity, settings->view_radius, settings->view_hysteresis);
     log_debug("created %s %" PRIu64 " for baseapp %" PRIu64 " at (%.1f, %.1f)", entity->type, entity->id, baseapp_id,
               (double)x, (double)z);
     cellapp_reply_created(app, baseapp_id, request->entity_id, entity, NULL);
@@ -204,9 +201,10 @@ static void cellapp_client_move(cellapp *app, uint64_t baseapp_id, const Tessera
     float x = move->position ? move->position->x : entity->x;
     float y = move->position ? move->position->y : entity->y;
     float z = move->position ? move->position->z : entity->z;
-    movement_verdict verdict = movement_apply(&app->settings, entity, x, y, z, move->yaw, clock_monotonic_us());
+    movement_verdict verdict = movement_check(&app->settings, entity, x, y, z, move->yaw, clock_monotonic_us());
     entity->last_sequence = move->sequence;
     if (verdict == MOVEMENT_ACCEPTED) {
+        space_move(&app->space, entity, x, y, z, move->yaw);
         entity->move_stamp_us = clock_wall_us();
         return;
     }
@@ -291,6 +289,10 @@ void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, co
 void cellapp_tick(cellapp *app) {
     uint64_t started = clock_monotonic_us();
     space *sp = &app->space;
+    /* Every move since the last tick is already in the coordinate system;
+     * the flush turns the crossings into each witness's net enters and
+     * leaves, then each witness packs its client's update. */
+    coord_flush(sp->coord);
     for (size_t i = 0; i < sp->count; i++) {
         cell_entity *entity = sp->by_index[i];
         if (!entity->witness || entity->destroyed) continue;

@@ -17,6 +17,7 @@
 #include <uv.h>
 
 #include "channel.h"
+#include "coord.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
 #include "id_map.h"
@@ -64,9 +65,13 @@ typedef struct cell_entity {
     uint64_t allowance_us;    /* monotonic time of the last allowance update */
     uint32_t last_sequence;
     witness *witness;         /* NULL when nobody watches through this entity */
-    size_t index;             /* position in space.entities_by_index */
+    uint32_t coord_id;        /* this entity in the space's coordinate system */
+    size_t index;             /* position in space.by_index */
 } cell_entity;
 
+/* A space on this cellapp: its entities by id and in a dense array, and
+ * the coordinate system (coord.h) that keeps them, and the witnesses'
+ * triggers, on sorted axes. */
 typedef struct space {
     char name[64];
     id_map entities;          /* id -> cell_entity */
@@ -74,39 +79,41 @@ typedef struct space {
     size_t count, capacity;
     size_t real_count, ghost_count;
     uint32_t tick;
+    coord_system *coord;
+    uint64_t *entity_id_of;   /* coord id -> entity id, kept until the id is reused */
+    size_t entity_id_capacity;
 } space;
 
 void space_init(space *sp, const char *name);
 /* Frees every entity (and its witness). */
 void space_close(space *sp);
-/* Creates an entity with a fresh state; NULL if the id is taken. */
-cell_entity *space_add(space *sp, uint64_t id, cell_entity_kind kind, const char *type);
+/* Creates an entity at a position; NULL if the id is taken or the position
+ * is not finite. */
+cell_entity *space_add(space *sp, uint64_t id, cell_entity_kind kind, const char *type, float x, float y, float z);
 cell_entity *space_find(const space *sp, uint64_t id);
-/* Marks for deletion at the end of the tick. Idempotent. */
+/* Moves an entity (and its witness's view with it) and marks it moved. */
+void space_move(space *sp, cell_entity *entity, float x, float y, float z, float yaw);
+/* Takes the entity out of the space now (watchers that saw it are told at
+ * the next flush) and frees it at the end of the tick. Idempotent. */
 void space_destroy(space *sp, cell_entity *entity);
 /* Frees the entities marked destroyed and clears per-tick flags. */
 void space_end_tick(space *sp);
+/* The entity id behind a coord id, valid for ids the coordinate system has
+ * reported, even after the entity left. */
+uint64_t space_entity_id_of(const space *sp, uint32_t coord_id);
 
 /* ---- witnesses (witness.c) ---------------------------------------------- */
 
-/* Gives `entity` a witness with the cellapp's view radius and hysteresis. */
-void witness_attach(cell_entity *entity, double view_radius, double view_hysteresis);
-void witness_detach(cell_entity *entity);
-/* Brings the witness's view set up to date with the space and packs one
- * ServerToClient(view) into *payload (allocated; caller frees) when
- * anything changed. Returns the payload length, 0 when nothing changed. */
+/* Gives `entity` a witness: a watcher in the coordinate system with the
+ * view radius (half the side of the square view) and hysteresis. */
+void witness_attach(space *sp, cell_entity *entity, double view_radius, double view_hysteresis);
+void witness_detach(space *sp, cell_entity *entity);
+/* After the tick's coord_flush: packs one ServerToClient(view) with the
+ * leaves and enters the flush reported and the moves of entities in view
+ * into *payload (allocated; caller frees). Returns the payload length, 0
+ * when nothing changed. */
 size_t witness_update(witness *view, const cell_entity *owner, const space *sp, uint8_t **payload);
-size_t witness_view_size(const witness *view);
-
-/* ---- view rule (view_oracle.c) ------------------------------------------ */
-
-/* The view rule every witness implementation must match: an entity enters
- * a view when its X/Z distance to the owner is at most `radius` (a circle),
- * and leaves when it is more than radius + hysteresis away. In between, the
- * previous answer stands. */
-bool view_oracle_should_enter(const cell_entity *owner, const cell_entity *other, double radius);
-bool view_oracle_should_leave(const cell_entity *owner, const cell_entity *other, double radius,
-                              double hysteresis);
+size_t witness_view_size(const space *sp, const witness *view);
 
 /* ---- movement (movement.c) ---------------------------------------------- */
 
@@ -117,9 +124,10 @@ typedef enum movement_verdict {
     MOVEMENT_NOT_FINITE,      /* NaN or infinity */
 } movement_verdict;
 
-/* Checks and applies a client's move to a real. Refused moves change
- * nothing. */
-movement_verdict movement_apply(const cellapp_settings *settings, cell_entity *entity, float x, float y, float z,
+/* Checks a client's move of a real against the world and the speed limit,
+ * spending the allowance if it is accepted. The caller applies an accepted
+ * move (space_move); a refused one changes nothing. */
+movement_verdict movement_check(const cellapp_settings *settings, cell_entity *entity, float x, float y, float z,
                                 float yaw, uint64_t now_monotonic_us);
 const char *movement_verdict_text(movement_verdict verdict);
 /* Gives a new real its full allowance. */

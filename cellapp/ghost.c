@@ -94,22 +94,21 @@ void ghost_apply(cellapp *app, uint64_t peer_id, const Tessera__Cluster__GhostBa
                 continue;
             }
             if (id_map_get(&sp->entities, state->entity_id)) continue; /* reaped at the end of this tick */
-            ghost = space_add(sp, state->entity_id, CELL_ENTITY_GHOST, state->entity_type);
+            float x = state->position ? state->position->x : 0, y = state->position ? state->position->y : 0;
+            float z = state->position ? state->position->z : 0;
+            ghost = space_add(sp, state->entity_id, CELL_ENTITY_GHOST, state->entity_type, x, y, z);
             if (!ghost) continue;
             ghost->owner_cellapp = peer_id;
+            ghost->yaw = state->yaw;
+            ghost->moved = true;
         } else if (ghost->kind != CELL_ENTITY_GHOST || ghost->owner_cellapp != peer_id) {
             log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 ", which is not its real: ignored",
                      peer_id, state->entity_id);
             continue;
+        } else if (state->position) {
+            space_move(sp, ghost, state->position->x, state->position->y, state->position->z, state->yaw);
         }
-        if (state->position) {
-            ghost->x = state->position->x;
-            ghost->y = state->position->y;
-            ghost->z = state->position->z;
-        }
-        ghost->yaw = state->yaw;
         ghost->move_stamp_us = state->stamp_us;
-        ghost->moved = true;
     }
 }
 

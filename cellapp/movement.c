@@ -26,7 +26,7 @@ void movement_reset(const cellapp_settings *settings, cell_entity *entity, uint6
     entity->allowance_us = now_monotonic_us;
 }
 
-movement_verdict movement_apply(const cellapp_settings *settings, cell_entity *entity, float x, float y, float z,
+movement_verdict movement_check(const cellapp_settings *settings, cell_entity *entity, float x, float y, float z,
                                 float yaw, uint64_t now_monotonic_us) {
     if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !isfinite(yaw)) return MOVEMENT_NOT_FINITE;
     if (x < settings->world_min_x || x > settings->world_max_x || z < settings->world_min_z ||
@@ -46,10 +46,5 @@ movement_verdict movement_apply(const cellapp_settings *settings, cell_entity *e
         return MOVEMENT_TOO_FAST;
     }
     entity->move_allowance = allowance - distance;
-    entity->x = x;
-    entity->y = y;
-    entity->z = z;
-    entity->yaw = yaw;
-    entity->moved = true;
     return MOVEMENT_ACCEPTED;
 }

@@ -1,7 +1,9 @@
 /* space.c -- the entities of one space on this cellapp, reals and ghosts:
- * lookup by id, a dense array for iteration, and deferred deletion so that
- * nothing is freed while a tick walks the space. Who sees whom is the
- * witnesses' business (witness.c). */
+ * lookup by id, a dense array for iteration, their nodes in the space's
+ * coordinate system, and deferred deletion so that nothing is freed while a
+ * tick walks the space. Who sees whom is the coordinate system's and the
+ * witnesses' business (coord.c, witness.c). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,27 +14,51 @@ void space_init(space *sp, const char *name) {
     memset(sp, 0, sizeof *sp);
     snprintf(sp->name, sizeof sp->name, "%s", name);
     id_map_init(&sp->entities);
+    sp->coord = coord_create(false);
+    if (!sp->coord) log_panic("space '%s': cannot create its coordinate system", name);
 }
 
-static void space_free_entity(cell_entity *entity) {
-    if (entity->witness) witness_detach(entity);
+static void space_free_entity(space *sp, cell_entity *entity) {
+    if (entity->witness) witness_detach(sp, entity);
     free(entity);
 }
 
 void space_close(space *sp) {
-    for (size_t i = 0; i < sp->count; i++) space_free_entity(sp->by_index[i]);
+    for (size_t i = 0; i < sp->count; i++) space_free_entity(sp, sp->by_index[i]);
     free(sp->by_index);
     id_map_close(&sp->entities);
+    coord_free(sp->coord);
+    free(sp->entity_id_of);
     memset(sp, 0, sizeof *sp);
 }
 
-cell_entity *space_add(space *sp, uint64_t id, cell_entity_kind kind, const char *type) {
+uint64_t space_entity_id_of(const space *sp, uint32_t coord_id) {
+    return coord_id < sp->entity_id_capacity ? sp->entity_id_of[coord_id] : 0;
+}
+
+cell_entity *space_add(space *sp, uint64_t id, cell_entity_kind kind, const char *type, float x, float y, float z) {
     if (id == 0 || id_map_get(&sp->entities, id)) return NULL;
+    if (!isfinite(x) || !isfinite(y) || !isfinite(z)) return NULL;
     cell_entity *entity = xcalloc(1, sizeof *entity);
     entity->id = id;
     entity->kind = kind;
     snprintf(entity->type, sizeof entity->type, "%s", type && type[0] ? type : "Entity");
     entity->is_new = true;
+    entity->x = x;
+    entity->y = y;
+    entity->z = z;
+    entity->coord_id = coord_add_entity(sp->coord, x, y, z, 0, kind == CELL_ENTITY_REAL ? 1u : 0u, entity);
+    if (entity->coord_id == COORD_NONE) log_panic("space '%s': coordinate system refused entity %llu", sp->name,
+                                                  (unsigned long long)id);
+    if (entity->coord_id >= sp->entity_id_capacity) {
+        size_t capacity = sp->entity_id_capacity ? sp->entity_id_capacity : 256;
+        while (capacity <= entity->coord_id) capacity *= 2;
+        sp->entity_id_of = xrealloc(sp->entity_id_of, capacity * sizeof *sp->entity_id_of);
+        memset(sp->entity_id_of + sp->entity_id_capacity, 0,
+               (capacity - sp->entity_id_capacity) * sizeof *sp->entity_id_of);
+        sp->entity_id_capacity = capacity;
+    }
+    sp->entity_id_of[entity->coord_id] = id;
     if (id_map_put(&sp->entities, id, entity) != 0) log_panic("space '%s': cannot index entity", sp->name);
     if (sp->count == sp->capacity) {
         sp->capacity = sp->capacity ? sp->capacity * 2 : 64;
@@ -50,9 +76,21 @@ cell_entity *space_find(const space *sp, uint64_t id) {
     return entity && !entity->destroyed ? entity : NULL;
 }
 
+void space_move(space *sp, cell_entity *entity, float x, float y, float z, float yaw) {
+    if (entity->destroyed) return;
+    if (coord_move_entity(sp->coord, entity->coord_id, x, y, z) != 0) return;
+    entity->x = x;
+    entity->y = y;
+    entity->z = z;
+    entity->yaw = yaw;
+    entity->moved = true;
+}
+
 void space_destroy(space *sp, cell_entity *entity) {
-    (void)sp;
+    if (entity->destroyed) return;
     entity->destroyed = true;
+    if (entity->witness) witness_detach(sp, entity);
+    coord_remove_entity(sp->coord, entity->coord_id);
 }
 
 void space_end_tick(space *sp) {
@@ -70,7 +108,7 @@ void space_end_tick(space *sp) {
         else sp->ghost_count--;
         sp->by_index[i] = sp->by_index[--sp->count];
         sp->by_index[i]->index = i;
-        space_free_entity(entity);
+        space_free_entity(sp, entity);
     }
     sp->tick++;
 }

@@ -1,12 +1,10 @@
-/* witness.c -- one client's view of its space: who it sees, and the view
- * updates that follow from it. Each tick the witness compares every entity
- * of the space with its owner's position by the view rule (view_oracle.c)
- * and packs leaves, enters and the moves of entities it keeps seeing into
- * one ServerToClient(view) for the client.
- *
- * This is the brute-force witness: O(entities) per witness per tick. It is
- * exact by construction and is kept as the oracle once the coordinate-axis
- * AOI replaces it. */
+/* witness.c -- one client's view of its space and the messages that follow
+ * from it. The view itself is a watcher in the space's coordinate system
+ * (coord.h: a square of half-side view_radius, left beyond view_radius +
+ * view_hysteresis); its flush tells the witness who entered and left, net
+ * for the tick. The witness packs those, plus the moves of everything it
+ * keeps seeing, into one ServerToClient(view) per tick. The client sees its
+ * own entity first (the coordinate system never shows an owner itself). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,38 +12,14 @@
 #include "log.h"
 
 struct witness {
-    id_map view;          /* entity id -> (void *)1 for every entity in view */
-    double radius;
-    double hysteresis;
+    const space *sp;
+    uint32_t watcher;
+    uint32_t *entered;    /* coord ids reported entering since the last update */
+    size_t entered_count, entered_capacity;
+    uint64_t *left;       /* entity ids reported leaving since the last update */
+    size_t left_count, left_capacity;
+    bool self_sent;
 };
-
-void witness_attach(cell_entity *entity, double view_radius, double view_hysteresis) {
-    if (entity->witness) return;
-    witness *view = xcalloc(1, sizeof *view);
-    id_map_init(&view->view);
-    view->radius = view_radius;
-    view->hysteresis = view_hysteresis;
-    entity->witness = view;
-}
-
-void witness_detach(cell_entity *entity) {
-    if (!entity->witness) return;
-    id_map_close(&entity->witness->view);
-    free(entity->witness);
-    entity->witness = NULL;
-}
-
-size_t witness_view_size(const witness *view) { return id_map_count(&view->view); }
-
-/* Growable scratch arrays for one update; freed at the end of it. */
-typedef struct witness_scratch {
-    uint64_t *leaves;
-    size_t leave_count, leave_capacity;
-    const cell_entity **enters;
-    size_t enter_count, enter_capacity;
-    const cell_entity **moves;
-    size_t move_count, move_capacity;
-} witness_scratch;
 
 #define WITNESS_PUSH(array, count, capacity, value)                                                      \
     do {                                                                                                 \
@@ -56,102 +30,143 @@ typedef struct witness_scratch {
         (array)[(count)++] = (value);                                                                    \
     } while (0)
 
-static size_t witness_pack(const space *sp, witness_scratch *scratch, uint8_t **payload) {
-    Tessera__Client__ViewUpdate update = TESSERA__CLIENT__VIEW_UPDATE__INIT;
-    update.tick = sp->tick;
-    update.n_leaves = scratch->leave_count;
-    update.leaves = scratch->leaves;
+static void witness_on_enter(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
+    witness *view = user_data;
+    (void)cs;
+    (void)watcher;
+    WITNESS_PUSH(view->entered, view->entered_count, view->entered_capacity, entity);
+}
 
-    Tessera__Client__EntityEnter *enters = xcalloc(scratch->enter_count + 1, sizeof *enters);
-    Tessera__Client__EntityEnter **enter_pointers = xcalloc(scratch->enter_count + 1, sizeof *enter_pointers);
-    Tessera__Client__Vector3 *positions =
-        xcalloc(scratch->enter_count + scratch->move_count + 1, sizeof *positions);
-    for (size_t i = 0; i < scratch->enter_count; i++) {
-        const cell_entity *entity = scratch->enters[i];
-        Tessera__Client__EntityEnter init = TESSERA__CLIENT__ENTITY_ENTER__INIT;
-        Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
-        position.x = entity->x;
-        position.y = entity->y;
-        position.z = entity->z;
-        positions[i] = position;
-        enters[i] = init;
-        enters[i].entity_id = entity->id;
-        enters[i].position = &positions[i];
-        enters[i].yaw = entity->yaw;
-        enters[i].entity_type = (char *)entity->type;
-        enter_pointers[i] = &enters[i];
-    }
-    update.n_enters = scratch->enter_count;
-    update.enters = enter_pointers;
+static void witness_on_leave(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
+    witness *view = user_data;
+    (void)cs;
+    (void)watcher;
+    WITNESS_PUSH(view->left, view->left_count, view->left_capacity, space_entity_id_of(view->sp, entity));
+}
 
-    Tessera__Client__EntityMove *moves = xcalloc(scratch->move_count + 1, sizeof *moves);
-    Tessera__Client__EntityMove **move_pointers = xcalloc(scratch->move_count + 1, sizeof *move_pointers);
-    for (size_t i = 0; i < scratch->move_count; i++) {
-        const cell_entity *entity = scratch->moves[i];
-        Tessera__Client__EntityMove init = TESSERA__CLIENT__ENTITY_MOVE__INIT;
-        Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
-        position.x = entity->x;
-        position.y = entity->y;
-        position.z = entity->z;
-        Tessera__Client__Vector3 *slot = &positions[scratch->enter_count + i];
-        *slot = position;
-        moves[i] = init;
-        moves[i].entity_id = entity->id;
-        moves[i].position = slot;
-        moves[i].yaw = entity->yaw;
-        moves[i].stamp_us = entity->move_stamp_us;
-        move_pointers[i] = &moves[i];
-    }
-    update.n_moves = scratch->move_count;
-    update.moves = move_pointers;
+static const coord_watcher_callbacks witness_callbacks = {
+    .on_enter = witness_on_enter,
+    .on_leave = witness_on_leave,
+};
 
-    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
-    message.view = &update;
-    size_t length = tessera__client__server_to_client__get_packed_size(&message);
-    *payload = xmalloc(length);
-    tessera__client__server_to_client__pack(&message, *payload);
+void witness_attach(space *sp, cell_entity *entity, double view_radius, double view_hysteresis) {
+    if (entity->witness) return;
+    witness *view = xcalloc(1, sizeof *view);
+    view->sp = sp;
+    view->watcher = coord_add_watcher(sp->coord, entity->coord_id, (float)view_radius, (float)view_hysteresis,
+                                      &witness_callbacks, view);
+    if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
+    entity->witness = view;
+}
 
-    free(enters);
-    free(enter_pointers);
-    free(moves);
-    free(move_pointers);
-    free(positions);
-    return length;
+void witness_detach(space *sp, cell_entity *entity) {
+    witness *view = entity->witness;
+    if (!view) return;
+    coord_remove_watcher(sp->coord, view->watcher);
+    free(view->entered);
+    free(view->left);
+    free(view);
+    entity->witness = NULL;
+}
+
+size_t witness_view_size(const space *sp, const witness *view) {
+    return coord_watcher_view_size(sp->coord, view->watcher) + (view->self_sent ? 1 : 0);
+}
+
+static void witness_fill_position(Tessera__Client__Vector3 *position, const cell_entity *entity) {
+    Tessera__Client__Vector3 init = TESSERA__CLIENT__VECTOR3__INIT;
+    *position = init;
+    position->x = entity->x;
+    position->y = entity->y;
+    position->z = entity->z;
 }
 
 size_t witness_update(witness *view, const cell_entity *owner, const space *sp, uint8_t **payload) {
-    witness_scratch scratch;
-    memset(&scratch, 0, sizeof scratch);
-
-    /* Leaves first: entities gone from the space, then those now too far. */
-    size_t cursor = 0;
-    uint64_t id;
-    void *unused;
-    while (id_map_next(&view->view, &cursor, &id, &unused)) {
-        const cell_entity *other = space_find(sp, id);
-        if (!other || (other != owner && view_oracle_should_leave(owner, other, view->radius, view->hysteresis)))
-            WITNESS_PUSH(scratch.leaves, scratch.leave_count, scratch.leave_capacity, id);
+    *payload = NULL;
+    size_t enter_capacity = view->entered_count + 1;
+    const cell_entity **enters = xmalloc(enter_capacity * sizeof *enters);
+    size_t enter_count = 0;
+    if (!view->self_sent) {
+        enters[enter_count++] = owner;
+        view->self_sent = true;
     }
-    for (size_t i = 0; i < scratch.leave_count; i++) id_map_remove(&view->view, scratch.leaves[i]);
+    for (size_t i = 0; i < view->entered_count; i++) {
+        const cell_entity *other = coord_entity_user_data(sp->coord, view->entered[i]);
+        if (other) enters[enter_count++] = other;
+    }
 
-    for (size_t i = 0; i < sp->count; i++) {
-        const cell_entity *other = sp->by_index[i];
-        if (other->destroyed) continue;
-        if (id_map_get(&view->view, other->id)) {
-            if (other->moved && other != owner)
-                WITNESS_PUSH(scratch.moves, scratch.move_count, scratch.move_capacity, other);
-        } else if (other == owner || view_oracle_should_enter(owner, other, view->radius)) {
-            id_map_put(&view->view, other->id, (void *)1);
-            WITNESS_PUSH(scratch.enters, scratch.enter_count, scratch.enter_capacity, other);
+    /* Moves: everything in view that moved this tick, except what entered
+     * now (its enter carries the current state). */
+    size_t move_capacity = 16, move_count = 0;
+    const cell_entity **moves = xmalloc(move_capacity * sizeof *moves);
+    size_t cursor = 0;
+    uint32_t coord_id;
+    while ((coord_id = coord_watcher_next(sp->coord, view->watcher, &cursor)) != COORD_NONE) {
+        const cell_entity *other = coord_entity_user_data(sp->coord, coord_id);
+        if (!other || !other->moved) continue;
+        bool just_entered = false;
+        for (size_t i = 0; i < enter_count && !just_entered; i++) just_entered = enters[i] == other;
+        if (just_entered) continue;
+        if (move_count == move_capacity) {
+            move_capacity *= 2;
+            moves = xrealloc(moves, move_capacity * sizeof *moves);
         }
+        moves[move_count++] = other;
     }
 
     size_t length = 0;
-    *payload = NULL;
-    if (scratch.leave_count + scratch.enter_count + scratch.move_count > 0) length = witness_pack(sp, &scratch, payload);
-    free(scratch.leaves);
-    free(scratch.enters);
-    free(scratch.moves);
+    if (view->left_count + enter_count + move_count > 0) {
+        Tessera__Client__ViewUpdate update = TESSERA__CLIENT__VIEW_UPDATE__INIT;
+        update.tick = sp->tick;
+        update.n_leaves = view->left_count;
+        update.leaves = view->left;
+
+        Tessera__Client__Vector3 *positions = xcalloc(enter_count + move_count + 1, sizeof *positions);
+        Tessera__Client__EntityEnter *enter_records = xcalloc(enter_count + 1, sizeof *enter_records);
+        Tessera__Client__EntityEnter **enter_pointers = xcalloc(enter_count + 1, sizeof *enter_pointers);
+        for (size_t i = 0; i < enter_count; i++) {
+            Tessera__Client__EntityEnter init = TESSERA__CLIENT__ENTITY_ENTER__INIT;
+            enter_records[i] = init;
+            witness_fill_position(&positions[i], enters[i]);
+            enter_records[i].entity_id = enters[i]->id;
+            enter_records[i].position = &positions[i];
+            enter_records[i].yaw = enters[i]->yaw;
+            enter_records[i].entity_type = (char *)enters[i]->type;
+            enter_pointers[i] = &enter_records[i];
+        }
+        update.n_enters = enter_count;
+        update.enters = enter_pointers;
+
+        Tessera__Client__EntityMove *move_records = xcalloc(move_count + 1, sizeof *move_records);
+        Tessera__Client__EntityMove **move_pointers = xcalloc(move_count + 1, sizeof *move_pointers);
+        for (size_t i = 0; i < move_count; i++) {
+            Tessera__Client__EntityMove init = TESSERA__CLIENT__ENTITY_MOVE__INIT;
+            move_records[i] = init;
+            witness_fill_position(&positions[enter_count + i], moves[i]);
+            move_records[i].entity_id = moves[i]->id;
+            move_records[i].position = &positions[enter_count + i];
+            move_records[i].yaw = moves[i]->yaw;
+            move_records[i].stamp_us = moves[i]->move_stamp_us;
+            move_pointers[i] = &move_records[i];
+        }
+        update.n_moves = move_count;
+        update.moves = move_pointers;
+
+        Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+        message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
+        message.view = &update;
+        length = tessera__client__server_to_client__get_packed_size(&message);
+        *payload = xmalloc(length);
+        tessera__client__server_to_client__pack(&message, *payload);
+        free(positions);
+        free(enter_records);
+        free(enter_pointers);
+        free(move_records);
+        free(move_pointers);
+    }
+    free(enters);
+    free(moves);
+    view->entered_count = 0;
+    view->left_count = 0;
     return length;
 }

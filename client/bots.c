@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <netdb.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -386,9 +387,19 @@ static uint64_t bots_cell_key(int64_t cx, int64_t cz) {
     return ((uint64_t)(uint32_t)(int32_t)cx << 32) | (uint32_t)(int32_t)cz;
 }
 
+/* The view is a square on X/Z (cellapp/coord.h): distance is the larger of
+ * the two axis offsets, for the logs. */
 static double bots_plane_distance(const bot *a, const bot *b) {
-    double dx = (double)a->x - (double)b->x, dz = (double)a->z - (double)b->z;
-    return sqrt(dx * dx + dz * dz);
+    double dx = fabs((double)a->x - (double)b->x), dz = fabs((double)a->z - (double)b->z);
+    return dx > dz ? dx : dz;
+}
+
+/* Whether `other` lies in the square of half-side `extent` around `observer`,
+ * computed in single precision exactly as the cellapp computes it. */
+static bool bots_in_square(const bot *observer, const bot *other, float extent) {
+    float low_x = observer->x - extent, high_x = observer->x + extent;
+    float low_z = observer->z - extent, high_z = observer->z + extent;
+    return low_x <= other->x && other->x <= high_x && low_z <= other->z && other->z <= high_z;
 }
 
 static void bots_report_mismatch(bots_run *run, const bot *observer, const bot *other, double distance,
@@ -402,10 +413,10 @@ static void bots_report_mismatch(bots_run *run, const bot *observer, const bot *
              (double)observer->view_hysteresis);
 }
 
-/* Compares every in-world bot's view with where the bots are. For an
- * observer B and another bot O at plane distance d: d <= radius requires O
- * in B's view, d > radius + hysteresis requires O absent, and in between
- * either is right. B must see itself. Pairs within reach are found through
+/* Compares every in-world bot's view with where the bots are. The view is
+ * the square of half-side radius around B on X/Z: O inside it must be in
+ * B's view, O outside the square of half-side radius + hysteresis must be
+ * absent, and in between either is right. B must see itself. Pairs within reach are found through
  * a grid of cells at least radius + hysteresis wide (3x3 cells around B);
  * pairs out of reach only need checking where B does see O, which B's view
  * lists. So every ordered pair is decided, and aoi_checked counts them all
@@ -446,8 +457,6 @@ static void bots_verify_aoi(bots_run *run) {
         bot *observer = &run->bots[i];
         if (!observer->verified) continue;
         const tessera_client *client = observer->client;
-        double radius = observer->view_radius;
-        double reach = radius + (double)observer->view_hysteresis;
 
         if (!tessera_client_entity_find(client, observer->entity_id))
             bots_report_mismatch(run, observer, observer, 0.0, "does not see itself,");
@@ -469,7 +478,8 @@ static void bots_verify_aoi(bots_run *run) {
                     const bot *other = &run->bots[grid[j].bot];
                     if (other == observer) continue;
                     double distance = bots_plane_distance(observer, other);
-                    if (distance <= radius && !tessera_client_entity_find(client, other->entity_id))
+                    if (bots_in_square(observer, other, observer->view_radius) &&
+                        !tessera_client_entity_find(client, other->entity_id))
                         bots_report_mismatch(run, observer, other, distance, "does not see");
                 }
             }
@@ -488,7 +498,8 @@ static void bots_verify_aoi(bots_run *run) {
                 continue;
             }
             double distance = bots_plane_distance(observer, other);
-            if (distance > reach) bots_report_mismatch(run, observer, other, distance, "still sees");
+            if (!bots_in_square(observer, other, observer->view_radius + observer->view_hysteresis))
+                bots_report_mismatch(run, observer, other, distance, "still sees");
         }
     }
     run->aoi_checked = (uint64_t)n * n;

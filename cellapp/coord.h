@@ -1,0 +1,161 @@
+/* coord.h -- the coordinate system of a cell: entities and range triggers
+ * on sorted axis lists, watchers (witness views and traps) with exact,
+ * per-tick-netted enter/leave events, and spatial queries on the same
+ * structure (seed 004's CoordinateSystem and RangeTrigger, seed 000's
+ * spatial partition).
+ *
+ * Axes. Each axis (X and Z; Y too when the system is 3D) is one sorted
+ * array of nodes. An entity has one node per axis; a range trigger has a
+ * lower and an upper boundary node per axis. Nodes are totally ordered by
+ * (coordinate, kind, index) with kind lower < entity < upper, so at equal
+ * coordinates a lower boundary sorts before an entity and an upper
+ * boundary after it: a trigger covers the CLOSED box [centre - extent,
+ * centre + extent] on every axis, and ties can never disagree with the
+ * range test (KBEngine issue #1329). A node moves by swapping with the
+ * neighbours it passes, so a move costs what the distance covered costs.
+ *
+ * Shape. Views and traps are axis-aligned SQUARES (cubes in 3D): an entity
+ * is inside a trigger of extent r owned by an entity at c when, on every
+ * axis, c - r <= p <= c + r, computed in single precision exactly as
+ * written (bounds are stored, never re-derived). A square is what sorted
+ * axes answer exactly; a circle would need a distance check on top.
+ *
+ * Events. When an entity node and a boundary node pass each other, the
+ * kind of crossing says whether the pair starts or stops overlapping on
+ * that axis, and the other axes are checked against their (consistent)
+ * lists. Triggers never scan entities per tick. Crossings only flip
+ * membership bits; nothing reaches game code until coord_flush, which
+ * compares each touched pair's state with its state at the previous flush
+ * and reports only real changes: an enter and a leave of the same pair
+ * between two flushes cancel, and intermediate states (X moved, Z not yet)
+ * never leak out.
+ *
+ * Watchers. A watcher belongs to an owner entity and moves with it; it has
+ * an inner extent r and a hysteresis h. With h > 0 it owns two triggers,
+ * inner (r) and outer (r + h): an entity enters the view when it is inside
+ * the inner square and leaves only when it is outside the outer one; in
+ * between, the previous answer stands. With h == 0 it owns one trigger (a
+ * trap, KBEngine's addProximity). An owner never sees itself.
+ *
+ * Callbacks. on_enter/on_leave run only inside coord_flush, when every
+ * axis is consistent. They may move, add and remove entities and watchers,
+ * their own owner included; the changes they cause are reported by the
+ * same flush (it repeats until nothing is pending, up to a bound).
+ *
+ * Identity. Entities and watchers are named by uint32 ids that coord
+ * assigns; an id freed is not reused before the next flush completes, so a
+ * pending event never lands on a newcomer.
+ */
+#ifndef TESSERA_COORD_H
+#define TESSERA_COORD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define COORD_NONE UINT32_MAX
+
+typedef struct coord_system coord_system;
+
+typedef struct coord_watcher_callbacks {
+    /* `entity` entered the watcher's view. */
+    void (*on_enter)(coord_system *system, uint32_t watcher, uint32_t entity, void *user_data);
+    /* `entity` left the view, or was removed from the system. */
+    void (*on_leave)(coord_system *system, uint32_t watcher, uint32_t entity, void *user_data);
+} coord_watcher_callbacks;
+
+/* A system with X and Z axes, plus Y when `three_d`. NULL on no memory. */
+coord_system *coord_create(bool three_d);
+/* Frees everything; no callback fires. */
+void coord_free(coord_system *system);
+
+/* ---- entities ------------------------------------------------------------ */
+
+/* Adds an entity at (x, y, z) and returns its id (COORD_NONE if a
+ * coordinate is not finite). `type` and `flags` are for query filters,
+ * `user_data` is returned by coord_entity_user_data. Additions are batched:
+ * many entities added between two operations go in together, sorted, in
+ * O(n log n) rather than O(n) each. */
+uint32_t coord_add_entity(coord_system *system, float x, float y, float z, uint32_t type, uint32_t flags,
+                          void *user_data);
+/* Removes an entity and every watcher it owns. Watchers that saw it get
+ * on_leave at the next flush. Returns 0, or -1 for an unknown id. */
+int coord_remove_entity(coord_system *system, uint32_t entity);
+/* Moves an entity and the watchers it owns. Returns 0, or -1 for an
+ * unknown id or a coordinate that is not finite. */
+int coord_move_entity(coord_system *system, uint32_t entity, float x, float y, float z);
+int coord_entity_position(const coord_system *system, uint32_t entity, float *x, float *y, float *z);
+void *coord_entity_user_data(const coord_system *system, uint32_t entity);
+void coord_set_entity_filter(coord_system *system, uint32_t entity, uint32_t type, uint32_t flags);
+size_t coord_entity_count(const coord_system *system);
+
+/* ---- watchers ------------------------------------------------------------ */
+
+/* Attaches a watcher to `owner`: entities enter its view within `extent`
+ * and leave beyond `extent + hysteresis` (hysteresis 0: one trigger, a
+ * trap). Entities already in range enter at the next flush. Returns the
+ * watcher id, or COORD_NONE for an unknown owner or a negative/non-finite
+ * range. */
+uint32_t coord_add_watcher(coord_system *system, uint32_t owner, float extent, float hysteresis,
+                           const coord_watcher_callbacks *callbacks, void *user_data);
+/* Cancels a watcher. No on_leave fires for what it saw: its owner asked to
+ * stop watching. Returns 0, or -1 for an unknown id. */
+int coord_remove_watcher(coord_system *system, uint32_t watcher);
+/* Changes the range at run time; entities enter or leave at the next
+ * flush exactly as if the watcher had been created with this range. */
+int coord_set_watcher_range(coord_system *system, uint32_t watcher, float extent, float hysteresis);
+/* Whether `entity` is in the watcher's view as of the last flush. */
+bool coord_watcher_sees(const coord_system *system, uint32_t watcher, uint32_t entity);
+/* Number of entities in view as of the last flush. */
+size_t coord_watcher_view_size(const coord_system *system, uint32_t watcher);
+/* Iterates the view as of the last flush: *cursor = 0 to start; returns the
+ * next entity id or COORD_NONE at the end. The view must not change during
+ * the iteration (do not flush). */
+uint32_t coord_watcher_next(const coord_system *system, uint32_t watcher, size_t *cursor);
+size_t coord_watcher_count(const coord_system *system);
+
+/* ---- events -------------------------------------------------------------- */
+
+/* Delivers the net enter/leave events since the last flush. Returns the
+ * number of events delivered. */
+size_t coord_flush(coord_system *system);
+
+/* ---- spatial queries ----------------------------------------------------- */
+
+typedef struct coord_query_filter {
+    uint32_t type_mask;      /* entity matches if (1u << type) & type_mask; 0 = any type */
+    uint32_t required_flags; /* all of these flags must be set */
+    uint32_t excluded_flags; /* none of these may be set */
+    uint32_t exclude_entity; /* COORD_NONE, or an entity to leave out (the asker) */
+} coord_query_filter;
+
+/* Source's default cap on a query's results. */
+#define COORD_QUERY_DEFAULT_CAP 512
+
+/* Each query writes at most `cap` entity ids to `out` and returns how many
+ * matched in total (which may exceed cap: the caller sees it was cut).
+ * `filter` may be NULL. Pending additions are applied first. */
+size_t coord_query_box(coord_system *system, float min_x, float min_y, float min_z, float max_x, float max_y,
+                       float max_z, const coord_query_filter *filter, uint32_t *out, size_t cap);
+/* Entities whose position is within `radius` (Euclidean, on X/Z, plus Y in
+ * a 3D system) of the centre. */
+size_t coord_query_sphere(coord_system *system, float x, float y, float z, float radius,
+                          const coord_query_filter *filter, uint32_t *out, size_t cap);
+/* Entities within `radius` of the segment from (x0,y0,z0) to (x1,y1,z1),
+ * in order of distance along the segment from its start (a ray cast
+ * against entities of that radius). */
+size_t coord_query_segment(coord_system *system, float x0, float y0, float z0, float x1, float y1, float z1,
+                           float radius, const coord_query_filter *filter, uint32_t *out, size_t cap);
+
+/* ---- accounting ---------------------------------------------------------- */
+
+typedef struct coord_stats {
+    uint64_t crossings;      /* node swaps between an entity and a boundary */
+    uint64_t swaps;          /* all node swaps */
+    uint64_t events;         /* net events delivered by flushes */
+    uint64_t cancelled;      /* pairs touched whose state ended where it started */
+    size_t bytes;            /* memory held by the system */
+} coord_stats;
+void coord_get_stats(const coord_system *system, coord_stats *out);
+
+#endif

@@ -1,0 +1,126 @@
+/* coord_internal.h -- what the coord_*.c files share and nothing else may
+ * use: the system's layout and the helpers between the axes (coord.c), the
+ * watchers' pair tables (coord_watcher.c) and the queries (coord_query.c). */
+#ifndef TESSERA_COORD_INTERNAL_H
+#define TESSERA_COORD_INTERNAL_H
+
+#include "coord.h"
+
+#define COORD_MAX_AXES 3
+#define COORD_INDEX_MASK 0x3FFFFFFFu /* 30 bits of index in a node key */
+
+enum { COORD_KIND_LOWER = 0, COORD_KIND_ENTITY = 1, COORD_KIND_UPPER = 2 };
+
+/* Per-trigger flags. Trigger 2w is watcher w's inner trigger, 2w+1 its
+ * outer one (used only when the watcher has hysteresis). */
+enum {
+    COORD_TRIGGER_ACTIVE = 1,  /* has nodes in the axes, or is queued for them */
+    COORD_TRIGGER_PENDING = 2, /* queued: in no axis yet */
+};
+
+/* Pair bits in a watcher's table. */
+enum {
+    COORD_PAIR_INNER = 1,   /* inside the inner trigger now */
+    COORD_PAIR_OUTER = 2,   /* inside the outer trigger now */
+    COORD_PAIR_VIEW = 4,    /* in the view as of the last flush */
+    COORD_PAIR_TOUCHED = 8, /* on the watcher's touched list */
+};
+
+typedef struct coord_axis {
+    uint64_t *keys; /* sorted node keys */
+    size_t count, capacity;
+} coord_axis;
+
+typedef struct coord_entity_record {
+    void *user_data;
+    uint32_t type, flags;
+    uint32_t first_watcher; /* watchers this entity owns, linked by next_owned */
+    uint32_t next_free;
+    float y;                /* kept for 2D systems, which have no Y axis */
+    uint8_t live;
+    uint8_t pending;        /* added but not yet merged into the axes */
+} coord_entity_record;
+
+typedef struct coord_watcher_record {
+    coord_watcher_callbacks callbacks;
+    void *user_data;
+    uint32_t owner;
+    uint32_t next_owned;
+    uint32_t next_free;
+    float extent, hysteresis;
+    /* Open-addressing table of pairs: (entity + 1) << 32 | bits. */
+    uint64_t *table;
+    uint32_t table_capacity; /* power of two, or 0 */
+    uint32_t table_used;
+    uint32_t view_count;
+    uint32_t *touched;      /* entities whose bits changed since the flush */
+    uint32_t touched_count, touched_capacity;
+    uint8_t live;
+    uint8_t queued;         /* on the system's touched-watcher list */
+} coord_watcher_record;
+
+struct coord_system {
+    int axis_count;         /* 2: X and Z; 3: X, Z, Y. Axis 0 is X, 1 is Z, 2 is Y */
+    coord_axis axes[COORD_MAX_AXES];
+
+    coord_entity_record *entities;
+    float *entity_coord[COORD_MAX_AXES]; /* committed coordinate per axis */
+    uint32_t *entity_hint[COORD_MAX_AXES];
+    uint32_t entity_count, entity_capacity; /* ids handed out so far, room */
+    uint32_t free_entities_head;
+    size_t live_entities;
+
+    coord_watcher_record *watchers;
+    float *trigger_low[COORD_MAX_AXES];   /* committed bounds per trigger */
+    float *trigger_high[COORD_MAX_AXES];
+    uint32_t *trigger_hint[COORD_MAX_AXES]; /* [2t] lower, [2t+1] upper */
+    uint8_t *trigger_flags;
+    uint32_t watcher_count, watcher_capacity;
+    uint32_t free_watchers_head;
+    size_t live_watchers;
+    float max_trigger_span[COORD_MAX_AXES]; /* widest trigger ever, per axis */
+
+    /* Batched additions. */
+    uint32_t *pending_entities;
+    size_t pending_entity_count, pending_entity_capacity;
+    uint32_t *pending_triggers;
+    size_t pending_trigger_count, pending_trigger_capacity;
+    uint64_t *pending_keys[COORD_MAX_AXES];
+    size_t pending_key_capacity[COORD_MAX_AXES];
+    uint32_t *sweep_open, *sweep_open_position;
+    size_t sweep_capacity;
+
+    /* Ids freed since the last flush: reusable once it has reported them. */
+    uint32_t *dead_entities;
+    size_t dead_entity_count, dead_entity_capacity;
+    uint32_t *dead_watchers;
+    size_t dead_watcher_count, dead_watcher_capacity;
+
+    /* Watchers with touched pairs, and the flush's working copy. */
+    uint32_t *touched_watchers;
+    size_t touched_watcher_count, touched_watcher_capacity;
+    uint32_t *flush_watchers;
+    size_t flush_watcher_capacity;
+    int flushing;
+
+    coord_stats stats;
+};
+
+/* coord.c */
+uint64_t coord__key(float value, unsigned kind, uint32_t index);
+uint32_t coord__locate(const coord_system *cs, int axis, uint64_t key, uint32_t hint);
+size_t coord__lower_bound(const coord_system *cs, int axis, uint64_t key);
+void coord__apply_pending(coord_system *cs);
+void coord__queue_trigger(coord_system *cs, uint32_t trigger);
+void coord__delete_trigger_nodes(coord_system *cs, uint32_t trigger);
+void coord__place_trigger(coord_system *cs, uint32_t trigger, const float *centre, float extent);
+void coord__reserve_watchers(coord_system *cs, uint32_t wanted);
+void coord__recycle_entities(coord_system *cs);
+
+/* coord_watcher.c */
+void coord__flip(coord_system *cs, uint32_t trigger, uint32_t entity);
+void coord__place_watcher(coord_system *cs, uint32_t watcher);
+void coord__watcher_release(coord_system *cs, uint32_t watcher);
+size_t coord__watcher_table_bytes(const coord_system *cs);
+
+#endif

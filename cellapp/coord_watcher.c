@@ -1,0 +1,370 @@
+/* coord_watcher.c -- watchers: views and traps that ride on an entity. Owns
+ * each watcher's pair table (which entities are inside its triggers now,
+ * and which it was told about at the last flush), the list of pairs touched
+ * since then, and coord_flush, which turns touched pairs into the net
+ * enter/leave events of coord.h. The axes and crossings are coord.c's. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coord_internal.h"
+#include "log.h"
+
+/* A flush repeats while callbacks keep causing new events (a callback that
+ * moves entities makes new pairs); this bounds a feedback loop in game code
+ * without losing anything: what is left is delivered by the next flush. */
+#define COORD_FLUSH_ROUNDS 16
+
+/* ---- pair tables ------------------------------------------------------------ */
+
+#define COORD_PAIR_KEY(entry) ((uint32_t)((entry) >> 32))
+#define COORD_PAIR_BITS(entry) ((uint32_t)((entry) & 0xFFu))
+
+static inline uint32_t coord_pair_slot(uint32_t entity, uint32_t capacity) {
+    return (uint32_t)((entity + 1u) * 2654435761u) & (capacity - 1u);
+}
+
+static uint64_t *coord_pair_find(const coord_watcher_record *w, uint32_t entity) {
+    if (w->table_capacity == 0) return NULL;
+    uint32_t mask = w->table_capacity - 1, key = entity + 1;
+    for (uint32_t i = coord_pair_slot(entity, w->table_capacity);; i = (i + 1) & mask) {
+        uint64_t entry = w->table[i];
+        if (entry == 0) return NULL;
+        if (COORD_PAIR_KEY(entry) == key) return &w->table[i];
+    }
+}
+
+static void coord_pair_grow(coord_watcher_record *w) {
+    uint32_t old_capacity = w->table_capacity;
+    uint64_t *old = w->table;
+    w->table_capacity = old_capacity ? old_capacity * 2 : 16;
+    w->table = xcalloc(w->table_capacity, sizeof *w->table);
+    uint32_t mask = w->table_capacity - 1;
+    for (uint32_t i = 0; i < old_capacity; i++) {
+        uint64_t entry = old[i];
+        if (!entry) continue;
+        uint32_t slot = coord_pair_slot(COORD_PAIR_KEY(entry) - 1, w->table_capacity);
+        while (w->table[slot]) slot = (slot + 1) & mask;
+        w->table[slot] = entry;
+    }
+    free(old);
+}
+
+static uint64_t *coord_pair_find_or_add(coord_watcher_record *w, uint32_t entity) {
+    uint64_t *entry = coord_pair_find(w, entity);
+    if (entry) return entry;
+    /* Half full at most: probes stay short. */
+    if ((w->table_used + 1) * 2 > w->table_capacity) coord_pair_grow(w);
+    uint32_t mask = w->table_capacity - 1;
+    uint32_t slot = coord_pair_slot(entity, w->table_capacity);
+    while (w->table[slot]) slot = (slot + 1) & mask;
+    w->table[slot] = (uint64_t)(entity + 1) << 32;
+    w->table_used++;
+    return &w->table[slot];
+}
+
+/* Deletes the entry at `slot` with backward shifting, so no tombstones. */
+static void coord_pair_delete(coord_watcher_record *w, uint64_t *entry) {
+    uint32_t mask = w->table_capacity - 1;
+    uint32_t hole = (uint32_t)(entry - w->table);
+    uint32_t i = hole;
+    for (;;) {
+        i = (i + 1) & mask;
+        uint64_t next = w->table[i];
+        if (!next) break;
+        uint32_t home = coord_pair_slot(COORD_PAIR_KEY(next) - 1, w->table_capacity);
+        /* Move `next` into the hole unless its home lies cyclically in (hole, i]. */
+        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (stays) continue;
+        w->table[hole] = next;
+        hole = i;
+    }
+    w->table[hole] = 0;
+    w->table_used--;
+}
+
+size_t coord__watcher_table_bytes(const coord_system *cs) {
+    size_t bytes = 0;
+    for (uint32_t w = 0; w < cs->watcher_count; w++)
+        bytes += (size_t)cs->watchers[w].table_capacity * sizeof(uint64_t) +
+                 (size_t)cs->watchers[w].touched_capacity * sizeof(uint32_t);
+    return bytes;
+}
+
+/* ---- flips ---------------------------------------------------------------- */
+
+static inline bool coord_watcher_dual(const coord_system *cs, uint32_t w) {
+    return cs->trigger_flags[2 * w + 1] & COORD_TRIGGER_ACTIVE;
+}
+
+static void coord_touch(coord_system *cs, uint32_t w, uint64_t *entry, uint32_t entity) {
+    if (*entry & COORD_PAIR_TOUCHED) return;
+    *entry |= COORD_PAIR_TOUCHED;
+    coord_watcher_record *record = &cs->watchers[w];
+    if (record->touched_count == record->touched_capacity) {
+        record->touched_capacity = record->touched_capacity ? record->touched_capacity * 2 : 16;
+        record->touched = xrealloc(record->touched, record->touched_capacity * sizeof *record->touched);
+    }
+    record->touched[record->touched_count++] = entity;
+    if (!record->queued) {
+        record->queued = 1;
+        if (cs->touched_watcher_count == cs->touched_watcher_capacity) {
+            cs->touched_watcher_capacity = cs->touched_watcher_capacity ? cs->touched_watcher_capacity * 2 : 64;
+            cs->touched_watchers =
+                xrealloc(cs->touched_watchers, cs->touched_watcher_capacity * sizeof *cs->touched_watchers);
+        }
+        cs->touched_watchers[cs->touched_watcher_count++] = w;
+    }
+}
+
+void coord__flip(coord_system *cs, uint32_t trigger, uint32_t entity) {
+    uint32_t w = trigger >> 1;
+    coord_watcher_record *record = &cs->watchers[w];
+    uint64_t bits;
+    if (coord_watcher_dual(cs, w)) bits = (trigger & 1) ? COORD_PAIR_OUTER : COORD_PAIR_INNER;
+    else bits = COORD_PAIR_INNER | COORD_PAIR_OUTER;
+    uint64_t *entry = coord_pair_find_or_add(record, entity);
+    *entry ^= bits;
+    coord_touch(cs, w, entry, entity);
+}
+
+/* ---- placing, adding, removing -------------------------------------------- */
+
+static void coord_watcher_centre(const coord_system *cs, uint32_t w, float *centre) {
+    uint32_t owner = cs->watchers[w].owner;
+    for (int a = 0; a < COORD_MAX_AXES; a++) centre[a] = a < cs->axis_count ? cs->entity_coord[a][owner] : 0.0f;
+}
+
+void coord__place_watcher(coord_system *cs, uint32_t w) {
+    float centre[COORD_MAX_AXES];
+    coord_watcher_centre(cs, w, centre);
+    const coord_watcher_record *record = &cs->watchers[w];
+    coord__place_trigger(cs, 2 * w, centre, record->extent);
+    if (coord_watcher_dual(cs, w)) coord__place_trigger(cs, 2 * w + 1, centre, record->extent + record->hysteresis);
+}
+
+static void coord_set_trigger_bounds(coord_system *cs, uint32_t t, const float *centre, float extent) {
+    for (int a = 0; a < cs->axis_count; a++) {
+        cs->trigger_low[a][t] = centre[a] - extent;
+        cs->trigger_high[a][t] = centre[a] + extent;
+        cs->trigger_hint[a][2 * t] = cs->trigger_hint[a][2 * t + 1] = 0;
+    }
+}
+
+static bool coord_valid_range(float extent, float hysteresis) {
+    return isfinite(extent) && isfinite(hysteresis) && extent >= 0 && hysteresis >= 0 && isfinite(extent + hysteresis);
+}
+
+uint32_t coord_add_watcher(coord_system *cs, uint32_t owner, float extent, float hysteresis,
+                           const coord_watcher_callbacks *callbacks, void *user_data) {
+    if (owner >= cs->entity_count || !cs->entities[owner].live || !coord_valid_range(extent, hysteresis))
+        return COORD_NONE;
+    uint32_t w;
+    if (cs->free_watchers_head != COORD_NONE) {
+        w = cs->free_watchers_head;
+        cs->free_watchers_head = cs->watchers[w].next_free;
+    } else {
+        if ((uint64_t)cs->watcher_count * 2 + 2 > COORD_INDEX_MASK) return COORD_NONE;
+        coord__reserve_watchers(cs, cs->watcher_count + 1);
+        w = cs->watcher_count++;
+    }
+    coord_watcher_record *record = &cs->watchers[w];
+    memset(record, 0, sizeof *record);
+    record->live = 1;
+    record->owner = owner;
+    record->extent = extent;
+    record->hysteresis = hysteresis;
+    if (callbacks) record->callbacks = *callbacks;
+    record->user_data = user_data;
+    record->next_owned = cs->entities[owner].first_watcher;
+    cs->entities[owner].first_watcher = w;
+    cs->trigger_flags[2 * w] = cs->trigger_flags[2 * w + 1] = 0;
+
+    float centre[COORD_MAX_AXES];
+    coord_watcher_centre(cs, w, centre);
+    coord_set_trigger_bounds(cs, 2 * w, centre, extent);
+    coord__queue_trigger(cs, 2 * w);
+    if (hysteresis > 0) {
+        coord_set_trigger_bounds(cs, 2 * w + 1, centre, extent + hysteresis);
+        coord__queue_trigger(cs, 2 * w + 1);
+    }
+    cs->live_watchers++;
+    return w;
+}
+
+static bool coord_watcher_valid(const coord_system *cs, uint32_t w) {
+    return w < cs->watcher_count && cs->watchers[w].live;
+}
+
+int coord_remove_watcher(coord_system *cs, uint32_t w) {
+    if (!coord_watcher_valid(cs, w)) return -1;
+    coord_watcher_record *record = &cs->watchers[w];
+    coord_entity_record *owner = &cs->entities[record->owner];
+    for (uint32_t *link = &owner->first_watcher; *link != COORD_NONE; link = &cs->watchers[*link].next_owned) {
+        if (*link == w) {
+            *link = record->next_owned;
+            break;
+        }
+    }
+    coord__delete_trigger_nodes(cs, 2 * w);
+    coord__delete_trigger_nodes(cs, 2 * w + 1);
+    record->live = 0;
+    cs->live_watchers--;
+    if (cs->dead_watcher_count == cs->dead_watcher_capacity) {
+        cs->dead_watcher_capacity = cs->dead_watcher_capacity ? cs->dead_watcher_capacity * 2 : 64;
+        cs->dead_watchers = xrealloc(cs->dead_watchers, cs->dead_watcher_capacity * sizeof *cs->dead_watchers);
+    }
+    cs->dead_watchers[cs->dead_watcher_count++] = w;
+    return 0;
+}
+
+void coord__watcher_release(coord_system *cs, uint32_t w) {
+    coord_watcher_record *record = &cs->watchers[w];
+    free(record->table);
+    free(record->touched);
+    record->table = NULL;
+    record->touched = NULL;
+    record->table_capacity = record->table_used = record->view_count = 0;
+    record->touched_count = record->touched_capacity = 0;
+}
+
+/* Sets every pair's OUTER bit to its INNER bit (dual -> single) or clears
+ * every OUTER bit (single -> dual, before the outer trigger's sweep sets
+ * them afresh), touching the pairs that change. */
+static void coord_reset_outer_bits(coord_system *cs, uint32_t w, bool copy_inner) {
+    coord_watcher_record *record = &cs->watchers[w];
+    for (uint32_t i = 0; i < record->table_capacity; i++) {
+        uint64_t entry = record->table[i];
+        if (!entry) continue;
+        uint64_t updated = entry & ~(uint64_t)COORD_PAIR_OUTER;
+        if (copy_inner && (entry & COORD_PAIR_INNER)) updated |= COORD_PAIR_OUTER;
+        if (updated == entry) continue;
+        record->table[i] = updated;
+        coord_touch(cs, w, &record->table[i], COORD_PAIR_KEY(entry) - 1);
+        record = &cs->watchers[w];
+    }
+}
+
+int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hysteresis) {
+    if (!coord_watcher_valid(cs, w) || !coord_valid_range(extent, hysteresis)) return -1;
+    coord__apply_pending(cs);
+    bool was_dual = coord_watcher_dual(cs, w), dual = hysteresis > 0;
+    coord_watcher_record *record = &cs->watchers[w];
+    record->extent = extent;
+    record->hysteresis = hysteresis;
+    float centre[COORD_MAX_AXES];
+    coord_watcher_centre(cs, w, centre);
+    if (was_dual && !dual) {
+        coord__delete_trigger_nodes(cs, 2 * w + 1);
+        coord_reset_outer_bits(cs, w, true);
+    } else if (!was_dual && dual) {
+        coord_reset_outer_bits(cs, w, false);
+        coord_set_trigger_bounds(cs, 2 * w + 1, centre, extent + hysteresis);
+        coord__queue_trigger(cs, 2 * w + 1);
+    }
+    coord__place_trigger(cs, 2 * w, centre, extent);
+    if (dual && was_dual) coord__place_trigger(cs, 2 * w + 1, centre, extent + hysteresis);
+    coord__apply_pending(cs);
+    return 0;
+}
+
+/* ---- reading views ---------------------------------------------------------- */
+
+bool coord_watcher_sees(const coord_system *cs, uint32_t w, uint32_t entity) {
+    if (!coord_watcher_valid(cs, w)) return false;
+    const uint64_t *entry = coord_pair_find(&cs->watchers[w], entity);
+    return entry && (*entry & COORD_PAIR_VIEW);
+}
+
+size_t coord_watcher_view_size(const coord_system *cs, uint32_t w) {
+    return coord_watcher_valid(cs, w) ? cs->watchers[w].view_count : 0;
+}
+
+uint32_t coord_watcher_next(const coord_system *cs, uint32_t w, size_t *cursor) {
+    if (!coord_watcher_valid(cs, w)) return COORD_NONE;
+    const coord_watcher_record *record = &cs->watchers[w];
+    while (*cursor < record->table_capacity) {
+        uint64_t entry = record->table[(*cursor)++];
+        if (entry & COORD_PAIR_VIEW) return COORD_PAIR_KEY(entry) - 1;
+    }
+    return COORD_NONE;
+}
+
+size_t coord_watcher_count(const coord_system *cs) { return cs->live_watchers; }
+
+/* ---- flush ---------------------------------------------------------------- */
+
+/* Resolves one watcher's touched pairs: the view rule applied to the bits
+ * as they stand, against the view as last reported. Returns events sent. */
+static size_t coord_flush_watcher(coord_system *cs, uint32_t w) {
+    size_t delivered = 0;
+    for (uint32_t i = 0; i < cs->watchers[w].touched_count; i++) {
+        coord_watcher_record *record = &cs->watchers[w]; /* callbacks may move the array */
+        uint32_t entity = record->touched[i];
+        uint64_t *entry = coord_pair_find(record, entity);
+        if (!entry) continue;
+        uint64_t bits = *entry & ~(uint64_t)COORD_PAIR_TOUCHED;
+        bool was = bits & COORD_PAIR_VIEW;
+        bool now = (bits & COORD_PAIR_INNER) || (was && (bits & COORD_PAIR_OUTER));
+        if (now) bits |= COORD_PAIR_VIEW;
+        else bits &= ~(uint64_t)COORD_PAIR_VIEW;
+        if ((bits & 0xFF) == 0) coord_pair_delete(record, entry);
+        else *entry = bits;
+        if (now == was) {
+            cs->stats.cancelled++;
+            continue;
+        }
+        if (now) record->view_count++;
+        else record->view_count--;
+        delivered++;
+        if (!record->live) continue;
+        coord_watcher_callbacks callbacks = record->callbacks;
+        void *user_data = record->user_data;
+        if (now && callbacks.on_enter) callbacks.on_enter(cs, w, entity, user_data);
+        if (!now && callbacks.on_leave) callbacks.on_leave(cs, w, entity, user_data);
+    }
+    cs->watchers[w].touched_count = 0;
+    return delivered;
+}
+
+static void coord_recycle_watchers(coord_system *cs) {
+    for (size_t i = 0; i < cs->dead_watcher_count; i++) {
+        uint32_t w = cs->dead_watchers[i];
+        coord__watcher_release(cs, w);
+        cs->watchers[w].queued = 0;
+        cs->watchers[w].next_free = cs->free_watchers_head;
+        cs->free_watchers_head = w;
+    }
+    cs->dead_watcher_count = 0;
+}
+
+size_t coord_flush(coord_system *cs) {
+    if (cs->flushing) return 0; /* a callback asked to flush: the running flush covers it */
+    cs->flushing = 1;
+    size_t delivered = 0;
+    for (int round = 0; round < COORD_FLUSH_ROUNDS; round++) {
+        coord__apply_pending(cs);
+        size_t count = cs->touched_watcher_count;
+        if (count == 0) break;
+        if (cs->flush_watcher_capacity < count) {
+            cs->flush_watcher_capacity = count;
+            cs->flush_watchers = xrealloc(cs->flush_watchers, count * sizeof *cs->flush_watchers);
+        }
+        memcpy(cs->flush_watchers, cs->touched_watchers, count * sizeof *cs->flush_watchers);
+        cs->touched_watcher_count = 0;
+        for (size_t i = 0; i < count; i++) cs->watchers[cs->flush_watchers[i]].queued = 0;
+        for (size_t i = 0; i < count; i++) {
+            uint32_t w = cs->flush_watchers[i];
+            if (!cs->watchers[w].live) {
+                cs->watchers[w].touched_count = 0;
+                continue;
+            }
+            delivered += coord_flush_watcher(cs, w);
+        }
+    }
+    cs->flushing = 0;
+    coord__recycle_entities(cs);
+    coord_recycle_watchers(cs);
+    cs->stats.events += delivered;
+    return delivered;
+}
