@@ -5,7 +5,7 @@
  * additions cost one merge). Watchers' pair tables and the flush live in
  * coord_watcher.c; queries in coord_query.c. The contract is coord.h.
  *
- * A node is one uint64 in an axis array:
+ A node's sort key is one uint64:
  *
  *    63            32 31  30 29                   0
  *   +----------------+------+----------------------+
@@ -14,11 +14,14 @@
  *
  * The coordinate is the float's bits mapped so that unsigned order is
  * numeric order; kind is 0 lower boundary, 1 entity, 2 upper boundary;
- * index is the entity id or the trigger id. Comparing two nodes is
- * comparing two integers, and that single comparison is the total order
- * (coordinate, kind, index) the tie rules need. Arrays are plain sorted
- * uint64 arrays: moving a node is an insertion-sort step over contiguous
- * memory, far kinder to the cache than linked nodes.
+ * index is the entity id or the trigger id. Comparing two keys is comparing
+ * two integers, and that single comparison is the total order (coordinate,
+ * kind, index) the tie rules need. Beside the key a node carries its range
+ * on the partner axis (coord_internal.h), so deciding a crossing reads only
+ * the two nodes. Axes are plain sorted arrays of 16-byte nodes: moving a
+ * node is an insertion-sort step over contiguous memory, far kinder to the
+ * cache than linked nodes. Crossings log flips; coord_watcher.c applies
+ * them grouped by watcher.
  *
  * A node's position is found from a hint (where it was after its own last
  * move) by exponential search: other nodes passing it shift it only a few
@@ -51,7 +54,7 @@ static void coord_axis_reserve(coord_axis *axis, size_t wanted) {
     if (axis->capacity >= wanted) return;
     size_t capacity = axis->capacity ? axis->capacity : 256;
     while (capacity < wanted) capacity *= 2;
-    axis->keys = xrealloc(axis->keys, capacity * sizeof *axis->keys);
+    axis->nodes = xrealloc(axis->nodes, capacity * sizeof *axis->nodes);
     axis->capacity = capacity;
 }
 
@@ -95,7 +98,7 @@ void coord_free(coord_system *cs) {
     if (!cs) return;
     for (uint32_t w = 0; w < cs->watcher_count; w++) coord__watcher_release(cs, w);
     for (int a = 0; a < COORD_MAX_AXES; a++) {
-        free(cs->axes[a].keys);
+        free(cs->axes[a].nodes);
         free(cs->entity_coord[a]);
         free(cs->entity_hint[a]);
         free(cs->trigger_low[a]);
@@ -114,8 +117,14 @@ void coord_free(coord_system *cs) {
     free(cs->flush_watchers);
     free(cs->sweep_open);
     free(cs->sweep_open_position);
+    free(cs->flips);
+    free(cs->flips_sorted);
+    free(cs->flip_bucket);
     free(cs);
 }
+
+/* The axis whose range a node on axis a carries. */
+static inline int coord_partner(int a) { return a == 0 ? 1 : 0; }
 
 /* ---- locating a node ------------------------------------------------------ */
 
@@ -124,34 +133,35 @@ void coord_free(coord_system *cs) {
 uint32_t coord__locate(const coord_system *cs, int a, uint64_t key, uint32_t hint) {
     const coord_axis *axis = &cs->axes[a];
     size_t n = axis->count;
-    const uint64_t *keys = axis->keys;
+    const coord_node *nodes = axis->nodes;
+    if (n == 0) log_panic("coord: locating a node on empty axis %d", a);
     if (hint >= n) hint = (uint32_t)(n - 1);
-    if (keys[hint] == key) return hint;
-    size_t lo, hi; /* the key lies in keys[lo..hi] */
-    if (keys[hint] < key) {
-        size_t step = 1;
-        lo = hint + 1;
-        while (lo + step - 1 < n && keys[lo + step - 1] < key) {
-            lo += step;
+    if (nodes[hint].key == key) return hint;
+    size_t lo, hi; /* after the gallop, the key lies in nodes[lo..hi] */
+    if (nodes[hint].key < key) {
+        size_t step = 1, last = hint; /* nodes[last] < key */
+        while (last + step < n && nodes[last + step].key < key) {
+            last += step;
             step *= 2;
         }
-        hi = lo + step - 1 < n ? lo + step - 1 : n - 1;
+        lo = last + 1;
+        hi = last + step < n ? last + step : n - 1;
     } else {
-        size_t step = 1;
-        hi = hint - 1;
-        while (hi >= step - 1 + 0 && hi + 1 >= step && keys[hi + 1 - step] > key) {
-            hi -= step;
+        size_t step = 1, first = hint; /* nodes[first] > key */
+        while (first >= step && nodes[first - step].key > key) {
+            first -= step;
             step *= 2;
-            if (hi + 1 < step) break;
         }
-        lo = hi + 1 >= step ? hi + 1 - step : 0;
+        hi = first - 1;
+        lo = first >= step ? first - step : 0;
     }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (keys[mid] < key) lo = mid + 1;
+        if (nodes[mid].key < key) lo = mid + 1;
         else hi = mid;
     }
-    if (lo >= n || keys[lo] != key) log_panic("coord: node %016llx missing from axis %d", (unsigned long long)key, a);
+    if (lo >= n || nodes[lo].key != key)
+        log_panic("coord: node %016llx missing from axis %d", (unsigned long long)key, a);
     return (uint32_t)lo;
 }
 
@@ -161,7 +171,7 @@ size_t coord__lower_bound(const coord_system *cs, int a, uint64_t key) {
     size_t lo = 0, hi = axis->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (axis->keys[mid] < key) lo = mid + 1;
+        if (axis->nodes[mid].key < key) lo = mid + 1;
         else hi = mid;
     }
     return lo;
@@ -169,120 +179,140 @@ size_t coord__lower_bound(const coord_system *cs, int a, uint64_t key) {
 
 /* ---- crossings ------------------------------------------------------------ */
 
-/* Whether entity e lies within trigger t on every axis but `skip`. */
-static inline bool coord_overlaps_except(const coord_system *cs, uint32_t t, uint32_t e, int skip) {
-    for (int b = 0; b < cs->axis_count; b++) {
-        if (b == skip) continue;
-        float c = cs->entity_coord[b][e];
-        if (c < cs->trigger_low[b][t] || c > cs->trigger_high[b][t]) return false;
-    }
-    return true;
-}
+/* In a 3D system, the axis that is neither a nor its partner. */
+static inline int coord_third_axis(int a) { return a == 2 ? 1 : 2; }
 
-/* An entity node and a boundary node of trigger t swapped on axis a: the
- * pair's overlap on this axis has just changed (begun or ended, depending
- * on the side and the boundary's kind). If the pair overlaps on every
- * other axis, its membership therefore changes too, and the bit flips; if
- * not, it was outside and stays outside. A flip is exact because every
- * other axis is consistently sorted at this moment and the bit was right
- * before the swap -- the invariant every move preserves. */
-static inline void coord_cross(coord_system *cs, int a, uint64_t entity_key, uint64_t boundary_key) {
-    uint32_t e = (uint32_t)(entity_key & COORD_INDEX_MASK);
-    uint32_t t = (uint32_t)(boundary_key & COORD_INDEX_MASK);
-    cs->stats.crossings++;
-    if (cs->watchers[t >> 1].owner == e) return;
-    if (!coord_overlaps_except(cs, t, e, a)) return;
-    coord__flip(cs, t, e);
+/* An entity node and a boundary node swapped on axis a: the pair's overlap
+ * on this axis has just changed (begun or ended, depending on the side and
+ * the boundary's kind). If the pair overlaps on every other axis, its
+ * membership therefore changes too and is logged as a flip; if not, it was
+ * outside and stays outside. A flip is exact because every other axis is
+ * consistently sorted at this moment and the membership was right before
+ * the swap -- the invariant every move preserves. The partner axis is read
+ * from the nodes; a 3D system's third axis from the records. */
+static inline void coord_cross(coord_system *cs, int a, const coord_node *entity, const coord_node *boundary) {
+    if (entity->low < boundary->low || entity->low > boundary->high) return;
+    uint32_t e = (uint32_t)(entity->key & COORD_INDEX_MASK);
+    uint32_t t = (uint32_t)(boundary->key & COORD_INDEX_MASK);
+    if (cs->axis_count == 3) {
+        int b = coord_third_axis(a);
+        float c = cs->entity_coord[b][e];
+        if (c < cs->trigger_low[b][t] || c > cs->trigger_high[b][t]) return;
+    }
+    coord__log_flip(cs, t, e);
 }
 
 #define COORD_KIND_OF(key) ((unsigned)((key) >> 30) & 3u)
 
-/* Moves the node at position `from` of axis a to its place for `new_key`,
- * flipping memberships at each entity/boundary crossing. Returns the final
- * position. */
-static uint32_t coord_slide(coord_system *cs, int a, uint32_t from, uint64_t new_key) {
+/* Moves the node at position `from` of axis a to its place for `moving`
+ * (new key and partner range), logging a flip at each entity/boundary
+ * crossing that changes a membership. Returns the final position.
+ *
+ * This loop is the AOI's hot path: millions of swaps a tick at 10,000
+ * entities. In 2D it is branch-free per swap: every neighbour is written to
+ * the flip log, and the log's end advances only when the neighbour is of
+ * the other kind and overlaps on the partner axis. A 3D system also checks
+ * the third axis and takes the plain path. */
+static uint32_t coord_slide(coord_system *cs, int a, uint32_t from, coord_node moving) {
     coord_axis *axis = &cs->axes[a];
-    uint64_t *keys = axis->keys;
+    coord_node *nodes = axis->nodes;
     size_t n = axis->count;
     size_t p = from;
-    bool moving_entity = COORD_KIND_OF(new_key) == COORD_KIND_ENTITY;
-    uint64_t swaps = 0;
-    if (p + 1 < n && keys[p + 1] < new_key) {
-        while (p + 1 < n && keys[p + 1] < new_key) {
-            uint64_t neighbour = keys[p + 1];
-            keys[p] = neighbour;
-            p++;
-            swaps++;
-            bool neighbour_entity = COORD_KIND_OF(neighbour) == COORD_KIND_ENTITY;
-            if (moving_entity != neighbour_entity) {
-                /* Moving up: the mover ends after the neighbour. */
-                if (moving_entity) coord_cross(cs, a, new_key, neighbour);
-                else coord_cross(cs, a, neighbour, new_key);
+    uint64_t key = moving.key;
+    uint32_t moving_index = (uint32_t)(key & COORD_INDEX_MASK);
+    bool moving_entity = COORD_KIND_OF(key) == COORD_KIND_ENTITY;
+    bool up = p + 1 < n && nodes[p + 1].key < key;
+    uint64_t crossings = 0;
+
+    if (cs->axis_count == 3) {
+        if (up) {
+            while (p + 1 < n && nodes[p + 1].key < key) {
+                coord_node neighbour = nodes[p + 1];
+                nodes[p++] = neighbour;
+                if (moving_entity != (COORD_KIND_OF(neighbour.key) == COORD_KIND_ENTITY)) {
+                    crossings++;
+                    if (moving_entity) coord_cross(cs, a, &moving, &neighbour);
+                    else coord_cross(cs, a, &neighbour, &moving);
+                }
+            }
+        } else {
+            while (p > 0 && nodes[p - 1].key > key) {
+                coord_node neighbour = nodes[p - 1];
+                nodes[p--] = neighbour;
+                if (moving_entity != (COORD_KIND_OF(neighbour.key) == COORD_KIND_ENTITY)) {
+                    crossings++;
+                    if (moving_entity) coord_cross(cs, a, &moving, &neighbour);
+                    else coord_cross(cs, a, &neighbour, &moving);
+                }
             }
         }
     } else {
-        while (p > 0 && keys[p - 1] > new_key) {
-            uint64_t neighbour = keys[p - 1];
-            keys[p] = neighbour;
-            p--;
-            swaps++;
-            bool neighbour_entity = COORD_KIND_OF(neighbour) == COORD_KIND_ENTITY;
-            if (moving_entity != neighbour_entity) {
-                if (moving_entity) coord_cross(cs, a, new_key, neighbour);
-                else coord_cross(cs, a, neighbour, new_key);
+        /* Every swap may log one flip: make room for the worst case once. */
+        if (cs->flip_capacity - cs->flip_count < n) {
+            while (cs->flip_capacity - cs->flip_count < n) coord__grow_flip_log(cs);
+        }
+        coord_flip *log = cs->flips;
+        size_t logged = cs->flip_count;
+        if (moving_entity) {
+            /* The mover is an entity: flips with boundaries whose partner
+             * range holds its partner coordinate. */
+            float c = moving.low;
+            if (up) {
+                while (p + 1 < n && nodes[p + 1].key < key) {
+                    coord_node neighbour = nodes[p + 1];
+                    nodes[p++] = neighbour;
+                    unsigned other = COORD_KIND_OF(neighbour.key) != COORD_KIND_ENTITY;
+                    crossings += other;
+                    log[logged].trigger = (uint32_t)(neighbour.key & COORD_INDEX_MASK);
+                    log[logged].entity = moving_index;
+                    logged += other & (c >= neighbour.low) & (c <= neighbour.high);
+                }
+            } else {
+                while (p > 0 && nodes[p - 1].key > key) {
+                    coord_node neighbour = nodes[p - 1];
+                    nodes[p--] = neighbour;
+                    unsigned other = COORD_KIND_OF(neighbour.key) != COORD_KIND_ENTITY;
+                    crossings += other;
+                    log[logged].trigger = (uint32_t)(neighbour.key & COORD_INDEX_MASK);
+                    log[logged].entity = moving_index;
+                    logged += other & (c >= neighbour.low) & (c <= neighbour.high);
+                }
+            }
+        } else {
+            /* The mover is a boundary: flips with entities whose partner
+             * coordinate lies in its partner range. */
+            float low = moving.low, high = moving.high;
+            if (up) {
+                while (p + 1 < n && nodes[p + 1].key < key) {
+                    coord_node neighbour = nodes[p + 1];
+                    nodes[p++] = neighbour;
+                    unsigned other = COORD_KIND_OF(neighbour.key) == COORD_KIND_ENTITY;
+                    crossings += other;
+                    log[logged].trigger = moving_index;
+                    log[logged].entity = (uint32_t)(neighbour.key & COORD_INDEX_MASK);
+                    logged += other & (neighbour.low >= low) & (neighbour.low <= high);
+                }
+            } else {
+                while (p > 0 && nodes[p - 1].key > key) {
+                    coord_node neighbour = nodes[p - 1];
+                    nodes[p--] = neighbour;
+                    unsigned other = COORD_KIND_OF(neighbour.key) == COORD_KIND_ENTITY;
+                    crossings += other;
+                    log[logged].trigger = moving_index;
+                    log[logged].entity = (uint32_t)(neighbour.key & COORD_INDEX_MASK);
+                    logged += other & (neighbour.low >= low) & (neighbour.low <= high);
+                }
             }
         }
+        cs->flip_count = logged;
     }
-    keys[p] = new_key;
-    cs->stats.swaps += swaps;
+    nodes[p] = moving;
+    cs->stats.swaps += p > from ? p - from : from - p;
+    cs->stats.crossings += crossings;
     return (uint32_t)p;
 }
 
 /* ---- moving entities and triggers ------------------------------------------ */
-
-static void coord_move_entity_axis(coord_system *cs, uint32_t e, int a, float value) {
-    float old = cs->entity_coord[a][e];
-    if (old == value) return;
-    uint64_t old_key = coord__key(old, COORD_KIND_ENTITY, e);
-    uint32_t position = coord__locate(cs, a, old_key, cs->entity_hint[a][e]);
-    uint64_t new_key = coord__key(value, COORD_KIND_ENTITY, e);
-    cs->entity_hint[a][e] = coord_slide(cs, a, position, new_key);
-    cs->entity_coord[a][e] = value;
-}
-
-static void coord_move_boundary(coord_system *cs, uint32_t t, int a, unsigned kind, float value) {
-    float *bounds = kind == COORD_KIND_LOWER ? cs->trigger_low[a] : cs->trigger_high[a];
-    float old = bounds[t];
-    if (old == value) return;
-    uint32_t *hint = &cs->trigger_hint[a][t * 2 + (kind == COORD_KIND_UPPER)];
-    uint32_t position = coord__locate(cs, a, coord__key(old, kind, t), *hint);
-    *hint = coord_slide(cs, a, position, coord__key(value, kind, t));
-    bounds[t] = value;
-}
-
-/* Moves trigger t's boundaries on every axis to [centre - extent, centre +
- * extent]. On each axis the boundary moving outward-first goes first (the
- * upper when moving up, the lower when moving down), so the interval never
- * turns inside out mid-move. */
-void coord__place_trigger(coord_system *cs, uint32_t t, const float *centre, float extent) {
-    for (int a = 0; a < cs->axis_count; a++) {
-        float low = centre[a] - extent, high = centre[a] + extent;
-        if (high > cs->trigger_high[a][t] || low > cs->trigger_low[a][t]) {
-            if (high >= cs->trigger_high[a][t]) {
-                coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
-                coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
-            } else {
-                coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
-                coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
-            }
-        } else {
-            coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
-            coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
-        }
-        float span = high - low;
-        if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
-    }
-}
 
 static bool coord_finite(float x, float y, float z) { return isfinite(x) && isfinite(y) && isfinite(z); }
 
@@ -292,13 +322,96 @@ static void coord_to_axes(const coord_system *cs, float x, float y, float z, flo
     out[2] = cs->axis_count == 3 ? y : 0.0f;
 }
 
+/* Moves entity e to `target` (axis order X, Z, Y). Axes go in order; each
+ * node carries its partner coordinate as committed so far, so every slide
+ * sees a consistent picture; at the end the X node learns the new Z. */
+static void coord_move_entity_nodes(coord_system *cs, uint32_t e, const float *target) {
+    float old[COORD_MAX_AXES];
+    for (int a = 0; a < cs->axis_count; a++) old[a] = cs->entity_coord[a][e];
+    for (int a = 0; a < cs->axis_count; a++) {
+        int partner = coord_partner(a);
+        bool coordinate_changed = old[a] != target[a];
+        bool partner_changed = partner < a && old[partner] != target[partner];
+        if (!coordinate_changed && !partner_changed) continue;
+        uint32_t position = coord__locate(cs, a, coord__key(old[a], COORD_KIND_ENTITY, e), cs->entity_hint[a][e]);
+        float partner_value = cs->entity_coord[partner][e];
+        coord_node moving = {coord__key(target[a], COORD_KIND_ENTITY, e), partner_value, partner_value};
+        if (coordinate_changed) position = coord_slide(cs, a, position, moving);
+        else cs->axes[a].nodes[position] = moving;
+        cs->entity_hint[a][e] = position;
+        cs->entity_coord[a][e] = target[a];
+    }
+    if (old[1] != target[1]) {
+        uint32_t position =
+            coord__locate(cs, 0, coord__key(target[0], COORD_KIND_ENTITY, e), cs->entity_hint[0][e]);
+        cs->axes[0].nodes[position].low = cs->axes[0].nodes[position].high = target[1];
+        cs->entity_hint[0][e] = position;
+    }
+}
+
+/* Moves one boundary of trigger t on axis a to `value`, carrying the
+ * trigger's committed partner range. */
+static void coord_move_boundary(coord_system *cs, uint32_t t, int a, unsigned kind, float value) {
+    float *bounds = kind == COORD_KIND_LOWER ? cs->trigger_low[a] : cs->trigger_high[a];
+    int partner = coord_partner(a);
+    uint32_t *hint = &cs->trigger_hint[a][t * 2 + (kind == COORD_KIND_UPPER)];
+    uint32_t position = coord__locate(cs, a, coord__key(bounds[t], kind, t), *hint);
+    coord_node moving = {coord__key(value, kind, t), cs->trigger_low[partner][t], cs->trigger_high[partner][t]};
+    if (bounds[t] != value) *hint = coord_slide(cs, a, position, moving);
+    else cs->axes[a].nodes[position] = moving, *hint = position;
+    bounds[t] = value;
+}
+
+/* Refreshes the partner range carried by trigger t's two nodes on axis a. */
+static void coord_refresh_boundaries(coord_system *cs, uint32_t t, int a) {
+    int partner = coord_partner(a);
+    for (unsigned side = 0; side < 2; side++) {
+        unsigned kind = side ? COORD_KIND_UPPER : COORD_KIND_LOWER;
+        float value = side ? cs->trigger_high[a][t] : cs->trigger_low[a][t];
+        uint32_t *hint = &cs->trigger_hint[a][t * 2 + side];
+        uint32_t position = coord__locate(cs, a, coord__key(value, kind, t), *hint);
+        cs->axes[a].nodes[position].low = cs->trigger_low[partner][t];
+        cs->axes[a].nodes[position].high = cs->trigger_high[partner][t];
+        *hint = position;
+    }
+}
+
+/* Moves trigger t's boundaries on every axis to [centre - extent, centre +
+ * extent]. On each axis the boundary on the side of the motion goes first
+ * (the upper when moving up, the lower when moving down), so the interval
+ * never turns inside out mid-move. */
+void coord__place_trigger(coord_system *cs, uint32_t t, const float *centre, float extent) {
+    bool x_changed = false, z_changed = false;
+    for (int a = 0; a < cs->axis_count; a++) {
+        float low = centre[a] - extent, high = centre[a] + extent;
+        if (low == cs->trigger_low[a][t] && high == cs->trigger_high[a][t]) {
+            /* Unmoved here, but the nodes carry the X range: refresh it. */
+            if (a > 0 && x_changed) coord_refresh_boundaries(cs, t, a);
+            continue;
+        }
+        if (high >= cs->trigger_high[a][t]) {
+            coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
+            coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
+        } else {
+            coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
+            coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
+        }
+        if (a == 0) x_changed = true;
+        if (a == 1) z_changed = true;
+        float span = high - low;
+        if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
+    }
+    /* The X nodes carry the Z range, which has just changed. */
+    if (z_changed) coord_refresh_boundaries(cs, t, 0);
+}
+
 int coord_move_entity(coord_system *cs, uint32_t entity, float x, float y, float z) {
     if (entity >= cs->entity_count || !cs->entities[entity].live || !coord_finite(x, y, z)) return -1;
     coord__apply_pending(cs);
-    float position[3];
+    float position[COORD_MAX_AXES];
     coord_to_axes(cs, x, y, z, position);
     cs->entities[entity].y = y;
-    for (int a = 0; a < cs->axis_count; a++) coord_move_entity_axis(cs, entity, a, position[a]);
+    coord_move_entity_nodes(cs, entity, position);
     for (uint32_t w = cs->entities[entity].first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned)
         coord__place_watcher(cs, w);
     return 0;
@@ -335,7 +448,7 @@ uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t 
         e = cs->free_entities_head;
         cs->free_entities_head = cs->entities[e].next_free;
     } else {
-        if (cs->entity_count >= COORD_INDEX_MASK) return COORD_NONE;
+        if (cs->entity_count >= COORD_MAX_ENTITIES) return COORD_NONE;
         coord_reserve_entities(cs, cs->entity_count + 1);
         e = cs->entity_count++;
     }
@@ -379,69 +492,88 @@ void coord__queue_trigger(coord_system *cs, uint32_t t) {
     }
 }
 
-static int coord_compare_keys(const void *left, const void *right) {
-    uint64_t a = *(const uint64_t *)left, b = *(const uint64_t *)right;
+static int coord_compare_nodes(const void *left, const void *right) {
+    uint64_t a = ((const coord_node *)left)->key, b = ((const coord_node *)right)->key;
     return a < b ? -1 : a > b;
 }
 
-/* Merges the sorted `incoming` keys into axis a in one backward pass. */
-static void coord_merge(coord_system *cs, int a, uint64_t *incoming, size_t count) {
+/* Merges the sorted `incoming` nodes into axis a in one backward pass. */
+static void coord_merge(coord_system *cs, int a, const coord_node *incoming, size_t count) {
     coord_axis *axis = &cs->axes[a];
     coord_axis_reserve(axis, axis->count + count);
-    uint64_t *keys = axis->keys;
+    coord_node *nodes = axis->nodes;
     size_t i = axis->count, j = count, k = axis->count + count;
     while (j > 0) {
-        if (i > 0 && keys[i - 1] > incoming[j - 1]) keys[--k] = keys[--i];
-        else keys[--k] = incoming[--j];
+        if (i > 0 && nodes[i - 1].key > incoming[j - 1].key) nodes[--k] = nodes[--i];
+        else nodes[--k] = incoming[--j];
     }
     axis->count += count;
 }
 
+/* Whether entity e lies within trigger t on axis b (the records' view). */
+static inline bool coord_inside_on(const coord_system *cs, uint32_t t, uint32_t e, int b) {
+    float c = cs->entity_coord[b][e];
+    return c >= cs->trigger_low[b][t] && c <= cs->trigger_high[b][t];
+}
+
+/* The triggers whose X interval is open at the sweep's position, with their
+ * Z range inline so the inner loop reads one contiguous array. */
+typedef struct coord_open_trigger {
+    float low_z, high_z;
+    uint32_t trigger;
+} coord_open_trigger;
+
+static void coord_open_add(coord_open_trigger *set, size_t *count, uint32_t *position, uint32_t t, float low,
+                           float high) {
+    position[t] = (uint32_t)*count;
+    coord_open_trigger entry = {low, high, t};
+    set[(*count)++] = entry;
+}
+
+static void coord_open_remove(coord_open_trigger *set, size_t *count, uint32_t *position, uint32_t t) {
+    uint32_t where = position[t];
+    coord_open_trigger last = set[--*count];
+    set[where] = last;
+    position[last.trigger] = where;
+}
+
 /* Sweeps axis X once to find the pairs the batch creates: every new entity
  * against every trigger whose X interval is open at its node, and every old
- * entity against the new triggers open there. The open sets are kept as
- * dense arrays (swap-remove), so the inner loop is a scan of floats. */
+ * entity against the new triggers open there. */
 static void coord_sweep_new_pairs(coord_system *cs) {
     size_t triggers = (size_t)cs->watcher_count * 2;
     if (cs->sweep_capacity < triggers) {
         cs->sweep_capacity = triggers;
-        cs->sweep_open = xrealloc(cs->sweep_open, 2 * triggers * sizeof *cs->sweep_open);
-        cs->sweep_open_position = xrealloc(cs->sweep_open_position, triggers * sizeof *cs->sweep_open_position);
+        cs->sweep_open = xrealloc(cs->sweep_open, 2 * triggers * sizeof(coord_open_trigger));
+        cs->sweep_open_position = xrealloc(cs->sweep_open_position, 2 * triggers * sizeof *cs->sweep_open_position);
     }
-    uint32_t *open_all = cs->sweep_open;          /* every open trigger */
-    uint32_t *open_new = cs->sweep_open + triggers; /* open triggers of this batch */
+    coord_open_trigger *open_all = cs->sweep_open;            /* every open trigger */
+    coord_open_trigger *open_new = open_all + triggers;        /* open triggers of this batch */
+    uint32_t *position_all = cs->sweep_open_position, *position_new = position_all + triggers;
     size_t all_count = 0, new_count = 0;
     const coord_axis *axis = &cs->axes[0];
     for (size_t i = 0; i < axis->count; i++) {
-        uint64_t key = axis->keys[i];
-        uint32_t index = (uint32_t)(key & COORD_INDEX_MASK);
-        unsigned kind = COORD_KIND_OF(key);
+        const coord_node *node = &axis->nodes[i];
+        uint32_t index = (uint32_t)(node->key & COORD_INDEX_MASK);
+        unsigned kind = COORD_KIND_OF(node->key);
         if (kind == COORD_KIND_LOWER) {
-            bool fresh = cs->trigger_flags[index] & COORD_TRIGGER_PENDING;
-            cs->sweep_open_position[index] = (uint32_t)all_count;
-            open_all[all_count++] = index;
-            if (fresh) open_new[new_count++] = index;
+            coord_open_add(open_all, &all_count, position_all, index, node->low, node->high);
+            if (cs->trigger_flags[index] & COORD_TRIGGER_PENDING)
+                coord_open_add(open_new, &new_count, position_new, index, node->low, node->high);
         } else if (kind == COORD_KIND_UPPER) {
-            uint32_t where = cs->sweep_open_position[index];
-            uint32_t last = open_all[--all_count];
-            open_all[where] = last;
-            cs->sweep_open_position[last] = where;
-            if (cs->trigger_flags[index] & COORD_TRIGGER_PENDING) {
-                for (size_t k = 0; k < new_count; k++) {
-                    if (open_new[k] == index) {
-                        open_new[k] = open_new[--new_count];
-                        break;
-                    }
-                }
-            }
+            coord_open_remove(open_all, &all_count, position_all, index);
+            if (cs->trigger_flags[index] & COORD_TRIGGER_PENDING)
+                coord_open_remove(open_new, &new_count, position_new, index);
         } else {
             bool fresh = cs->entities[index].pending;
-            const uint32_t *candidates = fresh ? open_all : open_new;
+            const coord_open_trigger *candidates = fresh ? open_all : open_new;
             size_t candidate_count = fresh ? all_count : new_count;
+            float z = node->low;
             for (size_t k = 0; k < candidate_count; k++) {
-                uint32_t t = candidates[k];
-                if (cs->watchers[t >> 1].owner == index) continue;
-                if (coord_overlaps_except(cs, t, index, 0)) coord__flip(cs, t, index);
+                if (z < candidates[k].low_z || z > candidates[k].high_z) continue;
+                uint32_t t = candidates[k].trigger;
+                if (cs->axis_count == 3 && !coord_inside_on(cs, t, index, 2)) continue;
+                coord__log_flip(cs, t, index);
             }
         }
     }
@@ -453,26 +585,33 @@ static void coord_sweep_new_pairs(coord_system *cs) {
 void coord__apply_pending(coord_system *cs) {
     size_t entity_count = cs->pending_entity_count, trigger_count = cs->pending_trigger_count;
     if (entity_count == 0 && trigger_count == 0) return;
-    size_t nodes = entity_count + 2 * trigger_count;
+    size_t wanted = entity_count + 2 * trigger_count;
     for (int a = 0; a < cs->axis_count; a++) {
-        if (cs->pending_key_capacity[a] < nodes) {
-            cs->pending_key_capacity[a] = nodes;
-            cs->pending_keys[a] = xrealloc(cs->pending_keys[a], nodes * sizeof(uint64_t));
+        int partner = coord_partner(a);
+        if (cs->pending_key_capacity[a] < wanted) {
+            cs->pending_key_capacity[a] = wanted;
+            cs->pending_keys[a] = xrealloc(cs->pending_keys[a], wanted * sizeof(coord_node));
         }
-        uint64_t *incoming = cs->pending_keys[a];
+        coord_node *incoming = cs->pending_keys[a];
         size_t n = 0;
         for (size_t i = 0; i < entity_count; i++) {
             uint32_t e = cs->pending_entities[i];
-            if (!cs->entities[e].live) continue;
-            incoming[n++] = coord__key(cs->entity_coord[a][e], COORD_KIND_ENTITY, e);
+            if (!cs->entities[e].live || !cs->entities[e].pending) continue;
+            float partner_value = cs->entity_coord[partner][e];
+            coord_node node = {coord__key(cs->entity_coord[a][e], COORD_KIND_ENTITY, e), partner_value,
+                               partner_value};
+            incoming[n++] = node;
         }
         for (size_t i = 0; i < trigger_count; i++) {
             uint32_t t = cs->pending_triggers[i];
             if (!(cs->trigger_flags[t] & COORD_TRIGGER_PENDING)) continue;
-            incoming[n++] = coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t);
-            incoming[n++] = coord__key(cs->trigger_high[a][t], COORD_KIND_UPPER, t);
+            float low = cs->trigger_low[partner][t], high = cs->trigger_high[partner][t];
+            coord_node lower = {coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t), low, high};
+            coord_node upper = {coord__key(cs->trigger_high[a][t], COORD_KIND_UPPER, t), low, high};
+            incoming[n++] = lower;
+            incoming[n++] = upper;
         }
-        qsort(incoming, n, sizeof *incoming, coord_compare_keys);
+        qsort(incoming, n, sizeof *incoming, coord_compare_nodes);
         coord_merge(cs, a, incoming, n);
     }
     coord_sweep_new_pairs(cs);
@@ -487,7 +626,7 @@ void coord__apply_pending(coord_system *cs) {
 static void coord_delete_node(coord_system *cs, int a, uint64_t key, uint32_t hint) {
     coord_axis *axis = &cs->axes[a];
     uint32_t position = coord__locate(cs, a, key, hint);
-    memmove(axis->keys + position, axis->keys + position + 1, (axis->count - position - 1) * sizeof *axis->keys);
+    memmove(axis->nodes + position, axis->nodes + position + 1, (axis->count - position - 1) * sizeof *axis->nodes);
     axis->count--;
 }
 
@@ -505,22 +644,24 @@ void coord__delete_trigger_nodes(coord_system *cs, uint32_t t) {
     }
 }
 
-/* Clears entity e's membership in every trigger that contains it: walks X
- * leftwards from e over the nodes a containing trigger's lower bound could
- * be among (no trigger is wider than max_trigger_span). */
+/* Logs a flip for every trigger that contains entity e, taking e out of
+ * them: walks X leftwards from e over the nodes among which a containing
+ * trigger's lower bound can be (no trigger is wider than max_trigger_span). */
 static void coord_leave_all_triggers(coord_system *cs, uint32_t e, uint32_t position) {
     const coord_axis *axis = &cs->axes[0];
-    float x = cs->entity_coord[0][e];
+    float x = cs->entity_coord[0][e], z = cs->entity_coord[1][e];
     /* Nodes sorting before this key lie further left than any trigger that
      * could contain e can start. */
     uint64_t reach = coord__key(x - cs->max_trigger_span[0], COORD_KIND_LOWER, 0);
     for (size_t i = position; i-- > 0;) {
-        uint64_t key = axis->keys[i];
-        if (key < reach) break;
-        if (COORD_KIND_OF(key) != COORD_KIND_LOWER) continue;
-        uint32_t t = (uint32_t)(key & COORD_INDEX_MASK);
-        if (cs->watchers[t >> 1].owner == e) continue;
-        if (cs->trigger_high[0][t] >= x && coord_overlaps_except(cs, t, e, 0)) coord__flip(cs, t, e);
+        const coord_node *node = &axis->nodes[i];
+        if (node->key < reach) break;
+        if (COORD_KIND_OF(node->key) != COORD_KIND_LOWER) continue;
+        if (z < node->low || z > node->high) continue;
+        uint32_t t = (uint32_t)(node->key & COORD_INDEX_MASK);
+        if (cs->trigger_high[0][t] < x) continue;
+        if (cs->axis_count == 3 && !coord_inside_on(cs, t, e, 2)) continue;
+        coord__log_flip(cs, t, e);
     }
 }
 
@@ -536,6 +677,7 @@ int coord_remove_entity(coord_system *cs, uint32_t entity) {
         coord__apply_pending(cs);
         uint64_t key = coord__key(cs->entity_coord[0][entity], COORD_KIND_ENTITY, entity);
         uint32_t position = coord__locate(cs, 0, key, cs->entity_hint[0][entity]);
+        cs->entity_hint[0][entity] = position;
         coord_leave_all_triggers(cs, entity, position);
         for (int a = 0; a < cs->axis_count; a++)
             coord_delete_node(cs, a, coord__key(cs->entity_coord[a][entity], COORD_KIND_ENTITY, entity),
@@ -565,7 +707,7 @@ void coord__recycle_entities(coord_system *cs) {
 void coord_get_stats(const coord_system *cs, coord_stats *out) {
     *out = cs->stats;
     size_t bytes = sizeof *cs;
-    for (int a = 0; a < COORD_MAX_AXES; a++) bytes += cs->axes[a].capacity * sizeof(uint64_t);
+    for (int a = 0; a < COORD_MAX_AXES; a++) bytes += cs->axes[a].capacity * sizeof(coord_node);
     bytes += (size_t)cs->entity_capacity * (sizeof *cs->entities + COORD_MAX_AXES * (sizeof(float) + sizeof(uint32_t)));
     bytes += (size_t)cs->watcher_capacity *
              (sizeof *cs->watchers + 2 * (COORD_MAX_AXES * (2 * sizeof(float) + 2 * sizeof(uint32_t)) + 1));

@@ -8,6 +8,8 @@
 
 #define COORD_MAX_AXES 3
 #define COORD_INDEX_MASK 0x3FFFFFFFu /* 30 bits of index in a node key */
+/* Pair-table entries keep the entity id in 28 bits beside 4 flag bits. */
+#define COORD_MAX_ENTITIES 0x0FFFFFF0u
 
 enum { COORD_KIND_LOWER = 0, COORD_KIND_ENTITY = 1, COORD_KIND_UPPER = 2 };
 
@@ -26,10 +28,28 @@ enum {
     COORD_PAIR_TOUCHED = 8, /* on the watcher's touched list */
 };
 
+/* One node of an axis: its sort key, and the node's range on the axis's
+ * partner (X's partner is Z; Z's and Y's is X) -- an entity's coordinate
+ * twice, or a trigger's bounds. Carrying the partner range in the node lets
+ * a crossing be decided from the two nodes alone, without touching the
+ * entity or trigger records, which are elsewhere in memory. */
+typedef struct coord_node {
+    uint64_t key;
+    float low, high;
+} coord_node;
+
 typedef struct coord_axis {
-    uint64_t *keys; /* sorted node keys */
+    coord_node *nodes; /* sorted by key */
     size_t count, capacity;
 } coord_axis;
+
+/* A membership flip waiting to be applied: crossings only log them; the
+ * flush sorts the log by watcher and applies each watcher's flips while its
+ * table is hot in the cache. */
+typedef struct coord_flip {
+    uint32_t trigger;
+    uint32_t entity;
+} coord_flip;
 
 typedef struct coord_entity_record {
     void *user_data;
@@ -48,8 +68,8 @@ typedef struct coord_watcher_record {
     uint32_t next_owned;
     uint32_t next_free;
     float extent, hysteresis;
-    /* Open-addressing table of pairs: (entity + 1) << 32 | bits. */
-    uint64_t *table;
+    /* Open-addressing table of pairs: (entity + 1) << 4 | bits. */
+    uint32_t *table;
     uint32_t table_capacity; /* power of two, or 0 */
     uint32_t table_used;
     uint32_t view_count;
@@ -85,9 +105,10 @@ struct coord_system {
     size_t pending_entity_count, pending_entity_capacity;
     uint32_t *pending_triggers;
     size_t pending_trigger_count, pending_trigger_capacity;
-    uint64_t *pending_keys[COORD_MAX_AXES];
+    coord_node *pending_keys[COORD_MAX_AXES];
     size_t pending_key_capacity[COORD_MAX_AXES];
-    uint32_t *sweep_open, *sweep_open_position;
+    struct coord_open_trigger *sweep_open;
+    uint32_t *sweep_open_position;
     size_t sweep_capacity;
 
     /* Ids freed since the last flush: reusable once it has reported them. */
@@ -95,6 +116,12 @@ struct coord_system {
     size_t dead_entity_count, dead_entity_capacity;
     uint32_t *dead_watchers;
     size_t dead_watcher_count, dead_watcher_capacity;
+
+    /* Flips logged since they were last applied, and the sort's buffers. */
+    coord_flip *flips, *flips_sorted;
+    size_t flip_count, flip_capacity;
+    uint32_t *flip_bucket;  /* per watcher: start of its run in flips_sorted */
+    size_t flip_bucket_capacity;
 
     /* Watchers with touched pairs, and the flush's working copy. */
     uint32_t *touched_watchers;
@@ -117,10 +144,21 @@ void coord__place_trigger(coord_system *cs, uint32_t trigger, const float *centr
 void coord__reserve_watchers(coord_system *cs, uint32_t wanted);
 void coord__recycle_entities(coord_system *cs);
 
+/* Logs a flip of (trigger, entity); applied by coord__apply_flips. */
+static inline void coord__log_flip(coord_system *cs, uint32_t trigger, uint32_t entity);
+
 /* coord_watcher.c */
-void coord__flip(coord_system *cs, uint32_t trigger, uint32_t entity);
+void coord__grow_flip_log(coord_system *cs);
+void coord__apply_flips(coord_system *cs);
 void coord__place_watcher(coord_system *cs, uint32_t watcher);
 void coord__watcher_release(coord_system *cs, uint32_t watcher);
 size_t coord__watcher_table_bytes(const coord_system *cs);
+
+static inline void coord__log_flip(coord_system *cs, uint32_t trigger, uint32_t entity) {
+    if (cs->flip_count == cs->flip_capacity) coord__grow_flip_log(cs);
+    cs->flips[cs->flip_count].trigger = trigger;
+    cs->flips[cs->flip_count].entity = entity;
+    cs->flip_count++;
+}
 
 #endif

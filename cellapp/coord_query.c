@@ -31,14 +31,16 @@ static void coord_scan_box(coord_system *cs, const float *low, const float *high
     const coord_axis *axis = &cs->axes[0];
     size_t i = coord__lower_bound(cs, 0, coord__key(low[0], COORD_KIND_LOWER, 0));
     uint64_t end = coord__key(high[0], COORD_KIND_UPPER, COORD_INDEX_MASK);
-    for (; i < axis->count && axis->keys[i] <= end; i++) {
-        uint64_t key = axis->keys[i];
-        if (((key >> 30) & 3u) != COORD_KIND_ENTITY) continue;
-        uint32_t e = (uint32_t)(key & COORD_INDEX_MASK);
+    for (; i < axis->count && axis->nodes[i].key <= end; i++) {
+        const coord_node *node = &axis->nodes[i];
+        if (((node->key >> 30) & 3u) != COORD_KIND_ENTITY) continue;
+        /* The X node carries the entity's Z. */
+        if (node->low < low[1] || node->low > high[1]) continue;
+        uint32_t e = (uint32_t)(node->key & COORD_INDEX_MASK);
         bool inside = true;
-        for (int a = 1; a < cs->axis_count && inside; a++) {
-            float c = cs->entity_coord[a][e];
-            inside = c >= low[a] && c <= high[a];
+        if (cs->axis_count == 3) {
+            float c = cs->entity_coord[2][e];
+            inside = c >= low[2] && c <= high[2];
         }
         if (inside && coord_query_accepts(cs, e, filter)) visit(cs, e, context);
     }

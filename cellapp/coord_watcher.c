@@ -17,18 +17,20 @@
 
 /* ---- pair tables ------------------------------------------------------------ */
 
-#define COORD_PAIR_KEY(entry) ((uint32_t)((entry) >> 32))
-#define COORD_PAIR_BITS(entry) ((uint32_t)((entry) & 0xFFu))
+/* An entry is (entity + 1) << 4 | bits; 0 marks an empty slot. */
+#define COORD_PAIR_SHIFT 4
+#define COORD_PAIR_KEY(entry) ((entry) >> COORD_PAIR_SHIFT)
+#define COORD_PAIR_BITS_MASK 0xFu
 
-static inline uint32_t coord_pair_slot(uint32_t entity, uint32_t capacity) {
-    return (uint32_t)((entity + 1u) * 2654435761u) & (capacity - 1u);
+static inline uint32_t coord_pair_slot(uint32_t key, uint32_t capacity) {
+    return (key * 2654435761u) & (capacity - 1u);
 }
 
-static uint64_t *coord_pair_find(const coord_watcher_record *w, uint32_t entity) {
+static uint32_t *coord_pair_find(const coord_watcher_record *w, uint32_t entity) {
     if (w->table_capacity == 0) return NULL;
     uint32_t mask = w->table_capacity - 1, key = entity + 1;
-    for (uint32_t i = coord_pair_slot(entity, w->table_capacity);; i = (i + 1) & mask) {
-        uint64_t entry = w->table[i];
+    for (uint32_t i = coord_pair_slot(key, w->table_capacity);; i = (i + 1) & mask) {
+        uint32_t entry = w->table[i];
         if (entry == 0) return NULL;
         if (COORD_PAIR_KEY(entry) == key) return &w->table[i];
     }
@@ -36,44 +38,51 @@ static uint64_t *coord_pair_find(const coord_watcher_record *w, uint32_t entity)
 
 static void coord_pair_grow(coord_watcher_record *w) {
     uint32_t old_capacity = w->table_capacity;
-    uint64_t *old = w->table;
+    uint32_t *old = w->table;
     w->table_capacity = old_capacity ? old_capacity * 2 : 16;
     w->table = xcalloc(w->table_capacity, sizeof *w->table);
     uint32_t mask = w->table_capacity - 1;
     for (uint32_t i = 0; i < old_capacity; i++) {
-        uint64_t entry = old[i];
+        uint32_t entry = old[i];
         if (!entry) continue;
-        uint32_t slot = coord_pair_slot(COORD_PAIR_KEY(entry) - 1, w->table_capacity);
+        uint32_t slot = coord_pair_slot(COORD_PAIR_KEY(entry), w->table_capacity);
         while (w->table[slot]) slot = (slot + 1) & mask;
         w->table[slot] = entry;
     }
     free(old);
 }
 
-static uint64_t *coord_pair_find_or_add(coord_watcher_record *w, uint32_t entity) {
-    uint64_t *entry = coord_pair_find(w, entity);
-    if (entry) return entry;
-    /* Half full at most: probes stay short. */
-    if ((w->table_used + 1) * 2 > w->table_capacity) coord_pair_grow(w);
+static uint32_t *coord_pair_find_or_add(coord_watcher_record *w, uint32_t entity) {
+    uint32_t key = entity + 1;
+    if (w->table_capacity) {
+        uint32_t mask = w->table_capacity - 1;
+        for (uint32_t i = coord_pair_slot(key, w->table_capacity);; i = (i + 1) & mask) {
+            uint32_t entry = w->table[i];
+            if (entry == 0) break;
+            if (COORD_PAIR_KEY(entry) == key) return &w->table[i];
+        }
+    }
+    /* At most two thirds full: probes stay short, memory stays modest. */
+    if ((w->table_used + 1) * 3 > w->table_capacity * 2) coord_pair_grow(w);
     uint32_t mask = w->table_capacity - 1;
-    uint32_t slot = coord_pair_slot(entity, w->table_capacity);
+    uint32_t slot = coord_pair_slot(key, w->table_capacity);
     while (w->table[slot]) slot = (slot + 1) & mask;
-    w->table[slot] = (uint64_t)(entity + 1) << 32;
+    w->table[slot] = key << COORD_PAIR_SHIFT;
     w->table_used++;
     return &w->table[slot];
 }
 
-/* Deletes the entry at `slot` with backward shifting, so no tombstones. */
-static void coord_pair_delete(coord_watcher_record *w, uint64_t *entry) {
+/* Deletes an entry with backward shifting, so there are no tombstones. */
+static void coord_pair_delete(coord_watcher_record *w, uint32_t *entry) {
     uint32_t mask = w->table_capacity - 1;
     uint32_t hole = (uint32_t)(entry - w->table);
     uint32_t i = hole;
     for (;;) {
         i = (i + 1) & mask;
-        uint64_t next = w->table[i];
+        uint32_t next = w->table[i];
         if (!next) break;
-        uint32_t home = coord_pair_slot(COORD_PAIR_KEY(next) - 1, w->table_capacity);
-        /* Move `next` into the hole unless its home lies cyclically in (hole, i]. */
+        uint32_t home = coord_pair_slot(COORD_PAIR_KEY(next), w->table_capacity);
+        /* `next` stays unless the hole lies cyclically in [home, i). */
         bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
         if (stays) continue;
         w->table[hole] = next;
@@ -84,9 +93,9 @@ static void coord_pair_delete(coord_watcher_record *w, uint64_t *entry) {
 }
 
 size_t coord__watcher_table_bytes(const coord_system *cs) {
-    size_t bytes = 0;
+    size_t bytes = (cs->flip_capacity * 2) * sizeof(coord_flip) + cs->flip_bucket_capacity * sizeof(uint32_t);
     for (uint32_t w = 0; w < cs->watcher_count; w++)
-        bytes += (size_t)cs->watchers[w].table_capacity * sizeof(uint64_t) +
+        bytes += (size_t)cs->watchers[w].table_capacity * sizeof(uint32_t) +
                  (size_t)cs->watchers[w].touched_capacity * sizeof(uint32_t);
     return bytes;
 }
@@ -97,7 +106,7 @@ static inline bool coord_watcher_dual(const coord_system *cs, uint32_t w) {
     return cs->trigger_flags[2 * w + 1] & COORD_TRIGGER_ACTIVE;
 }
 
-static void coord_touch(coord_system *cs, uint32_t w, uint64_t *entry, uint32_t entity) {
+static void coord_touch(coord_system *cs, uint32_t w, uint32_t *entry, uint32_t entity) {
     if (*entry & COORD_PAIR_TOUCHED) return;
     *entry |= COORD_PAIR_TOUCHED;
     coord_watcher_record *record = &cs->watchers[w];
@@ -117,15 +126,56 @@ static void coord_touch(coord_system *cs, uint32_t w, uint64_t *entry, uint32_t 
     }
 }
 
-void coord__flip(coord_system *cs, uint32_t trigger, uint32_t entity) {
-    uint32_t w = trigger >> 1;
-    coord_watcher_record *record = &cs->watchers[w];
-    uint64_t bits;
-    if (coord_watcher_dual(cs, w)) bits = (trigger & 1) ? COORD_PAIR_OUTER : COORD_PAIR_INNER;
-    else bits = COORD_PAIR_INNER | COORD_PAIR_OUTER;
-    uint64_t *entry = coord_pair_find_or_add(record, entity);
-    *entry ^= bits;
-    coord_touch(cs, w, entry, entity);
+void coord__grow_flip_log(coord_system *cs) {
+    cs->flip_capacity = cs->flip_capacity ? cs->flip_capacity * 2 : 4096;
+    cs->flips = xrealloc(cs->flips, cs->flip_capacity * sizeof *cs->flips);
+}
+
+/* Applies the logged flips. A counting sort groups them by watcher, so each
+ * watcher's table is brought into the cache once rather than once per
+ * crossing; flips of the same pair cancel in the XOR whatever their order. */
+void coord__apply_flips(coord_system *cs) {
+    size_t count = cs->flip_count;
+    if (count == 0) return;
+    size_t buckets = (size_t)cs->watcher_count + 1;
+    if (cs->flip_bucket_capacity < buckets) {
+        cs->flip_bucket_capacity = buckets;
+        cs->flip_bucket = xrealloc(cs->flip_bucket, buckets * sizeof *cs->flip_bucket);
+    }
+    uint32_t *start = cs->flip_bucket;
+    memset(start, 0, buckets * sizeof *start);
+    for (size_t i = 0; i < count; i++) start[(cs->flips[i].trigger >> 1) + 1]++;
+    for (size_t w = 1; w < buckets; w++) start[w] += start[w - 1];
+    cs->flips_sorted = xrealloc(cs->flips_sorted, cs->flip_capacity * sizeof *cs->flips_sorted);
+    for (size_t i = 0; i < count; i++) cs->flips_sorted[start[cs->flips[i].trigger >> 1]++] = cs->flips[i];
+    cs->flip_count = 0;
+    /* start[w] now marks the end of watcher w's run. */
+    size_t begin = 0;
+    for (uint32_t w = 0; w < cs->watcher_count; w++) {
+        size_t end = start[w];
+        coord_watcher_record *record = &cs->watchers[w];
+        if (begin == end || !record->live) {
+            begin = end;
+            continue;
+        }
+        bool dual = coord_watcher_dual(cs, w);
+        uint32_t owner = record->owner;
+        /* Size the table for the worst case up front: a bulk load brings
+         * hundreds of pairs at once, and growing step by step would rehash
+         * them again and again. */
+        while ((record->table_used + (end - begin)) * 3 > (size_t)record->table_capacity * 2) coord_pair_grow(record);
+        for (size_t i = begin; i < end; i++) {
+            const coord_flip *flip = &cs->flips_sorted[i];
+            if (flip->entity == owner) continue;
+            uint32_t bits = dual ? ((flip->trigger & 1) ? COORD_PAIR_OUTER : COORD_PAIR_INNER)
+                                 : (COORD_PAIR_INNER | COORD_PAIR_OUTER);
+            uint32_t *entry = coord_pair_find_or_add(record, flip->entity);
+            *entry ^= bits;
+            coord_touch(cs, w, entry, flip->entity);
+            record = &cs->watchers[w];
+        }
+        begin = end;
+    }
 }
 
 /* ---- placing, adding, removing -------------------------------------------- */
@@ -232,11 +282,12 @@ void coord__watcher_release(coord_system *cs, uint32_t w) {
  * every OUTER bit (single -> dual, before the outer trigger's sweep sets
  * them afresh), touching the pairs that change. */
 static void coord_reset_outer_bits(coord_system *cs, uint32_t w, bool copy_inner) {
+    coord__apply_flips(cs);
     coord_watcher_record *record = &cs->watchers[w];
     for (uint32_t i = 0; i < record->table_capacity; i++) {
-        uint64_t entry = record->table[i];
+        uint32_t entry = record->table[i];
         if (!entry) continue;
-        uint64_t updated = entry & ~(uint64_t)COORD_PAIR_OUTER;
+        uint32_t updated = entry & ~(uint32_t)COORD_PAIR_OUTER;
         if (copy_inner && (entry & COORD_PAIR_INNER)) updated |= COORD_PAIR_OUTER;
         if (updated == entry) continue;
         record->table[i] = updated;
@@ -248,6 +299,9 @@ static void coord_reset_outer_bits(coord_system *cs, uint32_t w, bool copy_inner
 int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hysteresis) {
     if (!coord_watcher_valid(cs, w) || !coord_valid_range(extent, hysteresis)) return -1;
     coord__apply_pending(cs);
+    /* Logged flips were logged under the current mode: apply them before
+     * the mode can change. */
+    coord__apply_flips(cs);
     bool was_dual = coord_watcher_dual(cs, w), dual = hysteresis > 0;
     coord_watcher_record *record = &cs->watchers[w];
     record->extent = extent;
@@ -272,7 +326,7 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
 
 bool coord_watcher_sees(const coord_system *cs, uint32_t w, uint32_t entity) {
     if (!coord_watcher_valid(cs, w)) return false;
-    const uint64_t *entry = coord_pair_find(&cs->watchers[w], entity);
+    const uint32_t *entry = coord_pair_find(&cs->watchers[w], entity);
     return entry && (*entry & COORD_PAIR_VIEW);
 }
 
@@ -284,7 +338,7 @@ uint32_t coord_watcher_next(const coord_system *cs, uint32_t w, size_t *cursor) 
     if (!coord_watcher_valid(cs, w)) return COORD_NONE;
     const coord_watcher_record *record = &cs->watchers[w];
     while (*cursor < record->table_capacity) {
-        uint64_t entry = record->table[(*cursor)++];
+        uint32_t entry = record->table[(*cursor)++];
         if (entry & COORD_PAIR_VIEW) return COORD_PAIR_KEY(entry) - 1;
     }
     return COORD_NONE;
@@ -301,14 +355,14 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w) {
     for (uint32_t i = 0; i < cs->watchers[w].touched_count; i++) {
         coord_watcher_record *record = &cs->watchers[w]; /* callbacks may move the array */
         uint32_t entity = record->touched[i];
-        uint64_t *entry = coord_pair_find(record, entity);
+        uint32_t *entry = coord_pair_find(record, entity);
         if (!entry) continue;
-        uint64_t bits = *entry & ~(uint64_t)COORD_PAIR_TOUCHED;
+        uint32_t bits = *entry & ~(uint32_t)COORD_PAIR_TOUCHED;
         bool was = bits & COORD_PAIR_VIEW;
         bool now = (bits & COORD_PAIR_INNER) || (was && (bits & COORD_PAIR_OUTER));
         if (now) bits |= COORD_PAIR_VIEW;
-        else bits &= ~(uint64_t)COORD_PAIR_VIEW;
-        if ((bits & 0xFF) == 0) coord_pair_delete(record, entry);
+        else bits &= ~(uint32_t)COORD_PAIR_VIEW;
+        if ((bits & COORD_PAIR_BITS_MASK) == 0) coord_pair_delete(record, entry);
         else *entry = bits;
         if (now == was) {
             cs->stats.cancelled++;
@@ -344,6 +398,7 @@ size_t coord_flush(coord_system *cs) {
     size_t delivered = 0;
     for (int round = 0; round < COORD_FLUSH_ROUNDS; round++) {
         coord__apply_pending(cs);
+        coord__apply_flips(cs);
         size_t count = cs->touched_watcher_count;
         if (count == 0) break;
         if (cs->flush_watcher_capacity < count) {
