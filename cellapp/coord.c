@@ -66,6 +66,7 @@ static void coord_reserve_entities(coord_system *cs, uint32_t wanted) {
     for (int a = 0; a < COORD_MAX_AXES; a++) {
         cs->entity_coord[a] = xrealloc(cs->entity_coord[a], capacity * sizeof(float));
         cs->entity_hint[a] = xrealloc(cs->entity_hint[a], capacity * sizeof(uint32_t));
+        cs->entity_target[a] = xrealloc(cs->entity_target[a], capacity * sizeof(float));
     }
     cs->entity_capacity = capacity;
 }
@@ -101,6 +102,7 @@ void coord_free(coord_system *cs) {
         free(cs->axes[a].nodes);
         free(cs->entity_coord[a]);
         free(cs->entity_hint[a]);
+        free(cs->entity_target[a]);
         free(cs->trigger_low[a]);
         free(cs->trigger_high[a]);
         free(cs->trigger_hint[a]);
@@ -119,6 +121,8 @@ void coord_free(coord_system *cs) {
     free(cs->sweep_open_position);
     free(cs->flips);
     free(cs->flips_sorted);
+    free(cs->dirty);
+    free(cs->dirty_order);
     free(cs->flip_bucket);
     free(cs);
 }
@@ -322,33 +326,6 @@ static void coord_to_axes(const coord_system *cs, float x, float y, float z, flo
     out[2] = cs->axis_count == 3 ? y : 0.0f;
 }
 
-/* Moves entity e to `target` (axis order X, Z, Y). Axes go in order; each
- * node carries its partner coordinate as committed so far, so every slide
- * sees a consistent picture; at the end the X node learns the new Z. */
-static void coord_move_entity_nodes(coord_system *cs, uint32_t e, const float *target) {
-    float old[COORD_MAX_AXES];
-    for (int a = 0; a < cs->axis_count; a++) old[a] = cs->entity_coord[a][e];
-    for (int a = 0; a < cs->axis_count; a++) {
-        int partner = coord_partner(a);
-        bool coordinate_changed = old[a] != target[a];
-        bool partner_changed = partner < a && old[partner] != target[partner];
-        if (!coordinate_changed && !partner_changed) continue;
-        uint32_t position = coord__locate(cs, a, coord__key(old[a], COORD_KIND_ENTITY, e), cs->entity_hint[a][e]);
-        float partner_value = cs->entity_coord[partner][e];
-        coord_node moving = {coord__key(target[a], COORD_KIND_ENTITY, e), partner_value, partner_value};
-        if (coordinate_changed) position = coord_slide(cs, a, position, moving);
-        else cs->axes[a].nodes[position] = moving;
-        cs->entity_hint[a][e] = position;
-        cs->entity_coord[a][e] = target[a];
-    }
-    if (old[1] != target[1]) {
-        uint32_t position =
-            coord__locate(cs, 0, coord__key(target[0], COORD_KIND_ENTITY, e), cs->entity_hint[0][e]);
-        cs->axes[0].nodes[position].low = cs->axes[0].nodes[position].high = target[1];
-        cs->entity_hint[0][e] = position;
-    }
-}
-
 /* Moves one boundary of trigger t on axis a to `value`, carrying the
  * trigger's committed partner range. */
 static void coord_move_boundary(coord_system *cs, uint32_t t, int a, unsigned kind, float value) {
@@ -405,23 +382,145 @@ void coord__place_trigger(coord_system *cs, uint32_t t, const float *centre, flo
     if (z_changed) coord_refresh_boundaries(cs, t, 0);
 }
 
+/* Moves are deferred: the entity records where it is going and its nodes
+ * follow at the next settle (a flush, a query, a structural change), all
+ * moved entities together, one axis at a time. Several moves between two
+ * settles cost one; the batch walks each axis while it is hot in the
+ * cache; and each node's partner range is refreshed once per batch. */
 int coord_move_entity(coord_system *cs, uint32_t entity, float x, float y, float z) {
     if (entity >= cs->entity_count || !cs->entities[entity].live || !coord_finite(x, y, z)) return -1;
-    coord__apply_pending(cs);
+    coord_entity_record *record = &cs->entities[entity];
     float position[COORD_MAX_AXES];
     coord_to_axes(cs, x, y, z, position);
-    cs->entities[entity].y = y;
-    coord_move_entity_nodes(cs, entity, position);
-    for (uint32_t w = cs->entities[entity].first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned)
-        coord__place_watcher(cs, w);
+    record->y = y;
+    if (record->pending) {
+        /* Not in the axes yet: its nodes (and its watchers' queued
+         * triggers) are made from these coordinates when it goes in. */
+        for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_coord[a][entity] = position[a];
+        for (uint32_t w = record->first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned)
+            coord__place_watcher(cs, w);
+        return 0;
+    }
+    for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_target[a][entity] = position[a];
+    if (!record->dirty) {
+        record->dirty = 1;
+        if (cs->dirty_count == cs->dirty_capacity) {
+            cs->dirty_capacity = cs->dirty_capacity ? cs->dirty_capacity * 2 : 256;
+            cs->dirty = xrealloc(cs->dirty, cs->dirty_capacity * sizeof *cs->dirty);
+            cs->dirty_order = xrealloc(cs->dirty_order, cs->dirty_capacity * sizeof *cs->dirty_order);
+        }
+        cs->dirty[cs->dirty_count++] = entity;
+    }
     return 0;
+}
+
+/* Slides entity e's node on axis a to `value`, carrying its committed
+ * partner coordinate. */
+static void coord_slide_entity_axis(coord_system *cs, uint32_t e, int a, float value) {
+    float old = cs->entity_coord[a][e];
+    if (old == value) return;
+    uint32_t position = coord__locate(cs, a, coord__key(old, COORD_KIND_ENTITY, e), cs->entity_hint[a][e]);
+    float partner = cs->entity_coord[coord_partner(a)][e];
+    coord_node moving = {coord__key(value, COORD_KIND_ENTITY, e), partner, partner};
+    cs->entity_hint[a][e] = coord_slide(cs, a, position, moving);
+    cs->entity_coord[a][e] = value;
+}
+
+/* Slides trigger t's two nodes on axis a to [low, high], the one on the
+ * side of the motion first so the interval never turns inside out. */
+static void coord_slide_trigger_axis(coord_system *cs, uint32_t t, int a, float low, float high) {
+    if (low == cs->trigger_low[a][t] && high == cs->trigger_high[a][t]) return;
+    if (high >= cs->trigger_high[a][t]) {
+        coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
+        coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
+    } else {
+        coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
+        coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
+    }
+    float span = high - low;
+    if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
+}
+
+/* Rewrites the partner range every node of axis a carries, from the
+ * records: one linear pass after the partner axis has moved. */
+static void coord_refresh_partner(coord_system *cs, int a) {
+    int partner = coord_partner(a);
+    coord_node *nodes = cs->axes[a].nodes;
+    const float *coordinate = cs->entity_coord[partner];
+    const float *low = cs->trigger_low[partner], *high = cs->trigger_high[partner];
+    for (size_t i = 0, n = cs->axes[a].count; i < n; i++) {
+        uint32_t index = (uint32_t)(nodes[i].key & COORD_INDEX_MASK);
+        if (COORD_KIND_OF(nodes[i].key) == COORD_KIND_ENTITY) {
+            nodes[i].low = nodes[i].high = coordinate[index];
+        } else {
+            nodes[i].low = low[index];
+            nodes[i].high = high[index];
+        }
+    }
+}
+
+/* Lists the dirty entities in the order their nodes sit on axis a, so the
+ * batch walks the axis from one end to the other. */
+static size_t coord_dirty_in_axis_order(coord_system *cs, int a) {
+    size_t count = 0;
+    const coord_node *nodes = cs->axes[a].nodes;
+    for (size_t i = 0, n = cs->axes[a].count; i < n && count < cs->dirty_count; i++) {
+        if (COORD_KIND_OF(nodes[i].key) != COORD_KIND_ENTITY) continue;
+        uint32_t e = (uint32_t)(nodes[i].key & COORD_INDEX_MASK);
+        if (cs->entities[e].dirty) cs->dirty_order[count++] = e;
+    }
+    return count;
+}
+
+/* Applies every deferred move: all X slides (nodes carry the old, still
+ * consistent Z), then the Z nodes learn the new X, then all Z slides (and
+ * Y in 3D), then the X nodes learn the new Z. Each slide is still one node
+ * passing its neighbours in a consistent picture, so every flip is exact. */
+static void coord_apply_moves(coord_system *cs) {
+    if (cs->dirty_count == 0) return;
+    /* Sparse batches skip the ordering pass: it walks the whole axis. */
+    bool ordered = cs->dirty_count * 8 >= cs->axes[0].count;
+    for (int a = 0; a < cs->axis_count; a++) {
+        size_t count = cs->dirty_count;
+        const uint32_t *order = cs->dirty;
+        if (ordered) {
+            count = coord_dirty_in_axis_order(cs, a);
+            order = cs->dirty_order;
+        }
+        for (size_t i = 0; i < count; i++) {
+            uint32_t e = order[i];
+            float value = cs->entity_target[a][e];
+            coord_slide_entity_axis(cs, e, a, value);
+            for (uint32_t w = cs->entities[e].first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned) {
+                const coord_watcher_record *watcher = &cs->watchers[w];
+                if (cs->trigger_flags[2 * w] & COORD_TRIGGER_PENDING) continue;
+                coord_slide_trigger_axis(cs, 2 * w, a, value - watcher->extent, value + watcher->extent);
+                if (cs->trigger_flags[2 * w + 1] & COORD_TRIGGER_ACTIVE) {
+                    float reach = watcher->extent + watcher->hysteresis;
+                    coord_slide_trigger_axis(cs, 2 * w + 1, a, value - reach, value + reach);
+                }
+            }
+        }
+        if (a == 0) {
+            for (int b = 1; b < cs->axis_count; b++) coord_refresh_partner(cs, b);
+        }
+    }
+    coord_refresh_partner(cs, 0);
+    for (size_t i = 0; i < cs->dirty_count; i++) cs->entities[cs->dirty[i]].dirty = 0;
+    cs->dirty_count = 0;
+}
+
+void coord__settle(coord_system *cs) {
+    coord__apply_pending(cs);
+    coord_apply_moves(cs);
 }
 
 int coord_entity_position(const coord_system *cs, uint32_t entity, float *x, float *y, float *z) {
     if (entity >= cs->entity_count || !cs->entities[entity].live) return -1;
-    if (x) *x = cs->entity_coord[0][entity];
-    if (z) *z = cs->entity_coord[1][entity];
-    if (y) *y = cs->axis_count == 3 ? cs->entity_coord[2][entity] : cs->entities[entity].y;
+    float *const *coordinates = cs->entities[entity].dirty ? cs->entity_target : cs->entity_coord;
+    if (x) *x = coordinates[0][entity];
+    if (z) *z = coordinates[1][entity];
+    if (y) *y = cs->axis_count == 3 ? coordinates[2][entity] : cs->entities[entity].y;
     return 0;
 }
 
@@ -674,7 +773,7 @@ int coord_remove_entity(coord_system *cs, uint32_t entity) {
         /* Never entered the axes: nobody has seen it. */
         record->live = 0;
     } else {
-        coord__apply_pending(cs);
+        coord__settle(cs);
         uint64_t key = coord__key(cs->entity_coord[0][entity], COORD_KIND_ENTITY, entity);
         uint32_t position = coord__locate(cs, 0, key, cs->entity_hint[0][entity]);
         cs->entity_hint[0][entity] = position;

@@ -59,6 +59,7 @@ typedef struct coord_entity_record {
     float y;                /* kept for 2D systems, which have no Y axis */
     uint8_t live;
     uint8_t pending;        /* added but not yet merged into the axes */
+    uint8_t dirty;          /* moved; its nodes follow at the next settle */
 } coord_entity_record;
 
 typedef struct coord_watcher_record {
@@ -86,6 +87,7 @@ struct coord_system {
     coord_entity_record *entities;
     float *entity_coord[COORD_MAX_AXES]; /* committed coordinate per axis */
     uint32_t *entity_hint[COORD_MAX_AXES];
+    float *entity_target[COORD_MAX_AXES]; /* where a dirty entity is going */
     uint32_t entity_count, entity_capacity; /* ids handed out so far, room */
     uint32_t free_entities_head;
     size_t live_entities;
@@ -110,6 +112,10 @@ struct coord_system {
     struct coord_open_trigger *sweep_open;
     uint32_t *sweep_open_position;
     size_t sweep_capacity;
+
+    /* Entities moved since the last settle, and the order they go in. */
+    uint32_t *dirty, *dirty_order;
+    size_t dirty_count, dirty_capacity;
 
     /* Ids freed since the last flush: reusable once it has reported them. */
     uint32_t *dead_entities;
@@ -138,6 +144,8 @@ uint64_t coord__key(float value, unsigned kind, uint32_t index);
 uint32_t coord__locate(const coord_system *cs, int axis, uint64_t key, uint32_t hint);
 size_t coord__lower_bound(const coord_system *cs, int axis, uint64_t key);
 void coord__apply_pending(coord_system *cs);
+/* Brings the axes up to date: queued additions and deferred moves. */
+void coord__settle(coord_system *cs);
 void coord__queue_trigger(coord_system *cs, uint32_t trigger);
 void coord__delete_trigger_nodes(coord_system *cs, uint32_t trigger);
 void coord__place_trigger(coord_system *cs, uint32_t trigger, const float *centre, float extent);

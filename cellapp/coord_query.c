@@ -27,7 +27,7 @@ typedef void (*coord_visit)(coord_system *cs, uint32_t entity, void *context);
 
 static void coord_scan_box(coord_system *cs, const float *low, const float *high, const coord_query_filter *filter,
                            coord_visit visit, void *context) {
-    coord__apply_pending(cs);
+    coord__settle(cs);
     const coord_axis *axis = &cs->axes[0];
     size_t i = coord__lower_bound(cs, 0, coord__key(low[0], COORD_KIND_LOWER, 0));
     uint64_t end = coord__key(high[0], COORD_KIND_UPPER, COORD_INDEX_MASK);

@@ -180,17 +180,12 @@ void coord__apply_flips(coord_system *cs) {
 
 /* ---- placing, adding, removing -------------------------------------------- */
 
+/* Where the watcher's owner is -- or is going, if its move is deferred: a
+ * trigger queued now goes in at the owner's destination. */
 static void coord_watcher_centre(const coord_system *cs, uint32_t w, float *centre) {
     uint32_t owner = cs->watchers[w].owner;
-    for (int a = 0; a < COORD_MAX_AXES; a++) centre[a] = a < cs->axis_count ? cs->entity_coord[a][owner] : 0.0f;
-}
-
-void coord__place_watcher(coord_system *cs, uint32_t w) {
-    float centre[COORD_MAX_AXES];
-    coord_watcher_centre(cs, w, centre);
-    const coord_watcher_record *record = &cs->watchers[w];
-    coord__place_trigger(cs, 2 * w, centre, record->extent);
-    if (coord_watcher_dual(cs, w)) coord__place_trigger(cs, 2 * w + 1, centre, record->extent + record->hysteresis);
+    float *const *coordinates = cs->entities[owner].dirty ? cs->entity_target : cs->entity_coord;
+    for (int a = 0; a < COORD_MAX_AXES; a++) centre[a] = a < cs->axis_count ? coordinates[a][owner] : 0.0f;
 }
 
 static void coord_set_trigger_bounds(coord_system *cs, uint32_t t, const float *centre, float extent) {
@@ -199,6 +194,28 @@ static void coord_set_trigger_bounds(coord_system *cs, uint32_t t, const float *
         cs->trigger_high[a][t] = centre[a] + extent;
         cs->trigger_hint[a][2 * t] = cs->trigger_hint[a][2 * t + 1] = 0;
     }
+}
+
+/* Puts a trigger around `centre`: slides it if it is in the axes, or just
+ * rewrites the bounds of one still queued. */
+static void coord_place_one(coord_system *cs, uint32_t t, const float *centre, float extent) {
+    if (cs->trigger_flags[t] & COORD_TRIGGER_PENDING) {
+        coord_set_trigger_bounds(cs, t, centre, extent);
+        for (int a = 0; a < cs->axis_count; a++) {
+            float span = cs->trigger_high[a][t] - cs->trigger_low[a][t];
+            if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
+        }
+    } else {
+        coord__place_trigger(cs, t, centre, extent);
+    }
+}
+
+void coord__place_watcher(coord_system *cs, uint32_t w) {
+    float centre[COORD_MAX_AXES];
+    coord_watcher_centre(cs, w, centre);
+    const coord_watcher_record *record = &cs->watchers[w];
+    coord_place_one(cs, 2 * w, centre, record->extent);
+    if (coord_watcher_dual(cs, w)) coord_place_one(cs, 2 * w + 1, centre, record->extent + record->hysteresis);
 }
 
 static bool coord_valid_range(float extent, float hysteresis) {
@@ -298,7 +315,7 @@ static void coord_reset_outer_bits(coord_system *cs, uint32_t w, bool copy_inner
 
 int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hysteresis) {
     if (!coord_watcher_valid(cs, w) || !coord_valid_range(extent, hysteresis)) return -1;
-    coord__apply_pending(cs);
+    coord__settle(cs);
     /* Logged flips were logged under the current mode: apply them before
      * the mode can change. */
     coord__apply_flips(cs);
@@ -318,7 +335,7 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
     }
     coord__place_trigger(cs, 2 * w, centre, extent);
     if (dual && was_dual) coord__place_trigger(cs, 2 * w + 1, centre, extent + hysteresis);
-    coord__apply_pending(cs);
+    coord__settle(cs);
     return 0;
 }
 
@@ -397,7 +414,7 @@ size_t coord_flush(coord_system *cs) {
     cs->flushing = 1;
     size_t delivered = 0;
     for (int round = 0; round < COORD_FLUSH_ROUNDS; round++) {
-        coord__apply_pending(cs);
+        coord__settle(cs);
         coord__apply_flips(cs);
         size_t count = cs->touched_watcher_count;
         if (count == 0) break;
