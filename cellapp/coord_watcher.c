@@ -387,8 +387,10 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w) {
         }
         if (now) record->view_count++;
         else record->view_count--;
-        delivered++;
+        /* A watcher cancelled by an earlier callback of this flush hears
+         * nothing more. */
         if (!record->live) continue;
+        delivered++;
         coord_watcher_callbacks callbacks = record->callbacks;
         void *user_data = record->user_data;
         if (now && callbacks.on_enter) callbacks.on_enter(cs, w, entity, user_data);
