@@ -494,11 +494,8 @@ static void coord_apply_moves(coord_system *cs) {
             for (uint32_t w = cs->entities[e].first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned) {
                 const coord_watcher_record *watcher = &cs->watchers[w];
                 if (cs->trigger_flags[2 * w] & COORD_TRIGGER_PENDING) continue;
-                coord_slide_trigger_axis(cs, 2 * w, a, value - watcher->extent, value + watcher->extent);
-                if (cs->trigger_flags[2 * w + 1] & COORD_TRIGGER_ACTIVE) {
-                    float reach = watcher->extent + watcher->hysteresis;
-                    coord_slide_trigger_axis(cs, 2 * w + 1, a, value - reach, value + reach);
-                }
+                float reach = watcher->dual ? watcher->extent + watcher->hysteresis : watcher->extent;
+                coord_slide_trigger_axis(cs, 2 * w, a, value - reach, value + reach);
             }
         }
         if (a == 0) {
@@ -508,6 +505,7 @@ static void coord_apply_moves(coord_system *cs) {
     coord_refresh_partner(cs, 0);
     for (size_t i = 0; i < cs->dirty_count; i++) cs->entities[cs->dirty[i]].dirty = 0;
     cs->dirty_count = 0;
+    cs->geometry_changed = 1;
 }
 
 void coord__settle(coord_system *cs) {

@@ -31,10 +31,13 @@
  * never leak out.
  *
  * Watchers. A watcher belongs to an owner entity and moves with it; it has
- * an inner extent r and a hysteresis h. With h > 0 it owns two triggers,
- * inner (r) and outer (r + h): an entity enters the view when it is inside
- * the inner square and leaves only when it is outside the outer one; in
- * between, the previous answer stands. With h == 0 it owns one trigger (a
+ * an inner extent r and a hysteresis h. An entity enters the view when it
+ * is inside the inner square (extent r) and leaves only when it is outside
+ * the outer square (extent r + h); in between, the previous answer stands.
+ * The watcher owns ONE trigger, the outer square, whose crossings say
+ * exactly when an entity leaves; entities inside it but not yet in view
+ * (the candidates, a thin band) are checked against the inner square by
+ * coordinates at each flush. With h == 0 the trigger is the view itself (a
  * trap, KBEngine's addProximity). An owner never sees itself.
  *
  * Callbacks. on_enter/on_leave run only inside coord_flush, when every
@@ -133,8 +136,11 @@ typedef struct coord_query_filter {
 #define COORD_QUERY_DEFAULT_CAP 512
 
 /* Each query writes at most `cap` entity ids to `out` and returns how many
- * matched in total (which may exceed cap: the caller sees it was cut).
- * `filter` may be NULL. Pending additions are applied first. */
+ * matched in total (which may exceed cap: the caller sees it was cut; the
+ * ids written are the first in the query's order). `filter` may be NULL.
+ * Deferred additions and moves are applied first. Shapes are closed: an
+ * entity exactly on the boundary is inside. A 2D system ignores Y in every
+ * query. */
 size_t coord_query_box(coord_system *system, float min_x, float min_y, float min_z, float max_x, float max_y,
                        float max_z, const coord_query_filter *filter, uint32_t *out, size_t cap);
 /* Entities whose position is within `radius` (Euclidean, on X/Z, plus Y in
@@ -142,8 +148,8 @@ size_t coord_query_box(coord_system *system, float min_x, float min_y, float min
 size_t coord_query_sphere(coord_system *system, float x, float y, float z, float radius,
                           const coord_query_filter *filter, uint32_t *out, size_t cap);
 /* Entities within `radius` of the segment from (x0,y0,z0) to (x1,y1,z1),
- * in order of distance along the segment from its start (a ray cast
- * against entities of that radius). */
+ * ordered by where their closest point on the segment lies, from the
+ * start (a ray cast against entities of that radius). */
 size_t coord_query_segment(coord_system *system, float x0, float y0, float z0, float x1, float y1, float z1,
                            float radius, const coord_query_filter *filter, uint32_t *out, size_t cap);
 

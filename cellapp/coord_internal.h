@@ -8,13 +8,13 @@
 
 #define COORD_MAX_AXES 3
 #define COORD_INDEX_MASK 0x3FFFFFFFu /* 30 bits of index in a node key */
-/* Pair-table entries keep the entity id in 28 bits beside 4 flag bits. */
-#define COORD_MAX_ENTITIES 0x0FFFFFF0u
+/* Pair-table entries keep the entity id in 27 bits beside 5 flag bits. */
+#define COORD_MAX_ENTITIES 0x07FFFFF0u
 
 enum { COORD_KIND_LOWER = 0, COORD_KIND_ENTITY = 1, COORD_KIND_UPPER = 2 };
 
-/* Per-trigger flags. Trigger 2w is watcher w's inner trigger, 2w+1 its
- * outer one (used only when the watcher has hysteresis). */
+/* Per-trigger flags. Trigger 2w is watcher w's one trigger: of extent r
+ * for a trap, r + h for a view with hysteresis (2w+1 is spare). */
 enum {
     COORD_TRIGGER_ACTIVE = 1,  /* has nodes in the axes, or is queued for them */
     COORD_TRIGGER_PENDING = 2, /* queued: in no axis yet */
@@ -22,10 +22,11 @@ enum {
 
 /* Pair bits in a watcher's table. */
 enum {
-    COORD_PAIR_INNER = 1,   /* inside the inner trigger now */
-    COORD_PAIR_OUTER = 2,   /* inside the outer trigger now */
+    COORD_PAIR_INNER = 1,   /* traps: inside the trigger now (equal to OUTER) */
+    COORD_PAIR_OUTER = 2,   /* inside the trigger now */
     COORD_PAIR_VIEW = 4,    /* in the view as of the last flush */
     COORD_PAIR_TOUCHED = 8, /* on the watcher's touched list */
+    COORD_PAIR_LISTED = 16, /* on the watcher's candidate list */
 };
 
 /* One node of an axis: its sort key, and the node's range on the axis's
@@ -76,8 +77,13 @@ typedef struct coord_watcher_record {
     uint32_t view_count;
     uint32_t *touched;      /* entities whose bits changed since the flush */
     uint32_t touched_count, touched_capacity;
+    /* Hysteresis: entities inside the trigger but not (yet) in view, whose
+     * distance is checked at each flush; may hold stale ids. */
+    uint32_t *candidates;
+    uint32_t candidate_count, candidate_capacity;
     uint8_t live;
     uint8_t queued;         /* on the system's touched-watcher list */
+    uint8_t dual;           /* has hysteresis: enters are decided at the flush */
 } coord_watcher_record;
 
 struct coord_system {
@@ -135,6 +141,7 @@ struct coord_system {
     uint32_t *flush_watchers;
     size_t flush_watcher_capacity;
     int flushing;
+    int geometry_changed;   /* something moved or a range changed since the last flush */
 
     coord_stats stats;
 };

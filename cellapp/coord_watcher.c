@@ -1,8 +1,16 @@
 /* coord_watcher.c -- watchers: views and traps that ride on an entity. Owns
- * each watcher's pair table (which entities are inside its triggers now,
- * and which it was told about at the last flush), the list of pairs touched
- * since then, and coord_flush, which turns touched pairs into the net
- * enter/leave events of coord.h. The axes and crossings are coord.c's. */
+ * each watcher's pair table (which entities are inside its trigger now, and
+ * which it was told about at the last flush), the pairs touched since then,
+ * and coord_flush, which turns them into the net enter/leave events of
+ * coord.h. The axes and crossings are coord.c's.
+ *
+ * A trap has one trigger of its extent r: inside is in view. A view with
+ * hysteresis h also has ONE trigger, of extent r + h: it says exactly when
+ * an entity leaves. Whether an entity inside it has come within r (and so
+ * enters) is decided at the flush by comparing coordinates, for the pairs
+ * inside the trigger but not yet in view -- the "candidates", a thin band
+ * of the view. A second trigger at r would find the same answer by moving
+ * twice as many nodes every tick. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,10 +25,11 @@
 
 /* ---- pair tables ------------------------------------------------------------ */
 
-/* An entry is (entity + 1) << 4 | bits; 0 marks an empty slot. */
-#define COORD_PAIR_SHIFT 4
+/* An entry is (entity + 1) << 5 | bits; 0 marks an empty slot. */
+#define COORD_PAIR_SHIFT 5
 #define COORD_PAIR_KEY(entry) ((entry) >> COORD_PAIR_SHIFT)
-#define COORD_PAIR_BITS_MASK 0xFu
+/* An entry with none of these is deleted. */
+#define COORD_PAIR_BITS_MASK (COORD_PAIR_INNER | COORD_PAIR_OUTER | COORD_PAIR_VIEW | COORD_PAIR_TOUCHED)
 
 static inline uint32_t coord_pair_slot(uint32_t key, uint32_t capacity) {
     return (key * 2654435761u) & (capacity - 1u);
@@ -96,16 +105,43 @@ size_t coord__watcher_table_bytes(const coord_system *cs) {
     size_t bytes = (cs->flip_capacity * 2) * sizeof(coord_flip) + cs->flip_bucket_capacity * sizeof(uint32_t);
     for (uint32_t w = 0; w < cs->watcher_count; w++)
         bytes += (size_t)cs->watchers[w].table_capacity * sizeof(uint32_t) +
-                 (size_t)cs->watchers[w].touched_capacity * sizeof(uint32_t);
+                 (size_t)cs->watchers[w].touched_capacity * sizeof(uint32_t) +
+                 (size_t)cs->watchers[w].candidate_capacity * sizeof(uint32_t);
     return bytes;
 }
 
 /* ---- flips ---------------------------------------------------------------- */
 
-static inline bool coord_watcher_dual(const coord_system *cs, uint32_t w) {
-    return cs->trigger_flags[2 * w + 1] & COORD_TRIGGER_ACTIVE;
+static inline bool coord_watcher_dual(const coord_system *cs, uint32_t w) { return cs->watchers[w].dual; }
+
+static inline bool coord_is_candidate(uint32_t entry) {
+    return (entry & COORD_PAIR_OUTER) && !(entry & COORD_PAIR_VIEW);
 }
 
+/* Puts a pair on its watcher's candidate list, once. */
+static void coord_list_candidate(coord_watcher_record *record, uint32_t *entry, uint32_t entity) {
+    if (*entry & COORD_PAIR_LISTED) return;
+    *entry |= COORD_PAIR_LISTED;
+    if (record->candidate_count == record->candidate_capacity) {
+        record->candidate_capacity = record->candidate_capacity ? record->candidate_capacity * 2 : 16;
+        record->candidates = xrealloc(record->candidates, record->candidate_capacity * sizeof *record->candidates);
+    }
+    record->candidates[record->candidate_count++] = entity;
+}
+
+static void coord_queue_watcher(coord_system *cs, uint32_t w) {
+    coord_watcher_record *record = &cs->watchers[w];
+    if (record->queued) return;
+    record->queued = 1;
+    if (cs->touched_watcher_count == cs->touched_watcher_capacity) {
+        cs->touched_watcher_capacity = cs->touched_watcher_capacity ? cs->touched_watcher_capacity * 2 : 64;
+        cs->touched_watchers =
+            xrealloc(cs->touched_watchers, cs->touched_watcher_capacity * sizeof *cs->touched_watchers);
+    }
+    cs->touched_watchers[cs->touched_watcher_count++] = w;
+}
+
+/* Lists a pair for re-examination at the next flush. */
 static void coord_touch(coord_system *cs, uint32_t w, uint32_t *entry, uint32_t entity) {
     if (*entry & COORD_PAIR_TOUCHED) return;
     *entry |= COORD_PAIR_TOUCHED;
@@ -115,15 +151,7 @@ static void coord_touch(coord_system *cs, uint32_t w, uint32_t *entry, uint32_t 
         record->touched = xrealloc(record->touched, record->touched_capacity * sizeof *record->touched);
     }
     record->touched[record->touched_count++] = entity;
-    if (!record->queued) {
-        record->queued = 1;
-        if (cs->touched_watcher_count == cs->touched_watcher_capacity) {
-            cs->touched_watcher_capacity = cs->touched_watcher_capacity ? cs->touched_watcher_capacity * 2 : 64;
-            cs->touched_watchers =
-                xrealloc(cs->touched_watchers, cs->touched_watcher_capacity * sizeof *cs->touched_watchers);
-        }
-        cs->touched_watchers[cs->touched_watcher_count++] = w;
-    }
+    coord_queue_watcher(cs, w);
 }
 
 void coord__grow_flip_log(coord_system *cs) {
@@ -167,10 +195,12 @@ void coord__apply_flips(coord_system *cs) {
         for (size_t i = begin; i < end; i++) {
             const coord_flip *flip = &cs->flips_sorted[i];
             if (flip->entity == owner) continue;
-            uint32_t bits = dual ? ((flip->trigger & 1) ? COORD_PAIR_OUTER : COORD_PAIR_INNER)
-                                 : (COORD_PAIR_INNER | COORD_PAIR_OUTER);
             uint32_t *entry = coord_pair_find_or_add(record, flip->entity);
-            *entry ^= bits;
+            if (dual) {
+                *entry ^= COORD_PAIR_OUTER;
+            } else {
+                *entry ^= COORD_PAIR_INNER | COORD_PAIR_OUTER;
+            }
             coord_touch(cs, w, entry, flip->entity);
             record = &cs->watchers[w];
         }
@@ -214,8 +244,7 @@ void coord__place_watcher(coord_system *cs, uint32_t w) {
     float centre[COORD_MAX_AXES];
     coord_watcher_centre(cs, w, centre);
     const coord_watcher_record *record = &cs->watchers[w];
-    coord_place_one(cs, 2 * w, centre, record->extent);
-    if (coord_watcher_dual(cs, w)) coord_place_one(cs, 2 * w + 1, centre, record->extent + record->hysteresis);
+    coord_place_one(cs, 2 * w, centre, record->dual ? record->extent + record->hysteresis : record->extent);
 }
 
 static bool coord_valid_range(float extent, float hysteresis) {
@@ -247,14 +276,11 @@ uint32_t coord_add_watcher(coord_system *cs, uint32_t owner, float extent, float
     cs->entities[owner].first_watcher = w;
     cs->trigger_flags[2 * w] = cs->trigger_flags[2 * w + 1] = 0;
 
+    record->dual = hysteresis > 0;
     float centre[COORD_MAX_AXES];
     coord_watcher_centre(cs, w, centre);
-    coord_set_trigger_bounds(cs, 2 * w, centre, extent);
+    coord_set_trigger_bounds(cs, 2 * w, centre, record->dual ? extent + hysteresis : extent);
     coord__queue_trigger(cs, 2 * w);
-    if (hysteresis > 0) {
-        coord_set_trigger_bounds(cs, 2 * w + 1, centre, extent + hysteresis);
-        coord__queue_trigger(cs, 2 * w + 1);
-    }
     cs->live_watchers++;
     return w;
 }
@@ -289,26 +315,21 @@ void coord__watcher_release(coord_system *cs, uint32_t w) {
     coord_watcher_record *record = &cs->watchers[w];
     free(record->table);
     free(record->touched);
+    free(record->candidates);
     record->table = NULL;
     record->touched = NULL;
+    record->candidates = NULL;
+    record->candidate_count = record->candidate_capacity = 0;
     record->table_capacity = record->table_used = record->view_count = 0;
     record->touched_count = record->touched_capacity = 0;
 }
 
-/* Sets every pair's OUTER bit to its INNER bit (dual -> single) or clears
- * every OUTER bit (single -> dual, before the outer trigger's sweep sets
- * them afresh), touching the pairs that change. */
-static void coord_reset_outer_bits(coord_system *cs, uint32_t w, bool copy_inner) {
-    coord__apply_flips(cs);
+/* Marks every pair of a watcher for re-evaluation at the next flush. */
+static void coord_touch_all(coord_system *cs, uint32_t w) {
     coord_watcher_record *record = &cs->watchers[w];
     for (uint32_t i = 0; i < record->table_capacity; i++) {
-        uint32_t entry = record->table[i];
-        if (!entry) continue;
-        uint32_t updated = entry & ~(uint32_t)COORD_PAIR_OUTER;
-        if (copy_inner && (entry & COORD_PAIR_INNER)) updated |= COORD_PAIR_OUTER;
-        if (updated == entry) continue;
-        record->table[i] = updated;
-        coord_touch(cs, w, &record->table[i], COORD_PAIR_KEY(entry) - 1);
+        if (!record->table[i]) continue;
+        coord_touch(cs, w, &record->table[i], COORD_PAIR_KEY(record->table[i]) - 1);
         record = &cs->watchers[w];
     }
 }
@@ -319,23 +340,32 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
     /* Logged flips were logged under the current mode: apply them before
      * the mode can change. */
     coord__apply_flips(cs);
-    bool was_dual = coord_watcher_dual(cs, w), dual = hysteresis > 0;
     coord_watcher_record *record = &cs->watchers[w];
+    bool was_dual = record->dual, dual = hysteresis > 0;
+    if (was_dual && !dual) {
+        /* A trap keeps INNER equal to OUTER; the trigger's move to the new
+         * extent then flips both. */
+        for (uint32_t i = 0; i < record->table_capacity; i++) {
+            uint32_t entry = record->table[i];
+            if (!entry) continue;
+            uint32_t bits = entry & ~(uint32_t)(COORD_PAIR_INNER | COORD_PAIR_LISTED);
+            record->table[i] = bits | ((entry & COORD_PAIR_OUTER) ? COORD_PAIR_INNER : 0);
+        }
+    }
+    if (was_dual && !dual) record->candidate_count = 0; /* a trap has none */
+    if (was_dual != dual) {
+        record->dual = dual;
+        coord_touch_all(cs, w);
+        record = &cs->watchers[w];
+    }
     record->extent = extent;
     record->hysteresis = hysteresis;
     float centre[COORD_MAX_AXES];
     coord_watcher_centre(cs, w, centre);
-    if (was_dual && !dual) {
-        coord__delete_trigger_nodes(cs, 2 * w + 1);
-        coord_reset_outer_bits(cs, w, true);
-    } else if (!was_dual && dual) {
-        coord_reset_outer_bits(cs, w, false);
-        coord_set_trigger_bounds(cs, 2 * w + 1, centre, extent + hysteresis);
-        coord__queue_trigger(cs, 2 * w + 1);
-    }
-    coord__place_trigger(cs, 2 * w, centre, extent);
-    if (dual && was_dual) coord__place_trigger(cs, 2 * w + 1, centre, extent + hysteresis);
-    coord__settle(cs);
+    coord__place_trigger(cs, 2 * w, centre, dual ? extent + hysteresis : extent);
+    coord__apply_flips(cs);
+    /* The inner extent changed: every candidate is re-examined. */
+    cs->geometry_changed = 1;
     return 0;
 }
 
@@ -365,9 +395,22 @@ size_t coord_watcher_count(const coord_system *cs) { return cs->live_watchers; }
 
 /* ---- flush ---------------------------------------------------------------- */
 
+/* Whether entity e lies in the inner square (extent r) of watcher w, by
+ * the committed coordinates: the enter test of a view with hysteresis,
+ * computed exactly as coord.h states the rule. */
+static bool coord_inside_inner(const coord_system *cs, const coord_watcher_record *record, uint32_t e) {
+    uint32_t owner = record->owner;
+    float extent = record->extent;
+    for (int a = 0; a < cs->axis_count; a++) {
+        float centre = cs->entity_coord[a][owner], c = cs->entity_coord[a][e];
+        if (c < centre - extent || c > centre + extent) return false;
+    }
+    return true;
+}
+
 /* Resolves one watcher's touched pairs: the view rule applied to the bits
  * as they stand, against the view as last reported. Returns events sent. */
-static size_t coord_flush_watcher(coord_system *cs, uint32_t w) {
+static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candidates) {
     size_t delivered = 0;
     for (uint32_t i = 0; i < cs->watchers[w].touched_count; i++) {
         coord_watcher_record *record = &cs->watchers[w]; /* callbacks may move the array */
@@ -376,11 +419,19 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w) {
         if (!entry) continue;
         uint32_t bits = *entry & ~(uint32_t)COORD_PAIR_TOUCHED;
         bool was = bits & COORD_PAIR_VIEW;
-        bool now = (bits & COORD_PAIR_INNER) || (was && (bits & COORD_PAIR_OUTER));
+        bool now;
+        if (record->dual)
+            now = (bits & COORD_PAIR_OUTER) && (was || coord_inside_inner(cs, record, entity));
+        else
+            now = (bits & COORD_PAIR_INNER) || (was && (bits & COORD_PAIR_OUTER));
         if (now) bits |= COORD_PAIR_VIEW;
         else bits &= ~(uint32_t)COORD_PAIR_VIEW;
-        if ((bits & COORD_PAIR_BITS_MASK) == 0) coord_pair_delete(record, entry);
-        else *entry = bits;
+        if ((bits & COORD_PAIR_BITS_MASK) == 0) {
+            coord_pair_delete(record, entry);
+        } else {
+            *entry = bits;
+            if (record->dual && coord_is_candidate(bits)) coord_list_candidate(record, entry, entity);
+        }
         if (now == was) {
             cs->stats.cancelled++;
             continue;
@@ -397,6 +448,31 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w) {
         if (!now && callbacks.on_leave) callbacks.on_leave(cs, w, entity, user_data);
     }
     cs->watchers[w].touched_count = 0;
+    if (!check_candidates || !cs->watchers[w].dual) return delivered;
+
+    /* Candidates: inside the trigger, not in view. Entering needs no
+     * crossing -- only coming within the inner extent -- so each is checked
+     * by coordinates. Stale ids (entered, left, or deleted) drop out. */
+    for (uint32_t i = 0; i < cs->watchers[w].candidate_count;) {
+        coord_watcher_record *record = &cs->watchers[w];
+        uint32_t entity = record->candidates[i];
+        uint32_t *entry = coord_pair_find(record, entity);
+        if (!entry || !(*entry & COORD_PAIR_LISTED) || !coord_is_candidate(*entry)) {
+            if (entry) *entry &= ~(uint32_t)COORD_PAIR_LISTED;
+            record->candidates[i] = record->candidates[--record->candidate_count];
+            continue;
+        }
+        if (!coord_inside_inner(cs, record, entity)) {
+            i++;
+            continue;
+        }
+        *entry = (*entry | COORD_PAIR_VIEW) & ~(uint32_t)COORD_PAIR_LISTED;
+        record->candidates[i] = record->candidates[--record->candidate_count];
+        record->view_count++;
+        if (!record->live) continue;
+        delivered++;
+        if (record->callbacks.on_enter) record->callbacks.on_enter(cs, w, entity, record->user_data);
+    }
     return delivered;
 }
 
@@ -418,6 +494,14 @@ size_t coord_flush(coord_system *cs) {
     for (int round = 0; round < COORD_FLUSH_ROUNDS; round++) {
         coord__settle(cs);
         coord__apply_flips(cs);
+        bool check_candidates = cs->geometry_changed;
+        if (check_candidates) {
+            /* Things moved: a candidate may have come within the inner
+             * extent without crossing any trigger boundary. */
+            cs->geometry_changed = 0;
+            for (uint32_t w = 0; w < cs->watcher_count; w++)
+                if (cs->watchers[w].live && cs->watchers[w].candidate_count) coord_queue_watcher(cs, w);
+        }
         size_t count = cs->touched_watcher_count;
         if (count == 0) break;
         if (cs->flush_watcher_capacity < count) {
@@ -433,7 +517,7 @@ size_t coord_flush(coord_system *cs) {
                 cs->watchers[w].touched_count = 0;
                 continue;
             }
-            delivered += coord_flush_watcher(cs, w);
+            delivered += coord_flush_watcher(cs, w, check_candidates);
         }
     }
     cs->flushing = 0;
