@@ -84,8 +84,11 @@ uint32_t coord_add_entity(coord_system *system, float x, float y, float z, uint3
 /* Removes an entity and every watcher it owns. Watchers that saw it get
  * on_leave at the next flush. Returns 0, or -1 for an unknown id. */
 int coord_remove_entity(coord_system *system, uint32_t entity);
-/* Moves an entity and the watchers it owns. Returns 0, or -1 for an
- * unknown id or a coordinate that is not finite. */
+/* Moves an entity and the watchers it owns. The move is recorded now and
+ * applied with every other move at the next flush, query or structural
+ * change (one pass per axis over all moved entities); several moves of one
+ * entity in between cost one. Returns 0, or -1 for an unknown id or a
+ * coordinate that is not finite. */
 int coord_move_entity(coord_system *system, uint32_t entity, float x, float y, float z);
 int coord_entity_position(const coord_system *system, uint32_t entity, float *x, float *y, float *z);
 void *coord_entity_user_data(const coord_system *system, uint32_t entity);
