@@ -827,7 +827,7 @@ def format_status(st):
 
 def status_line(dir_path, since=None):
     """One line of demo telemetry, e.g.
-    `[t=12s] processes 3/3 up | clients 20 | entities 40 | msgs/s in 1234 out 5678`.
+    `[t=12s] processes 3/3 up | clients 20 | entities 20 | msgs/s in 1234 out 5678`.
     Message rates come from the change of frames_in/frames_out (summed over
     all processes) since the previous call, kept in DIR/.status-sample.json."""
     rd = RunDir(dir_path)
@@ -837,7 +837,8 @@ def status_line(dir_path, since=None):
     up_count = sum(1 for p in cluster_procs if p["alive"] and p.get("registered"))
     regs = [p["registry"] for p in cluster_procs if p.get("registry")] + st["unmatched"]
     clients = sum(stat_int(e, "clients", 0) for e in regs if e.get("role") == "baseapp")
-    entities = sum(stat_int(e, "entities", 0) for e in regs if e.get("role") == "cellapp")
+    # Each entity is real on exactly one cellapp (the others hold ghosts of it).
+    entities = sum(stat_int(e, "reals", 0) for e in regs if e.get("role") == "cellapp")
     frames_in = sum(stat_int(e, "frames_in", 0) for e in regs)
     frames_out = sum(stat_int(e, "frames_out", 0) for e in regs)
     rate_in = rate_out = 0
