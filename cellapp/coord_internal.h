@@ -131,7 +131,7 @@ struct coord_system {
 
     /* Flips logged since they were last applied, and the sort's buffers. */
     coord_flip *flips, *flips_sorted;
-    size_t flip_count, flip_capacity;
+    size_t flip_count, flip_capacity, flips_sorted_capacity;
     uint32_t *flip_bucket;  /* per watcher: start of its run in flips_sorted */
     size_t flip_bucket_capacity;
 

@@ -159,54 +159,91 @@ void coord__grow_flip_log(coord_system *cs) {
     cs->flips = xrealloc(cs->flips, cs->flip_capacity * sizeof *cs->flips);
 }
 
+static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candidates);
+
 /* Applies the logged flips. A counting sort groups them by watcher, so each
  * watcher's table is brought into the cache once rather than once per
- * crossing; flips of the same pair cancel in the XOR whatever their order. */
-void coord__apply_flips(coord_system *cs) {
+ * crossing; flips of the same pair cancel in the XOR whatever their order.
+ * Inside a flush (`resolve`), each watcher's pairs are also resolved right
+ * after its flips, while its table is still in the cache; the callbacks
+ * that runs may log new flips or even apply them (a range change), so the
+ * sorted run and its index are taken out of the system for the duration
+ * and a nested call works on buffers of its own. Returns events delivered. */
+static size_t coord_apply_flips_resolving(coord_system *cs, bool resolve, bool check_candidates) {
     size_t count = cs->flip_count;
-    if (count == 0) return;
-    size_t buckets = (size_t)cs->watcher_count + 1;
-    if (cs->flip_bucket_capacity < buckets) {
-        cs->flip_bucket_capacity = buckets;
-        cs->flip_bucket = xrealloc(cs->flip_bucket, buckets * sizeof *cs->flip_bucket);
-    }
+    if (count == 0) return 0;
+    uint32_t watcher_count = cs->watcher_count;
+    size_t buckets = (size_t)watcher_count + 1;
     uint32_t *start = cs->flip_bucket;
+    size_t start_capacity = cs->flip_bucket_capacity;
+    coord_flip *sorted = cs->flips_sorted;
+    size_t sorted_capacity = cs->flips_sorted_capacity;
+    cs->flip_bucket = NULL;
+    cs->flip_bucket_capacity = 0;
+    cs->flips_sorted = NULL;
+    cs->flips_sorted_capacity = 0;
+    if (start_capacity < buckets) {
+        start_capacity = buckets;
+        start = xrealloc(start, start_capacity * sizeof *start);
+    }
+    if (sorted_capacity < count) {
+        sorted_capacity = cs->flip_capacity;
+        sorted = xrealloc(sorted, sorted_capacity * sizeof *sorted);
+    }
     memset(start, 0, buckets * sizeof *start);
-    for (size_t i = 0; i < count; i++) start[(cs->flips[i].trigger >> 1) + 1]++;
+    const coord_flip *log = cs->flips;
+    for (size_t i = 0; i < count; i++) start[(log[i].trigger >> 1) + 1]++;
     for (size_t w = 1; w < buckets; w++) start[w] += start[w - 1];
-    cs->flips_sorted = xrealloc(cs->flips_sorted, cs->flip_capacity * sizeof *cs->flips_sorted);
-    for (size_t i = 0; i < count; i++) cs->flips_sorted[start[cs->flips[i].trigger >> 1]++] = cs->flips[i];
+    for (size_t i = 0; i < count; i++) sorted[start[log[i].trigger >> 1]++] = log[i];
     cs->flip_count = 0;
+
     /* start[w] now marks the end of watcher w's run. */
-    size_t begin = 0;
-    for (uint32_t w = 0; w < cs->watcher_count; w++) {
+    size_t delivered = 0, begin = 0;
+    for (uint32_t w = 0; w < watcher_count; w++) {
         size_t end = start[w];
         coord_watcher_record *record = &cs->watchers[w];
         if (begin == end || !record->live) {
             begin = end;
             continue;
         }
-        bool dual = coord_watcher_dual(cs, w);
+        bool dual = record->dual;
         uint32_t owner = record->owner;
         /* Size the table for the worst case up front: a bulk load brings
          * hundreds of pairs at once, and growing step by step would rehash
          * them again and again. */
         while ((record->table_used + (end - begin)) * 3 > (size_t)record->table_capacity * 2) coord_pair_grow(record);
         for (size_t i = begin; i < end; i++) {
-            const coord_flip *flip = &cs->flips_sorted[i];
+            const coord_flip *flip = &sorted[i];
             if (flip->entity == owner) continue;
             uint32_t *entry = coord_pair_find_or_add(record, flip->entity);
-            if (dual) {
-                *entry ^= COORD_PAIR_OUTER;
-            } else {
-                *entry ^= COORD_PAIR_INNER | COORD_PAIR_OUTER;
-            }
+            *entry ^= dual ? COORD_PAIR_OUTER : (COORD_PAIR_INNER | COORD_PAIR_OUTER);
             coord_touch(cs, w, entry, flip->entity);
             record = &cs->watchers[w];
         }
         begin = end;
+        if (resolve && record->queued && record->live) {
+            record->queued = 0;
+            delivered += coord_flush_watcher(cs, w, check_candidates);
+        }
     }
+
+    /* Hand the buffers back, unless a nested call made new ones. */
+    if (!cs->flip_bucket) {
+        cs->flip_bucket = start;
+        cs->flip_bucket_capacity = start_capacity;
+    } else {
+        free(start);
+    }
+    if (!cs->flips_sorted) {
+        cs->flips_sorted = sorted;
+        cs->flips_sorted_capacity = sorted_capacity;
+    } else {
+        free(sorted);
+    }
+    return delivered;
 }
+
+void coord__apply_flips(coord_system *cs) { coord_apply_flips_resolving(cs, false, false); }
 
 /* ---- placing, adding, removing -------------------------------------------- */
 
@@ -493,28 +530,32 @@ size_t coord_flush(coord_system *cs) {
     size_t delivered = 0;
     for (int round = 0; round < COORD_FLUSH_ROUNDS; round++) {
         coord__settle(cs);
-        coord__apply_flips(cs);
         bool check_candidates = cs->geometry_changed;
+        cs->geometry_changed = 0;
         if (check_candidates) {
             /* Things moved: a candidate may have come within the inner
              * extent without crossing any trigger boundary. */
-            cs->geometry_changed = 0;
             for (uint32_t w = 0; w < cs->watcher_count; w++)
                 if (cs->watchers[w].live && cs->watchers[w].candidate_count) coord_queue_watcher(cs, w);
         }
+        if (cs->flip_count == 0 && cs->touched_watcher_count == 0) break;
+        delivered += coord_apply_flips_resolving(cs, true, check_candidates);
+        /* Watchers queued but not resolved above: candidates without flips,
+         * pairs touched by a range change, or by this round's callbacks. */
         size_t count = cs->touched_watcher_count;
-        if (count == 0) break;
         if (cs->flush_watcher_capacity < count) {
             cs->flush_watcher_capacity = count;
             cs->flush_watchers = xrealloc(cs->flush_watchers, count * sizeof *cs->flush_watchers);
         }
         memcpy(cs->flush_watchers, cs->touched_watchers, count * sizeof *cs->flush_watchers);
         cs->touched_watcher_count = 0;
-        for (size_t i = 0; i < count; i++) cs->watchers[cs->flush_watchers[i]].queued = 0;
         for (size_t i = 0; i < count; i++) {
             uint32_t w = cs->flush_watchers[i];
-            if (!cs->watchers[w].live) {
-                cs->watchers[w].touched_count = 0;
+            coord_watcher_record *record = &cs->watchers[w];
+            if (!record->queued) continue; /* resolved already */
+            record->queued = 0;
+            if (!record->live) {
+                record->touched_count = 0;
                 continue;
             }
             delivered += coord_flush_watcher(cs, w, check_candidates);
