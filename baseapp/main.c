@@ -161,6 +161,8 @@ int main(int argc, char **argv) {
     }
     if (arguments.help) {
         printf("usage: tessera-baseapp --config FILE [--set key=value]...\nsettings:\n");
+        /* Show the built-in defaults, not an empty struct. */
+        config_load(baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT, &app.settings, NULL, NULL, 0, err, sizeof err);
         config_print(baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT, &app.settings, stdout);
         process_arguments_free(&arguments);
         return 0;

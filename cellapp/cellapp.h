@@ -32,6 +32,7 @@ typedef struct cellapp_settings {
     process_settings process;
     int64_t tick_hz;
     char space_name[64];
+    bool space_3d;
     double world_min_x, world_max_x, world_min_z, world_max_z;
     double spawn_x, spawn_z, spawn_radius;
     double view_radius, view_hysteresis;
@@ -84,7 +85,8 @@ typedef struct space {
     size_t entity_id_capacity;
 } space;
 
-void space_init(space *sp, const char *name);
+/* A 3D space also sorts and checks Y; views and traps become cubes. */
+void space_init(space *sp, const char *name, bool three_d);
 /* Frees every entity (and its witness). */
 void space_close(space *sp);
 /* Creates an entity at a position; NULL if the id is taken or the position

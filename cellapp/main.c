@@ -18,6 +18,8 @@ static const config_key cellapp_config_keys[] = {
      "simulation ticks per second; each tick sends every client its view changes"},
     {"space_name", CONFIG_STRING, offsetof(cellapp_settings, space_name), sizeof(((cellapp_settings *)0)->space_name),
      0, 0, "default", "the space this cellapp hosts"},
+    {"space_3d", CONFIG_BOOL, offsetof(cellapp_settings, space_3d), 0, 0, 0, "false",
+     "sort Y too: views and traps become cubes instead of squares on X/Z"},
     {"world_min_x", CONFIG_DOUBLE, offsetof(cellapp_settings, world_min_x), 0, -1e7, 1e7, "-500",
      "western edge of the space (metres)"},
     {"world_max_x", CONFIG_DOUBLE, offsetof(cellapp_settings, world_max_x), 0, -1e7, 1e7, "500",
@@ -177,6 +179,8 @@ int main(int argc, char **argv) {
     }
     if (arguments.help) {
         printf("usage: tessera-cellapp --config FILE [--set key=value]...\nsettings:\n");
+        /* Show the built-in defaults, not an empty struct. */
+        config_load(cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT, &app.settings, NULL, NULL, 0, err, sizeof err);
         config_print(cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT, &app.settings, stdout);
         process_arguments_free(&arguments);
         return 0;
@@ -194,7 +198,7 @@ int main(int argc, char **argv) {
     app.loop = uv_default_loop();
     app.random_state = clock_monotonic_us() ^ ((uint64_t)getpid() << 32);
     if (app.random_state == 0) app.random_state = 1;
-    space_init(&app.space, settings->space_name);
+    space_init(&app.space, settings->space_name, settings->space_3d);
     id_map_init(&app.outboxes);
 
     if (channel_listen(app.loop, &app.listener, settings->process.internal_host, (int)settings->process.internal_port,

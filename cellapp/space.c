@@ -10,11 +10,11 @@
 #include "cellapp.h"
 #include "log.h"
 
-void space_init(space *sp, const char *name) {
+void space_init(space *sp, const char *name, bool three_d) {
     memset(sp, 0, sizeof *sp);
     snprintf(sp->name, sizeof sp->name, "%s", name);
     id_map_init(&sp->entities);
-    sp->coord = coord_create(false);
+    sp->coord = coord_create(three_d);
     if (!sp->coord) log_panic("space '%s': cannot create its coordinate system", name);
 }
 
