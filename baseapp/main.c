@@ -91,9 +91,7 @@ static void baseapp_on_redis_state(redis_client *client, int connected, unsigned
         id_block_refill(app->entity_ids);
         return;
     }
-    if (app->process_id == 0 && failed_attempts >= (unsigned)app->settings.process.redis_connect_attempts) {
-        log_error("cannot reach Redis at %s:%lld after %u attempts: giving up", app->settings.process.redis_host,
-                  (long long)app->settings.process.redis_port, failed_attempts);
+    if (process_redis_should_give_up(&app->settings.process, app->process_id, failed_attempts)) {
         app->exit_code = 1;
         uv_stop(app->loop);
     }
@@ -115,11 +113,6 @@ static void baseapp_on_peer_connection(uv_stream_t *listener, int status) {
         return;
     }
     peer_set_accept(app->peers, listener);
-}
-
-static void baseapp_close_walk(uv_handle_t *handle, void *arg) {
-    (void)arg;
-    if (!uv_is_closing(handle)) uv_close(handle, NULL);
 }
 
 static void baseapp_shutdown(baseapp *app) {
@@ -150,27 +143,9 @@ static void baseapp_on_signal(uv_signal_t *handle, int signum) {
 int main(int argc, char **argv) {
     static baseapp app; /* the process's single context */
     char err[512];
-    process_arguments arguments;
-    signal(SIGPIPE, SIG_IGN);
-    log_set_identity("baseapp", 0);
-
-    if (process_parse_arguments(argc, argv, &arguments, err, sizeof err) != 0) {
-        fprintf(stderr, "tessera-baseapp: %s\n", err);
-        process_arguments_free(&arguments);
-        return 2;
-    }
-    if (arguments.help) {
-        printf("usage: tessera-baseapp --config FILE [--set key=value]...\nsettings:\n");
-        /* Show the built-in defaults, not an empty struct. */
-        config_load(baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT, &app.settings, NULL, NULL, 0, err, sizeof err);
-        config_print(baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT, &app.settings, stdout);
-        process_arguments_free(&arguments);
-        return 0;
-    }
-    int loaded = process_load_settings("tessera-baseapp", baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT,
-                                       &app.settings, &app.settings.process, &arguments);
-    process_arguments_free(&arguments);
-    if (loaded != 0) return 1;
+    int status = process_configure("tessera-baseapp", "baseapp", argc, argv, baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT,
+                                   &app.settings, &app.settings.process);
+    if (status != PROCESS_CONTINUE) return status;
     baseapp_settings *settings = &app.settings;
     if (sodium_init() < 0) {
         fprintf(stderr, "tessera-baseapp: libsodium failed to initialise\n");
@@ -247,15 +222,12 @@ int main(int argc, char **argv) {
     uv_run(app.loop, UV_RUN_DEFAULT);
 
     baseapp_shutdown(&app);
-    uv_run(app.loop, UV_RUN_DEFAULT);
-    uv_walk(app.loop, baseapp_close_walk, NULL);
-    uv_run(app.loop, UV_RUN_DEFAULT);
+    process_drain_loop(app.loop);
     id_block_free(app.entity_ids);
     id_map_close(&app.proxies_by_entity);
     id_map_close(&app.proxies_by_account);
     id_map_close(&app.cellapp_assignments);
     entity_list_free(app.proxies);
-    uv_loop_close(app.loop);
     log_info("stopped");
     return app.exit_code;
 }

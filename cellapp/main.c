@@ -118,9 +118,7 @@ static void cellapp_on_redis_state(redis_client *client, int connected, unsigned
         registry_on_redis_state(app->registry, 1);
         return;
     }
-    if (app->process_id == 0 && failed_attempts >= (unsigned)app->settings.process.redis_connect_attempts) {
-        log_error("cannot reach Redis at %s:%lld after %u attempts: giving up", app->settings.process.redis_host,
-                  (long long)app->settings.process.redis_port, failed_attempts);
+    if (process_redis_should_give_up(&app->settings.process, app->process_id, failed_attempts)) {
         app->exit_code = 1;
         uv_stop(app->loop);
     }
@@ -136,11 +134,6 @@ static void cellapp_on_peer_connection(uv_stream_t *listener, int status) {
 }
 
 /* ---- shutdown ------------------------------------------------------------ */
-
-static void cellapp_close_walk(uv_handle_t *handle, void *arg) {
-    (void)arg;
-    if (!uv_is_closing(handle)) uv_close(handle, NULL);
-}
 
 static void cellapp_shutdown(cellapp *app) {
     if (app->shutting_down) return;
@@ -168,27 +161,9 @@ static void cellapp_on_signal(uv_signal_t *handle, int signum) {
 int main(int argc, char **argv) {
     static cellapp app; /* the process's single context */
     char err[512];
-    process_arguments arguments;
-    signal(SIGPIPE, SIG_IGN);
-    log_set_identity("cellapp", 0);
-
-    if (process_parse_arguments(argc, argv, &arguments, err, sizeof err) != 0) {
-        fprintf(stderr, "tessera-cellapp: %s\n", err);
-        process_arguments_free(&arguments);
-        return 2;
-    }
-    if (arguments.help) {
-        printf("usage: tessera-cellapp --config FILE [--set key=value]...\nsettings:\n");
-        /* Show the built-in defaults, not an empty struct. */
-        config_load(cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT, &app.settings, NULL, NULL, 0, err, sizeof err);
-        config_print(cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT, &app.settings, stdout);
-        process_arguments_free(&arguments);
-        return 0;
-    }
-    int loaded = process_load_settings("tessera-cellapp", cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
-                                       &app.settings, &app.settings.process, &arguments);
-    process_arguments_free(&arguments);
-    if (loaded != 0) return 1;
+    int status = process_configure("tessera-cellapp", "cellapp", argc, argv, cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
+                                   &app.settings, &app.settings.process);
+    if (status != PROCESS_CONTINUE) return status;
     cellapp_settings *settings = &app.settings;
     if (settings->world_min_x >= settings->world_max_x || settings->world_min_z >= settings->world_max_z) {
         fprintf(stderr, "tessera-cellapp: configuration error: world_min_x/z must be below world_max_x/z\n");
@@ -260,13 +235,10 @@ int main(int argc, char **argv) {
     /* Either a signal ran the shutdown and the loop drained, or a fatal
      * start-up error stopped the loop: close what is left and drain. */
     cellapp_shutdown(&app);
-    uv_run(app.loop, UV_RUN_DEFAULT);
-    uv_walk(app.loop, cellapp_close_walk, NULL);
-    uv_run(app.loop, UV_RUN_DEFAULT);
+    process_drain_loop(app.loop);
     cellapp_close_outboxes(&app);
     space_close(&app.space);
     free(app.destroyed_reals);
-    uv_loop_close(app.loop);
     log_info("stopped");
     return app.exit_code;
 }

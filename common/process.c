@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <signal.h>
+#include <uv.h>
+
 #include "log.h"
 
 int process_parse_arguments(int argc, char **argv, process_arguments *out, char *err, size_t errlen) {
@@ -62,4 +65,46 @@ int process_load_settings(const char *program, const config_key *keys, size_t ke
         return -1;
     }
     return 0;
+}
+
+int process_configure(const char *program, const char *role, int argc, char **argv, const config_key *keys,
+                      size_t key_count, void *settings, const process_settings *common) {
+    char err[512];
+    process_arguments arguments;
+    signal(SIGPIPE, SIG_IGN); /* a write to a vanished peer is an error to handle, not death */
+    log_set_identity(role, 0);
+    if (process_parse_arguments(argc, argv, &arguments, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", program, err);
+        process_arguments_free(&arguments);
+        return 2;
+    }
+    if (arguments.help) {
+        printf("usage: %s --config FILE [--set key=value]...\nsettings (with their defaults):\n", program);
+        config_load(keys, key_count, settings, NULL, NULL, 0, err, sizeof err);
+        config_print(keys, key_count, settings, stdout);
+        process_arguments_free(&arguments);
+        return 0;
+    }
+    int loaded = process_load_settings(program, keys, key_count, settings, common, &arguments);
+    process_arguments_free(&arguments);
+    return loaded == 0 ? PROCESS_CONTINUE : 1;
+}
+
+bool process_redis_should_give_up(const process_settings *common, uint64_t process_id, unsigned failed_attempts) {
+    if (process_id != 0 || failed_attempts < (unsigned)common->redis_connect_attempts) return false;
+    log_error("cannot reach Redis at %s:%lld after %u attempts: giving up", common->redis_host,
+              (long long)common->redis_port, failed_attempts);
+    return true;
+}
+
+static void process_close_walk(uv_handle_t *handle, void *arg) {
+    (void)arg;
+    if (!uv_is_closing(handle)) uv_close(handle, NULL);
+}
+
+void process_drain_loop(uv_loop_t *loop) {
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_walk(loop, process_close_walk, NULL);
+    uv_run(loop, UV_RUN_DEFAULT);
+    uv_loop_close(loop);
 }

@@ -10,6 +10,7 @@
 #ifndef TESSERA_PROCESS_H
 #define TESSERA_PROCESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,5 +70,25 @@ void process_arguments_free(process_arguments *arguments);
  * prefixed with the program name, and returns -1. */
 int process_load_settings(const char *program, const config_key *keys, size_t key_count, void *settings,
                           const process_settings *common, const process_arguments *arguments);
+
+/* Everything a server's main does before it builds its loop: ignores
+ * SIGPIPE, names the logger, parses argv, prints --help (with the defaults)
+ * or loads and checks the settings. Returns PROCESS_CONTINUE when the
+ * program should go on, otherwise the exit status to return (0 after
+ * --help, 1 for a configuration error, 2 for a usage error); every error is
+ * printed to stderr prefixed with `program`. */
+#define PROCESS_CONTINUE (-1)
+int process_configure(const char *program, const char *role, int argc, char **argv, const config_key *keys,
+                      size_t key_count, void *settings, const process_settings *common);
+
+/* At start-up, before the process has registered, a failed Redis attempt
+ * counts against redis_connect_attempts. Returns true (after logging why)
+ * when the process should give up and exit. */
+bool process_redis_should_give_up(const process_settings *common, uint64_t process_id, unsigned failed_attempts);
+
+/* After the loop has stopped: closes every handle still open and runs the
+ * loop until libuv has released them, then closes it. */
+struct uv_loop_s;
+void process_drain_loop(struct uv_loop_s *loop);
 
 #endif
