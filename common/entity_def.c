@@ -298,8 +298,14 @@ static void entity_def__where(char *buf, const char *fmt, ...) {
         buf[0] = '\0';
 }
 
-/* Shortest "%g" text that reads back as the same double. */
+/* Exact text for a double: whole numbers up to 2^53 as integers (100, not
+ * 1e+02), anything else as the shortest "%g" text that reads back as the
+ * same double (0.1, not 0.10000000000000001). */
 static void entity_def__format_double(double value, char *buf, size_t len) {
+    if (fabs(value) <= ENTITY_DEF__EXACT_INT && value == floor(value)) {
+        snprintf(buf, len, "%" PRId64, (int64_t)value);
+        return;
+    }
     for (int precision = 1; precision <= 17; precision++) {
         snprintf(buf, len, "%.*g", precision, value);
         if (strtod(buf, NULL) == value)
@@ -866,6 +872,7 @@ static int entity_def__parse_type(entity_def__loader *L, const char *source, con
     const entity_def__kind_info *info = &entity_def__kinds[kind];
     out->kind = (entity_def_kind)kind;
     out->bits = info->bits;
+    out->value_count = 1;
     if (object != NULL && entity_def__check_keys(L, source, where, object, keys,
                                                  entity_def__group_keys[info->group],
                                                  type_name) != 0)
@@ -930,8 +937,17 @@ static int entity_def__parse_type(entity_def__loader *L, const char *source, con
         out->element = xcalloc(1, sizeof *out->element);
         char inner[ENTITY_DEF__WHERE];
         entity_def__where(inner, "%s[]", where);
-        return entity_def__parse_type(L, source, inner, element, entity_def__element_keys,
-                                      out->element);
+        if (entity_def__parse_type(L, source, inner, element, entity_def__element_keys,
+                                   out->element) != 0)
+            return -1;
+        uint64_t values = (uint64_t)out->count * out->element->value_count;
+        if (values > ENTITY_DEF_MAX_VALUES)
+            return entity_def__fail(L, source, where,
+                                    "the array holds %" PRIu64 " values when flattened, more "
+                                    "than %d",
+                                    values, ENTITY_DEF_MAX_VALUES);
+        out->value_count = (uint32_t)values;
+        return 0;
     }
     case ENTITY_DEF__GROUP_PLAIN:
         return 0;
@@ -959,6 +975,7 @@ static int entity_def__parse_type(entity_def__loader *L, const char *source, con
         if (decl->state == ENTITY_DEF__UNRESOLVED && entity_def__resolve_struct(L, index) != 0)
             return -1;
         out->structure = st;
+        out->value_count = st->value_count;
         return 0;
     }
     }
@@ -1002,6 +1019,14 @@ static int entity_def__resolve_struct(entity_def__loader *L, size_t index) {
         if (entity_def__parse_type(L, source, where, item, entity_def__field_keys,
                                    &field->type) != 0)
             return -1;
+        /* Checked before the field's default is built, so the defaults never
+         * grow past the cap either. */
+        uint64_t values = (uint64_t)st->value_count + field->type.value_count;
+        if (values > ENTITY_DEF_MAX_VALUES)
+            return entity_def__fail(L, source, where,
+                                    "struct %s holds more than %d values when flattened",
+                                    st->name, ENTITY_DEF_MAX_VALUES);
+        st->value_count = (uint32_t)values;
         if (entity_def__make_value(L, source, where, "default", &field->type,
                                    cJSON_GetObjectItemCaseSensitive(item, "default"),
                                    &field->default_value) != 0)
@@ -1690,6 +1715,35 @@ void entity_def_registry_free(entity_def_registry *reg) {
 
 /* ---- describe --------------------------------------------------------- */
 
+/* A number as a raw item holding its exact text. cJSON's printer tries 15
+ * digits and keeps them when they read back within a relative epsilon, which
+ * drops the last bits of some doubles (2^53 prints as 9.00719925474099e+15)
+ * and would break the round trip. */
+static cJSON *entity_def__number(double value) {
+    char text[48];
+    entity_def__format_double(value, text, sizeof text);
+    return entity_def__json(cJSON_CreateRaw(text));
+}
+
+/* A copy of a normalised value with every number made exact. */
+static cJSON *entity_def__exact_copy(const cJSON *value) {
+    if (cJSON_IsNumber(value))
+        return entity_def__number(value->valuedouble);
+    if (cJSON_IsArray(value)) {
+        cJSON *array = entity_def__json(cJSON_CreateArray());
+        for (const cJSON *item = value->child; item != NULL; item = item->next)
+            entity_def__append(array, entity_def__exact_copy(item));
+        return array;
+    }
+    if (cJSON_IsObject(value)) {
+        cJSON *object = entity_def__json(cJSON_CreateObject());
+        for (const cJSON *item = value->child; item != NULL; item = item->next)
+            entity_def__add(object, item->string, entity_def__exact_copy(item));
+        return object;
+    }
+    return entity_def__json(cJSON_Duplicate(value, 0)); /* string, true, false */
+}
+
 /* True when the type is fully said by its name (no keys of its own). */
 static bool entity_def__type_is_bare(const entity_def_type *type) {
     const entity_def__kind_info *info = &entity_def__kinds[type->kind];
@@ -1722,23 +1776,23 @@ static void entity_def__describe_type(cJSON *object, const entity_def_type *type
     switch (info->group) {
     case ENTITY_DEF__GROUP_INT:
         if (type->bits != info->bits)
-            entity_def__add(object, "bits", cJSON_CreateNumber(type->bits));
+            entity_def__add(object, "bits", entity_def__number(type->bits));
         break;
     case ENTITY_DEF__GROUP_REAL:
         if (type->quantized) {
             cJSON *q = entity_def__json(cJSON_CreateObject());
-            entity_def__add(q, "min", cJSON_CreateNumber(type->quant_min));
-            entity_def__add(q, "max", cJSON_CreateNumber(type->quant_max));
-            entity_def__add(q, "precision", cJSON_CreateNumber(type->quant_precision));
+            entity_def__add(q, "min", entity_def__number(type->quant_min));
+            entity_def__add(q, "max", entity_def__number(type->quant_max));
+            entity_def__add(q, "precision", entity_def__number(type->quant_precision));
             entity_def__add(object, "quantize", q);
         }
         break;
     case ENTITY_DEF__GROUP_SIZED:
-        entity_def__add(object, "max_length", cJSON_CreateNumber(type->max_length));
+        entity_def__add(object, "max_length", entity_def__number(type->max_length));
         break;
     case ENTITY_DEF__GROUP_ARRAY:
         entity_def__add(object, "element", entity_def__describe_element(type->element));
-        entity_def__add(object, "count", cJSON_CreateNumber(type->count));
+        entity_def__add(object, "count", entity_def__number(type->count));
         break;
     case ENTITY_DEF__GROUP_PLAIN:
     case ENTITY_DEF__GROUP_STRUCT:
@@ -1759,13 +1813,13 @@ static void entity_def__describe_default(cJSON *object, const entity_def_type *t
                                          const cJSON *value) {
     cJSON *zero = entity_def__zero(type);
     if (!entity_def__json_equal(zero, value))
-        entity_def__add(object, "default", cJSON_Duplicate(value, 1));
+        entity_def__add(object, "default", entity_def__exact_copy(value));
     cJSON_Delete(zero);
 }
 
-cJSON *entity_def_registry_describe(const entity_def_registry *reg) {
+static cJSON *entity_def__describe_document(const entity_def_registry *reg) {
     cJSON *doc = entity_def__json(cJSON_CreateObject());
-    entity_def__add(doc, "format", cJSON_CreateNumber(ENTITY_DEF__FORMAT));
+    entity_def__add(doc, "format", entity_def__number(ENTITY_DEF__FORMAT));
     if (reg->struct_count > 0) {
         cJSON *types = entity_def__json(cJSON_CreateArray());
         for (size_t s = 0; s < reg->struct_count; s++) {
@@ -1838,6 +1892,17 @@ cJSON *entity_def_registry_describe(const entity_def_registry *reg) {
     }
     entity_def__add(doc, "entities", entities);
     return doc;
+}
+
+char *entity_def_registry_describe(const entity_def_registry *reg) {
+    cJSON *doc = entity_def__describe_document(reg);
+    char *printed = cJSON_PrintUnformatted(doc);
+    cJSON_Delete(doc);
+    if (printed == NULL)
+        log_panic("entity_def: out of memory printing the description");
+    char *text = xstrdup(printed);
+    cJSON_free(printed);
+    return text;
 }
 
 /* ---- lookup ----------------------------------------------------------- */

@@ -43,6 +43,12 @@
  * budget anyway. */
 #define ENTITY_DEF_MAX_ARRAY 1024
 
+/* A value holds at most 4096 scalars once arrays and structs are flattened
+ * (value_count below): a property is resent as one block, and 4096 values
+ * already exceed a client's whole 4 KB/s budget. The cap also keeps a few
+ * bytes of nested arrays from expanding into millions of default values. */
+#define ENTITY_DEF_MAX_VALUES 4096
+
 /* Digest size: BLAKE2b-256 (libsodium crypto_generichash). */
 #define ENTITY_DEF_DIGEST_BYTES 32
 
@@ -91,6 +97,10 @@ struct entity_def_type {
      * round((v - quant_min) / quant_precision) in `bits` bits. */
     bool quantized;
     double quant_min, quant_max, quant_precision;
+    /* Scalars in one value once arrays and structs are flattened: 1 for the
+     * other kinds (a string, bytes or vector counts as one); at most
+     * ENTITY_DEF_MAX_VALUES. */
+    uint32_t value_count;
     uint32_t max_length;            /* string, bytes: 1..ENTITY_DEF_MAX_LENGTH */
     uint32_t count;                 /* array: 1..ENTITY_DEF_MAX_ARRAY */
     entity_def_type *element;       /* array: the element type */
@@ -110,6 +120,7 @@ struct entity_def_struct {
     uint16_t index; /* position in the registry's struct list (sorted by name) */
     entity_def_field *fields; /* declaration order: this is the layout */
     size_t field_count;
+    uint32_t value_count; /* sum of the fields' value_count */
 };
 
 /* The KBEngine property flags: where a property lives and who receives it.
@@ -243,13 +254,15 @@ const uint8_t *entity_def_registry_digest(const entity_def_registry *registry);
 /* The same, as 64 lowercase hex digits. Owned by the registry. */
 const char *entity_def_registry_digest_hex(const entity_def_registry *registry);
 
-/* Describes every struct and class as one JSON document in the loader's own
- * format, without anything the loader would fill in by itself (for
- * example, defaults equal to the implied one are left out). Loading it
- * with entity_def_load_string gives a registry with the same digest, class
- * ids, property ids and method ids. Returns a new cJSON object that the
- * caller frees with cJSON_Delete (print it with cJSON_PrintUnformatted). */
-cJSON *entity_def_registry_describe(const entity_def_registry *registry);
+/* Describes every struct and class as one compact JSON document in the
+ * loader's own format (the text the baseapp sends at login), leaving out
+ * what the loader fills in by itself: defaults equal to the implied one,
+ * "bits" equal to the natural width, "persistent": false, "detail": "far",
+ * empty sections. Numbers are written exactly (shortest text that reads
+ * back as the same double). Loading the text with entity_def_load_string
+ * gives a registry with the same digest, class ids, property ids and method
+ * ids. Returns a NUL-terminated string the caller frees with free(). */
+char *entity_def_registry_describe(const entity_def_registry *registry);
 
 /* ---- lookup ----------------------------------------------------------- */
 
