@@ -23,7 +23,8 @@
  * positions ("touches", one per distinct cell); the watcher looks at the
  * touches in the cells its outer square overlaps, the same cells pass 1
  * would scan and complete for the same reason (the cell lookup is
- * monotonic), and updates just those pairs. The old state of a pair is
+ * monotonic), and updates just those pairs (a leave scans the view for
+ * the entity's slot). The old state of a pair is
  * known from the old position: inside the inner square it was in the view,
  * outside the outer square it was not (every update leaves each view
  * between the two), and only in the thin band between them does the view

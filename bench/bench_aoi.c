@@ -69,7 +69,7 @@ static const char *const bench_case_names[BENCH_CASE_COUNT] = {"uniform", "clust
 typedef struct bench_options {
     uint32_t sizes[BENCH_MAX_SIZES];
     size_t size_count;
-    int ticks;             /* uniform case */
+    int ticks;             /* uniform and sparse cases */
     int clustered_ticks;   /* clustered case; -1: min(ticks, 20) */
     uint32_t sparse_movers_percent; /* sparse case: share of entities moved per tick */
     uint64_t seed;
@@ -120,7 +120,7 @@ typedef struct bench_run {
     int checked_ticks;
     double check_ms;             /* time spent checking (not part of any figure) */
     double mean_view;            /* mean view size after the last tick */
-    double grid_recomputed;      /* watchers the grid recomputed per tick, mean over ticks 1..T */
+    double grid_recomputed;      /* views the grid recomputed in full per tick, mean over ticks 1..T */
     coord_stats stats_build;     /* after the first flush */
     coord_stats stats_end;       /* after the last tick */
 } bench_run;
@@ -710,7 +710,8 @@ static void bench_print_impl_row(const char *name, const bench_run *run, const b
                                  bool scaled) {
     char build[32], insert[32];
     printf("  %-7s %4g %10.3f %10.3f %10s %14s %10.1f %12" PRIu64 " %12" PRIu64 " %10" PRIu64 "%s\n", name,
-           (double)run->hysteresis, impl->median_ms, impl->worst_ms, bench_format_ms(build, sizeof build, impl->build_ms),
+           (double)run->hysteresis, impl->median_ms, impl->worst_ms,
+           bench_format_ms(build, sizeof build, impl->build_ms),
            bench_format_ms(insert, sizeof insert, impl->insert_ms), (double)impl->bytes / n, impl->enters,
            impl->leaves, impl->initial, scaled ? "  (*)" : "");
 }
@@ -737,7 +738,7 @@ static void bench_print_result(const bench_result *r) {
         const bench_run *run = &r->run[h];
         uint64_t ticks = (uint64_t)(r->ticks > 0 ? r->ticks : 1);
         printf("  H=%g: grid/coord %.2f  oracle/coord %.2f  coord/grid %.2f  | mean view %.1f, coord swaps/tick %.3g,"
-               " crossings/tick %.3g, cancelled %" PRIu64 ", grid recomputed/tick %.0f (%.1f %%)\n",
+               " crossings/tick %.3g, cancelled %" PRIu64 ", grid views recomputed/tick %.0f (%.1f %%)\n",
                (double)run->hysteresis, bench_ratio(run->grid.median_ms, run->coord.median_ms),
                bench_ratio(run->oracle.median_ms, run->coord.median_ms),
                bench_ratio(run->coord.median_ms, run->grid.median_ms), run->mean_view,
@@ -826,9 +827,11 @@ static void bench_print_json(const bench_options *opt, const bench_result *resul
                    ",\"coord_oracle\":%" PRIu64 ",\"grid_oracle\":%" PRIu64 "},",
                    bench_events_agree(run) ? "true" : "false", run->checked_ticks, run->mismatch_coord_grid,
                    run->mismatch_coord_oracle, run->mismatch_grid_oracle);
-            printf("\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
+            printf("\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,"
+                   "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
                    "\"cancelled\":%" PRIu64 ",\"events\":%" PRIu64 ",\"build_swaps\":%" PRIu64 "}}",
-                   run->mean_view, run->grid_recomputed, (double)(run->stats_end.swaps - run->stats_build.swaps) / ticks,
+                   run->mean_view, run->grid_recomputed,
+                   (double)(run->stats_end.swaps - run->stats_build.swaps) / ticks,
                    (double)(run->stats_end.crossings - run->stats_build.crossings) / ticks,
                    run->stats_end.cancelled - run->stats_build.cancelled, run->stats_end.events,
                    run->stats_build.swaps);

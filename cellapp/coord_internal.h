@@ -132,6 +132,7 @@ struct coord_system {
     /* Flips logged since they were last applied, and the sort's buffers. */
     coord_flip *flips, *flips_sorted;
     size_t flip_count, flip_capacity, flips_sorted_capacity;
+    size_t flip_recent_peak; /* most flips applied at once during this flush */
     uint32_t *flip_bucket;  /* per watcher: start of its run in flips_sorted */
     size_t flip_bucket_capacity;
 

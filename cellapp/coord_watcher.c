@@ -172,6 +172,7 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
 static size_t coord_apply_flips_resolving(coord_system *cs, bool resolve, bool check_candidates) {
     size_t count = cs->flip_count;
     if (count == 0) return 0;
+    if (count > cs->flip_recent_peak) cs->flip_recent_peak = count;
     uint32_t watcher_count = cs->watcher_count;
     size_t buckets = (size_t)watcher_count + 1;
     uint32_t *start = cs->flip_bucket;
@@ -513,6 +514,26 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
     return delivered;
 }
 
+/* A bulk load logs a flip per initial pair (a million at 10,000 watchers);
+ * a tick logs a few per mover. Give back what only the bulk load needed. */
+#define COORD_FLIP_LOG_KEEP 65536
+
+static void coord_trim_flip_log(coord_system *cs) {
+    /* Room for twice this flush's flips, plus the spare a slide reserves. */
+    size_t largest_axis = 0;
+    for (int a = 0; a < cs->axis_count; a++)
+        if (cs->axes[a].count > largest_axis) largest_axis = cs->axes[a].count;
+    size_t target = 2 * cs->flip_recent_peak + largest_axis;
+    if (target < COORD_FLIP_LOG_KEEP) target = COORD_FLIP_LOG_KEEP;
+    cs->flip_recent_peak = 0;
+    if (cs->flip_count != 0 || cs->flip_capacity <= 4 * target) return;
+    cs->flip_capacity = target;
+    cs->flips = xrealloc(cs->flips, cs->flip_capacity * sizeof *cs->flips);
+    free(cs->flips_sorted);
+    cs->flips_sorted = NULL;
+    cs->flips_sorted_capacity = 0;
+}
+
 static void coord_recycle_watchers(coord_system *cs) {
     for (size_t i = 0; i < cs->dead_watcher_count; i++) {
         uint32_t w = cs->dead_watchers[i];
@@ -564,6 +585,7 @@ size_t coord_flush(coord_system *cs) {
     cs->flushing = 0;
     coord__recycle_entities(cs);
     coord_recycle_watchers(cs);
+    coord_trim_flip_log(cs);
     cs->stats.events += delivered;
     return delivered;
 }
