@@ -1,0 +1,128 @@
+/* alias_table.c -- hands out a client's entity aliases: lowest free first,
+ * so aliases stay small and pack in few bits; a released alias waits out
+ * its cooldown in a FIFO (released in time order, so the head is always
+ * the first to cool) before it joins the free set, a min-heap. */
+#include "alias_table.h"
+
+#include <stdlib.h>
+
+#include "id_map.h"
+#include "log.h"
+
+typedef struct alias_cooling {
+    uint32_t alias;
+    uint64_t free_at_ms;
+} alias_cooling;
+
+struct alias_table {
+    uint32_t max_aliases;
+    uint64_t cooldown_ms;
+    uint64_t *entity_of;      /* alias -> entity id, 0 when free or cooling */
+    uint32_t next_unused;     /* aliases at or above this were never handed out */
+    uint32_t *free_heap;      /* min-heap of cooled, free aliases */
+    uint32_t free_count;
+    alias_cooling *cooling;   /* ring buffer, oldest first */
+    uint32_t cooling_head, cooling_count;
+    id_map alias_of;          /* entity id -> alias + 1 */
+    uint32_t in_use;
+};
+
+alias_table *alias_table_create(uint32_t max_aliases, uint64_t cooldown_ms) {
+    if (max_aliases == 0 || max_aliases == ALIAS_NONE) return NULL;
+    alias_table *table = xcalloc(1, sizeof *table);
+    table->max_aliases = max_aliases;
+    table->cooldown_ms = cooldown_ms;
+    table->entity_of = xcalloc(max_aliases, sizeof *table->entity_of);
+    table->free_heap = xmalloc(max_aliases * sizeof *table->free_heap);
+    table->cooling = xmalloc(max_aliases * sizeof *table->cooling);
+    id_map_init(&table->alias_of);
+    return table;
+}
+
+void alias_table_free(alias_table *table) {
+    if (!table) return;
+    free(table->entity_of);
+    free(table->free_heap);
+    free(table->cooling);
+    id_map_close(&table->alias_of);
+    free(table);
+}
+
+static void alias_heap_push(alias_table *table, uint32_t alias) {
+    uint32_t i = table->free_count++;
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (table->free_heap[parent] <= alias) break;
+        table->free_heap[i] = table->free_heap[parent];
+        i = parent;
+    }
+    table->free_heap[i] = alias;
+}
+
+static uint32_t alias_heap_pop(alias_table *table) {
+    uint32_t top = table->free_heap[0];
+    uint32_t last = table->free_heap[--table->free_count];
+    uint32_t i = 0;
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= table->free_count) break;
+        if (child + 1 < table->free_count && table->free_heap[child + 1] < table->free_heap[child]) child++;
+        if (table->free_heap[child] >= last) break;
+        table->free_heap[i] = table->free_heap[child];
+        i = child;
+    }
+    if (table->free_count > 0) table->free_heap[i] = last;
+    return top;
+}
+
+/* Moves every alias whose cooldown has passed into the free set. */
+static void alias_table_cool(alias_table *table, uint64_t now_ms) {
+    while (table->cooling_count > 0 && table->cooling[table->cooling_head].free_at_ms <= now_ms) {
+        alias_heap_push(table, table->cooling[table->cooling_head].alias);
+        table->cooling_head = (table->cooling_head + 1) % table->max_aliases;
+        table->cooling_count--;
+    }
+}
+
+uint32_t alias_table_find(const alias_table *table, uint64_t entity_id) {
+    uintptr_t stored = (uintptr_t)id_map_get(&table->alias_of, entity_id);
+    return stored ? (uint32_t)(stored - 1) : ALIAS_NONE;
+}
+
+uint32_t alias_table_assign(alias_table *table, uint64_t entity_id, uint64_t now_ms) {
+    if (entity_id == 0) return ALIAS_NONE;
+    uint32_t existing = alias_table_find(table, entity_id);
+    if (existing != ALIAS_NONE) return existing;
+    alias_table_cool(table, now_ms);
+    uint32_t alias;
+    /* Every cooled alias is below next_unused, so the heap comes first. */
+    if (table->free_count > 0)
+        alias = alias_heap_pop(table);
+    else if (table->next_unused < table->max_aliases)
+        alias = table->next_unused++;
+    else
+        return ALIAS_NONE;
+    table->entity_of[alias] = entity_id;
+    id_map_put(&table->alias_of, entity_id, (void *)(uintptr_t)(alias + 1));
+    table->in_use++;
+    return alias;
+}
+
+uint32_t alias_table_release(alias_table *table, uint64_t entity_id, uint64_t now_ms) {
+    uintptr_t stored = (uintptr_t)id_map_remove(&table->alias_of, entity_id);
+    if (!stored) return ALIAS_NONE;
+    uint32_t alias = (uint32_t)(stored - 1);
+    table->entity_of[alias] = 0;
+    uint32_t tail = (table->cooling_head + table->cooling_count) % table->max_aliases;
+    table->cooling[tail].alias = alias;
+    table->cooling[tail].free_at_ms = now_ms + table->cooldown_ms;
+    table->cooling_count++;
+    table->in_use--;
+    return alias;
+}
+
+uint64_t alias_table_entity(const alias_table *table, uint32_t alias) {
+    return alias < table->max_aliases ? table->entity_of[alias] : 0;
+}
+
+uint32_t alias_table_in_use(const alias_table *table) { return table->in_use; }
