@@ -68,6 +68,7 @@ static void coord_reserve_entities(coord_system *cs, uint32_t wanted) {
         cs->entity_hint[a] = xrealloc(cs->entity_hint[a], capacity * sizeof(uint32_t));
         cs->entity_target[a] = xrealloc(cs->entity_target[a], capacity * sizeof(float));
     }
+    cs->entity_moved_epoch = xrealloc(cs->entity_moved_epoch, capacity * sizeof *cs->entity_moved_epoch);
     cs->entity_capacity = capacity;
 }
 
@@ -109,6 +110,7 @@ void coord_free(coord_system *cs) {
         free(cs->pending_keys[a]);
     }
     free(cs->entities);
+    free(cs->entity_moved_epoch);
     free(cs->watchers);
     free(cs->trigger_flags);
     free(cs->pending_entities);
@@ -503,7 +505,11 @@ static void coord_apply_moves(coord_system *cs) {
         }
     }
     coord_refresh_partner(cs, 0);
-    for (size_t i = 0; i < cs->dirty_count; i++) cs->entities[cs->dirty[i]].dirty = 0;
+    cs->move_epoch++;
+    for (size_t i = 0; i < cs->dirty_count; i++) {
+        cs->entities[cs->dirty[i]].dirty = 0;
+        cs->entity_moved_epoch[cs->dirty[i]] = cs->move_epoch;
+    }
     cs->dirty_count = 0;
     cs->geometry_changed = 1;
 }
@@ -564,6 +570,7 @@ uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t 
         cs->entity_coord[a][e] = position[a];
         cs->entity_hint[a][e] = 0;
     }
+    cs->entity_moved_epoch[e] = cs->move_epoch + 1; /* counts as moved at the next check */
     if (cs->pending_entity_count == cs->pending_entity_capacity) {
         cs->pending_entity_capacity = cs->pending_entity_capacity ? cs->pending_entity_capacity * 2 : 64;
         cs->pending_entities =

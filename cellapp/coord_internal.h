@@ -81,6 +81,7 @@ typedef struct coord_watcher_record {
      * distance is checked at each flush; may hold stale ids. */
     uint32_t *candidates;
     uint32_t candidate_count, candidate_capacity;
+    uint32_t candidate_epoch;   /* move epoch at the last candidate check */
     uint8_t live;
     uint8_t queued;         /* on the system's touched-watcher list */
     uint8_t dual;           /* has hysteresis: enters are decided at the flush */
@@ -94,6 +95,8 @@ struct coord_system {
     float *entity_coord[COORD_MAX_AXES]; /* committed coordinate per axis */
     uint32_t *entity_hint[COORD_MAX_AXES];
     float *entity_target[COORD_MAX_AXES]; /* where a dirty entity is going */
+    uint32_t *entity_moved_epoch; /* move epoch of the entity's last move */
+    uint32_t move_epoch;          /* counts batches of moves */
     uint32_t entity_count, entity_capacity; /* ids handed out so far, room */
     uint32_t free_entities_head;
     size_t live_entities;

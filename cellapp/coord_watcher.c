@@ -403,6 +403,7 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
     coord__place_trigger(cs, 2 * w, centre, dual ? extent + hysteresis : extent);
     coord__apply_flips(cs);
     /* The inner extent changed: every candidate is re-examined. */
+    cs->watchers[w].candidate_epoch = 0;
     cs->geometry_changed = 1;
     return 0;
 }
@@ -491,9 +492,18 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
     /* Candidates: inside the trigger, not in view. Entering needs no
      * crossing -- only coming within the inner extent -- so each is checked
      * by coordinates. Stale ids (entered, left, or deleted) drop out. */
+    uint32_t since = cs->watchers[w].candidate_epoch;
+    bool owner_moved = cs->entity_moved_epoch[cs->watchers[w].owner] > since;
+    cs->watchers[w].candidate_epoch = cs->move_epoch;
     for (uint32_t i = 0; i < cs->watchers[w].candidate_count;) {
         coord_watcher_record *record = &cs->watchers[w];
         uint32_t entity = record->candidates[i];
+        /* Neither end moved since the last check: nothing can have changed.
+         * (Most of the band, when most entities stand still.) */
+        if (!owner_moved && cs->entity_moved_epoch[entity] <= since) {
+            i++;
+            continue;
+        }
         uint32_t *entry = coord_pair_find(record, entity);
         if (!entry || !(*entry & COORD_PAIR_LISTED) || !coord_is_candidate(*entry)) {
             if (entry) *entry &= ~(uint32_t)COORD_PAIR_LISTED;
