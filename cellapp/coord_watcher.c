@@ -578,7 +578,7 @@ size_t coord_flush(coord_system *cs) {
             cs->flush_watcher_capacity = count;
             cs->flush_watchers = xrealloc(cs->flush_watchers, count * sizeof *cs->flush_watchers);
         }
-        memcpy(cs->flush_watchers, cs->touched_watchers, count * sizeof *cs->flush_watchers);
+        if (count) memcpy(cs->flush_watchers, cs->touched_watchers, count * sizeof *cs->flush_watchers);
         cs->touched_watcher_count = 0;
         for (size_t i = 0; i < count; i++) {
             uint32_t w = cs->flush_watchers[i];
