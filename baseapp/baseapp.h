@@ -18,6 +18,7 @@
 #include "channel.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
+#include "entity_def.h"
 #include "entity_list.h"
 #include "id_block.h"
 #include "id_map.h"
@@ -42,6 +43,7 @@ typedef struct baseapp_settings {
     int64_t password_mem_limit_kib;
     int64_t entity_id_block;
     char player_entity_type[32];
+    char entity_definitions[256];
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -66,10 +68,14 @@ typedef struct proxy {
     uint64_t cellapp_id;       /* the cellapp holding the cell entity, 0 if none */
     uint64_t connected_us;     /* monotonic, for the login timeout */
     char account[72];
+    bool has_definitions;      /* the client's cached definitions match ours */
 } proxy;
 
 /* Accepts a client connection from the listener. */
 void proxy_accept(baseapp *app, uv_stream_t *listener);
+/* The digest the client said it has cached, kept until the login reply. */
+void proxy_set_known_digest(proxy *client, const char *digest);
+
 /* Sends an Error to the client and drops it once the error is flushed. */
 void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
@@ -123,6 +129,8 @@ struct baseapp {
     id_map proxies_by_entity;     /* entity id -> proxy, logged-in proxies */
     id_map proxies_by_account;    /* account name hash -> proxy */
     id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */
+    entity_def_registry *definitions;  /* the game's entity types */
+    char *definitions_text;            /* their self-description, sent at login */
     channel_stats client_totals;
     channel_stats peer_totals;
     int shutting_down;

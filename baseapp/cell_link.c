@@ -65,6 +65,8 @@ static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tesser
     login.max_speed = reply->max_speed;
     login.tick_hz = reply->tick_hz;
     login.space_name = reply->space_name;
+    login.definitions = client->has_definitions ? "" : app->definitions_text;
+    login.definitions_digest = (char *)entity_def_registry_digest_hex(app->definitions);
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
     message.login_reply = &login;

@@ -38,6 +38,9 @@ static const config_key baseapp_config_keys[] = {
      "entity ids reserved from Redis at a time"},
     {"player_entity_type", CONFIG_STRING, offsetof(baseapp_settings, player_entity_type),
      sizeof(((baseapp_settings *)0)->player_entity_type), 0, 0, "Avatar", "entity type of a player's entity"},
+    {"entity_definitions", CONFIG_STRING, offsetof(baseapp_settings, entity_definitions),
+     sizeof(((baseapp_settings *)0)->entity_definitions), 0, 0, "demo/entities",
+     "directory of the game's entity definitions (*.json); sent to clients at login"},
 };
 
 #define BASEAPP_CONFIG_KEY_COUNT (sizeof baseapp_config_keys / sizeof baseapp_config_keys[0])
@@ -151,6 +154,19 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-baseapp: libsodium failed to initialise\n");
         return 1;
     }
+    if (entity_def_load_directory(settings->entity_definitions, &app.definitions, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-baseapp: configuration error: entity_definitions '%s': %s\n",
+                settings->entity_definitions, err);
+        return 1;
+    }
+    app.definitions_text = entity_def_registry_describe(app.definitions);
+    if (!entity_def_registry_find_class(app.definitions, settings->player_entity_type)) {
+        fprintf(stderr, "tessera-baseapp: configuration error: player_entity_type '%s' is not defined in %s\n",
+                settings->player_entity_type, settings->entity_definitions);
+        entity_def_registry_free(app.definitions);
+        free(app.definitions_text);
+        return 1;
+    }
 
     app.loop = uv_default_loop();
     app.proxies = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
@@ -215,9 +231,10 @@ int main(int argc, char **argv) {
     uv_signal_start(&app.sigint, baseapp_on_signal, SIGINT);
     uv_signal_start(&app.sigterm, baseapp_on_signal, SIGTERM);
 
-    log_info("baseapp starting: clients on %s:%d, peers on %s:%d, Redis %s:%lld", settings->client_host,
-             app.client_port, settings->process.internal_host, app.peer_port, settings->process.redis_host,
-             (long long)settings->process.redis_port);
+    log_info("baseapp starting: clients on %s:%d, peers on %s:%d, Redis %s:%lld, %zu entity types (digest %.16s)",
+             settings->client_host, app.client_port, settings->process.internal_host, app.peer_port,
+             settings->process.redis_host, (long long)settings->process.redis_port,
+             entity_def_registry_class_count(app.definitions), entity_def_registry_digest_hex(app.definitions));
     redis_client_start(app.redis);
     uv_run(app.loop, UV_RUN_DEFAULT);
 
@@ -228,6 +245,8 @@ int main(int argc, char **argv) {
     id_map_close(&app.proxies_by_account);
     id_map_close(&app.cellapp_assignments);
     entity_list_free(app.proxies);
+    entity_def_registry_free(app.definitions);
+    free(app.definitions_text);
     log_info("stopped");
     return app.exit_code;
 }

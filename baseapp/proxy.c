@@ -35,6 +35,11 @@ uint64_t baseapp_account_key(const char *account) {
     return hash ? hash : 1;
 }
 
+void proxy_set_known_digest(proxy *client, const char *digest) {
+    client->has_definitions =
+        digest && strcmp(digest, entity_def_registry_digest_hex(client->app->definitions)) == 0;
+}
+
 proxy *proxy_find_by_entity(const baseapp *app, uint64_t entity_id) {
     return id_map_get(&app->proxies_by_entity, entity_id);
 }
@@ -142,6 +147,7 @@ static void proxy_on_login(proxy *client, const Tessera__Client__LoginRequest *l
         return;
     }
     snprintf(client->account, sizeof client->account, "%s", login->account);
+    proxy_set_known_digest(client, login->known_definitions_digest);
     client->state = PROXY_AUTHENTICATING;
     login_start(client, login->account, login->password);
 }

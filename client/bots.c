@@ -127,6 +127,11 @@ typedef struct bots_run {
     uint64_t self_seen;
     uint64_t aoi_checked, aoi_mismatches, aoi_unknown;
     uint64_t aoi_late;            /* bots left out: they entered the world while the others settled */
+    /* The entity definitions the bots received at login: the first digest,
+     * how many types it declares, and how many bots got a different one. */
+    char definitions_digest[65];
+    size_t definition_classes;
+    uint64_t definitions_differ;
 } bots_run;
 
 /* ---- random numbers: deterministic per bot for a given --seed ------------- */
@@ -234,6 +239,12 @@ static void bots_on_logged_in(tessera_client *client, const tessera_client_login
     b->yaw = info->yaw;
     bots_pick_waypoint(b);
     run->logged_in++;
+    if (!run->definitions_digest[0]) {
+        snprintf(run->definitions_digest, sizeof run->definitions_digest, "%s", info->definitions_digest);
+        run->definition_classes = info->definition_classes;
+    } else if (strcmp(run->definitions_digest, info->definitions_digest) != 0) {
+        run->definitions_differ++;
+    }
     if (!run->warned_speed && info->max_speed > 0 && run->options.speed > info->max_speed) {
         run->warned_speed = 1;
         log_warn("--speed %.2f is above the cell's max_speed %.2f: expect corrections", run->options.speed,
@@ -589,6 +600,8 @@ static void bots_print_json(FILE *out, const bots_run *run) {
                  ",\"aoi_unknown\":%" PRIu64 ",\"aoi_late\":%" PRIu64,
             run->self_seen, run->options.verify_aoi ? "true" : "false", run->aoi_checked, run->aoi_mismatches,
             run->aoi_unknown, run->aoi_late);
+    fprintf(out, ",\"definitions_digest\":\"%s\",\"definition_classes\":%zu,\"definitions_differ\":%" PRIu64,
+            run->definitions_digest, run->definition_classes, run->definitions_differ);
     fprintf(out, ",\"seconds\":%.3f,\"interrupted\":%s}\n", run->elapsed_s, run->interrupted ? "true" : "false");
 }
 

@@ -19,6 +19,7 @@
 
 #include "channel.h"
 #include "client.pb-c.h"
+#include "entity_def.h"
 #include "frame.h"
 #include "id_map.h"
 #include "log.h"
@@ -56,6 +57,7 @@ struct tessera_client {
     tessera_client_login_info login;
     char server_name[TESSERA_CLIENT_NAME_BYTES];
     id_map entities;                /* entity id -> tessera_client_entity*, owned */
+    entity_def_registry *definitions; /* received at login, owned */
     tessera_client_stats stats;
 };
 
@@ -144,6 +146,7 @@ static void tessera_client__finish(tessera_client *client, const char *reason) {
     void *value;
     while (id_map_next(&client->entities, &cursor, &id, &value)) free(value);
     id_map_close(&client->entities);
+    entity_def_registry_free(client->definitions);
     free(client);
 }
 
@@ -309,6 +312,30 @@ static void tessera_client__on_login_reply(tessera_client *client, const Tessera
     info.max_speed = reply->max_speed;
     info.tick_hz = reply->tick_hz;
     snprintf(info.space_name, sizeof info.space_name, "%s", reply->space_name ? reply->space_name : "");
+    /* The definitions let this client decode any game; their digest must
+     * be theirs, or something in between mangled them. */
+    if (!reply->definitions || !reply->definitions[0]) {
+        tessera_client__protocol_error(client, "login reply without entity definitions");
+        return;
+    }
+    char err[256];
+    entity_def_registry *definitions = NULL;
+    if (entity_def_load_string(reply->definitions, "login reply", &definitions, err, sizeof err) != 0) {
+        char what[320];
+        snprintf(what, sizeof what, "entity definitions do not load: %s", err);
+        tessera_client__protocol_error(client, what);
+        return;
+    }
+    const char *digest = entity_def_registry_digest_hex(definitions);
+    if (!reply->definitions_digest || strcmp(digest, reply->definitions_digest) != 0) {
+        entity_def_registry_free(definitions);
+        tessera_client__protocol_error(client, "entity definitions do not match their digest");
+        return;
+    }
+    snprintf(info.definitions_digest, sizeof info.definitions_digest, "%s", digest);
+    info.definition_classes = entity_def_registry_class_count(definitions);
+    entity_def_registry_free(client->definitions);
+    client->definitions = definitions;
     client->login = info;
     client->state = TESSERA_CLIENT_IN_WORLD;
     if (client->callbacks.on_logged_in) client->callbacks.on_logged_in(client, &client->login);
@@ -540,6 +567,8 @@ int tessera_client_login(tessera_client *client, const char *account, const char
 tessera_client_state tessera_client_get_state(const tessera_client *client) { return tessera_client__state(client); }
 void *tessera_client_user_data(const tessera_client *client) { return client->user_data; }
 void tessera_client_set_user_data(tessera_client *client, void *user_data) { client->user_data = user_data; }
+
+const entity_def_registry *tessera_client_definitions(const tessera_client *client) { return client->definitions; }
 
 const tessera_client_login_info *tessera_client_login_info_get(const tessera_client *client) {
     return client->login.entity_id != 0 ? &client->login : NULL;

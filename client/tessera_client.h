@@ -101,6 +101,8 @@ typedef struct tessera_client_login_info {
     float max_speed;             /* metres per second the cell accepts */
     uint32_t tick_hz;
     char space_name[TESSERA_CLIENT_NAME_BYTES];
+    char definitions_digest[65];  /* hex digest of the game's entity definitions */
+    size_t definition_classes;    /* entity types they declare */
 } tessera_client_login_info;
 
 /* A refused move: the player is back at this position. */
@@ -195,6 +197,9 @@ void *tessera_client_user_data(const tessera_client *client);
 void tessera_client_set_user_data(tessera_client *client, void *user_data);
 /* The login reply, or NULL before IN_WORLD. */
 const tessera_client_login_info *tessera_client_login_info_get(const tessera_client *client);
+/* The game's entity definitions received at login (checked against their
+ * digest), or NULL before login. Owned by the client. */
+const struct entity_def_registry *tessera_client_definitions(const tessera_client *client);
 /* The name the server gave in its hello ("" before it arrives). */
 const char *tessera_client_server_name(const tessera_client *client);
 

@@ -613,6 +613,8 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                     # Cheap password hashing: tests log in hundreds of bots.
                     "password_ops_limit": 1,
                     "password_mem_limit_kib": 8192,
+                    # The demo game's entity types, sent to clients at login.
+                    "entity_definitions": os.path.join(REPO_ROOT, "demo", "entities"),
                 })
             conf.update(overrides)
             with open(rd.config(name), "w") as f:

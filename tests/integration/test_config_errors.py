@@ -12,6 +12,8 @@ import unittest
 
 import harness
 
+DEMO_ENTITIES = os.path.join(harness.SOURCE_DIR, "demo", "entities")
+
 # A config error is found before anything is started: seconds are plenty.
 QUICK_S = 10
 # Two Redis connect attempts 100 ms apart, plus start-up (ASan is slower).
@@ -100,10 +102,25 @@ class ConfigErrors(unittest.TestCase):
                     "internal_port": internal_port,
                 }
                 if role == "baseapp":
-                    conf.update({"client_host": "127.0.0.1", "client_port": client_port})
+                    conf.update({"client_host": "127.0.0.1", "client_port": client_port,
+                                 "entity_definitions": DEMO_ENTITIES})
                 path = self.write("noredis-%s.json" % role, json.dumps(conf))
                 err, ctx = self.run_program(role, path, timeout=REDIS_GIVE_UP_S)
                 self.assert_mentions(err, ["redis"], ctx)
+
+    def test_broken_entity_definitions(self):
+        # A definitions directory that is missing, and one whose file does
+        # not parse: the baseapp names the path and the problem, and exits.
+        broken_dir = os.path.join(self.tmp, "broken-entities")
+        os.makedirs(broken_dir, exist_ok=True)
+        with open(os.path.join(broken_dir, "Avatar.json"), "w") as f:
+            f.write('{"format": 1, "entities": [{"name": "Avatar", "colour": "red"}]}')
+        for directory, words in ((os.path.join(self.tmp, "no-such-dir"), ["no-such-dir"]),
+                                 (broken_dir, ["Avatar.json", "colour"])):
+            with self.subTest(directory=directory):
+                path = self.write("defs.json", json.dumps({"entity_definitions": directory}))
+                err, ctx = self.run_program("baseapp", path)
+                self.assert_mentions(err, words, ctx)
 
     def test_port_in_use(self):
         with harness.Cluster(baseapps=1, cellapps=1) as cluster:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """test_login_view -- 50 bots log in to a 1 baseapp + 2 cellapp cluster,
 walk a dense area for 8 seconds, and the bots' AOI checker agrees with what
-the server showed them: everyone saw themselves and others, nothing wrong."""
+the server showed them: everyone saw themselves and others, nothing wrong;
+and every bot received the same entity definitions at login."""
 import json
 import unittest
 
@@ -25,6 +26,11 @@ class LoginView(unittest.TestCase):
             self.assertEqual(report.get("aoi_mismatches"), 0, text)
             self.assertGreater(report.get("aoi_checked", 0), 0, text)
             self.assertGreater(report.get("enter", 0), BOTS, "bots saw nobody else:\n" + text)
+            # Every bot received the game's entity definitions at login, the
+            # same ones, checked against their digest by the SDK.
+            self.assertRegex(report.get("definitions_digest", ""), r"^[0-9a-f]{64}$", text)
+            self.assertEqual(report.get("definition_classes"), 2, text)  # Avatar and Npc
+            self.assertEqual(report.get("definitions_differ"), 0, text)
             self.assertTrue(cluster.all_alive(), "a process died:\n" + json.dumps(cluster.status(), indent=2))
 
 
