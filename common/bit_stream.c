@@ -299,3 +299,103 @@ int bit_reader_align(bit_reader *r) {
     unsigned off = (unsigned)(r->pos & 7);
     return bit_reader_skip(r, off != 0 ? 8 - off : 0);
 }
+
+/* ---- bit copy ---------------------------------------------------------- */
+
+static inline uint64_t bit_stream__le64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+/* The 64 bits of `src` (`src_bytes` long) from bit `pos` on; bits past the
+ * end read as 0. */
+static inline uint64_t bit_stream__load64(const uint8_t *src, size_t src_bytes, size_t pos) {
+    size_t byte = pos >> 3;
+    unsigned off = (unsigned)(pos & 7);
+    if (byte + 9 <= src_bytes) {
+        uint64_t v = bit_stream__le64(src + byte) >> off;
+        if (off != 0)
+            v |= (uint64_t)src[byte + 8] << (64 - off);
+        return v;
+    }
+    uint64_t v = 0;
+    for (unsigned i = 0; i < 9 && byte + i < src_bytes; i++) {
+        uint64_t b = src[byte + i];
+        int shift = (int)(8 * i) - (int)off;
+        if (shift >= 64)
+            break;
+        v |= shift >= 0 ? b << shift : b >> -shift;
+    }
+    return v;
+}
+
+static inline void bit_stream__store_le64(uint8_t *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof v);
+}
+
+/* Slack past the last written byte that the 64-bit stores below may touch:
+ * a store covers 8 bytes from the current byte, plus one for the bits that
+ * spill over when the writer is not at a byte boundary. */
+#define BIT_STREAM_SLACK 16
+
+/* Appends `bits` (1..64) bits of `v` (no bit set above them) with one
+ * 64-bit store; room for BIT_STREAM_SLACK bytes past the end must be
+ * reserved. Bytes past the new end are left zero, so the writer's invariant
+ * (the unused high bits of the last byte are zero) holds.
+ * A range check and a byte loop per call (bit_writer_write) were most of
+ * the cost of sharing pre-encoded records, hence this path. */
+static inline void bit_stream__put64(bit_writer *w, uint64_t v, unsigned bits) {
+    uint8_t *p = w->data + (w->bits >> 3);
+    unsigned d = (unsigned)(w->bits & 7);
+    uint64_t word = (uint64_t)(p[0] & ((1u << d) - 1)) | (v << d);
+    bit_stream__store_le64(p, word);
+    if (d != 0)
+        p[8] = (uint8_t)(v >> (64 - d)); /* 0 when nothing spills */
+    w->bits += bits;
+}
+
+/* Appends `head_bits` (0..64) bits of `head`, then bits [pos, pos + n) of
+ * `src` (`src_bytes` long), to `w`. When the source and the writer are at
+ * the same bit phase, whole bytes go by memcpy; otherwise in 64-bit chunks.
+ * Nothing is re-encoded. */
+void bit_writer_append_bits(bit_writer *w, uint64_t head, unsigned head_bits,
+                                   const uint8_t *src, size_t src_bytes, size_t pos, size_t n) {
+    size_t need = (w->bits + head_bits + n + 7) / 8 + BIT_STREAM_SLACK;
+    if (need > w->capacity)
+        bit_writer_reserve(w, need);
+    if (head_bits != 0)
+        bit_stream__put64(w, head, head_bits);
+    unsigned dst_phase = (unsigned)(w->bits & 7);
+    /* 128: below that, the chunk loop is as fast as the setup of memcpy. */
+    if (n >= 128 && (unsigned)(pos & 7) == dst_phase) {
+        if (dst_phase != 0) {
+            unsigned lead = 8 - dst_phase;
+            bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos) & ((1u << lead) - 1),
+                               lead);
+            pos += lead;
+            n -= lead;
+        }
+        size_t bytes = n >> 3;
+        memcpy(w->data + (w->bits >> 3), src + (pos >> 3), bytes);
+        w->bits += bytes * 8;
+        pos += bytes * 8;
+        n -= bytes * 8;
+        if (n > 0)
+            w->data[w->bits >> 3] = 0; /* a fresh byte for the tail below */
+    }
+    while (n >= 64) {
+        bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos), 64);
+        pos += 64;
+        n -= 64;
+    }
+    if (n > 0)
+        bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos) & ((UINT64_C(1) << n) - 1),
+                           (unsigned)n);
+}

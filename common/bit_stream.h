@@ -67,6 +67,13 @@ void bit_writer_write_double(bit_writer *w, double value);
 void bit_writer_write_bytes(bit_writer *w, const void *bytes, size_t length);
 /* Zero bits up to the next byte boundary (nothing if already aligned). */
 void bit_writer_align(bit_writer *w);
+/* Appends `head_bits` (0..64) bits of `head`, then the bits [pos, pos + n)
+ * of the `src_bytes`-long buffer `src` -- another stream's bits, copied as
+ * they are, never re-encoded (whole bytes by memcpy when the two streams
+ * are at the same bit phase). The way to share one encoding among many
+ * streams (replication's pack-once). */
+void bit_writer_append_bits(bit_writer *w, uint64_t head, unsigned head_bits, const uint8_t *src, size_t src_bytes,
+                            size_t pos, size_t n);
 
 /* ---- reader ----------------------------------------------------------- */
 

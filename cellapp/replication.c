@@ -1,0 +1,469 @@
+/* replication.c -- pack once: per tick, each changed entity's change lists
+ * encoded once per audience into one shared buffer, copied bit for bit into
+ * every witness's stream; and the client-side decoder of that stream.
+ *
+ * It owns the per-tick entity stream's record layer. Values and change lists
+ * are property_codec.c's (documented there), bits are bit_stream.c's
+ * (LSB-first). Who sees what, budgets and positions belong elsewhere.
+ *
+ * ---- The entity stream (one per client per tick) -----------------------
+ *
+ * A sequence of records, then END. A = the alias width both ends agree on
+ * (replication_alias_bits of the client's alias table size); C = the class
+ * id width, property_codec_bits_for(class count - 1).
+ *
+ *   kind     2 bits   0 UPDATE, 1 ENTER, 2 LEAVE, 3 EXT
+ *
+ *   UPDATE   kind, alias (A bits), length (uvar: bits of the change list),
+ *            change list (property_codec: dirty AND audience mask)
+ *   ENTER    kind, alias (A bits), length (uvar: bits that follow, up to
+ *            the end of the record), owner (1 bit: the receiver owns the
+ *            entity), class id (C bits), change list of EVERY property of
+ *            the audience (current values, not only dirty ones)
+ *   LEAVE    kind, alias (A bits)
+ *   EXT      kind, then a 2-bit extended kind: 0 END; 1..3 reserved (the
+ *            volatile position updates will take one). END is followed only
+ *            by zero bits up to the next byte boundary.
+ *
+ * The receiver's audience is OWN for an entity it owns and OTHERS_<detail>
+ * for another; the stream does not say which detail level the server used,
+ * so the decoder accepts any property of OTHERS_NEAR (the widest) for a
+ * non-owned entity, and any of OWN for the owned one.
+ *
+ * Why a length on UPDATE and ENTER: a client that does not know an alias
+ * (stale, or a lost enter) cannot parse a change list without the class, so
+ * it skips the record by its length; the length is also checked against the
+ * content. It costs 8 bits for a change list under 16 bits and 12 under 256.
+ * Why END: a stream cut at a record boundary would otherwise read as a
+ * shorter valid stream.
+ *
+ * The length prefix is part of the shared encoding (a span is "length,
+ * [owner, class,] change list"), so a witness writes kind and alias and
+ * copies one span. Cost of an unchanged entity: 0 bits (no record).
+ */
+#include "replication.h"
+
+#include "log.h"
+#include "property_codec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    REPLICATION__KIND_UPDATE = 0,
+    REPLICATION__KIND_ENTER = 1,
+    REPLICATION__KIND_LEAVE = 2,
+    REPLICATION__KIND_EXT = 3,
+};
+enum { REPLICATION__EXT_END = 0 };
+
+#define REPLICATION__KIND_BITS 2
+#define REPLICATION__EXT_BITS 2
+
+struct replication_schema {
+    const entity_def_registry *registry;
+    size_t class_count;
+    unsigned class_bits;
+    entity_state_mask (*masks)[REPLICATION_AUDIENCE_COUNT]; /* [class][audience] */
+};
+
+struct replication {
+    const replication_schema *schema;
+    uint64_t tick;
+    bit_writer shared;  /* this tick's encodings */
+    bit_writer scratch; /* one change list, before its length is known */
+};
+
+replication_audience replication_audience_for(bool is_owner, entity_def_detail detail) {
+    if (is_owner)
+        return REPLICATION_AUDIENCE_OWN;
+    switch (detail) {
+    case ENTITY_DEF_DETAIL_NEAR:
+        return REPLICATION_AUDIENCE_OTHERS_NEAR;
+    case ENTITY_DEF_DETAIL_MEDIUM:
+        return REPLICATION_AUDIENCE_OTHERS_MEDIUM;
+    default:
+        return REPLICATION_AUDIENCE_OTHERS_FAR;
+    }
+}
+
+/* ---- schema ------------------------------------------------------------ */
+
+replication_schema *replication_schema_create(const entity_def_registry *registry) {
+    replication_schema *s = xcalloc(1, sizeof *s);
+    s->registry = registry;
+    s->class_count = entity_def_registry_class_count(registry);
+    s->class_bits = s->class_count > 0 ? property_codec_bits_for(s->class_count - 1) : 0;
+    s->masks = xcalloc(s->class_count > 0 ? s->class_count : 1, sizeof *s->masks);
+    for (size_t c = 0; c < s->class_count; c++) {
+        const entity_def_class *cls = entity_def_registry_class(registry, (uint16_t)c);
+        entity_state_mask *m = s->masks[c];
+        for (size_t i = 0; i < cls->property_count; i++) {
+            const entity_def_property *p = &cls->properties[i];
+            const entity_def_audience *a = &p->audience;
+            if (a->on_cell && a->to_own_client)
+                entity_state_mask_add(&m[REPLICATION_AUDIENCE_OWN], p->id);
+            if (a->on_cell && a->to_ghosts)
+                entity_state_mask_add(&m[REPLICATION_AUDIENCE_GHOSTS], p->id);
+            if (a->on_cell && a->to_other_clients) {
+                /* Cumulative: a nearer observer gets everything a farther
+                 * one does. */
+                entity_state_mask_add(&m[REPLICATION_AUDIENCE_OTHERS_NEAR], p->id);
+                if (p->detail != ENTITY_DEF_DETAIL_NEAR)
+                    entity_state_mask_add(&m[REPLICATION_AUDIENCE_OTHERS_MEDIUM], p->id);
+                if (p->detail == ENTITY_DEF_DETAIL_FAR)
+                    entity_state_mask_add(&m[REPLICATION_AUDIENCE_OTHERS_FAR], p->id);
+            }
+        }
+    }
+    return s;
+}
+
+void replication_schema_free(replication_schema *schema) {
+    if (schema == NULL)
+        return;
+    free(schema->masks);
+    free(schema);
+}
+
+const entity_state_mask *replication_schema_mask(const replication_schema *schema,
+                                                 uint16_t class_id,
+                                                 replication_audience audience) {
+    if (class_id >= schema->class_count || (unsigned)audience >= REPLICATION_AUDIENCE_COUNT)
+        return NULL;
+    return &schema->masks[class_id][audience];
+}
+
+/* ---- packing ----------------------------------------------------------- */
+
+void replication_entity_init(replication_entity *entity, const entity_state *state) {
+    memset(entity, 0, sizeof *entity);
+    entity->state = state;
+}
+
+replication *replication_create(const replication_schema *schema) {
+    replication *rep = xcalloc(1, sizeof *rep);
+    rep->schema = schema;
+    bit_writer_init(&rep->shared);
+    bit_writer_init(&rep->scratch);
+    return rep;
+}
+
+void replication_free(replication *rep) {
+    if (rep == NULL)
+        return;
+    bit_writer_close(&rep->shared);
+    bit_writer_close(&rep->scratch);
+    free(rep);
+}
+
+void replication_begin_tick(replication *rep, uint64_t tick) {
+    if (tick == 0 || tick <= rep->tick)
+        log_panic("replication: tick %llu after %llu", (unsigned long long)tick,
+                  (unsigned long long)rep->tick);
+    rep->tick = tick;
+    bit_writer_reset(&rep->shared);
+}
+
+const uint8_t *replication_shared_data(const replication *rep) {
+    return bit_writer_data(&rep->shared);
+}
+
+/* Moves the scratch writer into the shared buffer behind its length. */
+static replication_span replication__commit_scratch(replication *rep) {
+    replication_span span = {.start = bit_writer_bits(&rep->shared)};
+    size_t n = bit_writer_bits(&rep->scratch);
+    bit_writer_write_uvar(&rep->shared, n);
+    bit_writer_append_bits(&rep->shared, 0, 0, bit_writer_data(&rep->scratch),
+                           bit_writer_bytes(&rep->scratch), 0, n);
+    span.bits = bit_writer_bits(&rep->shared) - span.start;
+    return span;
+}
+
+static const entity_state_mask *replication__masks(const replication *rep,
+                                                   const entity_state *state) {
+    const entity_def_class *cls = entity_state_class(state);
+    if (cls->id >= rep->schema->class_count)
+        log_panic("replication: class %s is not in the packer's registry", cls->name);
+    return rep->schema->masks[cls->id];
+}
+
+void replication_pack(replication *rep, replication_entity *entity) {
+    const entity_state_mask *masks = replication__masks(rep, entity->state);
+    const entity_state_mask *dirty = entity_state_dirty(entity->state);
+    entity_state_mask props[REPLICATION_AUDIENCE_COUNT];
+    entity->update_tick = rep->tick;
+    for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
+        entity_state_mask_intersect(&props[a], dirty, &masks[a]);
+        replication_span *span = &entity->update[a];
+        if (entity_state_mask_empty(&props[a])) {
+            *span = (replication_span){0};
+            continue;
+        }
+        int same = -1;
+        for (int b = 0; b < a && same < 0; b++) {
+            if (memcmp(&props[a], &props[b], sizeof props[a]) == 0)
+                same = b;
+        }
+        if (same >= 0) {
+            *span = entity->update[same];
+            continue;
+        }
+        bit_writer_reset(&rep->scratch);
+        if (property_codec_encode_changes(&rep->scratch, entity->state, &props[a]) != 0)
+            log_panic("replication: an audience mask names a property its class lacks");
+        *span = replication__commit_scratch(rep);
+    }
+}
+
+/* The enter encoding of `audience`, made on first use this tick. */
+static replication_span replication__enter_span(replication *rep, replication_entity *entity,
+                                                replication_audience audience) {
+    if (entity->enter_tick != rep->tick) {
+        entity->enter_tick = rep->tick;
+        entity->enter_ready = 0;
+    }
+    if ((entity->enter_ready >> audience & 1) == 0) {
+        const entity_def_class *cls = entity_state_class(entity->state);
+        const entity_state_mask *masks = replication__masks(rep, entity->state);
+        bit_writer_reset(&rep->scratch);
+        bit_writer_write_bool(&rep->scratch, audience == REPLICATION_AUDIENCE_OWN);
+        bit_writer_write(&rep->scratch, cls->id, rep->schema->class_bits);
+        if (property_codec_encode_changes(&rep->scratch, entity->state, &masks[audience]) != 0)
+            log_panic("replication: an audience mask names a property its class lacks");
+        entity->enter[audience] = replication__commit_scratch(rep);
+        entity->enter_ready |= (uint8_t)(1u << audience);
+    }
+    return entity->enter[audience];
+}
+
+replication_span replication_entity_span(replication *rep, replication_entity *entity,
+                                         replication_audience audience, bool enter) {
+    replication_span none = {0};
+    if ((unsigned)audience >= REPLICATION_AUDIENCE_COUNT)
+        return none;
+    if (enter)
+        return replication__enter_span(rep, entity, audience);
+    return entity->update_tick == rep->tick ? entity->update[audience] : none;
+}
+
+/* ---- a witness's stream ------------------------------------------------ */
+
+unsigned replication_alias_bits(uint32_t max_aliases) {
+    return max_aliases > 1 ? property_codec_bits_for(max_aliases - 1) : 0;
+}
+
+static size_t replication__append(const replication *rep, bit_writer *w, unsigned kind,
+                                  uint32_t alias, unsigned alias_bits, replication_span span) {
+    if (alias_bits > 32 || (alias_bits < 32 && (alias >> alias_bits) != 0))
+        log_panic("replication: alias %u does not fit in %u bits", alias, alias_bits);
+    size_t before = w->bits;
+    bit_writer_append_bits(w, kind | (uint64_t)alias << REPLICATION__KIND_BITS,
+                           REPLICATION__KIND_BITS + alias_bits, rep->shared.data,
+                           (rep->shared.bits + 7) / 8, span.start, span.bits);
+    return w->bits - before;
+}
+
+size_t replication_append_update(const replication *rep, const replication_entity *entity,
+                                 bit_writer *w, uint32_t alias, unsigned alias_bits,
+                                 bool is_owner, entity_def_detail detail) {
+    if (entity->update_tick != rep->tick)
+        return 0;
+    replication_span span = entity->update[replication_audience_for(is_owner, detail)];
+    if (span.bits == 0)
+        return 0;
+    return replication__append(rep, w, REPLICATION__KIND_UPDATE, alias, alias_bits, span);
+}
+
+size_t replication_append_enter(replication *rep, replication_entity *entity, bit_writer *w,
+                                uint32_t alias, unsigned alias_bits, bool is_owner,
+                                entity_def_detail detail) {
+    replication_span span =
+        replication__enter_span(rep, entity, replication_audience_for(is_owner, detail));
+    return replication__append(rep, w, REPLICATION__KIND_ENTER, alias, alias_bits, span);
+}
+
+size_t replication_append_leave(bit_writer *w, uint32_t alias, unsigned alias_bits) {
+    size_t before = bit_writer_bits(w);
+    bit_writer_write(w, REPLICATION__KIND_LEAVE, REPLICATION__KIND_BITS);
+    bit_writer_write(w, alias, alias_bits);
+    return bit_writer_bits(w) - before;
+}
+
+size_t replication_append_end(bit_writer *w) {
+    size_t before = bit_writer_bits(w);
+    bit_writer_write(w, REPLICATION__KIND_EXT, REPLICATION__KIND_BITS);
+    bit_writer_write(w, REPLICATION__EXT_END, REPLICATION__EXT_BITS);
+    bit_writer_align(w);
+    return bit_writer_bits(w) - before;
+}
+
+/* ---- decoding ---------------------------------------------------------- */
+
+/* Checks a change list of class `cls` whose ids must lie in `accept`,
+ * storing nothing (the format is property_codec.c's). */
+static int replication__check_changes(bit_reader *r, const entity_def_class *cls,
+                                      const entity_state_mask *accept) {
+    size_t n = cls->property_count;
+    uint64_t count, id;
+    if (bit_reader_read(r, property_codec_bits_for(n), &count) != 0)
+        return PROPERTY_CODEC_ERROR_TRUNCATED;
+    if (count > n)
+        return PROPERTY_CODEC_ERROR_MALFORMED;
+    unsigned id_bits = n > 0 ? property_codec_bits_for(n - 1) : 0;
+    int64_t previous = -1;
+    for (uint64_t i = 0; i < count; i++) {
+        if (bit_reader_read(r, id_bits, &id) != 0)
+            return PROPERTY_CODEC_ERROR_TRUNCATED;
+        if (id >= n || !entity_state_mask_has(accept, (uint16_t)id))
+            return PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY;
+        if ((int64_t)id <= previous)
+            return PROPERTY_CODEC_ERROR_MALFORMED;
+        previous = (int64_t)id;
+        int rc = property_codec_check(r, &cls->properties[id].type);
+        if (rc != 0)
+            return rc;
+    }
+    return 0;
+}
+
+static const entity_state_mask *replication__accept(const replication_schema *schema,
+                                                    const entity_def_class *cls, bool owner) {
+    return &schema->masks[cls->id][owner ? REPLICATION_AUDIENCE_OWN
+                                         : REPLICATION_AUDIENCE_OTHERS_NEAR];
+}
+
+#define REPLICATION__FAIL(r, code)                                                               \
+    do {                                                                                         \
+        bit_reader_fail(r);                                                                      \
+        return (code);                                                                           \
+    } while (0)
+
+/* One ENTER or UPDATE record after its alias: the length is read, the
+ * whole record checked, then applied. */
+static int replication__decode_body(bit_reader *r, const replication_schema *schema,
+                                    unsigned kind, uint32_t alias,
+                                    const replication_decode_callbacks *cb, void *ctx,
+                                    replication_decode_stats *stats) {
+    uint64_t length;
+    if (bit_reader_read_uvar(r, &length) != 0 || length > bit_reader_remaining(r))
+        REPLICATION__FAIL(r, REPLICATION_ERROR_TRUNCATED);
+    size_t end = bit_reader_position(r) + (size_t)length;
+
+    if (kind == REPLICATION__KIND_UPDATE) {
+        bool owner = false;
+        entity_state *state = cb->find(ctx, alias, &owner);
+        if (state == NULL) {
+            bit_reader_skip(r, (size_t)length);
+            stats->discarded++;
+            return 0;
+        }
+        const entity_def_class *cls = entity_state_class(state);
+        if (cls->id >= schema->class_count)
+            REPLICATION__FAIL(r, REPLICATION_ERROR_CLASS);
+        const entity_state_mask *accept = replication__accept(schema, cls, owner);
+        bit_reader check = *r;
+        int rc = replication__check_changes(&check, cls, accept);
+        if (rc != 0)
+            REPLICATION__FAIL(r, rc);
+        if (bit_reader_position(&check) != end)
+            REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+        entity_state_mask changed;
+        rc = property_codec_decode_changes(r, state, accept, &changed);
+        if (rc != 0)
+            log_panic("replication: a checked update failed: %s", property_codec_strerror(rc));
+        stats->updates++;
+        if (cb->changed != NULL)
+            cb->changed(ctx, alias, state, &changed);
+        return 0;
+    }
+
+    /* ENTER */
+    bit_reader check = *r;
+    bool owner;
+    uint64_t class_id;
+    if (bit_reader_read_bool(&check, &owner) != 0 ||
+        bit_reader_read(&check, schema->class_bits, &class_id) != 0)
+        REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+    if (class_id >= schema->class_count)
+        REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+    const entity_def_class *cls = entity_def_registry_class(schema->registry, (uint16_t)class_id);
+    const entity_state_mask *accept = replication__accept(schema, cls, owner);
+    bit_reader body = check;
+    int rc = replication__check_changes(&check, cls, accept);
+    if (rc != 0)
+        REPLICATION__FAIL(r, rc);
+    if (bit_reader_position(&check) != end)
+        REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+    entity_state *state = cb->enter(ctx, alias, cls, owner);
+    if (state == NULL) {
+        bit_reader_skip(r, (size_t)length);
+        stats->discarded++;
+        return 0;
+    }
+    if (entity_state_class(state) != cls)
+        REPLICATION__FAIL(r, REPLICATION_ERROR_CLASS);
+    entity_state_mask changed;
+    rc = property_codec_decode_changes(&body, state, accept, &changed);
+    if (rc != 0)
+        log_panic("replication: a checked enter failed: %s", property_codec_strerror(rc));
+    *r = body;
+    stats->enters++;
+    if (cb->changed != NULL)
+        cb->changed(ctx, alias, state, &changed);
+    return 0;
+}
+
+int replication_decode_stream(bit_reader *r, const replication_schema *schema,
+                              unsigned alias_bits, const replication_decode_callbacks *cb,
+                              void *ctx, replication_decode_stats *stats) {
+    replication_decode_stats ignored;
+    if (stats == NULL)
+        stats = &ignored;
+    memset(stats, 0, sizeof *stats);
+    for (;;) {
+        uint64_t kind, alias;
+        if (bit_reader_read(r, REPLICATION__KIND_BITS, &kind) != 0)
+            return REPLICATION_ERROR_TRUNCATED;
+        if (kind == REPLICATION__KIND_EXT) {
+            uint64_t ext;
+            if (bit_reader_read(r, REPLICATION__EXT_BITS, &ext) != 0)
+                return REPLICATION_ERROR_TRUNCATED;
+            if (ext != REPLICATION__EXT_END)
+                REPLICATION__FAIL(r, REPLICATION_ERROR_KIND);
+            /* Only zero padding to the byte boundary may follow. */
+            size_t left = bit_reader_remaining(r);
+            uint64_t pad;
+            if (left >= 8 || bit_reader_read(r, (unsigned)left, &pad) != 0 || pad != 0)
+                REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+            return 0;
+        }
+        if (bit_reader_read(r, alias_bits, &alias) != 0)
+            return REPLICATION_ERROR_TRUNCATED;
+        if (kind == REPLICATION__KIND_LEAVE) {
+            stats->leaves++;
+            if (cb->leave != NULL)
+                cb->leave(ctx, (uint32_t)alias);
+            continue;
+        }
+        int rc = replication__decode_body(r, schema, (unsigned)kind, (uint32_t)alias, cb, ctx,
+                                          stats);
+        if (rc != 0)
+            return rc;
+    }
+}
+
+const char *replication_strerror(int code) {
+    switch (code) {
+    case REPLICATION_ERROR_TRUNCATED:
+        return "stream ends inside a record or before END";
+    case REPLICATION_ERROR_KIND:
+        return "reserved record kind";
+    case REPLICATION_ERROR_MALFORMED:
+        return "malformed record";
+    case REPLICATION_ERROR_CLASS:
+        return "entity state of the wrong class";
+    default:
+        return property_codec_strerror(code);
+    }
+}
