@@ -1,0 +1,378 @@
+/* witness_budget.c -- the per-client bandwidth scheduler: credit, debt, and
+ * the choice of which offered records go this tick. It owns the per-alias
+ * send history; it does not own the records, their encoding, or the socket.
+ *
+ * Credit. The budget is a token bucket refilled by bytes_per_second /
+ * tick_hz per tick (the remainder of the division is carried, so N ticks
+ * earn exactly floor(bytes_per_second * N / tick_hz)). Unspent credit
+ * carries over, capped at carry_max_bytes, by default a quarter second of
+ * budget. Why a quarter second: the cap is how much the scheduler may burst
+ * after a quiet spell, and a burst lands in the client's TCP send buffer
+ * ahead of later movement, which is exactly the stale movement the issue
+ * says never to queue; a full second's cap would let a 10 Hz client take
+ * 11 ticks' worth in one tick. A quarter second (625 B at 20 kbit/s) still
+ * lets a record two or three ticks' allowance large be saved up for, and
+ * any one-second window stays within 1.25x the budget (plus debt).
+ *
+ * Debt. Mandatory and forced records go even when the credit does not
+ * cover them; the credit goes negative, and later ticks' allowances pay it
+ * back before anything optional is sent. There is no cap on debt: capping
+ * it would forgive bytes and break the budget. If the forced floor (every
+ * pending alias once a second) costs more than the budget, debt grows
+ * without bound and only mandatory and forced records go; the stats show
+ * it, and the config is wrong, not the scheduler.
+ *
+ * Distance curve. An alias at distance d may be sent (non-forced) once its
+ * minimum interval has passed since its last send:
+ *
+ *   d <= near:          1 tick (every tick)
+ *   near < d < far:     1 + floor((tick_hz - 1) * (d - near) / (far - near))
+ *   d >= far:           tick_hz ticks (once a second, when it is forced
+ *                       anyway)
+ *
+ * Staleness. The ticks the client's copy has been out of date: the length of
+ * the current unbroken run of offers (a tick without an offer means nothing
+ * was pending, and ends the run; a send ends it too). An alias offered
+ * every tick since its last send at tick s has staleness t - s at tick t,
+ * and is forced when its staleness reaches tick_hz: the gap between sends
+ * is then at most tick_hz ticks.
+ *
+ * Priority among the non-forced candidates: staleness / interval, highest
+ * first ("how many of its own intervals it is overdue"), so at equal
+ * staleness the nearer goes first, and a far alias overtakes a near one
+ * once it is overdue by more of its intervals. Ties: nearer first, then
+ * lower alias, so the order is a total order and the result is
+ * deterministic. The same order ranks the forced records among themselves.
+ * Candidates are taken greedily in that order: one that does not fit the
+ * remaining credit is skipped and smaller ones after it may still go (it is
+ * forced within the second anyway).
+ */
+#include "witness_budget.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+/* Why 64: a typical witness has about 100 entities in view (issue 4's
+ * workload), so the arrays usually grow once, to 128. */
+#define WITNESS_BUDGET_INITIAL_CANDIDATES 64
+#define WITNESS_BUDGET_NO_CANDIDATE UINT32_MAX
+
+typedef enum witness_budget_phase {
+    WITNESS_BUDGET_PHASE_IDLE = 0,  /* created, no tick begun yet */
+    WITNESS_BUDGET_PHASE_OFFERING,  /* after begin_tick: offers accepted */
+    WITNESS_BUDGET_PHASE_SELECTED,  /* after select: commits accepted until the next begin_tick */
+} witness_budget_phase;
+
+typedef enum witness_budget_class {
+    WITNESS_BUDGET_CLASS_SKIPPED = 0, /* not sent this tick */
+    WITNESS_BUDGET_CLASS_MANDATORY,   /* enter or leave */
+    WITNESS_BUDGET_CLASS_FORCED,      /* pending for a second: the starvation bound */
+    WITNESS_BUDGET_CLASS_OPTIONAL,    /* won its place on priority */
+    WITNESS_BUDGET_CLASS_WITHDRAWN,   /* forgotten after its offer */
+} witness_budget_class;
+
+/* What the scheduler remembers of one alias. */
+typedef struct witness_budget_alias {
+    uint64_t last_sent;     /* tick of the last send; valid if has_sent */
+    uint64_t pending_since; /* first tick of the current run of offers */
+    uint64_t last_offered;  /* tick of the latest offer; valid if has_offered */
+    uint32_t candidate;     /* index into candidates when last_offered is this tick */
+    bool has_sent;
+    bool has_offered;
+} witness_budget_alias;
+
+/* One offer of this tick. */
+typedef struct witness_budget_candidate {
+    uint32_t alias;
+    uint32_t bytes;     /* offered; after select, what is charged */
+    float distance;
+    uint32_t interval;  /* minimum ticks between non-forced sends */
+    uint64_t staleness; /* >= 1 */
+    bool mandatory;
+    witness_budget_class class;
+    /* The alias's history before select marked it sent, for commit(0). */
+    uint64_t previous_last_sent;
+    uint64_t previous_pending_since;
+    bool previous_has_sent;
+} witness_budget_candidate;
+
+struct witness_budget {
+    witness_budget_config config;
+    witness_budget_phase phase;
+    uint64_t tick;
+    int64_t credit;             /* negative: debt */
+    uint64_t allowance_remainder; /* bytes_per_second * ticks mod tick_hz */
+    witness_budget_alias *aliases; /* max_aliases entries */
+    witness_budget_candidate *candidates;
+    uint32_t candidate_count, candidate_capacity;
+    uint32_t *order;            /* candidate indices being ranked */
+    uint32_t *scratch;          /* merge sort buffer */
+    witness_budget_stats stats; /* debt and credit filled in on read */
+};
+
+witness_budget *witness_budget_create(const witness_budget_config *config) {
+    if (!config || config->tick_hz < 1 || config->tick_hz > 1000) return NULL;
+    if (config->max_aliases == 0 || config->max_aliases == UINT32_MAX) return NULL;
+    if (!isfinite(config->near_distance) || !isfinite(config->far_distance)) return NULL;
+    if (config->near_distance < 0 || config->far_distance <= config->near_distance) return NULL;
+    witness_budget *budget = xcalloc(1, sizeof *budget);
+    budget->config = *config;
+    if (budget->config.carry_max_bytes == 0) budget->config.carry_max_bytes = config->bytes_per_second / 4;
+    budget->aliases = xcalloc(config->max_aliases, sizeof *budget->aliases);
+    budget->candidate_capacity = WITNESS_BUDGET_INITIAL_CANDIDATES;
+    budget->candidates = xmalloc(budget->candidate_capacity * sizeof *budget->candidates);
+    budget->order = xmalloc(budget->candidate_capacity * sizeof *budget->order);
+    budget->scratch = xmalloc(budget->candidate_capacity * sizeof *budget->scratch);
+    return budget;
+}
+
+void witness_budget_free(witness_budget *budget) {
+    if (!budget) return;
+    free(budget->aliases);
+    free(budget->candidates);
+    free(budget->order);
+    free(budget->scratch);
+    free(budget);
+}
+
+uint32_t witness_budget_interval(const witness_budget *budget, float distance) {
+    const witness_budget_config *config = &budget->config;
+    if (!(distance > config->near_distance)) return 1; /* also NaN, though offer rejects it */
+    if (distance >= config->far_distance) return config->tick_hz;
+    double fraction = ((double)distance - config->near_distance) /
+                      ((double)config->far_distance - config->near_distance);
+    uint32_t interval = 1 + (uint32_t)floor((config->tick_hz - 1) * fraction);
+    return interval > config->tick_hz ? config->tick_hz : interval;
+}
+
+int witness_budget_begin_tick(witness_budget *budget, uint64_t tick) {
+    if (budget->phase != WITNESS_BUDGET_PHASE_IDLE && tick <= budget->tick)
+        return WITNESS_BUDGET_ERROR_SEQUENCE;
+    uint64_t elapsed = budget->phase == WITNESS_BUDGET_PHASE_IDLE ? 1 : tick - budget->tick;
+    const uint64_t hz = budget->config.tick_hz;
+    const int64_t cap = budget->config.carry_max_bytes;
+    /* Earn the allowance of every elapsed tick. The cap applies to what is
+     * carried from one tick to the next, so after a gap the credit is at
+     * most the cap plus one tick's allowance, as after a quiet tick. A gap
+     * long enough to overflow is clamped: it could only matter to a debt
+     * larger than any real one. */
+    if (elapsed > (uint64_t)1 << 31) elapsed = (uint64_t)1 << 31;
+    uint64_t earned_total = budget->allowance_remainder + budget->config.bytes_per_second * elapsed;
+    int64_t grant = (int64_t)(earned_total / hz);
+    budget->allowance_remainder = earned_total % hz;
+    int64_t last_tick_share = (int64_t)(budget->config.bytes_per_second / hz);
+    int64_t credit = budget->credit < cap ? budget->credit : cap;
+    if (elapsed > 1) {
+        credit += grant - last_tick_share;
+        if (credit > cap) credit = cap;
+        credit += last_tick_share;
+    } else {
+        credit += grant;
+    }
+    budget->credit = credit;
+    budget->tick = tick;
+    budget->candidate_count = 0;
+    budget->phase = WITNESS_BUDGET_PHASE_OFFERING;
+    return 0;
+}
+
+/* Grows the per-tick arrays to hold one more candidate. Only during
+ * warm-up: they never shrink. */
+static void witness_budget_reserve(witness_budget *budget) {
+    if (budget->candidate_count < budget->candidate_capacity) return;
+    if (budget->candidate_capacity > UINT32_MAX / 2) log_panic("witness_budget: too many offers in one tick");
+    uint32_t capacity = budget->candidate_capacity * 2;
+    budget->candidates = xrealloc(budget->candidates, capacity * sizeof *budget->candidates);
+    budget->order = xrealloc(budget->order, capacity * sizeof *budget->order);
+    budget->scratch = xrealloc(budget->scratch, capacity * sizeof *budget->scratch);
+    budget->candidate_capacity = capacity;
+}
+
+int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes,
+                         bool mandatory) {
+    if (budget->phase != WITNESS_BUDGET_PHASE_OFFERING) return WITNESS_BUDGET_ERROR_SEQUENCE;
+    if (alias >= budget->config.max_aliases || isnan(distance)) return WITNESS_BUDGET_ERROR_ARGUMENT;
+    if (distance < 0) distance = 0;
+    witness_budget_alias *entry = &budget->aliases[alias];
+    if (entry->has_offered && entry->last_offered == budget->tick) return WITNESS_BUDGET_ERROR_DUPLICATE;
+    /* The run of offers continues only if the alias was offered (or sent,
+     * which sets pending_since to the tick after) in the tick just before. */
+    if (!entry->has_offered || entry->last_offered + 1 != budget->tick) entry->pending_since = budget->tick;
+    entry->has_offered = true;
+    entry->last_offered = budget->tick;
+
+    witness_budget_reserve(budget);
+    uint32_t index = budget->candidate_count++;
+    entry->candidate = index;
+    witness_budget_candidate *candidate = &budget->candidates[index];
+    candidate->alias = alias;
+    candidate->bytes = bytes;
+    candidate->distance = distance;
+    candidate->interval = witness_budget_interval(budget, distance);
+    candidate->staleness = budget->tick - entry->pending_since + 1;
+    candidate->mandatory = mandatory;
+    candidate->class = WITNESS_BUDGET_CLASS_SKIPPED;
+    return 0;
+}
+
+/* True if candidate a goes before candidate b: higher staleness/interval,
+ * then nearer, then lower alias. Cross-multiplied, so exact. */
+static bool witness_budget_before(const witness_budget_candidate *a, const witness_budget_candidate *b) {
+    uint64_t left = a->staleness * b->interval, right = b->staleness * a->interval;
+    if (left != right) return left > right;
+    if (a->distance != b->distance) return a->distance < b->distance;
+    return a->alias < b->alias;
+}
+
+/* Sorts order[begin, end) by priority: a bottom-up merge sort into the
+ * preallocated scratch array (qsort may allocate, and this runs per tick). */
+static void witness_budget_sort(witness_budget *budget, uint32_t begin, uint32_t end) {
+    uint32_t *from = budget->order + begin, *to = budget->scratch + begin;
+    uint32_t n = end - begin;
+    const witness_budget_candidate *c = budget->candidates;
+    for (uint32_t width = 1; width < n; width *= 2) {
+        for (uint32_t low = 0; low < n; low += 2 * width) {
+            uint32_t mid = low + width < n ? low + width : n;
+            uint32_t high = low + 2 * width < n ? low + 2 * width : n;
+            uint32_t i = low, j = mid, k = low;
+            while (i < mid && j < high)
+                to[k++] = witness_budget_before(&c[from[j]], &c[from[i]]) ? from[j++] : from[i++];
+            while (i < mid) to[k++] = from[i++];
+            while (j < high) to[k++] = from[j++];
+        }
+        uint32_t *swap = from;
+        from = to;
+        to = swap;
+    }
+    if (from != budget->order + begin) memcpy(budget->order + begin, from, n * sizeof *from);
+}
+
+int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capacity, uint32_t *count) {
+    if (budget->phase != WITNESS_BUDGET_PHASE_OFFERING) return WITNESS_BUDGET_ERROR_SEQUENCE;
+    const uint64_t tick = budget->tick;
+    const uint64_t hz = budget->config.tick_hz;
+    witness_budget_candidate *c = budget->candidates;
+
+    /* Rank: mandatory in offer order, then forced, then eligible others. */
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < budget->candidate_count; i++)
+        if (c[i].class != WITNESS_BUDGET_CLASS_WITHDRAWN && c[i].mandatory) budget->order[n++] = i;
+    uint32_t forced_begin = n;
+    for (uint32_t i = 0; i < budget->candidate_count; i++)
+        if (c[i].class != WITNESS_BUDGET_CLASS_WITHDRAWN && !c[i].mandatory && c[i].staleness >= hz)
+            budget->order[n++] = i;
+    uint32_t optional_begin = n;
+    for (uint32_t i = 0; i < budget->candidate_count; i++) {
+        if (c[i].class == WITNESS_BUDGET_CLASS_WITHDRAWN || c[i].mandatory || c[i].staleness >= hz) continue;
+        const witness_budget_alias *entry = &budget->aliases[c[i].alias];
+        if (!entry->has_sent || tick - entry->last_sent >= c[i].interval) budget->order[n++] = i;
+    }
+    witness_budget_sort(budget, forced_begin, optional_begin);
+    witness_budget_sort(budget, optional_begin, n);
+
+    /* Spend, on a copy of the credit until the output is known to fit. */
+    int64_t credit = budget->credit;
+    uint32_t selected = 0;
+    for (uint32_t k = 0; k < n; k++) {
+        witness_budget_candidate *candidate = &c[budget->order[k]];
+        if (k < forced_begin) {
+            candidate->class = WITNESS_BUDGET_CLASS_MANDATORY;
+        } else if (k < optional_begin) {
+            candidate->class = WITNESS_BUDGET_CLASS_FORCED;
+        } else if ((int64_t)candidate->bytes <= credit) {
+            candidate->class = WITNESS_BUDGET_CLASS_OPTIONAL;
+        } else {
+            continue;
+        }
+        credit -= candidate->bytes;
+        if (selected < capacity) out[selected] = candidate->alias;
+        selected++;
+    }
+    if (selected > capacity) {
+        for (uint32_t k = 0; k < n; k++) c[budget->order[k]].class = WITNESS_BUDGET_CLASS_SKIPPED;
+        *count = 0;
+        return WITNESS_BUDGET_ERROR_SPACE;
+    }
+
+    /* Commit: charge, record the sends, count. */
+    budget->credit = credit;
+    for (uint32_t i = 0; i < budget->candidate_count; i++) {
+        witness_budget_candidate *candidate = &c[i];
+        if (candidate->class == WITNESS_BUDGET_CLASS_WITHDRAWN) continue;
+        if (candidate->class == WITNESS_BUDGET_CLASS_SKIPPED) {
+            budget->stats.skipped_count++;
+            continue;
+        }
+        witness_budget_alias *entry = &budget->aliases[candidate->alias];
+        candidate->previous_last_sent = entry->last_sent;
+        candidate->previous_has_sent = entry->has_sent;
+        candidate->previous_pending_since = entry->pending_since;
+        entry->last_sent = tick;
+        entry->has_sent = true;
+        entry->pending_since = tick + 1; /* an offer next tick starts a fresh run */
+        budget->stats.bytes_spent += candidate->bytes;
+        budget->stats.sent_count++;
+        if (candidate->class == WITNESS_BUDGET_CLASS_MANDATORY) {
+            budget->stats.mandatory_bytes += candidate->bytes;
+            budget->stats.mandatory_count++;
+        } else if (candidate->class == WITNESS_BUDGET_CLASS_FORCED) {
+            budget->stats.forced_bytes += candidate->bytes;
+            budget->stats.forced_count++;
+        }
+    }
+    *count = selected;
+    budget->phase = WITNESS_BUDGET_PHASE_SELECTED;
+    return 0;
+}
+
+int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes_sent) {
+    if (alias >= budget->config.max_aliases) return WITNESS_BUDGET_ERROR_ARGUMENT;
+    witness_budget_alias *entry = &budget->aliases[alias];
+    if (budget->phase != WITNESS_BUDGET_PHASE_SELECTED || !entry->has_offered ||
+        entry->last_offered != budget->tick)
+        return WITNESS_BUDGET_ERROR_NOT_SELECTED;
+    witness_budget_candidate *candidate = &budget->candidates[entry->candidate];
+    witness_budget_class class = candidate->class;
+    if (class != WITNESS_BUDGET_CLASS_MANDATORY && class != WITNESS_BUDGET_CLASS_FORCED &&
+        class != WITNESS_BUDGET_CLASS_OPTIONAL)
+        return WITNESS_BUDGET_ERROR_NOT_SELECTED;
+
+    /* Unsigned wrap-around makes the delta a subtraction when negative. */
+    uint64_t delta = (uint64_t)bytes_sent - candidate->bytes;
+    budget->credit += (int64_t)candidate->bytes - (int64_t)bytes_sent;
+    budget->stats.bytes_spent += delta;
+    if (class == WITNESS_BUDGET_CLASS_MANDATORY) budget->stats.mandatory_bytes += delta;
+    if (class == WITNESS_BUDGET_CLASS_FORCED) budget->stats.forced_bytes += delta;
+    candidate->bytes = bytes_sent;
+    if (bytes_sent > 0) return 0;
+
+    /* Not sent after all: undo the send, so the alias stays as stale as it
+     * was and is forced on time. */
+    entry->last_sent = candidate->previous_last_sent;
+    entry->has_sent = candidate->previous_has_sent;
+    entry->pending_since = candidate->previous_pending_since;
+    candidate->class = WITNESS_BUDGET_CLASS_SKIPPED;
+    budget->stats.sent_count--;
+    budget->stats.skipped_count++;
+    if (class == WITNESS_BUDGET_CLASS_MANDATORY) budget->stats.mandatory_count--;
+    if (class == WITNESS_BUDGET_CLASS_FORCED) budget->stats.forced_count--;
+    return 0;
+}
+
+void witness_budget_forget(witness_budget *budget, uint32_t alias) {
+    if (alias >= budget->config.max_aliases) return;
+    witness_budget_alias *entry = &budget->aliases[alias];
+    if (budget->phase == WITNESS_BUDGET_PHASE_OFFERING && entry->has_offered &&
+        entry->last_offered == budget->tick)
+        budget->candidates[entry->candidate].class = WITNESS_BUDGET_CLASS_WITHDRAWN;
+    memset(entry, 0, sizeof *entry);
+}
+
+void witness_budget_get_stats(const witness_budget *budget, witness_budget_stats *out) {
+    *out = budget->stats;
+    out->debt = budget->credit < 0 ? (uint64_t)-budget->credit : 0;
+    out->credit = budget->credit > 0 ? (uint64_t)budget->credit : 0;
+}

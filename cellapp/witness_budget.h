@@ -1,0 +1,128 @@
+/* witness_budget.h -- one client's bandwidth budget: each tick, decides which
+ * of its witness's pending entity records go out, and in which order.
+ *
+ * It decides; it does not encode, send, or know entity ids. The witness
+ * offers, per tick, every alias that has something to send (an enter or
+ * leave record, a property delta, a movement update), with the entity's
+ * distance to the viewer and the bytes the record would take now; the
+ * scheduler answers with the aliases to send, in send order, and charges
+ * their bytes to the budget. It keeps its own per-alias memory (when each
+ * alias was last sent, since when it has been pending) in a dense array
+ * indexed by alias, which the witness clears with witness_budget_forget()
+ * when the entity leaves view.
+ *
+ * Rules (issue 4, "Bandwidth budget"):
+ *   - Mandatory records (enter, leave) always go, first, in offer order,
+ *     whatever the budget. Bytes beyond the credit become debt.
+ *   - Nothing starves: an alias offered in every tick for tick_hz ticks
+ *     without being sent is forced, and goes like a mandatory record (it
+ *     can make debt too). So the gap between two sends of an alias that is
+ *     continuously pending is at most tick_hz ticks: one second.
+ *   - Everything else competes for the credit in priority order, nearer
+ *     and staler first, and an alias is only a candidate once its minimum
+ *     interval for its distance has passed since its last send (see
+ *     witness_budget.c for the curve, the priority and the carry-over).
+ *   - Latest state wins: a record not selected is not queued. The witness
+ *     offers the alias again next tick, with its current size.
+ *
+ * Per tick:  witness_budget_begin_tick, witness_budget_offer for each
+ * candidate, witness_budget_select, then optionally witness_budget_commit
+ * for records whose real size differs from the offer (or were not sent).
+ * After warm-up (the largest number of offers seen in one tick) no call
+ * allocates.
+ */
+#ifndef TESSERA_WITNESS_BUDGET_H
+#define TESSERA_WITNESS_BUDGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Error codes. -5x: distinct from the other cellapp modules' codes. */
+#define WITNESS_BUDGET_ERROR_ARGUMENT (-50) /* alias out of range, NaN distance */
+#define WITNESS_BUDGET_ERROR_SEQUENCE (-51) /* call out of begin/offer/select order */
+#define WITNESS_BUDGET_ERROR_DUPLICATE (-52) /* alias already offered this tick */
+#define WITNESS_BUDGET_ERROR_SPACE (-53)    /* output array too small; nothing selected */
+#define WITNESS_BUDGET_ERROR_NOT_SELECTED (-54) /* commit for an alias not selected this tick */
+
+typedef struct witness_budget witness_budget;
+
+typedef struct witness_budget_config {
+    /* The client's budget. 0 is allowed: only mandatory and forced records
+     * go, all of it as debt. */
+    uint32_t bytes_per_second;
+    /* Ticks per second, 1..1000. Also the starvation bound, in ticks. */
+    uint32_t tick_hz;
+    /* Aliases 0 .. max_aliases-1 may be offered (the alias table's size). */
+    uint32_t max_aliases;
+    /* Most unspent credit carried into the next tick; 0 picks the default,
+     * bytes_per_second / 4 (why: witness_budget.c). */
+    uint32_t carry_max_bytes;
+    /* At or nearer than near_distance an alias may be sent every tick; at
+     * or beyond far_distance once a second; linear in between. 0 <= near <
+     * far, both finite. */
+    float near_distance;
+    float far_distance;
+} witness_budget_config;
+
+typedef struct witness_budget_stats {
+    uint64_t bytes_spent;     /* every byte charged, lifetime (after commits) */
+    uint64_t mandatory_bytes; /* ... of which mandatory records */
+    uint64_t forced_bytes;    /* ... of which forced (starvation) records */
+    uint64_t sent_count;      /* records selected, lifetime */
+    uint64_t mandatory_count;
+    uint64_t forced_count;
+    uint64_t skipped_count;   /* offers not selected, lifetime */
+    uint64_t debt;            /* bytes owed now, paid back from later ticks */
+    uint64_t credit;          /* unspent bytes available now */
+} witness_budget_stats;
+
+/* A scheduler for one client. NULL on a bad config (see the field
+ * comments). Free with witness_budget_free (NULL is fine). */
+witness_budget *witness_budget_create(const witness_budget_config *config);
+void witness_budget_free(witness_budget *budget);
+
+/* Starts tick `tick` (a tick counter, strictly greater than the previous
+ * call's; gaps are allowed and earn their ticks' allowance, within the
+ * carry cap). Adds the tick's allowance to the credit or pays it against
+ * the debt, and discards the previous tick's offers.
+ * Returns 0, or WITNESS_BUDGET_ERROR_SEQUENCE if `tick` does not advance. */
+int witness_budget_begin_tick(witness_budget *budget, uint64_t tick);
+
+/* Offers `alias` for this tick: it has a record of `bytes` bytes to send,
+ * and is `distance` away from the viewer (negative counts as 0). Mandatory
+ * records are enter and leave. Offer every alias that has something
+ * pending, every tick: an alias not offered in a tick is taken to have had
+ * nothing pending, and its staleness starts again when next offered.
+ * Returns 0, or WITNESS_BUDGET_ERROR_ARGUMENT, _DUPLICATE, or _SEQUENCE
+ * (not between begin_tick and select). */
+int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes,
+                         bool mandatory);
+
+/* Chooses this tick's records: writes their aliases to `out` in send order
+ * (mandatory in offer order, then forced, then the rest, each group by
+ * priority), sets *count, charges their offered bytes, and records them as
+ * sent. `out` needs room for every record selected; the number of offers
+ * this tick always suffices. Returns 0; WITNESS_BUDGET_ERROR_SPACE if
+ * `capacity` is too small (nothing is selected or charged; call again with
+ * more room); _SEQUENCE if not called once, after begin_tick. */
+int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capacity,
+                          uint32_t *count);
+
+/* Corrects the charge for `alias`, selected this tick, to the bytes really
+ * sent. 0 means it was not sent after all (say, TCP backpressure): the
+ * alias keeps its staleness, as if it had been skipped. Returns 0, or
+ * WITNESS_BUDGET_ERROR_NOT_SELECTED / _ARGUMENT. */
+int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes_sent);
+
+/* Forgets everything about `alias` (the entity left view; the alias may
+ * later name another entity). An offer of it this tick, if select has not
+ * run yet, is withdrawn. Idempotent; out-of-range aliases are ignored. */
+void witness_budget_forget(witness_budget *budget, uint32_t alias);
+
+void witness_budget_get_stats(const witness_budget *budget, witness_budget_stats *out);
+
+/* The minimum interval, in ticks, between two non-forced sends of an entity
+ * at `distance`: 1 .. tick_hz. Exposed for the tests and the witness. */
+uint32_t witness_budget_interval(const witness_budget *budget, float distance);
+
+#endif
