@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "id_map.h"
+#include "log.h"
 
 /* First heap allocation, in timers; doubled as needed. */
 #define TIMER__INITIAL_HEAP 16u
@@ -48,12 +49,9 @@ struct timer_set {
 /* uv_timer_start only fails on a closing handle or a NULL callback, both
  * excluded here; if it fails anyway an invariant is broken, and silently
  * never firing again would be worse than stopping with file and line. */
-#define TIMER__ASSERT(cond)                                                                    \
-    do {                                                                                       \
-        if (!(cond)) {                                                                         \
-            fprintf(stderr, "%s:%d: timer: assertion failed: %s\n", __FILE__, __LINE__, #cond); \
-            abort();                                                                           \
-        }                                                                                      \
+#define TIMER__ASSERT(cond)                                          \
+    do {                                                             \
+        if (!(cond)) log_panic("timer: assertion failed: %s", #cond); \
     } while (0)
 
 static uint64_t timer__add_sat(uint64_t a, uint64_t b) {
