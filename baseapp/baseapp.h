@@ -44,6 +44,7 @@ typedef struct baseapp_settings {
     int64_t entity_id_block;
     char player_entity_type[32];
     char entity_definitions[256];
+    double client_moves_per_second;
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -69,6 +70,8 @@ typedef struct proxy {
     uint64_t connected_us;     /* monotonic, for the login timeout */
     char account[72];
     bool has_definitions;      /* the client's cached definitions match ours */
+    double move_tokens;        /* moves the client may still send now (token bucket) */
+    uint64_t move_tokens_us;   /* monotonic time of the last refill */
 } proxy;
 
 /* Accepts a client connection from the listener. */
@@ -131,6 +134,7 @@ struct baseapp {
     id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */
     entity_def_registry *definitions;  /* the game's entity types */
     char *definitions_text;            /* their self-description, sent at login */
+    uint64_t moves_dropped;            /* moves over a client's rate, not relayed */
     channel_stats client_totals;
     channel_stats peer_totals;
     int shutting_down;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "baseapp.h"
+#include "clock.h"
 #include "log.h"
 
 /* The registry's load (reals per cellapp) is a heartbeat old; entities
@@ -72,6 +73,8 @@ static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tesser
     message.login_reply = &login;
     channel_send_message(client->ch, &message.base);
     client->state = PROXY_IN_WORLD;
+    client->move_tokens = app->settings.client_moves_per_second / 2.0;
+    client->move_tokens_us = clock_monotonic_us();
     log_debug("entity %" PRIu64 " (account '%s') entered the world on cellapp %" PRIu64, client->entity_id,
               client->account, cellapp_id);
 }

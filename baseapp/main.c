@@ -41,6 +41,8 @@ static const config_key baseapp_config_keys[] = {
     {"entity_definitions", CONFIG_STRING, offsetof(baseapp_settings, entity_definitions),
      sizeof(((baseapp_settings *)0)->entity_definitions), 0, 0, "demo/entities",
      "directory of the game's entity definitions (*.json); sent to clients at login"},
+    {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
+     "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
 };
 
 #define BASEAPP_CONFIG_KEY_COUNT (sizeof baseapp_config_keys / sizeof baseapp_config_keys[0])
@@ -62,6 +64,7 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "bytes_out", (int64_t)(clients->bytes_out + peers->bytes_out));
     registry_set_stat(app->registry, "client_frames_in", (int64_t)clients->frames_in);
     registry_set_stat(app->registry, "client_frames_out", (int64_t)clients->frames_out);
+    registry_set_stat(app->registry, "moves_dropped", (int64_t)app->moves_dropped);
 }
 
 static void baseapp_on_stats_timer(uv_timer_t *timer) {

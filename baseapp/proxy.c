@@ -164,6 +164,20 @@ static void proxy_on_move(proxy *client, const Tessera__Client__Move *move) {
                    "move without a finite position and yaw");
         return;
     }
+    /* A flood of moves is not a speed hack (the cell checks distance), but
+     * it would cost the cell and the cluster link: beyond the client's rate
+     * moves are dropped -- the next one carries the latest position. */
+    const baseapp_settings *settings = &client->app->settings;
+    uint64_t now = clock_monotonic_us();
+    double bank = settings->client_moves_per_second / 2.0;
+    client->move_tokens += (double)(now - client->move_tokens_us) / 1e6 * settings->client_moves_per_second;
+    if (client->move_tokens > bank) client->move_tokens = bank;
+    client->move_tokens_us = now;
+    if (client->move_tokens < 1.0) {
+        client->app->moves_dropped++;
+        return;
+    }
+    client->move_tokens -= 1.0;
     Tessera__Cluster__ClientMove relay = TESSERA__CLUSTER__CLIENT_MOVE__INIT;
     relay.entity_id = client->entity_id;
     relay.move = (Tessera__Client__Move *)move;

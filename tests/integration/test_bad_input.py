@@ -77,7 +77,7 @@ class BadInput(unittest.TestCase):
 
     def run_cases(self):
         for name in ("garbage", "too_large", "unknown_message", "move_before_login",
-                     "protocol_mismatch", "bad_credentials", "teleport"):
+                     "protocol_mismatch", "bad_credentials", "teleport", "move_flood"):
             with self.subTest(case=name):
                 getattr(self, "case_" + name)()
 
@@ -132,6 +132,19 @@ class BadInput(unittest.TestCase):
         self.assertEqual(msg["kind"], "correction", "teleport: expected a Correction, got %r" % (msg,))
         self.assertEqual(msg["field"], 4)
         self.assertTrue(harness.still_open(sock, 1.0), "the connection was dropped after the correction")
+
+    def case_move_flood(self):
+        # 400 legal moves in one burst, far above the 30/s a client may send:
+        # the excess is dropped (counted in the registry), the client is not
+        # dropped, and nothing else notices.
+        sock, reply = harness.login(self.cluster.login, "flooder", "pw")
+        self.addCleanup(sock.close)
+        x, y, z = reply["position"]
+        burst = b"".join(frame(msg_move(x + 0.001 * (i % 2), y, z, 0.0, i + 1)) for i in range(400))
+        sock.sendall(burst)
+        harness.wait_for(lambda: (self.cluster.stat("baseapp-1", "moves_dropped") or 0) > 0, ANSWER_S,
+                         "the baseapp never reported dropping flooded moves")
+        self.assertTrue(harness.still_open(sock, 1.0), "a client was dropped for sending too many moves")
 
 
 if __name__ == "__main__":
