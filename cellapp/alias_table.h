@@ -1,4 +1,4 @@
-/* alias_table.h -- per-client small alias ids for entities (seed 000's edict
+/* alias_table.h -- per-client small alias ids for entities (Source's edict
  * index on the client wire).
  *
  * The per-tick stream names entities by small numbers rather than 64-bit

@@ -1,7 +1,7 @@
 /* coord.h -- the coordinate system of a cell: entities and range triggers
  * on sorted axis lists, watchers (witness views and traps) with exact,
  * per-tick-netted enter/leave events, and spatial queries on the same
- * structure (seed 004's CoordinateSystem and RangeTrigger, seed 000's
+ * structure (KBEngine's CoordinateSystem and RangeTrigger, Source's
  * spatial partition).
  *
  * Axes. Each axis (X and Z; Y too when the system is 3D) is one sorted

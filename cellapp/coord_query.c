@@ -1,4 +1,4 @@
-/* coord_query.c -- spatial queries on the coordinate system (seed 000's
+/* coord_query.c -- spatial queries on the coordinate system (Source's
  * spatial partition: entities in a box, a sphere, or along a segment). A
  * query binary-searches the X axis for its slab and checks the entities in
  * it against the other axes and the filter; it never walks the whole

@@ -1,7 +1,7 @@
 /* entity_list.h -- slot + serial handles and the table that resolves them.
  *
  * A handle names one object in one process for as long as that object lives
- * (seed 000's EHANDLE). It packs a slot index and the slot's serial number;
+ * (Source's EHANDLE). It packs a slot index and the slot's serial number;
  * removing the object bumps the slot's serial, so every handle taken before
  * resolves to NULL afterwards instead of to whatever reuses the slot.
  *
