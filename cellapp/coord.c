@@ -210,6 +210,9 @@ static inline void coord_cross(coord_system *cs, int a, const coord_node *entity
 
 #define COORD_KIND_OF(key) ((unsigned)((key) >> 30) & 3u)
 
+/* Flips held before they are applied mid-batch (8 bytes each). */
+#define COORD_FLIP_LOG_CHUNK 262144
+
 /* Moves the node at position `from` of axis a to its place for `moving`
  * (new key and partner range), logging a flip at each entity/boundary
  * crossing that changes a membership. Returns the final position.
@@ -315,6 +318,10 @@ static uint32_t coord_slide(coord_system *cs, int a, uint32_t from, coord_node m
     nodes[p] = moving;
     cs->stats.swaps += p > from ? p - from : from - p;
     cs->stats.crossings += crossings;
+    /* A tick of moves can log hundreds of thousands of flips; applying them
+     * in chunks keeps the log (and its sorted copy) small. Flips commute, so
+     * when they are applied does not change the result. */
+    if (cs->flip_count > COORD_FLIP_LOG_CHUNK) coord__apply_flips(cs);
     return (uint32_t)p;
 }
 

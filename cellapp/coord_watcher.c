@@ -71,8 +71,9 @@ static uint32_t *coord_pair_find_or_add(coord_watcher_record *w, uint32_t entity
             if (COORD_PAIR_KEY(entry) == key) return &w->table[i];
         }
     }
-    /* At most two thirds full: probes stay short, memory stays modest. */
-    if ((w->table_used + 1) * 3 > w->table_capacity * 2) coord_pair_grow(w);
+    /* At most three quarters full: linear probes stay a few slots long, and
+     * a view of ~100 fits 128 slots (512 bytes). */
+    if ((w->table_used + 1) * 4 > w->table_capacity * 3) coord_pair_grow(w);
     uint32_t mask = w->table_capacity - 1;
     uint32_t slot = coord_pair_slot(key, w->table_capacity);
     while (w->table[slot]) slot = (slot + 1) & mask;
@@ -209,10 +210,12 @@ static size_t coord_apply_flips_resolving(coord_system *cs, bool resolve, bool c
         }
         bool dual = record->dual;
         uint32_t owner = record->owner;
-        /* Size the table for the worst case up front: a bulk load brings
-         * hundreds of pairs at once, and growing step by step would rehash
-         * them again and again. */
-        while ((record->table_used + (end - begin)) * 3 > (size_t)record->table_capacity * 2) coord_pair_grow(record);
+        /* A bulk load brings hundreds of new pairs at once: size the table
+         * for them up front rather than rehashing them again and again. An
+         * ordinary tick's few flips mostly hit pairs already there. */
+        if (end - begin > record->table_used)
+            while ((record->table_used + (end - begin)) * 4 > (size_t)record->table_capacity * 3)
+                coord_pair_grow(record);
         for (size_t i = begin; i < end; i++) {
             const coord_flip *flip = &sorted[i];
             if (flip->entity == owner) continue;
