@@ -74,7 +74,8 @@ struct replication {
     bit_writer scratch; /* one change list, before its length is known */
 };
 
-replication_audience replication_audience_for(bool is_owner, entity_def_detail detail) {
+static inline replication_audience replication__audience(bool is_owner,
+                                                        entity_def_detail detail) {
     if (is_owner)
         return REPLICATION_AUDIENCE_OWN;
     switch (detail) {
@@ -85,6 +86,10 @@ replication_audience replication_audience_for(bool is_owner, entity_def_detail d
     default:
         return REPLICATION_AUDIENCE_OTHERS_FAR;
     }
+}
+
+replication_audience replication_audience_for(bool is_owner, entity_def_detail detail) {
+    return replication__audience(is_owner, detail);
 }
 
 /* ---- schema ------------------------------------------------------------ */
@@ -169,15 +174,36 @@ const uint8_t *replication_shared_data(const replication *rep) {
     return bit_writer_data(&rep->shared);
 }
 
-/* Moves the scratch writer into the shared buffer behind its length. */
-static replication_span replication__commit_scratch(replication *rep) {
-    replication_span span = {.start = bit_writer_bits(&rep->shared)};
+static inline uint64_t replication__le64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void replication__store_le64(uint8_t *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof v);
+}
+
+/* Moves the scratch writer into the shared buffer behind its length (the
+ * ENTER encodings; the UPDATE ones are assembled by replication_pack). */
+static replication_short_span replication__commit_scratch(replication *rep) {
+    size_t start = bit_writer_bits(&rep->shared);
     size_t n = bit_writer_bits(&rep->scratch);
     bit_writer_write_uvar(&rep->shared, n);
     bit_writer_append_bits(&rep->shared, 0, 0, bit_writer_data(&rep->scratch),
                            bit_writer_bytes(&rep->scratch), 0, n);
-    span.bits = bit_writer_bits(&rep->shared) - span.start;
-    return span;
+    size_t end = bit_writer_bits(&rep->shared);
+    if (end > UINT32_MAX)
+        log_panic("replication: a tick's shared buffer outgrew 2^32 bits");
+    /* Slack for replication__load_head and replication__put_tail. */
+    bit_writer_reserve(&rep->shared, bit_writer_bytes(&rep->shared) + 24);
+    return (replication_short_span){(uint32_t)start, (uint32_t)(end - start)};
 }
 
 static const entity_state_mask *replication__masks(const replication *rep,
@@ -188,16 +214,77 @@ static const entity_state_mask *replication__masks(const replication *rep,
     return rep->schema->masks[cls->id];
 }
 
+/* The first min(bits, 128) bits of the shared buffer from bit `start`, as
+ * replication_encoding.head wants them (the buffer keeps 24 bytes of slack
+ * past its end: see replication_pack). */
+static void replication__load_head(const uint8_t *data, size_t start, size_t bits,
+                                   uint64_t head[2]) {
+    const uint8_t *q = data + (start >> 3);
+    unsigned off = (unsigned)(start & 7);
+    uint64_t a = replication__le64(q), b = replication__le64(q + 8);
+    head[0] = a >> off | (b << 1) << (63 - off);
+    head[1] = b >> off | ((uint64_t)q[16] << 1) << (63 - off);
+    if (bits < 64) {
+        head[0] &= (UINT64_C(1) << bits) - 1;
+        head[1] = 0;
+    } else if (bits < 128) {
+        head[1] &= (UINT64_C(1) << (bits - 64)) - 1;
+    }
+}
+
+/* Each dirty property is encoded once (property_codec_encode, into the
+ * scratch writer), and every audience's change list is assembled from
+ * those values: the layout is property_codec's change list (count in
+ * bits_for(n) bits, then per property in id order its id in
+ * bits_for(n - 1) bits and its value), bit for bit what
+ * property_codec_encode_changes writes (bench-replication checks it), but
+ * a value shared by four audiences is encoded once instead of four
+ * times. */
 void replication_pack(replication *rep, replication_entity *entity) {
-    const entity_state_mask *masks = replication__masks(rep, entity->state);
-    const entity_state_mask *dirty = entity_state_dirty(entity->state);
-    entity_state_mask props[REPLICATION_AUDIENCE_COUNT];
-    entity->update_tick = rep->tick;
+    const entity_state *state = entity->state;
+    const entity_state_mask *masks = replication__masks(rep, state);
+    const entity_state_mask *dirty = entity_state_dirty(state);
+    size_t n_props = entity_state_class(state)->property_count;
+    unsigned count_bits = property_codec_bits_for(n_props);
+    unsigned id_bits = n_props > 0 ? property_codec_bits_for(n_props - 1) : 0;
+    entity_state_mask props[REPLICATION_AUDIENCE_COUNT], any = {{0}};
     for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
-        entity_state_mask_intersect(&props[a], dirty, &masks[a]);
-        replication_span *span = &entity->update[a];
-        if (entity_state_mask_empty(&props[a])) {
-            *span = (replication_span){0};
+        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) {
+            props[a].words[k] = dirty->words[k] & masks[a].words[k];
+            any.words[k] |= props[a].words[k];
+        }
+    }
+
+    /* Every value some audience receives, once; `at` and `len` are read
+     * only for properties of `any`. */
+    uint32_t at[ENTITY_DEF_MAX_MEMBERS], len[ENTITY_DEF_MAX_MEMBERS];
+    bit_writer_reset(&rep->scratch);
+    for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) {
+        for (uint64_t m = any.words[k]; m != 0; m &= m - 1) {
+            uint16_t p = (uint16_t)(64 * k + __builtin_ctzll(m));
+            size_t before = bit_writer_bits(&rep->scratch);
+            if (property_codec_encode(&rep->scratch, state, p) != 0)
+                log_panic("replication: an audience mask names a property its class lacks");
+            at[p] = (uint32_t)before;
+            len[p] = (uint32_t)(bit_writer_bits(&rep->scratch) - before);
+        }
+    }
+    const uint8_t *values = bit_writer_data(&rep->scratch);
+    size_t values_bytes = bit_writer_bytes(&rep->scratch);
+
+    for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
+        replication_encoding *enc = &entity->update[a];
+        enc->tick = rep->tick;
+        uint64_t count = 0;
+        size_t bits = count_bits;
+        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) {
+            for (uint64_t m = props[a].words[k]; m != 0; m &= m - 1) {
+                count++;
+                bits += id_bits + len[64 * k + __builtin_ctzll(m)];
+            }
+        }
+        if (count == 0) {
+            enc->span = (replication_short_span){0, 0};
             continue;
         }
         int same = -1;
@@ -206,18 +293,31 @@ void replication_pack(replication *rep, replication_entity *entity) {
                 same = b;
         }
         if (same >= 0) {
-            *span = entity->update[same];
+            *enc = entity->update[same];
             continue;
         }
-        bit_writer_reset(&rep->scratch);
-        if (property_codec_encode_changes(&rep->scratch, entity->state, &props[a]) != 0)
-            log_panic("replication: an audience mask names a property its class lacks");
-        *span = replication__commit_scratch(rep);
+        size_t start = bit_writer_bits(&rep->shared);
+        bit_writer_write_uvar(&rep->shared, bits);
+        bit_writer_write(&rep->shared, count, count_bits);
+        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) {
+            for (uint64_t m = props[a].words[k]; m != 0; m &= m - 1) {
+                unsigned p = 64 * (unsigned)k + (unsigned)__builtin_ctzll(m);
+                bit_writer_append_bits(&rep->shared, p, id_bits, values, values_bytes, at[p],
+                                       len[p]);
+            }
+        }
+        size_t end = bit_writer_bits(&rep->shared);
+        if (end > UINT32_MAX)
+            log_panic("replication: a tick's shared buffer outgrew 2^32 bits");
+        /* Slack for replication__load_head and replication__put_tail. */
+        bit_writer_reserve(&rep->shared, bit_writer_bytes(&rep->shared) + 24);
+        enc->span = (replication_short_span){(uint32_t)start, (uint32_t)(end - start)};
+        replication__load_head(bit_writer_data(&rep->shared), start, end - start, enc->head);
     }
 }
 
 /* The enter encoding of `audience`, made on first use this tick. */
-static replication_span replication__enter_span(replication *rep, replication_entity *entity,
+static replication_short_span replication__enter_span(replication *rep, replication_entity *entity,
                                                 replication_audience audience) {
     if (entity->enter_tick != rep->tick) {
         entity->enter_tick = rep->tick;
@@ -242,9 +342,14 @@ replication_span replication_entity_span(replication *rep, replication_entity *e
     replication_span none = {0};
     if ((unsigned)audience >= REPLICATION_AUDIENCE_COUNT)
         return none;
+    replication_short_span span;
     if (enter)
-        return replication__enter_span(rep, entity, audience);
-    return entity->update_tick == rep->tick ? entity->update[audience] : none;
+        span = replication__enter_span(rep, entity, audience);
+    else if (entity->update[audience].tick == rep->tick)
+        span = entity->update[audience].span;
+    else
+        return none;
+    return (replication_span){span.start, span.bits};
 }
 
 /* ---- a witness's stream ------------------------------------------------ */
@@ -253,33 +358,82 @@ unsigned replication_alias_bits(uint32_t max_aliases) {
     return max_aliases > 1 ? property_codec_bits_for(max_aliases - 1) : 0;
 }
 
-static size_t replication__append(const replication *rep, bit_writer *w, unsigned kind,
-                                  uint32_t alias, unsigned alias_bits, replication_span span) {
+static inline void replication__check_alias(uint32_t alias, unsigned alias_bits) {
     if (alias_bits > 32 || (alias_bits < 32 && (alias >> alias_bits) != 0))
         log_panic("replication: alias %u does not fit in %u bits", alias, alias_bits);
-    size_t before = w->bits;
+}
+
+static size_t replication__append(const replication *rep, bit_writer *w, unsigned kind,
+                                  uint32_t alias, unsigned alias_bits,
+                                  replication_short_span span) {
+    replication__check_alias(alias, alias_bits);
+    size_t before = bit_writer_bits(w);
     bit_writer_append_bits(w, kind | (uint64_t)alias << REPLICATION__KIND_BITS,
-                           REPLICATION__KIND_BITS + alias_bits, rep->shared.data,
-                           (rep->shared.bits + 7) / 8, span.start, span.bits);
-    return w->bits - before;
+                           REPLICATION__KIND_BITS + alias_bits, bit_writer_data(&rep->shared),
+                           bit_writer_bytes(&rep->shared), span.start, span.bits);
+    return bit_writer_bits(w) - before;
+}
+
+/* Appends bits [pos, pos + n) of the shared buffer `src` to `w` in 64-bit
+ * chunks: an unaligned word load (the shared buffer keeps 16 bytes of
+ * slack) and a word-and-byte store per chunk. Room must be reserved. */
+static void replication__put_tail(bit_writer *w, const uint8_t *src, size_t pos, size_t n) {
+    while (n > 0) {
+        const uint8_t *q = src + (pos >> 3);
+        unsigned off = (unsigned)(pos & 7);
+        uint64_t v = replication__le64(q) >> off | ((uint64_t)q[8] << 1) << (63 - off);
+        unsigned k = n < 64 ? (unsigned)n : 64;
+        if (k < 64)
+            v &= (UINT64_C(1) << k) - 1;
+        unsigned d;
+        uint8_t *p = bit_writer_tail(w, 9, &d);
+        replication__store_le64(p, (uint64_t)(p[0] & ((1u << d) - 1)) | v << d);
+        p[8] = (uint8_t)((v >> 1) >> (63 - d)); /* 0 when nothing spills */
+        bit_writer_advance(w, k);
+        pos += k;
+        n -= k;
+    }
 }
 
 size_t replication_append_update(const replication *rep, const replication_entity *entity,
                                  bit_writer *w, uint32_t alias, unsigned alias_bits,
                                  bool is_owner, entity_def_detail detail) {
-    if (entity->update_tick != rep->tick)
+    const replication_encoding *enc = &entity->update[replication__audience(is_owner, detail)];
+    size_t n = enc->span.bits;
+    if (enc->tick != rep->tick || n == 0)
         return 0;
-    replication_span span = entity->update[replication_audience_for(is_owner, detail)];
-    if (span.bits == 0)
-        return 0;
-    return replication__append(rep, w, REPLICATION__KIND_UPDATE, alias, alias_bits, span);
+    replication__check_alias(alias, alias_bits);
+    unsigned hb = REPLICATION__KIND_BITS + alias_bits; /* 2..34 */
+    uint64_t header = REPLICATION__KIND_UPDATE | (uint64_t)alias << REPLICATION__KIND_BITS;
+    /* Header then span as three words (at most 34 + 128 bits), shifted to
+     * the writer's bit phase d (at most 7 + 162 bits: still three words),
+     * and stored whole through bit_writer_tail. The bytes past the new end
+     * are zero, as the writer's invariant wants. */
+    uint64_t v0 = header | enc->head[0] << hb;
+    uint64_t v1 = enc->head[0] >> (64 - hb) | enc->head[1] << hb;
+    uint64_t v2 = enc->head[1] >> (64 - hb);
+    size_t inline_bits = n < REPLICATION_INLINE_BITS ? n : REPLICATION_INLINE_BITS;
+    /* Three words for the head, and the tail's chunks each store a word
+     * and a byte: the record's bytes plus 24 past its end cover both. */
+    unsigned d;
+    uint8_t *p = bit_writer_tail(w, ((hb + n + 7) >> 3) + 3 * sizeof(uint64_t), &d);
+    uint64_t kept = (uint64_t)(p[0] & ((1u << d) - 1));
+    /* (x >> 1) >> (63 - d) is x >> (64 - d), and 0 for d = 0. */
+    replication__store_le64(p, kept | v0 << d);
+    replication__store_le64(p + 8, v1 << d | (v0 >> 1) >> (63 - d));
+    replication__store_le64(p + 16, v2 << d | (v1 >> 1) >> (63 - d));
+    bit_writer_advance(w, hb + inline_bits);
+    if (n > REPLICATION_INLINE_BITS)
+        replication__put_tail(w, bit_writer_data(&rep->shared), enc->span.start + REPLICATION_INLINE_BITS,
+                              n - REPLICATION_INLINE_BITS);
+    return hb + n;
 }
 
 size_t replication_append_enter(replication *rep, replication_entity *entity, bit_writer *w,
                                 uint32_t alias, unsigned alias_bits, bool is_owner,
                                 entity_def_detail detail) {
-    replication_span span =
-        replication__enter_span(rep, entity, replication_audience_for(is_owner, detail));
+    replication_short_span span =
+        replication__enter_span(rep, entity, replication__audience(is_owner, detail));
     return replication__append(rep, w, REPLICATION__KIND_ENTER, alias, alias_bits, span);
 }
 

@@ -67,6 +67,20 @@ void bit_writer_write_double(bit_writer *w, double value);
 void bit_writer_write_bytes(bit_writer *w, const void *bytes, size_t length);
 /* Zero bits up to the next byte boundary (nothing if already aligned). */
 void bit_writer_align(bit_writer *w);
+/* For encoders that store whole 64-bit words (replication's hot path):
+ * makes room for `bytes` more bytes past the current end and returns where
+ * the next bit goes -- the byte, and the bit offset within it in *phase
+ * (bits below *phase in that byte are already written). The caller ORs its
+ * words in there, leaves every byte past its last bit zero, then calls
+ * bit_writer_advance with the number of bits it wrote. */
+static inline uint8_t *bit_writer_tail(bit_writer *w, size_t bytes, unsigned *phase) {
+    size_t need = (w->bits >> 3) + bytes + 1;
+    if (need > w->capacity) bit_writer_reserve(w, need);
+    *phase = (unsigned)(w->bits & 7);
+    return w->data + (w->bits >> 3);
+}
+static inline void bit_writer_advance(bit_writer *w, size_t bits) { w->bits += bits; }
+
 /* Appends `head_bits` (0..64) bits of `head`, then the bits [pos, pos + n)
  * of the `src_bytes`-long buffer `src` -- another stream's bits, copied as
  * they are, never re-encoded (whole bytes by memcpy when the two streams
