@@ -174,22 +174,6 @@ const uint8_t *replication_shared_data(const replication *rep) {
     return bit_writer_data(&rep->shared);
 }
 
-static inline uint64_t replication__le64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
-static inline void replication__store_le64(uint8_t *p, uint64_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, sizeof v);
-}
-
 /* Moves the scratch writer into the shared buffer behind its length (the
  * ENTER encodings; the UPDATE ones are assembled by replication_pack). */
 static replication_short_span replication__commit_scratch(replication *rep) {
@@ -221,7 +205,7 @@ static void replication__load_head(const uint8_t *data, size_t start, size_t bit
                                    uint64_t head[2]) {
     const uint8_t *q = data + (start >> 3);
     unsigned off = (unsigned)(start & 7);
-    uint64_t a = replication__le64(q), b = replication__le64(q + 8);
+    uint64_t a = bit_stream_load_le64(q), b = bit_stream_load_le64(q + 8);
     head[0] = a >> off | (b << 1) << (63 - off);
     head[1] = b >> off | ((uint64_t)q[16] << 1) << (63 - off);
     if (bits < 64) {
@@ -381,13 +365,13 @@ static void replication__put_tail(bit_writer *w, const uint8_t *src, size_t pos,
     while (n > 0) {
         const uint8_t *q = src + (pos >> 3);
         unsigned off = (unsigned)(pos & 7);
-        uint64_t v = replication__le64(q) >> off | ((uint64_t)q[8] << 1) << (63 - off);
+        uint64_t v = bit_stream_load_le64(q) >> off | ((uint64_t)q[8] << 1) << (63 - off);
         unsigned k = n < 64 ? (unsigned)n : 64;
         if (k < 64)
             v &= (UINT64_C(1) << k) - 1;
         unsigned d;
         uint8_t *p = bit_writer_tail(w, 9, &d);
-        replication__store_le64(p, (uint64_t)(p[0] & ((1u << d) - 1)) | v << d);
+        bit_stream_store_le64(p, (uint64_t)(p[0] & ((1u << d) - 1)) | v << d);
         p[8] = (uint8_t)((v >> 1) >> (63 - d)); /* 0 when nothing spills */
         bit_writer_advance(w, k);
         pos += k;
@@ -419,9 +403,9 @@ size_t replication_append_update(const replication *rep, const replication_entit
     uint8_t *p = bit_writer_tail(w, ((hb + n + 7) >> 3) + 3 * sizeof(uint64_t), &d);
     uint64_t kept = (uint64_t)(p[0] & ((1u << d) - 1));
     /* (x >> 1) >> (63 - d) is x >> (64 - d), and 0 for d = 0. */
-    replication__store_le64(p, kept | v0 << d);
-    replication__store_le64(p + 8, v1 << d | (v0 >> 1) >> (63 - d));
-    replication__store_le64(p + 16, v2 << d | (v1 >> 1) >> (63 - d));
+    bit_stream_store_le64(p, kept | v0 << d);
+    bit_stream_store_le64(p + 8, v1 << d | (v0 >> 1) >> (63 - d));
+    bit_stream_store_le64(p + 16, v2 << d | (v1 >> 1) >> (63 - d));
     bit_writer_advance(w, hb + inline_bits);
     if (n > REPLICATION_INLINE_BITS)
         replication__put_tail(w, bit_writer_data(&rep->shared), enc->span.start + REPLICATION_INLINE_BITS,

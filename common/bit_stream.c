@@ -302,22 +302,13 @@ int bit_reader_align(bit_reader *r) {
 
 /* ---- bit copy ---------------------------------------------------------- */
 
-static inline uint64_t bit_stream__le64(const uint8_t *p) {
-    uint64_t v;
-    memcpy(&v, p, sizeof v);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    return v;
-}
-
 /* The 64 bits of `src` (`src_bytes` long) from bit `pos` on; bits past the
  * end read as 0. */
 static inline uint64_t bit_stream__load64(const uint8_t *src, size_t src_bytes, size_t pos) {
     size_t byte = pos >> 3;
     unsigned off = (unsigned)(pos & 7);
     if (byte + 9 <= src_bytes) {
-        uint64_t v = bit_stream__le64(src + byte) >> off;
+        uint64_t v = bit_stream_load_le64(src + byte) >> off;
         if (off != 0)
             v |= (uint64_t)src[byte + 8] << (64 - off);
         return v;
@@ -331,13 +322,6 @@ static inline uint64_t bit_stream__load64(const uint8_t *src, size_t src_bytes, 
         v |= shift >= 0 ? b << shift : b >> -shift;
     }
     return v;
-}
-
-static inline void bit_stream__store_le64(uint8_t *p, uint64_t v) {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-    v = __builtin_bswap64(v);
-#endif
-    memcpy(p, &v, sizeof v);
 }
 
 /* Slack past the last written byte that the 64-bit stores below may touch:
@@ -355,7 +339,7 @@ static inline void bit_stream__put64(bit_writer *w, uint64_t v, unsigned bits) {
     uint8_t *p = w->data + (w->bits >> 3);
     unsigned d = (unsigned)(w->bits & 7);
     uint64_t word = (uint64_t)(p[0] & ((1u << d) - 1)) | (v << d);
-    bit_stream__store_le64(p, word);
+    bit_stream_store_le64(p, word);
     if (d != 0)
         p[8] = (uint8_t)(v >> (64 - d)); /* 0 when nothing spills */
     w->bits += bits;

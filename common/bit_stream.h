@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* A read ran past the end of the input, or the reader had already failed. */
 #define BIT_STREAM_ERROR_TRUNCATED (-1)
@@ -73,6 +74,24 @@ void bit_writer_align(bit_writer *w);
  * (bits below *phase in that byte are already written). The caller ORs its
  * words in there, leaves every byte past its last bit zero, then calls
  * bit_writer_advance with the number of bits it wrote. */
+/* A little-endian 64-bit word at any address: the unit the word-at-a-time
+ * paths (bit_writer_tail, bit_writer_append_bits) read and write. */
+static inline uint64_t bit_stream_load_le64(const uint8_t *p) {
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    return v;
+}
+
+static inline void bit_stream_store_le64(uint8_t *p, uint64_t v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    v = __builtin_bswap64(v);
+#endif
+    memcpy(p, &v, sizeof v);
+}
+
 static inline uint8_t *bit_writer_tail(bit_writer *w, size_t bytes, unsigned *phase) {
     size_t need = (w->bits >> 3) + bytes + 1;
     if (need > w->capacity) bit_writer_reserve(w, need);
