@@ -12,6 +12,7 @@
  * "defaults table" (a bad default is a bug in the table), and names the key.
  */
 #include "config.h"
+#include "json_file.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -259,80 +260,19 @@ static int config__apply_json(const config_key *key, void *settings, const cJSON
     return -1;
 }
 
-/* Reads the whole file into a NUL-terminated buffer the caller frees.
- * Returns NULL with the message in err (naming the path and errno's text). */
-static char *config__read_file(const char *path, size_t *len_out, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (f == NULL) {
-        config__error(err, errlen, "config %s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    while (buf != NULL) {
-        if (len + 1 == cap) {
-            char *bigger = realloc(buf, cap * 2);
-            if (bigger == NULL) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t n = fread(buf + len, 1, cap - 1 - len, f);
-        len += n;
-        if (n == 0)
-            break;
-    }
-    if (buf == NULL) {
-        config__error(err, errlen, "config %s: out of memory reading the file", path);
-        fclose(f);
-        return NULL;
-    }
-    if (ferror(f)) {
-        config__error(err, errlen, "config %s: cannot read: %s", path, strerror(errno));
-        free(buf);
-        fclose(f);
-        return NULL;
-    }
-    fclose(f);
-    buf[len] = '\0';
-    *len_out = len;
-    return buf;
-}
-
 /* Applies the JSON file at `path`: a flat object whose names are keys. */
 static int config__load_file(const config_key *keys, size_t key_count, void *settings,
                              const char *path, char *err, size_t errlen) {
     size_t len;
-    char *text = config__read_file(path, &len, err, errlen);
-    if (text == NULL)
-        return -1;
-    if (strlen(text) != len) {
-        config__error(err, errlen, "config %s: invalid JSON: NUL byte at offset %zu", path,
-                      strlen(text));
-        free(text);
+    char problem[192];
+    char *text = json_file_read(path, &len, problem, sizeof problem);
+    if (text == NULL) {
+        config__error(err, errlen, "config %s: %s", path, problem);
         return -1;
     }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    cJSON *root = json_file_parse(text, len, problem, sizeof problem);
     if (root == NULL) {
-        /* cJSON reports where it gave up, which is at or just after the
-         * mistake: good enough to point a human at the right line. */
-        size_t offset = end != NULL && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-        unsigned line = 1, column = 1;
-        for (size_t i = 0; i < offset; i++) {
-            if (text[i] == '\n') {
-                line++;
-                column = 1;
-            } else {
-                column++;
-            }
-        }
-        config__error(err, errlen,
-                      "config %s: invalid JSON near line %u, column %u (byte %zu)", path, line,
-                      column, offset);
+        config__error(err, errlen, "config %s: %s", path, problem);
         free(text);
         return -1;
     }

@@ -60,6 +60,7 @@
  * magnitudes up to 2^53 where every integer is exact.
  */
 #include "entity_def.h"
+#include "json_file.h"
 
 #include "log.h"
 
@@ -1403,26 +1404,10 @@ static int entity_def__compare_decls(const void *a, const void *b) {
  * Returns the root, or NULL with the message in L->err. */
 static cJSON *entity_def__parse_document(entity_def__loader *L, const char *source,
                                          const char *text, size_t len) {
-    if (strlen(text) != len) {
-        entity_def__fail(L, source, NULL, "invalid JSON: NUL byte at offset %zu", strlen(text));
-        return NULL;
-    }
-    const char *end = NULL;
-    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    char problem[192];
+    cJSON *root = json_file_parse(text, len, problem, sizeof problem);
     if (root == NULL) {
-        /* cJSON reports where it gave up, at or just after the mistake. */
-        size_t offset = end != NULL && end >= text && end <= text + len ? (size_t)(end - text) : 0;
-        unsigned line = 1, column = 1;
-        for (size_t i = 0; i < offset; i++) {
-            if (text[i] == '\n') {
-                line++;
-                column = 1;
-            } else {
-                column++;
-            }
-        }
-        entity_def__fail(L, source, NULL, "invalid JSON near line %u, column %u (byte %zu)",
-                         line, column, offset);
+        entity_def__fail(L, source, NULL, "%s", problem);
         return NULL;
     }
     if (!cJSON_IsObject(root)) {
@@ -1540,29 +1525,14 @@ static int entity_def__load(const char *const *sources, const char *const *texts
         if (texts[i] != NULL) {
             L->roots[i] = entity_def__parse_document(L, sources[i], texts[i], strlen(texts[i]));
         } else {
-            FILE *f = fopen(sources[i], "rb");
-            if (f == NULL) {
-                rc = entity_def__fail(L, sources[i], NULL, "cannot open: %s", strerror(errno));
+            char problem[192];
+            size_t len;
+            char *text = json_file_read(sources[i], &len, problem, sizeof problem);
+            if (text == NULL) {
+                rc = entity_def__fail(L, sources[i], NULL, "%s", problem);
                 break;
             }
-            size_t cap = 4096, len = 0;
-            char *text = xmalloc(cap);
-            for (;;) {
-                if (len + 1 == cap) {
-                    cap *= 2;
-                    text = xrealloc(text, cap);
-                }
-                size_t n = fread(text + len, 1, cap - 1 - len, f);
-                len += n;
-                if (n == 0)
-                    break;
-            }
-            text[len] = '\0';
-            if (ferror(f))
-                rc = entity_def__fail(L, sources[i], NULL, "cannot read: %s", strerror(errno));
-            else
-                L->roots[i] = entity_def__parse_document(L, sources[i], text, len);
-            fclose(f);
+            L->roots[i] = entity_def__parse_document(L, sources[i], text, len);
             free(text);
         }
         if (rc == 0 && L->roots[i] == NULL)

@@ -1,0 +1,63 @@
+/* json_file.c -- whole-file reads and JSON parsing with a located error
+ * message; nothing about what the document means. */
+#include "json_file.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+char *json_file_read(const char *path, size_t *length, char *problem, size_t problem_size) {
+    FILE *f = fopen(path, "rb");
+    if (f == NULL) {
+        snprintf(problem, problem_size, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    size_t capacity = 4096, used = 0;
+    char *text = xmalloc(capacity);
+    for (;;) {
+        if (used + 1 == capacity) {
+            capacity *= 2;
+            text = xrealloc(text, capacity);
+        }
+        size_t n = fread(text + used, 1, capacity - 1 - used, f);
+        used += n;
+        if (n == 0) break;
+    }
+    text[used] = '\0';
+    if (ferror(f)) {
+        snprintf(problem, problem_size, "cannot read: %s", strerror(errno));
+        free(text);
+        fclose(f);
+        return NULL;
+    }
+    fclose(f);
+    *length = used;
+    return text;
+}
+
+cJSON *json_file_parse(const char *text, size_t length, char *problem, size_t problem_size) {
+    if (strlen(text) != length) {
+        snprintf(problem, problem_size, "invalid JSON: NUL byte at offset %zu", strlen(text));
+        return NULL;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithOpts(text, &end, 1);
+    if (root != NULL) return root;
+    /* cJSON reports where it gave up, at or just after the mistake: good
+     * enough to point a human at the right line. */
+    size_t offset = end != NULL && end >= text && end <= text + length ? (size_t)(end - text) : 0;
+    unsigned line = 1, column = 1;
+    for (size_t i = 0; i < offset; i++) {
+        if (text[i] == '\n') {
+            line++;
+            column = 1;
+        } else {
+            column++;
+        }
+    }
+    snprintf(problem, problem_size, "invalid JSON near line %u, column %u (byte %zu)", line, column, offset);
+    return NULL;
+}
