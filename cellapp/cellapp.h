@@ -115,7 +115,6 @@ void witness_detach(space *sp, cell_entity *entity);
  * into *payload (allocated; caller frees). Returns the payload length, 0
  * when nothing changed. */
 size_t witness_update(witness *view, const cell_entity *owner, const space *sp, uint8_t **payload);
-size_t witness_view_size(const space *sp, const witness *view);
 
 /* ---- movement (movement.c) ---------------------------------------------- */
 

@@ -69,10 +69,6 @@ void witness_detach(space *sp, cell_entity *entity) {
     entity->witness = NULL;
 }
 
-size_t witness_view_size(const space *sp, const witness *view) {
-    return coord_watcher_view_size(sp->coord, view->watcher) + (view->self_sent ? 1 : 0);
-}
-
 static void witness_fill_position(Tessera__Client__Vector3 *position, const cell_entity *entity) {
     Tessera__Client__Vector3 init = TESSERA__CLIENT__VECTOR3__INIT;
     *position = init;

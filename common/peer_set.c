@@ -269,8 +269,6 @@ int peer_set_send(peer_set *set, uint64_t process_id, const Tessera__Cluster__Pe
     return channel_send_message(link->ch, &message->base);
 }
 
-int peer_set_is_up(const peer_set *set, uint64_t process_id) { return peer_set_find_up(set, process_id) != NULL; }
-
 size_t peer_set_count_up(const peer_set *set, peer_role role) {
     size_t count = 0;
     for (size_t i = 0; i < set->link_count; i++)

@@ -59,7 +59,6 @@ void peer_set_on_registry(peer_set *set, const registry_peer *peers, size_t coun
 
 /* Sends to an up peer. Returns 0, or -1 if that peer is not up. */
 int peer_set_send(peer_set *set, uint64_t process_id, const Tessera__Cluster__PeerMessage *message);
-int peer_set_is_up(const peer_set *set, uint64_t process_id);
 size_t peer_set_count_up(const peer_set *set, peer_role role);
 
 /* Iterates up peers of `role`: *cursor = 0 to start; returns the next
