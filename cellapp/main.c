@@ -34,7 +34,7 @@ static const config_key cellapp_config_keys[] = {
     {"spawn_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, spawn_radius), 0, 0, 1e6, "50",
      "radius of the spawn disc"},
     {"view_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, view_radius), 0, 0.1, 1e5, "50",
-     "a player sees entities at most this far away (X/Z circle)"},
+     "half the side of the square (X/Z) a player sees: entities at most this far on each axis"},
     {"view_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, view_hysteresis), 0, 0, 1e5, "5",
      "an entity leaves a view only beyond view_radius + view_hysteresis, so edges do not flicker"},
     {"max_speed", CONFIG_DOUBLE, offsetof(cellapp_settings, max_speed), 0, 0.01, 1e5, "10",

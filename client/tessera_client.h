@@ -96,7 +96,7 @@ typedef struct tessera_client_entity {
 typedef struct tessera_client_login_info {
     uint64_t entity_id;          /* the player's own entity */
     float x, y, z, yaw;          /* where it spawned */
-    float view_radius;           /* entities within this distance (X/Z) are in view */
+    float view_radius;           /* entities within this distance on X and on Z (a square) are in view */
     float view_hysteresis;       /* ... and stay in view until this much further */
     float max_speed;             /* metres per second the cell accepts */
     uint32_t tick_hz;
