@@ -362,6 +362,21 @@ static void coord_refresh_boundaries(coord_system *cs, uint32_t t, int a) {
     }
 }
 
+/* Slides trigger t's two nodes on axis a to [low, high], the one on the
+ * side of the motion first so the interval never turns inside out. */
+static void coord_slide_trigger_axis(coord_system *cs, uint32_t t, int a, float low, float high) {
+    if (low == cs->trigger_low[a][t] && high == cs->trigger_high[a][t]) return;
+    if (high >= cs->trigger_high[a][t]) {
+        coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
+        coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
+    } else {
+        coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
+        coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
+    }
+    float span = high - low;
+    if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
+}
+
 /* Moves trigger t's boundaries on every axis to [centre - extent, centre +
  * extent]. On each axis the boundary on the side of the motion goes first
  * (the upper when moving up, the lower when moving down), so the interval
@@ -375,17 +390,9 @@ void coord__place_trigger(coord_system *cs, uint32_t t, const float *centre, flo
             if (a > 0 && x_changed) coord_refresh_boundaries(cs, t, a);
             continue;
         }
-        if (high >= cs->trigger_high[a][t]) {
-            coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
-            coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
-        } else {
-            coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
-            coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
-        }
+        coord_slide_trigger_axis(cs, t, a, low, high);
         if (a == 0) x_changed = true;
         if (a == 1) z_changed = true;
-        float span = high - low;
-        if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
     }
     /* The X nodes carry the Z range, which has just changed. */
     if (z_changed) coord_refresh_boundaries(cs, t, 0);
@@ -435,20 +442,6 @@ static void coord_slide_entity_axis(coord_system *cs, uint32_t e, int a, float v
     cs->entity_coord[a][e] = value;
 }
 
-/* Slides trigger t's two nodes on axis a to [low, high], the one on the
- * side of the motion first so the interval never turns inside out. */
-static void coord_slide_trigger_axis(coord_system *cs, uint32_t t, int a, float low, float high) {
-    if (low == cs->trigger_low[a][t] && high == cs->trigger_high[a][t]) return;
-    if (high >= cs->trigger_high[a][t]) {
-        coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
-        coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
-    } else {
-        coord_move_boundary(cs, t, a, COORD_KIND_LOWER, low);
-        coord_move_boundary(cs, t, a, COORD_KIND_UPPER, high);
-    }
-    float span = high - low;
-    if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
-}
 
 /* Rewrites the partner range every node of axis a carries, from the
  * records: one linear pass after the partner axis has moved. */
