@@ -121,9 +121,11 @@ typedef struct client {
     bool owner[MAX_ALIASES];
 } client;
 
-static entity_state *client_enter(void *ctx, uint32_t alias, const entity_def_class *cls,
+static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id,
+                                  const entity_def_class *cls,
                                   bool is_owner) {
     client *c = ctx;
+    (void)entity_id;
     entity_state_free(c->states[alias]);
     c->states[alias] = entity_state_create(cls);
     c->owner[alias] = is_owner;
@@ -244,7 +246,7 @@ int main(int argc, char **argv) {
         for (uint16_t p = 0; p < P_COUNT; p++)
             randomize(states[e], p);
         entity_state_clear_dirty(states[e]);
-        replication_entity_init(&ents[e], states[e]);
+        replication_entity_init(&ents[e], states[e], 1 + (uint64_t)e);
     }
 
     /* Views: witness w owns entity w and sees it, plus 99 distinct others;
@@ -280,7 +282,7 @@ int main(int argc, char **argv) {
     uint64_t tick = 1;
     client cl;
     memset(&cl, 0, sizeof cl);
-    replication_decode_callbacks cb = {client_enter, client_find, NULL, NULL};
+    replication_decode_callbacks cb = {.enter = client_enter, .find = client_find};
     replication_begin_tick(rep, tick);
     uint64_t t0 = now_ns();
     size_t enter_bits = 0;

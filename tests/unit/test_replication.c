@@ -15,6 +15,7 @@
 #include "entity_state.h"
 #include "property_codec.h"
 #include "replication.h"
+#include "volatile_codec.h"
 
 static const char defs[] =
     "{\"entities\": [{\"name\": \"Thing\", \"properties\": [\n"
@@ -58,8 +59,14 @@ static uint64_t rng(void) {
 typedef struct client {
     entity_state *states[ALIASES];
     bool owner[ALIASES];
+    uint64_t entity_id[ALIASES];
+    volatile_track track[ALIASES];
+    float x[ALIASES], z[ALIASES];
     int changed_calls;
 } client;
+
+/* The space of the MOVE tests: 1/64 m over 1 km. */
+static volatile_codec_config move_config;
 
 typedef struct fixture {
     entity_def_registry *reg;
@@ -73,11 +80,12 @@ typedef struct fixture {
     uint64_t tick;
 } fixture;
 
-static entity_state *client_enter(void *ctx, uint32_t alias, const entity_def_class *cls,
-                                  bool is_owner) {
+static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id,
+                                  const entity_def_class *cls, bool is_owner) {
     client *c = ctx;
     if (alias >= ALIASES)
         return NULL;
+    c->entity_id[alias] = entity_id;
     entity_state_free(c->states[alias]);
     c->states[alias] = entity_state_create(cls);
     c->owner[alias] = is_owner;
@@ -102,8 +110,24 @@ static void client_changed(void *ctx, uint32_t alias, entity_state *state,
     (void)alias, (void)state, (void)changed;
     ((client *)ctx)->changed_calls++;
 }
-static const replication_decode_callbacks callbacks = {client_enter, client_find, client_leave,
-                                                       client_changed};
+static int client_move(void *ctx, uint32_t alias, bit_reader *r) {
+    client *c = ctx;
+    if (alias >= ALIASES || c->states[alias] == NULL) {
+        int rc = volatile_codec_skip(r, &move_config);
+        return rc < 0 ? rc : 0;
+    }
+    float y, yaw;
+    int rc = volatile_codec_decode(r, &c->track[alias], &move_config, &c->x[alias], &y,
+                                   &c->z[alias], &yaw);
+    return rc < 0 ? rc : 1;
+}
+static const replication_decode_callbacks callbacks = {
+    .enter = client_enter,
+    .find = client_find,
+    .move = client_move,
+    .leave = client_leave,
+    .changed = client_changed,
+};
 
 static void client_clear(client *c) {
     for (int i = 0; i < ALIASES; i++) {
@@ -127,7 +151,7 @@ static int setup(void **state) {
     fx->rep = replication_create(fx->schema);
     for (int i = 0; i < ENTITIES; i++) {
         fx->server[i] = entity_state_create(fx->cls);
-        replication_entity_init(&fx->ent[i], fx->server[i]);
+        replication_entity_init(&fx->ent[i], fx->server[i], 1000 + (uint64_t)i);
     }
     bit_writer_init(&fx->w);
     *state = fx;
@@ -463,7 +487,7 @@ static void test_unknown_alias_discarded(void **state) {
 static void test_bad_kind_and_garbage(void **state) {
     fixture *fx = *state;
     /* EXT with a reserved extended kind. */
-    for (uint64_t ext = 1; ext < 4; ext++) {
+    for (uint64_t ext = 2; ext < 4; ext++) {
         bit_writer_reset(&fx->w);
         bit_writer_write(&fx->w, 3, 2);
         bit_writer_write(&fx->w, ext, 2);
@@ -490,15 +514,19 @@ static void test_bad_kind_and_garbage(void **state) {
     client_clear(&fx->cl);
 }
 
-/* Writes an UPDATE (or ENTER when header_class >= 0) for `alias` carrying
+/* Record kinds as replication.c documents them. */
+enum { KIND_MOVE = 0, KIND_UPDATE = 1, KIND_ENTER = 2 };
+
+/* Writes an UPDATE (or ENTER when kind is KIND_ENTER) for `alias` carrying
  * the change list of `props` of `src`; `length_delta` falsifies the length. */
 static void forge(bit_writer *w, unsigned kind, uint32_t alias, int owner,
                   const entity_state *src, const entity_state_mask *props, int length_delta) {
     bit_writer body;
     bit_writer_init(&body);
-    if (kind == 1) {
+    if (kind == KIND_ENTER) {
         bit_writer_write_bool(&body, owner != 0);
         /* one class: 0 class bits */
+        bit_writer_write_uvar(&body, 77);
     }
     assert_int_equal(property_codec_encode_changes(&body, src, props), 0);
     bit_writer_write(w, kind, 2);
@@ -523,15 +551,15 @@ static void test_property_outside_audience(void **state) {
     /* An enter for another client's entity carrying an OWN_CLIENT property. */
     client_clear(&fx->cl);
     bit_writer_reset(&fx->w);
-    forge(&fx->w, 1, 7, 0, fx->server[0], &own, 0);
+    forge(&fx->w, KIND_ENTER, 7, 0, fx->server[0], &own, 0);
     replication_append_end(&fx->w);
     assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL),
                      PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY);
     assert_null(fx->cl.states[7]); /* no callback fired */
     /* A valid enter, then an update with a cell-private property. */
     bit_writer_reset(&fx->w);
-    forge(&fx->w, 1, 7, 0, fx->server[0], &ok, 0);
-    forge(&fx->w, 0, 7, 0, fx->server[0], &priv, 0);
+    forge(&fx->w, KIND_ENTER, 7, 0, fx->server[0], &ok, 0);
+    forge(&fx->w, KIND_UPDATE, 7, 0, fx->server[0], &priv, 0);
     replication_append_end(&fx->w);
     assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL),
                      PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY);
@@ -539,8 +567,8 @@ static void test_property_outside_audience(void **state) {
     entity_state_mask other = {0};
     entity_state_mask_add(&other, P_OTHER);
     bit_writer_reset(&fx->w);
-    forge(&fx->w, 1, 8, 1, fx->server[0], &own, 0);
-    forge(&fx->w, 0, 8, 1, fx->server[0], &other, 0);
+    forge(&fx->w, KIND_ENTER, 8, 1, fx->server[0], &own, 0);
+    forge(&fx->w, KIND_UPDATE, 8, 1, fx->server[0], &other, 0);
     replication_append_end(&fx->w);
     assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL),
                      PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY);
@@ -548,7 +576,7 @@ static void test_property_outside_audience(void **state) {
     /* A length that lies, either way. */
     for (int delta = -3; delta <= 3; delta += 6) {
         bit_writer_reset(&fx->w);
-        forge(&fx->w, 0, 8, 1, fx->server[0], &own, delta);
+        forge(&fx->w, KIND_UPDATE, 8, 1, fx->server[0], &own, delta);
         replication_append_end(&fx->w);
         assert_int_not_equal(
             decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL), 0);
@@ -556,7 +584,87 @@ static void test_property_outside_audience(void **state) {
     client_clear(&fx->cl);
 }
 
+
+/* An ENTER names the entity; a MOVE after it places it; a MOVE for an alias
+ * the client does not know is read and discarded, and the stream goes on. */
+static void test_enter_then_moves(void **state) {
+    fixture *fx = *state;
+    client_clear(&fx->cl);
+    next_tick(fx);
+    bit_writer_reset(&fx->w);
+    volatile_track server_track;
+    volatile_track_init(&server_track);
+    replication_append_enter(fx->rep, &fx->ent[2], &fx->w, 3, ALIAS_BITS, false,
+                             ENTITY_DEF_DETAIL_FAR);
+    replication_append_move_header(&fx->w, 3, ALIAS_BITS);
+    assert_true(volatile_codec_encode(&fx->w, &server_track, &move_config, 10.5f, 0.0f, 20.25f,
+                                      0.5f) > 0);
+    volatile_track stale;
+    volatile_track_init(&stale);
+    replication_append_move_header(&fx->w, 9, ALIAS_BITS); /* never entered */
+    assert_true(volatile_codec_encode(&fx->w, &stale, &move_config, 1, 0, 1, 0) > 0);
+    replication_append_move_header(&fx->w, 3, ALIAS_BITS); /* a delta */
+    assert_true(volatile_codec_encode(&fx->w, &server_track, &move_config, 10.75f, 0.0f,
+                                      20.5f, 0.5f) > 0);
+    size_t before_end = bit_writer_bits(&fx->w);
+    replication_append_end(&fx->w);
+    replication_decode_stats st;
+    assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), &st), 0);
+    assert_int_equal(st.enters, 1);
+    assert_int_equal(st.moves, 2);
+    assert_int_equal(st.discarded, 1);
+    assert_int_equal(fx->cl.entity_id[3], 1002);
+    assert_float_equal(fx->cl.x[3], 10.75f, 1.0 / 128);
+    assert_float_equal(fx->cl.z[3], 20.5f, 1.0 / 128);
+    /* A stream cut anywhere before its END is an error, not a crash. */
+    for (size_t cut = 0; cut <= before_end + 3; cut++) {
+        client_clear(&fx->cl);
+        assert_true(decode(fx, bit_writer_data(&fx->w), cut, NULL) < 0);
+    }
+    client_clear(&fx->cl);
+}
+
+/* replication_append_properties sends current values of chosen properties
+ * to one witness, outside the shared encodings. */
+static void test_refresh_properties(void **state) {
+    fixture *fx = *state;
+    client_clear(&fx->cl);
+    next_tick(fx);
+    bit_writer_reset(&fx->w);
+    replication_append_enter(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS, false,
+                             ENTITY_DEF_DETAIL_FAR);
+    replication_append_end(&fx->w);
+    assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL), 0);
+    /* The near-only property changes on the server while the client is far;
+     * when it comes near it gets the value now held. */
+    const entity_state_mask *near = replication_schema_mask(fx->schema, fx->cls->id,
+                                                            REPLICATION_AUDIENCE_OTHERS_NEAR);
+    const entity_state_mask *far = replication_schema_mask(fx->schema, fx->cls->id,
+                                                           REPLICATION_AUDIENCE_OTHERS_FAR);
+    entity_state_mask gained = {0};
+    for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
+        gained.words[k] = near->words[k] & ~far->words[k];
+    assert_false(entity_state_mask_empty(&gained));
+    for (int p = entity_state_mask_next(&gained, -1); p >= 0; p = entity_state_mask_next(&gained, p))
+        randomize(fx->server[1], (uint16_t)p);
+    entity_state_clear_dirty(fx->server[1]);
+    next_tick(fx);
+    bit_writer_reset(&fx->w);
+    assert_true(replication_append_properties(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS,
+                                              &gained) > 0);
+    entity_state_mask none = {0};
+    assert_int_equal(replication_append_properties(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS,
+                                                   &none), 0);
+    replication_append_end(&fx->w);
+    assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL), 0);
+    assert_client_matches(fx, 1, 4, false, ENTITY_DEF_DETAIL_NEAR);
+    client_clear(&fx->cl);
+}
+
 int main(void) {
+    const double min[3] = {0, -100, 0}, max[3] = {1000, 100, 1000};
+    if (volatile_codec_config_init(&move_config, 1.0 / 64, min, max, 256) != 0)
+        return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_flag_base, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flag_base_and_client, setup, teardown),
@@ -573,6 +681,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_unknown_alias_discarded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_kind_and_garbage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_property_outside_audience, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enter_then_moves, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refresh_properties, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

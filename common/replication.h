@@ -17,8 +17,8 @@
  * The stream format is documented at the top of replication.c.
  *
  * This module does not decide who sees whom, at which detail level, or in
- * which order records are sent (the witness and its budget do), and it does
- * not send positions (volatile updates are a separate piece). It does not
+ * which order records are sent (the witness and its budget do). It frames
+ * MOVE records, whose content is volatile_codec's. It does not
  * clear dirty sets: the caller clears them once every entity is packed.
  */
 #ifndef TESSERA_REPLICATION_H
@@ -119,11 +119,14 @@ typedef struct replication_entity {
     uint64_t enter_tick; /* tick of the `enter` spans marked in enter_ready */
     replication_short_span enter[REPLICATION_AUDIENCE_COUNT];
     uint8_t enter_ready; /* bit a: enter[a] is encoded for enter_tick */
+    uint64_t entity_id;  /* sent in ENTER records */
 } replication_entity;
 
-/* Starts the record of an entity whose state is `state` (which must outlive
- * the record, and belong to a class of the packer's registry). */
-void replication_entity_init(replication_entity *entity, const entity_state *state);
+/* Starts the record of entity `entity_id` (not 0) whose state is `state`
+ * (which must outlive the record, and belong to a class of the packer's
+ * registry). */
+void replication_entity_init(replication_entity *entity, const entity_state *state,
+                             uint64_t entity_id);
 
 typedef struct replication replication;
 
@@ -176,8 +179,21 @@ size_t replication_append_enter(replication *rep, replication_entity *entity, bi
                                 uint32_t alias, unsigned alias_bits, bool is_owner,
                                 entity_def_detail detail);
 
+/* Appends an UPDATE record carrying the CURRENT values of `props` (which
+ * must lie within the receiver's audience), encoded for this one witness:
+ * for what pack-once cannot share, a near-only property an observer gets
+ * when it comes near, or changes the budget held back. Returns the bits
+ * appended, 0 when `props` is empty. */
+size_t replication_append_properties(replication *rep, const replication_entity *entity,
+                                     bit_writer *w, uint32_t alias, unsigned alias_bits,
+                                     const entity_state_mask *props);
+
 /* Appends a LEAVE record for `alias`. Returns the bits appended. */
 size_t replication_append_leave(bit_writer *w, uint32_t alias, unsigned alias_bits);
+
+/* Appends the header of a MOVE record for `alias`; the caller appends one
+ * volatile_codec record right after it. Returns the bits appended. */
+size_t replication_append_move_header(bit_writer *w, uint32_t alias, unsigned alias_bits);
 
 /* Appends the END record and zero padding to a byte boundary: a stream is
  * complete only with it. Returns the bits appended. */
@@ -194,12 +210,17 @@ typedef struct replication_decode_callbacks {
      * decoder fills, or NULL to discard the record. The client remembers
      * `is_owner` for the alias. The state must stay valid until the next
      * record. */
-    entity_state *(*enter)(void *ctx, uint32_t alias, const entity_def_class *cls,
-                           bool is_owner);
+    entity_state *(*enter)(void *ctx, uint32_t alias, uint64_t entity_id,
+                           const entity_def_class *cls, bool is_owner);
     /* An UPDATE: the state that `alias` names, with *is_owner as it was
      * entered, or NULL for an unknown (or stale) alias: the record is then
      * skipped. */
     entity_state *(*find)(void *ctx, uint32_t alias, bool *is_owner);
+    /* A MOVE for `alias`: read exactly one volatile_codec record from `r`
+     * (for an unknown alias, read it and drop it). Return 1 when applied, 0
+     * when discarded, or a negative error (a broken record: decoding stops
+     * with it). NULL makes a MOVE an error. */
+    int (*move)(void *ctx, uint32_t alias, bit_reader *r);
     /* A LEAVE for `alias` (possibly unknown: the client ignores it). May be
      * NULL. */
     void (*leave)(void *ctx, uint32_t alias);
@@ -210,8 +231,8 @@ typedef struct replication_decode_callbacks {
 } replication_decode_callbacks;
 
 typedef struct replication_decode_stats {
-    uint32_t enters, updates, leaves; /* records applied (leaves: seen) */
-    uint32_t discarded;              /* records skipped: unknown alias, refused enter */
+    uint32_t enters, updates, moves, leaves; /* records applied (leaves: seen) */
+    uint32_t discarded; /* records skipped: unknown alias, refused enter */
 } replication_decode_stats;
 
 /* Reads a stream up to its END record and applies it. Each record is

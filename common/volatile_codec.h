@@ -92,4 +92,9 @@ int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_c
 int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_codec_config *config,
                           float *x, float *y, float *z, float *yaw);
 
+/* Reads one record without applying it (a record for an entity the client
+ * does not know). Returns 0, or VOLATILE_CODEC_ERROR_TRUNCATED with the
+ * reader failed. */
+int volatile_codec_skip(bit_reader *r, const volatile_codec_config *config);
+
 #endif

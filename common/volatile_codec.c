@@ -272,3 +272,27 @@ int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_c
     *yaw = (float)angle;
     return 0;
 }
+
+int volatile_codec_skip(bit_reader *r, const volatile_codec_config *config) {
+    uint64_t mode = 0, hclass = 0, yclass = 0, ignored;
+    bool ychanged = false, yawchanged = false;
+    if (bit_reader_read(r, 1, &mode) != 0)
+        return VOLATILE_CODEC_ERROR_TRUNCATED;
+    if (mode == 0) {
+        bit_reader_read(r, 2, &hclass);
+        bit_reader_skip(r, 2 * (size_t)volatile_codec__hwidth[hclass & 3]);
+        bit_reader_read_bool(r, &ychanged);
+        if (ychanged) {
+            bit_reader_read(r, 1, &yclass);
+            bit_reader_skip(r, volatile_codec__ywidth[yclass & 1]);
+        }
+        bit_reader_read_bool(r, &yawchanged);
+        if (yawchanged)
+            bit_reader_read(r, config->yaw_bits, &ignored);
+    } else {
+        for (int a = 0; a < 3; a++)
+            bit_reader_read(r, config->axis_bits[a], &ignored);
+        bit_reader_read(r, config->yaw_bits, &ignored);
+    }
+    return bit_reader_failed(r) ? VOLATILE_CODEC_ERROR_TRUNCATED : 0;
+}

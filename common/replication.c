@@ -12,18 +12,28 @@
  * (replication_alias_bits of the client's alias table size); C = the class
  * id width, property_codec_bits_for(class count - 1).
  *
- *   kind     2 bits   0 UPDATE, 1 ENTER, 2 LEAVE, 3 EXT
+ *   kind     2 bits   0 MOVE, 1 UPDATE, 2 ENTER, 3 EXT (the most frequent
+ *                     record, a moving entity, has the shortest header)
  *
+ *   MOVE     kind, alias (A bits), one volatile position+yaw record
+ *            (volatile_codec.c's layout; no length: it is self-delimiting)
  *   UPDATE   kind, alias (A bits), length (uvar: bits of the change list),
  *            change list (property_codec: dirty AND audience mask)
  *   ENTER    kind, alias (A bits), length (uvar: bits that follow, up to
  *            the end of the record), owner (1 bit: the receiver owns the
- *            entity), class id (C bits), change list of EVERY property of
- *            the audience (current values, not only dirty ones)
- *   LEAVE    kind, alias (A bits)
- *   EXT      kind, then a 2-bit extended kind: 0 END; 1..3 reserved (the
- *            volatile position updates will take one). END is followed only
- *            by zero bits up to the next byte boundary.
+ *            entity), class id (C bits), entity id (uvar: the only place
+ *            a 64-bit id appears, so the client can name what it sees),
+ *            change list of EVERY property of the audience (current
+ *            values, not only dirty ones)
+ *   EXT      kind, then a 2-bit extended kind:
+ *              0 END: followed only by zero bits up to the next byte
+ *                boundary;
+ *              1 LEAVE, then alias (A bits);
+ *              2, 3 reserved.
+ *
+ * A witness sends an entity's ENTER followed by an absolute MOVE, so the
+ * client learns where it is in the same stream. A client that does not
+ * know a MOVE's alias (a stale alias) reads the record and discards it.
  *
  * The receiver's audience is OWN for an entity it owns and OTHERS_<detail>
  * for another; the stream does not say which detail level the server used,
@@ -50,12 +60,12 @@
 #include <string.h>
 
 enum {
-    REPLICATION__KIND_UPDATE = 0,
-    REPLICATION__KIND_ENTER = 1,
-    REPLICATION__KIND_LEAVE = 2,
+    REPLICATION__KIND_MOVE = 0,
+    REPLICATION__KIND_UPDATE = 1,
+    REPLICATION__KIND_ENTER = 2,
     REPLICATION__KIND_EXT = 3,
 };
-enum { REPLICATION__EXT_END = 0 };
+enum { REPLICATION__EXT_END = 0, REPLICATION__EXT_LEAVE = 1 };
 
 #define REPLICATION__KIND_BITS 2
 #define REPLICATION__EXT_BITS 2
@@ -141,9 +151,11 @@ const entity_state_mask *replication_schema_mask(const replication_schema *schem
 
 /* ---- packing ----------------------------------------------------------- */
 
-void replication_entity_init(replication_entity *entity, const entity_state *state) {
+void replication_entity_init(replication_entity *entity, const entity_state *state,
+                             uint64_t entity_id) {
     memset(entity, 0, sizeof *entity);
     entity->state = state;
+    entity->entity_id = entity_id;
 }
 
 replication *replication_create(const replication_schema *schema) {
@@ -313,6 +325,7 @@ static replication_short_span replication__enter_span(replication *rep, replicat
         bit_writer_reset(&rep->scratch);
         bit_writer_write_bool(&rep->scratch, audience == REPLICATION_AUDIENCE_OWN);
         bit_writer_write(&rep->scratch, cls->id, rep->schema->class_bits);
+        bit_writer_write_uvar(&rep->scratch, entity->entity_id);
         if (property_codec_encode_changes(&rep->scratch, entity->state, &masks[audience]) != 0)
             log_panic("replication: an audience mask names a property its class lacks");
         entity->enter[audience] = replication__commit_scratch(rep);
@@ -422,9 +435,37 @@ size_t replication_append_enter(replication *rep, replication_entity *entity, bi
 }
 
 size_t replication_append_leave(bit_writer *w, uint32_t alias, unsigned alias_bits) {
+    replication__check_alias(alias, alias_bits);
     size_t before = bit_writer_bits(w);
-    bit_writer_write(w, REPLICATION__KIND_LEAVE, REPLICATION__KIND_BITS);
+    bit_writer_write(w, REPLICATION__KIND_EXT | REPLICATION__EXT_LEAVE << REPLICATION__KIND_BITS,
+                     REPLICATION__KIND_BITS + REPLICATION__EXT_BITS);
     bit_writer_write(w, alias, alias_bits);
+    return bit_writer_bits(w) - before;
+}
+
+size_t replication_append_move_header(bit_writer *w, uint32_t alias, unsigned alias_bits) {
+    replication__check_alias(alias, alias_bits);
+    bit_writer_write(w, REPLICATION__KIND_MOVE | (uint64_t)alias << REPLICATION__KIND_BITS,
+                     REPLICATION__KIND_BITS + alias_bits);
+    return REPLICATION__KIND_BITS + alias_bits;
+}
+
+size_t replication_append_properties(replication *rep, const replication_entity *entity,
+                                     bit_writer *w, uint32_t alias, unsigned alias_bits,
+                                     const entity_state_mask *props) {
+    if (entity_state_mask_empty(props))
+        return 0;
+    replication__check_alias(alias, alias_bits);
+    bit_writer_reset(&rep->scratch);
+    if (property_codec_encode_changes(&rep->scratch, entity->state, props) != 0)
+        log_panic("replication: a refresh names a property its class lacks");
+    size_t n = bit_writer_bits(&rep->scratch);
+    size_t before = bit_writer_bits(w);
+    bit_writer_write(w, REPLICATION__KIND_UPDATE | (uint64_t)alias << REPLICATION__KIND_BITS,
+                     REPLICATION__KIND_BITS + alias_bits);
+    bit_writer_write_uvar(w, n);
+    bit_writer_append_bits(w, 0, 0, bit_writer_data(&rep->scratch), bit_writer_bytes(&rep->scratch),
+                           0, n);
     return bit_writer_bits(w) - before;
 }
 
@@ -525,6 +566,9 @@ static int replication__decode_body(bit_reader *r, const replication_schema *sch
         REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
     if (class_id >= schema->class_count)
         REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+    uint64_t entity_id;
+    if (bit_reader_read_uvar(&check, &entity_id) != 0 || entity_id == 0)
+        REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
     const entity_def_class *cls = entity_def_registry_class(schema->registry, (uint16_t)class_id);
     const entity_state_mask *accept = replication__accept(schema, cls, owner);
     bit_reader body = check;
@@ -533,7 +577,7 @@ static int replication__decode_body(bit_reader *r, const replication_schema *sch
         REPLICATION__FAIL(r, rc);
     if (bit_reader_position(&check) != end)
         REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
-    entity_state *state = cb->enter(ctx, alias, cls, owner);
+    entity_state *state = cb->enter(ctx, alias, entity_id, cls, owner);
     if (state == NULL) {
         bit_reader_skip(r, (size_t)length);
         stats->discarded++;
@@ -567,6 +611,14 @@ int replication_decode_stream(bit_reader *r, const replication_schema *schema,
             uint64_t ext;
             if (bit_reader_read(r, REPLICATION__EXT_BITS, &ext) != 0)
                 return REPLICATION_ERROR_TRUNCATED;
+            if (ext == REPLICATION__EXT_LEAVE) {
+                if (bit_reader_read(r, alias_bits, &alias) != 0)
+                    return REPLICATION_ERROR_TRUNCATED;
+                stats->leaves++;
+                if (cb->leave != NULL)
+                    cb->leave(ctx, (uint32_t)alias);
+                continue;
+            }
             if (ext != REPLICATION__EXT_END)
                 REPLICATION__FAIL(r, REPLICATION_ERROR_KIND);
             /* Only zero padding to the byte boundary may follow. */
@@ -578,10 +630,18 @@ int replication_decode_stream(bit_reader *r, const replication_schema *schema,
         }
         if (bit_reader_read(r, alias_bits, &alias) != 0)
             return REPLICATION_ERROR_TRUNCATED;
-        if (kind == REPLICATION__KIND_LEAVE) {
-            stats->leaves++;
-            if (cb->leave != NULL)
-                cb->leave(ctx, (uint32_t)alias);
+        if (kind == REPLICATION__KIND_MOVE) {
+            if (cb->move == NULL)
+                REPLICATION__FAIL(r, REPLICATION_ERROR_KIND);
+            int rc = cb->move(ctx, (uint32_t)alias, r);
+            if (rc > 0) {
+                stats->moves++;
+            } else if (rc == 0) {
+                stats->discarded++;
+            } else {
+                bit_reader_fail(r);
+                return rc;
+            }
             continue;
         }
         int rc = replication__decode_body(r, schema, (unsigned)kind, (uint32_t)alias, cb, ctx,
