@@ -15,10 +15,12 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "bit_stream.h"
 #include "channel.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
 #include "entity_def.h"
+#include "entity_state.h"
 #include "entity_list.h"
 #include "id_block.h"
 #include "id_map.h"
@@ -45,6 +47,7 @@ typedef struct baseapp_settings {
     char player_entity_type[32];
     char entity_definitions[256];
     double client_moves_per_second;
+    char state_dump_path[256];
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -72,6 +75,9 @@ typedef struct proxy {
     bool has_definitions;      /* the client's cached definitions match ours */
     double move_tokens;        /* moves the client may still send now (token bucket) */
     uint64_t move_tokens_us;   /* monotonic time of the last refill */
+    /* The base part of the player's entity (base_entity.c), from login on. */
+    const entity_def_class *cls;
+    entity_state *properties;
 } proxy;
 
 /* Accepts a client connection from the listener. */
@@ -90,6 +96,26 @@ void proxy_sweep(baseapp *app);
 proxy *proxy_find_by_entity(const baseapp *app, uint64_t entity_id);
 /* Closes every client (shutdown). */
 void proxy_close_all(baseapp *app, const char *reason);
+
+/* ---- the base part of entities (base_entity.c) -------------------------- */
+
+/* Gives a logged-in proxy its base properties (the player's class, its name
+ * set from the account). */
+void base_entity_create(proxy *client);
+void base_entity_free(proxy *client);
+/* Appends the cell properties the base sets (CreateCellEntity's
+ * cell_properties), byte-aligned. */
+void base_entity_cell_properties(const proxy *client, bit_writer *w);
+/* Sends the own client its BASE_AND_CLIENT properties: all of them, or the
+ * changed ones; clears the base's dirty set. */
+void base_entity_send_properties(proxy *client, bool all);
+/* A client's EntityCall, IN_WORLD: base methods are checked and run here,
+ * cell methods relayed to the cell. A call the client may not make drops
+ * it. */
+void base_entity_on_call(proxy *client, const Tessera__Client__EntityCall *call);
+/* Writes every base's properties to settings.state_dump_path as JSON.
+ * Returns 0 or -1 (logged). */
+int base_entity_dump(const baseapp *app);
 
 /* ---- login (login.c) ---------------------------------------------------- */
 
@@ -126,7 +152,7 @@ struct baseapp {
     int client_port, peer_port;
     uv_timer_t sweep_timer;
     uv_timer_t stats_timer;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sigusr1;
     uint64_t process_id;
     entity_list *proxies;         /* every proxy, by handle */
     id_map proxies_by_entity;     /* entity id -> proxy, logged-in proxies */

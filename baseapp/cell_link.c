@@ -68,11 +68,19 @@ static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tesser
     login.space_name = reply->space_name;
     login.definitions = client->has_definitions ? "" : app->definitions_text;
     login.definitions_digest = (char *)entity_def_registry_digest_hex(app->definitions);
+    login.max_aliases = reply->max_aliases;
+    login.position_precision = reply->position_precision;
+    login.world_min = reply->world_min;
+    login.world_max = reply->world_max;
+    login.yaw_steps = reply->yaw_steps;
+    login.detail_near_distance = reply->detail_near_distance;
+    login.detail_medium_distance = reply->detail_medium_distance;
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
     message.login_reply = &login;
     channel_send_message(client->ch, &message.base);
     client->state = PROXY_IN_WORLD;
+    base_entity_send_properties(client, true);
     client->move_tokens = app->settings.client_moves_per_second / 2.0;
     client->move_tokens_us = clock_monotonic_us();
     log_debug("entity %" PRIu64 " (account '%s') entered the world on cellapp %" PRIu64, client->entity_id,
@@ -102,6 +110,13 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_TO_CLIENT:
         cell_link_forward(app, process_id, message->to_client);
         return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_DROP_CLIENT: {
+        const Tessera__Cluster__DropClient *drop = message->drop_client;
+        proxy *client = proxy_find_by_entity(app, drop->entity_id);
+        if (client && client->cellapp_id == process_id && client->state == PROXY_IN_WORLD)
+            proxy_fail(client, drop->code, "%s", drop->reason ? drop->reason : "dropped by its cell");
+        return;
+    }
     default:
         log_warn("cellapp %" PRIu64 " sent a message this baseapp does not handle (%d): ignored", process_id,
                  (int)message->body_case);

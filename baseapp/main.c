@@ -41,6 +41,9 @@ static const config_key baseapp_config_keys[] = {
     {"entity_definitions", CONFIG_STRING, offsetof(baseapp_settings, entity_definitions),
      sizeof(((baseapp_settings *)0)->entity_definitions), 0, 0, "demo/entities",
      "directory of the game's entity definitions (*.json); sent to clients at login"},
+    {"state_dump_path", CONFIG_STRING, offsetof(baseapp_settings, state_dump_path),
+     sizeof(((baseapp_settings *)0)->state_dump_path), 0, 0, "",
+     "where SIGUSR1 writes every base's properties as JSON (empty: SIGUSR1 only logs)"},
     {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
      "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
 };
@@ -131,6 +134,7 @@ static void baseapp_shutdown(baseapp *app) {
     uv_close((uv_handle_t *)&app->stats_timer, NULL);
     uv_close((uv_handle_t *)&app->sigint, NULL);
     uv_close((uv_handle_t *)&app->sigterm, NULL);
+    uv_close((uv_handle_t *)&app->sigusr1, NULL);
     uv_close((uv_handle_t *)&app->client_listener, NULL);
     uv_close((uv_handle_t *)&app->peer_listener, NULL);
     proxy_close_all(app, "server shutting down");
@@ -138,6 +142,11 @@ static void baseapp_shutdown(baseapp *app) {
     app->registry = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
+}
+
+static void baseapp_on_dump_signal(uv_signal_t *handle, int signum) {
+    (void)signum;
+    base_entity_dump(handle->data);
 }
 
 static void baseapp_on_signal(uv_signal_t *handle, int signum) {
@@ -233,6 +242,9 @@ int main(int argc, char **argv) {
     app.sigint.data = app.sigterm.data = &app;
     uv_signal_start(&app.sigint, baseapp_on_signal, SIGINT);
     uv_signal_start(&app.sigterm, baseapp_on_signal, SIGTERM);
+    uv_signal_init(app.loop, &app.sigusr1);
+    app.sigusr1.data = &app;
+    uv_signal_start(&app.sigusr1, baseapp_on_dump_signal, SIGUSR1);
 
     log_info("baseapp starting: clients on %s:%d, peers on %s:%d, Redis %s:%lld, %zu entity types (digest %.16s)",
              settings->client_host, app.client_port, settings->process.internal_host, app.peer_port,

@@ -102,6 +102,7 @@ static void proxy_on_close(channel *ch, const char *reason) {
                  client->account, client->entity_id, reason);
     proxy_unlink(client);
     entity_list_remove(app->proxies, client->handle);
+    base_entity_free(client);
     free(client);
 }
 
@@ -207,6 +208,15 @@ static void proxy_on_frame(channel *ch, const uint8_t *frame, size_t length) {
             proxy_on_move(client, message->move);
         /* While the cell is being created a move has nowhere to go yet. */
         break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL:
+        if (client->state == PROXY_IN_WORLD)
+            base_entity_on_call(client, message->call);
+        else if (client->state != PROXY_CREATING_CELL)
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "method call before login");
+        else
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER,
+                       "method call before the login reply");
+        break;
     default:
         proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_MESSAGE,
                    "unknown message type (no known field set in ClientToServer)");
@@ -283,6 +293,10 @@ void proxy_login_succeeded(proxy *client) {
     client->entity_id = entity_id;
     client->cellapp_id = cellapp_id;
     id_map_put(&app->proxies_by_entity, entity_id, client);
+    base_entity_create(client);
+    bit_writer cell_properties;
+    bit_writer_init(&cell_properties);
+    base_entity_cell_properties(client, &cell_properties);
 
     Tessera__Cluster__CreateCellEntity create = TESSERA__CLUSTER__CREATE_CELL_ENTITY__INIT;
     create.entity_id = entity_id;
@@ -290,10 +304,13 @@ void proxy_login_succeeded(proxy *client) {
     create.entity_type = app->settings.player_entity_type;
     create.space_name = "";
     create.has_client = true;
+    create.cell_properties.data = (uint8_t *)bit_writer_data(&cell_properties);
+    create.cell_properties.len = bit_writer_bytes(&cell_properties);
     Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
     message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY;
     message.create_cell_entity = &create;
     peer_set_send(app->peers, cellapp_id, &message);
+    bit_writer_close(&cell_properties);
     client->state = PROXY_CREATING_CELL;
     log_debug("account '%s' logged in as entity %" PRIu64 " on cellapp %" PRIu64, client->account, entity_id,
               cellapp_id);

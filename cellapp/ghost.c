@@ -2,15 +2,31 @@
  * cellapp as ghosts (in full when the peer comes up, then per tick what is
  * new, moved or destroyed); the peers' reals arrive here and live in our
  * space as ghosts, which witnesses see like reals. A ghost is read-only: it
- * changes only by its real's word, and vanishes with its cellapp. */
+ * changes only by its real's word, and vanishes with its cellapp.
+ *
+ * A ghost holds the properties entity_def sends to ghosts (to_ghosts: the
+ * public ones, which other clients may see); they travel as change lists,
+ * every one when the ghost is new, then the ones changed each tick. A
+ * client call the real made to everyone who sees it travels with it too. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cellapp.h"
 #include "log.h"
+#include "property_codec.h"
 
-static void ghost_fill_state(const cell_entity *entity, bool full, const char *space_name,
+/* The properties of `entity` its ghosts get this time: every one a ghost
+ * holds when `full`, else those changed this tick. */
+static void ghost_properties(const cellapp *app, const cell_entity *entity, bool full, entity_state_mask *out) {
+    const entity_state_mask *ghosts = replication_schema_mask(app->schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+    if (full) *out = *ghosts;
+    else entity_state_mask_intersect(out, entity_state_dirty(entity->state), ghosts);
+}
+
+/* Fills one GhostState; its property change list is appended to `w` and
+ * pointed to once `w` stops growing (ghost_send). */
+static void ghost_fill_state(const cellapp *app, const cell_entity *entity, bool full,
                              Tessera__Cluster__GhostState *state, Tessera__Client__Vector3 *position) {
     Tessera__Cluster__GhostState init = TESSERA__CLUSTER__GHOST_STATE__INIT;
     Tessera__Client__Vector3 vector = TESSERA__CLIENT__VECTOR3__INIT;
@@ -25,11 +41,16 @@ static void ghost_fill_state(const cell_entity *entity, bool full, const char *s
     state->stamp_us = entity->move_stamp_us;
     if (full) {
         state->entity_type = (char *)entity->type;
-        state->space_name = (char *)space_name;
+        state->space_name = (char *)app->space.name;
+    }
+    if (!full && entity->broadcast_count) {
+        state->n_client_calls = entity->broadcast_count;
+        state->client_calls = xcalloc(entity->broadcast_count, sizeof *state->client_calls);
+        for (size_t i = 0; i < entity->broadcast_count; i++) state->client_calls[i] = &entity->broadcast_calls[i];
     }
 }
 
-/* Packs the reals selected by `full` (all) or by their per-tick flags into
+/* Packs the reals selected by `full` (all) or by their per-tick changes into
  * one GhostBatch and sends it to `peer_id`, or to every cellapp peer when
  * peer_id is 0. */
 static void ghost_send(cellapp *app, uint64_t peer_id, bool full) {
@@ -37,15 +58,32 @@ static void ghost_send(cellapp *app, uint64_t peer_id, bool full) {
     Tessera__Cluster__GhostState *states = xcalloc(sp->real_count + 1, sizeof *states);
     Tessera__Cluster__GhostState **pointers = xcalloc(sp->real_count + 1, sizeof *pointers);
     Tessera__Client__Vector3 *positions = xcalloc(sp->real_count + 1, sizeof *positions);
+    size_t *property_at = xcalloc(sp->real_count + 1, sizeof *property_at);
+    bit_writer properties;
+    bit_writer_init(&properties);
     size_t count = 0;
     for (size_t i = 0; i < sp->count && count < sp->real_count; i++) {
         const cell_entity *entity = sp->by_index[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
-        if (!full && !entity->is_new && !entity->moved) continue;
-        ghost_fill_state(entity, full || entity->is_new, sp->name, &states[count], &positions[count]);
+        bool whole = full || entity->is_new;
+        entity_state_mask changed;
+        ghost_properties(app, entity, whole, &changed);
+        bool has_properties = !entity_state_mask_empty(&changed);
+        if (!whole && !entity->moved && !has_properties && entity->broadcast_count == 0) continue;
+        ghost_fill_state(app, entity, whole, &states[count], &positions[count]);
+        /* Each change list starts on a byte, so it can be sliced out. */
+        bit_writer_align(&properties);
+        property_at[count] = bit_writer_bytes(&properties);
+        if (has_properties) {
+            property_codec_encode_changes(&properties, entity->state, &changed);
+            bit_writer_align(&properties);
+        }
+        states[count].properties.len = bit_writer_bytes(&properties) - property_at[count];
         pointers[count] = &states[count];
         count++;
     }
+    for (size_t i = 0; i < count; i++)
+        if (states[i].properties.len) states[i].properties.data = (uint8_t *)bit_writer_data(&properties) + property_at[i];
     Tessera__Cluster__GhostBatch batch = TESSERA__CLUSTER__GHOST_BATCH__INIT;
     batch.n_states = count;
     batch.states = pointers;
@@ -66,6 +104,9 @@ static void ghost_send(cellapp *app, uint64_t peer_id, bool full) {
                 peer_set_send(app->peers, peer, &message);
         }
     }
+    for (size_t i = 0; i < count; i++) free(states[i].client_calls);
+    bit_writer_close(&properties);
+    free(property_at);
     free(states);
     free(pointers);
     free(positions);
@@ -76,6 +117,21 @@ void ghost_send_full_state(cellapp *app, uint64_t peer_id) { ghost_send(app, pee
 void ghost_send_tick(cellapp *app) {
     ghost_send(app, 0, false);
     app->destroyed_count = 0;
+}
+
+/* Applies a ghost's property change list; a broken one is a peer's bug,
+ * logged and skipped. */
+static void ghost_apply_properties(cellapp *app, uint64_t peer_id, cell_entity *ghost,
+                                   const Tessera__Cluster__GhostState *state) {
+    if (state->properties.len == 0) return;
+    bit_reader reader;
+    bit_reader_init(&reader, state->properties.data, state->properties.len);
+    const entity_state_mask *accept =
+        replication_schema_mask(app->schema, ghost->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+    int rc = property_codec_decode_changes(&reader, ghost->state, accept, NULL);
+    if (rc != 0)
+        log_warn("cellapp %" PRIu64 ": properties of ghost %" PRIu64 " do not decode: %s", peer_id, ghost->id,
+                 property_codec_strerror(rc));
 }
 
 void ghost_apply(cellapp *app, uint64_t peer_id, const Tessera__Cluster__GhostBatch *batch) {
@@ -94,9 +150,17 @@ void ghost_apply(cellapp *app, uint64_t peer_id, const Tessera__Cluster__GhostBa
                 continue;
             }
             if (id_map_get(&sp->entities, state->entity_id)) continue; /* reaped at the end of this tick */
+            const entity_def_class *cls =
+                state->entity_type ? entity_def_registry_find_class(app->definitions, state->entity_type) : NULL;
+            if (!cls) {
+                log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 " of type '%s', which our definitions "
+                         "lack (do the cellapps load the same definitions?)",
+                         peer_id, state->entity_id, state->entity_type ? state->entity_type : "");
+                continue;
+            }
             float x = state->position ? state->position->x : 0, y = state->position ? state->position->y : 0;
             float z = state->position ? state->position->z : 0;
-            ghost = space_add(sp, state->entity_id, CELL_ENTITY_GHOST, state->entity_type, x, y, z);
+            ghost = space_add(sp, state->entity_id, CELL_ENTITY_GHOST, cls, x, y, z);
             if (!ghost) continue;
             ghost->owner_cellapp = peer_id;
             ghost->yaw = state->yaw;
@@ -105,10 +169,18 @@ void ghost_apply(cellapp *app, uint64_t peer_id, const Tessera__Cluster__GhostBa
             log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 ", which is not its real: ignored",
                      peer_id, state->entity_id);
             continue;
-        } else if (state->position) {
+        } else if (state->position &&
+                   (state->position->x != ghost->x || state->position->y != ghost->y ||
+                    state->position->z != ghost->z || state->yaw != ghost->yaw)) {
             space_move(sp, ghost, state->position->x, state->position->y, state->position->z, state->yaw);
         }
         ghost->move_stamp_us = state->stamp_us;
+        ghost_apply_properties(app, peer_id, ghost, state);
+        for (size_t c = 0; c < state->n_client_calls; c++) {
+            const Tessera__Client__ClientCall *call = state->client_calls[c];
+            if (call->entity_id != ghost->id) continue;
+            cellapp_queue_for_observers(app, ghost->id, call->method_id, call->args.data, call->args.len);
+        }
     }
 }
 

@@ -43,6 +43,38 @@ static const config_key cellapp_config_keys[] = {
      "seconds of movement a client may bank, absorbing network jitter"},
     {"max_entities", CONFIG_INT, offsetof(cellapp_settings, max_entities), 0, 1, 10000000, "100000",
      "reals this cellapp accepts before refusing new ones"},
+    {"world_min_y", CONFIG_DOUBLE, offsetof(cellapp_settings, world_min_y), 0, -1e7, 1e7, "-1000",
+     "lowest height in the space (metres): moves below it are refused"},
+    {"world_max_y", CONFIG_DOUBLE, offsetof(cellapp_settings, world_max_y), 0, -1e7, 1e7, "1000",
+     "highest height in the space"},
+    {"entity_definitions", CONFIG_STRING, offsetof(cellapp_settings, entity_definitions),
+     sizeof(((cellapp_settings *)0)->entity_definitions), 0, 0, "demo/entities",
+     "directory of the game's entity definitions (*.json); every process of a cluster must load the same"},
+    {"client_bytes_per_second", CONFIG_INT, offsetof(cellapp_settings, client_bytes_per_second), 0, 0, 100000000,
+     "4096", "each client's entity stream budget; enters and leaves always go, the rest by distance and staleness"},
+    {"max_aliases", CONFIG_INT, offsetof(cellapp_settings, max_aliases), 0, 2, 65536, "1024",
+     "entities one client can know at once (its alias ids on the wire: 1024 takes 10 bits a record)"},
+    {"alias_cooldown_ms", CONFIG_INT, offsetof(cellapp_settings, alias_cooldown_ms), 0, 0, 60000, "1000",
+     "a released alias names no other entity for this long, so a record in flight never hits the wrong one"},
+    {"position_precision", CONFIG_DOUBLE, offsetof(cellapp_settings, position_precision), 0, 0.0001, 10, "0.015625",
+     "metres per step of the positions sent to clients (1/64 m by default)"},
+    {"yaw_steps", CONFIG_INT, offsetof(cellapp_settings, yaw_steps), 0, 2, 65536, "256",
+     "steps per turn of the yaw sent to clients"},
+    {"detail_near_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, detail_near_distance), 0, 0, 1e5, "15",
+     "observers this close (on X and Z, like the view) get near-only properties"},
+    {"detail_medium_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, detail_medium_distance), 0, 0, 1e5, "30",
+     "observers this close get medium-detail properties; farther ones far-detail only"},
+    {"update_near_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, update_near_distance), 0, 0, 1e5, "10",
+     "an entity this close to a client may be updated every tick"},
+    {"update_far_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, update_far_distance), 0, 0.01, 1e5, "40",
+     "an entity this far is updated once a second; in between, linearly"},
+    {"npc_count", CONFIG_INT, offsetof(cellapp_settings, npc_count), 0, 0, 1000000, "20",
+     "demo game: stationary NPC guards this cellapp spawns in the spawn disc"},
+    {"npc_trap_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, npc_trap_radius), 0, 0, 1e4, "8",
+     "demo game: an avatar this close to an NPC (on X and Z) counts as its visitor"},
+    {"state_dump_path", CONFIG_STRING, offsetof(cellapp_settings, state_dump_path),
+     sizeof(((cellapp_settings *)0)->state_dump_path), 0, 0, "",
+     "where SIGUSR1 writes every real's properties as JSON (empty: SIGUSR1 only logs)"},
 };
 
 #define CELLAPP_CONFIG_KEY_COUNT (sizeof cellapp_config_keys / sizeof cellapp_config_keys[0])
@@ -92,6 +124,9 @@ static void cellapp_publish_stats(cellapp *app) {
     registry_set_stat(app->registry, "bytes_in", (int64_t)app->totals.bytes_in);
     registry_set_stat(app->registry, "bytes_out", (int64_t)app->totals.bytes_out);
     registry_set_stat(app->registry, "tick_us", (int64_t)app->last_tick_duration_us);
+    registry_set_stat(app->registry, "stream_bytes", (int64_t)app->witness_totals.stream_bytes);
+    registry_set_stat(app->registry, "records_held", (int64_t)app->witness_totals.records_held);
+    registry_set_stat(app->registry, "aliases_exhausted", (int64_t)app->witness_totals.aliases_exhausted);
 }
 
 static void cellapp_on_stats_timer(uv_timer_t *timer) { cellapp_publish_stats(timer->data); }
@@ -101,6 +136,7 @@ static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user
     (void)reg;
     app->process_id = process_id;
     peer_set_set_process_id(app->peers, process_id);
+    id_block_refill(app->ids);
     app->random_state ^= process_id * 0x9E3779B97F4A7C15ull;
     if (app->random_state == 0) app->random_state = 1;
 }
@@ -145,11 +181,19 @@ static void cellapp_shutdown(cellapp *app) {
     uv_close((uv_handle_t *)&app->stats_timer, NULL);
     uv_close((uv_handle_t *)&app->sigint, NULL);
     uv_close((uv_handle_t *)&app->sigterm, NULL);
+    uv_close((uv_handle_t *)&app->sigusr1, NULL);
     uv_close((uv_handle_t *)&app->listener, NULL);
     registry_free(app->registry);
     app->registry = NULL;
+    id_block_free(app->ids);
+    app->ids = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
+}
+
+static void cellapp_on_dump_signal(uv_signal_t *handle, int signum) {
+    (void)signum;
+    state_dump_write(handle->data);
 }
 
 static void cellapp_on_signal(uv_signal_t *handle, int signum) {
@@ -169,6 +213,39 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-cellapp: configuration error: world_min_x/z must be below world_max_x/z\n");
         return 1;
     }
+
+    if (settings->world_min_y >= settings->world_max_y) {
+        fprintf(stderr, "tessera-cellapp: configuration error: world_min_y must be below world_max_y\n");
+        return 1;
+    }
+    if (settings->detail_near_distance > settings->detail_medium_distance) {
+        fprintf(stderr, "tessera-cellapp: configuration error: detail_near_distance must not exceed "
+                        "detail_medium_distance\n");
+        return 1;
+    }
+    if (settings->update_near_distance >= settings->update_far_distance) {
+        fprintf(stderr, "tessera-cellapp: configuration error: update_near_distance must be below "
+                        "update_far_distance\n");
+        return 1;
+    }
+    const double world_min[3] = {settings->world_min_x, settings->world_min_y, settings->world_min_z};
+    const double world_max[3] = {settings->world_max_x, settings->world_max_y, settings->world_max_z};
+    if (volatile_codec_config_init(&app.volatile_config, settings->position_precision, world_min, world_max,
+                                   (uint32_t)settings->yaw_steps) != 0) {
+        fprintf(stderr,
+                "tessera-cellapp: configuration error: the world is more than %u steps of position_precision "
+                "(%g m) across\n",
+                VOLATILE_CODEC_MAX_UNITS, settings->position_precision);
+        return 1;
+    }
+    if (entity_def_load_directory(settings->entity_definitions, &app.definitions, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-cellapp: configuration error: entity_definitions '%s': %s\n",
+                settings->entity_definitions, err);
+        return 1;
+    }
+    app.schema = replication_schema_create(app.definitions);
+    app.replication = replication_create(app.schema);
+    bit_writer_init(&app.stream);
 
     app.loop = uv_default_loop();
     app.random_state = clock_monotonic_us() ^ ((uint64_t)getpid() << 32);
@@ -210,6 +287,9 @@ int main(int argc, char **argv) {
         .user_data = &app,
     };
     app.registry = registry_create(app.loop, app.redis, &registry_settings);
+    /* NPC ids: a small block, since a cellapp creates few entities itself. */
+    app.ids = id_block_create(app.redis, settings->process.cluster_name, 256);
+    app.game = game_create(&app);
     cellapp_publish_stats(&app);
 
     uv_timer_init(app.loop, &app.tick_timer);
@@ -225,10 +305,14 @@ int main(int argc, char **argv) {
     app.sigint.data = app.sigterm.data = &app;
     uv_signal_start(&app.sigint, cellapp_on_signal, SIGINT);
     uv_signal_start(&app.sigterm, cellapp_on_signal, SIGTERM);
+    uv_signal_init(app.loop, &app.sigusr1);
+    app.sigusr1.data = &app;
+    uv_signal_start(&app.sigusr1, cellapp_on_dump_signal, SIGUSR1);
 
-    log_info("cellapp starting: space '%s', peers on %s:%d, Redis %s:%lld, %lld Hz", settings->space_name,
-             settings->process.internal_host, app.listen_port, settings->process.redis_host,
-             (long long)settings->process.redis_port, (long long)settings->tick_hz);
+    log_info("cellapp starting: space '%s', peers on %s:%d, Redis %s:%lld, %lld Hz, %zu entity types (digest %.16s)",
+             settings->space_name, settings->process.internal_host, app.listen_port, settings->process.redis_host,
+             (long long)settings->process.redis_port, (long long)settings->tick_hz,
+             entity_def_registry_class_count(app.definitions), entity_def_registry_digest_hex(app.definitions));
     redis_client_start(app.redis);
     uv_run(app.loop, UV_RUN_DEFAULT);
 
@@ -239,6 +323,11 @@ int main(int argc, char **argv) {
     cellapp_close_outboxes(&app);
     space_close(&app.space);
     free(app.destroyed_reals);
+    game_free(app.game);
+    bit_writer_close(&app.stream);
+    replication_free(app.replication);
+    replication_schema_free(app.schema);
+    entity_def_registry_free(app.definitions);
     log_info("stopped");
     return app.exit_code;
 }

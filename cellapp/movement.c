@@ -29,7 +29,7 @@ void movement_reset(const cellapp_settings *settings, cell_entity *entity, uint6
 movement_verdict movement_check(const cellapp_settings *settings, cell_entity *entity, float x, float y, float z,
                                 float yaw, uint64_t now_monotonic_us) {
     if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !isfinite(yaw)) return MOVEMENT_NOT_FINITE;
-    if (x < settings->world_min_x || x > settings->world_max_x || z < settings->world_min_z ||
+    if (x < settings->world_min_x || x > settings->world_max_x || z < settings->world_min_z || y < settings->world_min_y || y > settings->world_max_y ||
         z > settings->world_max_z)
         return MOVEMENT_OUTSIDE_WORLD;
 

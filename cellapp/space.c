@@ -20,7 +20,19 @@ void space_init(space *sp, const char *name, bool three_d) {
 
 static void space_free_entity(space *sp, cell_entity *entity) {
     if (entity->witness) witness_detach(sp, entity);
+    for (size_t i = 0; i < entity->broadcast_count; i++) free(entity->broadcast_calls[i].args.data);
+    free(entity->broadcast_calls);
+    entity_state_free(entity->state);
     free(entity);
+}
+
+/* Removes the entity's own watchers from the coordinate system. */
+static void space_remove_watchers(space *sp, cell_entity *entity) {
+    if (entity->witness) witness_detach(sp, entity);
+    if (entity->trap != COORD_NONE) {
+        coord_remove_watcher(sp->coord, entity->trap);
+        entity->trap = COORD_NONE;
+    }
 }
 
 void space_close(space *sp) {
@@ -36,13 +48,18 @@ uint64_t space_entity_id_of(const space *sp, uint32_t coord_id) {
     return coord_id < sp->entity_id_capacity ? sp->entity_id_of[coord_id] : 0;
 }
 
-cell_entity *space_add(space *sp, uint64_t id, cell_entity_kind kind, const char *type, float x, float y, float z) {
+cell_entity *space_add(space *sp, uint64_t id, cell_entity_kind kind, const entity_def_class *cls, float x, float y,
+                       float z) {
     if (id == 0 || id_map_get(&sp->entities, id)) return NULL;
     if (!isfinite(x) || !isfinite(y) || !isfinite(z)) return NULL;
     cell_entity *entity = xcalloc(1, sizeof *entity);
     entity->id = id;
     entity->kind = kind;
-    snprintf(entity->type, sizeof entity->type, "%s", type && type[0] ? type : "Entity");
+    entity->cls = cls;
+    entity->state = entity_state_create(cls);
+    replication_entity_init(&entity->replication, entity->state, id);
+    entity->trap = COORD_NONE;
+    snprintf(entity->type, sizeof entity->type, "%s", cls->name);
     entity->is_new = true;
     entity->x = x;
     entity->y = y;
@@ -89,7 +106,7 @@ void space_move(space *sp, cell_entity *entity, float x, float y, float z, float
 void space_destroy(space *sp, cell_entity *entity) {
     if (entity->destroyed) return;
     entity->destroyed = true;
-    if (entity->witness) witness_detach(sp, entity);
+    space_remove_watchers(sp, entity);
     coord_remove_entity(sp->coord, entity->coord_id);
 }
 

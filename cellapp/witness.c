@@ -1,24 +1,90 @@
-/* witness.c -- one client's view of its space and the messages that follow
- * from it. The view itself is a watcher in the space's coordinate system
- * (coord.h: a square of half-side view_radius, left beyond view_radius +
- * view_hysteresis); its flush tells the witness who entered and left, net
- * for the tick. The witness packs those, plus the moves of everything it
- * keeps seeing, into one ServerToClient(view) per tick. The client sees its
- * own entity first (the coordinate system never shows an owner itself). */
+/* witness.c -- one client's view of its space and the stream that keeps the
+ * client's copy of it current.
+ *
+ * The view is a watcher in the space's coordinate system (coord.h: a square
+ * of half-side view_radius, left beyond view_radius + view_hysteresis); its
+ * flush tells the witness who left, net for the tick, and the view itself
+ * says who is in it. Each tick the witness:
+ *
+ *   1. writes a LEAVE for every entity that left, and releases its alias
+ *      (alias_table: it cools down before naming anything else);
+ *   2. gives every entity in view without an alias one (the own entity
+ *      first), to be ENTERed with its full state for the detail level its
+ *      distance allows, and an absolute MOVE;
+ *   3. for every other entity in view, works out what it owes the client:
+ *      a property UPDATE (pack-once: the shared encoding of its audience,
+ *      replication.c), properties the client lacks (a near-only property
+ *      when the entity came near, or changes the budget held back), and a
+ *      MOVE when it moved (volatile_codec.c: a small delta from what the
+ *      client holds);
+ *   4. offers all of it to the client's budget (witness_budget.c), which
+ *      picks what goes this tick, nearer and staler first, enters and
+ *      leaves always, nothing starving past a second;
+ *   5. writes the chosen records in the budget's order, then END, and packs
+ *      the stream and the queued client calls into one ViewUpdate.
+ *
+ * Latest state wins: a record the budget holds back is not queued. A held
+ * MOVE is sent later from the position then current; held property changes
+ * are remembered as a set of properties (`pending`) and sent later with the
+ * values then current. So under pressure a client gets fewer, newer
+ * updates, never a backlog of stale ones.
+ *
+ * Detail levels are distances on X and Z (and Y in a 3D space), like the
+ * view: at most detail_near_distance is near, at most
+ * detail_medium_distance medium, farther far. The own entity is always
+ * sent at its own audience (replication.h's OWN).
+ */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "alias_table.h"
 #include "cellapp.h"
+#include "clock.h"
 #include "log.h"
+#include "witness_budget.h"
+
+/* What the client holds of one alias. */
+typedef struct witness_slot {
+    cell_entity *entity;        /* the entity, valid during witness_update only */
+    uint64_t entity_id;         /* 0: the alias names nothing */
+    volatile_track track;       /* the position and yaw the client holds */
+    entity_state_mask pending;  /* properties owed with their current values */
+    uint8_t detail;             /* the entity_def_detail the client was last given */
+    bool entering;              /* this tick: ENTER, then an absolute MOVE */
+    bool move_pending;          /* the entity moved since the client's last MOVE */
+    bool offered;               /* offered to the budget this tick */
+    bool selected;              /* ... and selected */
+    float distance;
+} witness_slot;
+
+/* A client call queued for the next update. */
+typedef struct witness_call {
+    uint64_t entity_id;
+    uint32_t method_id;
+    uint8_t *args;
+    size_t length;
+} witness_call;
 
 struct witness {
     const space *sp;
     uint32_t watcher;
-    uint32_t *entered;    /* coord ids reported entering since the last update */
-    size_t entered_count, entered_capacity;
-    uint64_t *left;       /* entity ids reported leaving since the last update */
+    uint64_t owner_id;
+    alias_table *aliases;
+    witness_budget *budget;
+    unsigned alias_bits;
+    uint32_t max_aliases;
+    witness_slot *slots;        /* max_aliases */
+    uint64_t budget_tick;
+    uint64_t *left;             /* entity ids reported leaving since the last update */
     size_t left_count, left_capacity;
-    bool self_sent;
+    uint32_t *offered;          /* aliases offered this tick */
+    size_t offered_count, offered_capacity;
+    uint32_t *selected;         /* the budget's choice, in send order */
+    size_t selected_capacity;
+    witness_call *calls;
+    size_t call_count, call_capacity;
+    bool warned_exhausted;
 };
 
 #define WITNESS_PUSH(array, count, capacity, value)                                                      \
@@ -31,10 +97,8 @@ struct witness {
     } while (0)
 
 static void witness_on_enter(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
-    witness *view = user_data;
-    (void)cs;
-    (void)watcher;
-    WITNESS_PUSH(view->entered, view->entered_count, view->entered_capacity, entity);
+    /* Entities in view are found by walking the view each tick. */
+    (void)cs, (void)watcher, (void)entity, (void)user_data;
 }
 
 static void witness_on_leave(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
@@ -49,120 +113,336 @@ static const coord_watcher_callbacks witness_callbacks = {
     .on_leave = witness_on_leave,
 };
 
-void witness_attach(space *sp, cell_entity *entity, double view_radius, double view_hysteresis) {
+void witness_attach(cellapp *app, cell_entity *entity) {
     if (entity->witness) return;
+    const cellapp_settings *settings = &app->settings;
+    space *sp = &app->space;
     witness *view = xcalloc(1, sizeof *view);
     view->sp = sp;
-    view->watcher = coord_add_watcher(sp->coord, entity->coord_id, (float)view_radius, (float)view_hysteresis,
-                                      &witness_callbacks, view);
+    view->owner_id = entity->id;
+    view->max_aliases = (uint32_t)settings->max_aliases;
+    view->alias_bits = replication_alias_bits(view->max_aliases);
+    view->aliases = alias_table_create(view->max_aliases, (uint64_t)settings->alias_cooldown_ms);
+    witness_budget_config budget = {
+        .bytes_per_second = (uint32_t)settings->client_bytes_per_second,
+        .tick_hz = (uint32_t)settings->tick_hz,
+        .max_aliases = view->max_aliases,
+        .carry_max_bytes = 0,
+        .near_distance = (float)settings->update_near_distance,
+        .far_distance = (float)settings->update_far_distance,
+    };
+    view->budget = witness_budget_create(&budget);
+    if (!view->aliases || !view->budget)
+        log_panic("entity %llu: the witness settings were not validated", (unsigned long long)entity->id);
+    view->slots = xcalloc(view->max_aliases, sizeof *view->slots);
+    view->watcher = coord_add_watcher(sp->coord, entity->coord_id, (float)settings->view_radius,
+                                      (float)settings->view_hysteresis, &witness_callbacks, view);
     if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
     entity->witness = view;
+}
+
+static void witness_free_calls(witness *view) {
+    for (size_t i = 0; i < view->call_count; i++) free(view->calls[i].args);
+    view->call_count = 0;
 }
 
 void witness_detach(space *sp, cell_entity *entity) {
     witness *view = entity->witness;
     if (!view) return;
     coord_remove_watcher(sp->coord, view->watcher);
-    free(view->entered);
+    alias_table_free(view->aliases);
+    witness_budget_free(view->budget);
+    witness_free_calls(view);
+    free(view->calls);
+    free(view->slots);
     free(view->left);
+    free(view->offered);
+    free(view->selected);
     free(view);
     entity->witness = NULL;
 }
 
-static void witness_fill_position(Tessera__Client__Vector3 *position, const cell_entity *entity) {
-    Tessera__Client__Vector3 init = TESSERA__CLIENT__VECTOR3__INIT;
-    *position = init;
-    position->x = entity->x;
-    position->y = entity->y;
-    position->z = entity->z;
+bool witness_sees(const witness *view, uint64_t entity_id) {
+    return alias_table_find(view->aliases, entity_id) != ALIAS_NONE;
 }
 
-size_t witness_update(witness *view, const cell_entity *owner, const space *sp, uint8_t **payload) {
-    *payload = NULL;
-    size_t enter_capacity = view->entered_count + 1;
-    const cell_entity **enters = xmalloc(enter_capacity * sizeof *enters);
-    size_t enter_count = 0;
-    if (!view->self_sent) {
-        enters[enter_count++] = owner;
-        view->self_sent = true;
-    }
-    for (size_t i = 0; i < view->entered_count; i++) {
-        const cell_entity *other = coord_entity_user_data(sp->coord, view->entered[i]);
-        if (other) enters[enter_count++] = other;
-    }
+void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, const uint8_t *args, size_t length) {
+    witness_call call = {entity_id, method_id, NULL, length};
+    call.args = xmalloc(length ? length : 1);
+    if (length) memcpy(call.args, args, length);
+    WITNESS_PUSH(view->calls, view->call_count, view->call_capacity, call);
+}
 
-    /* Moves: everything in view that moved this tick, except what entered
-     * now (its enter carries the current state). */
-    size_t move_capacity = 16, move_count = 0;
-    const cell_entity **moves = xmalloc(move_capacity * sizeof *moves);
+/* The distance the view and the detail levels use: the largest of the
+ * per-axis distances (a square view, a cube in 3D). */
+static float witness_distance(const cellapp *app, const cell_entity *a, const cell_entity *b) {
+    float d = fmaxf(fabsf(a->x - b->x), fabsf(a->z - b->z));
+    if (app->settings.space_3d) d = fmaxf(d, fabsf(a->y - b->y));
+    return d;
+}
+
+static entity_def_detail witness_detail_at(const cellapp *app, float distance) {
+    if (distance <= app->settings.detail_near_distance) return ENTITY_DEF_DETAIL_NEAR;
+    if (distance <= app->settings.detail_medium_distance) return ENTITY_DEF_DETAIL_MEDIUM;
+    return ENTITY_DEF_DETAIL_FAR;
+}
+
+static const entity_state_mask *witness_audience_mask(const cellapp *app, const cell_entity *entity, bool is_owner,
+                                                      entity_def_detail detail) {
+    return replication_schema_mask(app->schema, entity->cls->id, replication_audience_for(is_owner, detail));
+}
+
+/* The properties of this tick's change list that the client's audience
+ * receives (what the shared UPDATE would carry). */
+static void witness_dirty_for(const cellapp *app, const cell_entity *entity, bool is_owner, entity_def_detail detail,
+                              entity_state_mask *out) {
+    entity_state_mask_intersect(out, entity_state_dirty(entity->state),
+                                witness_audience_mask(app, entity, is_owner, detail));
+}
+
+static void witness_mask_or(entity_state_mask *into, const entity_state_mask *from) {
+    for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) into->words[k] |= from->words[k];
+}
+
+/* Bytes a MOVE is charged before it is written: bench-volatile's median
+ * record plus its header. The budget is corrected to the real size after. */
+#define WITNESS_MOVE_ESTIMATE 4u
+
+static void witness_offer(witness *view, uint32_t alias, float distance, uint32_t bytes, bool mandatory) {
+    witness_slot *slot = &view->slots[alias];
+    if (slot->offered) return;
+    if (witness_budget_offer(view->budget, alias, distance, bytes ? bytes : 1, mandatory) != 0)
+        log_panic("entity %llu: the budget refused alias %u", (unsigned long long)view->owner_id, alias);
+    slot->offered = true;
+    slot->distance = distance;
+    WITNESS_PUSH(view->offered, view->offered_count, view->offered_capacity, alias);
+}
+
+/* Gives `entity` an alias and schedules its ENTER. Returns false when the
+ * client's alias table is full. */
+static bool witness_enter(witness *view, cellapp *app, cell_entity *entity, float distance, bool is_owner,
+                          uint64_t now_ms) {
+    uint32_t alias = alias_table_assign(view->aliases, entity->id, now_ms);
+    if (alias == ALIAS_NONE) {
+        app->witness_totals.aliases_exhausted++;
+        if (!view->warned_exhausted) {
+            log_warn("entity %llu: all %u aliases are in use or cooling down; entity %llu waits",
+                     (unsigned long long)view->owner_id, view->max_aliases, (unsigned long long)entity->id);
+            view->warned_exhausted = true;
+        }
+        return false;
+    }
+    witness_slot *slot = &view->slots[alias];
+    memset(slot, 0, sizeof *slot);
+    slot->entity = entity;
+    slot->entity_id = entity->id;
+    volatile_track_init(&slot->track);
+    slot->detail = (uint8_t)(is_owner ? ENTITY_DEF_DETAIL_NEAR : witness_detail_at(app, distance));
+    slot->entering = true;
+    witness_budget_forget(view->budget, alias);
+    replication_span span = replication_entity_span(app->replication, &entity->replication,
+                                                    replication_audience_for(is_owner, slot->detail), true);
+    witness_offer(view, alias, distance, (uint32_t)(span.bits / 8) + 2 + WITNESS_MOVE_ESTIMATE, true);
+    return true;
+}
+
+/* Works out what an entity already known to the client owes it, and
+ * offers it. */
+static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_entity *entity, float distance,
+                             bool is_owner) {
+    witness_slot *slot = &view->slots[alias];
+    slot->entity = entity;
+    if (!is_owner) {
+        entity_def_detail detail = witness_detail_at(app, distance);
+        if (detail < slot->detail) {
+            /* Nearer: the properties of the finer level, current. */
+            const entity_state_mask *now = witness_audience_mask(app, entity, false, detail);
+            const entity_state_mask *before = witness_audience_mask(app, entity, false, slot->detail);
+            for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
+                slot->pending.words[k] |= now->words[k] & ~before->words[k];
+        } else if (detail > slot->detail) {
+            /* Farther: what the client no longer receives is no longer owed. */
+            entity_state_mask_intersect(&slot->pending, &slot->pending,
+                                        witness_audience_mask(app, entity, false, detail));
+        }
+        slot->detail = (uint8_t)detail;
+        if (entity->moved) slot->move_pending = true;
+    }
+    size_t update_bits = 0;
+    if (entity->packed)
+        update_bits = replication_entity_span(app->replication, &entity->replication,
+                                              replication_audience_for(is_owner, slot->detail), false)
+                          .bits;
+    bool owes_properties = update_bits > 0 || !entity_state_mask_empty(&slot->pending);
+    if (!owes_properties && !slot->move_pending) return;
+    uint32_t bytes = (uint32_t)((update_bits + 7) / 8) + (slot->move_pending ? WITNESS_MOVE_ESTIMATE : 0) + 1;
+    if (!entity_state_mask_empty(&slot->pending)) bytes += 4; /* a refresh: values not known in advance */
+    witness_offer(view, alias, distance, bytes, false);
+}
+
+static bool witness_in_world(const volatile_codec_config *config, const cell_entity *entity) {
+    float position[3] = {entity->x, entity->y, entity->z};
+    for (int axis = 0; axis < 3; axis++) {
+        if (!isfinite(position[axis]) || position[axis] < config->min[axis] || position[axis] > config->max[axis])
+            return false;
+    }
+    return isfinite(entity->yaw);
+}
+
+/* Writes the records of one selected alias. Returns the bits written. */
+static size_t witness_write(witness *view, cellapp *app, uint32_t alias, bool is_owner) {
+    witness_slot *slot = &view->slots[alias];
+    cell_entity *entity = slot->entity;
+    bit_writer *w = &app->stream;
+    size_t before = bit_writer_bits(w);
+    if (slot->entering) {
+        replication_append_enter(app->replication, &entity->replication, w, alias, view->alias_bits, is_owner,
+                                 (entity_def_detail)slot->detail);
+        slot->entering = false;
+        slot->move_pending = true; /* the client learns where it is */
+        memset(&slot->pending, 0, sizeof slot->pending);
+    } else if (!entity_state_mask_empty(&slot->pending)) {
+        entity_state_mask props;
+        if (entity->packed) {
+            witness_dirty_for(app, entity, is_owner, (entity_def_detail)slot->detail, &props);
+            witness_mask_or(&props, &slot->pending);
+        } else {
+            props = slot->pending;
+        }
+        replication_append_properties(app->replication, &entity->replication, w, alias, view->alias_bits, &props);
+        memset(&slot->pending, 0, sizeof slot->pending);
+    } else if (entity->packed) {
+        replication_append_update(app->replication, &entity->replication, w, alias, view->alias_bits, is_owner,
+                                  (entity_def_detail)slot->detail);
+    }
+    if (slot->move_pending) {
+        /* The own client walks its entity itself: it gets its position once,
+         * with the ENTER, and corrections when a move is refused. A position
+         * outside the quantized world (a ghost from a peer configured with
+         * other bounds) cannot be sent and is skipped. */
+        if (witness_in_world(&app->volatile_config, entity)) {
+            replication_append_move_header(w, alias, view->alias_bits);
+            if (volatile_codec_encode(w, &slot->track, &app->volatile_config, entity->x, entity->y, entity->z,
+                                      entity->yaw) < 0)
+                log_panic("entity %llu: a checked position did not encode", (unsigned long long)entity->id);
+        }
+        slot->move_pending = false;
+    }
+    return bit_writer_bits(w) - before;
+}
+
+size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t **payload) {
+    *payload = NULL;
+    const space *sp = &app->space;
+    uint64_t now_ms = clock_monotonic_us() / 1000;
+    bit_writer *w = &app->stream;
+    bit_writer_reset(w);
+    if (witness_budget_begin_tick(view->budget, ++view->budget_tick) != 0)
+        log_panic("entity %llu: budget tick out of order", (unsigned long long)view->owner_id);
+    view->offered_count = 0;
+
+    /* 1. Leaves: mandatory, written first. */
+    size_t records = 0;
+    for (size_t i = 0; i < view->left_count; i++) {
+        uint32_t alias = alias_table_release(view->aliases, view->left[i], now_ms);
+        if (alias == ALIAS_NONE) continue; /* never sent: its alias table was full */
+        memset(&view->slots[alias], 0, sizeof view->slots[alias]);
+        witness_budget_forget(view->budget, alias);
+        size_t bits = replication_append_leave(w, alias, view->alias_bits);
+        witness_offer(view, alias, 0, (uint32_t)((bits + 7) / 8), true);
+        records++;
+    }
+    view->left_count = 0;
+
+    /* 2, 3. The own entity, then everything in view. */
+    uint32_t self = alias_table_find(view->aliases, owner->id);
+    if (self == ALIAS_NONE) {
+        witness_enter(view, app, owner, 0, true, now_ms);
+    } else {
+        witness_consider(view, app, self, owner, 0, true);
+    }
     size_t cursor = 0;
     uint32_t coord_id;
     while ((coord_id = coord_watcher_next(sp->coord, view->watcher, &cursor)) != COORD_NONE) {
-        const cell_entity *other = coord_entity_user_data(sp->coord, coord_id);
-        if (!other || !other->moved) continue;
-        bool just_entered = false;
-        for (size_t i = 0; i < enter_count && !just_entered; i++) just_entered = enters[i] == other;
-        if (just_entered) continue;
-        if (move_count == move_capacity) {
-            move_capacity *= 2;
-            moves = xrealloc(moves, move_capacity * sizeof *moves);
+        cell_entity *other = coord_entity_user_data(sp->coord, coord_id);
+        if (!other || other->destroyed) continue;
+        float distance = witness_distance(app, owner, other);
+        uint32_t alias = alias_table_find(view->aliases, other->id);
+        if (alias == ALIAS_NONE) {
+            witness_enter(view, app, other, distance, false, now_ms);
+        } else {
+            witness_consider(view, app, alias, other, distance, false);
         }
-        moves[move_count++] = other;
     }
 
-    size_t length = 0;
-    if (view->left_count + enter_count + move_count > 0) {
-        Tessera__Client__ViewUpdate update = TESSERA__CLIENT__VIEW_UPDATE__INIT;
-        update.tick = sp->tick;
-        update.n_leaves = view->left_count;
-        update.leaves = view->left;
-
-        Tessera__Client__Vector3 *positions = xcalloc(enter_count + move_count + 1, sizeof *positions);
-        Tessera__Client__EntityEnter *enter_records = xcalloc(enter_count + 1, sizeof *enter_records);
-        Tessera__Client__EntityEnter **enter_pointers = xcalloc(enter_count + 1, sizeof *enter_pointers);
-        for (size_t i = 0; i < enter_count; i++) {
-            Tessera__Client__EntityEnter init = TESSERA__CLIENT__ENTITY_ENTER__INIT;
-            enter_records[i] = init;
-            witness_fill_position(&positions[i], enters[i]);
-            enter_records[i].entity_id = enters[i]->id;
-            enter_records[i].position = &positions[i];
-            enter_records[i].yaw = enters[i]->yaw;
-            enter_records[i].entity_type = (char *)enters[i]->type;
-            enter_pointers[i] = &enter_records[i];
-        }
-        update.n_enters = enter_count;
-        update.enters = enter_pointers;
-
-        Tessera__Client__EntityMove *move_records = xcalloc(move_count + 1, sizeof *move_records);
-        Tessera__Client__EntityMove **move_pointers = xcalloc(move_count + 1, sizeof *move_pointers);
-        for (size_t i = 0; i < move_count; i++) {
-            Tessera__Client__EntityMove init = TESSERA__CLIENT__ENTITY_MOVE__INIT;
-            move_records[i] = init;
-            witness_fill_position(&positions[enter_count + i], moves[i]);
-            move_records[i].entity_id = moves[i]->id;
-            move_records[i].position = &positions[enter_count + i];
-            move_records[i].yaw = moves[i]->yaw;
-            move_records[i].stamp_us = moves[i]->move_stamp_us;
-            move_pointers[i] = &move_records[i];
-        }
-        update.n_moves = move_count;
-        update.moves = move_pointers;
-
-        Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-        message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
-        message.view = &update;
-        length = tessera__client__server_to_client__get_packed_size(&message);
-        *payload = xmalloc(length);
-        tessera__client__server_to_client__pack(&message, *payload);
-        free(positions);
-        free(enter_records);
-        free(enter_pointers);
-        free(move_records);
-        free(move_pointers);
+    /* 4. The budget's choice. */
+    if (view->selected_capacity < view->offered_count) {
+        view->selected_capacity = view->offered_count * 2;
+        view->selected = xrealloc(view->selected, view->selected_capacity * sizeof *view->selected);
     }
-    free(enters);
-    free(moves);
-    view->entered_count = 0;
-    view->left_count = 0;
+    uint32_t chosen = 0;
+    if (witness_budget_select(view->budget, view->selected, (uint32_t)view->selected_capacity, &chosen) != 0)
+        log_panic("entity %llu: budget selection failed", (unsigned long long)view->owner_id);
+
+    /* 5. The chosen records, in the budget's order. */
+    for (uint32_t i = 0; i < chosen; i++) {
+        uint32_t alias = view->selected[i];
+        witness_slot *slot = &view->slots[alias];
+        slot->selected = true;
+        if (slot->entity_id == 0) continue; /* a leave, already written */
+        size_t bits = witness_write(view, app, alias, slot->entity == owner);
+        witness_budget_commit(view->budget, alias, (uint32_t)((bits + 7) / 8));
+        if (bits) records++;
+    }
+    /* What waits: the changes of this tick become owed properties. */
+    for (size_t i = 0; i < view->offered_count; i++) {
+        witness_slot *slot = &view->slots[view->offered[i]];
+        if (!slot->selected && slot->entity_id != 0) {
+            app->witness_totals.records_held++;
+            if (slot->entity->packed && !slot->entering) {
+                entity_state_mask owed;
+                witness_dirty_for(app, slot->entity, slot->entity == owner, (entity_def_detail)slot->detail, &owed);
+                witness_mask_or(&slot->pending, &owed);
+            }
+        }
+        slot->offered = false;
+        slot->selected = false;
+        slot->entity = NULL;
+    }
+
+    if (records == 0 && view->call_count == 0) return 0;
+    replication_append_end(w);
+    app->witness_totals.stream_bytes += bit_writer_bytes(w);
+
+    Tessera__Client__ViewUpdate update = TESSERA__CLIENT__VIEW_UPDATE__INIT;
+    update.tick = sp->tick;
+    update.stream.data = (uint8_t *)bit_writer_data(w);
+    update.stream.len = bit_writer_bytes(w);
+    update.stamp_us = clock_wall_us();
+    Tessera__Client__ClientCall *calls = NULL, **call_pointers = NULL;
+    if (view->call_count) {
+        calls = xcalloc(view->call_count, sizeof *calls);
+        call_pointers = xcalloc(view->call_count, sizeof *call_pointers);
+        for (size_t i = 0; i < view->call_count; i++) {
+            Tessera__Client__ClientCall init = TESSERA__CLIENT__CLIENT_CALL__INIT;
+            calls[i] = init;
+            calls[i].entity_id = view->calls[i].entity_id;
+            calls[i].method_id = view->calls[i].method_id;
+            calls[i].args.data = view->calls[i].args;
+            calls[i].args.len = view->calls[i].length;
+            call_pointers[i] = &calls[i];
+        }
+        update.n_calls = view->call_count;
+        update.calls = call_pointers;
+    }
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
+    message.view = &update;
+    size_t length = tessera__client__server_to_client__get_packed_size(&message);
+    *payload = xmalloc(length);
+    tessera__client__server_to_client__pack(&message, *payload);
+    free(calls);
+    free(call_pointers);
+    witness_free_calls(view);
     return length;
 }

@@ -1180,6 +1180,24 @@ static int entity_def__parse_method(entity_def__loader *L, const char *source,
                                    &arg->type) != 0)
             return -1;
     }
+    /* The arguments as the properties of a class of their own, so that an
+     * entity_state holds a call's arguments with the same checked setters
+     * and the same all-or-nothing codec as properties. The properties borrow
+     * the arguments' names and types. */
+    entity_def_class *args_class = &method->args_class;
+    args_class->name = method->name;
+    args_class->id = UINT16_MAX;
+    args_class->source = source;
+    args_class->property_count = n;
+    args_class->properties = n > 0 ? xcalloc(n, sizeof *args_class->properties) : NULL;
+    for (size_t a = 0; a < n; a++) {
+        entity_def_property *prop = &args_class->properties[a];
+        prop->name = method->args[a].name;
+        prop->id = (uint16_t)a;
+        prop->type = method->args[a].type;
+        prop->detail = ENTITY_DEF_DETAIL_FAR;
+        prop->default_value = entity_def__zero(&prop->type);
+    }
     return 0;
 }
 
@@ -1669,6 +1687,10 @@ void entity_def_registry_free(entity_def_registry *reg) {
                     free(method->args[a].name);
                     entity_def__type_clear(&method->args[a].type);
                 }
+                /* Its properties borrow the arguments' names and types. */
+                for (size_t a = 0; a < method->args_class.property_count; a++)
+                    cJSON_Delete(method->args_class.properties[a].default_value);
+                free(method->args_class.properties);
                 free(method->args);
                 free(method->name);
             }

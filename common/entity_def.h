@@ -196,6 +196,17 @@ typedef struct entity_def_arg {
     entity_def_type type;
 } entity_def_arg;
 
+/* An entity type. */
+typedef struct entity_def_class {
+    char *name;
+    uint16_t id; /* index in load order */
+    const char *source; /* the file (or string name) it was declared in */
+    struct entity_def_property *properties;
+    size_t property_count;
+    struct entity_def_method *methods[ENTITY_DEF_PART_COUNT];
+    size_t method_count[ENTITY_DEF_PART_COUNT];
+} entity_def_class;
+
 typedef struct entity_def_method {
     char *name;
     uint16_t id; /* index in declaration order within its part */
@@ -203,18 +214,11 @@ typedef struct entity_def_method {
     bool exposed; /* a client may call it (base and cell methods only) */
     entity_def_arg *args;
     size_t arg_count;
+    /* The arguments seen as a class whose properties are the arguments, in
+     * order (id UINT16_MAX, no methods): an entity_state of it holds one
+     * call's arguments (method_call.h). */
+    struct entity_def_class args_class;
 } entity_def_method;
-
-/* An entity type. */
-typedef struct entity_def_class {
-    char *name;
-    uint16_t id; /* index in load order */
-    const char *source; /* the file (or string name) it was declared in */
-    entity_def_property *properties;
-    size_t property_count;
-    entity_def_method *methods[ENTITY_DEF_PART_COUNT];
-    size_t method_count[ENTITY_DEF_PART_COUNT];
-} entity_def_class;
 
 typedef struct entity_def_registry entity_def_registry;
 

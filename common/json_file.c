@@ -61,3 +61,30 @@ cJSON *json_file_parse(const char *text, size_t length, char *problem, size_t pr
     snprintf(problem, problem_size, "invalid JSON near line %u, column %u (byte %zu)", line, column, offset);
     return NULL;
 }
+
+int json_file_write(const char *path, const cJSON *document, char *problem, size_t problem_size) {
+    char *text = cJSON_PrintUnformatted(document);
+    if (!text) log_panic("json_file: out of memory printing '%s'", path);
+    size_t path_length = strlen(path);
+    char *temporary = xmalloc(path_length + 5);
+    memcpy(temporary, path, path_length);
+    memcpy(temporary + path_length, ".tmp", 5);
+    int rc = 0;
+    FILE *file = fopen(temporary, "w");
+    if (!file || fputs(text, file) < 0) {
+        snprintf(problem, problem_size, "cannot write '%s': %s", temporary, strerror(errno));
+        rc = -1;
+    }
+    if (file && fclose(file) != 0 && rc == 0) {
+        snprintf(problem, problem_size, "cannot write '%s': %s", temporary, strerror(errno));
+        rc = -1;
+    }
+    if (rc == 0 && rename(temporary, path) != 0) {
+        snprintf(problem, problem_size, "cannot rename '%s' to '%s': %s", temporary, path, strerror(errno));
+        rc = -1;
+    }
+    if (rc != 0) remove(temporary);
+    free(temporary);
+    free(text);
+    return rc;
+}

@@ -374,7 +374,7 @@ class RunDir:
         self.sample_json = os.path.join(self.path, ".status-sample.json")
 
     def make(self):
-        for d in (self.path, self.logs, self.pids, self.conf, self.redis):
+        for d in (self.path, self.logs, self.pids, self.conf, self.redis, os.path.join(self.path, "state")):
             os.makedirs(d, exist_ok=True)
 
     def log(self, name):
@@ -385,6 +385,9 @@ class RunDir:
 
     def config(self, name):
         return os.path.join(self.conf, name + ".json")
+
+    def state_dump(self, name):
+        return os.path.join(self.path, "state", name + ".json")
 
     def read_pids(self):
         """{name: pid} from DIR/pids/*.pid (unreadable files are skipped)."""
@@ -604,6 +607,10 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                 "log_level": "info",
                 "heartbeat_ms": 500,
                 "registry_ttl_ms": 2000,
+                # The demo game's entity types: every process loads the same.
+                "entity_definitions": os.path.join(REPO_ROOT, "demo", "entities"),
+                # Where SIGUSR1 writes the process's entity state.
+                "state_dump_path": rd.state_dump(name),
             }
             if role == "baseapp":
                 conf.update({
@@ -613,8 +620,6 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                     # Cheap password hashing: tests log in hundreds of bots.
                     "password_ops_limit": 1,
                     "password_mem_limit_kib": 8192,
-                    # The demo game's entity types, sent to clients at login.
-                    "entity_definitions": os.path.join(REPO_ROOT, "demo", "entities"),
                 })
             conf.update(overrides)
             with open(rd.config(name), "w") as f:

@@ -443,7 +443,7 @@ def frame(body):
 
 # Client messages (proto/client.proto). Each returns a ClientToServer body.
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 def vector3(x, y, z):
