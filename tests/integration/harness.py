@@ -462,6 +462,15 @@ def msg_move(x, y, z, yaw=0.0, sequence=1):
     return field_message(3, field_message(1, vector3(x, y, z)) + field_float(2, yaw) + field_varint(3, sequence))
 
 
+def msg_call(entity_id, part, method_id, args=b""):
+    """ClientToServer.call: args are the method's arguments in
+    property_codec's bit encoding, padded to a byte."""
+    body = field_varint(1, entity_id) + field_varint(2, part) + field_varint(3, method_id)
+    if args:
+        body += field_bytes(4, args)
+    return field_message(4, body)
+
+
 def read_varint(data, pos):
     result = shift = 0
     while True:
@@ -521,12 +530,16 @@ def _vector(raw):
     return (_float(_first(f, 1)), _float(_first(f, 2)), _float(_first(f, 3)))
 
 
-SERVER_BODIES = {1: "hello", 2: "login_reply", 3: "view", 4: "correction", 5: "error"}
+SERVER_BODIES = {1: "hello", 2: "login_reply", 3: "view", 4: "correction", 5: "error", 6: "base_properties"}
 ERROR_CODES = {
     "MALFORMED_FRAME": 1, "FRAME_TOO_LARGE": 2, "UNKNOWN_MESSAGE": 3, "NOT_LOGGED_IN": 4,
     "PROTOCOL_VERSION_MISMATCH": 5, "BAD_CREDENTIALS": 6, "UNAVAILABLE": 7, "OUT_OF_ORDER": 8,
     "INVALID_ARGUMENT": 9, "REPLACED": 10, "SLOW_CONSUMER": 11, "SERVER_SHUTDOWN": 12,
+    "NOT_EXPOSED": 13, "BAD_ARGUMENTS": 14, "UNKNOWN_ENTITY": 15,
 }
+
+# EntityCall.part (client.proto's MethodPart).
+PART_BASE, PART_CELL, PART_CLIENT = 0, 1, 2
 
 
 def decode_server(body):
@@ -560,6 +573,9 @@ def decode_server(body):
         out["reason"] = (_first(inner, 4, b"") or b"").decode("utf-8", "replace")
     elif kind == "hello":
         out["protocol_version"] = _first(inner, 1, 0)
+    elif kind == "base_properties":
+        out["entity_id"] = _first(inner, 1, 0)
+        out["changes"] = _first(inner, 2, b"") or b""
     return out
 
 

@@ -4,9 +4,12 @@ connection is closed; everyone else plays on.
 
 While 50 bots play, raw sockets send: garbage, an oversized length prefix,
 an envelope with no known body, a move before login, a wrong protocol
-version, a wrong password; and a logged-in client teleports, which is
-refused with a Correction but not disconnected. Afterwards every bot is still
-fine and every process still runs."""
+version, a wrong password; logged-in clients call methods they may not
+(not exposed, unknown, on an entity they do not see, with arguments of the
+wrong types or trailing bytes, a client method), each dropped with its own
+error; a legal call is answered and keeps its client; and a logged-in client
+teleports, which is refused with a Correction but not disconnected.
+Afterwards every bot is still fine and every process still runs."""
 import json
 import random
 import re
@@ -14,7 +17,7 @@ import struct
 import unittest
 
 import harness
-from harness import frame, msg_hello, msg_login, msg_move
+from harness import PART_BASE, PART_CELL, PART_CLIENT, frame, msg_call, msg_hello, msg_login, msg_move
 
 BOTS = 50
 BOTS_SECONDS = 12
@@ -77,7 +80,10 @@ class BadInput(unittest.TestCase):
 
     def run_cases(self):
         for name in ("garbage", "too_large", "unknown_message", "move_before_login",
-                     "protocol_mismatch", "bad_credentials", "teleport", "move_flood"):
+                     "protocol_mismatch", "bad_credentials", "teleport", "move_flood",
+                     "call_not_exposed", "call_unknown_method", "call_unknown_entity",
+                     "call_wrong_argument_types", "call_trailing_bytes", "call_client_method",
+                     "call_base_of_other_entity", "call_legal"):
             with self.subTest(case=name):
                 getattr(self, "case_" + name)()
 
@@ -111,8 +117,8 @@ class BadInput(unittest.TestCase):
         sock.sendall(frame(msg_hello(protocol_version=999)))
         msg = self.expect_error(sock, E["PROTOCOL_VERSION_MISMATCH"], "hello with version 999")
         self.assertIn("999", msg["message"], msg)
-        self.assertRegex(msg["message"].replace("999", ""), re.compile(r"(?<!\d)1(?!\d)"),
-                         "the error does not name the server's version 1: %r" % msg["message"])
+        self.assertRegex(msg["message"].replace("999", ""), re.compile(r"(?<!\d)%d(?!\d)" % harness.PROTOCOL_VERSION),
+                         "the error does not name the server's version: %r" % msg["message"])
 
     def case_bad_credentials(self):
         sock, _reply = harness.login(self.cluster.login, "victim", "right")
@@ -145,6 +151,74 @@ class BadInput(unittest.TestCase):
         harness.wait_for(lambda: (self.cluster.stat("baseapp-1", "moves_dropped") or 0) > 0, ANSWER_S,
                          "the baseapp never reported dropping flooded moves")
         self.assertTrue(harness.still_open(sock, 1.0), "a client was dropped for sending too many moves")
+
+
+    # -- method calls. The demo's Avatar (demo/entities/Avatar.json): base
+    # method 0 chat(string text, max 200); cell method 0 castSpell(uint16
+    # spell_id, entity target), exposed; cell method 1 takeDamage(int16
+    # amount, entity attacker), not exposed. Arguments are property_codec
+    # bits: uint16 in 16 bits, int16 as v + 32768 in 16 bits, an entity in
+    # 64, a string as an 8-bit length (max 200) then its bytes.
+
+    def logged_in(self, account):
+        sock, reply = harness.login(self.cluster.login, account, "pw")
+        self.addCleanup(sock.close)
+        return sock, reply["entity_id"]
+
+    def case_call_not_exposed(self):
+        sock, me = self.logged_in("caller1")
+        sock.sendall(frame(msg_call(me, PART_CELL, 1, struct.pack("<HQ", 32768 - 500, me))))
+        msg = self.expect_error(sock, E["NOT_EXPOSED"], "takeDamage called by a client")
+        self.assertIn("takeDamage", msg["message"])
+
+    def case_call_unknown_method(self):
+        sock, me = self.logged_in("caller2")
+        sock.sendall(frame(msg_call(me, PART_CELL, 99, b"")))
+        self.expect_error(sock, E["INVALID_ARGUMENT"], "cell method 99")
+
+    def case_call_unknown_entity(self):
+        sock, _me = self.logged_in("caller3")
+        sock.sendall(frame(msg_call(987654321987, PART_CELL, 0, struct.pack("<HQ", 1, 0))))
+        self.expect_error(sock, E["UNKNOWN_ENTITY"], "castSpell on an entity nobody sees")
+
+    def case_call_wrong_argument_types(self):
+        sock, me = self.logged_in("caller4")
+        # castSpell wants 80 bits; 3 bytes is a uint16 and half an entity.
+        sock.sendall(frame(msg_call(me, PART_CELL, 0, b"\x01\x00\x07")))
+        self.expect_error(sock, E["BAD_ARGUMENTS"], "castSpell with 3 bytes")
+        sock, me = self.logged_in("caller5")
+        # chat's string declares 250 bytes, above its max_length of 200.
+        sock.sendall(frame(msg_call(me, PART_BASE, 0, b"\xfa" + b"x" * 250)))
+        self.expect_error(sock, E["BAD_ARGUMENTS"], "chat with a 250-byte string")
+
+    def case_call_trailing_bytes(self):
+        sock, me = self.logged_in("caller6")
+        sock.sendall(frame(msg_call(me, PART_CELL, 0, struct.pack("<HQ", 1, 0) + b"\xff")))
+        self.expect_error(sock, E["BAD_ARGUMENTS"], "castSpell with a byte after its arguments")
+
+    def case_call_client_method(self):
+        sock, me = self.logged_in("caller7")
+        sock.sendall(frame(msg_call(me, PART_CLIENT, 0, struct.pack("<H", 32768 + 5))))
+        self.expect_error(sock, E["NOT_EXPOSED"], "a client method called by a client")
+
+    def case_call_base_of_other_entity(self):
+        sock, me = self.logged_in("caller8")
+        sock.sendall(frame(msg_call(me + 1000000, PART_BASE, 0, b"\x02hi")))
+        self.expect_error(sock, E["UNKNOWN_ENTITY"], "chat on another entity")
+
+    def case_call_legal(self):
+        sock, me = self.logged_in("caller9")
+        # The first BaseProperties (gold 0) comes with the login; each chat
+        # earns a coin and another BaseProperties.
+        first = harness.read_until(sock, {"base_properties", "error"}, ANSWER_S)
+        self.assertEqual(first["kind"], "base_properties", first)
+        sock.sendall(frame(msg_call(me, PART_BASE, 0, b"\x02hi")))
+        sock.sendall(frame(msg_call(me, PART_CELL, 0, struct.pack("<HQ", 3, 0))))
+        msg = harness.read_until(sock, {"base_properties", "error"}, ANSWER_S)
+        self.assertEqual(msg["kind"], "base_properties", msg)
+        self.assertEqual(msg["entity_id"], me)
+        self.assertNotEqual(msg["changes"], first["changes"], "gold did not change")
+        self.assertTrue(harness.still_open(sock, 1.0), "a legal call dropped its client")
 
 
 if __name__ == "__main__":
