@@ -1,19 +1,25 @@
 /* bots.c -- tessera-bots, the load generator: N SDK clients on one libuv
- * loop that log in, wander between random waypoints, and at the end report
- * what they received (frames, view changes, position-update latency) and,
- * with --verify-aoi, whether every bot's view matches the truth of where
- * the bots are.
+ * loop that log in, wander between random waypoints calling exposed methods
+ * now and then, and at the end report what they received (frames, stream
+ * bytes, view changes, property updates, client calls, position-update
+ * latency) and, with --verify-aoi, whether every bot's view matches the
+ * truth of where the bots are. With --snapshot-file they also write, once,
+ * everything they see (entities, positions, properties) for a test harness
+ * to compare with the server's state.
  *
  * It owns the run (options, bots, timers, totals) and the report. It does
- * not own the wire (tessera_client.c) or the percentile arithmetic
- * (latency_histogram.c). All run state lives in one bots_run on main's
- * stack; libuv handles reach it through their data pointers.
+ * not own the wire (tessera_client.c), the JSON form of a state
+ * (entity_state_json.c) or the percentile arithmetic (latency_histogram.c).
+ * All run state lives in one bots_run on main's stack; libuv handles reach
+ * it through their data pointers.
  *
- * Timing: one 100 ms timer walks every bot and sends its move (10 moves a
- * second per bot, as a player client would); logins are spread evenly over
- * --login-spread-ms by a one-shot timer re-armed for the next bot due; a
- * last timer ends the run after --seconds. With --verify-aoi the bots stop
- * walking for the last 1.5 s so every view settles before it is checked.
+ * Timing: one 100 ms timer walks every bot, sends its move (10 moves a
+ * second per bot, as a player client would) and draws its calls (Poisson at
+ * --calls-per-second); logins are spread evenly over --login-spread-ms by a
+ * one-shot timer re-armed for the next bot due; one timer writes the
+ * snapshot; a last one ends the run after --seconds. The bots stop walking
+ * and calling for the last --settle-seconds (at least 1.5 s with
+ * --verify-aoi) so every view settles before it is checked.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,10 +38,16 @@
 #include <arpa/inet.h>
 #include <uv.h>
 
+#include <cjson/cJSON.h>
+
 #include "clock.h"
+#include "entity_def.h"
+#include "entity_state.h"
+#include "entity_state_json.h"
 #include "id_map.h"
 #include "latency_histogram.h"
 #include "log.h"
+#include "method_call.h"
 #include "tessera_client.h"
 
 /* One move per bot per 100 ms: the rate a player client sends at. */
@@ -45,8 +57,13 @@
 #define BOTS_MAX_STEP_S 0.25
 /* Long enough for the last moves to reach the cell, be applied at its next
  * tick and for the resulting enters/leaves to come back, with slack for a
- * loaded host. */
+ * loaded host: the least settling time --verify-aoi takes. */
 #define BOTS_SETTLE_MS 1500
+/* The demo's exposed methods the bots call (demo/entities/Avatar.json):
+ * chat(text) on the base, castSpell(spell_id, target) on the cell. */
+#define BOTS_CHAT_METHOD "chat"
+#define BOTS_SPELL_METHOD "castSpell"
+#define BOTS_SPELL_ID_MAX 20
 /* Latency buckets: 10 us wide up to 2 s (200,000 counters, 1.6 MB); slower
  * updates land in the overflow bucket and are reported by the maximum. */
 #define BOTS_LATENCY_BUCKET_US 10
@@ -70,6 +87,10 @@ typedef struct bots_options {
     double area;                 /* waypoints in [-area, area] on x and z */
     uint64_t seed;
     double login_spread_ms;
+    double calls_per_second;     /* per bot, while walking */
+    double settle_seconds;       /* stand still and call nothing for the last S seconds */
+    const char *snapshot_file;   /* NULL: no snapshot */
+    double snapshot_at_seconds;  /* when to write it, after the start */
 } bots_options;
 
 struct bots_run;
@@ -89,12 +110,25 @@ typedef struct bot {
     uint64_t rng;
     uint64_t frame_wall_us;      /* receipt time of the ViewUpdate being applied */
     id_map seen;                 /* ids this bot ever had in view (values unused) */
+    float world_min[3], world_max[3]; /* the space's bounds from the login reply: waypoints stay inside */
+    double position_precision;
+    /* Argument states of the methods it calls, of its client's definitions
+     * (each client has its own registry): created on the first call, freed
+     * in on_closed before the client frees the definitions. */
+    entity_state *chat_args, *spell_args;
+    uint64_t calls_made;         /* for the chat text */
 } bot;
 
+/* A named counter: error reasons, client calls received per method. */
 typedef struct bots_reason {
     char name[64];
     uint64_t count;
 } bots_reason;
+
+typedef struct bots_counters {
+    bots_reason *items;
+    size_t count, capacity;
+} bots_counters;
 
 typedef struct bots_run {
     uv_loop_t loop;
@@ -104,20 +138,25 @@ typedef struct bots_run {
     uint64_t start_ms;           /* uv_now at the start */
     uint64_t start_us;           /* monotonic, for the elapsed time */
     uint64_t last_tick_us;
-    uv_timer_t tick_timer, launch_timer, end_timer;
+    uv_timer_t tick_timer, launch_timer, end_timer, snapshot_timer;
     uv_signal_t sigint, sigterm;
     int finished;
     int interrupted;
     int warned_speed;
+    int snapshot_done;
     unsigned failures_logged;
 
     /* Totals. Client counters are added when each client closes. */
     uint64_t logged_in;
     uint64_t msgs_in, bytes_in;
     uint64_t enter, leave, moves, corrections, stale_ignored;
+    uint64_t stream_bytes, property_updates, discarded_records, base_property_updates;
+    uint64_t client_calls_in, calls_out;
+    uint64_t call_failures;       /* tessera_client_call refused a call (the class lacks the method, ...) */
+    double client_seconds;        /* summed time each bot was in the world */
     uint64_t errors;
-    bots_reason *reasons;
-    size_t reason_count, reason_capacity;
+    bots_counters reasons;
+    bots_counters client_calls;   /* client calls received, by method name */
     latency_histogram latency;
     uint64_t latency_clock_skew;  /* stamps from the future (other host's clock ahead): counted as 0 */
 
@@ -126,6 +165,7 @@ typedef struct bots_run {
     uint64_t in_world_at_end;
     uint64_t self_seen;
     uint64_t aoi_checked, aoi_mismatches, aoi_unknown;
+    uint64_t aoi_position_checked, aoi_position_mismatches; /* a seen bot's received position against its own */
     uint64_t aoi_late;            /* bots left out: they entered the world while the others settled */
     /* The entity definitions the bots received at login: the first digest,
      * how many types it declares, and how many bots got a different one. */
@@ -154,21 +194,25 @@ static double bots_random_unit(uint64_t *state) {
 
 /* ---- error reasons -------------------------------------------------------- */
 
-static void bots_count_reason(bots_run *run, const char *name) {
-    run->errors++;
-    for (size_t i = 0; i < run->reason_count; i++) {
-        if (strcmp(run->reasons[i].name, name) == 0) {
-            run->reasons[i].count++;
+static void bots_counters_add(bots_counters *counters, const char *name) {
+    for (size_t i = 0; i < counters->count; i++) {
+        if (strcmp(counters->items[i].name, name) == 0) {
+            counters->items[i].count++;
             return;
         }
     }
-    if (run->reason_count == run->reason_capacity) {
-        run->reason_capacity = run->reason_capacity ? run->reason_capacity * 2 : 8;
-        run->reasons = xrealloc(run->reasons, run->reason_capacity * sizeof run->reasons[0]);
+    if (counters->count == counters->capacity) {
+        counters->capacity = counters->capacity ? counters->capacity * 2 : 8;
+        counters->items = xrealloc(counters->items, counters->capacity * sizeof counters->items[0]);
     }
-    bots_reason *reason = &run->reasons[run->reason_count++];
-    snprintf(reason->name, sizeof reason->name, "%s", name);
-    reason->count = 1;
+    bots_reason *item = &counters->items[counters->count++];
+    snprintf(item->name, sizeof item->name, "%s", name);
+    item->count = 1;
+}
+
+static void bots_count_reason(bots_run *run, const char *name) {
+    run->errors++;
+    bots_counters_add(&run->reasons, name);
 }
 
 static void bots_log_failure(bots_run *run, const bot *b, const char *what, const char *detail) {
@@ -180,10 +224,19 @@ static void bots_log_failure(bots_run *run, const bot *b, const char *what, cons
 
 /* ---- walking -------------------------------------------------------------- */
 
+/* A coordinate of [-area, area] kept a metre inside the world's bounds on
+ * that axis (positions outside them cannot be sent), or the middle of a
+ * world too narrow for that. */
+static double bots_clamp_to_world(double v, float low, float high) {
+    double lo = (double)low + 1.0, hi = (double)high - 1.0;
+    if (lo > hi) return ((double)low + (double)high) / 2.0;
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
 static void bots_pick_waypoint(bot *b) {
     double area = b->run->options.area;
-    b->target_x = (bots_random_unit(&b->rng) * 2.0 - 1.0) * area;
-    b->target_z = (bots_random_unit(&b->rng) * 2.0 - 1.0) * area;
+    b->target_x = bots_clamp_to_world((bots_random_unit(&b->rng) * 2.0 - 1.0) * area, b->world_min[0], b->world_max[0]);
+    b->target_z = bots_clamp_to_world((bots_random_unit(&b->rng) * 2.0 - 1.0) * area, b->world_min[2], b->world_max[2]);
 }
 
 /* Moves the bot `dt` seconds towards its waypoint and sends the move. */
@@ -205,9 +258,88 @@ static void bots_walk(bot *b, double dt) {
     tessera_client_send_move(b->client, b->x, b->y, b->z, b->yaw);
 }
 
-/* When the bots stop walking with --verify-aoi, in ms after the start
- * (negative for runs shorter than the settling time: from the start). */
-static double bots_settle_at_ms(const bots_run *run) { return run->options.seconds * 1000.0 - BOTS_SETTLE_MS; }
+/* ---- calling -------------------------------------------------------------- */
+
+/* The id of a random entity `b` sees other than itself, or 0 when it sees
+ * none. Walks the table: cheap at a few calls a second. */
+static uint64_t bots_random_target(bot *b) {
+    size_t count = tessera_client_entity_count(b->client);
+    if (count == 0) return 0;
+    size_t pick = (size_t)(bots_random_unit(&b->rng) * (double)count), cursor = 0, k = 0;
+    const tessera_client_entity *entity;
+    while ((entity = tessera_client_entity_next(b->client, &cursor)) != NULL) {
+        if (k++ == pick) return entity->id == b->entity_id ? 0 : entity->id;
+    }
+    return 0;
+}
+
+/* The argument state of `method` for this bot, created on first use. */
+static entity_state *bots_args(entity_state **slot, const entity_def_method *method) {
+    if (*slot && entity_state_class(*slot) != &method->args_class) {
+        entity_state_free(*slot);
+        *slot = NULL;
+    }
+    if (!*slot) *slot = method_call_args_create(method);
+    return *slot;
+}
+
+/* One call on the bot's own entity: chat(text) on its base or
+ * castSpell(spell_id, target) on its cell, whichever its class has (a coin
+ * toss when it has both). Nothing when its entity has not entered yet or
+ * its class has neither. */
+static void bots_call(bot *b) {
+    bots_run *run = b->run;
+    const tessera_client_entity *own = tessera_client_entity_find(b->client, b->entity_id);
+    if (!own) return;
+    const entity_def_method *chat = entity_def_class_find_method(own->cls, ENTITY_DEF_PART_BASE, BOTS_CHAT_METHOD);
+    const entity_def_method *spell = entity_def_class_find_method(own->cls, ENTITY_DEF_PART_CELL, BOTS_SPELL_METHOD);
+    if (chat && !chat->exposed) chat = NULL;
+    if (spell && !spell->exposed) spell = NULL;
+    if (!chat && !spell) return;
+    int use_chat = chat && (!spell || bots_random_unit(&b->rng) < 0.5);
+    int rc;
+    if (use_chat) {
+        entity_state *args = bots_args(&b->chat_args, chat);
+        const entity_def_property *text = entity_def_class_find_property(&chat->args_class, "text");
+        if (text) {
+            char line[64];
+            int n = snprintf(line, sizeof line, "hello from bot %u (%" PRIu64 ")", b->index, ++b->calls_made);
+            entity_state_set_string(args, text->id, 0, line, (size_t)n);
+        }
+        rc = tessera_client_call(b->client, b->entity_id, ENTITY_DEF_PART_BASE, BOTS_CHAT_METHOD, args);
+    } else {
+        entity_state *args = bots_args(&b->spell_args, spell);
+        const entity_def_property *spell_id = entity_def_class_find_property(&spell->args_class, "spell_id");
+        const entity_def_property *target = entity_def_class_find_property(&spell->args_class, "target");
+        if (spell_id)
+            entity_state_set_uint(args, spell_id->id, 0,
+                                  1 + (uint64_t)(bots_random_unit(&b->rng) * BOTS_SPELL_ID_MAX));
+        if (target) entity_state_set_entity(args, target->id, 0, bots_random_target(b));
+        rc = tessera_client_call(b->client, b->entity_id, ENTITY_DEF_PART_CELL, BOTS_SPELL_METHOD, args);
+    }
+    /* Counted in calls_out by the SDK when sent; a refusal here means the
+     * declared arguments are not what the bots fill in. */
+    if (rc != 0 && tessera_client_get_state(b->client) == TESSERA_CLIENT_IN_WORLD) run->call_failures++;
+}
+
+/* The calls due in `dt` seconds at `rate` a second: Poisson arrivals,
+ * approximated per tick by the whole part of rate*dt plus one more with the
+ * probability of its fraction. */
+static unsigned bots_calls_due(bot *b, double rate, double dt) {
+    double expected = rate * dt;
+    unsigned calls = (unsigned)expected;
+    if (bots_random_unit(&b->rng) < expected - (double)calls) calls++;
+    return calls;
+}
+
+/* When the bots stop walking and calling, in ms after the start: the last
+ * --settle-seconds, and with --verify-aoi at least the last 1.5 s (negative
+ * for runs shorter than that: from the start). */
+static double bots_settle_at_ms(const bots_run *run) {
+    double settle_ms = run->options.settle_seconds * 1000.0;
+    if (run->options.verify_aoi && settle_ms < BOTS_SETTLE_MS) settle_ms = BOTS_SETTLE_MS;
+    return run->options.seconds * 1000.0 - settle_ms;
+}
 
 static void bots_on_tick(uv_timer_t *timer) {
     bots_run *run = timer->data;
@@ -215,11 +347,14 @@ static void bots_on_tick(uv_timer_t *timer) {
     double dt = (double)(now_us - run->last_tick_us) / 1e6;
     run->last_tick_us = now_us;
     if (dt > BOTS_MAX_STEP_S) dt = BOTS_MAX_STEP_S;
-    if (run->options.verify_aoi && (double)(uv_now(&run->loop) - run->start_ms) >= bots_settle_at_ms(run))
-        return; /* settling: stand still */
+    if ((double)(uv_now(&run->loop) - run->start_ms) >= bots_settle_at_ms(run)) return; /* settling: stand still */
     for (uint32_t i = 0; i < run->options.count; i++) {
         bot *b = &run->bots[i];
-        if (b->in_world) bots_walk(b, dt);
+        if (!b->in_world) continue;
+        bots_walk(b, dt);
+        if (run->options.calls_per_second <= 0) continue;
+        for (unsigned k = bots_calls_due(b, run->options.calls_per_second, dt); k > 0 && b->in_world; k--)
+            bots_call(b);
     }
 }
 
@@ -237,6 +372,9 @@ static void bots_on_logged_in(tessera_client *client, const tessera_client_login
     b->y = info->y;
     b->z = info->z;
     b->yaw = info->yaw;
+    memcpy(b->world_min, info->world_min, sizeof b->world_min);
+    memcpy(b->world_max, info->world_max, sizeof b->world_max);
+    b->position_precision = info->position_precision;
     bots_pick_waypoint(b);
     run->logged_in++;
     if (!run->definitions_digest[0]) {
@@ -275,6 +413,14 @@ static void bots_on_move(tessera_client *client, const tessera_client_entity *en
     }
 }
 
+static void bots_on_client_call(tessera_client *client, const tessera_client_entity *entity,
+                                const entity_def_method *method, const entity_state *args) {
+    (void)entity;
+    (void)args;
+    bot *b = tessera_client_user_data(client);
+    bots_counters_add(&b->run->client_calls, method->name);
+}
+
 static void bots_on_correction(tessera_client *client, const tessera_client_correction *correction) {
     bot *b = tessera_client_user_data(client);
     b->x = correction->x;
@@ -306,7 +452,18 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     run->leave += stats.leaves;
     run->moves += stats.moves;
     run->corrections += stats.corrections;
-    run->stale_ignored += stats.stale_leaves + stats.stale_moves;
+    run->stale_ignored += stats.stale_leaves + stats.discarded_records;
+    run->stream_bytes += stats.stream_bytes;
+    run->property_updates += stats.property_updates;
+    run->discarded_records += stats.discarded_records;
+    run->base_property_updates += stats.base_property_updates;
+    run->client_calls_in += stats.client_calls;
+    run->calls_out += stats.calls_out;
+    if (b->in_world) run->client_seconds += (double)(uv_now(&run->loop) - run->start_ms - b->in_world_at_ms) / 1000.0;
+    /* Their class belongs to the client's definitions, freed on return. */
+    entity_state_free(b->chat_args);
+    entity_state_free(b->spell_args);
+    b->chat_args = b->spell_args = NULL;
     b->client = NULL;
     b->in_world = 0;
     if (run->finished) return; /* closed by the end of the run */
@@ -332,6 +489,7 @@ static const tessera_client_callbacks bots_client_callbacks = {
     .on_frame_begin = bots_on_frame_begin,
     .on_enter = bots_on_enter,
     .on_move = bots_on_move,
+    .on_client_call = bots_on_client_call,
     .on_correction = bots_on_correction,
     .on_error = bots_on_error,
     .on_closed = bots_on_closed,
@@ -406,7 +564,8 @@ static double bots_plane_distance(const bot *a, const bot *b) {
 }
 
 /* Whether `other` lies in the square of half-side `extent` around `observer`,
- * computed in single precision exactly as the cellapp computes it. */
+ * computed in single precision as the cellapp computes it (the callers
+ * widen or narrow `extent` by the stream's precision). */
 static bool bots_in_square(const bot *observer, const bot *other, float extent) {
     float low_x = observer->x - extent, high_x = observer->x + extent;
     float low_z = observer->z - extent, high_z = observer->z + extent;
@@ -416,7 +575,7 @@ static bool bots_in_square(const bot *observer, const bot *other, float extent) 
 static void bots_report_mismatch(bots_run *run, const bot *observer, const bot *other, double distance,
                                  const char *what) {
     run->aoi_mismatches++;
-    if (run->aoi_mismatches > BOTS_LOGGED_FAILURES_MAX) return;
+    if (run->aoi_mismatches + run->aoi_position_mismatches > BOTS_LOGGED_FAILURES_MAX) return;
     log_warn("aoi mismatch: bot %u (entity %" PRIu64 ", at %.2f,%.2f) %s bot %u (entity %" PRIu64
              ", at %.2f,%.2f): distance %.3f, view radius %.2f + hysteresis %.2f",
              observer->index, observer->entity_id, (double)observer->x, (double)observer->z, what, other->index,
@@ -424,14 +583,39 @@ static void bots_report_mismatch(bots_run *run, const bot *observer, const bot *
              (double)observer->view_hysteresis);
 }
 
+/* Whether `entity`, as `observer` received it, is where bot `other` is: the
+ * stream's quantization keeps it within half a precision on each axis (a
+ * whole one is allowed for the float rounding on both ends). */
+static void bots_check_position(bots_run *run, const bot *observer, const bot *other,
+                                const tessera_client_entity *entity) {
+    double tolerance = other->position_precision > 0 ? other->position_precision : 1e-3;
+    run->aoi_position_checked++;
+    double dx = fabs((double)entity->x - (double)other->x), dy = fabs((double)entity->y - (double)other->y),
+           dz = fabs((double)entity->z - (double)other->z);
+    if (dx <= tolerance && dy <= tolerance && dz <= tolerance) return;
+    run->aoi_position_mismatches++;
+    if (run->aoi_mismatches + run->aoi_position_mismatches > BOTS_LOGGED_FAILURES_MAX) return;
+    log_warn("aoi position mismatch: bot %u sees bot %u (entity %" PRIu64 ") at %.3f,%.3f,%.3f but it is at "
+             "%.3f,%.3f,%.3f (precision %g)",
+             observer->index, other->index, other->entity_id, (double)entity->x, (double)entity->y, (double)entity->z,
+             (double)other->x, (double)other->y, (double)other->z, tolerance);
+}
+
 /* Compares every in-world bot's view with where the bots are. The view is
  * the square of half-side radius around B on X/Z: O inside it must be in
  * B's view, O outside the square of half-side radius + hysteresis must be
- * absent, and in between either is right. B must see itself. Pairs within reach are found through
- * a grid of cells at least radius + hysteresis wide (3x3 cells around B);
- * pairs out of reach only need checking where B does see O, which B's view
- * lists. So every ordered pair is decided, and aoi_checked counts them all
- * (n * n with the self pairs), in O(n log n + sum of view sizes).
+ * absent, and in between either is right. B must see itself. Pairs within
+ * reach are found through a grid of cells at least radius + hysteresis wide
+ * (3x3 cells around B); pairs out of reach only need checking where B does
+ * see O, which B's view lists. So every ordered pair is decided, and
+ * aoi_checked counts them all (n * n with the self pairs), in
+ * O(n log n + sum of view sizes).
+ *
+ * The stream quantizes positions to the login's position_precision, and the
+ * cell may reason on quantized positions: a pair within one precision of a
+ * square's edge is right either way. Every bot B sees (itself included) must
+ * also be where that bot says it is, within one precision on each axis
+ * (aoi_position_mismatches: the last MOVE it received is the settled one).
  *
  * Bots that entered the world after the settling began are left out, as
  * observers and as others (counted in aoi_late): their own view and their
@@ -489,18 +673,19 @@ static void bots_verify_aoi(bots_run *run) {
                     const bot *other = &run->bots[grid[j].bot];
                     if (other == observer) continue;
                     double distance = bots_plane_distance(observer, other);
-                    if (bots_in_square(observer, other, observer->view_radius) &&
-                        !tessera_client_entity_find(client, other->entity_id))
+                    float inner = observer->view_radius - (float)observer->position_precision;
+                    if (bots_in_square(observer, other, inner) && !tessera_client_entity_find(client, other->entity_id))
                         bots_report_mismatch(run, observer, other, distance, "does not see");
                 }
             }
         }
 
-        /* Must not see: anyone in the view beyond radius + hysteresis. */
+        /* Must not see: anyone in the view beyond radius + hysteresis. And
+         * whoever it sees must be where it is. */
         size_t cursor = 0;
         const tessera_client_entity *entity;
+        float outer = observer->view_radius + observer->view_hysteresis + (float)observer->position_precision;
         while ((entity = tessera_client_entity_next(client, &cursor)) != NULL) {
-            if (entity->id == observer->entity_id) continue;
             const bot *other = id_map_get(&by_entity, entity->id);
             if (!other) {
                 /* Not a verified bot (one that left or came late, or not
@@ -508,8 +693,10 @@ static void bots_verify_aoi(bots_run *run) {
                 run->aoi_unknown++;
                 continue;
             }
+            bots_check_position(run, observer, other, entity);
+            if (other == observer) continue;
             double distance = bots_plane_distance(observer, other);
-            if (!bots_in_square(observer, other, observer->view_radius + observer->view_hysteresis))
+            if (!bots_in_square(observer, other, outer))
                 bots_report_mismatch(run, observer, other, distance, "still sees");
         }
     }
@@ -517,6 +704,86 @@ static void bots_verify_aoi(bots_run *run) {
     id_map_close(&by_entity);
     free(grid);
 }
+
+/* ---- the snapshot --------------------------------------------------------- */
+
+/* A 64-bit id as a JSON number written exactly (a cJSON number is a double,
+ * which rounds ids above 2^53). */
+static void bots_add_id(cJSON *object, const char *name, uint64_t id) {
+    char text[24];
+    snprintf(text, sizeof text, "%" PRIu64, id);
+    if (!cJSON_AddRawToObject(object, name, text)) log_panic("out of memory building the snapshot");
+}
+
+static void bots_add_position(cJSON *object, float x, float y, float z) {
+    if (!cJSON_AddNumberToObject(object, "x", (double)x) || !cJSON_AddNumberToObject(object, "y", (double)y) ||
+        !cJSON_AddNumberToObject(object, "z", (double)z))
+        log_panic("out of memory building the snapshot");
+}
+
+/* Everything the bots in the world see, as --snapshot-file documents it. */
+static cJSON *bots_snapshot_json(const bots_run *run) {
+    cJSON *root = cJSON_CreateObject();
+    cJSON *bots = root ? cJSON_AddArrayToObject(root, "bots") : NULL;
+    if (!bots) log_panic("out of memory building the snapshot");
+    for (uint32_t i = 0; i < run->options.count; i++) {
+        const bot *b = &run->bots[i];
+        if (!b->in_world || !b->client) continue;
+        char account[80];
+        snprintf(account, sizeof account, "%s%u", run->options.account_prefix, b->index);
+        cJSON *item = cJSON_CreateObject();
+        if (!item || !cJSON_AddStringToObject(item, "account", account)) log_panic("out of memory building the snapshot");
+        bots_add_id(item, "entity_id", b->entity_id);
+        bots_add_position(item, b->x, b->y, b->z);
+        cJSON *entities = cJSON_AddArrayToObject(item, "entities");
+        if (!entities) log_panic("out of memory building the snapshot");
+        size_t cursor = 0;
+        const tessera_client_entity *entity;
+        while ((entity = tessera_client_entity_next(b->client, &cursor)) != NULL) {
+            cJSON *e = cJSON_CreateObject();
+            if (!e) log_panic("out of memory building the snapshot");
+            bots_add_id(e, "id", entity->id);
+            if (!cJSON_AddStringToObject(e, "class", entity->type) || !cJSON_AddBoolToObject(e, "owner", entity->is_owner))
+                log_panic("out of memory building the snapshot");
+            bots_add_position(e, entity->x, entity->y, entity->z);
+            cJSON_AddItemToObject(e, "properties", entity_state_to_json(entity->state, NULL));
+            cJSON_AddItemToArray(entities, e);
+        }
+        cJSON_AddItemToArray(bots, item);
+    }
+    return root;
+}
+
+/* Writes the snapshot to --snapshot-file through a temporary file and a
+ * rename, so that a reader never sees half of it. Once per run. */
+static void bots_write_snapshot(bots_run *run) {
+    if (!run->options.snapshot_file || run->snapshot_done) return;
+    run->snapshot_done = 1;
+    cJSON *root = bots_snapshot_json(run);
+    char *text = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!text) log_panic("out of memory printing the snapshot");
+    size_t length = strlen(run->options.snapshot_file) + 5;
+    char *tmp = xmalloc(length);
+    snprintf(tmp, length, "%s.tmp", run->options.snapshot_file);
+    FILE *out = fopen(tmp, "w");
+    int ok = out != NULL;
+    if (ok) {
+        ok = fputs(text, out) >= 0 && fputc('\n', out) != EOF;
+        ok = fclose(out) == 0 && ok;
+    }
+    if (ok && rename(tmp, run->options.snapshot_file) != 0) ok = 0;
+    if (!ok) {
+        log_warn("cannot write the snapshot to %s: %s", run->options.snapshot_file, strerror(errno));
+        remove(tmp);
+    } else {
+        log_info("snapshot written to %s", run->options.snapshot_file);
+    }
+    free(tmp);
+    free(text);
+}
+
+static void bots_on_snapshot(uv_timer_t *timer) { bots_write_snapshot(timer->data); }
 
 /* ---- the end of the run --------------------------------------------------- */
 
@@ -527,6 +794,7 @@ static void bots_finish(bots_run *run) {
     uv_close((uv_handle_t *)&run->tick_timer, NULL);
     uv_close((uv_handle_t *)&run->launch_timer, NULL);
     uv_close((uv_handle_t *)&run->end_timer, NULL);
+    uv_close((uv_handle_t *)&run->snapshot_timer, NULL);
     uv_close((uv_handle_t *)&run->sigint, NULL);
     uv_close((uv_handle_t *)&run->sigterm, NULL);
 
@@ -537,6 +805,9 @@ static void bots_finish(bots_run *run) {
         if (tessera_client_entity_find(b->client, b->entity_id)) run->self_seen++;
     }
     if (run->options.verify_aoi) bots_verify_aoi(run);
+    /* A snapshot due at the very end is written now, while the views are
+     * still there (not after an interrupt: that is not the moment asked for). */
+    if (!run->interrupted) bots_write_snapshot(run);
 
     /* Each close ends in on_closed, which adds the client's counters; the
      * loop returns once the last socket is released. */
@@ -576,21 +847,40 @@ static uint64_t bots_entities_seen(const bots_run *run) {
     return total;
 }
 
+static void bots_print_counters_json(FILE *out, const bots_counters *counters) {
+    fputc('{', out);
+    for (size_t i = 0; i < counters->count; i++) {
+        if (i) fputc(',', out);
+        bots_print_json_string(out, counters->items[i].name);
+        fprintf(out, ":%" PRIu64, counters->items[i].count);
+    }
+    fputc('}', out);
+}
+
+/* Stream bytes per client per second in the world (0 before any). */
+static double bots_stream_rate(const bots_run *run) {
+    return run->client_seconds > 0 ? (double)run->stream_bytes / run->client_seconds : 0.0;
+}
+
 static void bots_print_json(FILE *out, const bots_run *run) {
     fprintf(out, "{\"bots\":%" PRIu32 ",\"logged_in\":%" PRIu64 ",\"in_world_at_end\":%" PRIu64, run->options.count,
             run->logged_in, run->in_world_at_end);
-    fprintf(out, ",\"errors\":%" PRIu64 ",\"error_reasons\":{", run->errors);
-    for (size_t i = 0; i < run->reason_count; i++) {
-        if (i) fputc(',', out);
-        bots_print_json_string(out, run->reasons[i].name);
-        fprintf(out, ":%" PRIu64, run->reasons[i].count);
-    }
-    fprintf(out, "}");
+    fprintf(out, ",\"errors\":%" PRIu64 ",\"error_reasons\":", run->errors);
+    bots_print_counters_json(out, &run->reasons);
     fprintf(out, ",\"msgs_in\":%" PRIu64 ",\"bytes_in\":%" PRIu64 ",\"entities_seen\":%" PRIu64, run->msgs_in,
             run->bytes_in, bots_entities_seen(run));
     fprintf(out, ",\"enter\":%" PRIu64 ",\"leave\":%" PRIu64 ",\"moves\":%" PRIu64 ",\"corrections\":%" PRIu64
                  ",\"stale_ignored\":%" PRIu64,
             run->enter, run->leave, run->moves, run->corrections, run->stale_ignored);
+    fprintf(out, ",\"stream_bytes\":%" PRIu64 ",\"stream_bytes_per_client_s\":%.1f", run->stream_bytes,
+            bots_stream_rate(run));
+    fprintf(out, ",\"property_updates\":%" PRIu64 ",\"discarded_records\":%" PRIu64
+                 ",\"base_property_updates\":%" PRIu64,
+            run->property_updates, run->discarded_records, run->base_property_updates);
+    fprintf(out, ",\"calls_out\":%" PRIu64 ",\"call_failures\":%" PRIu64 ",\"client_calls_in\":%" PRIu64
+                 ",\"client_calls_by_method\":",
+            run->calls_out, run->call_failures, run->client_calls_in);
+    bots_print_counters_json(out, &run->client_calls);
     fprintf(out, ",\"latency_samples\":%" PRIu64, run->latency.count);
     bots_print_latency_json(out, "latency_p50_ms", run, 50.0);
     bots_print_latency_json(out, "latency_p99_ms", run, 99.0);
@@ -600,6 +890,9 @@ static void bots_print_json(FILE *out, const bots_run *run) {
                  ",\"aoi_unknown\":%" PRIu64 ",\"aoi_late\":%" PRIu64,
             run->self_seen, run->options.verify_aoi ? "true" : "false", run->aoi_checked, run->aoi_mismatches,
             run->aoi_unknown, run->aoi_late);
+    fprintf(out, ",\"aoi_position_checked\":%" PRIu64 ",\"aoi_position_mismatches\":%" PRIu64,
+            run->aoi_position_checked, run->aoi_position_mismatches);
+    fprintf(out, ",\"snapshot_written\":%s", run->snapshot_done ? "true" : "false");
     fprintf(out, ",\"definitions_digest\":\"%s\",\"definition_classes\":%zu,\"definitions_differ\":%" PRIu64,
             run->definitions_digest, run->definition_classes, run->definitions_differ);
     fprintf(out, ",\"seconds\":%.3f,\"interrupted\":%s}\n", run->elapsed_s, run->interrupted ? "true" : "false");
@@ -611,9 +904,18 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
     fprintf(out, "  logged in      %" PRIu64 " (%" PRIu64 " in the world at the end)\n", run->logged_in,
             run->in_world_at_end);
     fprintf(out, "  errors         %" PRIu64 "\n", run->errors);
-    for (size_t i = 0; i < run->reason_count; i++)
-        fprintf(out, "    %-28s %" PRIu64 "\n", run->reasons[i].name, run->reasons[i].count);
+    for (size_t i = 0; i < run->reasons.count; i++)
+        fprintf(out, "    %-28s %" PRIu64 "\n", run->reasons.items[i].name, run->reasons.items[i].count);
     fprintf(out, "  received       %" PRIu64 " frames, %" PRIu64 " bytes\n", run->msgs_in, run->bytes_in);
+    fprintf(out, "  stream         %" PRIu64 " bytes, %.1f bytes per client per second\n", run->stream_bytes,
+            bots_stream_rate(run));
+    fprintf(out, "  properties     %" PRIu64 " updates, %" PRIu64 " discarded records, %" PRIu64
+                 " base property messages\n",
+            run->property_updates, run->discarded_records, run->base_property_updates);
+    fprintf(out, "  calls          %" PRIu64 " sent (%" PRIu64 " refused by the SDK), %" PRIu64 " client calls received\n",
+            run->calls_out, run->call_failures, run->client_calls_in);
+    for (size_t i = 0; i < run->client_calls.count; i++)
+        fprintf(out, "    %-28s %" PRIu64 "\n", run->client_calls.items[i].name, run->client_calls.items[i].count);
     fprintf(out, "  view           %" PRIu64 " distinct entities seen (summed over bots), %" PRIu64 " enters, %" PRIu64
                  " leaves, %" PRIu64 " moves, %" PRIu64 " stale ids ignored\n",
             bots_entities_seen(run), run->enter, run->leave, run->moves, run->stale_ignored);
@@ -627,11 +929,16 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
                 (double)run->latency.max_us / 1000.0, run->latency.count);
     }
     fprintf(out, "  self seen      %" PRIu64 " of %" PRIu64 "\n", run->self_seen, run->in_world_at_end);
-    if (run->options.verify_aoi)
+    if (run->options.verify_aoi) {
         fprintf(out, "  aoi            %" PRIu64 " mismatches in %" PRIu64 " pairs (%" PRIu64
                      " bots left out for logging in while the others settled; %" PRIu64
                      " entities in views that are no checked bot)\n",
                 run->aoi_mismatches, run->aoi_checked, run->aoi_late, run->aoi_unknown);
+        fprintf(out, "  positions      %" PRIu64 " of %" PRIu64 " seen bots not where they are\n",
+                run->aoi_position_mismatches, run->aoi_position_checked);
+    }
+    if (run->options.snapshot_file)
+        fprintf(out, "  snapshot       %s\n", run->snapshot_done ? run->options.snapshot_file : "not written");
 }
 
 /* ---- options -------------------------------------------------------------- */
@@ -642,17 +949,31 @@ static void bots_usage(FILE *out) {
             "\n"
             "Runs N game clients in one process against a baseapp. Each logs in as\n"
             "<prefix><index> (index from 0), then walks between random waypoints,\n"
-            "sending 10 moves a second. After S seconds (or on Ctrl-C) it prints a report.\n"
+            "sending 10 moves a second, and calls exposed methods of its own entity now\n"
+            "and then. After S seconds (or on Ctrl-C) it prints a report.\n"
             "\n"
             "  --connect HOST:PORT      the baseapp's client port (IPv6 as [addr]:port)\n"
             "  --count N                number of bots (1..1000000)\n"
             "  --seconds S              run time in seconds (may be fractional)\n"
             "  --json                   print the report as one JSON object\n"
-            "  --verify-aoi             stand still for the last 1.5 s, then check every bot's\n"
-            "                           view against the bots' positions (view radius and\n"
-            "                           hysteresis from the login reply). Assumes every entity\n"
-            "                           in the world belongs to this run. Bots that log in\n"
-            "                           during the last 1.5 s are left out (aoi_late).\n"
+            "  --verify-aoi             stand still for the last 1.5 s (or --settle-seconds),\n"
+            "                           then check every bot's view against the bots' positions\n"
+            "                           (view radius and hysteresis from the login reply, with\n"
+            "                           one position_precision of tolerance), and that every bot\n"
+            "                           seen is where it is. Assumes every entity in the world\n"
+            "                           belongs to this run. Bots that log in while the others\n"
+            "                           settle are left out (aoi_late).\n"
+            "  --calls-per-second F     each bot's average rate of calls while walking, random\n"
+            "                           (default 0.2): chat(text) on its base or\n"
+            "                           castSpell(spell_id 1..20, target: an entity it sees or 0)\n"
+            "                           on its cell, on its own entity, when its class has them\n"
+            "  --settle-seconds S       stop walking and calling for the last S seconds (the bots\n"
+            "                           stay connected; default 0)\n"
+            "  --snapshot-file PATH     write what every bot sees once, as JSON (PATH.tmp, then\n"
+            "                           renamed): {\"bots\":[{\"account\",\"entity_id\",\"x\",\"y\",\"z\",\n"
+            "                           \"entities\":[{\"id\",\"class\",\"owner\",\"x\",\"y\",\"z\",\n"
+            "                           \"properties\"}]}]}, positions as received (quantized)\n"
+            "  --snapshot-at-seconds T  when to write it, after the start (default S - 1)\n"
             "  --account-prefix P       account name prefix (default \"bot\")\n"
             "  --password PW            password for every account (default \"secret\")\n"
             "  --speed M_PER_S          walking speed (default 5)\n"
@@ -663,9 +984,13 @@ static void bots_usage(FILE *out) {
             "\n"
             "Report keys: bots, logged_in, in_world_at_end, errors, error_reasons,\n"
             "msgs_in, bytes_in, entities_seen, enter, leave, moves, corrections,\n"
-            "stale_ignored, latency_samples, latency_p50_ms, latency_p99_ms,\n"
-            "latency_max_ms (null without samples), latency_clock_skew, self_seen,\n"
-            "verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late, seconds,\n"
+            "stale_ignored, stream_bytes, stream_bytes_per_client_s, property_updates,\n"
+            "discarded_records, base_property_updates, calls_out, call_failures,\n"
+            "client_calls_in, client_calls_by_method, latency_samples, latency_p50_ms,\n"
+            "latency_p99_ms, latency_max_ms (null without samples), latency_clock_skew,\n"
+            "self_seen, verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late,\n"
+            "aoi_position_checked, aoi_position_mismatches, snapshot_written,\n"
+            "definitions_digest, definition_classes, definitions_differ, seconds,\n"
             "interrupted.\n"
             "\n"
             "Exit status: 0 the run completed (even with errors), 1 it could not run,\n"
@@ -748,6 +1073,10 @@ enum {
     BOTS_OPTION_AREA,
     BOTS_OPTION_SEED,
     BOTS_OPTION_LOGIN_SPREAD,
+    BOTS_OPTION_CALLS_PER_SECOND,
+    BOTS_OPTION_SETTLE_SECONDS,
+    BOTS_OPTION_SNAPSHOT_FILE,
+    BOTS_OPTION_SNAPSHOT_AT,
     BOTS_OPTION_HELP,
 };
 
@@ -767,6 +1096,10 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"area", required_argument, NULL, BOTS_OPTION_AREA},
         {"seed", required_argument, NULL, BOTS_OPTION_SEED},
         {"login-spread-ms", required_argument, NULL, BOTS_OPTION_LOGIN_SPREAD},
+        {"calls-per-second", required_argument, NULL, BOTS_OPTION_CALLS_PER_SECOND},
+        {"settle-seconds", required_argument, NULL, BOTS_OPTION_SETTLE_SECONDS},
+        {"snapshot-file", required_argument, NULL, BOTS_OPTION_SNAPSHOT_FILE},
+        {"snapshot-at-seconds", required_argument, NULL, BOTS_OPTION_SNAPSHOT_AT},
         {"help", no_argument, NULL, BOTS_OPTION_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -776,8 +1109,9 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     options->speed = 5.0;
     options->area = 100.0;
     options->login_spread_ms = 1000.0;
+    options->calls_per_second = 0.2;
     options->seed = clock_wall_us();
-    int have_connect = 0, have_count = 0, have_seconds = 0;
+    int have_connect = 0, have_count = 0, have_seconds = 0, have_snapshot_at = 0;
     uint64_t value;
 
     opterr = 0;
@@ -832,6 +1166,25 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
             if (bots_parse_double(optarg, 0.0, 1e9, &options->login_spread_ms) != 0)
                 return bots_bad_argument("--login-spread-ms wants milliseconds, 0 or more (got '%s')", optarg);
             break;
+        case BOTS_OPTION_CALLS_PER_SECOND:
+            /* At most one call per bot per tick on average keeps the draw
+             * in bots_calls_due meaningful; more is a flood, not a player. */
+            if (bots_parse_double(optarg, 0.0, 1000.0, &options->calls_per_second) != 0)
+                return bots_bad_argument("--calls-per-second wants a rate in 0..1000 (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_SETTLE_SECONDS:
+            if (bots_parse_double(optarg, 0.0, 1e9, &options->settle_seconds) != 0)
+                return bots_bad_argument("--settle-seconds wants seconds, 0 or more (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_SNAPSHOT_FILE:
+            if (optarg[0] == '\0') return bots_bad_argument("--snapshot-file wants a path");
+            options->snapshot_file = optarg;
+            break;
+        case BOTS_OPTION_SNAPSHOT_AT:
+            if (bots_parse_double(optarg, 0.0, 1e9, &options->snapshot_at_seconds) != 0)
+                return bots_bad_argument("--snapshot-at-seconds wants seconds, 0 or more (got '%s')", optarg);
+            have_snapshot_at = 1;
+            break;
         case BOTS_OPTION_HELP: bots_usage(stdout); return 1;
         default:
             return bots_bad_argument("unknown or incomplete option '%s'", argv[optind - 1]);
@@ -841,6 +1194,12 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     if (!have_connect) return bots_bad_argument("--connect HOST:PORT is required");
     if (!have_count) return bots_bad_argument("--count N is required");
     if (!have_seconds) return bots_bad_argument("--seconds S is required");
+    if (have_snapshot_at && !options->snapshot_file)
+        return bots_bad_argument("--snapshot-at-seconds needs --snapshot-file");
+    if (!have_snapshot_at) options->snapshot_at_seconds = options->seconds > 1.0 ? options->seconds - 1.0 : 0.0;
+    if (options->snapshot_at_seconds > options->seconds)
+        return bots_bad_argument("--snapshot-at-seconds %g is after the end of the run (--seconds %g)",
+                                 options->snapshot_at_seconds, options->seconds);
     return 0;
 }
 
@@ -919,9 +1278,10 @@ int main(int argc, char **argv) {
     uv_timer_init(&run.loop, &run.tick_timer);
     uv_timer_init(&run.loop, &run.launch_timer);
     uv_timer_init(&run.loop, &run.end_timer);
+    uv_timer_init(&run.loop, &run.snapshot_timer);
     uv_signal_init(&run.loop, &run.sigint);
     uv_signal_init(&run.loop, &run.sigterm);
-    run.tick_timer.data = run.launch_timer.data = run.end_timer.data = &run;
+    run.tick_timer.data = run.launch_timer.data = run.end_timer.data = run.snapshot_timer.data = &run;
     run.sigint.data = run.sigterm.data = &run;
 
     uv_update_time(&run.loop);
@@ -931,6 +1291,8 @@ int main(int argc, char **argv) {
     uv_timer_start(&run.tick_timer, bots_on_tick, BOTS_TICK_MS, BOTS_TICK_MS);
     uv_timer_start(&run.launch_timer, bots_on_launch, 0, 0);
     uv_timer_start(&run.end_timer, bots_on_end, (uint64_t)ceil(run.options.seconds * 1000.0), 0);
+    if (run.options.snapshot_file)
+        uv_timer_start(&run.snapshot_timer, bots_on_snapshot, (uint64_t)(run.options.snapshot_at_seconds * 1000.0), 0);
     uv_signal_start(&run.sigint, bots_on_signal, SIGINT);
     uv_signal_start(&run.sigterm, bots_on_signal, SIGTERM);
     log_info("%u bots against %s (%s:%d) for %.1f s, seed %" PRIu64, run.options.count, run.options.target,
@@ -946,7 +1308,8 @@ int main(int argc, char **argv) {
 
     for (uint32_t i = 0; i < run.options.count; i++) id_map_close(&run.bots[i].seen);
     free(run.bots);
-    free(run.reasons);
+    free(run.reasons.items);
+    free(run.client_calls.items);
     latency_histogram_close(&run.latency);
     return 0;
 }

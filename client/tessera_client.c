@@ -1,28 +1,52 @@
 /* tessera_client.c -- one game client's side of the client wire: the hello
- * and login exchange, outgoing moves, and the table of entities in view kept
- * up to date from the server's ViewUpdates. It owns its channel and the
- * entities in its table; it does not own the loop, the player's walk, or
+ * and login exchange, outgoing moves and method calls, and the table of
+ * entities in view, kept up to date from the server's ViewUpdates (the
+ * bit-packed entity stream, decoded by common/replication.c with positions
+ * from common/volatile_codec.c) and BaseProperties. It owns its channel, the
+ * entities in its table with their states, and the entity definitions
+ * received at login; it does not own the loop, the player's walk, or
  * anything about reconnecting.
  *
- * The wire itself is documented once, in proto/client.proto. Input from the
- * server is never trusted: a frame that does not decode, carries no known
- * body, arrives in the wrong state or holds a non-finite number closes the
- * client with CLOSED_PROTOCOL; it never stops the process.
+ * The wire is documented once, in proto/client.proto and at the top of
+ * common/replication.c. Input from the server is never trusted: a frame that
+ * does not decode, carries no known body, arrives in the wrong state, holds a
+ * non-finite number or a broken entity stream closes the client with
+ * CLOSED_PROTOCOL; it never stops the process.
+ *
+ * Allocations on the hot path. A ViewUpdate is unpacked with a bump
+ * allocator over a per-client arena (protobuf-c allocates per field, and the
+ * stream field alone is one copy of the stream); the arena is rewound for
+ * every frame and grows to the largest frame seen, so a client in steady
+ * state allocates nothing per update: the event lists are reused arrays, the
+ * stream decoder writes into states that exist, and call arguments land in a
+ * state kept per client method. What may allocate: an entity entering (the
+ * entity and its state), a string property longer than ever before, the
+ * first call of a client method, and a frame larger than any before (one
+ * allocation to grow the arena, and one overflow chunk should the frame need
+ * more than the estimate; see tessera_client__arena_alloc).
  */
 #include "tessera_client.h"
 
+#include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "bit_stream.h"
 #include "channel.h"
 #include "client.pb-c.h"
 #include "entity_def.h"
+#include "entity_state.h"
 #include "frame.h"
 #include "id_map.h"
 #include "log.h"
+#include "method_call.h"
+#include "property_codec.h"
+#include "replication.h"
+#include "volatile_codec.h"
 
 /* Channel sizes for one player's connection. A ViewUpdate for a crowded
  * view (a few thousand enters) is well under 4 MiB; 1 MiB of unsent moves
@@ -35,6 +59,182 @@
 #define TESSERA_CLIENT_ACCOUNT_MAX 64
 #define TESSERA_CLIENT_PASSWORD_MAX 128
 #define TESSERA_CLIENT_HELLO_NAME_MAX 64
+
+/* The alias table is 0..max_aliases-1 and max_aliases is at most 65536:
+ * the server's alias tables are sized to that, and an alias then fits 16
+ * bits. */
+#define TESSERA_CLIENT_MAX_ALIASES 65536u
+
+/* The arena grows in powers of two from this size (a ViewUpdate of a quiet
+ * view is a few hundred bytes). */
+#define TESSERA_CLIENT_ARENA_MIN_BYTES 4096u
+/* What protobuf-c takes to unpack a frame of N bytes, as the arena guesses
+ * it before the frame: a ViewUpdate takes a copy of its stream (about N)
+ * plus a few small structs; 4N + 1 KiB leaves room for the calls. A frame of
+ * thousands of tiny ClientCalls costs protobuf-c some 70 bytes per wire byte
+ * (struct, pointer, scan slot); the overflow chunk (at least 16N) covers
+ * realistic ones, and the rare frame beyond takes more chunks. */
+#define TESSERA_CLIENT_ARENA_GUESS_FACTOR 4u
+#define TESSERA_CLIENT_ARENA_GUESS_SLACK 1024u
+#define TESSERA_CLIENT_ARENA_OVERFLOW_FACTOR 16u
+
+/* BaseProperties that arrive before the player's entity entered are kept
+ * until it does. The server sends them once after login, then as they
+ * change; 1 MiB of them with the entity still absent means the server is
+ * broken, not slow. */
+#define TESSERA_CLIENT_PENDING_BASE_MAX_BYTES (1u << 20)
+
+/* ---- the unpack arena ----------------------------------------------------- */
+
+/* An overflow chunk: taken when a frame needs more than the arena holds,
+ * freed at the next rewind (which grows the arena to what that frame
+ * needed, so the next such frame fits). */
+typedef struct tessera_client__chunk {
+    struct tessera_client__chunk *next;
+    size_t capacity, used;
+    max_align_t data[];
+} tessera_client__chunk;
+
+/* A bump allocator for protobuf-c: `free` is a no-op, everything is
+ * reclaimed at once when the arena is rewound for the next frame. */
+typedef struct tessera_client__arena {
+    ProtobufCAllocator allocator;    /* alloc/free below; allocator_data is the arena */
+    uint8_t *base;                   /* owned; NULL until the first frame */
+    size_t capacity, used;
+    size_t demand;                   /* bytes handed out for the current frame, overflow included */
+    size_t peak;                     /* the largest demand of one frame so far */
+    size_t frame_bytes;              /* length of the frame being unpacked */
+    tessera_client__chunk *overflow; /* this frame's overflow chunks, newest first; owned */
+} tessera_client__arena;
+
+/* Every allocation is aligned for any type, as malloc's are. */
+static size_t tessera_client__arena_round(size_t size) {
+    size_t align = _Alignof(max_align_t);
+    if (size == 0) size = 1;
+    return (size + align - 1) & ~(align - 1);
+}
+
+static void *tessera_client__arena_alloc(void *data, size_t size) {
+    tessera_client__arena *arena = data;
+    /* protobuf-c's sizes come from a frame of at most 4 MiB; anything
+     * near SIZE_MAX is a bug or an attack, and NULL fails the unpack. */
+    if (size > SIZE_MAX / 4) return NULL;
+    size = tessera_client__arena_round(size);
+    arena->demand += size;
+    if (arena->demand > arena->peak) arena->peak = arena->demand;
+    if (size <= arena->capacity - arena->used) {
+        void *p = arena->base + arena->used;
+        arena->used += size;
+        return p;
+    }
+    tessera_client__chunk *chunk = arena->overflow;
+    if (!chunk || size > chunk->capacity - chunk->used) {
+        /* The first chunk of a frame is sized for the worst realistic
+         * frame, so that one is the only one; a later one doubles. */
+        size_t want = chunk ? 2 * chunk->capacity : 2 * arena->capacity;
+        if (!chunk && want < TESSERA_CLIENT_ARENA_OVERFLOW_FACTOR * arena->frame_bytes)
+            want = TESSERA_CLIENT_ARENA_OVERFLOW_FACTOR * arena->frame_bytes;
+        if (want < size) want = size;
+        chunk = xmalloc(sizeof *chunk + want);
+        chunk->capacity = want;
+        chunk->used = 0;
+        chunk->next = arena->overflow;
+        arena->overflow = chunk;
+    }
+    void *p = (uint8_t *)chunk->data + chunk->used;
+    chunk->used += size;
+    return p;
+}
+
+static void tessera_client__arena_free(void *data, void *pointer) {
+    (void)data;
+    (void)pointer; /* reclaimed when the arena is rewound */
+}
+
+static void tessera_client__arena_init(tessera_client__arena *arena) {
+    memset(arena, 0, sizeof *arena);
+    arena->allocator.alloc = tessera_client__arena_alloc;
+    arena->allocator.free = tessera_client__arena_free;
+    arena->allocator.allocator_data = arena;
+}
+
+static void tessera_client__arena_drop_overflow(tessera_client__arena *arena) {
+    while (arena->overflow) {
+        tessera_client__chunk *next = arena->overflow->next;
+        free(arena->overflow);
+        arena->overflow = next;
+    }
+}
+
+/* Rewinds the arena for a frame of `frame_bytes` bytes: everything handed
+ * out before is gone. Grows it (one allocation) when the frame may need
+ * more than it holds, judging by the guess and by the largest frame so far. */
+static void tessera_client__arena_rewind(tessera_client__arena *arena, size_t frame_bytes) {
+    tessera_client__arena_drop_overflow(arena);
+    size_t want = TESSERA_CLIENT_ARENA_GUESS_FACTOR * frame_bytes + TESSERA_CLIENT_ARENA_GUESS_SLACK;
+    if (want < arena->peak) want = arena->peak;
+    if (want > arena->capacity) {
+        size_t capacity = arena->capacity ? arena->capacity : TESSERA_CLIENT_ARENA_MIN_BYTES;
+        while (capacity < want) capacity *= 2;
+        free(arena->base);
+        arena->base = xmalloc(capacity);
+        arena->capacity = capacity;
+    }
+    arena->used = 0;
+    arena->demand = 0;
+    arena->frame_bytes = frame_bytes;
+}
+
+static void tessera_client__arena_close(tessera_client__arena *arena) {
+    tessera_client__arena_drop_overflow(arena);
+    free(arena->base);
+    arena->base = NULL;
+    arena->capacity = arena->used = 0;
+}
+
+/* ---- the entity table ----------------------------------------------------- */
+
+/* What the client keeps per entity: the public part and its stream state. */
+typedef struct tessera_client__entity {
+    tessera_client_entity pub;  /* first: &entity->pub and entity are one address */
+    volatile_track track;       /* the position last received, in units: the base of the next delta */
+    entity_state_mask changed;  /* properties changed in the current frame */
+    unsigned events;            /* TESSERA_CLIENT__EVENT_* noted in the current frame */
+} tessera_client__entity;
+
+/* What happened to an entity during the frame being applied. */
+enum {
+    TESSERA_CLIENT__EVENT_ENTERED = 1u << 0,
+    TESSERA_CLIENT__EVENT_MOVED = 1u << 1,
+    TESSERA_CLIENT__EVENT_CHANGED = 1u << 2,
+    TESSERA_CLIENT__EVENT_DEPARTED = 1u << 3,
+};
+
+/* A reusable array of entities: emptied per frame, its memory kept. */
+typedef struct tessera_client__list {
+    tessera_client__entity **items;
+    size_t count, capacity;
+} tessera_client__list;
+
+static void tessera_client__list_push(tessera_client__list *list, tessera_client__entity *entity) {
+    if (list->count == list->capacity) {
+        /* 64 covers a quiet view's frame without ever growing. */
+        list->capacity = list->capacity ? list->capacity * 2 : 64;
+        list->items = xrealloc(list->items, list->capacity * sizeof list->items[0]);
+    }
+    list->items[list->count++] = entity;
+}
+
+static void tessera_client__list_close(tessera_client__list *list) {
+    free(list->items);
+    memset(list, 0, sizeof *list);
+}
+
+/* A BaseProperties change list kept until the player's entity enters. */
+typedef struct tessera_client__pending {
+    uint8_t *data;
+    size_t length;
+} tessera_client__pending;
 
 struct tessera_client {
     uv_loop_t *loop;
@@ -56,9 +256,38 @@ struct tessera_client {
     uint32_t sequence;              /* of the last move sent */
     tessera_client_login_info login;
     char server_name[TESSERA_CLIENT_NAME_BYTES];
-    id_map entities;                /* entity id -> tessera_client_entity*, owned */
-    entity_def_registry *definitions; /* received at login, owned */
     tessera_client_stats stats;
+    tessera_client__arena arena;    /* protobuf-c's memory for the frame being handled */
+    bit_writer scratch;             /* outgoing call arguments; base properties kept aside */
+
+    /* From the login reply (all NULL or empty before it). */
+    entity_def_registry *definitions; /* owned */
+    replication_schema *schema;     /* over `definitions`; owned */
+    volatile_codec_config volatile_config;
+    unsigned alias_bits;
+    entity_state_mask *base_masks;  /* per class id: BASE_AND_CLIENT properties, what BaseProperties may carry */
+    size_t *call_args_first;        /* per class id: its first slot in call_args */
+    entity_state **call_args;       /* per client method of every class: its arguments, created on first use */
+
+    /* The view. An entity is in both maps or in neither. */
+    id_map entities;                /* entity id -> tessera_client__entity*, owned */
+    tessera_client__entity **aliases; /* alias -> entity or NULL; grows up to max_aliases slots */
+    uint32_t alias_capacity;
+
+    /* BaseProperties waiting for the player's entity to enter, in order. */
+    tessera_client__pending *pending;
+    size_t pending_count, pending_capacity, pending_bytes;
+
+    /* The ViewUpdate being applied. */
+    struct {
+        uint32_t tick;
+        uint64_t stamp_us;
+        int broken;                 /* the stream broke a rule the decoder cannot see: reason below */
+        char broken_reason[160];
+        int move_error;             /* the volatile_codec error a MOVE record gave, or 0 */
+        uint32_t move_error_alias;
+        tessera_client__list entered, moved, changed, departed;
+    } frame;
 };
 
 /* ---- names ---------------------------------------------------------------- */
@@ -83,7 +312,8 @@ const char *tessera_client_error_name(int code) {
         "unknown_message", "not_logged_in",  "protocol_version_mismatch",
         "bad_credentials", "unavailable",    "out_of_order",
         "invalid_argument", "replaced",      "slow_consumer",
-        "server_shutdown",
+        "server_shutdown", "not_exposed",    "bad_arguments",
+        "unknown_entity",
     };
     if (code < 0 || (size_t)code >= sizeof names / sizeof names[0]) return "unknown";
     return names[code];
@@ -116,6 +346,10 @@ static int tessera_client__is_open(const tessera_client *client) {
     return state != TESSERA_CLIENT_CLOSING && state != TESSERA_CLIENT_CLOSED;
 }
 
+static int tessera_client__in_world(const tessera_client *client) {
+    return tessera_client__state(client) == TESSERA_CLIENT_IN_WORLD;
+}
+
 tessera_client *tessera_client_create(uv_loop_t *loop, const tessera_client_callbacks *callbacks, void *user_data) {
     tessera_client *client = xcalloc(1, sizeof *client);
     client->loop = loop;
@@ -124,7 +358,46 @@ tessera_client *tessera_client_create(uv_loop_t *loop, const tessera_client_call
     client->state = TESSERA_CLIENT_DISCONNECTED;
     snprintf(client->name, sizeof client->name, "tessera-client");
     id_map_init(&client->entities);
+    tessera_client__arena_init(&client->arena);
+    bit_writer_init(&client->scratch);
     return client;
+}
+
+static void tessera_client__entity_free(tessera_client__entity *entity) {
+    entity_state_free(entity->pub.state);
+    free(entity);
+}
+
+/* Everything the login reply made. The states refer to the definitions'
+ * classes, so they go first. */
+static void tessera_client__free_world(tessera_client *client) {
+    size_t cursor = 0;
+    uint64_t id;
+    void *value;
+    while (id_map_next(&client->entities, &cursor, &id, &value)) tessera_client__entity_free(value);
+    id_map_close(&client->entities);
+    free(client->aliases);
+    client->aliases = NULL;
+    client->alias_capacity = 0;
+    if (client->definitions) {
+        size_t classes = entity_def_registry_class_count(client->definitions);
+        size_t slots = classes > 0 ? client->call_args_first[classes] : 0;
+        for (size_t i = 0; i < slots; i++) entity_state_free(client->call_args[i]);
+    }
+    free(client->call_args);
+    free(client->call_args_first);
+    free(client->base_masks);
+    client->call_args = NULL;
+    client->call_args_first = NULL;
+    client->base_masks = NULL;
+    for (size_t i = 0; i < client->pending_count; i++) free(client->pending[i].data);
+    free(client->pending);
+    client->pending = NULL;
+    client->pending_count = client->pending_capacity = client->pending_bytes = 0;
+    replication_schema_free(client->schema);
+    client->schema = NULL;
+    entity_def_registry_free(client->definitions);
+    client->definitions = NULL;
 }
 
 /* Fires on_closed and releases everything. Runs from a libuv close callback
@@ -141,12 +414,13 @@ static void tessera_client__finish(tessera_client *client, const char *reason) {
     client->ch = NULL;
     if (client->callbacks.on_closed) client->callbacks.on_closed(client, cause, client->close_reason);
 
-    size_t cursor = 0;
-    uint64_t id;
-    void *value;
-    while (id_map_next(&client->entities, &cursor, &id, &value)) free(value);
-    id_map_close(&client->entities);
-    entity_def_registry_free(client->definitions);
+    tessera_client__free_world(client);
+    tessera_client__list_close(&client->frame.entered);
+    tessera_client__list_close(&client->frame.moved);
+    tessera_client__list_close(&client->frame.changed);
+    tessera_client__list_close(&client->frame.departed);
+    tessera_client__arena_close(&client->arena);
+    bit_writer_close(&client->scratch);
     free(client);
 }
 
@@ -194,13 +468,17 @@ static void tessera_client__protocol_error(tessera_client *client, const char *w
     char reason[192];
     snprintf(reason, sizeof reason, "protocol error: %s", what);
     log_debug("client %s: %s (state %s)", client->ch ? channel_peer_name(client->ch) : "?", reason,
-             tessera_client_state_name(client->state));
+              tessera_client_state_name(client->state));
     tessera_client__close_with(client, TESSERA_CLIENT_CLOSED_PROTOCOL, reason);
 }
 
 /* ---- sending -------------------------------------------------------------- */
 
+/* Sends one message. Returns 0, or -1 when there is no channel (a client
+ * fed through tessera_client_process_frame) or the send failed (the channel
+ * then closes, and its on_close reports why). */
 static int tessera_client__send(tessera_client *client, const Tessera__Client__ClientToServer *message) {
+    if (!client->ch) return -1;
     size_t length = tessera__client__client_to_server__get_packed_size(message);
     if (channel_send_message(client->ch, &message->base) != 0) return -1;
     client->stats.frames_out++;
@@ -216,10 +494,11 @@ static void tessera_client__send_hello(tessera_client *client) {
     message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO;
     message.hello = &hello;
     client->state = TESSERA_CLIENT_HELLO_SENT;
-    /* A failed send closes the channel, and its on_close reports why. */
     tessera_client__send(client, &message);
 }
 
+/* Without a channel (tessera_client_process_frame) the login is only
+ * pretended: the state moves on and nothing is sent. */
 static void tessera_client__send_login(tessera_client *client) {
     Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
     login.account = client->account;
@@ -228,13 +507,13 @@ static void tessera_client__send_login(tessera_client *client) {
     message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN;
     message.login = &login;
     client->state = TESSERA_CLIENT_LOGIN_SENT;
-    tessera_client__send(client, &message);
+    if (client->ch) tessera_client__send(client, &message);
     /* The password is not needed any more; do not keep it in memory. */
     memset(client->password, 0, sizeof client->password);
 }
 
 int tessera_client_send_move(tessera_client *client, float x, float y, float z, float yaw) {
-    if (tessera_client__state(client) != TESSERA_CLIENT_IN_WORLD) return -1;
+    if (!tessera_client__in_world(client)) return -1;
     if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !isfinite(yaw)) return -1;
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
     position.x = x;
@@ -254,7 +533,50 @@ int tessera_client_send_move(tessera_client *client, float x, float y, float z, 
 
 uint32_t tessera_client_last_sequence(const tessera_client *client) { return client->sequence; }
 
-/* ---- receiving ------------------------------------------------------------ */
+static int tessera_client__send_call(tessera_client *client, uint64_t entity_id, int part, uint32_t method_id,
+                                     const uint8_t *args, size_t length) {
+    Tessera__Client__EntityCall call = TESSERA__CLIENT__ENTITY_CALL__INIT;
+    call.entity_id = entity_id;
+    call.part = (Tessera__Client__MethodPart)part;
+    call.method_id = method_id;
+    call.args.data = (uint8_t *)args; /* only read while packing */
+    call.args.len = args ? length : 0;
+    Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
+    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL;
+    message.call = &call;
+    if (tessera_client__send(client, &message) != 0) return -1;
+    client->stats.calls_out++;
+    return 0;
+}
+
+int tessera_client_call(tessera_client *client, uint64_t entity_id, entity_def_part part, const char *method_name,
+                        const entity_state *args) {
+    if (!tessera_client__in_world(client) || !method_name) return -1;
+    if (part != ENTITY_DEF_PART_BASE && part != ENTITY_DEF_PART_CELL) return -1;
+    const tessera_client__entity *entity = entity_id ? id_map_get(&client->entities, entity_id) : NULL;
+    if (!entity) return -1;
+    /* The server takes base methods on the player's own entity only. */
+    if (part == ENTITY_DEF_PART_BASE && entity_id != client->login.entity_id) return -1;
+    const entity_def_method *method = entity_def_class_find_method(entity->pub.cls, part, method_name);
+    if (!method || !method->exposed) return -1;
+    bit_writer_reset(&client->scratch);
+    if (args) {
+        if (entity_state_class(args) != &method->args_class) return -1;
+        method_call_encode(args, &client->scratch);
+    } else if (method->arg_count != 0) {
+        return -1;
+    }
+    return tessera_client__send_call(client, entity_id, (int)part, method->id, bit_writer_data(&client->scratch),
+                                     bit_writer_bytes(&client->scratch));
+}
+
+int tessera_client_call_raw(tessera_client *client, uint64_t entity_id, int part, uint32_t method_id,
+                            const uint8_t *args, size_t length) {
+    if (!tessera_client__in_world(client)) return -1;
+    return tessera_client__send_call(client, entity_id, part, method_id, args, length);
+}
+
+/* ---- receiving: hello, login ---------------------------------------------- */
 
 /* Reads an optional Vector3 (absent means the origin, as proto3 defaults
  * say). Returns 0, or -1 if a coordinate is not finite. */
@@ -270,9 +592,15 @@ static int tessera_client__read_vector(const Tessera__Client__Vector3 *v, float 
     return 0;
 }
 
+/* A client that never dialled: frames reach it only through
+ * tessera_client_process_frame, and it takes the hello and the login as
+ * sent (tessera_client.h). */
+static int tessera_client__detached(const tessera_client *client) { return !client->ch && !client->connected; }
 
 static void tessera_client__on_server_hello(tessera_client *client, const Tessera__Client__ServerHello *hello) {
-    if (client->state != TESSERA_CLIENT_HELLO_SENT) {
+    int expected = client->state == TESSERA_CLIENT_HELLO_SENT ||
+                   (tessera_client__detached(client) && client->state == TESSERA_CLIENT_DISCONNECTED);
+    if (!expected) {
         tessera_client__protocol_error(client, "server hello out of order");
         return;
     }
@@ -288,30 +616,80 @@ static void tessera_client__on_server_hello(tessera_client *client, const Tesser
     if (client->login_requested) tessera_client__send_login(client);
 }
 
+/* Checks the numbers of a login reply and fills `info` with them. Returns
+ * NULL, or what is wrong. */
+static const char *tessera_client__read_login_numbers(const Tessera__Client__LoginReply *reply,
+                                                      tessera_client_login_info *info,
+                                                      volatile_codec_config *volatile_config) {
+    if (reply->entity_id == 0) return "login reply without an entity id";
+    if (tessera_client__read_vector(reply->position, &info->x, &info->y, &info->z) != 0 || !isfinite(reply->yaw) ||
+        !isfinite(reply->view_radius) || reply->view_radius < 0 || !isfinite(reply->view_hysteresis) ||
+        reply->view_hysteresis < 0 || !isfinite(reply->max_speed) || !isfinite(reply->detail_near_distance) ||
+        reply->detail_near_distance < 0 || !isfinite(reply->detail_medium_distance) ||
+        reply->detail_medium_distance < 0)
+        return "login reply with a non-finite or negative number";
+    if (reply->max_aliases < 1 || reply->max_aliases > TESSERA_CLIENT_MAX_ALIASES)
+        return "login reply with max_aliases outside 1..65536";
+    float min[3], max[3];
+    if (tessera_client__read_vector(reply->world_min, &min[0], &min[1], &min[2]) != 0 ||
+        tessera_client__read_vector(reply->world_max, &max[0], &max[1], &max[2]) != 0)
+        return "login reply with a non-finite world bound";
+    double min_d[3] = {min[0], min[1], min[2]}, max_d[3] = {max[0], max[1], max[2]};
+    if (volatile_codec_config_init(volatile_config, reply->position_precision, min_d, max_d, reply->yaw_steps) != 0)
+        return "login reply with a position precision, world bounds or yaw steps the stream cannot use";
+    info->entity_id = reply->entity_id;
+    info->yaw = reply->yaw;
+    info->view_radius = reply->view_radius;
+    info->view_hysteresis = reply->view_hysteresis;
+    info->max_speed = reply->max_speed;
+    info->tick_hz = reply->tick_hz;
+    snprintf(info->space_name, sizeof info->space_name, "%s", reply->space_name ? reply->space_name : "");
+    info->max_aliases = reply->max_aliases;
+    info->position_precision = reply->position_precision;
+    memcpy(info->world_min, min, sizeof min);
+    memcpy(info->world_max, max, sizeof max);
+    info->yaw_steps = reply->yaw_steps;
+    info->detail_near_distance = reply->detail_near_distance;
+    info->detail_medium_distance = reply->detail_medium_distance;
+    return NULL;
+}
+
+/* What the definitions imply for this client: the properties BaseProperties
+ * may carry per class, and a slot per client method for its arguments. */
+static void tessera_client__index_definitions(tessera_client *client) {
+    size_t classes = entity_def_registry_class_count(client->definitions);
+    client->base_masks = xcalloc(classes > 0 ? classes : 1, sizeof client->base_masks[0]);
+    client->call_args_first = xcalloc(classes + 1, sizeof client->call_args_first[0]);
+    size_t slots = 0;
+    for (size_t c = 0; c < classes; c++) {
+        const entity_def_class *cls = entity_def_registry_class(client->definitions, (uint16_t)c);
+        for (size_t p = 0; p < cls->property_count; p++) {
+            const entity_def_audience *audience = &cls->properties[p].audience;
+            if (audience->on_base && audience->to_own_client)
+                entity_state_mask_add(&client->base_masks[c], cls->properties[p].id);
+        }
+        client->call_args_first[c] = slots;
+        slots += cls->method_count[ENTITY_DEF_PART_CLIENT];
+    }
+    client->call_args_first[classes] = slots;
+    client->call_args = xcalloc(slots > 0 ? slots : 1, sizeof client->call_args[0]);
+}
+
 static void tessera_client__on_login_reply(tessera_client *client, const Tessera__Client__LoginReply *reply) {
-    if (client->state != TESSERA_CLIENT_LOGIN_SENT) {
+    int expected = client->state == TESSERA_CLIENT_LOGIN_SENT ||
+                   (tessera_client__detached(client) && client->state == TESSERA_CLIENT_AWAITING_LOGIN);
+    if (!expected) {
         tessera_client__protocol_error(client, "login reply out of order");
         return;
     }
     tessera_client_login_info info;
     memset(&info, 0, sizeof info);
-    if (reply->entity_id == 0) {
-        tessera_client__protocol_error(client, "login reply without an entity id");
+    volatile_codec_config volatile_config;
+    const char *wrong = tessera_client__read_login_numbers(reply, &info, &volatile_config);
+    if (wrong) {
+        tessera_client__protocol_error(client, wrong);
         return;
     }
-    if (tessera_client__read_vector(reply->position, &info.x, &info.y, &info.z) != 0 || !isfinite(reply->yaw) ||
-        !isfinite(reply->view_radius) || reply->view_radius < 0 || !isfinite(reply->view_hysteresis) ||
-        reply->view_hysteresis < 0 || !isfinite(reply->max_speed)) {
-        tessera_client__protocol_error(client, "login reply with a non-finite or negative number");
-        return;
-    }
-    info.entity_id = reply->entity_id;
-    info.yaw = reply->yaw;
-    info.view_radius = reply->view_radius;
-    info.view_hysteresis = reply->view_hysteresis;
-    info.max_speed = reply->max_speed;
-    info.tick_hz = reply->tick_hz;
-    snprintf(info.space_name, sizeof info.space_name, "%s", reply->space_name ? reply->space_name : "");
     /* The definitions let this client decode any game; their digest must
      * be theirs, or something in between mangled them. */
     if (!reply->definitions || !reply->definitions[0]) {
@@ -334,102 +712,432 @@ static void tessera_client__on_login_reply(tessera_client *client, const Tessera
     }
     snprintf(info.definitions_digest, sizeof info.definitions_digest, "%s", digest);
     info.definition_classes = entity_def_registry_class_count(definitions);
-    entity_def_registry_free(client->definitions);
+    tessera_client__free_world(client); /* nothing yet: a login reply comes once */
+    id_map_init(&client->entities);
     client->definitions = definitions;
+    client->schema = replication_schema_create(definitions);
+    client->volatile_config = volatile_config;
+    client->alias_bits = replication_alias_bits(info.max_aliases);
+    tessera_client__index_definitions(client);
     client->login = info;
     client->state = TESSERA_CLIENT_IN_WORLD;
     if (client->callbacks.on_logged_in) client->callbacks.on_logged_in(client, &client->login);
 }
 
-/* Applies one ViewUpdate: leaves, then enters, then moves, as the wire
- * orders them. Stops as soon as a callback closes the client. */
+/* ---- receiving: the entity stream ----------------------------------------- */
+
+static tessera_client__entity *tessera_client__by_alias(const tessera_client *client, uint32_t alias) {
+    return alias < client->alias_capacity ? client->aliases[alias] : NULL;
+}
+
+/* Marks the frame's stream broken for a reason the decoder cannot see (it
+ * stops nothing: the decoder goes on, and the frame is refused after it).
+ * The first reason is kept. */
+static void tessera_client__break_stream(tessera_client *client, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+static void tessera_client__break_stream(tessera_client *client, const char *format, ...) {
+    if (client->frame.broken) return;
+    client->frame.broken = 1;
+    va_list args;
+    va_start(args, format);
+    vsnprintf(client->frame.broken_reason, sizeof client->frame.broken_reason, format, args);
+    va_end(args);
+}
+
+/* Keeps a copy of a BaseProperties change list for when the player's entity
+ * enters. Returns 0, or -1 when too much is waiting already. */
+static int tessera_client__pend_base(tessera_client *client, const uint8_t *data, size_t length) {
+    if (client->pending_bytes + length > TESSERA_CLIENT_PENDING_BASE_MAX_BYTES) return -1;
+    if (client->pending_count == client->pending_capacity) {
+        client->pending_capacity = client->pending_capacity ? client->pending_capacity * 2 : 4;
+        client->pending = xrealloc(client->pending, client->pending_capacity * sizeof client->pending[0]);
+    }
+    tessera_client__pending *p = &client->pending[client->pending_count++];
+    p->data = xmalloc(length > 0 ? length : 1);
+    if (length > 0) memcpy(p->data, data, length);
+    p->length = length;
+    client->pending_bytes += length;
+    return 0;
+}
+
+/* Applies one BaseProperties change list to the player's entity, all or
+ * nothing; `changed` (may be NULL) receives what changed. Returns NULL, or
+ * what is wrong (after trailing bytes the state holds the list's values,
+ * but the client closes). */
+static const char *tessera_client__apply_base(tessera_client *client, tessera_client__entity *entity,
+                                              const uint8_t *data, size_t length, entity_state_mask *changed) {
+    bit_reader r;
+    bit_reader_init(&r, data, length);
+    int rc = property_codec_decode_changes(&r, entity->pub.state, &client->base_masks[entity->pub.cls->id], changed);
+    if (rc != 0) return property_codec_strerror(rc);
+    /* Only the zero bits that pad the list to a byte may follow. */
+    size_t left = bit_reader_remaining(&r);
+    uint64_t pad;
+    if (left >= 8 || bit_reader_read(&r, (unsigned)left, &pad) != 0 || pad != 0)
+        return "bytes after the change list";
+    return NULL;
+}
+
+/* The player's entity just entered: what BaseProperties said meanwhile
+ * goes into it, in order. */
+static void tessera_client__apply_pending_base(tessera_client *client, tessera_client__entity *entity) {
+    for (size_t i = 0; i < client->pending_count; i++) {
+        /* What changed is not reported: on_enter covers it. */
+        const char *wrong =
+            tessera_client__apply_base(client, entity, client->pending[i].data, client->pending[i].length, NULL);
+        if (wrong) {
+            tessera_client__break_stream(client, "base properties of entity %" PRIu64 ": %s", entity->pub.id, wrong);
+            break;
+        }
+    }
+    for (size_t i = 0; i < client->pending_count; i++) free(client->pending[i].data);
+    client->pending_count = 0;
+    client->pending_bytes = 0;
+}
+
+static entity_state *tessera_client__stream_enter(void *ctx, uint32_t alias, uint64_t entity_id,
+                                                  const entity_def_class *cls, bool is_owner) {
+    tessera_client *client = ctx;
+    if (client->frame.broken) return NULL; /* refused anyway: create nothing more */
+    if (alias >= client->login.max_aliases) {
+        tessera_client__break_stream(client, "ENTER for alias %u, beyond max_aliases %u", alias,
+                                     client->login.max_aliases);
+        return NULL;
+    }
+    if (tessera_client__by_alias(client, alias)) {
+        tessera_client__break_stream(client, "ENTER for alias %u, which is live", alias);
+        return NULL;
+    }
+    if (id_map_get(&client->entities, entity_id)) {
+        tessera_client__break_stream(client, "ENTER for entity %" PRIu64 ", which is in view already", entity_id);
+        return NULL;
+    }
+    if (alias >= client->alias_capacity) {
+        /* Aliases are handed out from 0 up, so the table grows with the
+         * view rather than to max_aliases at once. */
+        uint32_t capacity = client->alias_capacity ? client->alias_capacity : 64;
+        while (capacity <= alias) capacity *= 2;
+        if (capacity > client->login.max_aliases) capacity = client->login.max_aliases;
+        client->aliases = xrealloc(client->aliases, capacity * sizeof client->aliases[0]);
+        memset(client->aliases + client->alias_capacity, 0,
+               (capacity - client->alias_capacity) * sizeof client->aliases[0]);
+        client->alias_capacity = capacity;
+    }
+    tessera_client__entity *entity = xcalloc(1, sizeof *entity);
+    entity->pub.id = entity_id;
+    entity->pub.alias = alias;
+    entity->pub.is_owner = is_owner;
+    entity->pub.cls = cls;
+    entity->pub.type = cls->name;
+    entity->pub.state = entity_state_create(cls);
+    entity->pub.last_tick = client->frame.tick;
+    volatile_track_init(&entity->track);
+    if (id_map_put(&client->entities, entity_id, entity) != 0) log_panic("id_map_put failed");
+    client->aliases[alias] = entity;
+    entity->events = TESSERA_CLIENT__EVENT_ENTERED;
+    tessera_client__list_push(&client->frame.entered, entity);
+    client->stats.enters++;
+    return entity->pub.state;
+}
+
+static entity_state *tessera_client__stream_find(void *ctx, uint32_t alias, bool *is_owner) {
+    tessera_client__entity *entity = tessera_client__by_alias(ctx, alias);
+    if (!entity) return NULL;
+    *is_owner = entity->pub.is_owner;
+    return entity->pub.state;
+}
+
+static int tessera_client__stream_move(void *ctx, uint32_t alias, bit_reader *r) {
+    tessera_client *client = ctx;
+    tessera_client__entity *entity = tessera_client__by_alias(client, alias);
+    int rc;
+    if (!entity) {
+        rc = volatile_codec_skip(r, &client->volatile_config);
+    } else {
+        float x, y, z, yaw;
+        rc = volatile_codec_decode(r, &entity->track, &client->volatile_config, &x, &y, &z, &yaw);
+        if (rc == 0) {
+            entity->pub.x = x;
+            entity->pub.y = y;
+            entity->pub.z = z;
+            entity->pub.yaw = yaw;
+            entity->pub.last_tick = client->frame.tick;
+            entity->pub.last_move_stamp_us = client->frame.stamp_us;
+            if (!(entity->events & (TESSERA_CLIENT__EVENT_ENTERED | TESSERA_CLIENT__EVENT_MOVED))) {
+                entity->events |= TESSERA_CLIENT__EVENT_MOVED;
+                tessera_client__list_push(&client->frame.moved, entity);
+            }
+            return 1;
+        }
+    }
+    if (rc < 0) {
+        client->frame.move_error = rc;
+        client->frame.move_error_alias = alias;
+        return rc;
+    }
+    return 0;
+}
+
+static void tessera_client__stream_leave(void *ctx, uint32_t alias) {
+    tessera_client *client = ctx;
+    tessera_client__entity *entity = tessera_client__by_alias(client, alias);
+    if (!entity) {
+        client->stats.stale_leaves++;
+        return;
+    }
+    client->aliases[alias] = NULL;
+    id_map_remove(&client->entities, entity->pub.id);
+    if (entity->pub.id == client->login.entity_id) {
+        /* The cell never sends the base's properties: keep them for when
+         * the player's entity comes back, as if BaseProperties said so. */
+        const entity_state_mask *base = &client->base_masks[entity->pub.cls->id];
+        if (!entity_state_mask_empty(base)) {
+            bit_writer_reset(&client->scratch);
+            property_codec_encode_changes(&client->scratch, entity->pub.state, base);
+            if (tessera_client__pend_base(client, bit_writer_data(&client->scratch),
+                                          bit_writer_bytes(&client->scratch)) != 0)
+                tessera_client__break_stream(client, "too many base properties waiting for the player's entity");
+        }
+    }
+    entity->events |= TESSERA_CLIENT__EVENT_DEPARTED;
+    tessera_client__list_push(&client->frame.departed, entity);
+    client->stats.leaves++;
+}
+
+static void tessera_client__stream_changed(void *ctx, uint32_t alias, entity_state *state,
+                                           const entity_state_mask *changed) {
+    tessera_client *client = ctx;
+    tessera_client__entity *entity = tessera_client__by_alias(client, alias);
+    if (!entity || entity->pub.state != state) return; /* cannot be: the state came from enter or find */
+    for (size_t w = 0; w < ENTITY_STATE_MASK_WORDS; w++) entity->changed.words[w] |= changed->words[w];
+    entity->pub.last_tick = client->frame.tick;
+    if (entity->events & TESSERA_CLIENT__EVENT_ENTERED) {
+        /* This is the ENTER itself, just applied. */
+        if (entity->pub.id == client->login.entity_id && client->pending_count > 0)
+            tessera_client__apply_pending_base(client, entity);
+        return;
+    }
+    if (entity_state_mask_empty(changed) || (entity->events & TESSERA_CLIENT__EVENT_CHANGED)) return;
+    entity->events |= TESSERA_CLIENT__EVENT_CHANGED;
+    tessera_client__list_push(&client->frame.changed, entity);
+}
+
+static const replication_decode_callbacks tessera_client__stream_callbacks = {
+    .enter = tessera_client__stream_enter,
+    .find = tessera_client__stream_find,
+    .move = tessera_client__stream_move,
+    .leave = tessera_client__stream_leave,
+    .changed = tessera_client__stream_changed,
+};
+
+/* Forgets the frame's events and frees the entities that left. Runs after
+ * every ViewUpdate, whether it was applied whole or refused. */
+static void tessera_client__end_frame(tessera_client *client) {
+    tessera_client__list *lists[] = {&client->frame.entered, &client->frame.moved, &client->frame.changed};
+    for (size_t l = 0; l < sizeof lists / sizeof lists[0]; l++) {
+        for (size_t i = 0; i < lists[l]->count; i++) {
+            tessera_client__entity *entity = lists[l]->items[i];
+            if (entity->events & TESSERA_CLIENT__EVENT_DEPARTED) continue; /* freed below */
+            if (entity->events & (TESSERA_CLIENT__EVENT_ENTERED | TESSERA_CLIENT__EVENT_CHANGED)) {
+                memset(&entity->changed, 0, sizeof entity->changed);
+                entity_state_clear_dirty(entity->pub.state);
+            }
+            entity->events = 0;
+        }
+        lists[l]->count = 0;
+    }
+    for (size_t i = 0; i < client->frame.departed.count; i++)
+        tessera_client__entity_free(client->frame.departed.items[i]);
+    client->frame.departed.count = 0;
+    client->frame.broken = 0;
+    client->frame.move_error = 0;
+}
+
+/* Checks every ClientCall of `view` before any is delivered, so that a bad
+ * one refuses the update before its callbacks. Returns 0, or -1 with the
+ * client closing. */
+static int tessera_client__check_calls(tessera_client *client, const Tessera__Client__ViewUpdate *view) {
+    for (size_t i = 0; i < view->n_calls; i++) {
+        const Tessera__Client__ClientCall *call = view->calls[i];
+        char what[160];
+        const tessera_client__entity *entity =
+            call && call->entity_id ? id_map_get(&client->entities, call->entity_id) : NULL;
+        if (!entity) {
+            snprintf(what, sizeof what, "client call on entity %" PRIu64 ", which is not in view",
+                     call ? call->entity_id : 0);
+            tessera_client__protocol_error(client, what);
+            return -1;
+        }
+        const entity_def_class *cls = entity->pub.cls;
+        if (call->method_id >= cls->method_count[ENTITY_DEF_PART_CLIENT]) {
+            snprintf(what, sizeof what, "client call of method %u of %s, which has %zu client methods",
+                     (unsigned)call->method_id, cls->name, cls->method_count[ENTITY_DEF_PART_CLIENT]);
+            tessera_client__protocol_error(client, what);
+            return -1;
+        }
+        const entity_def_method *method = &cls->methods[ENTITY_DEF_PART_CLIENT][call->method_id];
+        int rc = method_call_check(method, call->args.data, call->args.len);
+        if (rc != 0) {
+            snprintf(what, sizeof what, "client call %s.%s with bad arguments: %s", cls->name, method->name,
+                     method_call_strerror(rc));
+            tessera_client__protocol_error(client, what);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Delivers one checked ClientCall. Returns 0, or -1 with the client closing. */
+static int tessera_client__deliver_call(tessera_client *client, const Tessera__Client__ClientCall *call) {
+    const tessera_client__entity *entity = id_map_get(&client->entities, call->entity_id);
+    const entity_def_class *cls = entity->pub.cls;
+    const entity_def_method *method = &cls->methods[ENTITY_DEF_PART_CLIENT][call->method_id];
+    entity_state **args = &client->call_args[client->call_args_first[cls->id] + call->method_id];
+    if (!*args) *args = method_call_args_create(method);
+    int rc = method_call_decode(*args, call->args.data, call->args.len);
+    if (rc != 0) {
+        /* method_call_check passed, so this cannot be; refuse rather than trust it. */
+        tessera_client__protocol_error(client, "client call arguments that check but do not decode");
+        return -1;
+    }
+    client->stats.client_calls++;
+    if (client->callbacks.on_client_call) client->callbacks.on_client_call(client, &entity->pub, method, *args);
+    return 0;
+}
+
+/* Fires the callbacks of an applied frame, in the order tessera_client.h
+ * gives. Returns 0, or -1 as soon as the client is no longer in the world. */
+static int tessera_client__fire_frame(tessera_client *client, const Tessera__Client__ViewUpdate *view) {
+    const tessera_client_callbacks *cb = &client->callbacks;
+    for (size_t i = 0; i < client->frame.departed.count; i++) {
+        tessera_client__entity *entity = client->frame.departed.items[i];
+        if (entity->events & TESSERA_CLIENT__EVENT_ENTERED) continue; /* never shown */
+        if (cb->on_leave) {
+            cb->on_leave(client, entity->pub.id);
+            if (!tessera_client__in_world(client)) return -1;
+        }
+    }
+    for (size_t i = 0; i < client->frame.entered.count; i++) {
+        tessera_client__entity *entity = client->frame.entered.items[i];
+        if (entity->events & TESSERA_CLIENT__EVENT_DEPARTED) continue;
+        if (cb->on_enter) {
+            cb->on_enter(client, &entity->pub);
+            if (!tessera_client__in_world(client)) return -1;
+        }
+    }
+    for (size_t i = 0; i < client->frame.moved.count; i++) {
+        tessera_client__entity *entity = client->frame.moved.items[i];
+        if (entity->events & TESSERA_CLIENT__EVENT_DEPARTED) continue;
+        if (cb->on_move) {
+            cb->on_move(client, &entity->pub, view->stamp_us);
+            if (!tessera_client__in_world(client)) return -1;
+        }
+    }
+    for (size_t i = 0; i < client->frame.changed.count; i++) {
+        tessera_client__entity *entity = client->frame.changed.items[i];
+        if (entity->events & (TESSERA_CLIENT__EVENT_ENTERED | TESSERA_CLIENT__EVENT_DEPARTED)) continue;
+        if (cb->on_properties_changed) {
+            cb->on_properties_changed(client, &entity->pub, &entity->changed);
+            if (!tessera_client__in_world(client)) return -1;
+        }
+    }
+    for (size_t i = 0; i < view->n_calls; i++) {
+        if (tessera_client__deliver_call(client, view->calls[i]) != 0) return -1;
+        if (!tessera_client__in_world(client)) return -1;
+    }
+    return 0;
+}
+
+/* Applies one ViewUpdate: the whole stream first, then the callbacks. */
 static void tessera_client__on_view(tessera_client *client, const Tessera__Client__ViewUpdate *view) {
     if (client->state != TESSERA_CLIENT_IN_WORLD) {
         tessera_client__protocol_error(client, "view update before login completed");
         return;
     }
-    /* Validate everything first so a bad update is refused whole rather
-     * than half applied. */
-    for (size_t i = 0; i < view->n_enters; i++) {
-        const Tessera__Client__EntityEnter *enter = view->enters[i];
-        float x, y, z;
-        if (!enter || enter->entity_id == 0 || tessera_client__read_vector(enter->position, &x, &y, &z) != 0 ||
-            !isfinite(enter->yaw)) {
-            tessera_client__protocol_error(client, "entity enter with id 0 or a non-finite number");
-            return;
-        }
-    }
-    for (size_t i = 0; i < view->n_moves; i++) {
-        const Tessera__Client__EntityMove *move = view->moves[i];
-        float x, y, z;
-        if (!move || tessera_client__read_vector(move->position, &x, &y, &z) != 0 || !isfinite(move->yaw)) {
-            tessera_client__protocol_error(client, "entity move with a non-finite number");
-            return;
-        }
-    }
-
     uint32_t tick = view->tick;
     client->stats.view_updates++;
+    client->stats.stream_bytes += view->stream.len;
     if (client->callbacks.on_frame_begin) {
         client->callbacks.on_frame_begin(client, tick);
-        if (tessera_client__state(client) != TESSERA_CLIENT_IN_WORLD) return;
+        if (!tessera_client__in_world(client)) return;
     }
 
-    for (size_t i = 0; i < view->n_leaves; i++) {
-        uint64_t id = view->leaves[i];
-        tessera_client_entity *entity = id ? id_map_remove(&client->entities, id) : NULL;
-        if (!entity) {
-            client->stats.stale_leaves++;
-            continue;
-        }
-        client->stats.leaves++;
-        if (client->callbacks.on_leave) client->callbacks.on_leave(client, id);
-        free(entity);
-        if (tessera_client__state(client) != TESSERA_CLIENT_IN_WORLD) return;
-    }
-
-    for (size_t i = 0; i < view->n_enters; i++) {
-        const Tessera__Client__EntityEnter *enter = view->enters[i];
-        tessera_client_entity *entity = id_map_get(&client->entities, enter->entity_id);
-        int fresh = entity == NULL;
-        if (fresh) {
-            entity = xcalloc(1, sizeof *entity);
-            entity->id = enter->entity_id;
-            if (id_map_put(&client->entities, entity->id, entity) != 0) log_panic("id_map_put failed");
-        } else {
-            client->stats.duplicate_enters++;
-        }
-        tessera_client__read_vector(enter->position, &entity->x, &entity->y, &entity->z);
-        entity->yaw = enter->yaw;
-        snprintf(entity->type, sizeof entity->type, "%s", enter->entity_type ? enter->entity_type : "");
-        entity->last_tick = tick;
-        if (!fresh) continue;
-        client->stats.enters++;
-        if (client->callbacks.on_enter) {
-            client->callbacks.on_enter(client, entity);
-            if (tessera_client__state(client) != TESSERA_CLIENT_IN_WORLD) return;
+    client->frame.tick = tick;
+    client->frame.stamp_us = view->stamp_us;
+    /* An update may carry no stream at all (only calls): nothing moved. */
+    if (view->stream.len > 0) {
+        bit_reader r;
+        bit_reader_init(&r, view->stream.data, view->stream.len);
+        replication_decode_stats decoded;
+        int rc = replication_decode_stream(&r, client->schema, client->alias_bits, &tessera_client__stream_callbacks,
+                                           client, &decoded);
+        client->stats.moves += decoded.moves;
+        client->stats.property_updates += decoded.updates;
+        client->stats.discarded_records += decoded.discarded;
+        if (rc != 0) {
+            char what[192];
+            if (client->frame.move_error != 0 && rc == client->frame.move_error)
+                snprintf(what, sizeof what, "entity stream: MOVE record for alias %u: %s",
+                         client->frame.move_error_alias,
+                         rc == VOLATILE_CODEC_ERROR_RANGE    ? "position or yaw outside the world"
+                         : rc == VOLATILE_CODEC_ERROR_NO_BASE ? "a delta before any absolute position"
+                                                              : "truncated");
+            else
+                snprintf(what, sizeof what, "entity stream: %s", replication_strerror(rc));
+            tessera_client__protocol_error(client, what);
+            goto done;
         }
     }
-
-    for (size_t i = 0; i < view->n_moves; i++) {
-        const Tessera__Client__EntityMove *move = view->moves[i];
-        tessera_client_entity *entity = move->entity_id ? id_map_get(&client->entities, move->entity_id) : NULL;
-        if (!entity) {
-            client->stats.stale_moves++;
-            continue;
-        }
-        client->stats.moves++;
-        tessera_client__read_vector(move->position, &entity->x, &entity->y, &entity->z);
-        entity->yaw = move->yaw;
-        entity->last_move_stamp_us = move->stamp_us;
-        entity->last_tick = tick;
-        if (client->callbacks.on_move) {
-            client->callbacks.on_move(client, entity, move->stamp_us);
-            if (tessera_client__state(client) != TESSERA_CLIENT_IN_WORLD) return;
-        }
+    if (client->frame.broken) {
+        char what[192];
+        snprintf(what, sizeof what, "entity stream: %s", client->frame.broken_reason);
+        tessera_client__protocol_error(client, what);
+        goto done;
     }
-
+    if (tessera_client__check_calls(client, view) != 0) goto done;
+    if (tessera_client__fire_frame(client, view) != 0) goto done;
     if (client->callbacks.on_frame_end) client->callbacks.on_frame_end(client, tick);
+done:
+    tessera_client__end_frame(client);
+}
+
+/* ---- receiving: base properties, corrections, errors ---------------------- */
+
+static void tessera_client__on_base_properties(tessera_client *client, const Tessera__Client__BaseProperties *message) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD) {
+        tessera_client__protocol_error(client, "base properties before login completed");
+        return;
+    }
+    if (message->entity_id != client->login.entity_id) {
+        char what[128];
+        snprintf(what, sizeof what, "base properties of entity %" PRIu64 ", not the player's %" PRIu64,
+                 message->entity_id, client->login.entity_id);
+        tessera_client__protocol_error(client, what);
+        return;
+    }
+    client->stats.base_property_updates++;
+    tessera_client__entity *own = id_map_get(&client->entities, message->entity_id);
+    if (!own) {
+        /* The first ones can come before the first ViewUpdate: the class
+         * they are a change list of is known only once the entity enters. */
+        if (tessera_client__pend_base(client, message->changes.data, message->changes.len) != 0)
+            tessera_client__protocol_error(client, "too many base properties waiting for the player's entity");
+        return;
+    }
+    entity_state_mask changed;
+    const char *wrong = tessera_client__apply_base(client, own, message->changes.data, message->changes.len, &changed);
+    if (wrong) {
+        char what[160];
+        snprintf(what, sizeof what, "base properties of entity %" PRIu64 ": %s", own->pub.id, wrong);
+        tessera_client__protocol_error(client, what);
+        return;
+    }
+    if (entity_state_mask_empty(&changed)) return;
+    if (client->callbacks.on_properties_changed)
+        client->callbacks.on_properties_changed(client, &own->pub, &changed);
+    /* The callback may have closed the client; the entity lives until
+     * on_closed either way. */
+    entity_state_clear_dirty(own->pub.state);
 }
 
 static void tessera_client__on_correction(tessera_client *client, const Tessera__Client__Correction *message) {
@@ -467,13 +1175,14 @@ static void tessera_client__on_server_error(tessera_client *client, const Tesser
     }
 }
 
-static void tessera_client__on_frame(channel *ch, const uint8_t *frame, size_t length) {
-    tessera_client *client = channel_user_data(ch);
-    if (!tessera_client__is_open(client)) return;
+/* Handles one frame body: unpacked into the arena, dispatched, released. */
+static void tessera_client__handle_frame(tessera_client *client, const uint8_t *frame, size_t length) {
     client->stats.frames_in++;
     client->stats.bytes_in += length + FRAME_HEADER_BYTES;
 
-    Tessera__Client__ServerToClient *message = tessera__client__server_to_client__unpack(NULL, length, frame);
+    tessera_client__arena_rewind(&client->arena, length);
+    Tessera__Client__ServerToClient *message =
+        tessera__client__server_to_client__unpack(&client->arena.allocator, length, frame);
     if (!message) {
         tessera_client__protocol_error(client, "a frame that does not decode as ServerToClient");
         return;
@@ -488,6 +1197,9 @@ static void tessera_client__on_frame(channel *ch, const uint8_t *frame, size_t l
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW:
         tessera_client__on_view(client, message->view);
         break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_BASE_PROPERTIES:
+        tessera_client__on_base_properties(client, message->base_properties);
+        break;
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION:
         tessera_client__on_correction(client, message->correction);
         break;
@@ -498,7 +1210,22 @@ static void tessera_client__on_frame(channel *ch, const uint8_t *frame, size_t l
         tessera_client__protocol_error(client, "a frame with no body this client knows");
         break;
     }
-    tessera__client__server_to_client__free_unpacked(message, NULL);
+    /* Walks the message and frees nothing: the arena is rewound for the
+     * next frame. Kept so that the message is released the way protobuf-c
+     * expects whatever allocator it was unpacked with. */
+    tessera__client__server_to_client__free_unpacked(message, &client->arena.allocator);
+}
+
+static void tessera_client__on_frame(channel *ch, const uint8_t *frame, size_t length) {
+    tessera_client *client = channel_user_data(ch);
+    if (!tessera_client__is_open(client)) return;
+    tessera_client__handle_frame(client, frame, length);
+}
+
+int tessera_client_process_frame(tessera_client *client, const uint8_t *frame, size_t length) {
+    if (!tessera_client__is_open(client) || (!frame && length > 0)) return -1;
+    tessera_client__handle_frame(client, frame, length);
+    return tessera_client__is_open(client) ? 0 : -1;
 }
 
 static void tessera_client__on_connect(channel *ch, int status) {
@@ -578,16 +1305,22 @@ const char *tessera_client_server_name(const tessera_client *client) { return cl
 
 const tessera_client_entity *tessera_client_entity_find(const tessera_client *client, uint64_t entity_id) {
     if (entity_id == 0) return NULL;
-    return id_map_get(&client->entities, entity_id);
+    const tessera_client__entity *entity = id_map_get(&client->entities, entity_id);
+    return entity ? &entity->pub : NULL;
 }
 
 size_t tessera_client_entity_count(const tessera_client *client) { return id_map_count(&client->entities); }
+
+const tessera_client_entity *tessera_client_entity_by_alias(const tessera_client *client, uint32_t alias) {
+    const tessera_client__entity *entity = tessera_client__by_alias(client, alias);
+    return entity ? &entity->pub : NULL;
+}
 
 const tessera_client_entity *tessera_client_entity_next(const tessera_client *client, size_t *cursor) {
     uint64_t id;
     void *value;
     if (!id_map_next(&client->entities, cursor, &id, &value)) return NULL;
-    return value;
+    return &((const tessera_client__entity *)value)->pub;
 }
 
 void tessera_client_get_stats(const tessera_client *client, tessera_client_stats *out) { *out = client->stats; }

@@ -1,12 +1,18 @@
 /* tessera_client.h -- the C client SDK: one game client talking to one
- * baseapp over the client wire (proto/client.proto).
+ * baseapp over the client wire (proto/client.proto, PROTOCOL_VERSION 2).
  *
  * A client runs on a caller-supplied libuv loop and owns one channel
- * (common/channel.h). It performs the hello and login exchange, then keeps
- * the table of entities the player currently sees (id -> position, yaw,
- * type, last move stamp), applying each ViewUpdate in the order the wire
- * defines (leaves, then enters, then moves) and telling the caller through
- * callbacks. Nothing protobuf crosses this API: callers see plain structs.
+ * (common/channel.h). It performs the hello and login exchange, learns the
+ * game's entity definitions from the login reply, then keeps the table of
+ * entities the player currently sees: for each, its class, its properties
+ * (an entity_state of that class, read with entity_state_get_* and the
+ * property ids of entity_def_class_find_property), its position and yaw.
+ * Each ViewUpdate carries the bit-packed entity stream (common/replication.c
+ * documents it: ENTER, LEAVE, property UPDATE and volatile MOVE records
+ * naming entities by per-client alias) and the client method calls of that
+ * tick; BaseProperties carries the player's base-side properties. The SDK
+ * applies them and tells the caller through callbacks, and sends moves and
+ * calls of exposed methods. Nothing protobuf crosses this API.
  *
  * Lifecycle (mirrors channel.h):
  *
@@ -23,6 +29,10 @@
  *  - A function that returns -1 has started nothing: no callback follows
  *    from it.
  *
+ * Input from the server is never trusted: anything that does not decode,
+ * breaks the stream's rules or arrives out of order closes the client with
+ * CLOSED_PROTOCOL; it never stops the process.
+ *
  * Not owned here: reconnecting, name resolution (hosts are IP literals, as
  * in channel.h), and the player's own position (the caller decides where it
  * walks; the SDK sends what it is told).
@@ -30,9 +40,13 @@
 #ifndef TESSERA_CLIENT_H
 #define TESSERA_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
+
+#include "entity_def.h"
+#include "entity_state.h"
 
 typedef struct tessera_client tessera_client;
 
@@ -73,11 +87,13 @@ typedef enum tessera_client_error {
     TESSERA_CLIENT_ERROR_REPLACED = 10,
     TESSERA_CLIENT_ERROR_SLOW_CONSUMER = 11,
     TESSERA_CLIENT_ERROR_SERVER_SHUTDOWN = 12,
+    TESSERA_CLIENT_ERROR_NOT_EXPOSED = 13,
+    TESSERA_CLIENT_ERROR_BAD_ARGUMENTS = 14,
+    TESSERA_CLIENT_ERROR_UNKNOWN_ENTITY = 15,
 } tessera_client_error;
 
-/* Bytes of an entity type the table keeps (longer types are truncated). */
-#define TESSERA_CLIENT_TYPE_BYTES 32
-/* Bytes of the space name kept from the login reply (truncated likewise). */
+/* Bytes of the space name kept from the login reply (longer names are
+ * truncated). */
 #define TESSERA_CLIENT_NAME_BYTES 64
 
 /* One entity in the client's view. Owned by the client; a pointer to it is
@@ -85,11 +101,20 @@ typedef enum tessera_client_error {
  * comes first. */
 typedef struct tessera_client_entity {
     uint64_t id;
-    float x, y, z;
-    float yaw;                              /* radians */
-    char type[TESSERA_CLIENT_TYPE_BYTES];   /* entity_type from its enter, NUL-terminated */
-    uint64_t last_move_stamp_us;            /* stamp_us of the last move applied; 0 until one arrives */
-    uint32_t last_tick;                     /* cell tick of the update that last touched it */
+    uint32_t alias;                 /* the per-client alias the stream names it by */
+    bool is_owner;                  /* this client owns it (the ENTER said so): the player's own entity */
+    const entity_def_class *cls;    /* its class, owned by the definitions (tessera_client_definitions) */
+    const char *type;               /* cls->name */
+    /* Its properties as this client receives them: the class defaults until
+     * the server sends a value (a property this client's audience does not
+     * get keeps its default). Read it with entity_state_get_*; writing to it
+     * is pointless (the next update overwrites it) but harmless. Its dirty
+     * set is cleared after each frame's callbacks. */
+    entity_state *state;
+    float x, y, z;                  /* metres, quantized to the login's position_precision */
+    float yaw;                      /* radians in (-pi, pi], quantized to yaw_steps */
+    uint64_t last_move_stamp_us;    /* stamp_us of the ViewUpdate of the last move applied; 0 until one */
+    uint32_t last_tick;             /* cell tick of the update that last touched it */
 } tessera_client_entity;
 
 /* What the login reply said. */
@@ -103,6 +128,18 @@ typedef struct tessera_client_login_info {
     char space_name[TESSERA_CLIENT_NAME_BYTES];
     char definitions_digest[65];  /* hex digest of the game's entity definitions */
     size_t definition_classes;    /* entity types they declare */
+    /* How the entity stream is read: aliases 0..max_aliases-1 (1..65536),
+     * positions in units of position_precision metres inside
+     * [world_min, world_max], yaws in yaw_steps steps a turn. */
+    uint32_t max_aliases;
+    double position_precision;
+    float world_min[3], world_max[3]; /* x, y, z */
+    uint32_t yaw_steps;
+    /* Detail levels: within detail_near_distance (on X and on Z) of an
+     * entity this client gets its near-only properties, within
+     * detail_medium_distance its medium ones, farther only far ones. */
+    float detail_near_distance;
+    float detail_medium_distance;
 } tessera_client_login_info;
 
 /* A refused move: the player is back at this position. */
@@ -118,12 +155,17 @@ typedef struct tessera_client_stats {
     uint64_t frames_out;
     uint64_t bytes_out;          /* encoded bodies plus length prefixes */
     uint64_t view_updates;
-    uint64_t enters, leaves, moves;
+    uint64_t stream_bytes;       /* bytes of ViewUpdate.stream received */
+    uint64_t enters, leaves;     /* entities that entered / left the table */
+    uint64_t moves;              /* MOVE records applied */
+    uint64_t property_updates;   /* UPDATE records applied */
+    uint64_t discarded_records;  /* MOVE and UPDATE records for an alias not in the table: skipped */
+    uint64_t stale_leaves;       /* LEAVE records for an alias not in the table: ignored */
+    uint64_t client_calls;       /* ClientCalls received and delivered */
+    uint64_t base_property_updates; /* BaseProperties messages received */
+    uint64_t calls_out;          /* EntityCalls sent */
     uint64_t corrections;
     uint64_t errors;             /* Error messages received from the server */
-    uint64_t stale_leaves;       /* leaves naming an id not in the table: ignored */
-    uint64_t stale_moves;        /* moves naming an id not in the table: ignored */
-    uint64_t duplicate_enters;   /* enters for an id already in the table: state replaced, no on_enter */
 } tessera_client_stats;
 
 /* Every callback may be NULL. Each gets the client as first argument; the
@@ -132,18 +174,42 @@ typedef struct tessera_client_callbacks {
     /* login_reply arrived; the client is IN_WORLD. `info` stays valid until
      * the client closes (tessera_client_login_info_get returns it too). */
     void (*on_logged_in)(tessera_client *client, const tessera_client_login_info *info);
-    /* Around each ViewUpdate: on_frame_begin before its leaves, enters and
-     * moves are applied, on_frame_end after all of them (the pre- and
-     * post-data-update notifications). on_frame_end is skipped if the client
-     * was closed during the update. */
+    /* Around each ViewUpdate (the pre- and post-data-update notifications).
+     * on_frame_begin fires before anything of it is applied. Then the whole
+     * stream is applied to the table, and only then do the per-entity
+     * callbacks fire, in this order: on_leave for the entities that left,
+     * on_enter for those that entered, on_move for those that moved (not
+     * those that entered: on_enter already sees where they are),
+     * on_properties_changed for those whose properties changed (not those
+     * that entered), on_client_call for each call in the update's order;
+     * then on_frame_end. An entity that entered and left within one update
+     * gets no callback at all. If a callback closes the client, the rest
+     * (on_frame_end included) is skipped; so is everything after a broken
+     * update (the client then closes with CLOSED_PROTOCOL). */
     void (*on_frame_begin)(tessera_client *client, uint32_t tick);
     void (*on_frame_end)(tessera_client *client, uint32_t tick);
-    /* An entity entered the view and is now in the table. */
+    /* An entity entered the view and is now in the table, with every
+     * property the server sent and (when the server sent its first MOVE in
+     * the same update, as it does) its position. */
     void (*on_enter)(tessera_client *client, const tessera_client_entity *entity);
     /* An entity left the view; it is no longer in the table. */
     void (*on_leave)(tessera_client *client, uint64_t entity_id);
-    /* A known entity moved; `entity` already holds the new state. */
+    /* A known entity moved; `entity` already holds the new position.
+     * stamp_us is the ViewUpdate's (when the cell packed it). */
     void (*on_move)(tessera_client *client, const tessera_client_entity *entity, uint64_t stamp_us);
+    /* Properties of a known entity changed: `changed` holds their ids
+     * (entity->state already holds the new values). Fires once per entity
+     * per ViewUpdate, and for the player's own entity also when a
+     * BaseProperties message changed its base properties (outside any
+     * frame). Valid during the call only. */
+    void (*on_properties_changed)(tessera_client *client, const tessera_client_entity *entity,
+                                  const entity_state_mask *changed);
+    /* The server called client method `method` (of entity->cls, part
+     * ENTITY_DEF_PART_CLIENT) on `entity`, with `args` a state of
+     * method->args_class holding the arguments (read them with
+     * entity_state_get_*). `args` is valid during the call only. */
+    void (*on_client_call)(tessera_client *client, const tessera_client_entity *entity,
+                           const entity_def_method *method, const entity_state *args);
     /* The cell refused a move and put the player back. */
     void (*on_correction)(tessera_client *client, const tessera_client_correction *correction);
     /* The server sent an Error (code: tessera_client_error values). Before
@@ -188,6 +254,37 @@ int tessera_client_send_move(tessera_client *client, float x, float y, float z, 
 /* Sequence number of the last move sent (0 before the first). */
 uint32_t tessera_client_last_sequence(const tessera_client *client);
 
+/* Calls the exposed method `method_name` of part `part` (ENTITY_DEF_PART_BASE
+ * or ENTITY_DEF_PART_CELL) on entity `entity_id`, which must be in the
+ * table (the player's own entity included; a base method only on the own
+ * entity, as the server allows). `args` is a state of method->args_class
+ * holding the arguments (method_call_args_create, then entity_state_set_*;
+ * NULL is allowed for a method without arguments); it is encoded at once
+ * and stays the caller's. Only IN_WORLD. Returns 0, or -1 with nothing sent
+ * when the state is wrong, the entity is not in view, there is no such
+ * exposed method, `args` is of another class, or the connection is failing
+ * (it then closes; on_closed follows). */
+int tessera_client_call(tessera_client *client, uint64_t entity_id, entity_def_part part, const char *method_name,
+                        const entity_state *args);
+
+/* Sends an EntityCall exactly as given, with no check at all (any entity,
+ * part value, method id and argument bytes): for tests of the server's
+ * refusals. Only IN_WORLD. Returns 0, or -1 (nothing sent) when not in the
+ * world or the connection is failing. */
+int tessera_client_call_raw(tessera_client *client, uint64_t entity_id, int part, uint32_t method_id,
+                            const uint8_t *args, size_t length);
+
+/* For tests and benchmarks: handles one encoded ServerToClient (a frame body,
+ * without its length prefix) as if it had just been received, callbacks
+ * included. It also works on a client that never connected: there, a
+ * ServerHello is taken as the answer to a hello it did not send, a
+ * LoginReply as the answer to a login it did not send (calling
+ * tessera_client_login first is allowed, not needed), and nothing is ever
+ * sent. Returns 0 when the frame was handled and the client is still open,
+ * -1 when it is closing (already, or because of this frame: on_closed
+ * follows from the loop). */
+int tessera_client_process_frame(tessera_client *client, const uint8_t *frame, size_t length);
+
 /* Starts closing. Idempotent; safe inside any callback; on_closed fires
  * later from the loop and the memory is freed when it returns. */
 void tessera_client_close(tessera_client *client);
@@ -199,12 +296,14 @@ void tessera_client_set_user_data(tessera_client *client, void *user_data);
 const tessera_client_login_info *tessera_client_login_info_get(const tessera_client *client);
 /* The game's entity definitions received at login (checked against their
  * digest), or NULL before login. Owned by the client. */
-const struct entity_def_registry *tessera_client_definitions(const tessera_client *client);
+const entity_def_registry *tessera_client_definitions(const tessera_client *client);
 /* The name the server gave in its hello ("" before it arrives). */
 const char *tessera_client_server_name(const tessera_client *client);
 
 /* The entity with this id in the view, or NULL (unknown or already left). */
 const tessera_client_entity *tessera_client_entity_find(const tessera_client *client, uint64_t entity_id);
+/* The entity the stream currently names `alias`, or NULL. */
+const tessera_client_entity *tessera_client_entity_by_alias(const tessera_client *client, uint32_t alias);
 size_t tessera_client_entity_count(const tessera_client *client);
 /* Iteration over the view: set *cursor = 0, then each call returns the next
  * entity or NULL at the end. The table must not change during an iteration,

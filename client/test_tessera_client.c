@@ -1,0 +1,670 @@
+/* test_tessera_client.c -- the SDK's receiving side, fed frames through
+ * tessera_client_process_frame on a client that never connects: the login
+ * reply's checks, the entity stream (enters, moves, property updates,
+ * leaves, stale aliases), BaseProperties before and after the player's
+ * entity entered, client calls, the order of the callbacks, what closes the
+ * client with CLOSED_PROTOCOL, and the number of heap allocations per
+ * ViewUpdate (malloc, calloc and realloc are wrapped at link time, which
+ * counts every allocation of the SDK and of common/, both linked statically).
+ *
+ * The server side of each frame is built with the same modules the cellapp
+ * uses (replication's packer, volatile_codec, property_codec, method_call).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "bit_stream.h"
+#include "client.pb-c.h"
+#include "entity_def.h"
+#include "entity_state.h"
+#include "method_call.h"
+#include "property_codec.h"
+#include "replication.h"
+#include "tessera_client.h"
+#include "volatile_codec.h"
+
+/* ---- counting allocations ------------------------------------------------- */
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t count, size_t size);
+void *__real_realloc(void *pointer, size_t size);
+static unsigned long allocations;
+void *__wrap_malloc(size_t size) {
+    allocations++;
+    return __real_malloc(size);
+}
+void *__wrap_calloc(size_t count, size_t size) {
+    allocations++;
+    return __real_calloc(count, size);
+}
+void *__wrap_realloc(void *pointer, size_t size) {
+    allocations++;
+    return __real_realloc(pointer, size);
+}
+
+/* ---- the game ------------------------------------------------------------- */
+
+static const char *const DEFINITIONS =
+    "{\"format\":1,\"entities\":["
+    "{\"name\":\"Avatar\",\"properties\":["
+    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"},"
+    "{\"name\":\"health\",\"type\":\"int16\",\"flags\":\"CELL_PUBLIC_AND_OWN\",\"default\":100},"
+    "{\"name\":\"gold\",\"type\":\"uint32\",\"flags\":\"BASE_AND_CLIENT\"},"
+    "{\"name\":\"secret\",\"type\":\"uint8\",\"flags\":\"BASE\"}],"
+    "\"base_methods\":[{\"name\":\"chat\",\"exposed\":true,"
+    "\"args\":[{\"name\":\"text\",\"type\":\"string\",\"max_length\":200}]}],"
+    "\"cell_methods\":[{\"name\":\"castSpell\",\"exposed\":true,\"args\":["
+    "{\"name\":\"spell_id\",\"type\":\"uint16\"},{\"name\":\"target\",\"type\":\"entity\"}]},"
+    "{\"name\":\"hidden\",\"args\":[]}],"
+    "\"client_methods\":[{\"name\":\"onDamage\",\"args\":[{\"name\":\"amount\",\"type\":\"int16\"}]}]},"
+    "{\"name\":\"Npc\",\"properties\":["
+    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"},"
+    "{\"name\":\"mood\",\"type\":\"uint8\",\"flags\":\"OTHER_CLIENTS\"}]}"
+    "]}";
+
+#define PLAYER_ID 7
+#define NPC_ID 9000
+#define MAX_ALIASES 100
+#define PRECISION (1.0 / 64.0)
+#define YAW_STEPS 1024
+
+enum { AVATAR_NAME = 0, AVATAR_HEALTH = 1, AVATAR_GOLD = 2, NPC_NAME = 0, NPC_MOOD = 1 };
+
+/* What the callbacks saw, in order: one letter per callback. */
+typedef struct seen {
+    char order[256];
+    size_t length;
+    int logged_in, enters, leaves, moves, changes, calls, frames_begun, frames_ended, closed;
+    tessera_client_close_cause cause;
+    char reason[192];
+    uint64_t last_leave;
+    uint64_t last_stamp;
+    entity_state_mask last_changed;
+    uint64_t last_changed_id;
+    int64_t last_damage;
+    uint64_t gold_at_enter;
+    int close_in_enter; /* tessera_client_close inside on_enter */
+} seen;
+
+static void note(seen *s, char c) {
+    if (s->length + 1 < sizeof s->order) {
+        s->order[s->length++] = c;
+        s->order[s->length] = '\0';
+    }
+}
+
+static void on_logged_in(tessera_client *client, const tessera_client_login_info *info) {
+    seen *s = tessera_client_user_data(client);
+    s->logged_in++;
+    assert_int_equal(info->max_aliases, MAX_ALIASES);
+    assert_int_equal(info->yaw_steps, YAW_STEPS);
+}
+static void on_frame_begin(tessera_client *client, uint32_t tick) {
+    seen *s = tessera_client_user_data(client);
+    s->frames_begun++;
+    note(s, '[');
+}
+static void on_frame_end(tessera_client *client, uint32_t tick) {
+    seen *s = tessera_client_user_data(client);
+    s->frames_ended++;
+    note(s, ']');
+}
+static void on_enter(tessera_client *client, const tessera_client_entity *entity) {
+    seen *s = tessera_client_user_data(client);
+    s->enters++;
+    note(s, 'E');
+    if (entity->id == PLAYER_ID) {
+        uint64_t gold;
+        assert_int_equal(entity_state_get_uint(entity->state, AVATAR_GOLD, 0, &gold), 0);
+        s->gold_at_enter = gold;
+    }
+    if (s->close_in_enter) tessera_client_close(client);
+}
+static void on_leave(tessera_client *client, uint64_t entity_id) {
+    seen *s = tessera_client_user_data(client);
+    s->leaves++;
+    s->last_leave = entity_id;
+    note(s, 'L');
+    assert_null(tessera_client_entity_find(client, entity_id));
+}
+static void on_move(tessera_client *client, const tessera_client_entity *entity, uint64_t stamp_us) {
+    seen *s = tessera_client_user_data(client);
+    s->moves++;
+    s->last_stamp = stamp_us;
+    note(s, 'M');
+}
+static void on_properties_changed(tessera_client *client, const tessera_client_entity *entity,
+                                  const entity_state_mask *changed) {
+    seen *s = tessera_client_user_data(client);
+    s->changes++;
+    s->last_changed = *changed;
+    s->last_changed_id = entity->id;
+    note(s, 'P');
+}
+static void on_client_call(tessera_client *client, const tessera_client_entity *entity,
+                           const entity_def_method *method, const entity_state *args) {
+    seen *s = tessera_client_user_data(client);
+    s->calls++;
+    note(s, 'C');
+    assert_string_equal(method->name, "onDamage");
+    assert_int_equal(entity_state_get_int(args, 0, 0, &s->last_damage), 0);
+}
+static void on_closed(tessera_client *client, tessera_client_close_cause cause, const char *reason) {
+    seen *s = tessera_client_user_data(client);
+    s->closed++;
+    s->cause = cause;
+    snprintf(s->reason, sizeof s->reason, "%s", reason);
+}
+
+static const tessera_client_callbacks callbacks = {
+    .on_logged_in = on_logged_in,
+    .on_frame_begin = on_frame_begin,
+    .on_frame_end = on_frame_end,
+    .on_enter = on_enter,
+    .on_leave = on_leave,
+    .on_move = on_move,
+    .on_properties_changed = on_properties_changed,
+    .on_client_call = on_client_call,
+    .on_closed = on_closed,
+};
+
+/* ---- the server's side ---------------------------------------------------- */
+
+typedef struct fixture {
+    uv_loop_t loop;
+    seen seen;
+    tessera_client *client;
+    entity_def_registry *registry;
+    replication_schema *schema;
+    replication *rep;
+    uint64_t tick;
+    volatile_codec_config config;
+    entity_state *player, *npc;
+    replication_entity player_rep, npc_rep;
+    volatile_track player_track, npc_track;
+    bit_writer stream;
+    uint8_t frame[1 << 16];
+    size_t frame_length;
+} fixture;
+
+static void pack(fixture *fx, const Tessera__Client__ServerToClient *message) {
+    fx->frame_length = tessera__client__server_to_client__get_packed_size(message);
+    assert_true(fx->frame_length <= sizeof fx->frame);
+    tessera__client__server_to_client__pack(message, fx->frame);
+}
+
+static int feed(fixture *fx) { return tessera_client_process_frame(fx->client, fx->frame, fx->frame_length); }
+
+static void pack_hello(fixture *fx) {
+    Tessera__Client__ServerHello hello = TESSERA__CLIENT__SERVER_HELLO__INIT;
+    hello.protocol_version = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    hello.server_name = "test";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO;
+    message.hello = &hello;
+    pack(fx, &message);
+}
+
+static void pack_login(fixture *fx, uint32_t max_aliases, double precision) {
+    char *definitions = entity_def_registry_describe(fx->registry);
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    Tessera__Client__Vector3 world_min = TESSERA__CLIENT__VECTOR3__INIT;
+    Tessera__Client__Vector3 world_max = TESSERA__CLIENT__VECTOR3__INIT;
+    world_min.x = world_min.y = world_min.z = -1000;
+    world_max.x = world_max.y = world_max.z = 1000;
+    Tessera__Client__LoginReply reply = TESSERA__CLIENT__LOGIN_REPLY__INIT;
+    reply.entity_id = PLAYER_ID;
+    reply.position = &position;
+    reply.view_radius = 50;
+    reply.view_hysteresis = 5;
+    reply.max_speed = 10;
+    reply.tick_hz = 10;
+    reply.space_name = "test";
+    reply.definitions = definitions;
+    reply.definitions_digest = (char *)entity_def_registry_digest_hex(fx->registry);
+    reply.max_aliases = max_aliases;
+    reply.position_precision = precision;
+    reply.world_min = &world_min;
+    reply.world_max = &world_max;
+    reply.yaw_steps = YAW_STEPS;
+    reply.detail_near_distance = 10;
+    reply.detail_medium_distance = 30;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
+    message.login_reply = &reply;
+    pack(fx, &message);
+    free(definitions);
+}
+
+/* A ViewUpdate of the stream built so far (END appended here unless
+ * `no_end`) and `calls`. */
+static void pack_view_raw(fixture *fx, uint64_t stamp_us, Tessera__Client__ClientCall **calls, size_t n_calls,
+                          int no_end) {
+    if (!no_end) replication_append_end(&fx->stream);
+    Tessera__Client__ViewUpdate view = TESSERA__CLIENT__VIEW_UPDATE__INIT;
+    view.tick = (uint32_t)fx->tick;
+    view.stream.data = (uint8_t *)bit_writer_data(&fx->stream);
+    view.stream.len = bit_writer_bytes(&fx->stream);
+    view.stamp_us = stamp_us;
+    view.calls = calls;
+    view.n_calls = n_calls;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
+    message.view = &view;
+    pack(fx, &message);
+}
+
+static void pack_view(fixture *fx, uint64_t stamp_us, Tessera__Client__ClientCall **calls, size_t n_calls) {
+    pack_view_raw(fx, stamp_us, calls, n_calls, 0);
+}
+
+/* Starts a tick: packs whatever is dirty, empties the stream. */
+static void begin_tick(fixture *fx) {
+    replication_begin_tick(fx->rep, ++fx->tick);
+    if (!entity_state_mask_empty(entity_state_dirty(fx->player))) replication_pack(fx->rep, &fx->player_rep);
+    if (!entity_state_mask_empty(entity_state_dirty(fx->npc))) replication_pack(fx->rep, &fx->npc_rep);
+    bit_writer_reset(&fx->stream);
+}
+
+static void end_tick(fixture *fx) {
+    entity_state_clear_dirty(fx->player);
+    entity_state_clear_dirty(fx->npc);
+}
+
+static void append_move(fixture *fx, uint32_t alias, volatile_track *track, float x, float y, float z, float yaw) {
+    replication_append_move_header(&fx->stream, alias, replication_alias_bits(MAX_ALIASES));
+    assert_true(volatile_codec_encode(&fx->stream, track, &fx->config, x, y, z, yaw) > 0);
+}
+
+static void pack_base_properties(fixture *fx, uint64_t entity_id, uint32_t gold) {
+    entity_state *state = entity_state_create(entity_def_registry_find_class(fx->registry, "Avatar"));
+    assert_int_equal(entity_state_set_uint(state, AVATAR_GOLD, 0, gold), 0);
+    entity_state_mask props = {{0}};
+    entity_state_mask_add(&props, AVATAR_GOLD);
+    bit_writer w;
+    bit_writer_init(&w);
+    assert_int_equal(property_codec_encode_changes(&w, state, &props), 0);
+    Tessera__Client__BaseProperties base = TESSERA__CLIENT__BASE_PROPERTIES__INIT;
+    base.entity_id = entity_id;
+    base.changes.data = (uint8_t *)bit_writer_data(&w);
+    base.changes.len = bit_writer_bytes(&w);
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_BASE_PROPERTIES;
+    message.base_properties = &base;
+    pack(fx, &message);
+    bit_writer_close(&w);
+    entity_state_free(state);
+}
+
+static int setup(void **state) {
+    fixture *fx = calloc(1, sizeof *fx);
+    char err[256];
+    if (entity_def_load_string(DEFINITIONS, "test", &fx->registry, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(uv_loop_init(&fx->loop), 0);
+    fx->client = tessera_client_create(&fx->loop, &callbacks, &fx->seen);
+    fx->schema = replication_schema_create(fx->registry);
+    fx->rep = replication_create(fx->schema);
+    double min[3] = {-1000, -1000, -1000}, max[3] = {1000, 1000, 1000};
+    assert_int_equal(volatile_codec_config_init(&fx->config, PRECISION, min, max, YAW_STEPS), 0);
+    fx->player = entity_state_create(entity_def_registry_find_class(fx->registry, "Avatar"));
+    fx->npc = entity_state_create(entity_def_registry_find_class(fx->registry, "Npc"));
+    assert_int_equal(entity_state_set_string(fx->player, AVATAR_NAME, 0, "hero", 4), 0);
+    assert_int_equal(entity_state_set_string(fx->npc, NPC_NAME, 0, "goblin", 6), 0);
+    replication_entity_init(&fx->player_rep, fx->player, PLAYER_ID);
+    replication_entity_init(&fx->npc_rep, fx->npc, NPC_ID);
+    volatile_track_init(&fx->player_track);
+    volatile_track_init(&fx->npc_track);
+    bit_writer_init(&fx->stream);
+    *state = fx;
+    return 0;
+}
+
+/* Runs the loop until the client's on_closed ran (it fires from the loop). */
+static void close_and_drain(fixture *fx) {
+    if (!fx->seen.closed) tessera_client_close(fx->client);
+    uv_run(&fx->loop, UV_RUN_DEFAULT);
+    assert_int_equal(fx->seen.closed, 1);
+}
+
+static int teardown(void **state) {
+    fixture *fx = *state;
+    close_and_drain(fx);
+    assert_int_equal(uv_loop_close(&fx->loop), 0);
+    entity_state_free(fx->player);
+    entity_state_free(fx->npc);
+    bit_writer_close(&fx->stream);
+    replication_free(fx->rep);
+    replication_schema_free(fx->schema);
+    entity_def_registry_free(fx->registry);
+    free(fx);
+    return 0;
+}
+
+static void log_in(fixture *fx) {
+    pack_hello(fx);
+    assert_int_equal(feed(fx), 0);
+    assert_int_equal(tessera_client_get_state(fx->client), TESSERA_CLIENT_AWAITING_LOGIN);
+    pack_login(fx, MAX_ALIASES, PRECISION);
+    assert_int_equal(feed(fx), 0);
+    assert_int_equal(tessera_client_get_state(fx->client), TESSERA_CLIENT_IN_WORLD);
+    assert_int_equal(fx->seen.logged_in, 1);
+}
+
+/* Player at alias 0 (owned), the npc at alias 5, both with a first move;
+ * returns what tessera_client_process_frame did. */
+static int feed_enter_both(fixture *fx) {
+    begin_tick(fx);
+    unsigned bits = replication_alias_bits(MAX_ALIASES);
+    replication_append_enter(fx->rep, &fx->player_rep, &fx->stream, 0, bits, true, ENTITY_DEF_DETAIL_NEAR);
+    append_move(fx, 0, &fx->player_track, 1.0f, 2.0f, 3.0f, 0.5f);
+    replication_append_enter(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false, ENTITY_DEF_DETAIL_NEAR);
+    append_move(fx, 5, &fx->npc_track, 10.0f, 0.0f, -10.0f, 0.0f);
+    pack_view(fx, 1111, NULL, 0);
+    end_tick(fx);
+    return feed(fx);
+}
+
+static void enter_both(fixture *fx) {
+    unsigned long before = allocations;
+    assert_int_equal(feed_enter_both(fx), 0);
+    assert_true(allocations > before); /* the wrapping counts: entering allocates */
+}
+
+/* ---- tests ---------------------------------------------------------------- */
+
+static void test_login_checks(void **state) {
+    fixture *fx = *state;
+    pack_hello(fx);
+    assert_int_equal(feed(fx), 0);
+    pack_login(fx, 0, PRECISION); /* max_aliases 0 */
+    assert_int_equal(feed(fx), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+    assert_non_null(strstr(fx->seen.reason, "max_aliases"));
+}
+
+static void test_login_bad_precision(void **state) {
+    fixture *fx = *state;
+    pack_hello(fx);
+    assert_int_equal(feed(fx), 0);
+    pack_login(fx, MAX_ALIASES, 0.0);
+    assert_int_equal(feed(fx), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+}
+
+static void test_view_before_login(void **state) {
+    fixture *fx = *state;
+    begin_tick(fx);
+    pack_view(fx, 1, NULL, 0);
+    assert_int_equal(feed(fx), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+}
+
+static void test_enter_move_update_leave(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    /* BaseProperties before the player's entity entered: kept, applied at
+     * its ENTER, seen by on_enter, no on_properties_changed. */
+    pack_base_properties(fx, PLAYER_ID, 250);
+    assert_int_equal(feed(fx), 0);
+    enter_both(fx);
+    assert_string_equal(fx->seen.order, "[EE]");
+    assert_int_equal(fx->seen.gold_at_enter, 250);
+    assert_int_equal(tessera_client_entity_count(fx->client), 2);
+
+    const tessera_client_entity *player = tessera_client_entity_find(fx->client, PLAYER_ID);
+    const tessera_client_entity *npc = tessera_client_entity_find(fx->client, NPC_ID);
+    assert_non_null(player);
+    assert_non_null(npc);
+    assert_true(player->is_owner);
+    assert_false(npc->is_owner);
+    assert_string_equal(player->type, "Avatar");
+    assert_string_equal(npc->type, "Npc");
+    assert_int_equal(npc->alias, 5);
+    assert_ptr_equal(tessera_client_entity_by_alias(fx->client, 5), npc);
+    assert_true(fabs(player->x - 1.0) <= PRECISION && fabs(player->z - 3.0) <= PRECISION);
+    assert_true(fabs(npc->x - 10.0) <= PRECISION && fabs(npc->z + 10.0) <= PRECISION);
+    const char *name;
+    assert_int_equal(entity_state_get_string(npc->state, NPC_NAME, 0, &name, NULL), 0);
+    assert_string_equal(name, "goblin");
+    int64_t health;
+    assert_int_equal(entity_state_get_int(player->state, AVATAR_HEALTH, 0, &health), 0);
+    assert_int_equal(health, 100);
+
+    /* Base properties once in: reported at once. */
+    pack_base_properties(fx, PLAYER_ID, 300);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.order, "P");
+    assert_true(entity_state_mask_has(&fx->seen.last_changed, AVATAR_GOLD));
+
+    /* A move, a property update and a client call in one update, in that
+     * order of callbacks whatever the stream's order. */
+    assert_int_equal(entity_state_set_uint(fx->npc, NPC_MOOD, 0, 3), 0);
+    begin_tick(fx);
+    unsigned bits = replication_alias_bits(MAX_ALIASES);
+    assert_true(replication_append_update(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false,
+                                          ENTITY_DEF_DETAIL_NEAR) > 0);
+    append_move(fx, 5, &fx->npc_track, 11.0f, 0.0f, -10.0f, 1.0f);
+    append_move(fx, 42, &(volatile_track){0}, 1.0f, 1.0f, 1.0f, 0.0f); /* a stale alias: skipped */
+    bit_writer args_writer;
+    bit_writer_init(&args_writer);
+    const entity_def_method *damage = entity_def_class_find_method(
+        entity_def_registry_find_class(fx->registry, "Avatar"), ENTITY_DEF_PART_CLIENT, "onDamage");
+    entity_state *args = method_call_args_create(damage);
+    assert_int_equal(entity_state_set_int(args, 0, 0, -17), 0);
+    method_call_encode(args, &args_writer);
+    Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+    call.entity_id = PLAYER_ID;
+    call.method_id = damage->id;
+    call.args.data = (uint8_t *)bit_writer_data(&args_writer);
+    call.args.len = bit_writer_bytes(&args_writer);
+    Tessera__Client__ClientCall *calls[] = {&call};
+    pack_view(fx, 2222, calls, 1);
+    end_tick(fx);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.order, "[MPC]");
+    assert_int_equal(fx->seen.last_stamp, 2222);
+    assert_int_equal(fx->seen.last_changed_id, NPC_ID);
+    assert_true(entity_state_mask_has(&fx->seen.last_changed, NPC_MOOD));
+    assert_int_equal(fx->seen.last_damage, -17);
+    npc = tessera_client_entity_find(fx->client, NPC_ID);
+    assert_true(fabs(npc->x - 11.0) <= PRECISION);
+    assert_int_equal(npc->last_move_stamp_us, 2222);
+    uint64_t mood;
+    assert_int_equal(entity_state_get_uint(npc->state, NPC_MOOD, 0, &mood), 0);
+    assert_int_equal(mood, 3);
+
+    /* Steady state: the same kind of update allocates nothing. */
+    for (int round = 0; round < 3; round++) {
+        assert_int_equal(entity_state_set_uint(fx->npc, NPC_MOOD, 0, 4 + (uint64_t)round), 0);
+        begin_tick(fx);
+        replication_append_update(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false, ENTITY_DEF_DETAIL_NEAR);
+        append_move(fx, 5, &fx->npc_track, 12.0f + (float)round, 0.0f, -10.0f, 1.0f);
+        pack_view(fx, 3333, calls, 1);
+        end_tick(fx);
+        unsigned long before = allocations;
+        assert_int_equal(feed(fx), 0);
+        if (round > 0) assert_int_equal(allocations - before, 0);
+        else assert_true(allocations - before <= 2);
+    }
+
+    /* Leave: gone from both maps; on_leave before anything else. */
+    begin_tick(fx);
+    replication_append_leave(&fx->stream, 5, bits);
+    replication_append_leave(&fx->stream, 77, bits); /* stale */
+    pack_view(fx, 4444, NULL, 0);
+    end_tick(fx);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.order, "[L]");
+    assert_int_equal(fx->seen.last_leave, NPC_ID);
+    assert_null(tessera_client_entity_find(fx->client, NPC_ID));
+    assert_null(tessera_client_entity_by_alias(fx->client, 5));
+    tessera_client_stats stats;
+    tessera_client_get_stats(fx->client, &stats);
+    assert_int_equal(stats.enters, 2);
+    assert_int_equal(stats.leaves, 1);
+    assert_int_equal(stats.stale_leaves, 1);
+    assert_int_equal(stats.discarded_records, 1);
+    assert_int_equal(stats.client_calls, 4);
+    assert_int_equal(stats.base_property_updates, 2);
+    assert_int_equal(stats.property_updates, 4);
+
+    bit_writer_close(&args_writer);
+    entity_state_free(args);
+}
+
+static void test_duplicate_alias(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    begin_tick(fx);
+    replication_append_enter(fx->rep, &fx->npc_rep, &fx->stream, 0, replication_alias_bits(MAX_ALIASES), false,
+                             ENTITY_DEF_DETAIL_NEAR);
+    pack_view(fx, 1, NULL, 0);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), -1);
+    assert_string_equal(fx->seen.order, "[");
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+    assert_non_null(strstr(fx->seen.reason, "alias 0"));
+}
+
+static void test_broken_stream(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    begin_tick(fx);
+    bit_writer_write(&fx->stream, 3, 2); /* EXT */
+    bit_writer_write(&fx->stream, 2, 2); /* a reserved extended kind */
+    pack_view_raw(fx, 1, NULL, 0, 1);
+    assert_int_equal(feed(fx), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+    assert_non_null(strstr(fx->seen.reason, "entity stream"));
+}
+
+static void test_base_properties_of_another(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    pack_base_properties(fx, NPC_ID, 1);
+    assert_int_equal(feed(fx), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+}
+
+static void test_bad_client_call(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    begin_tick(fx);
+    Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+    call.entity_id = PLAYER_ID;
+    call.method_id = 1; /* Avatar has one client method */
+    Tessera__Client__ClientCall *calls[] = {&call};
+    pack_view(fx, 1, calls, 1);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), -1);
+    assert_string_equal(fx->seen.order, "[");
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+}
+
+static void test_close_in_callback(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    fx->seen.close_in_enter = 1;
+    assert_int_equal(feed_enter_both(fx), -1);
+    assert_string_equal(fx->seen.order, "[E");
+    assert_int_equal(tessera_client_process_frame(fx->client, fx->frame, fx->frame_length), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_BY_CALLER);
+}
+
+static void test_calls_without_channel(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    /* Checks pass, but there is no channel: nothing is sent. */
+    assert_int_equal(tessera_client_call(fx->client, PLAYER_ID, ENTITY_DEF_PART_BASE, "chat", NULL), -1);
+    assert_int_equal(tessera_client_call_raw(fx->client, PLAYER_ID, 0, 0, NULL, 0), -1);
+    assert_int_equal(tessera_client_send_move(fx->client, 0, 0, 0, 0), -1);
+    tessera_client_stats stats;
+    tessera_client_get_stats(fx->client, &stats);
+    assert_int_equal(stats.calls_out, 0);
+}
+
+/* Flipped bits anywhere in an update (stream, calls, protobuf framing):
+ * the client applies it or closes with CLOSED_PROTOCOL, never crashes. Run
+ * under valgrind or ASan to mean much. */
+static void test_garbled_updates(void **state) {
+    fixture *fx = *state;
+    uint64_t rng = 0x9e3779b97f4a7c15u;
+    close_and_drain(fx); /* the fixture's own client: each round makes one */
+    for (int round = 0; round < 300; round++) {
+        seen fresh;
+        memset(&fresh, 0, sizeof fresh);
+        fx->seen = fresh;
+        fx->client = tessera_client_create(&fx->loop, &callbacks, &fx->seen);
+        log_in(fx);
+        volatile_track_init(&fx->player_track);
+        volatile_track_init(&fx->npc_track);
+        begin_tick(fx);
+        unsigned bits = replication_alias_bits(MAX_ALIASES);
+        replication_append_enter(fx->rep, &fx->player_rep, &fx->stream, 0, bits, true, ENTITY_DEF_DETAIL_NEAR);
+        append_move(fx, 0, &fx->player_track, 1.0f, 2.0f, 3.0f, 0.5f);
+        replication_append_enter(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false, ENTITY_DEF_DETAIL_NEAR);
+        append_move(fx, 5, &fx->npc_track, 10.0f, 0.0f, -10.0f, 0.0f);
+        Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+        uint8_t args[2] = {0x11, 0x00};
+        call.entity_id = PLAYER_ID;
+        call.args.data = args;
+        call.args.len = sizeof args;
+        Tessera__Client__ClientCall *calls[] = {&call};
+        pack_view(fx, 1, calls, 1);
+        for (int flips = 1 + round % 4; flips > 0; flips--) {
+            rng = rng * 6364136223846793005u + 1442695040888963407u;
+            size_t bit = (size_t)(rng >> 33) % (fx->frame_length * 8);
+            fx->frame[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+        }
+        int rc = feed(fx);
+        if (rc != 0) {
+            uv_run(&fx->loop, UV_RUN_DEFAULT);
+            assert_int_equal(fx->seen.closed, 1);
+            assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+        } else {
+            close_and_drain(fx);
+        }
+    }
+    /* The teardown closes the fixture's client: give it a fresh one. */
+    memset(&fx->seen, 0, sizeof fx->seen);
+    fx->client = tessera_client_create(&fx->loop, &callbacks, &fx->seen);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_login_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_login_bad_precision, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_view_before_login, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_enter_move_update_leave, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_duplicate_alias, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_broken_stream, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_base_properties_of_another, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_client_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_close_in_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_calls_without_channel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_garbled_updates, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
