@@ -500,11 +500,17 @@ void cellapp_tick(cellapp *app) {
     /* Pack once: every entity whose properties changed is encoded once per
      * audience, for every witness to copy. */
     replication_begin_tick(app->replication, ++app->replication_tick);
+    bool has_neighbours = peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) > 0;
     for (size_t i = 0; i < sp->count; i++) {
         cell_entity *entity = sp->by_index[i];
         entity->packed = false;
         if (entity->destroyed || entity_state_mask_empty(entity_state_dirty(entity->state))) continue;
-        replication_pack(app->replication, &entity->replication);
+        /* Only the audiences someone receives: the own client's when there
+         * is one, the ghosts' when there are neighbours to send to. */
+        unsigned audiences = REPLICATION_OTHERS_AUDIENCES;
+        if (entity->witness) audiences |= 1u << REPLICATION_AUDIENCE_OWN;
+        if (entity->kind == CELL_ENTITY_REAL && has_neighbours) audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
+        replication_pack_audiences(app->replication, &entity->replication, audiences);
         entity->packed = true;
     }
     for (size_t i = 0; i < sp->count; i++) {

@@ -50,6 +50,29 @@ static void ghost_fill_state(const cellapp *app, const cell_entity *entity, bool
     }
 }
 
+/* Appends the change list of `changed`: a new ghost's whole state is
+ * encoded here; a tick's changes are the GHOSTS encoding the cell packed
+ * once this tick (replication.c), copied without its length prefix. */
+static void ghost_append_properties(cellapp *app, cell_entity *entity, bool whole, const entity_state_mask *changed,
+                                    bit_writer *w) {
+    replication_span span = {0, 0};
+    if (!whole && entity->packed)
+        span = replication_entity_span(app->replication, &entity->replication, REPLICATION_AUDIENCE_GHOSTS, false);
+    if (span.bits == 0) {
+        property_codec_encode_changes(w, entity->state, changed);
+        return;
+    }
+    const uint8_t *shared = replication_shared_data(app->replication);
+    bit_reader reader;
+    bit_reader_init_bits(&reader, shared, span.start + span.bits);
+    bit_reader_skip(&reader, span.start);
+    uint64_t length;
+    if (bit_reader_read_uvar(&reader, &length) != 0 || length != bit_reader_remaining(&reader))
+        log_panic("entity %" PRIu64 ": its GHOSTS encoding is not a length-prefixed change list", entity->id);
+    bit_writer_append_bits(w, 0, 0, shared, (span.start + span.bits + 7) / 8, bit_reader_position(&reader),
+                           (size_t)length);
+}
+
 /* Packs the reals selected by `full` (all) or by their per-tick changes into
  * one GhostBatch and sends it to `peer_id`, or to every cellapp peer when
  * peer_id is 0. */
@@ -63,7 +86,7 @@ static void ghost_send(cellapp *app, uint64_t peer_id, bool full) {
     bit_writer_init(&properties);
     size_t count = 0;
     for (size_t i = 0; i < sp->count && count < sp->real_count; i++) {
-        const cell_entity *entity = sp->by_index[i];
+        cell_entity *entity = sp->by_index[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
         bool whole = full || entity->is_new;
         entity_state_mask changed;
@@ -75,7 +98,7 @@ static void ghost_send(cellapp *app, uint64_t peer_id, bool full) {
         bit_writer_align(&properties);
         property_at[count] = bit_writer_bytes(&properties);
         if (has_properties) {
-            property_codec_encode_changes(&properties, entity->state, &changed);
+            ghost_append_properties(app, entity, whole, &changed, &properties);
             bit_writer_align(&properties);
         }
         states[count].properties.len = bit_writer_bytes(&properties) - property_at[count];

@@ -55,7 +55,9 @@ typedef struct witness_slot {
     bool move_pending;          /* the entity moved since the client's last MOVE */
     bool offered;               /* offered to the budget this tick */
     bool selected;              /* ... and selected */
+    bool batched;               /* its shared UPDATE goes in this tick's batch */
     float distance;
+    uint32_t written_bits;      /* this tick: bits written for it so far */
 } witness_slot;
 
 /* A client call queued for the next update. */
@@ -82,6 +84,8 @@ struct witness {
     size_t offered_count, offered_capacity;
     uint32_t *selected;         /* the budget's choice, in send order */
     size_t selected_capacity;
+    replication_ref *refs;      /* this tick's shared UPDATEs, in send order */
+    size_t ref_capacity;
     witness_call *calls;
     size_t call_count, call_capacity;
     bool warned_exhausted;
@@ -158,6 +162,7 @@ void witness_detach(space *sp, cell_entity *entity) {
     free(view->left);
     free(view->offered);
     free(view->selected);
+    free(view->refs);
     free(view);
     entity->witness = NULL;
 }
@@ -289,8 +294,10 @@ static bool witness_in_world(const volatile_codec_config *config, const cell_ent
     return isfinite(entity->yaw);
 }
 
-/* Writes the records of one selected alias. Returns the bits written. */
-static size_t witness_write(witness *view, cellapp *app, uint32_t alias, bool is_owner) {
+/* Writes what a selected alias owes that is not a shared UPDATE: its ENTER,
+ * or the owed properties with their current values. A shared UPDATE is
+ * queued in `refs` for the batch instead. Returns the bits written. */
+static size_t witness_write_first(witness *view, cellapp *app, uint32_t alias, bool is_owner, size_t *ref_count) {
     witness_slot *slot = &view->slots[alias];
     cell_entity *entity = slot->entity;
     bit_writer *w = &app->stream;
@@ -312,22 +319,32 @@ static size_t witness_write(witness *view, cellapp *app, uint32_t alias, bool is
         replication_append_properties(app->replication, &entity->replication, w, alias, view->alias_bits, &props);
         memset(&slot->pending, 0, sizeof slot->pending);
     } else if (entity->packed) {
-        replication_append_update(app->replication, &entity->replication, w, alias, view->alias_bits, is_owner,
-                                  (entity_def_detail)slot->detail);
+        view->refs[(*ref_count)++] = (replication_ref){
+            &entity->replication, alias,
+            (uint8_t)replication_audience_for(is_owner, (entity_def_detail)slot->detail)};
+        slot->batched = true;
     }
-    if (slot->move_pending) {
-        /* The own client walks its entity itself: it gets its position once,
-         * with the ENTER, and corrections when a move is refused. A position
-         * outside the quantized world (a ghost from a peer configured with
-         * other bounds) cannot be sent and is skipped. */
-        if (witness_in_world(&app->volatile_config, entity)) {
-            replication_append_move_header(w, alias, view->alias_bits);
-            if (volatile_codec_encode(w, &slot->track, &app->volatile_config, entity->x, entity->y, entity->z,
-                                      entity->yaw) < 0)
-                log_panic("entity %llu: a checked position did not encode", (unsigned long long)entity->id);
-        }
-        slot->move_pending = false;
-    }
+    return bit_writer_bits(w) - before;
+}
+
+/* Writes a selected alias's MOVE if it moved (or just entered). Returns the
+ * bits written. */
+static size_t witness_write_move(witness *view, cellapp *app, uint32_t alias) {
+    witness_slot *slot = &view->slots[alias];
+    if (!slot->move_pending) return 0;
+    slot->move_pending = false;
+    cell_entity *entity = slot->entity;
+    /* The own client walks its entity itself: it gets its position once,
+     * with the ENTER, and corrections when a move is refused. A position
+     * outside the quantized world (a ghost from a peer configured with
+     * other bounds) cannot be sent and is skipped. */
+    if (!witness_in_world(&app->volatile_config, entity)) return 0;
+    bit_writer *w = &app->stream;
+    size_t before = bit_writer_bits(w);
+    replication_append_move_header(w, alias, view->alias_bits);
+    if (volatile_codec_encode(w, &slot->track, &app->volatile_config, entity->x, entity->y, entity->z, entity->yaw) <
+        0)
+        log_panic("entity %llu: a checked position did not encode", (unsigned long long)entity->id);
     return bit_writer_bits(w) - before;
 }
 
@@ -384,13 +401,36 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
     if (witness_budget_select(view->budget, view->selected, (uint32_t)view->selected_capacity, &chosen) != 0)
         log_panic("entity %llu: budget selection failed", (unsigned long long)view->owner_id);
 
-    /* 5. The chosen records, in the budget's order. */
+    /* 5. The chosen records, in the budget's order: enters and refreshes,
+     * then the shared UPDATEs in one batch (replication's hot path), then
+     * the moves. */
+    if (view->ref_capacity < chosen) {
+        view->ref_capacity = chosen * 2;
+        view->refs = xrealloc(view->refs, view->ref_capacity * sizeof *view->refs);
+    }
+    size_t ref_count = 0;
     for (uint32_t i = 0; i < chosen; i++) {
         uint32_t alias = view->selected[i];
         witness_slot *slot = &view->slots[alias];
         slot->selected = true;
         if (slot->entity_id == 0) continue; /* a leave, already written */
-        size_t bits = witness_write(view, app, alias, slot->entity == owner);
+        slot->written_bits = (uint32_t)witness_write_first(view, app, alias, slot->entity == owner, &ref_count);
+    }
+    replication_append_updates(app->replication, w, view->refs, ref_count, view->alias_bits);
+    for (uint32_t i = 0; i < chosen; i++) {
+        uint32_t alias = view->selected[i];
+        witness_slot *slot = &view->slots[alias];
+        if (slot->entity_id == 0) continue;
+        size_t bits = slot->written_bits + witness_write_move(view, app, alias);
+        if (slot->batched) {
+            size_t update = replication_entity_span(app->replication, &slot->entity->replication,
+                                                    replication_audience_for(slot->entity == owner,
+                                                                             (entity_def_detail)slot->detail),
+                                                    false)
+                                .bits;
+            if (update) bits += update + 2 + view->alias_bits;
+            slot->batched = false;
+        }
         witness_budget_commit(view->budget, alias, (uint32_t)((bits + 7) / 8));
         if (bits) records++;
     }

@@ -57,7 +57,14 @@ typedef enum replication_audience {
 /* The audience of a client: the owner gets OWN whatever its distance;
  * another client gets OTHERS_<detail> for the detail level its distance
  * allows. */
-replication_audience replication_audience_for(bool is_owner, entity_def_detail detail);
+static inline replication_audience replication_audience_for(bool is_owner,
+                                                            entity_def_detail detail) {
+    if (is_owner)
+        return REPLICATION_AUDIENCE_OWN;
+    return detail == ENTITY_DEF_DETAIL_NEAR     ? REPLICATION_AUDIENCE_OTHERS_NEAR
+           : detail == ENTITY_DEF_DETAIL_MEDIUM ? REPLICATION_AUDIENCE_OTHERS_MEDIUM
+                                                : REPLICATION_AUDIENCE_OTHERS_FAR;
+}
 
 /* ---- schema: audience masks per class ---------------------------------- */
 
@@ -147,6 +154,15 @@ void replication_begin_tick(replication *rep, uint64_t tick);
  * this tick sends nothing. Does not clear the dirty set. */
 void replication_pack(replication *rep, replication_entity *entity);
 
+/* replication_pack for the audiences in `audiences` only (bit a for
+ * audience a): a cell need not encode OWN for an entity without a client,
+ * or GHOSTS when it has no neighbours. The others send nothing this tick. */
+#define REPLICATION_ALL_AUDIENCES ((1u << REPLICATION_AUDIENCE_COUNT) - 1)
+#define REPLICATION_OTHERS_AUDIENCES                                                              \
+    (1u << REPLICATION_AUDIENCE_OTHERS_NEAR | 1u << REPLICATION_AUDIENCE_OTHERS_MEDIUM |          \
+     1u << REPLICATION_AUDIENCE_OTHERS_FAR)
+void replication_pack_audiences(replication *rep, replication_entity *entity, unsigned audiences);
+
 /* The shared buffer of the current tick and a span of one entity (for the
  * ghost pipeline): `update` or, when `enter`, the enter encoding (encoded
  * on demand). The span is empty when stale. */
@@ -169,6 +185,23 @@ unsigned replication_alias_bits(uint32_t max_aliases);
 size_t replication_append_update(const replication *rep, const replication_entity *entity,
                                  bit_writer *w, uint32_t alias, unsigned alias_bits,
                                  bool is_owner, entity_def_detail detail);
+
+/* One entity a witness sends its shared UPDATE to: the record, the alias
+ * and the audience (replication_audience_for of its owner flag and detail
+ * level). */
+typedef struct replication_ref {
+    const replication_entity *entity;
+    uint32_t alias;
+    uint8_t audience;
+} replication_ref;
+
+/* replication_append_update for each of `count` references, in order, in
+ * one loop: no call per record, and the records a few references ahead are
+ * prefetched. This is the witness's hot path (bench-replication). Returns
+ * the bits appended. */
+size_t replication_append_updates(const replication *rep, bit_writer *w,
+                                  const replication_ref *refs, size_t count,
+                                  unsigned alias_bits);
 
 /* Appends the ENTER record of `entity` for that audience: every property of
  * the audience with its current value (not only the dirty ones), the class

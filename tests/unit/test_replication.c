@@ -661,6 +661,95 @@ static void test_refresh_properties(void **state) {
     client_clear(&fx->cl);
 }
 
+
+/* The batch append writes exactly what one call per record writes, at any
+ * starting bit phase, for empty, short and long (> 128 bit) encodings. */
+static void test_batch_matches_single(void **state) {
+    fixture *fx = *state;
+    bit_writer single;
+    bit_writer_init(&single);
+    for (int round = 0; round < 300; round++) {
+        next_tick(fx);
+        for (int e = 0; e < ENTITIES; e++) {
+            /* Sometimes everything changes (long lists), sometimes nothing. */
+            int chance = round % 3 == 0 ? 1 : round % 3 == 1 ? 4 : 50;
+            for (uint16_t p = 0; p < P_COUNT; p++)
+                if (rng() % (uint64_t)chance == 0)
+                    randomize(fx->server[e], p);
+            if (rng() % 4 != 0)
+                replication_pack(fx->rep, &fx->ent[e]);
+        }
+        unsigned phase = (unsigned)(rng() % 8);
+        bit_writer_reset(&single);
+        bit_writer_reset(&fx->w);
+        bit_writer_write(&single, 0x5a & ((1u << phase) - 1), phase);
+        bit_writer_write(&fx->w, 0x5a & ((1u << phase) - 1), phase);
+        replication_ref refs[ENTITIES * 2];
+        size_t count = 0, expected = 0;
+        for (int k = 0; k < ENTITIES * 2; k++) {
+            int e = (int)(rng() % ENTITIES);
+            bool owner = rng() % 4 == 0;
+            entity_def_detail detail = (entity_def_detail)(rng() % 3);
+            uint32_t alias = (uint32_t)(rng() % (1u << ALIAS_BITS));
+            expected += replication_append_update(fx->rep, &fx->ent[e], &single, alias, ALIAS_BITS,
+                                                  owner, detail);
+            refs[count++] = (replication_ref){&fx->ent[e], alias,
+                                              (uint8_t)replication_audience_for(owner, detail)};
+        }
+        assert_int_equal(replication_append_updates(fx->rep, &fx->w, refs, count, ALIAS_BITS),
+                         expected);
+        assert_int_equal(bit_writer_bits(&fx->w), bit_writer_bits(&single));
+        assert_memory_equal(bit_writer_data(&fx->w), bit_writer_data(&single),
+                            bit_writer_bytes(&single));
+        for (int e = 0; e < ENTITIES; e++)
+            entity_state_clear_dirty(fx->server[e]);
+    }
+    bit_writer_close(&single);
+}
+
+/* Packing only some audiences: the others send nothing this tick, the
+ * packed ones are what a full pack gives. */
+static void test_pack_some_audiences(void **state) {
+    fixture *fx = *state;
+    for (uint16_t p = 0; p < P_COUNT; p++)
+        randomize(fx->server[0], p);
+    next_tick(fx);
+    replication_pack(fx->rep, &fx->ent[0]);
+    replication_span full[REPLICATION_AUDIENCE_COUNT];
+    bit_writer reference[REPLICATION_AUDIENCE_COUNT];
+    for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
+        full[a] = replication_entity_span(fx->rep, &fx->ent[0], a, false);
+        bit_writer_init(&reference[a]);
+        bit_writer_append_bits(&reference[a], 0, 0, replication_shared_data(fx->rep),
+                               (full[a].start + full[a].bits + 7) / 8, full[a].start, full[a].bits);
+    }
+    next_tick(fx);
+    replication_pack_audiences(fx->rep, &fx->ent[0], REPLICATION_OTHERS_AUDIENCES);
+    for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
+        replication_span span = replication_entity_span(fx->rep, &fx->ent[0], a, false);
+        bool packed = a != REPLICATION_AUDIENCE_OWN && a != REPLICATION_AUDIENCE_GHOSTS;
+        if (!packed) {
+            assert_int_equal(span.bits, 0);
+            bit_writer_reset(&fx->w);
+            if (a == REPLICATION_AUDIENCE_OWN)
+                assert_int_equal(replication_append_update(fx->rep, &fx->ent[0], &fx->w, 1,
+                                                           ALIAS_BITS, true, ENTITY_DEF_DETAIL_NEAR),
+                                 0);
+        } else {
+            assert_int_equal(span.bits, full[a].bits);
+            bit_writer copy;
+            bit_writer_init(&copy);
+            bit_writer_append_bits(&copy, 0, 0, replication_shared_data(fx->rep),
+                                   (span.start + span.bits + 7) / 8, span.start, span.bits);
+            assert_memory_equal(bit_writer_data(&copy), bit_writer_data(&reference[a]),
+                                bit_writer_bytes(&copy));
+            bit_writer_close(&copy);
+        }
+        bit_writer_close(&reference[a]);
+    }
+    entity_state_clear_dirty(fx->server[0]);
+}
+
 int main(void) {
     const double min[3] = {0, -100, 0}, max[3] = {1000, 100, 1000};
     if (volatile_codec_config_init(&move_config, 1.0 / 64, min, max, 256) != 0)
@@ -683,6 +772,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_property_outside_audience, setup, teardown),
         cmocka_unit_test_setup_teardown(test_enter_then_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_refresh_properties, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_batch_matches_single, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pack_some_audiences, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
