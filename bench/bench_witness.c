@@ -1,0 +1,454 @@
+/* bench_witness.c -- the whole per-client replication pipeline of a real
+ * cell (cellapp/space, coord, witness, witness_budget, replication,
+ * volatile_codec), with the demo game's Avatar (demo/entities): 2,000
+ * entities walking, 500 of them with a client seeing ~100 others, 20 % of
+ * properties changing per tick.
+ *
+ *   bench-witness [--json] [--ticks N] [--definitions DIR]
+ *
+ * It runs the same workload (same seed) twice in one process: with each
+ * client's budget at client_bytes_per_second = 4096 and the distance curve
+ * (the defaults), and unbudgeted (every change every tick, whatever the
+ * distance) as the baseline. For each it
+ * prints the cell's time per tick, bytes per client per second, how fresh
+ * the clients are kept (the longest gap between two updates of an entity
+ * in view), and, decoding witness 0's stream with the real decoder, the
+ * size of MOVE records (position+yaw) and of all an entity's records in a
+ * tick (UPDATE and MOVE). Witness 0's client state is checked
+ * against the cell's at the end: what the budget holds back is late, not
+ * lost.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cellapp.h"
+#include "log.h"
+#include "property_codec.h"
+
+#ifndef TESSERA_SOURCE_DIR
+#define TESSERA_SOURCE_DIR "."
+#endif
+
+#define ENTITIES 2000
+#define WITNESSES 500
+/* A square world where 2,000 uniform entities put ~100 in a 100 m view:
+ * density 0.01 per m^2, 200,000 m^2. */
+#define HALF_SIDE 224.0
+#define SPEED 5.0 /* metres per second */
+#define TICK_HZ 10
+#define MAX_ALIASES 1024
+
+static uint64_t rng_state;
+static uint64_t rng(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return rng_state * 0x2545f4914f6cdd1dULL;
+}
+static double unit(void) { return (double)(rng() >> 11) / 9007199254740992.0; }
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A random legal value for value `index` of property `p`. */
+static void randomize_value(entity_state *state, const entity_def_class *cls, uint16_t p, uint32_t index) {
+    const entity_def_type *type = entity_state_value_type(cls, p, index);
+    switch (type->kind) {
+    case ENTITY_DEF_INT8: case ENTITY_DEF_INT16: case ENTITY_DEF_INT32: case ENTITY_DEF_INT64: {
+        uint64_t span = (uint64_t)type->int_max - (uint64_t)type->int_min;
+        if (span > 1000) span = 1000;
+        entity_state_set_int(state, p, index, type->int_min + (int64_t)(rng() % (span + 1)));
+        break;
+    }
+    case ENTITY_DEF_UINT8: case ENTITY_DEF_UINT16: case ENTITY_DEF_UINT32: case ENTITY_DEF_UINT64:
+        entity_state_set_uint(state, p, index, rng() % (type->int_max < 1000 ? type->int_max + 1 : 1000));
+        break;
+    case ENTITY_DEF_FLOAT: case ENTITY_DEF_DOUBLE:
+        entity_state_set_float(state, p, index,
+                               type->quantized ? type->quant_min + unit() * (type->quant_max - type->quant_min)
+                                               : unit() * 100.0);
+        break;
+    case ENTITY_DEF_BOOL: entity_state_set_bool(state, p, index, rng() & 1); break;
+    case ENTITY_DEF_STRING: case ENTITY_DEF_BYTES: {
+        char text[24];
+        size_t n = 4 + rng() % 12;
+        if (n > type->max_length) n = type->max_length;
+        for (size_t i = 0; i < n; i++) text[i] = (char)('a' + rng() % 26);
+        if (type->kind == ENTITY_DEF_STRING) entity_state_set_string(state, p, index, text, n);
+        else entity_state_set_bytes(state, p, index, text, n);
+        break;
+    }
+    case ENTITY_DEF_VECTOR2: entity_state_set_vector2(state, p, index, unit(), unit()); break;
+    case ENTITY_DEF_VECTOR3: entity_state_set_vector3(state, p, index, unit(), unit(), unit()); break;
+    case ENTITY_DEF_ENTITY: entity_state_set_entity(state, p, index, 1 + rng() % ENTITIES); break;
+    default: break;
+    }
+}
+
+static void randomize_property(entity_state *state, const entity_def_class *cls, uint16_t p) {
+    uint32_t values = cls->properties[p].type.value_count;
+    randomize_value(state, cls, p, (uint32_t)(rng() % values));
+}
+
+/* Witness 0's client: states by alias, and what its stream measures. */
+typedef struct probe {
+    const volatile_codec_config *config;
+    unsigned alias_bits;
+    entity_state *states[MAX_ALIASES];
+    bool owner[MAX_ALIASES];
+    volatile_track tracks[MAX_ALIASES];
+    uint64_t entity_of[MAX_ALIASES];
+    uint32_t last_tick[MAX_ALIASES];   /* tick of the last record for the alias */
+    uint32_t tick;
+    uint64_t move_records, move_bits;
+    uint64_t move_hist[512];           /* MOVE records by size in bits */
+    uint64_t update_records, update_bits;
+    uint32_t entity_bits[MAX_ALIASES]; /* this stream: MOVE bits per alias */
+    uint8_t entity_kinds[MAX_ALIASES]; /* this stream: 1 update, 2 move, 4 enter */
+    uint64_t touched, touched_bits;    /* entities updated in a stream, and the stream's bits for them */
+    uint32_t longest_gap;              /* ticks between two records of an alias in view */
+} probe;
+
+static void probe_note(probe *c, uint32_t alias) {
+    uint32_t gap = c->tick - c->last_tick[alias];
+    if (gap > c->longest_gap) c->longest_gap = gap;
+    c->last_tick[alias] = c->tick;
+}
+
+static entity_state *probe_enter(void *ctx, uint32_t alias, uint64_t entity_id, const entity_def_class *cls,
+                                 bool is_owner) {
+    probe *c = ctx;
+    entity_state_free(c->states[alias]);
+    c->states[alias] = entity_state_create(cls);
+    c->owner[alias] = is_owner;
+    c->entity_of[alias] = entity_id;
+    volatile_track_init(&c->tracks[alias]);
+    c->last_tick[alias] = c->tick;
+    c->entity_kinds[alias] |= 4;
+    return c->states[alias];
+}
+
+static entity_state *probe_find(void *ctx, uint32_t alias, bool *is_owner) {
+    probe *c = ctx;
+    if (alias >= MAX_ALIASES || !c->states[alias]) return NULL;
+    *is_owner = c->owner[alias];
+    c->entity_kinds[alias] |= 1;
+    probe_note(c, alias);
+    return c->states[alias];
+}
+
+
+static int probe_move(void *ctx, uint32_t alias, bit_reader *r) {
+    probe *c = ctx;
+    if (alias >= MAX_ALIASES || !c->states[alias]) return volatile_codec_skip(r, c->config);
+    size_t before = bit_reader_position(r);
+    float x, y, z, yaw;
+    int rc = volatile_codec_decode(r, &c->tracks[alias], c->config, &x, &y, &z, &yaw);
+    if (rc < 0) return rc;
+    size_t bits = bit_reader_position(r) - before + 2 + c->alias_bits;
+    c->move_records++;
+    c->move_bits += bits;
+    c->move_hist[bits < 511 ? bits : 511]++;
+    c->entity_bits[alias] += (uint32_t)bits;
+    c->entity_kinds[alias] |= 2;
+    probe_note(c, alias);
+    return 1;
+}
+
+static void probe_leave(void *ctx, uint32_t alias) {
+    probe *c = ctx;
+    if (alias >= MAX_ALIASES) return;
+    entity_state_free(c->states[alias]);
+    c->states[alias] = NULL;
+}
+
+static void probe_changed(void *ctx, uint32_t alias, entity_state *state, const entity_state_mask *changed) {
+    (void)ctx, (void)alias, (void)state, (void)changed;
+}
+
+static const replication_decode_callbacks probe_callbacks = {
+    .enter = probe_enter, .find = probe_find, .move = probe_move, .leave = probe_leave, .changed = probe_changed,
+};
+
+/* Decodes one ViewUpdate of witness 0, with the per-record sizes. UPDATE
+ * records are measured as the bits the decoder consumed between the
+ * callbacks around them. */
+static int probe_stream(probe *c, const uint8_t *payload, size_t length, const replication_schema *schema) {
+    Tessera__Client__ServerToClient *message = tessera__client__server_to_client__unpack(NULL, length, payload);
+    if (!message || message->body_case != TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW) return -1;
+    memset(c->entity_bits, 0, sizeof c->entity_bits);
+    memset(c->entity_kinds, 0, sizeof c->entity_kinds);
+    bit_reader r;
+    bit_reader_init(&r, message->view->stream.data, message->view->stream.len);
+    replication_decode_stats stats;
+    int rc = replication_decode_stream(&r, schema, c->alias_bits, &probe_callbacks, c, &stats);
+    /* A typical entity update: the stream's bits (without END and its
+     * padding) over the entities it updated, in streams that enter and
+     * leave nothing. */
+    if (rc == 0 && stats.enters == 0 && stats.leaves == 0 && stats.discarded == 0) {
+        uint64_t touched = 0;
+        for (uint32_t a = 0; a < MAX_ALIASES; a++) touched += c->entity_kinds[a] != 0;
+        if (touched) {
+            c->touched += touched;
+            c->touched_bits += message->view->stream.len * 8 - 4;
+        }
+    }
+    tessera__client__server_to_client__free_unpacked(message, NULL);
+    return rc;
+}
+
+typedef struct run_result {
+    double tick_ms;
+    double bytes_per_client_second;
+    uint32_t longest_gap_ticks;
+    double move_bytes_mean, move_bytes_median;
+    double update_bytes_mean;
+    uint64_t records_held;
+    bool state_matches;
+    uint64_t payloads;
+} run_result;
+
+/* One run of the workload at `bytes_per_second` per client. */
+static int run(const char *definitions, bool budgeted, int ticks, run_result *out) {
+    static cellapp app;
+    memset(&app, 0, sizeof app);
+    cellapp_settings *s = &app.settings;
+    s->tick_hz = TICK_HZ;
+    s->world_min_x = s->world_min_z = -HALF_SIDE;
+    s->world_max_x = s->world_max_z = HALF_SIDE;
+    s->world_min_y = -100;
+    s->world_max_y = 100;
+    s->view_radius = 50;
+    s->view_hysteresis = 5;
+    /* The baseline sends every change every tick: no byte budget and no
+     * distance curve. */
+    s->client_bytes_per_second = budgeted ? 4096 : 100000000;
+    s->max_aliases = MAX_ALIASES;
+    s->alias_cooldown_ms = 1000;
+    s->position_precision = 1.0 / 64;
+    s->yaw_steps = 256;
+    s->detail_near_distance = 15;
+    s->detail_medium_distance = 30;
+    s->update_near_distance = budgeted ? 10 : 1e5;
+    s->update_far_distance = budgeted ? 40 : 2e5;
+    char err[512];
+    if (entity_def_load_directory(definitions, &app.definitions, err, sizeof err) != 0) {
+        fprintf(stderr, "bench-witness: %s\n", err);
+        return -1;
+    }
+    const entity_def_class *cls = entity_def_registry_find_class(app.definitions, "Avatar");
+    if (!cls) {
+        fprintf(stderr, "bench-witness: no Avatar class in %s\n", definitions);
+        return -1;
+    }
+    const double min[3] = {-HALF_SIDE, -100, -HALF_SIDE}, max[3] = {HALF_SIDE, 100, HALF_SIDE};
+    volatile_codec_config_init(&app.volatile_config, s->position_precision, min, max, (uint32_t)s->yaw_steps);
+    app.schema = replication_schema_create(app.definitions);
+    app.replication = replication_create(app.schema);
+    bit_writer_init(&app.stream);
+    space_init(&app.space, "bench", false);
+
+    rng_state = 0x9E3779B97F4A7C15ull;
+    static cell_entity *entities[ENTITIES];
+    static double heading[ENTITIES];
+    for (int e = 0; e < ENTITIES; e++) {
+        float x = (float)((unit() * 2 - 1) * (HALF_SIDE - 1)), z = (float)((unit() * 2 - 1) * (HALF_SIDE - 1));
+        entities[e] = space_add(&app.space, 1 + (uint64_t)e, CELL_ENTITY_REAL, cls, x, 0, z);
+        heading[e] = unit() * 2 * M_PI;
+        for (uint16_t p = 0; p < cls->property_count; p++) randomize_property(entities[e]->state, cls, p);
+        if (e < WITNESSES) witness_attach(&app, entities[e]);
+    }
+
+    probe *client = calloc(1, sizeof *client);
+    client->config = &app.volatile_config;
+    client->alias_bits = replication_alias_bits(MAX_ALIASES);
+    uint64_t tick_ns = 0, bytes = 0, payloads = 0;
+    int warmup = TICK_HZ * 2; /* the first enters of every view are not steady state */
+    for (int t = 0; t < ticks + warmup; t++) {
+        /* The game (untimed): everyone walks, 20 % of properties change. */
+        for (int e = 0; e < ENTITIES; e++) {
+            cell_entity *entity = entities[e];
+            /* Players walk straight and turn now and then (every 3 s on
+             * average), as the bots do. */
+            if (rng() % (3 * TICK_HZ) == 0) heading[e] = unit() * 2 * M_PI;
+            double step = SPEED / TICK_HZ;
+            double x = entity->x + cos(heading[e]) * step, z = entity->z + sin(heading[e]) * step;
+            if (fabs(x) > HALF_SIDE - 1 || fabs(z) > HALF_SIDE - 1) {
+                heading[e] += M_PI;
+                x = entity->x;
+                z = entity->z;
+            }
+            space_move(&app.space, entity, (float)x, 0, (float)z, (float)heading[e]);
+            for (uint16_t p = 0; p < cls->property_count; p++)
+                if (rng() % 5 == 0) randomize_property(entity->state, cls, p);
+        }
+        /* The cell's tick, as cellapp_tick runs it. */
+        uint64_t start = now_ns();
+        coord_flush(app.space.coord);
+        replication_begin_tick(app.replication, ++app.replication_tick);
+        for (int e = 0; e < ENTITIES; e++) {
+            cell_entity *entity = entities[e];
+            entity->packed = !entity_state_mask_empty(entity_state_dirty(entity->state));
+            if (entity->packed)
+                replication_pack_audiences(app.replication, &entity->replication,
+                                           REPLICATION_OTHERS_AUDIENCES |
+                                               (entity->witness ? 1u << REPLICATION_AUDIENCE_OWN : 0));
+        }
+        uint8_t *mine = NULL;
+        size_t mine_length = 0;
+        uint64_t tick_bytes = 0;
+        for (int e = 0; e < WITNESSES; e++) {
+            uint8_t *payload;
+            size_t length = witness_update(entities[e]->witness, &app, entities[e], &payload);
+            tick_bytes += length;
+            if (e == 0) {
+                mine = payload;
+                mine_length = length;
+            } else {
+                free(payload);
+            }
+        }
+        for (int e = 0; e < ENTITIES; e++) entity_state_clear_dirty(entities[e]->state);
+        space_end_tick(&app.space);
+        uint64_t elapsed = now_ns() - start;
+        client->tick = (uint32_t)t;
+        if (mine_length && probe_stream(client, mine, mine_length, app.schema) != 0) {
+            fprintf(stderr, "bench-witness: witness 0's stream does not decode at tick %d\n", t);
+            return -1;
+        }
+        free(mine);
+        if (t < warmup) {
+            client->longest_gap = 0;
+            continue;
+        }
+        tick_ns += elapsed;
+        bytes += tick_bytes;
+        payloads += WITNESSES;
+    }
+    /* The cell's state, for witness 0's audiences, is what its client holds
+     * for every entity still in view (what is late arrives within a
+     * second, so compare after a second of ticks with no changes). */
+    for (int t = 0; t < TICK_HZ + 2; t++) {
+        coord_flush(app.space.coord);
+        replication_begin_tick(app.replication, ++app.replication_tick);
+        for (int e = 0; e < ENTITIES; e++) entities[e]->packed = false;
+        uint8_t *payload;
+        size_t length = witness_update(entities[0]->witness, &app, entities[0], &payload);
+        client->tick = (uint32_t)(ticks + warmup + t);
+        if (length && probe_stream(client, payload, length, app.schema) != 0) return -1;
+        free(payload);
+        space_end_tick(&app.space);
+    }
+    bool matches = true;
+    bit_writer a, b;
+    bit_writer_init(&a);
+    bit_writer_init(&b);
+    for (uint32_t alias = 0; alias < MAX_ALIASES; alias++) {
+        if (!client->states[alias]) continue;
+        cell_entity *entity = space_find(&app.space, client->entity_of[alias]);
+        if (!entity) continue;
+        bool owner = client->owner[alias];
+        float d = fmaxf(fabsf(entity->x - entities[0]->x), fabsf(entity->z - entities[0]->z));
+        entity_def_detail detail = d <= s->detail_near_distance     ? ENTITY_DEF_DETAIL_NEAR
+                                   : d <= s->detail_medium_distance ? ENTITY_DEF_DETAIL_MEDIUM
+                                                                    : ENTITY_DEF_DETAIL_FAR;
+        const entity_state_mask *mask =
+            replication_schema_mask(app.schema, cls->id, replication_audience_for(owner, detail));
+        bit_writer_reset(&a);
+        bit_writer_reset(&b);
+        property_codec_encode_changes(&a, entity->state, mask);
+        property_codec_encode_changes(&b, client->states[alias], mask);
+        if (bit_writer_bits(&a) != bit_writer_bits(&b) ||
+            memcmp(bit_writer_data(&a), bit_writer_data(&b), bit_writer_bytes(&a)) != 0)
+            matches = false;
+    }
+    bit_writer_close(&a);
+    bit_writer_close(&b);
+
+    out->tick_ms = (double)tick_ns / 1e6 / ticks;
+    out->bytes_per_client_second = (double)bytes / WITNESSES / ((double)ticks / TICK_HZ);
+    out->longest_gap_ticks = client->longest_gap;
+    out->move_bytes_mean = client->move_records ? (double)client->move_bits / 8.0 / (double)client->move_records : 0;
+    uint64_t seen = 0;
+    out->move_bytes_median = 0;
+    for (int bits = 0; bits < 512; bits++) {
+        seen += client->move_hist[bits];
+        if (seen * 2 >= client->move_records) {
+            out->move_bytes_median = bits / 8.0;
+            break;
+        }
+    }
+    out->update_bytes_mean = client->touched ? (double)client->touched_bits / 8.0 / (double)client->touched : 0;
+    out->records_held = app.witness_totals.records_held;
+    out->state_matches = matches;
+    out->payloads = payloads;
+
+    for (uint32_t alias = 0; alias < MAX_ALIASES; alias++) entity_state_free(client->states[alias]);
+    free(client);
+    space_close(&app.space);
+    bit_writer_close(&app.stream);
+    replication_free(app.replication);
+    replication_schema_free(app.schema);
+    entity_def_registry_free(app.definitions);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    bool json = false;
+    int ticks = 100;
+    const char *definitions = TESSERA_SOURCE_DIR "/demo/entities";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--json") == 0) json = true;
+        else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) ticks = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--definitions") == 0 && i + 1 < argc) definitions = argv[++i];
+        else {
+            fprintf(stderr, "usage: bench-witness [--json] [--ticks N] [--definitions DIR]\n");
+            return 2;
+        }
+    }
+    log_set_level(LOG_LEVEL_WARN);
+    run_result budgeted, unbudgeted;
+    if (run(definitions, true, ticks, &budgeted) != 0 || run(definitions, false, ticks, &unbudgeted) != 0)
+        return 1;
+    if (json) {
+        printf("{\"budgeted\": {\"tick_ms\": %.3f, \"bytes_per_client_second\": %.1f, \"longest_gap_ticks\": %u, "
+               "\"move_bytes_mean\": %.2f, \"update_and_move_bytes_mean\": %.2f, \"state_matches\": %s}, "
+               "\"unbudgeted\": {\"tick_ms\": %.3f, \"bytes_per_client_second\": %.1f, \"longest_gap_ticks\": %u, "
+               "\"move_bytes_mean\": %.2f, \"update_and_move_bytes_mean\": %.2f, \"state_matches\": %s}}\n",
+               budgeted.tick_ms, budgeted.bytes_per_client_second, budgeted.longest_gap_ticks,
+               budgeted.move_bytes_mean, budgeted.update_bytes_mean, budgeted.state_matches ? "true" : "false",
+               unbudgeted.tick_ms, unbudgeted.bytes_per_client_second, unbudgeted.longest_gap_ticks,
+               unbudgeted.move_bytes_mean, unbudgeted.update_bytes_mean, unbudgeted.state_matches ? "true" : "false");
+        return budgeted.state_matches && unbudgeted.state_matches ? 0 : 1;
+    }
+    printf("bench-witness: %d Avatars walking at %.0f m/s, %d clients with ~100 in view, 20 %% of properties "
+           "changing, %d ticks at %d Hz\n",
+           ENTITIES, SPEED, WITNESSES, ticks, TICK_HZ);
+    printf("                                  budget 4096 B/s   unbudgeted   ratio\n");
+    printf("  cell tick                       %8.2f ms      %8.2f ms   %.2f x\n", budgeted.tick_ms,
+           unbudgeted.tick_ms, unbudgeted.tick_ms / budgeted.tick_ms);
+    printf("  per client                      %8.0f B/s     %8.0f B/s  %.2f x  (target <= 4096 B/s: %s)\n",
+           budgeted.bytes_per_client_second, unbudgeted.bytes_per_client_second,
+           unbudgeted.bytes_per_client_second / budgeted.bytes_per_client_second,
+           budgeted.bytes_per_client_second <= 4096 ? "ok" : "MISSED");
+    printf("  longest gap between updates     %8.1f s       %8.1f s    (target <= 1 s)\n",
+           budgeted.longest_gap_ticks / (double)TICK_HZ, unbudgeted.longest_gap_ticks / (double)TICK_HZ);
+    printf("  MOVE record (position+yaw)      %8.2f B       %8.2f B    mean (KBEngine 7 B)\n",
+           budgeted.move_bytes_mean, unbudgeted.move_bytes_mean);
+    printf("                                  %8.2f B       %8.2f B    median (target <= 5 B: %s)\n",
+           budgeted.move_bytes_median, unbudgeted.move_bytes_median,
+           budgeted.move_bytes_median <= 5 ? "ok" : "MISSED");
+    printf("  one entity's records in a tick  %8.2f B       %8.2f B    mean (properties and movement)\n",
+           budgeted.update_bytes_mean, unbudgeted.update_bytes_mean);
+    printf("  witness 0 holds the cell's state   %s             %s\n", budgeted.state_matches ? "yes" : "NO",
+           unbudgeted.state_matches ? "yes" : "NO");
+    return budgeted.state_matches && unbudgeted.state_matches ? 0 : 1;
+}
