@@ -151,7 +151,7 @@ typedef struct bots_run {
     uint64_t msgs_in, bytes_in;
     uint64_t enter, leave, moves, corrections, stale_ignored;
     uint64_t stream_bytes, property_updates, discarded_records, base_property_updates;
-    uint64_t client_calls_in, calls_out;
+    uint64_t client_calls_in, calls_out, stale_calls;
     uint64_t call_failures;       /* tessera_client_call refused a call (the class lacks the method, ...) */
     double client_seconds;        /* summed time each bot was in the world */
     uint64_t errors;
@@ -458,6 +458,7 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     run->discarded_records += stats.discarded_records;
     run->base_property_updates += stats.base_property_updates;
     run->client_calls_in += stats.client_calls;
+    run->stale_calls += stats.stale_calls;
     run->calls_out += stats.calls_out;
     if (b->in_world) run->client_seconds += (double)(uv_now(&run->loop) - run->start_ms - b->in_world_at_ms) / 1000.0;
     /* Their class belongs to the client's definitions, freed on return. */
@@ -878,8 +879,8 @@ static void bots_print_json(FILE *out, const bots_run *run) {
                  ",\"base_property_updates\":%" PRIu64,
             run->property_updates, run->discarded_records, run->base_property_updates);
     fprintf(out, ",\"calls_out\":%" PRIu64 ",\"call_failures\":%" PRIu64 ",\"client_calls_in\":%" PRIu64
-                 ",\"client_calls_by_method\":",
-            run->calls_out, run->call_failures, run->client_calls_in);
+                 ",\"stale_calls\":%" PRIu64 ",\"client_calls_by_method\":",
+            run->calls_out, run->call_failures, run->client_calls_in, run->stale_calls);
     bots_print_counters_json(out, &run->client_calls);
     fprintf(out, ",\"latency_samples\":%" PRIu64, run->latency.count);
     bots_print_latency_json(out, "latency_p50_ms", run, 50.0);
@@ -912,8 +913,10 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
     fprintf(out, "  properties     %" PRIu64 " updates, %" PRIu64 " discarded records, %" PRIu64
                  " base property messages\n",
             run->property_updates, run->discarded_records, run->base_property_updates);
-    fprintf(out, "  calls          %" PRIu64 " sent (%" PRIu64 " refused by the SDK), %" PRIu64 " client calls received\n",
-            run->calls_out, run->call_failures, run->client_calls_in);
+    fprintf(out,
+            "  calls          %" PRIu64 " sent (%" PRIu64 " refused by the SDK), %" PRIu64
+            " client calls received (%" PRIu64 " stale: the entity had just left)\n",
+            run->calls_out, run->call_failures, run->client_calls_in, run->stale_calls);
     for (size_t i = 0; i < run->client_calls.count; i++)
         fprintf(out, "    %-28s %" PRIu64 "\n", run->client_calls.items[i].name, run->client_calls.items[i].count);
     fprintf(out, "  view           %" PRIu64 " distinct entities seen (summed over bots), %" PRIu64 " enters, %" PRIu64
@@ -986,7 +989,7 @@ static void bots_usage(FILE *out) {
             "msgs_in, bytes_in, entities_seen, enter, leave, moves, corrections,\n"
             "stale_ignored, stream_bytes, stream_bytes_per_client_s, property_updates,\n"
             "discarded_records, base_property_updates, calls_out, call_failures,\n"
-            "client_calls_in, client_calls_by_method, latency_samples, latency_p50_ms,\n"
+            "client_calls_in, stale_calls, client_calls_by_method, latency_samples, latency_p50_ms,\n"
             "latency_p99_ms, latency_max_ms (null without samples), latency_clock_skew,\n"
             "self_seen, verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late,\n"
             "aoi_position_checked, aoi_position_mismatches, snapshot_written,\n"

@@ -512,6 +512,18 @@ static void tessera_client__send_login(tessera_client *client) {
     memset(client->password, 0, sizeof client->password);
 }
 
+/* The server does not echo the player's own moves: its entity in the table
+ * is where the player last said (or was put back). The volatile track is
+ * left alone, since it mirrors what the server sent. */
+static void tessera_client__place_own(tessera_client *client, float x, float y, float z, float yaw) {
+    tessera_client__entity *own = id_map_get(&client->entities, client->login.entity_id);
+    if (!own) return;
+    own->pub.x = x;
+    own->pub.y = y;
+    own->pub.z = z;
+    own->pub.yaw = yaw;
+}
+
 int tessera_client_send_move(tessera_client *client, float x, float y, float z, float yaw) {
     if (!tessera_client__in_world(client)) return -1;
     if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !isfinite(yaw)) return -1;
@@ -528,6 +540,7 @@ int tessera_client_send_move(tessera_client *client, float x, float y, float z, 
     message.move = &move;
     if (tessera_client__send(client, &message) != 0) return -1;
     client->sequence = move.sequence;
+    tessera_client__place_own(client, x, y, z, yaw);
     return 0;
 }
 
@@ -953,6 +966,16 @@ static void tessera_client__end_frame(tessera_client *client) {
     client->frame.move_error = 0;
 }
 
+/* Whether `entity_id` left in the frame being applied. The cell queues a
+ * call for the entities a client sees, and the entity may leave its view
+ * before the update goes out: the LEAVE is in the stream, which comes
+ * first. Such a call is stale, not a protocol error. */
+static int tessera_client__departed(const tessera_client *client, uint64_t entity_id) {
+    for (size_t i = 0; i < client->frame.departed.count; i++)
+        if (client->frame.departed.items[i]->pub.id == entity_id) return 1;
+    return 0;
+}
+
 /* Checks every ClientCall of `view` before any is delivered, so that a bad
  * one refuses the update before its callbacks. Returns 0, or -1 with the
  * client closing. */
@@ -962,6 +985,7 @@ static int tessera_client__check_calls(tessera_client *client, const Tessera__Cl
         char what[160];
         const tessera_client__entity *entity =
             call && call->entity_id ? id_map_get(&client->entities, call->entity_id) : NULL;
+        if (!entity && call && tessera_client__departed(client, call->entity_id)) continue; /* stale: dropped */
         if (!entity) {
             snprintf(what, sizeof what, "client call on entity %" PRIu64 ", which is not in view",
                      call ? call->entity_id : 0);
@@ -987,9 +1011,14 @@ static int tessera_client__check_calls(tessera_client *client, const Tessera__Cl
     return 0;
 }
 
-/* Delivers one checked ClientCall. Returns 0, or -1 with the client closing. */
+/* Delivers one checked ClientCall (or drops a stale one). Returns 0, or -1
+ * with the client closing. */
 static int tessera_client__deliver_call(tessera_client *client, const Tessera__Client__ClientCall *call) {
     const tessera_client__entity *entity = id_map_get(&client->entities, call->entity_id);
+    if (!entity) {
+        client->stats.stale_calls++;
+        return 0;
+    }
     const entity_def_class *cls = entity->pub.cls;
     const entity_def_method *method = &cls->methods[ENTITY_DEF_PART_CLIENT][call->method_id];
     entity_state **args = &client->call_args[client->call_args_first[cls->id] + call->method_id];
@@ -1155,6 +1184,7 @@ static void tessera_client__on_correction(tessera_client *client, const Tessera_
     correction.sequence = message->sequence;
     correction.reason = message->reason ? message->reason : "";
     client->stats.corrections++;
+    tessera_client__place_own(client, correction.x, correction.y, correction.z, correction.yaw);
     if (client->callbacks.on_correction) client->callbacks.on_correction(client, &correction);
 }
 

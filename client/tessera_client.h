@@ -111,8 +111,13 @@ typedef struct tessera_client_entity {
      * is pointless (the next update overwrites it) but harmless. Its dirty
      * set is cleared after each frame's callbacks. */
     entity_state *state;
-    float x, y, z;                  /* metres, quantized to the login's position_precision */
-    float yaw;                      /* radians in (-pi, pi], quantized to yaw_steps */
+    /* Metres, quantized to the login's position_precision, and radians in
+     * (-pi, pi] quantized to yaw_steps. The server sends the player's own
+     * entity no MOVE after the one with its ENTER (the client walks it):
+     * for that one the SDK takes the position of each move sent and each
+     * correction, as they are. */
+    float x, y, z;
+    float yaw;
     uint64_t last_move_stamp_us;    /* stamp_us of the ViewUpdate of the last move applied; 0 until one */
     uint32_t last_tick;             /* cell tick of the update that last touched it */
 } tessera_client_entity;
@@ -162,6 +167,7 @@ typedef struct tessera_client_stats {
     uint64_t discarded_records;  /* MOVE and UPDATE records for an alias not in the table: skipped */
     uint64_t stale_leaves;       /* LEAVE records for an alias not in the table: ignored */
     uint64_t client_calls;       /* ClientCalls received and delivered */
+    uint64_t stale_calls;        /* ClientCalls for an entity that left in the same update: dropped */
     uint64_t base_property_updates; /* BaseProperties messages received */
     uint64_t calls_out;          /* EntityCalls sent */
     uint64_t corrections;
@@ -207,7 +213,10 @@ typedef struct tessera_client_callbacks {
     /* The server called client method `method` (of entity->cls, part
      * ENTITY_DEF_PART_CLIENT) on `entity`, with `args` a state of
      * method->args_class holding the arguments (read them with
-     * entity_state_get_*). `args` is valid during the call only. */
+     * entity_state_get_*). `args` is valid during the call only. A call for
+     * an entity that left in the same update (the stream comes first) is
+     * dropped (stats.stale_calls); one for an entity never seen, an unknown
+     * method or bad arguments closes the client with CLOSED_PROTOCOL. */
     void (*on_client_call)(tessera_client *client, const tessera_client_entity *entity,
                            const entity_def_method *method, const entity_state *args);
     /* The cell refused a move and put the player back. */

@@ -500,11 +500,16 @@ static void test_enter_move_update_leave(void **state) {
         else assert_true(allocations - before <= 2);
     }
 
-    /* Leave: gone from both maps; on_leave before anything else. */
+    /* Leave: gone from both maps; on_leave before anything else. A call
+     * for the entity that left in the same update is stale: dropped. */
     begin_tick(fx);
     replication_append_leave(&fx->stream, 5, bits);
     replication_append_leave(&fx->stream, 77, bits); /* stale */
-    pack_view(fx, 4444, NULL, 0);
+    Tessera__Client__ClientCall late = TESSERA__CLIENT__CLIENT_CALL__INIT;
+    late.entity_id = NPC_ID;
+    late.method_id = 3;
+    Tessera__Client__ClientCall *late_calls[] = {&late};
+    pack_view(fx, 4444, late_calls, 1);
     end_tick(fx);
     fx->seen.length = 0;
     assert_int_equal(feed(fx), 0);
@@ -519,6 +524,7 @@ static void test_enter_move_update_leave(void **state) {
     assert_int_equal(stats.stale_leaves, 1);
     assert_int_equal(stats.discarded_records, 1);
     assert_int_equal(stats.client_calls, 4);
+    assert_int_equal(stats.stale_calls, 1);
     assert_int_equal(stats.base_property_updates, 2);
     assert_int_equal(stats.property_updates, 4);
 
@@ -590,6 +596,41 @@ static void test_close_in_callback(void **state) {
     assert_int_equal(tessera_client_process_frame(fx->client, fx->frame, fx->frame_length), -1);
     close_and_drain(fx);
     assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_BY_CALLER);
+}
+
+/* The server echoes no own moves: a correction places the own entity. */
+static void test_correction_places_own(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = 42.5f;
+    position.z = -3.25f;
+    Tessera__Client__Correction correction = TESSERA__CLIENT__CORRECTION__INIT;
+    correction.position = &position;
+    correction.reason = "too fast";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION;
+    message.correction = &correction;
+    pack(fx, &message);
+    assert_int_equal(feed(fx), 0);
+    const tessera_client_entity *player = tessera_client_entity_find(fx->client, PLAYER_ID);
+    assert_true(player->x == 42.5f && player->z == -3.25f);
+}
+
+static void test_unknown_entity_call(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    begin_tick(fx);
+    Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+    call.entity_id = 123456; /* never in view */
+    Tessera__Client__ClientCall *calls[] = {&call};
+    pack_view(fx, 1, calls, 1);
+    assert_int_equal(feed(fx), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+    assert_non_null(strstr(fx->seen.reason, "not in view"));
 }
 
 static void test_calls_without_channel(void **state) {
@@ -664,6 +705,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_bad_client_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_in_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_calls_without_channel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_correction_places_own, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_entity_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbled_updates, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
