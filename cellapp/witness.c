@@ -463,16 +463,21 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
     if (view->call_count) {
         calls = xcalloc(view->call_count, sizeof *calls);
         call_pointers = xcalloc(view->call_count, sizeof *call_pointers);
+        size_t kept = 0;
         for (size_t i = 0; i < view->call_count; i++) {
+            /* A call for an entity that left the view in this very stream
+             * would reach a client that no longer knows it. */
+            if (!witness_sees(view, view->calls[i].entity_id)) continue;
             Tessera__Client__ClientCall init = TESSERA__CLIENT__CLIENT_CALL__INIT;
-            calls[i] = init;
-            calls[i].entity_id = view->calls[i].entity_id;
-            calls[i].method_id = view->calls[i].method_id;
-            calls[i].args.data = view->calls[i].args;
-            calls[i].args.len = view->calls[i].length;
-            call_pointers[i] = &calls[i];
+            calls[kept] = init;
+            calls[kept].entity_id = view->calls[i].entity_id;
+            calls[kept].method_id = view->calls[i].method_id;
+            calls[kept].args.data = view->calls[i].args;
+            calls[kept].args.len = view->calls[i].length;
+            call_pointers[kept] = &calls[kept];
+            kept++;
         }
-        update.n_calls = view->call_count;
+        update.n_calls = kept;
         update.calls = call_pointers;
     }
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
