@@ -100,27 +100,28 @@ class ConfigErrors(unittest.TestCase):
                     "redis_retry_ms": 100,
                     "internal_host": "127.0.0.1",
                     "internal_port": internal_port,
+                    "entity_definitions": DEMO_ENTITIES,
                 }
                 if role == "baseapp":
-                    conf.update({"client_host": "127.0.0.1", "client_port": client_port,
-                                 "entity_definitions": DEMO_ENTITIES})
+                    conf.update({"client_host": "127.0.0.1", "client_port": client_port})
                 path = self.write("noredis-%s.json" % role, json.dumps(conf))
                 err, ctx = self.run_program(role, path, timeout=REDIS_GIVE_UP_S)
                 self.assert_mentions(err, ["redis"], ctx)
 
     def test_broken_entity_definitions(self):
         # A definitions directory that is missing, and one whose file does
-        # not parse: the baseapp names the path and the problem, and exits.
+        # not parse: each program names the path and the problem, and exits.
         broken_dir = os.path.join(self.tmp, "broken-entities")
         os.makedirs(broken_dir, exist_ok=True)
         with open(os.path.join(broken_dir, "Avatar.json"), "w") as f:
             f.write('{"format": 1, "entities": [{"name": "Avatar", "colour": "red"}]}')
         for directory, words in ((os.path.join(self.tmp, "no-such-dir"), ["no-such-dir"]),
                                  (broken_dir, ["Avatar.json", "colour"])):
-            with self.subTest(directory=directory):
-                path = self.write("defs.json", json.dumps({"entity_definitions": directory}))
-                err, ctx = self.run_program("baseapp", path)
-                self.assert_mentions(err, words, ctx)
+            for role in PROGRAMS:
+                with self.subTest(directory=directory, program=role):
+                    path = self.write("defs.json", json.dumps({"entity_definitions": directory}))
+                    err, ctx = self.run_program(role, path)
+                    self.assert_mentions(err, words, ctx)
 
     def test_port_in_use(self):
         with harness.Cluster(baseapps=1, cellapps=1) as cluster:
