@@ -464,6 +464,20 @@ def parse_set(items):
     return out
 
 
+def overrides_for(role, overrides):
+    """The overrides that apply to a process of `role`: plain keys apply to
+    every process, "cellapp.KEY" and "baseapp.KEY" to that role only."""
+    out = {}
+    for key, value in overrides.items():
+        prefix, dot, rest = key.partition(".")
+        if dot and prefix in ("baseapp", "cellapp"):
+            if prefix == role:
+                out[rest] = value
+        else:
+            out[key] = value
+    return out
+
+
 def _signal(name, pid, sig):
     """Sends sig to pid if it is still the process we started; True if sent."""
     if not pid_alive(pid) or not pid_is(pid, program_of(name)):
@@ -621,7 +635,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                     "password_ops_limit": 1,
                     "password_mem_limit_kib": 8192,
                 })
-            conf.update(overrides)
+            conf.update(overrides_for(role, overrides))
             with open(rd.config(name), "w") as f:
                 json.dump(conf, f, indent=2)
                 f.write("\n")
@@ -922,7 +936,8 @@ def main(argv=None):
     p.add_argument("--build", default="build", help="build directory, relative to the repository root")
     p.add_argument("--auto-create-accounts", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="config override for every process (VALUE is JSON if it parses, else a string)")
+                   help="config override for every process, or for one role as cellapp.KEY or baseapp.KEY "
+                        "(VALUE is JSON if it parses, else a string)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for readiness")
 
     p = sub.add_parser("status", help="process liveness and registry stats")
