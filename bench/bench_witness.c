@@ -28,6 +28,7 @@
 
 #include "cellapp.h"
 #include "log.h"
+#include "tessera_client.h"
 #include "property_codec.h"
 
 #ifndef TESSERA_SOURCE_DIR
@@ -42,6 +43,34 @@
 #define SPEED 5.0 /* metres per second */
 #define TICK_HZ 10
 #define MAX_ALIASES 1024
+
+/* Heap allocations made by anything in this process while `counting`:
+ * the SDK, protobuf-c, libuv. glibc's own entry points do the work. */
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#define BENCH_COUNTS_ALLOCATIONS 1
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *pointer, size_t size);
+extern void __libc_free(void *pointer);
+static uint64_t bench_allocations;
+static bool bench_counting;
+void *malloc(size_t size) {
+    if (bench_counting) bench_allocations++;
+    return __libc_malloc(size);
+}
+void *calloc(size_t count, size_t size) {
+    if (bench_counting) bench_allocations++;
+    return __libc_calloc(count, size);
+}
+void *realloc(void *pointer, size_t size) {
+    if (bench_counting) bench_allocations++;
+    return __libc_realloc(pointer, size);
+}
+void free(void *pointer) { __libc_free(pointer); }
+#else
+static uint64_t bench_allocations;
+static bool bench_counting;
+#endif
 
 static uint64_t rng_state;
 static uint64_t rng(void) {
@@ -205,6 +234,99 @@ static int probe_stream(probe *c, const uint8_t *payload, size_t length, const r
     return rc;
 }
 
+/* The SDK client that witness 0's packets are fed to. */
+typedef struct sdk_probe {
+    uv_loop_t loop;
+    tessera_client *client;
+    uint64_t packets, decode_ns, allocations, max_allocations;
+} sdk_probe;
+
+static void sdk_on_closed(tessera_client *client, tessera_client_close_cause cause, const char *reason) {
+    (void)client;
+    if (cause != TESSERA_CLIENT_CLOSED_BY_CALLER) fprintf(stderr, "bench-witness: the SDK closed: %s\n", reason);
+}
+
+static void sdk_frame(tessera_client *client, const Tessera__Client__ServerToClient *message) {
+    size_t length = tessera__client__server_to_client__get_packed_size(message);
+    uint8_t *body = malloc(length);
+    tessera__client__server_to_client__pack(message, body);
+    if (tessera_client_process_frame(client, body, length) != 0) {
+        fprintf(stderr, "bench-witness: the SDK refused the login frames\n");
+        exit(1);
+    }
+    free(body);
+}
+
+/* A client logged in to `app` as its first entity, without a socket. */
+static void sdk_open(sdk_probe *sdk, cellapp *app, const cell_entity *player) {
+    uv_loop_init(&sdk->loop);
+    static const tessera_client_callbacks callbacks = {.on_closed = sdk_on_closed};
+    sdk->client = tessera_client_create(&sdk->loop, &callbacks, sdk);
+    Tessera__Client__ServerHello hello = TESSERA__CLIENT__SERVER_HELLO__INIT;
+    hello.protocol_version = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    hello.server_name = "bench";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO;
+    message.hello = &hello;
+    sdk_frame(sdk->client, &message);
+    Tessera__Client__LoginReply login = TESSERA__CLIENT__LOGIN_REPLY__INIT;
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT, lo = TESSERA__CLIENT__VECTOR3__INIT,
+                             hi = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = player->x;
+    position.z = player->z;
+    lo.x = (float)app->volatile_config.min[0], lo.y = (float)app->volatile_config.min[1];
+    lo.z = (float)app->volatile_config.min[2];
+    hi.x = (float)app->volatile_config.max[0], hi.y = (float)app->volatile_config.max[1];
+    hi.z = (float)app->volatile_config.max[2];
+    char *text = entity_def_registry_describe(app->definitions);
+    login.entity_id = player->id;
+    login.position = &position;
+    login.view_radius = (float)app->settings.view_radius;
+    login.view_hysteresis = (float)app->settings.view_hysteresis;
+    login.max_speed = 10;
+    login.tick_hz = TICK_HZ;
+    login.space_name = "bench";
+    login.definitions = text;
+    login.definitions_digest = (char *)entity_def_registry_digest_hex(app->definitions);
+    login.max_aliases = MAX_ALIASES;
+    login.position_precision = app->volatile_config.precision;
+    login.world_min = &lo;
+    login.world_max = &hi;
+    login.yaw_steps = app->volatile_config.yaw_steps;
+    login.detail_near_distance = (float)app->settings.detail_near_distance;
+    login.detail_medium_distance = (float)app->settings.detail_medium_distance;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
+    message.login_reply = &login;
+    sdk_frame(sdk->client, &message);
+    free(text);
+}
+
+/* Feeds one packet, timed, its allocations counted. */
+static void sdk_feed(sdk_probe *sdk, const uint8_t *payload, size_t length, bool measure) {
+    uint64_t before = bench_allocations;
+    bench_counting = true;
+    uint64_t start = now_ns();
+    int rc = tessera_client_process_frame(sdk->client, payload, length);
+    uint64_t elapsed = now_ns() - start;
+    bench_counting = false;
+    if (rc != 0) {
+        fprintf(stderr, "bench-witness: the SDK refused a packet\n");
+        exit(1);
+    }
+    if (!measure) return;
+    uint64_t made = bench_allocations - before;
+    sdk->packets++;
+    sdk->decode_ns += elapsed;
+    sdk->allocations += made;
+    if (made > sdk->max_allocations) sdk->max_allocations = made;
+}
+
+static void sdk_close(sdk_probe *sdk) {
+    tessera_client_close(sdk->client);
+    uv_run(&sdk->loop, UV_RUN_DEFAULT);
+    uv_loop_close(&sdk->loop);
+}
+
 typedef struct run_result {
     double tick_ms;
     double bytes_per_client_second;
@@ -214,6 +336,10 @@ typedef struct run_result {
     uint64_t records_held;
     bool state_matches;
     uint64_t payloads;
+    double sdk_decode_us;          /* per packet */
+    double sdk_allocations;        /* per packet, mean */
+    uint64_t sdk_max_allocations;  /* in one packet */
+    double packet_bytes;           /* witness 0's mean packet */
 } run_result;
 
 /* One run of the workload at `bytes_per_second` per client. */
@@ -267,6 +393,10 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         if (e < WITNESSES) witness_attach(&app, entities[e]);
     }
 
+    sdk_probe sdk;
+    memset(&sdk, 0, sizeof sdk);
+    sdk_open(&sdk, &app, entities[0]);
+    uint64_t mine_bytes = 0;
     probe *client = calloc(1, sizeof *client);
     client->config = &app.volatile_config;
     client->alias_bits = replication_alias_bits(MAX_ALIASES);
@@ -323,6 +453,10 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         if (mine_length && probe_stream(client, mine, mine_length, app.schema) != 0) {
             fprintf(stderr, "bench-witness: witness 0's stream does not decode at tick %d\n", t);
             return -1;
+        }
+        if (mine_length) {
+            sdk_feed(&sdk, mine, mine_length, t >= warmup);
+            if (t >= warmup) mine_bytes += mine_length;
         }
         free(mine);
         if (t < warmup) {
@@ -388,6 +522,11 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
     }
     out->update_bytes_mean = client->touched ? (double)client->touched_bits / 8.0 / (double)client->touched : 0;
     out->records_held = app.witness_totals.records_held;
+    out->sdk_decode_us = sdk.packets ? (double)sdk.decode_ns / 1e3 / (double)sdk.packets : 0;
+    out->sdk_allocations = sdk.packets ? (double)sdk.allocations / (double)sdk.packets : 0;
+    out->sdk_max_allocations = sdk.max_allocations;
+    out->packet_bytes = sdk.packets ? (double)mine_bytes / (double)sdk.packets : 0;
+    sdk_close(&sdk);
     out->state_matches = matches;
     out->payloads = payloads;
 
@@ -419,14 +558,21 @@ int main(int argc, char **argv) {
     if (run(definitions, true, ticks, &budgeted) != 0 || run(definitions, false, ticks, &unbudgeted) != 0)
         return 1;
     if (json) {
-        printf("{\"budgeted\": {\"tick_ms\": %.3f, \"bytes_per_client_second\": %.1f, \"longest_gap_ticks\": %u, "
-               "\"move_bytes_mean\": %.2f, \"update_and_move_bytes_mean\": %.2f, \"state_matches\": %s}, "
-               "\"unbudgeted\": {\"tick_ms\": %.3f, \"bytes_per_client_second\": %.1f, \"longest_gap_ticks\": %u, "
-               "\"move_bytes_mean\": %.2f, \"update_and_move_bytes_mean\": %.2f, \"state_matches\": %s}}\n",
-               budgeted.tick_ms, budgeted.bytes_per_client_second, budgeted.longest_gap_ticks,
-               budgeted.move_bytes_mean, budgeted.update_bytes_mean, budgeted.state_matches ? "true" : "false",
-               unbudgeted.tick_ms, unbudgeted.bytes_per_client_second, unbudgeted.longest_gap_ticks,
-               unbudgeted.move_bytes_mean, unbudgeted.update_bytes_mean, unbudgeted.state_matches ? "true" : "false");
+        const run_result *runs[2] = {&budgeted, &unbudgeted};
+        const char *names[2] = {"budgeted", "unbudgeted"};
+        printf("{");
+        for (int i = 0; i < 2; i++) {
+            const run_result *r = runs[i];
+            printf("%s\"%s\": {\"tick_ms\": %.3f, \"bytes_per_client_second\": %.1f, \"longest_gap_ticks\": %u, "
+                   "\"move_bytes_mean\": %.2f, \"move_bytes_median\": %.2f, \"entity_records_bytes_mean\": %.2f, "
+                   "\"state_matches\": %s, \"sdk_decode_us\": %.2f, \"sdk_allocations_per_packet\": %.3f, "
+                   "\"sdk_max_allocations\": %llu}",
+                   i ? ", " : "", names[i], r->tick_ms, r->bytes_per_client_second, r->longest_gap_ticks,
+                   r->move_bytes_mean, r->move_bytes_median, r->update_bytes_mean,
+                   r->state_matches ? "true" : "false", r->sdk_decode_us, r->sdk_allocations,
+                   (unsigned long long)r->sdk_max_allocations);
+        }
+        printf("}\n");
         return budgeted.state_matches && unbudgeted.state_matches ? 0 : 1;
     }
     printf("bench-witness: %d Avatars walking at %.0f m/s, %d clients with ~100 in view, 20 %% of properties "
@@ -450,5 +596,14 @@ int main(int argc, char **argv) {
            budgeted.update_bytes_mean, unbudgeted.update_bytes_mean);
     printf("  witness 0 holds the cell's state   %s             %s\n", budgeted.state_matches ? "yes" : "NO",
            unbudgeted.state_matches ? "yes" : "NO");
+    printf("  client SDK decode               %8.1f us      %8.1f us   per packet (%.0f B / %.0f B)\n",
+           budgeted.sdk_decode_us, unbudgeted.sdk_decode_us, budgeted.packet_bytes, unbudgeted.packet_bytes);
+#ifdef BENCH_COUNTS_ALLOCATIONS
+    printf("  client SDK allocations          %8.2f         %8.2f      per packet, mean (target <= 2: %s); "
+           "most in one: %llu / %llu\n",
+           budgeted.sdk_allocations, unbudgeted.sdk_allocations,
+           budgeted.sdk_allocations <= 2 && unbudgeted.sdk_allocations <= 2 ? "ok" : "MISSED",
+           (unsigned long long)budgeted.sdk_max_allocations, (unsigned long long)unbudgeted.sdk_max_allocations);
+#endif
     return budgeted.state_matches && unbudgeted.state_matches ? 0 : 1;
 }

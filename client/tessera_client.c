@@ -288,6 +288,12 @@ struct tessera_client {
         uint32_t move_error_alias;
         tessera_client__list entered, moved, changed, departed;
     } frame;
+    /* Entities that left, kept for the next ones to enter, so that a view
+     * whose entities come and go allocates nothing (at most
+     * TESSERA_CLIENT_SPARE_ENTITIES), and each class's default state to
+     * reset them from (created on first use). */
+    tessera_client__list spare;
+    entity_state **class_defaults;
 };
 
 /* ---- names ---------------------------------------------------------------- */
@@ -368,6 +374,39 @@ static void tessera_client__entity_free(tessera_client__entity *entity) {
     free(entity);
 }
 
+/* Entities kept for reuse after they leave: about the churn of a crowded
+ * view's second, so that steady play allocates nothing per frame. */
+#define TESSERA_CLIENT_SPARE_ENTITIES 256
+
+/* An entity that left: kept for reuse, or freed when enough are kept. */
+static void tessera_client__entity_retire(tessera_client *client, tessera_client__entity *entity) {
+    if (client->spare.count < TESSERA_CLIENT_SPARE_ENTITIES)
+        tessera_client__list_push(&client->spare, entity);
+    else
+        tessera_client__entity_free(entity);
+}
+
+/* A fresh entity of class `cls`: a spare one reset to the class defaults
+ * if there is one, else a new one. */
+static tessera_client__entity *tessera_client__entity_new(tessera_client *client, const entity_def_class *cls) {
+    for (size_t i = client->spare.count; i-- > 0;) {
+        tessera_client__entity *entity = client->spare.items[i];
+        if (entity->pub.cls != cls) continue;
+        client->spare.items[i] = client->spare.items[--client->spare.count];
+        if (!client->class_defaults[cls->id]) client->class_defaults[cls->id] = entity_state_create(cls);
+        entity_state *state = entity->pub.state;
+        if (entity_state_copy(state, client->class_defaults[cls->id]) != 0)
+            log_panic("a spare entity's state is not of its class");
+        entity_state_clear_dirty(state);
+        memset(entity, 0, sizeof *entity);
+        entity->pub.state = state;
+        return entity;
+    }
+    tessera_client__entity *entity = xcalloc(1, sizeof *entity);
+    entity->pub.state = entity_state_create(cls);
+    return entity;
+}
+
 /* Everything the login reply made. The states refer to the definitions'
  * classes, so they go first. */
 static void tessera_client__free_world(tessera_client *client) {
@@ -376,6 +415,14 @@ static void tessera_client__free_world(tessera_client *client) {
     void *value;
     while (id_map_next(&client->entities, &cursor, &id, &value)) tessera_client__entity_free(value);
     id_map_close(&client->entities);
+    for (size_t i = 0; i < client->spare.count; i++) tessera_client__entity_free(client->spare.items[i]);
+    client->spare.count = 0;
+    if (client->class_defaults && client->definitions) {
+        for (size_t c = 0; c < entity_def_registry_class_count(client->definitions); c++)
+            entity_state_free(client->class_defaults[c]);
+    }
+    free(client->class_defaults);
+    client->class_defaults = NULL;
     free(client->aliases);
     client->aliases = NULL;
     client->alias_capacity = 0;
@@ -419,6 +466,7 @@ static void tessera_client__finish(tessera_client *client, const char *reason) {
     tessera_client__list_close(&client->frame.moved);
     tessera_client__list_close(&client->frame.changed);
     tessera_client__list_close(&client->frame.departed);
+    tessera_client__list_close(&client->spare);
     tessera_client__arena_close(&client->arena);
     bit_writer_close(&client->scratch);
     free(client);
@@ -672,6 +720,7 @@ static const char *tessera_client__read_login_numbers(const Tessera__Client__Log
 static void tessera_client__index_definitions(tessera_client *client) {
     size_t classes = entity_def_registry_class_count(client->definitions);
     client->base_masks = xcalloc(classes > 0 ? classes : 1, sizeof client->base_masks[0]);
+    client->class_defaults = xcalloc(classes > 0 ? classes : 1, sizeof client->class_defaults[0]);
     client->call_args_first = xcalloc(classes + 1, sizeof client->call_args_first[0]);
     size_t slots = 0;
     for (size_t c = 0; c < classes; c++) {
@@ -836,13 +885,12 @@ static entity_state *tessera_client__stream_enter(void *ctx, uint32_t alias, uin
                (capacity - client->alias_capacity) * sizeof client->aliases[0]);
         client->alias_capacity = capacity;
     }
-    tessera_client__entity *entity = xcalloc(1, sizeof *entity);
+    tessera_client__entity *entity = tessera_client__entity_new(client, cls);
     entity->pub.id = entity_id;
     entity->pub.alias = alias;
     entity->pub.is_owner = is_owner;
     entity->pub.cls = cls;
     entity->pub.type = cls->name;
-    entity->pub.state = entity_state_create(cls);
     entity->pub.last_tick = client->frame.tick;
     volatile_track_init(&entity->track);
     if (id_map_put(&client->entities, entity_id, entity) != 0) log_panic("id_map_put failed");
@@ -960,7 +1008,7 @@ static void tessera_client__end_frame(tessera_client *client) {
         lists[l]->count = 0;
     }
     for (size_t i = 0; i < client->frame.departed.count; i++)
-        tessera_client__entity_free(client->frame.departed.items[i]);
+        tessera_client__entity_retire(client, client->frame.departed.items[i]);
     client->frame.departed.count = 0;
     client->frame.broken = 0;
     client->frame.move_error = 0;
