@@ -48,6 +48,8 @@ typedef struct baseapp_settings {
     char entity_definitions[256];
     double client_moves_per_second;
     char state_dump_path[256];
+    int64_t client_congestion_bytes;
+    int64_t client_send_buffer_bytes;
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -75,6 +77,7 @@ typedef struct proxy {
     bool has_definitions;      /* the client's cached definitions match ours */
     double move_tokens;        /* moves the client may still send now (token bucket) */
     uint64_t move_tokens_us;   /* monotonic time of the last refill */
+    bool congested;            /* its cell was told it does not read (cell_link.c) */
     /* The base part of the player's entity (base_entity.c), from login on. */
     const entity_def_class *cls;
     entity_state *properties;
@@ -128,6 +131,13 @@ const char *login_check_account_name(const char *account);
 
 /* ---- cellapps (cell_link.c) --------------------------------------------- */
 
+/* Tells a client's cell whether the client keeps up: congested above
+ * client_congestion_bytes queued, drained below half of it. Called after
+ * sending to it and from a timer while any client is congested. */
+void cell_link_check_congestion(proxy *client);
+/* The congestion check for every congested client (the timer). */
+void cell_link_check_all_congestion(baseapp *app);
+
 /* The least-loaded cellapp that is up, or 0 if none. */
 uint64_t cell_link_choose(baseapp *app);
 /* Registry report: refreshes the loads the choice is made from. */
@@ -161,6 +171,9 @@ struct baseapp {
     entity_def_registry *definitions;  /* the game's entity types */
     char *definitions_text;            /* their self-description, sent at login */
     uint64_t moves_dropped;            /* moves over a client's rate, not relayed */
+    uint64_t congested_clients;        /* clients whose cells hold their updates now */
+    uint64_t congestion_events;        /* times a client became congested */
+    uv_timer_t congestion_timer;
     channel_stats client_totals;
     channel_stats peer_totals;
     int shutting_down;

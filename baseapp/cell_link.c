@@ -95,7 +95,40 @@ static void cell_link_forward(baseapp *app, uint64_t cellapp_id, const Tessera__
          * from a cellapp that does not hold the entity is ignored. */
         if (!client || client->cellapp_id != cellapp_id || client->state != PROXY_IN_WORLD) continue;
         channel_send(client->ch, item->payload.data, item->payload.len);
+        if (client->state == PROXY_IN_WORLD) cell_link_check_congestion(client);
     }
+}
+
+void cell_link_check_congestion(proxy *client) {
+    baseapp *app = client->app;
+    if (client->state != PROXY_IN_WORLD || !client->cellapp_id) return;
+    size_t queued = channel_queued_bytes(client->ch);
+    size_t threshold = (size_t)app->settings.client_congestion_bytes;
+    bool congested = client->congested ? queued > threshold / 2 : queued > threshold;
+    if (congested == client->congested) return;
+    client->congested = congested;
+    if (congested) {
+        app->congested_clients++;
+        app->congestion_events++;
+    } else {
+        app->congested_clients--;
+    }
+    log_debug("entity %" PRIu64 " (account '%s'): %s (%zu bytes queued)", client->entity_id, client->account,
+              congested ? "congested: its cell holds its updates" : "drained: updates resume", queued);
+    Tessera__Cluster__ClientCongestion notice = TESSERA__CLUSTER__CLIENT_CONGESTION__INIT;
+    notice.entity_id = client->entity_id;
+    notice.congested = congested;
+    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CLIENT_CONGESTION;
+    message.client_congestion = &notice;
+    peer_set_send(app->peers, client->cellapp_id, &message);
+}
+
+void cell_link_check_all_congestion(baseapp *app) {
+    uint32_t cursor = 0;
+    proxy *client;
+    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL)
+        if (client->congested) cell_link_check_congestion(client);
 }
 
 void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,

@@ -24,6 +24,12 @@ static const config_key baseapp_config_keys[] = {
      1 << 30, "1048576", "queued bytes to a client above which its input is no longer read"},
     {"client_write_limit_bytes", CONFIG_INT, offsetof(baseapp_settings, client_write_limit_bytes), 0, 4096, 1 << 30,
      "8388608", "queued bytes to a client above which it is dropped as a slow consumer"},
+    {"client_congestion_bytes", CONFIG_INT, offsetof(baseapp_settings, client_congestion_bytes), 0, 256,
+     1 << 30, "65536",
+     "queued bytes to a client above which its cell sends it only enters and leaves until it drains (the "
+     "latest state then goes, not a backlog)"},
+    {"client_send_buffer_bytes", CONFIG_INT, offsetof(baseapp_settings, client_send_buffer_bytes), 0, 0, 1 << 30,
+     "65536", "kernel send buffer per client socket (0: the kernel's autotuned default, up to megabytes per client)"},
     {"max_clients", CONFIG_INT, offsetof(baseapp_settings, max_clients), 0, 1, 1000000, "10000",
      "connections accepted before new ones are told the server is full"},
     {"login_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, login_timeout_ms), 0, 100, 600000, "30000",
@@ -68,6 +74,8 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "client_frames_in", (int64_t)clients->frames_in);
     registry_set_stat(app->registry, "client_frames_out", (int64_t)clients->frames_out);
     registry_set_stat(app->registry, "moves_dropped", (int64_t)app->moves_dropped);
+    registry_set_stat(app->registry, "congested_clients", (int64_t)app->congested_clients);
+    registry_set_stat(app->registry, "congestion_events", (int64_t)app->congestion_events);
 }
 
 static void baseapp_on_stats_timer(uv_timer_t *timer) {
@@ -77,6 +85,11 @@ static void baseapp_on_stats_timer(uv_timer_t *timer) {
 }
 
 static void baseapp_on_sweep_timer(uv_timer_t *timer) { proxy_sweep(timer->data); }
+
+static void baseapp_on_congestion_timer(uv_timer_t *timer) {
+    baseapp *app = timer->data;
+    if (app->congested_clients) cell_link_check_all_congestion(app);
+}
 
 static void baseapp_on_registered(registry *reg, uint64_t process_id, void *user_data) {
     baseapp *app = user_data;
@@ -130,6 +143,8 @@ static void baseapp_shutdown(baseapp *app) {
     log_info("shutting down");
     uv_timer_stop(&app->sweep_timer);
     uv_timer_stop(&app->stats_timer);
+    uv_timer_stop(&app->congestion_timer);
+    uv_close((uv_handle_t *)&app->congestion_timer, NULL);
     uv_close((uv_handle_t *)&app->sweep_timer, NULL);
     uv_close((uv_handle_t *)&app->stats_timer, NULL);
     uv_close((uv_handle_t *)&app->sigint, NULL);
@@ -234,6 +249,12 @@ int main(int argc, char **argv) {
     uv_timer_init(app.loop, &app.sweep_timer);
     app.sweep_timer.data = &app;
     uv_timer_start(&app.sweep_timer, baseapp_on_sweep_timer, 1000, 1000);
+    /* A congested client is told to its cell as soon as its queue passes the
+     * threshold (cell_link.c); this timer notices it draining, every 50 ms:
+     * a fraction of a tick, so the held updates resume within one. */
+    uv_timer_init(app.loop, &app.congestion_timer);
+    app.congestion_timer.data = &app;
+    uv_timer_start(&app.congestion_timer, baseapp_on_congestion_timer, 50, 50);
     uv_timer_init(app.loop, &app.stats_timer);
     app.stats_timer.data = &app;
     uv_timer_start(&app.stats_timer, baseapp_on_stats_timer, 200, 200);

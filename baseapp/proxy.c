@@ -64,6 +64,10 @@ static void proxy_release_cell(proxy *client) {
  * its channel, which is closing. */
 static void proxy_unlink(proxy *client) {
     baseapp *app = client->app;
+    if (client->congested) {
+        client->congested = false;
+        app->congested_clients--;
+    }
     proxy_release_cell(client);
     if (client->entity_id && id_map_get(&app->proxies_by_entity, client->entity_id) == client)
         id_map_remove(&app->proxies_by_entity, client->entity_id);
@@ -246,6 +250,7 @@ void proxy_accept(baseapp *app, uv_stream_t *listener) {
         .write_high_water_bytes = (size_t)settings->client_write_high_water_bytes,
         .write_limit_bytes = (size_t)settings->client_write_limit_bytes,
         .totals = &app->client_totals,
+        .socket_send_buffer_bytes = (size_t)settings->client_send_buffer_bytes,
     };
     proxy *client = xcalloc(1, sizeof *client);
     client->app = app;

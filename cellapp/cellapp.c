@@ -445,6 +445,13 @@ void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_GHOSTS:
         if (role == PEER_ROLE_CELLAPP) ghost_apply(app, process_id, message->ghosts);
         return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CLIENT_CONGESTION:
+        if (role == PEER_ROLE_BASEAPP) {
+            cell_entity *entity =
+                cellapp_find_real_of(app, process_id, message->client_congestion->entity_id, "congestion");
+            if (entity && entity->witness) witness_set_congested(entity->witness, message->client_congestion->congested);
+        }
+        return;
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_CALL:
         if (role == PEER_ROLE_BASEAPP) cellapp_client_call(app, process_id, message->cell_call);
         else cellapp_peer_cell_call(app, process_id, message->cell_call);

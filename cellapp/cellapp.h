@@ -158,6 +158,10 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
 /* Queues a call of client method `method_id` of entity `entity_id` for
  * this client, sent with its next update. Copies `args`. */
 void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, const uint8_t *args, size_t length);
+/* The client's baseapp says it is not reading (congested) or has drained.
+ * While congested the witness sends only enters and leaves; movement and
+ * property changes are held and go, current, once it drains. */
+void witness_set_congested(witness *view, bool congested);
 /* Whether the client currently knows `entity_id` (has an alias for it, its
  * own entity included). */
 bool witness_sees(const witness *view, uint64_t entity_id);

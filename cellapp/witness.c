@@ -23,7 +23,9 @@
  *   5. writes the chosen records in the budget's order, then END, and packs
  *      the stream and the queued client calls into one ViewUpdate.
  *
- * Latest state wins: a record the budget holds back is not queued. A held
+ * Latest state wins: a record the budget holds back is not queued, and
+ * while the client's baseapp reports it congested (not reading), only
+ * enters and leaves are written at all. A held
  * MOVE is sent later from the position then current; held property changes
  * are remembered as a set of properties (`pending`) and sent later with the
  * values then current. So under pressure a client gets fewer, newer
@@ -89,6 +91,7 @@ struct witness {
     witness_call *calls;
     size_t call_count, call_capacity;
     bool warned_exhausted;
+    bool congested;             /* the client is not reading: hold all but enters and leaves */
 };
 
 #define WITNESS_PUSH(array, count, capacity, value)                                                      \
@@ -166,6 +169,8 @@ void witness_detach(space *sp, cell_entity *entity) {
     free(view);
     entity->witness = NULL;
 }
+
+void witness_set_congested(witness *view, bool congested) { view->congested = congested; }
 
 bool witness_sees(const witness *view, uint64_t entity_id) {
     return alias_table_find(view->aliases, entity_id) != ALIAS_NONE;
@@ -280,6 +285,17 @@ static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_e
                           .bits;
     bool owes_properties = update_bits > 0 || !entity_state_mask_empty(&slot->pending);
     if (!owes_properties && !slot->move_pending) return;
+    if (view->congested) {
+        /* Latest state wins: nothing is queued behind a client that does
+         * not read; what it is owed goes, current, once it drains. */
+        if (update_bits > 0) {
+            entity_state_mask owed;
+            witness_dirty_for(app, entity, is_owner, (entity_def_detail)slot->detail, &owed);
+            witness_mask_or(&slot->pending, &owed);
+        }
+        app->witness_totals.records_held++;
+        return;
+    }
     uint32_t bytes = (uint32_t)((update_bits + 7) / 8) + (slot->move_pending ? WITNESS_MOVE_ESTIMATE : 0) + 1;
     if (!entity_state_mask_empty(&slot->pending)) bytes += 4; /* a refresh: values not known in advance */
     witness_offer(view, alias, distance, bytes, false);

@@ -24,6 +24,10 @@ struct channel {
     int reading;                  /* uv_read_start is in effect */
     int paused_for_backpressure;
     int flush_on_connect;         /* close_after_flush arrived while still dialling */
+    /* A flush-close that the peer does not read ends at this timer. */
+    uv_timer_t flush_deadline;
+    int flush_deadline_started;
+    int open_handles;             /* the socket, and the timer once started: freed at 0 */
     char peer_name[64];
     char close_reason[160];
     channel_stats stats;
@@ -51,11 +55,48 @@ channel_options channel_default_peer_options(void) {
     return options;
 }
 
+/* How long a flush-close waits for the peer to read what is queued: an
+ * Error is a few hundred bytes, so a peer that has not taken it in this
+ * long is not reading, and a shutdown must not wait on it. */
+#define CHANNEL_FLUSH_TIMEOUT_MS 2000
+
+/* One of the channel's handles is closed; the memory goes with the last. */
+static void channel_release(channel *ch) {
+    if (--ch->open_handles > 0) return;
+    frame_reader_close(&ch->reader);
+    free(ch);
+}
+
+static void channel_on_timer_closed(uv_handle_t *handle) { channel_release(handle->data); }
+
 static void channel_on_closed(uv_handle_t *handle) {
     channel *ch = handle->data;
     if (ch->callbacks.on_close) ch->callbacks.on_close(ch, ch->close_reason);
-    frame_reader_close(&ch->reader);
-    free(ch);
+    if (ch->flush_deadline_started && !uv_is_closing((uv_handle_t *)&ch->flush_deadline)) {
+        uv_timer_stop(&ch->flush_deadline);
+        uv_close((uv_handle_t *)&ch->flush_deadline, channel_on_timer_closed);
+    }
+    channel_release(ch);
+}
+
+/* Closes the socket unless that is already under way. */
+static void channel_close_socket(channel *ch) {
+    if (!uv_is_closing((uv_handle_t *)&ch->tcp)) uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+}
+
+static void channel_on_flush_deadline(uv_timer_t *timer) {
+    channel *ch = timer->data;
+    log_info("%s: not reading what is left to send after %d ms; closing", ch->peer_name, CHANNEL_FLUSH_TIMEOUT_MS);
+    channel_close_socket(ch);
+}
+
+static void channel_start_flush_deadline(channel *ch) {
+    if (ch->flush_deadline_started) return;
+    uv_timer_init(ch->tcp.loop, &ch->flush_deadline);
+    ch->flush_deadline.data = ch;
+    ch->flush_deadline_started = 1;
+    ch->open_handles++;
+    uv_timer_start(&ch->flush_deadline, channel_on_flush_deadline, CHANNEL_FLUSH_TIMEOUT_MS, 0);
 }
 
 void channel_close(channel *ch, const char *reason) {
@@ -66,13 +107,13 @@ void channel_close(channel *ch, const char *reason) {
     ch->reading = 0;
     /* Pending writes are cancelled by uv_close and their callbacks run with
      * UV_ECANCELED before the close callback, so every buffer is freed. */
-    uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+    channel_close_socket(ch);
 }
 
 static void channel_on_shutdown(uv_shutdown_t *request, int status) {
     channel *ch = request->handle->data;
     (void)status;
-    uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+    channel_close_socket(ch);
 }
 
 void channel_close_after_flush(channel *ch, const char *reason) {
@@ -84,6 +125,7 @@ void channel_close_after_flush(channel *ch, const char *reason) {
     int connecting = ch->state == CHANNEL_CONNECTING;
     ch->state = CHANNEL_CLOSING;
     snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
+    channel_start_flush_deadline(ch);
     if (connecting) {
         /* libuv holds the queued frames until the connection is up; the
          * connect callback starts the flush (or closes on failure). */
@@ -93,9 +135,10 @@ void channel_close_after_flush(channel *ch, const char *reason) {
     if (ch->reading) uv_read_stop((uv_stream_t *)&ch->tcp);
     ch->reading = 0;
     /* uv_shutdown waits for queued writes, then half-closes; a peer that
-     * resets meanwhile makes it fail, and we close either way. */
+     * resets meanwhile makes it fail, and we close either way; one that
+     * does not read meets the deadline. */
     if (uv_shutdown(&ch->shutdown_request, (uv_stream_t *)&ch->tcp, channel_on_shutdown) != 0)
-        uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+        channel_close_socket(ch);
 }
 
 static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
@@ -245,6 +288,7 @@ static channel *channel_create(uv_loop_t *loop, const channel_options *options, 
         return NULL;
     }
     ch->tcp.data = ch;
+    ch->open_handles = 1;
     ch->options = *options;
     ch->callbacks = *callbacks;
     ch->user_data = user_data;
@@ -290,6 +334,11 @@ channel *channel_accept(uv_stream_t *listener, const channel_options *options, c
         channel_close(ch, "accept failed");
         return NULL;
     }
+    if (options->socket_send_buffer_bytes > 0) {
+        int size = options->socket_send_buffer_bytes > INT32_MAX ? INT32_MAX : (int)options->socket_send_buffer_bytes;
+        int rc_size = uv_send_buffer_size((uv_handle_t *)&ch->tcp, &size);
+        if (rc_size != 0) log_warn("cannot set the send buffer of an accepted socket: %s", uv_strerror(rc_size));
+    }
     channel_start_open(ch);
     return ch;
 }
@@ -306,7 +355,7 @@ static void channel_on_connected(uv_connect_t *request, int status) {
     if (ch->flush_on_connect) {
         ch->flush_on_connect = 0;
         if (status != 0 || uv_shutdown(&ch->shutdown_request, (uv_stream_t *)&ch->tcp, channel_on_shutdown) != 0)
-            uv_close((uv_handle_t *)&ch->tcp, channel_on_closed);
+            channel_close_socket(ch);
         return;
     }
     if (ch->state == CHANNEL_CLOSING) return;

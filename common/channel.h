@@ -41,6 +41,11 @@ typedef struct channel_options {
     size_t write_high_water_bytes; /* stop reading from the peer above this many queued bytes */
     size_t write_limit_bytes;      /* close the channel above this many queued bytes */
     struct channel_stats *totals;  /* optional: process-wide counters this channel adds to */
+    /* The kernel's send buffer for the socket (SO_SNDBUF), 0 for the
+     * kernel's default (which autotunes up to megabytes). A small one keeps
+     * what a slow peer has not read in our queue, where
+     * channel_queued_bytes sees it. Accepted channels only. */
+    size_t socket_send_buffer_bytes;
 } channel_options;
 
 typedef struct channel_callbacks {

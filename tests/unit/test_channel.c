@@ -742,6 +742,41 @@ static void test_close_after_flush_stops_reading(void **state) {
     ctx_free(c);
 }
 
+/* A peer that does not read at all: close_after_flush gives up after its
+ * deadline instead of waiting for the queue to drain forever (a shutdown
+ * of the process would otherwise hang on it). */
+static void test_close_after_flush_to_a_peer_that_never_reads(void **state) {
+    test_ctx *c = ctx_new();
+    c->server_options.socket_send_buffer_bytes = 4096;
+    ctx_listen(c);
+    /* A raw peer with a small receive window that never reads. */
+    raw_init(c);
+    struct sockaddr_in any, address;
+    assert_int_equal(uv_ip4_addr(LOCALHOST, 0, &any), 0);
+    assert_int_equal(uv_tcp_bind(&c->raw.tcp, (const struct sockaddr *)&any, 0), 0);
+    int receive_buffer = 4096;
+    assert_int_equal(uv_recv_buffer_size((uv_handle_t *)&c->raw.tcp, &receive_buffer), 0);
+    assert_int_equal(uv_ip4_addr(LOCALHOST, c->port, &address), 0);
+    assert_int_equal(
+        uv_tcp_connect(&c->raw.connect_request, &c->raw.tcp, (const struct sockaddr *)&address, raw_on_connect), 0);
+    RUN_UNTIL(c, c->server.ch != NULL && c->raw.connects == 1);
+    channel *ch = c->server.ch;
+    for (size_t i = 0; i < 50; i++) assert_int_equal(send_pattern_frame(ch, i, 4000), 0);
+    uint64_t started = uv_hrtime();
+    c->server.closed_by_test = 1;
+    channel_close_after_flush(ch, "bye");
+    RUN_UNTIL(c, c->server.closes == 1);
+    double seconds = (double)(uv_hrtime() - started) / 1e9;
+    assert_int_equal(c->server.closes, 1);
+    assert_string_equal(c->server.reason, "bye");
+    /* It waited for the peer a while, then stopped waiting. */
+    assert_true(seconds >= 1.0);
+    raw_close(&c->raw);
+    RUN_UNTIL(c, c->raw.closed);
+    ctx_finish(c);
+    ctx_free(c);
+}
+
 /* Sends made while CONNECTING are queued (channel.h), and close_after_flush
  * promises that queued frames are delivered first (its only exception is
  * more than CHANNEL_FLUSH_LIMIT queued). So an owner that dials, queues an
@@ -1042,6 +1077,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_close_after_flush_over_limit_closes, ctx_teardown),
         cmocka_unit_test_teardown(test_backpressure_pauses_reading, ctx_teardown),
         cmocka_unit_test_teardown(test_write_limit_closes_slow_consumer, ctx_teardown),
+        cmocka_unit_test_teardown(test_close_after_flush_to_a_peer_that_never_reads, ctx_teardown),
         cmocka_unit_test_teardown(test_connect_refused, ctx_teardown),
         cmocka_unit_test_teardown(test_connect_to_non_ip_host_returns_null, ctx_teardown),
         cmocka_unit_test_teardown(test_listen_errors_name_the_address, ctx_teardown),

@@ -348,12 +348,46 @@ static void test_budget_starvation_bound(void **state) {
     fixture_free(fx);
 }
 
+/* A congested client (its baseapp says it does not read) gets only enters
+ * and leaves; once it drains, one tick brings it the latest positions and
+ * values, not the changes in between. */
+static void test_congested_client_gets_latest_state(void **state) {
+    (void)state;
+    fixture *fx = fixture_create(100000000);
+    cellapp *app = &fx->app;
+    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    cell_entity *walker = space_add(&app->space, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
+    witness_attach(app, viewer);
+    tick(fx, viewer);
+    witness_set_congested(viewer->witness, true);
+    uint64_t bytes = fx->cl.bytes;
+    for (int t = 0; t < 20; t++) {
+        space_move(&app->space, walker, 5 + 0.5f * (float)t, 0, 0, 0);
+        set(walker, FAR_PROP, (uint64_t)t);
+        tick(fx, viewer);
+    }
+    assert_int_equal(fx->cl.bytes, bytes); /* nothing for the walker */
+    space_add(&app->space, 3, CELL_ENTITY_REAL, fx->cls, 7, 0, 0);
+    tick(fx, viewer);
+    assert_true(alias_of(fx, 3) >= 0); /* an enter still goes */
+    assert_int_equal(held(fx, 2, FAR_PROP), 0);
+    witness_set_congested(viewer->witness, false);
+    uint64_t before = fx->cl.bytes;
+    tick(fx, viewer);
+    assert_int_equal(held(fx, 2, FAR_PROP), 19);
+    assert_float_equal(fx->cl.x[alias_of(fx, 2)], 14.5, 1.0 / 64);
+    /* One packet with one UPDATE and one MOVE, not twenty of each. */
+    assert_true(fx->cl.bytes - before < 40);
+    fixture_free(fx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detail_both_directions),
         cmocka_unit_test(test_own_audience),
         cmocka_unit_test(test_alias_not_reused_at_once),
         cmocka_unit_test(test_budget_starvation_bound),
+        cmocka_unit_test(test_congested_client_gets_latest_state),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
