@@ -40,9 +40,10 @@ class SlowClient(unittest.TestCase):
                 # Stop reading: the kernel buffers fill, then the baseapp's queue.
                 harness.wait_for(lambda: cluster.stat("baseapp-1", "congested_clients") == 1, STALL_S,
                                  "the baseapp to notice the client is not reading")
-                # Held, not dropped: it stays congested while it does not read.
+                # Held, not dropped, while it does not read. (The congestion may
+                # clear and return meanwhile: the receiving kernel compacts its
+                # queue of small segments and opens its window a little.)
                 time.sleep(1.0)
-                self.assertEqual(cluster.stat("baseapp-1", "congested_clients"), 1)
                 self.assertGreaterEqual(cluster.stat("baseapp-1", "congestion_events"), 1)
                 # Still there: read everything, and the updates resume.
                 frames = self.read_for(sock, 3.0)
