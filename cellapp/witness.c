@@ -78,7 +78,12 @@ struct witness {
     witness_budget *budget;
     unsigned alias_bits;
     uint32_t max_aliases;
-    witness_slot *slots;        /* max_aliases */
+    /* By alias, grown on demand up to max_aliases: aliases are handed out
+     * lowest first, so this follows the largest view the client has had
+     * (a slot is ~100 bytes; 1024 of them for every client would be 100 KB
+     * each). */
+    witness_slot *slots;
+    uint32_t slot_capacity;
     uint64_t budget_tick;
     uint64_t *left;             /* entity ids reported leaving since the last update */
     size_t left_count, left_capacity;
@@ -141,7 +146,6 @@ void witness_attach(cellapp *app, cell_entity *entity) {
     view->budget = witness_budget_create(&budget);
     if (!view->aliases || !view->budget)
         log_panic("entity %llu: the witness settings were not validated", (unsigned long long)entity->id);
-    view->slots = xcalloc(view->max_aliases, sizeof *view->slots);
     view->watcher = coord_add_watcher(sp->coord, entity->coord_id, (float)settings->view_radius,
                                       (float)settings->view_hysteresis, &witness_callbacks, view);
     if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
@@ -241,6 +245,14 @@ static bool witness_enter(witness *view, cellapp *app, cell_entity *entity, floa
             view->warned_exhausted = true;
         }
         return false;
+    }
+    if (alias >= view->slot_capacity) {
+        uint32_t capacity = view->slot_capacity ? view->slot_capacity : 64;
+        while (capacity <= alias) capacity *= 2;
+        if (capacity > view->max_aliases) capacity = view->max_aliases;
+        view->slots = xrealloc(view->slots, (size_t)capacity * sizeof *view->slots);
+        memset(view->slots + view->slot_capacity, 0, (size_t)(capacity - view->slot_capacity) * sizeof *view->slots);
+        view->slot_capacity = capacity;
     }
     witness_slot *slot = &view->slots[alias];
     memset(slot, 0, sizeof *slot);

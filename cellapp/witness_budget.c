@@ -105,7 +105,11 @@ struct witness_budget {
     uint64_t tick;
     int64_t credit;             /* negative: debt */
     uint64_t allowance_remainder; /* bytes_per_second * ticks mod tick_hz */
-    witness_budget_alias *aliases; /* max_aliases entries */
+    /* Per-alias memory, grown on demand up to max_aliases: aliases are
+     * handed out lowest first, so it follows the largest view the client
+     * has had rather than the table's size. */
+    witness_budget_alias *aliases;
+    uint32_t alias_capacity;
     witness_budget_candidate *candidates;
     uint32_t candidate_count, candidate_capacity;
     uint32_t *order;            /* candidate indices being ranked */
@@ -121,7 +125,6 @@ witness_budget *witness_budget_create(const witness_budget_config *config) {
     witness_budget *budget = xcalloc(1, sizeof *budget);
     budget->config = *config;
     if (budget->config.carry_max_bytes == 0) budget->config.carry_max_bytes = config->bytes_per_second / 4;
-    budget->aliases = xcalloc(config->max_aliases, sizeof *budget->aliases);
     budget->candidate_capacity = WITNESS_BUDGET_INITIAL_CANDIDATES;
     budget->candidates = xmalloc(budget->candidate_capacity * sizeof *budget->candidates);
     budget->order = xmalloc(budget->candidate_capacity * sizeof *budget->order);
@@ -191,10 +194,23 @@ static void witness_budget_reserve(witness_budget *budget) {
     budget->candidate_capacity = capacity;
 }
 
+/* Makes room for the memory of `alias` (below max_aliases). */
+static void witness_budget_reserve_alias(witness_budget *budget, uint32_t alias) {
+    if (alias < budget->alias_capacity) return;
+    uint32_t capacity = budget->alias_capacity ? budget->alias_capacity : 64;
+    while (capacity <= alias) capacity = capacity > UINT32_MAX / 2 ? UINT32_MAX : capacity * 2;
+    if (capacity > budget->config.max_aliases) capacity = budget->config.max_aliases;
+    budget->aliases = xrealloc(budget->aliases, (size_t)capacity * sizeof *budget->aliases);
+    memset(budget->aliases + budget->alias_capacity, 0,
+           (size_t)(capacity - budget->alias_capacity) * sizeof *budget->aliases);
+    budget->alias_capacity = capacity;
+}
+
 int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes,
                          bool mandatory) {
     if (budget->phase != WITNESS_BUDGET_PHASE_OFFERING) return WITNESS_BUDGET_ERROR_SEQUENCE;
     if (alias >= budget->config.max_aliases || isnan(distance)) return WITNESS_BUDGET_ERROR_ARGUMENT;
+    witness_budget_reserve_alias(budget, alias);
     if (distance < 0) distance = 0;
     witness_budget_alias *entry = &budget->aliases[alias];
     if (entry->has_offered && entry->last_offered == budget->tick) return WITNESS_BUDGET_ERROR_DUPLICATE;
@@ -330,6 +346,7 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
 
 int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes_sent) {
     if (alias >= budget->config.max_aliases) return WITNESS_BUDGET_ERROR_ARGUMENT;
+    if (alias >= budget->alias_capacity) return WITNESS_BUDGET_ERROR_NOT_SELECTED; /* never offered */
     witness_budget_alias *entry = &budget->aliases[alias];
     if (budget->phase != WITNESS_BUDGET_PHASE_SELECTED || !entry->has_offered ||
         entry->last_offered != budget->tick)
@@ -363,7 +380,7 @@ int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes
 }
 
 void witness_budget_forget(witness_budget *budget, uint32_t alias) {
-    if (alias >= budget->config.max_aliases) return;
+    if (alias >= budget->alias_capacity) return; /* never offered: nothing to forget */
     witness_budget_alias *entry = &budget->aliases[alias];
     if (budget->phase == WITNESS_BUDGET_PHASE_OFFERING && entry->has_offered &&
         entry->last_offered == budget->tick)
