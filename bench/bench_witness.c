@@ -363,6 +363,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
     s->yaw_steps = 256;
     s->detail_near_distance = 15;
     s->detail_medium_distance = 30;
+    s->detail_hysteresis = 1;
     s->update_near_distance = budgeted ? 10 : 1e5;
     s->update_far_distance = budgeted ? 40 : 2e5;
     char err[512];

@@ -53,7 +53,7 @@ typedef struct cellapp_settings {
     int64_t alias_cooldown_ms;
     double position_precision;
     int64_t yaw_steps;
-    double detail_near_distance, detail_medium_distance;
+    double detail_near_distance, detail_medium_distance, detail_hysteresis;
     double update_near_distance, update_far_distance;
     /* The demo game (game.c). */
     int64_t npc_count;

@@ -64,6 +64,9 @@ static const config_key cellapp_config_keys[] = {
      "observers this close (on X and Z, like the view) get near-only properties"},
     {"detail_medium_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, detail_medium_distance), 0, 0, 1e5, "30",
      "observers this close get medium-detail properties; farther ones far-detail only"},
+    {"detail_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, detail_hysteresis), 0, 0, 1e5, "1",
+     "an observer drops to a coarser detail level only this far past its boundary, so pacing across it does not "
+     "resend near-only properties each time"},
     {"update_near_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, update_near_distance), 0, 0, 1e5, "10",
      "an entity this close to a client may be updated every tick"},
     {"update_far_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, update_far_distance), 0, 0.01, 1e5, "40",

@@ -33,7 +33,9 @@
  *
  * Detail levels are distances on X and Z (and Y in a 3D space), like the
  * view: at most detail_near_distance is near, at most
- * detail_medium_distance medium, farther far. The own entity is always
+ * detail_medium_distance medium, farther far. A client gets a finer level
+ * as soon as it is near enough, and drops to a coarser one only
+ * detail_hysteresis past the boundary. The own entity is always
  * sent at its own audience (replication.h's OWN).
  */
 #include <math.h>
@@ -276,6 +278,12 @@ static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_e
     slot->entity = entity;
     if (!is_owner) {
         entity_def_detail detail = witness_detail_at(app, distance);
+        if (detail > slot->detail) {
+            /* Farther: only once past the boundary by the hysteresis. */
+            entity_def_detail held = witness_detail_at(app, distance - (float)app->settings.detail_hysteresis);
+            if (held > slot->detail) detail = held;
+            else detail = (entity_def_detail)slot->detail;
+        }
         if (detail < slot->detail) {
             /* Nearer: the properties of the finer level, current. */
             const entity_state_mask *now = witness_audience_mask(app, entity, false, detail);

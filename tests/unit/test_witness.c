@@ -114,6 +114,7 @@ static void fixture_settings(cellapp_settings *s, int64_t bytes_per_second) {
     s->yaw_steps = 256;
     s->detail_near_distance = 15;
     s->detail_medium_distance = 30;
+    s->detail_hysteresis = 1;
     /* Unlimited: every change goes every tick, whatever the distance. */
     bool unlimited = bytes_per_second >= 100000000;
     s->update_near_distance = unlimited ? 1e5 : 10;
@@ -381,6 +382,38 @@ static void test_congested_client_gets_latest_state(void **state) {
     fixture_free(fx);
 }
 
+/* Pacing across a detail boundary: the finer level comes at once, the
+ * coarser one only past the hysteresis. */
+static void test_detail_hysteresis(void **state) {
+    (void)state;
+    fixture *fx = fixture_create(100000000);
+    cellapp *app = &fx->app;
+    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    cell_entity *other = space_add(&app->space, 2, CELL_ENTITY_REAL, fx->cls, 14, 0, 0);
+    witness_attach(app, viewer);
+    tick(fx, viewer);
+    set(other, NEAR_PROP, 1);
+    tick(fx, viewer);
+    assert_int_equal(held(fx, 2, NEAR_PROP), 1);
+    space_move(&app->space, other, 15.5f, 0, 0, 0); /* past 15, within the hysteresis: still near */
+    tick(fx, viewer);
+    set(other, NEAR_PROP, 2);
+    tick(fx, viewer);
+    assert_int_equal(held(fx, 2, NEAR_PROP), 2);
+    space_move(&app->space, other, 16.5f, 0, 0, 0); /* past it: medium */
+    tick(fx, viewer);
+    set(other, NEAR_PROP, 3);
+    tick(fx, viewer);
+    assert_int_equal(held(fx, 2, NEAR_PROP), 2);
+    space_move(&app->space, other, 15.5f, 0, 0, 0); /* back inside 16 but beyond 15: still medium */
+    tick(fx, viewer);
+    assert_int_equal(held(fx, 2, NEAR_PROP), 2);
+    space_move(&app->space, other, 14.9f, 0, 0, 0); /* near again: current value at once */
+    tick(fx, viewer);
+    assert_int_equal(held(fx, 2, NEAR_PROP), 3);
+    fixture_free(fx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_detail_both_directions),
@@ -388,6 +421,7 @@ int main(void) {
         cmocka_unit_test(test_alias_not_reused_at_once),
         cmocka_unit_test(test_budget_starvation_bound),
         cmocka_unit_test(test_congested_client_gets_latest_state),
+        cmocka_unit_test(test_detail_hysteresis),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
