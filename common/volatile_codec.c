@@ -24,7 +24,11 @@
  *   yclass        1   (if ychanged) width of dy: 0 -> 6 bits, 1 -> 14 bits
  *   dy         6|14   (if ychanged) signed, units
  *   yawchanged    1   0: yaw unchanged
- *   yaw    yaw_bits   (if yawchanged) the absolute step
+ *   yawdelta      1   (if yawchanged) 1: a small turn follows, 0: the
+ *                     absolute step
+ *   dyaw          4   (if yawdelta) signed steps, -8..7, added modulo
+ *                     yaw_steps (only when yaw_steps >= 16)
+ *   yaw    yaw_bits   (if yawchanged and not yawdelta) the absolute step
  *
  *   absolute (mode 1; first update, teleport, or whenever not longer):
  *   x   axis_bits[0]  unsigned, units from min[0], at most units[0]
@@ -37,8 +41,10 @@
  * up to 10 m/s); class 5 (-16..15) covers a 2.5 m/s stroll; class 0 is a turn
  * in place; class 12 (+-2048 units, 32 m) covers mounts and vehicles; beyond
  * it a record is a teleport and goes absolute. Walking straight on flat
- * ground costs 1 + 2 + 14 + 1 + 1 = 19 bits, with a turn 27 bits. dy uses
- * 6 bits (+-0.5 m: slopes, stairs) or 14 bits (+-128 m: jumps, falls).
+ * ground costs 1 + 2 + 14 + 1 + 1 = 19 bits; steering as a player does
+ * with a mouse (under 12 degrees a tick at 256 steps) 6 bits more, a sharp
+ * turn 10 more. dy uses 6 bits (+-0.5 m: slopes, stairs) or 14 bits
+ * (+-128 m: jumps, falls).
  *
  * The encoder computes the delta form's cost and the absolute form's and
  * sends the shorter (absolute on a tie: same size, and it needs no base).
@@ -57,6 +63,19 @@
 static const unsigned volatile_codec__hwidth[4] = {0, 5, 7, 12};
 /* Vertical delta widths, indexed by yclass. */
 static const unsigned volatile_codec__ywidth[2] = {6, 14};
+/* Width of a small turn, in yaw steps, signed. */
+#define VOLATILE_CODEC__DYAW_BITS 4
+
+/* The turn from `from` to `to` in yaw steps, folded into
+ * [-steps/2, steps/2). */
+static int64_t volatile_codec__turn(int64_t from, int64_t to, int64_t steps) {
+    int64_t d = (to - from) % steps;
+    if (d < -steps / 2)
+        d += steps;
+    if (d >= steps - steps / 2)
+        d -= steps;
+    return d;
+}
 
 /* Bits needed to write every value 0..n. */
 static unsigned volatile_codec__bits_for(uint64_t n) {
@@ -156,7 +175,8 @@ int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_c
     unsigned delta_cost = UINT32_MAX;
     int64_t dx = 0, dy = 0, dz = 0;
     unsigned hclass = 0, yclass = 0;
-    bool ychanged = false, yawchanged = false;
+    bool ychanged = false, yawchanged = false, small_turn = false;
+    int64_t dyaw = 0;
     if (track->valid) {
         dx = qx - track->x;
         dy = qy - track->y;
@@ -168,10 +188,12 @@ int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_c
         while (ychanged && yclass < 2 && !volatile_codec__fits(dy, volatile_codec__ywidth[yclass]))
             yclass++;
         yawchanged = qyaw != track->yaw;
+        dyaw = volatile_codec__turn(track->yaw, qyaw, steps);
+        small_turn = steps >= 16 && volatile_codec__fits(dyaw, VOLATILE_CODEC__DYAW_BITS);
         if (hclass < 4 && yclass < 2)
             delta_cost = 1 + 2 + 2 * volatile_codec__hwidth[hclass] + 1 +
                          (ychanged ? 1 + volatile_codec__ywidth[yclass] : 0) + 1 +
-                         (yawchanged ? config->yaw_bits : 0);
+                         (yawchanged ? 1 + (small_turn ? VOLATILE_CODEC__DYAW_BITS : config->yaw_bits) : 0);
     }
 
     if (delta_cost < abs_cost) {
@@ -185,8 +207,13 @@ int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_c
             volatile_codec__write_signed(w, dy, volatile_codec__ywidth[yclass]);
         }
         bit_writer_write_bool(w, yawchanged);
-        if (yawchanged)
-            bit_writer_write(w, (uint64_t)qyaw, config->yaw_bits);
+        if (yawchanged) {
+            bit_writer_write_bool(w, small_turn);
+            if (small_turn)
+                volatile_codec__write_signed(w, dyaw, VOLATILE_CODEC__DYAW_BITS);
+            else
+                bit_writer_write(w, (uint64_t)qyaw, config->yaw_bits);
+        }
     } else {
         bit_writer_write(w, 1, 1);
         bit_writer_write(w, (uint64_t)qx, config->axis_bits[0]);
@@ -232,12 +259,26 @@ int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_c
             volatile_codec__read_signed(r, volatile_codec__ywidth[yclass], &dy);
         }
         bit_reader_read_bool(r, &yawchanged);
-        if (yawchanged)
-            bit_reader_read(r, config->yaw_bits, &qyaw);
+        bool small_turn = false;
+        int64_t dyaw = 0;
+        if (yawchanged) {
+            bit_reader_read_bool(r, &small_turn);
+            if (small_turn)
+                volatile_codec__read_signed(r, VOLATILE_CODEC__DYAW_BITS, &dyaw);
+            else
+                bit_reader_read(r, config->yaw_bits, &qyaw);
+        }
         if (bit_reader_failed(r))
             return VOLATILE_CODEC_ERROR_TRUNCATED;
         if (!track->valid)
             return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_NO_BASE);
+        if (small_turn) {
+            /* A small turn exists only where the encoder can write one. */
+            if (config->yaw_steps < 16)
+                return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_RANGE);
+            int64_t steps = config->yaw_steps;
+            qyaw = (uint64_t)((((int64_t)track->yaw + dyaw) % steps + steps) % steps);
+        }
         q[0] = (int64_t)track->x + dx;
         q[1] = (int64_t)track->y + dy;
         q[2] = (int64_t)track->z + dz;
@@ -287,8 +328,14 @@ int volatile_codec_skip(bit_reader *r, const volatile_codec_config *config) {
             bit_reader_skip(r, volatile_codec__ywidth[yclass & 1]);
         }
         bit_reader_read_bool(r, &yawchanged);
-        if (yawchanged)
-            bit_reader_read(r, config->yaw_bits, &ignored);
+        if (yawchanged) {
+            bool small_turn = false;
+            bit_reader_read_bool(r, &small_turn);
+            if (small_turn)
+                bit_reader_skip(r, VOLATILE_CODEC__DYAW_BITS);
+            else
+                bit_reader_read(r, config->yaw_bits, &ignored);
+        }
     } else {
         for (int a = 0; a < 3; a++)
             bit_reader_read(r, config->axis_bits[a], &ignored);

@@ -143,7 +143,7 @@ static void test_no_drift_random_walk(void **state) {
                               (float)heading, &absolute);
         if (step > 0) {
             assert_false(absolute);
-            assert_true(bits <= 1 + 2 + 14 + 1 + 7 + 1 + 8);
+            assert_true(bits <= 1 + 2 + 14 + 1 + 7 + 1 + 1 + 8);
         }
     }
 }
@@ -196,13 +196,41 @@ static void test_unchanged_costs_one_bit(void **state) {
     /* The same with y changed: + yclass + 6 bits. */
     assert_int_equal(encode_bits(&config, &t, 74 * u, 3 * u, 64 * u, yaw_a),
                      1 + 2 + 14 + 1 + 7 + 1);
-    /* The same with yaw changed: + 8 bits. */
+    /* The same with a sharp turn (10 steps): + small-turn flag + 8 bits. */
     assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, yaw_b),
-                     1 + 2 + 14 + 1 + 1 + 8);
-    /* Turning in place: no horizontal bits at all. */
-    assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, yaw_a), 1 + 2 + 1 + 1 + 8);
+                     1 + 2 + 14 + 1 + 1 + 1 + 8);
+    /* Turning in place, back by 10 steps: no horizontal bits at all. */
+    assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, yaw_a), 1 + 2 + 1 + 1 + 1 + 8);
     /* Nothing changed: 5 bits (the witness normally sends nothing). */
     assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, yaw_a), 1 + 2 + 1 + 1);
+    /* Steering: a turn of -8..7 steps is a 4-bit delta. */
+    float step = (float)(2 * PI / 256);
+    assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, 7 * step), 1 + 2 + 1 + 1 + 1 + 4);
+    assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, -1 * step), 1 + 2 + 1 + 1 + 1 + 4);
+    assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, 7 * step), 1 + 2 + 1 + 1 + 1 + 8);
+}
+
+/* Small turns wrap around the circle both ways, and decode to the step
+ * the encoder meant, step by step across a whole turn and back. */
+static void test_small_turns_wrap(void **state) {
+    (void)state;
+    volatile_codec_config config = make_config();
+    volatile_track server, client;
+    volatile_track_init(&server);
+    volatile_track_init(&client);
+    bool absolute = false;
+    const double step = 2 * PI / 256;
+    round_trip(&config, &server, &client, 0, 0, 0, (float)(-3 * step), &absolute);
+    for (int i = -3; i < 256 + 40; i += 5) {
+        int bits = round_trip(&config, &server, &client, 0, 0, 0, (float)(i * step), &absolute);
+        assert_false(absolute);
+        assert_true(bits <= 1 + 2 + 1 + 1 + 1 + 4 || i == -3);
+    }
+    for (int i = 256 + 40; i > -300; i -= 8) {
+        int bits = round_trip(&config, &server, &client, 0, 0, 0, (float)(i * step), &absolute);
+        assert_false(absolute);
+        assert_true(bits <= 1 + 2 + 1 + 1 + 1 + 4);
+    }
 }
 
 /* Every proper prefix of a record is rejected, the tracker unchanged. */
@@ -353,6 +381,7 @@ int main(void) {
         cmocka_unit_test(test_no_drift_random_walk),
         cmocka_unit_test(test_absolute_first_and_teleport),
         cmocka_unit_test(test_unchanged_costs_one_bit),
+        cmocka_unit_test(test_small_turns_wrap),
         cmocka_unit_test(test_truncated_every_bit),
         cmocka_unit_test(test_out_of_world_rejected),
     };
