@@ -19,8 +19,9 @@
  * every frame and grows to the largest frame seen, so a client in steady
  * state allocates nothing per update: the event lists are reused arrays, the
  * stream decoder writes into states that exist, and call arguments land in a
- * state kept per client method. What may allocate: an entity entering (the
- * entity and its state), a string property longer than ever before, the
+ * state kept per client method. What may allocate: an entity entering when
+ * no entity of its class that left is kept for reuse (the entity and its
+ * state), a string property longer than ever before, the
  * first call of a client method, and a frame larger than any before (one
  * allocation to grow the arena, and one overflow chunk should the frame need
  * more than the estimate; see tessera_client__arena_alloc).
