@@ -84,19 +84,6 @@ struct replication {
     bit_writer scratch; /* one change list, before its length is known */
 };
 
-static inline replication_audience replication__audience(bool is_owner,
-                                                        entity_def_detail detail) {
-    if (is_owner)
-        return REPLICATION_AUDIENCE_OWN;
-    switch (detail) {
-    case ENTITY_DEF_DETAIL_NEAR:
-        return REPLICATION_AUDIENCE_OTHERS_NEAR;
-    case ENTITY_DEF_DETAIL_MEDIUM:
-        return REPLICATION_AUDIENCE_OTHERS_MEDIUM;
-    default:
-        return REPLICATION_AUDIENCE_OTHERS_FAR;
-    }
-}
 
 
 /* ---- schema ------------------------------------------------------------ */
@@ -382,7 +369,7 @@ static size_t replication__append(const replication *rep, bit_writer *w, unsigne
 
 /* Appends bits [pos, pos + n) of the shared buffer `src` to `w` in 64-bit
  * chunks: an unaligned word load (the shared buffer keeps 16 bytes of
- * slack) and a word-and-byte store per chunk. Room must be reserved. */
+ * slack) and a word-and-byte store per chunk. */
 static void replication__put_tail(bit_writer *w, const uint8_t *src, size_t pos, size_t n) {
     while (n > 0) {
         const uint8_t *q = src + (pos >> 3);
@@ -401,52 +388,11 @@ static void replication__put_tail(bit_writer *w, const uint8_t *src, size_t pos,
     }
 }
 
-/* One UPDATE record: the body of replication_append_update and of the batch
- * loop of replication_append_updates, inlined into both. */
-static inline size_t replication__append_update(const replication *rep,
-                                                const replication_encoding *enc, bit_writer *w,
-                                                uint32_t alias, unsigned alias_bits) {
-    /* Without branches on whether there is anything to send: whether an
-     * entity changed for this audience follows no pattern a branch
-     * predictor can learn, and a mispredicted branch cost more than the
-     * rest of the append. `keep` is all ones when the record goes, zero
-     * when it does not; the stores then write only zeros past the end,
-     * which the writer's invariant wants anyway, and the writer does not
-     * advance. */
-    size_t n = enc->tick == rep->tick ? enc->span.bits : 0;
-    uint64_t keep = -(uint64_t)(n != 0);
-    unsigned hb = REPLICATION__KIND_BITS + alias_bits; /* 2..34 */
-    uint64_t header = REPLICATION__KIND_UPDATE | (uint64_t)alias << REPLICATION__KIND_BITS;
-    /* Header then span as three words (at most 34 + 128 bits), shifted to
-     * the writer's bit phase d (at most 7 + 162 bits: still three words),
-     * and stored whole through bit_writer_tail. The bytes past the new end
-     * are zero, as the writer's invariant wants. */
-    uint64_t v0 = (header | enc->head[0] << hb) & keep;
-    uint64_t v1 = (enc->head[0] >> (64 - hb) | enc->head[1] << hb) & keep;
-    uint64_t v2 = (enc->head[1] >> (64 - hb)) & keep;
-    size_t inline_bits = n < REPLICATION_INLINE_BITS ? n : REPLICATION_INLINE_BITS;
-    /* Three words for the head, and the tail's chunks each store a word
-     * and a byte: the record's bytes plus 24 past its end cover both. */
-    unsigned d;
-    uint8_t *p = bit_writer_tail(w, ((hb + n + 7) >> 3) + 3 * sizeof(uint64_t), &d);
-    uint64_t kept = (uint64_t)(p[0] & ((1u << d) - 1));
-    /* (x >> 1) >> (63 - d) is x >> (64 - d), and 0 for d = 0. */
-    bit_stream_store_le64(p, kept | v0 << d);
-    bit_stream_store_le64(p + 8, v1 << d | (v0 >> 1) >> (63 - d));
-    bit_stream_store_le64(p + 16, v2 << d | (v1 >> 1) >> (63 - d));
-    bit_writer_advance(w, (hb + inline_bits) & (size_t)keep);
-    if (n > REPLICATION_INLINE_BITS)
-        replication__put_tail(w, bit_writer_data(&rep->shared), enc->span.start + REPLICATION_INLINE_BITS,
-                              n - REPLICATION_INLINE_BITS);
-    return (hb + n) & (size_t)keep;
-}
-
 size_t replication_append_update(const replication *rep, const replication_entity *entity,
                                  bit_writer *w, uint32_t alias, unsigned alias_bits,
                                  bool is_owner, entity_def_detail detail) {
-    replication__check_alias(alias, alias_bits);
-    return replication__append_update(rep, &entity->update[replication__audience(is_owner, detail)],
-                                      w, alias, alias_bits);
+    replication_ref ref = {entity, alias, (uint8_t)replication_audience_for(is_owner, detail)};
+    return replication_append_updates(rep, w, &ref, 1, alias_bits);
 }
 
 /* How many references ahead the batch loop prefetches: enough to cover a
@@ -456,10 +402,10 @@ size_t replication_append_update(const replication *rep, const replication_entit
 size_t replication_append_updates(const replication *rep, bit_writer *w,
                                   const replication_ref *refs, size_t count,
                                   unsigned alias_bits) {
-    /* The single-record path, specialised: the tick and the writer's
-     * position live in locals, since every store into the stream (a char
-     * buffer, which may alias anything) would otherwise make the compiler
-     * reload them, and room for every inline record is reserved once. */
+    /* The tick and the writer's position live in locals, since every store
+     * into the stream (a char buffer, which may alias anything) would
+     * otherwise make the compiler reload them, and room for every inline
+     * record is reserved once. */
     const uint64_t tick = rep->tick;
     const unsigned hb = REPLICATION__KIND_BITS + alias_bits; /* 2..34 */
     const size_t record_bytes = (hb + REPLICATION_INLINE_BITS + 7) / 8 + 1;
@@ -477,17 +423,17 @@ size_t replication_append_updates(const replication *rep, bit_writer *w,
             log_panic("replication: audience %u in a batch", (unsigned)ref->audience);
         replication__check_alias(ref->alias, alias_bits);
         const replication_encoding *enc = &ref->entity->update[ref->audience];
+        /* Without branches on whether there is anything to send: whether an
+         * entity changed for this audience follows no pattern a branch
+         * predictor can learn, and a mispredicted branch cost more than the
+         * rest of the append. `keep` is all ones when the record goes, zero
+         * when it does not; the stores then write only zeros past the end,
+         * which the writer's invariant wants anyway, and nothing advances. */
         size_t n = enc->tick == tick ? enc->span.bits : 0;
-        if (n > REPLICATION_INLINE_BITS) {
-            /* A long change list: the general path, then back to locals. */
-            bit_writer_advance(w, bits - bit_writer_bits(w));
-            replication__append_update(rep, enc, w, ref->alias, alias_bits);
-            bits = bit_writer_bits(w);
-            bit_writer_tail(w, (count - i) * record_bytes + 3 * sizeof(uint64_t), &d);
-            data = (uint8_t *)bit_writer_data(w);
-            continue;
-        }
         uint64_t keep = -(uint64_t)(n != 0);
+        /* Header then the inline head of the span as three words (at most
+         * 34 + 128 bits), shifted to the writer's bit phase d (at most
+         * 7 + 162 bits: still three words) and stored whole. */
         uint64_t header = REPLICATION__KIND_UPDATE | (uint64_t)ref->alias << REPLICATION__KIND_BITS;
         uint64_t v0 = (header | enc->head[0] << hb) & keep;
         uint64_t v1 = (enc->head[0] >> (64 - hb) | enc->head[1] << hb) & keep;
@@ -495,10 +441,22 @@ size_t replication_append_updates(const replication *rep, bit_writer *w,
         uint8_t *p = data + (bits >> 3);
         d = (unsigned)(bits & 7);
         uint64_t kept = (uint64_t)(p[0] & ((1u << d) - 1));
+        /* (x >> 1) >> (63 - d) is x >> (64 - d), and 0 for d = 0. */
         bit_stream_store_le64(p, kept | v0 << d);
         bit_stream_store_le64(p + 8, v1 << d | (v0 >> 1) >> (63 - d));
         bit_stream_store_le64(p + 16, v2 << d | (v1 >> 1) >> (63 - d));
-        bits += (hb + n) & (size_t)keep;
+        if (n <= REPLICATION_INLINE_BITS) {
+            bits += (hb + n) & (size_t)keep;
+            continue;
+        }
+        /* A long change list: the rest of the span from the shared buffer,
+         * then back to locals with room for the records still to come. */
+        bit_writer_advance(w, bits + hb + REPLICATION_INLINE_BITS - bit_writer_bits(w));
+        replication__put_tail(w, bit_writer_data(&rep->shared), enc->span.start + REPLICATION_INLINE_BITS,
+                              n - REPLICATION_INLINE_BITS);
+        bits = bit_writer_bits(w);
+        bit_writer_tail(w, (count - i) * record_bytes + 3 * sizeof(uint64_t), &d);
+        data = (uint8_t *)bit_writer_data(w);
     }
     bit_writer_advance(w, bits - bit_writer_bits(w));
     return bits - start;
@@ -508,7 +466,7 @@ size_t replication_append_enter(replication *rep, replication_entity *entity, bi
                                 uint32_t alias, unsigned alias_bits, bool is_owner,
                                 entity_def_detail detail) {
     replication_short_span span =
-        replication__enter_span(rep, entity, replication__audience(is_owner, detail));
+        replication__enter_span(rep, entity, replication_audience_for(is_owner, detail));
     return replication__append(rep, w, REPLICATION__KIND_ENTER, alias, alias_bits, span);
 }
 
