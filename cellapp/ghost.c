@@ -55,22 +55,10 @@ static void ghost_fill_state(const cellapp *app, const cell_entity *entity, bool
  * once this tick (replication.c), copied without its length prefix. */
 static void ghost_append_properties(cellapp *app, cell_entity *entity, bool whole, const entity_state_mask *changed,
                                     bit_writer *w) {
-    replication_span span = {0, 0};
-    if (!whole && entity->packed)
-        span = replication_entity_span(app->replication, &entity->replication, REPLICATION_AUDIENCE_GHOSTS, false);
-    if (span.bits == 0) {
-        property_codec_encode_changes(w, entity->state, changed);
+    if (!whole && entity->packed &&
+        replication_append_change_list(app->replication, &entity->replication, REPLICATION_AUDIENCE_GHOSTS, w) > 0)
         return;
-    }
-    const uint8_t *shared = replication_shared_data(app->replication);
-    bit_reader reader;
-    bit_reader_init_bits(&reader, shared, span.start + span.bits);
-    bit_reader_skip(&reader, span.start);
-    uint64_t length;
-    if (bit_reader_read_uvar(&reader, &length) != 0 || length != bit_reader_remaining(&reader))
-        log_panic("entity %" PRIu64 ": its GHOSTS encoding is not a length-prefixed change list", entity->id);
-    bit_writer_append_bits(w, 0, 0, shared, (span.start + span.bits + 7) / 8, bit_reader_position(&reader),
-                           (size_t)length);
+    property_codec_encode_changes(w, entity->state, changed);
 }
 
 /* Packs the reals selected by `full` (all) or by their per-tick changes into

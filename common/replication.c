@@ -345,6 +345,25 @@ replication_span replication_entity_span(replication *rep, replication_entity *e
     return (replication_span){span.start, span.bits};
 }
 
+size_t replication_append_change_list(const replication *rep, const replication_entity *entity,
+                                      replication_audience audience, bit_writer *w) {
+    if ((unsigned)audience >= REPLICATION_AUDIENCE_COUNT)
+        return 0;
+    const replication_encoding *enc = &entity->update[audience];
+    if (enc->tick != rep->tick || enc->span.bits == 0)
+        return 0;
+    const uint8_t *shared = bit_writer_data(&rep->shared);
+    size_t end = (size_t)enc->span.start + enc->span.bits;
+    bit_reader r;
+    bit_reader_init_bits(&r, shared, end);
+    bit_reader_skip(&r, enc->span.start);
+    uint64_t length;
+    if (bit_reader_read_uvar(&r, &length) != 0 || length != bit_reader_remaining(&r))
+        log_panic("replication: a span is not a length-prefixed change list");
+    bit_writer_append_bits(w, 0, 0, shared, (end + 7) / 8, bit_reader_position(&r), (size_t)length);
+    return (size_t)length;
+}
+
 /* ---- a witness's stream ------------------------------------------------ */
 
 unsigned replication_alias_bits(uint32_t max_aliases) {

@@ -170,6 +170,13 @@ const uint8_t *replication_shared_data(const replication *rep);
 replication_span replication_entity_span(replication *rep, replication_entity *entity,
                                          replication_audience audience, bool enter);
 
+/* Appends the change list of `entity`'s UPDATE encoding for `audience`
+ * this tick, without its length prefix: property_codec's change list, as a
+ * GhostState carries it. Returns the bits appended, 0 when the entity was
+ * not packed for that audience this tick or nothing changed for it. */
+size_t replication_append_change_list(const replication *rep, const replication_entity *entity,
+                                      replication_audience audience, bit_writer *w);
+
 /* ---- a witness's stream ------------------------------------------------ */
 
 /* Bits of an alias field for an alias table of `max_aliases` aliases

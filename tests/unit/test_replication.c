@@ -750,6 +750,45 @@ static void test_pack_some_audiences(void **state) {
     entity_state_clear_dirty(fx->server[0]);
 }
 
+/* The change list of a packed audience, without its length, is what
+ * property_codec_encode_changes writes for dirty AND that audience. */
+static void test_change_list_copy(void **state) {
+    fixture *fx = *state;
+    bit_writer copy, reference;
+    bit_writer_init(&copy);
+    bit_writer_init(&reference);
+    for (int round = 0; round < 100; round++) {
+        next_tick(fx);
+        for (uint16_t p = 0; p < P_COUNT; p++)
+            if (rng() % 3 == 0)
+                randomize(fx->server[0], p);
+        replication_pack(fx->rep, &fx->ent[0]);
+        for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
+            entity_state_mask m;
+            entity_state_mask_intersect(&m, entity_state_dirty(fx->server[0]),
+                                        replication_schema_mask(fx->schema, fx->cls->id, a));
+            bit_writer_reset(&copy);
+            bit_writer_reset(&reference);
+            size_t bits = replication_append_change_list(fx->rep, &fx->ent[0], a, &copy);
+            if (entity_state_mask_empty(&m)) {
+                assert_int_equal(bits, 0);
+                continue;
+            }
+            property_codec_encode_changes(&reference, fx->server[0], &m);
+            assert_int_equal(bits, bit_writer_bits(&reference));
+            assert_int_equal(bit_writer_bits(&copy), bits);
+            assert_memory_equal(bit_writer_data(&copy), bit_writer_data(&reference), bit_writer_bytes(&copy));
+        }
+        entity_state_clear_dirty(fx->server[0]);
+    }
+    /* A tick later, nothing is packed: nothing is copied. */
+    next_tick(fx);
+    bit_writer_reset(&copy);
+    assert_int_equal(replication_append_change_list(fx->rep, &fx->ent[0], REPLICATION_AUDIENCE_GHOSTS, &copy), 0);
+    bit_writer_close(&copy);
+    bit_writer_close(&reference);
+}
+
 int main(void) {
     const double min[3] = {0, -100, 0}, max[3] = {1000, 100, 1000};
     if (volatile_codec_config_init(&move_config, 1.0 / 64, min, max, 256) != 0)
@@ -774,6 +813,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_refresh_properties, setup, teardown),
         cmocka_unit_test_setup_teardown(test_batch_matches_single, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pack_some_audiences, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_change_list_copy, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
