@@ -321,15 +321,6 @@ static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_e
     witness_offer(view, alias, distance, bytes, false);
 }
 
-static bool witness_in_world(const volatile_codec_config *config, const cell_entity *entity) {
-    float position[3] = {entity->x, entity->y, entity->z};
-    for (int axis = 0; axis < 3; axis++) {
-        if (!isfinite(position[axis]) || position[axis] < config->min[axis] || position[axis] > config->max[axis])
-            return false;
-    }
-    return isfinite(entity->yaw);
-}
-
 /* Writes what a selected alias owes that is not a shared UPDATE: its ENTER,
  * or the owed properties with their current values. A shared UPDATE is
  * queued in `refs` for the batch instead. Returns the bits written. */
@@ -374,7 +365,7 @@ static size_t witness_write_move(witness *view, cellapp *app, uint32_t alias) {
      * with the ENTER, and corrections when a move is refused. A position
      * outside the quantized world (a ghost from a peer configured with
      * other bounds) cannot be sent and is skipped. */
-    if (!witness_in_world(&app->volatile_config, entity)) return 0;
+    if (!volatile_codec_accepts(&app->volatile_config, entity->x, entity->y, entity->z, entity->yaw)) return 0;
     bit_writer *w = &app->stream;
     size_t before = bit_writer_bits(w);
     replication_append_move_header(w, alias, view->alias_bits);

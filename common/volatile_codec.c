@@ -156,6 +156,12 @@ static int64_t volatile_codec__quantize(const volatile_codec_config *config, int
     return q;
 }
 
+bool volatile_codec_accepts(const volatile_codec_config *config, float x, float y, float z,
+                            float yaw) {
+    return volatile_codec__quantize(config, 0, x) >= 0 && volatile_codec__quantize(config, 1, y) >= 0 &&
+           volatile_codec__quantize(config, 2, z) >= 0 && isfinite(yaw);
+}
+
 int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config,
                           float x, float y, float z, float yaw) {
     int64_t qx = volatile_codec__quantize(config, 0, x);

@@ -83,6 +83,12 @@ void volatile_track_init(volatile_track *track);
 int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config,
                           float x, float y, float z, float yaw);
 
+/* Whether volatile_codec_encode takes this position and yaw: all finite,
+ * the position inside the config's world. A caller that frames records
+ * asks before writing a header. */
+bool volatile_codec_accepts(const volatile_codec_config *config, float x, float y, float z,
+                            float yaw);
+
 /* Reads one record, the client side. On success updates `track`, stores the
  * reconstructed position (metres) and yaw (radians, in (-pi, pi]) and
  * returns 0. On failure returns VOLATILE_CODEC_ERROR_TRUNCATED,

@@ -310,6 +310,13 @@ static void test_out_of_world_rejected(void **state) {
     bit_writer w;
     bit_writer_init(&w);
 
+    /* What the encoder takes, asked before writing. */
+    assert_true(volatile_codec_accepts(&config, (float)world_min[0], 0, (float)world_max[2], 3.0f));
+    assert_false(volatile_codec_accepts(&config, (float)world_max[0] + 1.0f, 0, 0, 0));
+    assert_false(volatile_codec_accepts(&config, 0, (float)world_min[1] - 1.0f, 0, 0));
+    assert_false(volatile_codec_accepts(&config, 0, 0, NAN, 0));
+    assert_false(volatile_codec_accepts(&config, 0, 0, 0, INFINITY));
+
     /* Absolute x one unit past the max corner. */
     bit_writer_write(&w, 1, 1);
     bit_writer_write(&w, 131073, 18);
