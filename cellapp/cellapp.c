@@ -191,15 +191,12 @@ static void cellapp_create_entity(cellapp *app, uint64_t baseapp_id, const Tesse
         x = (float)(settings->spawn_x + distance * cos(angle));
         z = (float)(settings->spawn_z + distance * sin(angle));
     }
-    if (space_find(sp, request->entity_id) || id_map_get(&sp->entities, request->entity_id)) {
+    /* The position is checked above: space_add refuses only a taken id. */
+    cell_entity *entity = space_add(sp, request->entity_id, CELL_ENTITY_REAL, cls, x, y, z);
+    if (!entity) {
         log_warn("baseapp %" PRIu64 " asked for entity %" PRIu64 ", which already exists here", baseapp_id,
                  request->entity_id);
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "entity id already exists");
-        return;
-    }
-    cell_entity *entity = space_add(sp, request->entity_id, CELL_ENTITY_REAL, cls, x, y, z);
-    if (!entity) {
-        cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "entity cannot be placed");
         return;
     }
     /* The base's starting values of the cell properties (its cellData). */

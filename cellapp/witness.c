@@ -60,6 +60,7 @@ typedef struct witness_slot {
     bool offered;               /* offered to the budget this tick */
     bool selected;              /* ... and selected */
     bool batched;               /* its shared UPDATE goes in this tick's batch */
+    uint32_t update_bits;       /* this tick: the size of that shared UPDATE's span */
     float distance;
     uint32_t written_bits;      /* this tick: bits written for it so far */
 } witness_slot;
@@ -303,6 +304,7 @@ static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_e
         update_bits = replication_entity_span(app->replication, &entity->replication,
                                               replication_audience_for(is_owner, slot->detail), false)
                           .bits;
+    slot->update_bits = (uint32_t)update_bits;
     bool owes_properties = update_bits > 0 || !entity_state_mask_empty(&slot->pending);
     if (!owes_properties && !slot->move_pending) return;
     if (view->congested) {
@@ -450,12 +452,9 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
         if (slot->entity_id == 0) continue;
         size_t bits = slot->written_bits + witness_write_move(view, app, alias);
         if (slot->batched) {
-            size_t update = replication_entity_span(app->replication, &slot->entity->replication,
-                                                    replication_audience_for(slot->entity == owner,
-                                                                             (entity_def_detail)slot->detail),
-                                                    false)
-                                .bits;
-            if (update) bits += update + 2 + view->alias_bits;
+            /* The batch wrote kind and alias, then the span witness_consider
+             * measured. */
+            if (slot->update_bits) bits += slot->update_bits + 2 + view->alias_bits;
             slot->batched = false;
         }
         witness_budget_commit(view->budget, alias, (uint32_t)((bits + 7) / 8));
