@@ -46,6 +46,7 @@
 #include "entity_state_json.h"
 #include "id_map.h"
 #include "latency_histogram.h"
+#include "json_file.h"
 #include "log.h"
 #include "method_call.h"
 #include "tessera_client.h"
@@ -761,27 +762,12 @@ static void bots_write_snapshot(bots_run *run) {
     if (!run->options.snapshot_file || run->snapshot_done) return;
     run->snapshot_done = 1;
     cJSON *root = bots_snapshot_json(run);
-    char *text = cJSON_PrintUnformatted(root);
-    cJSON_Delete(root);
-    if (!text) log_panic("out of memory printing the snapshot");
-    size_t length = strlen(run->options.snapshot_file) + 5;
-    char *tmp = xmalloc(length);
-    snprintf(tmp, length, "%s.tmp", run->options.snapshot_file);
-    FILE *out = fopen(tmp, "w");
-    int ok = out != NULL;
-    if (ok) {
-        ok = fputs(text, out) >= 0 && fputc('\n', out) != EOF;
-        ok = fclose(out) == 0 && ok;
-    }
-    if (ok && rename(tmp, run->options.snapshot_file) != 0) ok = 0;
-    if (!ok) {
-        log_warn("cannot write the snapshot to %s: %s", run->options.snapshot_file, strerror(errno));
-        remove(tmp);
-    } else {
+    char problem[512];
+    if (json_file_write(run->options.snapshot_file, root, problem, sizeof problem) != 0)
+        log_warn("cannot write the snapshot: %s", problem);
+    else
         log_info("snapshot written to %s", run->options.snapshot_file);
-    }
-    free(tmp);
-    free(text);
+    cJSON_Delete(root);
 }
 
 static void bots_on_snapshot(uv_timer_t *timer) { bots_write_snapshot(timer->data); }
