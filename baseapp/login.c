@@ -18,6 +18,7 @@
 
 #include "baseapp.h"
 #include "log.h"
+#include "redis_keys.h"
 
 typedef enum login_step {
     LOGIN_VERIFY, /* thread pool: compare the password with the stored hash */
@@ -54,10 +55,6 @@ static proxy *login_proxy(login_request *request) {
         return NULL;
     }
     return client;
-}
-
-static void login_account_key(const baseapp *app, const char *account, char *out, size_t out_size) {
-    snprintf(out, out_size, "tessera:%s:account:%s", app->settings.process.cluster_name, account);
 }
 
 const char *login_check_account_name(const char *account) {
@@ -110,8 +107,8 @@ static void login_after_work(uv_work_t *work, int status) {
         login_request_free(request);
         return;
     }
-    char key[160];
-    login_account_key(request->app, request->account, key, sizeof key);
+    char key[REDIS_KEY_MAX];
+    redis_key_account(key, request->app->settings.process.cluster_name, request->account);
     if (redis_client_command(request->app->redis, login_on_created, request, "HSETNX %s password_hash %s", key,
                              request->stored_hash) != 0) {
         proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
@@ -189,8 +186,8 @@ static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_d
 }
 
 static void login_lookup(login_request *request) {
-    char key[160];
-    login_account_key(request->app, request->account, key, sizeof key);
+    char key[REDIS_KEY_MAX];
+    redis_key_account(key, request->app->settings.process.cluster_name, request->account);
     if (redis_client_command(request->app->redis, login_on_lookup, request, "HGET %s password_hash", key) != 0) {
         proxy *client = login_proxy(request);
         if (!client) return;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "log.h"
+#include "redis_keys.h"
 
 typedef struct id_fetch id_fetch;
 
@@ -16,7 +17,7 @@ typedef struct id_range {
 
 struct id_block {
     redis_client *redis;
-    char key[128];
+    char key[REDIS_KEY_MAX];
     uint64_t block_size;
     id_range current, spare;
     int fetching;
@@ -31,7 +32,7 @@ id_block *id_block_create(redis_client *redis, const char *cluster_name, uint64_
     id_block *ids = xcalloc(1, sizeof *ids);
     ids->redis = redis;
     ids->block_size = block_size ? block_size : 1;
-    snprintf(ids->key, sizeof ids->key, "tessera:%s:next_entity_id", cluster_name);
+    redis_key_next_entity_id(ids->key, cluster_name);
     return ids;
 }
 

@@ -12,6 +12,7 @@
 
 #include "clock.h"
 #include "log.h"
+#include "redis_keys.h"
 
 struct registry {
     uv_loop_t *loop;
@@ -45,10 +46,6 @@ typedef struct registry_scan_item {
 } registry_scan_item;
 
 static void registry_heartbeat(registry *reg);
-
-void registry_key(const registry *reg, char *out, size_t out_size, const char *suffix) {
-    snprintf(out, out_size, "tessera:%s:%s", reg->cluster_name, suffix);
-}
 
 static void registry_release_closed(uv_handle_t *handle) {
     registry *reg = handle->data;
@@ -98,11 +95,9 @@ void registry_free(registry *reg) {
     if (reg->process_id && redis_client_is_connected(reg->redis)) {
         /* Leave at once rather than after the TTL: peers notice a clean
          * shutdown on their next heartbeat. */
-        char key[128], set_key[128], id[24];
-        registry_key(reg, key, sizeof key, "process:");
-        size_t used = strlen(key);
-        snprintf(key + used, sizeof key - used, "%" PRIu64, reg->process_id);
-        registry_key(reg, set_key, sizeof set_key, "processes");
+        char key[REDIS_KEY_MAX], set_key[REDIS_KEY_MAX], id[24];
+        redis_key_process(key, reg->cluster_name, reg->process_id);
+        redis_key_processes(set_key, reg->cluster_name);
         snprintf(id, sizeof id, "%" PRIu64, reg->process_id);
         redis_client_command(reg->redis, NULL, NULL, "DEL %s", key);
         redis_client_command(reg->redis, NULL, NULL, "SREM %s %s", set_key, id);
@@ -176,8 +171,8 @@ static void registry_on_peer_hash(redis_client *redis, redisReply *reply, void *
     if (!freeing && reply && reply->type == REDIS_REPLY_ARRAY) {
         if (reply->elements == 0) {
             /* The hash expired: that process missed its heartbeats. */
-            char set_key[128], id[24];
-            registry_key(reg, set_key, sizeof set_key, "processes");
+            char set_key[REDIS_KEY_MAX], id[24];
+            redis_key_processes(set_key, reg->cluster_name);
             snprintf(id, sizeof id, "%" PRIu64, item->process_id);
             redis_client_command(reg->redis, NULL, NULL, "SREM %s %s", set_key, id);
         } else {
@@ -207,13 +202,13 @@ static void registry_on_members(redis_client *redis, redisReply *reply, void *us
     registry_scan *scan = xcalloc(1, sizeof *scan);
     scan->reg = reg;
     scan->peers = xcalloc(reply->elements + 1, sizeof *scan->peers);
-    char key[128];
+    char key[REDIS_KEY_MAX];
     for (size_t i = 0; i < reply->elements; i++) {
         redisReply *member = reply->element[i];
         if (member->type != REDIS_REPLY_STRING) continue;
         uint64_t id = strtoull(member->str, NULL, 10);
         if (id == 0 || id == reg->process_id) continue;
-        snprintf(key, sizeof key, "tessera:%s:process:%" PRIu64, reg->cluster_name, id);
+        redis_key_process(key, reg->cluster_name, id);
         registry_scan_item *item = xmalloc(sizeof *item);
         item->scan = scan;
         item->process_id = id;
@@ -241,17 +236,17 @@ static void registry_heartbeat(registry *reg) {
     if (!redis_client_is_connected(reg->redis)) return;
     if (reg->process_id == 0) {
         if (reg->registering) return;
-        char key[128];
-        registry_key(reg, key, sizeof key, "next_process_id");
+        char key[REDIS_KEY_MAX];
+        redis_key_next_process_id(key, reg->cluster_name);
         const char *argv[] = {"INCR", key};
         if (registry_command(reg, registry_on_registered, reg, 2, argv) == 0) reg->registering = 1;
         return;
     }
 
-    char key[128], set_key[128], id[24], port[16], pid[16], started[24], ttl[16];
+    char key[REDIS_KEY_MAX], set_key[REDIS_KEY_MAX], id[24], port[16], pid[16], started[24], ttl[16];
     char values[REGISTRY_MAX_STATS][24];
-    snprintf(key, sizeof key, "tessera:%s:process:%" PRIu64, reg->cluster_name, reg->process_id);
-    registry_key(reg, set_key, sizeof set_key, "processes");
+    redis_key_process(key, reg->cluster_name, reg->process_id);
+    redis_key_processes(set_key, reg->cluster_name);
     snprintf(id, sizeof id, "%" PRIu64, reg->process_id);
     snprintf(port, sizeof port, "%d", reg->options.port);
     snprintf(pid, sizeof pid, "%d", (int)getpid());

@@ -1,6 +1,6 @@
 /* registry.h -- the cluster's process registry in Redis.
  *
- * Keys (prefix P = "tessera:<cluster_name>:"):
+ * Keys (prefix P = "tessera:<cluster_name>:", named in redis_keys.h):
  *   P next_process_id   INCR'd once by each starting process for its id
  *   P processes         SET of the ids of processes that registered
  *   P process:<id>      HASH role, host, port, pid, started_ms, and the
@@ -74,7 +74,5 @@ void registry_on_redis_state(registry *reg, int connected);
 void registry_set_stat(registry *reg, const char *name, int64_t value);
 
 uint64_t registry_process_id(const registry *reg);
-/* Builds "tessera:<cluster>:<suffix>" into out. */
-void registry_key(const registry *reg, char *out, size_t out_size, const char *suffix);
 
 #endif

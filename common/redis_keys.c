@@ -1,0 +1,32 @@
+/* redis_keys.c -- formats the cluster's Redis key names (the list and what
+ * each key holds are in redis_keys.h). */
+#include "redis_keys.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static char *redis_key(char *out, const char *cluster, const char *suffix) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:%s", cluster, suffix);
+    return out;
+}
+
+char *redis_key_next_process_id(char *out, const char *cluster) { return redis_key(out, cluster, "next_process_id"); }
+char *redis_key_processes(char *out, const char *cluster) { return redis_key(out, cluster, "processes"); }
+char *redis_key_next_entity_id(char *out, const char *cluster) { return redis_key(out, cluster, "next_entity_id"); }
+char *redis_key_spaces(char *out, const char *cluster) { return redis_key(out, cluster, "spaces"); }
+char *redis_key_cell_directory(char *out, const char *cluster) { return redis_key(out, cluster, "cell_directory"); }
+
+char *redis_key_process(char *out, const char *cluster, uint64_t process_id) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:process:%" PRIu64, cluster, process_id);
+    return out;
+}
+
+char *redis_key_account(char *out, const char *cluster, const char *account) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:account:%s", cluster, account);
+    return out;
+}
+
+char *redis_key_space(char *out, const char *cluster, const char *space_name) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:space:%s", cluster, space_name);
+    return out;
+}

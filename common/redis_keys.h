@@ -1,0 +1,38 @@
+/* redis_keys.h -- every Redis key a Tessera cluster uses, named in one place.
+ *
+ * Every key starts with the cluster's prefix P = "tessera:<cluster_name>:",
+ * so several clusters can share one Redis. The keys:
+ *
+ *   P next_process_id        INCR'd once by each starting process for its id
+ *   P processes              SET of the ids of registered processes
+ *   P process:<id>           HASH a process's registry entry (registry.h)
+ *   P next_entity_id         INCRBY'd for blocks of entity ids (id_block.h)
+ *   P account:<name>         HASH an account (baseapp/login.c)
+ *   P spaces                 HASH space name -> the epoch of its layout
+ *   P space:<name>           STRING the space's definition and layout, as JSON
+ *                            (space_layout.h); written only with its epoch
+ *                            in P spaces, atomically (space_store.h)
+ *   P cell_directory         HASH entity id -> "<cellapp id>:<epoch>", where
+ *                            each entity's cell part is real (mailbox.h)
+ *
+ * Each function writes the key into `out` (REDIS_KEY_MAX bytes) and returns
+ * `out`, so a call can be an argument. A name too long is cut at
+ * REDIS_KEY_MAX - 1 bytes; cluster and space names are at most 63.
+ */
+#ifndef TESSERA_REDIS_KEYS_H
+#define TESSERA_REDIS_KEYS_H
+
+#include <stdint.h>
+
+#define REDIS_KEY_MAX 192
+
+char *redis_key_next_process_id(char *out, const char *cluster);
+char *redis_key_processes(char *out, const char *cluster);
+char *redis_key_process(char *out, const char *cluster, uint64_t process_id);
+char *redis_key_next_entity_id(char *out, const char *cluster);
+char *redis_key_account(char *out, const char *cluster, const char *account);
+char *redis_key_spaces(char *out, const char *cluster);
+char *redis_key_space(char *out, const char *cluster, const char *space_name);
+char *redis_key_cell_directory(char *out, const char *cluster);
+
+#endif
