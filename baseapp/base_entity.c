@@ -5,9 +5,9 @@
  * client's method calls (base methods run here, cell methods are relayed to
  * the cell, which checks what only it can), and the state dump.
  *
- * The demo game's one base method is Avatar.chat(text): each message earns
- * a gold coin (Avatar.gold, BASE_AND_CLIENT), which shows a base property
- * reaching its own client and nobody else.
+ * The demo game's base methods: Avatar.chat(text) earns a gold coin
+ * (Avatar.gold, BASE_AND_CLIENT), which shows a base property reaching its
+ * own client and nobody else; Avatar.relayPing(n) calls the cell's ping.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -78,7 +78,28 @@ void base_entity_send_properties(proxy *client, bool all) {
     bit_writer_close(&w);
 }
 
-/* The demo game's base methods. */
+/* Calls cell method `name` of the player's own cell part from its base. */
+static void base_entity_call_cell(proxy *client, const char *name, const entity_state *args) {
+    const entity_def_method *method = entity_def_class_find_method(client->cls, ENTITY_DEF_PART_CELL, name);
+    if (!method) return;
+    bit_writer w;
+    bit_writer_init(&w);
+    method_call_encode(args, &w);
+    Tessera__Cluster__CellCall call = TESSERA__CLUSTER__CELL_CALL__INIT;
+    call.caller_id = client->entity_id;
+    call.method_id = method->id;
+    call.args.data = (uint8_t *)bit_writer_data(&w);
+    call.args.len = bit_writer_bytes(&w);
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
+    message.call = &call;
+    cell_link_send(client, &message);
+    bit_writer_close(&w);
+}
+
+/* The demo game's base methods: chat(text) earns a gold coin;
+ * relayPing(n) calls the cell's ping(n) from the base, so numbered calls
+ * reach the cell on the base's own stream as well as the client's. */
 static void base_entity_run(proxy *client, const entity_def_method *method, const entity_state *args) {
     if (strcmp(method->name, "chat") == 0) {
         const char *text = "";
@@ -91,24 +112,28 @@ static void base_entity_run(proxy *client, const entity_def_method *method, cons
             base_entity_send_properties(client, false);
         return;
     }
+    if (strcmp(method->name, "relayPing") == 0) {
+        base_entity_call_cell(client, "ping", args);
+        return;
+    }
     log_info("entity %" PRIu64 ": %s.%s has no implementation in this game: ignored", client->entity_id,
              client->cls->name, method->name);
 }
 
 void base_entity_on_call(proxy *client, const Tessera__Client__EntityCall *call) {
-    baseapp *app = client->app;
     if (call->part == TESSERA__CLIENT__METHOD_PART__METHOD_PART_CELL) {
-        /* The cell knows what the client sees; it checks the rest too. */
+        /* To the caller's real, which knows what its client sees and checks
+         * the rest (cell_message.c). */
         Tessera__Cluster__CellCall relay = TESSERA__CLUSTER__CELL_CALL__INIT;
         relay.caller_id = client->entity_id;
         relay.target_id = call->entity_id;
         relay.method_id = call->method_id;
         relay.args = call->args;
         relay.from_client = true;
-        Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-        message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_CALL;
-        message.cell_call = &relay;
-        peer_set_send(app->peers, client->cellapp_id, &message);
+        Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+        message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
+        message.call = &relay;
+        cell_link_send(client, &message);
         return;
     }
     if (call->part != TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE) {
@@ -121,26 +146,17 @@ void base_entity_on_call(proxy *client, const Tessera__Client__EntityCall *call)
                    "base method call on entity %" PRIu64 ", which is not the player's", call->entity_id);
         return;
     }
-    if (call->method_id >= client->cls->method_count[ENTITY_DEF_PART_BASE]) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
-                   "base method %u of %s does not exist (it has %zu)", call->method_id, client->cls->name,
-                   client->cls->method_count[ENTITY_DEF_PART_BASE]);
+    char reason[256];
+    const entity_def_method *method;
+    entity_state *args;
+    method_call_verdict verdict = method_call_prepare(client->cls, ENTITY_DEF_PART_BASE, call->method_id,
+                                                      call->args.data, call->args.len, true, &method, &args, reason,
+                                                      sizeof reason);
+    if (verdict != METHOD_CALL_OK) {
+        proxy_fail(client, (Tessera__Client__ErrorCode)method_call_error_code(verdict), "%s", reason);
         return;
     }
-    const entity_def_method *method = &client->cls->methods[ENTITY_DEF_PART_BASE][call->method_id];
-    if (!method->exposed) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED, "%s.%s is not exposed to clients",
-                   client->cls->name, method->name);
-        return;
-    }
-    entity_state *args = method_call_args_create(method);
-    int rc = method_call_decode(args, call->args.data, call->args.len);
-    if (rc != 0)
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_ARGUMENTS,
-                   "%s.%s called with arguments that are not its declared types: %s", client->cls->name, method->name,
-                   method_call_strerror(rc));
-    else
-        base_entity_run(client, method, args);
+    base_entity_run(client, method, args);
     entity_state_free(args);
 }
 

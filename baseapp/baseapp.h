@@ -16,6 +16,7 @@
 #include <uv.h>
 
 #include "bit_stream.h"
+#include "cell_address.h"
 #include "channel.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
@@ -24,6 +25,7 @@
 #include "entity_list.h"
 #include "id_block.h"
 #include "id_map.h"
+#include "mailbox.h"
 #include "peer_set.h"
 #include "process.h"
 #include "redis_client.h"
@@ -50,6 +52,7 @@ typedef struct baseapp_settings {
     char state_dump_path[256];
     int64_t client_congestion_bytes;
     int64_t client_send_buffer_bytes;
+    int64_t cell_lost_grace_ms;
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -71,7 +74,10 @@ typedef struct proxy {
     proxy_state state;
     channel *ch;
     uint64_t entity_id;        /* 0 until logged in */
-    uint64_t cellapp_id;       /* the cellapp holding the cell entity, 0 if none */
+    /* Where its cell part is (cellapp and incarnation), and the order its
+     * client hears from it in (cell_address.h). cell.cellapp_id is the
+     * cellapp asked to create it while CREATING_CELL, 0 if none. */
+    cell_address cell;
     uint64_t connected_us;     /* monotonic, for the login timeout */
     char account[72];
     bool has_definitions;      /* the client's cached definitions match ours */
@@ -131,6 +137,14 @@ const char *login_check_account_name(const char *account);
 
 /* ---- cellapps (cell_link.c) --------------------------------------------- */
 
+/* Sends the proxy's cell part a message (body set by the caller) through
+ * the mailbox, to where its real is as last told. Returns 0, or -1 when it
+ * has no cell part. */
+int cell_link_send(proxy *client, Tessera__Cluster__CellMessage *message);
+/* Drops clients whose cell part was lost with its cellapp and was not taken
+ * back within cell_lost_grace_ms. */
+void cell_link_sweep(baseapp *app);
+
 /* Tells a client's cell whether the client keeps up: congested above
  * client_congestion_bytes queued, drained below half of it. Called after
  * sending to it and from a timer while any client is congested. */
@@ -168,6 +182,10 @@ struct baseapp {
     id_map proxies_by_entity;     /* entity id -> proxy, logged-in proxies */
     id_map proxies_by_account;    /* account name hash -> proxy */
     id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */
+    mailbox *mailbox;                  /* the bases' streams to their cell parts */
+    uint64_t cell_messages_failed;     /* messages to cell parts that could not be delivered */
+    uint64_t client_messages_held;     /* client messages held across a handoff */
+    uint64_t client_messages_stale;    /* ... dropped as from an ended incarnation */
     entity_def_registry *definitions;  /* the game's entity types */
     char *definitions_text;            /* their self-description, sent at login */
     uint64_t moves_dropped;            /* moves over a client's rate, not relayed */

@@ -37,26 +37,41 @@ void cell_link_on_registry(baseapp *app) {
     id_map_init(&app->cellapp_assignments);
 }
 
+int cell_link_send(proxy *client, Tessera__Cluster__CellMessage *message) {
+    if (!client->cell.cellapp_id || !client->entity_id || !client->app->mailbox) return -1;
+    message->entity_id = client->entity_id;
+    mailbox_send_cell(client->app->mailbox, message, client->cell.cellapp_id, clock_monotonic_us() / 1000);
+    return 0;
+}
+
+/* Destroys a cell part that nobody will use (the client left while it was
+ * being made), at the cellapp that made it. */
+static void cell_link_destroy_orphan(baseapp *app, uint64_t cellapp_id, uint64_t entity_id) {
+    Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.entity_id = entity_id;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY;
+    message.destroy = &destroy;
+    mailbox_send_cell(app->mailbox, &message, cellapp_id, clock_monotonic_us() / 1000);
+}
+
 static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__CellEntityCreated *reply) {
     proxy *client = proxy_find_by_entity(app, reply->entity_id);
-    if (!client || client->cellapp_id != cellapp_id || client->state != PROXY_CREATING_CELL) {
+    /* The cellapp asked may have passed the request to the one whose cell
+     * holds the spawn point: the answer comes from where the real is. */
+    if (!client || client->state != PROXY_CREATING_CELL) {
         /* The client left while the cell was being made: undo it. */
-        if (reply->ok) {
-            Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
-            destroy.entity_id = reply->entity_id;
-            Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-            message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DESTROY_CELL_ENTITY;
-            message.destroy_cell_entity = &destroy;
-            peer_set_send(app->peers, cellapp_id, &message);
-        }
+        if (reply->ok) cell_link_destroy_orphan(app, cellapp_id, reply->entity_id);
         return;
     }
     if (!reply->ok) {
-        client->cellapp_id = 0;
+        cell_address_clear(&client->cell);
         proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "cellapp %" PRIu64 " refused the entity: %s",
                    cellapp_id, reply->error ? reply->error : "");
         return;
     }
+    cell_address_clear(&client->cell);
+    cell_address_init(&client->cell, cellapp_id, reply->incarnation ? reply->incarnation : 1);
     Tessera__Client__LoginReply login = TESSERA__CLIENT__LOGIN_REPLY__INIT;
     login.entity_id = client->entity_id;
     login.position = reply->position;
@@ -87,21 +102,69 @@ static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tesser
               client->account, cellapp_id);
 }
 
+static bool cell_link_is_up(uint64_t cellapp_id, void *context) {
+    return peer_set_is_up(((baseapp *)context)->peers, cellapp_id);
+}
+
+/* Hands the client what its address lets through now. */
+static void cell_link_release(proxy *client) {
+    size_t length;
+    uint8_t *payload;
+    while (client->state == PROXY_IN_WORLD && (payload = cell_address_next(&client->cell, &length)) != NULL) {
+        channel_send(client->ch, payload, length);
+        free(payload);
+    }
+}
+
 static void cell_link_forward(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__ToClientBatch *batch) {
     for (size_t i = 0; i < batch->n_messages; i++) {
         const Tessera__Cluster__ToClient *item = batch->messages[i];
         proxy *client = proxy_find_by_entity(app, item->entity_id);
-        /* A stale entity (the client left this tick) is normal; anything
-         * from a cellapp that does not hold the entity is ignored. */
-        if (!client || client->cellapp_id != cellapp_id || client->state != PROXY_IN_WORLD) continue;
-        channel_send(client->ch, item->payload.data, item->payload.len);
+        /* A stale entity (the client left this tick) is normal. */
+        if (!client || client->state != PROXY_IN_WORLD) continue;
+        switch (cell_address_on_client_message(&client->cell, cellapp_id, item->incarnation, item->payload.data,
+                                               item->payload.len)) {
+        case CELL_ADDRESS_DELIVER:
+            channel_send(client->ch, item->payload.data, item->payload.len);
+            break;
+        case CELL_ADDRESS_HELD:
+            app->client_messages_held++;
+            break;
+        case CELL_ADDRESS_STALE:
+            app->client_messages_stale++;
+            log_debug("entity %" PRIu64 ": a client message of incarnation %u from cellapp %" PRIu64
+                      " after its stream ended: dropped",
+                      item->entity_id, item->incarnation, cellapp_id);
+            break;
+        case CELL_ADDRESS_OVERFLOW:
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                       "its cell moved and the new one's messages piled up (%d held)", CELL_ADDRESS_MAX_HELD);
+            continue;
+        }
         if (client->state == PROXY_IN_WORLD) cell_link_check_congestion(client);
     }
 }
 
+static void cell_link_on_handoff(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__CellHandoff *handoff) {
+    proxy *client = proxy_find_by_entity(app, handoff->entity_id);
+    if (!client || client->state != PROXY_IN_WORLD) return;
+    cell_address_on_handoff(&client->cell, cellapp_id, handoff->incarnation, handoff->next_cellapp_id);
+    cell_address_check(&client->cell, cell_link_is_up, app, clock_monotonic_us());
+    cell_link_release(client);
+}
+
+static void cell_link_on_address(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__CellAddress *address) {
+    proxy *client = proxy_find_by_entity(app, address->entity_id);
+    if (!client || client->state != PROXY_IN_WORLD) return;
+    if (cell_address_on_address(&client->cell, cellapp_id, address->incarnation))
+        log_debug("entity %" PRIu64 ": its cell is on cellapp %" PRIu64 " now (incarnation %u)", address->entity_id,
+                  cellapp_id, address->incarnation);
+    cell_link_release(client);
+}
+
 void cell_link_check_congestion(proxy *client) {
     baseapp *app = client->app;
-    if (client->state != PROXY_IN_WORLD || !client->cellapp_id) return;
+    if (client->state != PROXY_IN_WORLD || !client->cell.cellapp_id) return;
     size_t queued = channel_queued_bytes(client->ch);
     size_t threshold = (size_t)app->settings.client_congestion_bytes;
     bool congested = client->congested ? queued > threshold / 2 : queued > threshold;
@@ -116,12 +179,11 @@ void cell_link_check_congestion(proxy *client) {
     log_debug("entity %" PRIu64 " (account '%s'): %s (%zu bytes queued)", client->entity_id, client->account,
               congested ? "congested: its cell holds its updates" : "drained: updates resume", queued);
     Tessera__Cluster__ClientCongestion notice = TESSERA__CLUSTER__CLIENT_CONGESTION__INIT;
-    notice.entity_id = client->entity_id;
     notice.congested = congested;
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CLIENT_CONGESTION;
-    message.client_congestion = &notice;
-    peer_set_send(app->peers, client->cellapp_id, &message);
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION;
+    message.congestion = &notice;
+    cell_link_send(client, &message);
 }
 
 void cell_link_check_all_congestion(baseapp *app) {
@@ -135,7 +197,7 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
                           const Tessera__Cluster__PeerMessage *message, void *user_data) {
     baseapp *app = user_data;
     (void)set;
-    if (role != PEER_ROLE_CELLAPP) return;
+    if (role != PEER_ROLE_CELLAPP || app->shutting_down) return;
     switch (message->body_case) {
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ENTITY_CREATED:
         cell_link_on_created(app, process_id, message->cell_entity_created);
@@ -143,10 +205,20 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_TO_CLIENT:
         cell_link_forward(app, process_id, message->to_client);
         return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_HANDOFF:
+        cell_link_on_handoff(app, process_id, message->cell_handoff);
+        return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ADDRESS:
+        cell_link_on_address(app, process_id, message->cell_address);
+        return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE_FAILED:
+        mailbox_on_failed(app->mailbox, message->cell_message_failed);
+        return;
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_DROP_CLIENT: {
         const Tessera__Cluster__DropClient *drop = message->drop_client;
         proxy *client = proxy_find_by_entity(app, drop->entity_id);
-        if (client && client->cellapp_id == process_id && client->state == PROXY_IN_WORLD)
+        if (client && client->state == PROXY_IN_WORLD &&
+            (client->cell.cellapp_id == process_id || client->cell.stream_cellapp == process_id))
             proxy_fail(client, drop->code, "%s", drop->reason ? drop->reason : "dropped by its cell");
         return;
     }
@@ -169,20 +241,47 @@ void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, 
     baseapp *app = user_data;
     (void)set;
     if (role != PEER_ROLE_CELLAPP) return;
-    /* The players' cell entities died with the cellapp. Until entities are
-     * backed up and restored elsewhere, tell those clients and let them
-     * log in again onto a live cellapp. */
-    size_t dropped = 0;
+    /* A cell part that was on that cellapp may have been on its way out
+     * (the cellapp it left takes it back) or is gone with it: the client
+     * waits cell_lost_grace_ms for its real to turn up elsewhere. A client
+     * still being created there is told at once. */
+    size_t waiting = 0, dropped = 0;
+    uint32_t cursor = 0;
+    proxy *client;
+    uint64_t now_us = clock_monotonic_us();
+    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
+        if (client->state == PROXY_CREATING_CELL && client->cell.cellapp_id == process_id) {
+            cell_address_clear(&client->cell);
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                       "cellapp %" PRIu64 " creating your entity is gone (%s); log in again", process_id, reason);
+            dropped++;
+            continue;
+        }
+        if (client->state != PROXY_IN_WORLD) continue;
+        if (cell_address_check(&client->cell, cell_link_is_up, app, now_us)) waiting++;
+        cell_link_release(client);
+    }
+    id_map_remove(&app->cellapp_assignments, process_id);
+    log_warn("cellapp %" PRIu64 " gone: %zu players wait for their cells to be taken back, %zu dropped, %zu cellapps "
+             "left",
+             process_id, waiting, dropped, peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
+}
+
+void cell_link_sweep(baseapp *app) {
+    uint64_t now_us = clock_monotonic_us();
+    uint64_t grace_us = (uint64_t)app->settings.cell_lost_grace_ms * 1000u;
     uint32_t cursor = 0;
     proxy *client;
     while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
-        if (client->cellapp_id != process_id || client->state == PROXY_CLOSING) continue;
-        client->cellapp_id = 0;
+        if (client->state != PROXY_IN_WORLD || !client->cell.lost_since_us) continue;
+        if (!cell_address_check(&client->cell, cell_link_is_up, app, now_us)) {
+            cell_link_release(client);
+            continue;
+        }
+        if (now_us - client->cell.lost_since_us < grace_us) continue;
+        uint64_t cellapp = client->cell.cellapp_id;
+        cell_address_clear(&client->cell);
         proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                   "cellapp %" PRIu64 " holding your entity is gone (%s); log in again", process_id, reason);
-        dropped++;
+                   "cellapp %" PRIu64 " holding your entity is gone, and no other took it; log in again", cellapp);
     }
-    id_map_remove(&app->cellapp_assignments, process_id);
-    log_warn("cellapp %" PRIu64 " gone: %zu players dropped, %zu cellapps left", process_id, dropped,
-             peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
 }

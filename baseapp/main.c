@@ -11,6 +11,7 @@
 #include "baseapp.h"
 #include "clock.h"
 #include "log.h"
+#include "peer_message.h"
 
 static const config_key baseapp_config_keys[] = {
     PROCESS_CONFIG_KEYS(baseapp_settings, process),
@@ -50,6 +51,9 @@ static const config_key baseapp_config_keys[] = {
     {"state_dump_path", CONFIG_STRING, offsetof(baseapp_settings, state_dump_path),
      sizeof(((baseapp_settings *)0)->state_dump_path), 0, 0, "",
      "where SIGUSR1 writes every base's properties as JSON (empty: SIGUSR1 only logs)"},
+    {"cell_lost_grace_ms", CONFIG_INT, offsetof(baseapp_settings, cell_lost_grace_ms), 0, 100, 600000, "5000",
+     "when the cellapp holding a player's cell part goes away, how long the client waits for the cellapp it was "
+     "leaving to take it back before it is told to log in again"},
     {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
      "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
 };
@@ -76,6 +80,9 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "moves_dropped", (int64_t)app->moves_dropped);
     registry_set_stat(app->registry, "congested_clients", (int64_t)app->congested_clients);
     registry_set_stat(app->registry, "congestion_events", (int64_t)app->congestion_events);
+    registry_set_stat(app->registry, "cell_messages_failed", (int64_t)app->cell_messages_failed);
+    registry_set_stat(app->registry, "client_messages_held", (int64_t)app->client_messages_held);
+    registry_set_stat(app->registry, "client_messages_stale", (int64_t)app->client_messages_stale);
 }
 
 static void baseapp_on_stats_timer(uv_timer_t *timer) {
@@ -84,7 +91,23 @@ static void baseapp_on_stats_timer(uv_timer_t *timer) {
     if (redis_client_is_connected(app->redis)) id_block_refill(app->entity_ids);
 }
 
-static void baseapp_on_sweep_timer(uv_timer_t *timer) { proxy_sweep(timer->data); }
+static void baseapp_on_sweep_timer(uv_timer_t *timer) {
+    proxy_sweep(timer->data);
+    cell_link_sweep(timer->data);
+    mailbox_sweep(((baseapp *)timer->data)->mailbox, clock_monotonic_us() / 1000);
+}
+
+/* The mailbox's wire: straight to the cellapp that holds the real. */
+static int baseapp_mailbox_send(uint64_t process_id, const Tessera__Cluster__CellMessage *message, void *user_data) {
+    baseapp *app = user_data;
+    return peer_send_cell_message(app->peers, process_id, message);
+}
+
+static void baseapp_mailbox_failed(uint64_t entity_id, uint64_t sequence, const char *reason, void *user_data) {
+    baseapp *app = user_data;
+    app->cell_messages_failed++;
+    log_info("a message to the cell of entity %" PRIu64 " (#%" PRIu64 ") failed: %s", entity_id, sequence, reason);
+}
 
 static void baseapp_on_congestion_timer(uv_timer_t *timer) {
     baseapp *app = timer->data;
@@ -96,6 +119,7 @@ static void baseapp_on_registered(registry *reg, uint64_t process_id, void *user
     (void)reg;
     app->process_id = process_id;
     peer_set_set_process_id(app->peers, process_id);
+    mailbox_set_self(app->mailbox, process_id);
 }
 
 static void baseapp_on_peers(registry *reg, const registry_peer *peers, size_t count, void *user_data) {
@@ -155,6 +179,8 @@ static void baseapp_shutdown(baseapp *app) {
     proxy_close_all(app, "server shutting down");
     registry_free(app->registry);
     app->registry = NULL;
+    mailbox_free(app->mailbox);
+    app->mailbox = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
 }
@@ -231,6 +257,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     app.entity_ids = id_block_create(app.redis, settings->process.cluster_name, (uint64_t)settings->entity_id_block);
+    app.mailbox = mailbox_create(app.redis, settings->process.cluster_name, baseapp_mailbox_send,
+                                 baseapp_mailbox_failed, &app);
     registry_options registry_settings = {
         .cluster_name = settings->process.cluster_name,
         .role = "baseapp",

@@ -13,6 +13,7 @@
 #include "baseapp.h"
 #include "clock.h"
 #include "log.h"
+#include "peer_message.h"
 
 static const char *proxy_state_name(proxy_state state) {
     switch (state) {
@@ -48,16 +49,18 @@ static void proxy_send(proxy *client, const Tessera__Client__ServerToClient *mes
     channel_send_message(client->ch, &message->base);
 }
 
-/* Tells the cellapp to destroy the player's cell entity, if there is one. */
+/* Tells the player's cell entity, wherever it is, to go. A proxy still
+ * waiting for its cell to be created (incarnation 0) leaves that to the
+ * reply, which undoes it (cell_link.c). */
 static void proxy_release_cell(proxy *client) {
-    if (!client->cellapp_id || !client->entity_id) return;
-    Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
-    destroy.entity_id = client->entity_id;
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DESTROY_CELL_ENTITY;
-    message.destroy_cell_entity = &destroy;
-    peer_set_send(client->app->peers, client->cellapp_id, &message);
-    client->cellapp_id = 0;
+    if (client->cell.incarnation != 0) {
+        Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
+        Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+        message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY;
+        message.destroy = &destroy;
+        cell_link_send(client, &message);
+    }
+    cell_address_clear(&client->cell);
 }
 
 /* Removes the proxy from every index. After this nothing can reach it but
@@ -184,12 +187,11 @@ static void proxy_on_move(proxy *client, const Tessera__Client__Move *move) {
     }
     client->move_tokens -= 1.0;
     Tessera__Cluster__ClientMove relay = TESSERA__CLUSTER__CLIENT_MOVE__INIT;
-    relay.entity_id = client->entity_id;
     relay.move = (Tessera__Client__Move *)move;
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CLIENT_MOVE;
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE;
     message.client_move = &relay;
-    peer_set_send(client->app->peers, client->cellapp_id, &message);
+    cell_link_send(client, &message);
 }
 
 static void proxy_on_frame(channel *ch, const uint8_t *frame, size_t length) {
@@ -296,7 +298,8 @@ void proxy_login_succeeded(proxy *client) {
         return;
     }
     client->entity_id = entity_id;
-    client->cellapp_id = cellapp_id;
+    /* The cellapp asked; the address comes with its answer. */
+    cell_address_init(&client->cell, cellapp_id, 0);
     id_map_put(&app->proxies_by_entity, entity_id, client);
     base_entity_create(client);
     bit_writer cell_properties;
@@ -311,10 +314,7 @@ void proxy_login_succeeded(proxy *client) {
     create.has_client = true;
     create.cell_properties.data = (uint8_t *)bit_writer_data(&cell_properties);
     create.cell_properties.len = bit_writer_bytes(&cell_properties);
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY;
-    message.create_cell_entity = &create;
-    peer_set_send(app->peers, cellapp_id, &message);
+    peer_send_create_cell_entity(app->peers, cellapp_id, &create);
     bit_writer_close(&cell_properties);
     client->state = PROXY_CREATING_CELL;
     log_debug("account '%s' logged in as entity %" PRIu64 " on cellapp %" PRIu64, client->account, entity_id,

@@ -258,7 +258,8 @@ static void sdk_frame(tessera_client *client, const Tessera__Client__ServerToCli
 }
 
 /* A client logged in to `app` as its first entity, without a socket. */
-static void sdk_open(sdk_probe *sdk, cellapp *app, const cell_entity *player) {
+static void sdk_open(sdk_probe *sdk, cell *c, const cell_entity *player) {
+    const cellapp_settings *settings = c->shared->settings;
     uv_loop_init(&sdk->loop);
     static const tessera_client_callbacks callbacks = {.on_closed = sdk_on_closed};
     sdk->client = tessera_client_create(&sdk->loop, &callbacks, sdk);
@@ -274,27 +275,27 @@ static void sdk_open(sdk_probe *sdk, cellapp *app, const cell_entity *player) {
                              hi = TESSERA__CLIENT__VECTOR3__INIT;
     position.x = player->x;
     position.z = player->z;
-    lo.x = (float)app->volatile_config.min[0], lo.y = (float)app->volatile_config.min[1];
-    lo.z = (float)app->volatile_config.min[2];
-    hi.x = (float)app->volatile_config.max[0], hi.y = (float)app->volatile_config.max[1];
-    hi.z = (float)app->volatile_config.max[2];
-    char *text = entity_def_registry_describe(app->definitions);
+    lo.x = (float)c->volatile_config.min[0], lo.y = (float)c->volatile_config.min[1];
+    lo.z = (float)c->volatile_config.min[2];
+    hi.x = (float)c->volatile_config.max[0], hi.y = (float)c->volatile_config.max[1];
+    hi.z = (float)c->volatile_config.max[2];
+    char *text = entity_def_registry_describe(c->shared->definitions);
     login.entity_id = player->id;
     login.position = &position;
-    login.view_radius = (float)app->settings.view_radius;
-    login.view_hysteresis = (float)app->settings.view_hysteresis;
+    login.view_radius = (float)settings->witness.view_radius;
+    login.view_hysteresis = (float)settings->witness.view_hysteresis;
     login.max_speed = 10;
     login.tick_hz = TICK_HZ;
     login.space_name = "bench";
     login.definitions = text;
-    login.definitions_digest = (char *)entity_def_registry_digest_hex(app->definitions);
+    login.definitions_digest = (char *)entity_def_registry_digest_hex(c->shared->definitions);
     login.max_aliases = MAX_ALIASES;
-    login.position_precision = app->volatile_config.precision;
+    login.position_precision = c->volatile_config.precision;
     login.world_min = &lo;
     login.world_max = &hi;
-    login.yaw_steps = app->volatile_config.yaw_steps;
-    login.detail_near_distance = (float)app->settings.detail_near_distance;
-    login.detail_medium_distance = (float)app->settings.detail_medium_distance;
+    login.yaw_steps = c->volatile_config.yaw_steps;
+    login.detail_near_distance = (float)settings->witness.detail_near_distance;
+    login.detail_medium_distance = (float)settings->witness.detail_medium_distance;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
     message.login_reply = &login;
     sdk_frame(sdk->client, &message);
@@ -344,14 +345,15 @@ typedef struct run_result {
 
 /* One run of the workload at `bytes_per_second` per client. */
 static int run(const char *definitions, bool budgeted, int ticks, run_result *out) {
-    static cellapp app;
-    memset(&app, 0, sizeof app);
-    cellapp_settings *s = &app.settings;
+    static cellapp_settings settings;
+    static cell_shared shared;
+    memset(&settings, 0, sizeof settings);
+    memset(&shared, 0, sizeof shared);
+    settings.tick_hz = TICK_HZ;
+    settings.position_precision = 1.0 / 64;
+    settings.yaw_steps = 256;
+    witness_config *s = &settings.witness;
     s->tick_hz = TICK_HZ;
-    s->world_min_x = s->world_min_z = -HALF_SIDE;
-    s->world_max_x = s->world_max_z = HALF_SIDE;
-    s->world_min_y = -100;
-    s->world_max_y = 100;
     s->view_radius = 50;
     s->view_hysteresis = 5;
     /* The baseline sends every change every tick: no byte budget and no
@@ -359,47 +361,47 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
     s->client_bytes_per_second = budgeted ? 4096 : 100000000;
     s->max_aliases = MAX_ALIASES;
     s->alias_cooldown_ms = 1000;
-    s->position_precision = 1.0 / 64;
-    s->yaw_steps = 256;
     s->detail_near_distance = 15;
     s->detail_medium_distance = 30;
     s->detail_hysteresis = 1;
     s->update_near_distance = budgeted ? 10 : 1e5;
     s->update_far_distance = budgeted ? 40 : 2e5;
     char err[512];
-    if (entity_def_load_directory(definitions, &app.definitions, err, sizeof err) != 0) {
+    shared.settings = &settings;
+    shared.self_id = 1;
+    if (entity_def_load_directory(definitions, &shared.definitions, err, sizeof err) != 0) {
         fprintf(stderr, "bench-witness: %s\n", err);
         return -1;
     }
-    const entity_def_class *cls = entity_def_registry_find_class(app.definitions, "Avatar");
+    const entity_def_class *cls = entity_def_registry_find_class(shared.definitions, "Avatar");
     if (!cls) {
         fprintf(stderr, "bench-witness: no Avatar class in %s\n", definitions);
         return -1;
     }
     const double min[3] = {-HALF_SIDE, -100, -HALF_SIDE}, max[3] = {HALF_SIDE, 100, HALF_SIDE};
-    volatile_codec_config_init(&app.volatile_config, s->position_precision, min, max, (uint32_t)s->yaw_steps);
-    app.schema = replication_schema_create(app.definitions);
-    app.replication = replication_create(app.schema);
-    bit_writer_init(&app.stream);
-    space_init(&app.space, "bench", false);
+    shared.schema = replication_schema_create(shared.definitions);
+    shared.replication = replication_create(shared.schema);
+    bit_writer_init(&shared.stream);
+    space_layout *layout = space_layout_create("bench", min, max, false, 1);
+    cell *c = cell_create(&shared, layout);
 
     rng_state = 0x9E3779B97F4A7C15ull;
     static cell_entity *entities[ENTITIES];
     static double heading[ENTITIES];
     for (int e = 0; e < ENTITIES; e++) {
         float x = (float)((unit() * 2 - 1) * (HALF_SIDE - 1)), z = (float)((unit() * 2 - 1) * (HALF_SIDE - 1));
-        entities[e] = space_add(&app.space, 1 + (uint64_t)e, CELL_ENTITY_REAL, cls, x, 0, z);
+        entities[e] = cell_add(c, 1 + (uint64_t)e, CELL_ENTITY_REAL, cls, x, 0, z);
         heading[e] = unit() * 2 * M_PI;
         for (uint16_t p = 0; p < cls->property_count; p++) randomize_property(entities[e]->state, cls, p);
-        if (e < WITNESSES) witness_attach(&app, entities[e]);
+        if (e < WITNESSES) witness_attach(c, entities[e]);
     }
 
     sdk_probe sdk;
     memset(&sdk, 0, sizeof sdk);
-    sdk_open(&sdk, &app, entities[0]);
+    sdk_open(&sdk, c, entities[0]);
     uint64_t mine_bytes = 0;
     probe *client = calloc(1, sizeof *client);
-    client->config = &app.volatile_config;
+    client->config = &c->volatile_config;
     client->alias_bits = replication_alias_bits(MAX_ALIASES);
     uint64_t tick_ns = 0, bytes = 0, payloads = 0;
     int warmup = TICK_HZ * 2; /* the first enters of every view are not steady state */
@@ -417,19 +419,19 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
                 x = entity->x;
                 z = entity->z;
             }
-            space_move(&app.space, entity, (float)x, 0, (float)z, (float)heading[e]);
+            cell_move(c, entity, (float)x, 0, (float)z, (float)heading[e]);
             for (uint16_t p = 0; p < cls->property_count; p++)
                 if (rng() % 5 == 0) randomize_property(entity->state, cls, p);
         }
         /* The cell's tick, as cellapp_tick runs it. */
         uint64_t start = now_ns();
-        coord_flush(app.space.coord);
-        replication_begin_tick(app.replication, ++app.replication_tick);
+        coord_flush(c->coord);
+        replication_begin_tick(shared.replication, ++shared.replication_tick);
         for (int e = 0; e < ENTITIES; e++) {
             cell_entity *entity = entities[e];
             entity->packed = !entity_state_mask_empty(entity_state_dirty(entity->state));
             if (entity->packed)
-                replication_pack_audiences(app.replication, &entity->replication,
+                replication_pack_audiences(shared.replication, &entity->replication,
                                            REPLICATION_OTHERS_AUDIENCES |
                                                (entity->witness ? 1u << REPLICATION_AUDIENCE_OWN : 0));
         }
@@ -438,7 +440,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         uint64_t tick_bytes = 0;
         for (int e = 0; e < WITNESSES; e++) {
             uint8_t *payload;
-            size_t length = witness_update(entities[e]->witness, &app, entities[e], &payload);
+            size_t length = witness_update(entities[e]->witness, c, entities[e], &payload);
             tick_bytes += length;
             if (e == 0) {
                 mine = payload;
@@ -448,10 +450,10 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
             }
         }
         for (int e = 0; e < ENTITIES; e++) entity_state_clear_dirty(entities[e]->state);
-        space_end_tick(&app.space);
+        cell_end_tick(c);
         uint64_t elapsed = now_ns() - start;
         client->tick = (uint32_t)t;
-        if (mine_length && probe_stream(client, mine, mine_length, app.schema) != 0) {
+        if (mine_length && probe_stream(client, mine, mine_length, shared.schema) != 0) {
             fprintf(stderr, "bench-witness: witness 0's stream does not decode at tick %d\n", t);
             return -1;
         }
@@ -472,15 +474,15 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
      * for every entity still in view (what is late arrives within a
      * second, so compare after a second of ticks with no changes). */
     for (int t = 0; t < TICK_HZ + 2; t++) {
-        coord_flush(app.space.coord);
-        replication_begin_tick(app.replication, ++app.replication_tick);
+        coord_flush(c->coord);
+        replication_begin_tick(shared.replication, ++shared.replication_tick);
         for (int e = 0; e < ENTITIES; e++) entities[e]->packed = false;
         uint8_t *payload;
-        size_t length = witness_update(entities[0]->witness, &app, entities[0], &payload);
+        size_t length = witness_update(entities[0]->witness, c, entities[0], &payload);
         client->tick = (uint32_t)(ticks + warmup + t);
-        if (length && probe_stream(client, payload, length, app.schema) != 0) return -1;
+        if (length && probe_stream(client, payload, length, shared.schema) != 0) return -1;
         free(payload);
-        space_end_tick(&app.space);
+        cell_end_tick(c);
     }
     bool matches = true;
     bit_writer a, b;
@@ -488,7 +490,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
     bit_writer_init(&b);
     for (uint32_t alias = 0; alias < MAX_ALIASES; alias++) {
         if (!client->states[alias]) continue;
-        cell_entity *entity = space_find(&app.space, client->entity_of[alias]);
+        cell_entity *entity = cell_find(c, client->entity_of[alias]);
         if (!entity) continue;
         bool owner = client->owner[alias];
         float d = fmaxf(fabsf(entity->x - entities[0]->x), fabsf(entity->z - entities[0]->z));
@@ -496,7 +498,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
                                    : d <= s->detail_medium_distance ? ENTITY_DEF_DETAIL_MEDIUM
                                                                     : ENTITY_DEF_DETAIL_FAR;
         const entity_state_mask *mask =
-            replication_schema_mask(app.schema, cls->id, replication_audience_for(owner, detail));
+            replication_schema_mask(shared.schema, cls->id, replication_audience_for(owner, detail));
         bit_writer_reset(&a);
         bit_writer_reset(&b);
         property_codec_encode_changes(&a, entity->state, mask);
@@ -522,7 +524,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         }
     }
     out->update_bytes_mean = client->touched ? (double)client->touched_bits / 8.0 / (double)client->touched : 0;
-    out->records_held = app.witness_totals.records_held;
+    out->records_held = shared.witness_totals.records_held;
     out->sdk_decode_us = sdk.packets ? (double)sdk.decode_ns / 1e3 / (double)sdk.packets : 0;
     out->sdk_allocations = sdk.packets ? (double)sdk.allocations / (double)sdk.packets : 0;
     out->sdk_max_allocations = sdk.max_allocations;
@@ -533,11 +535,12 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
 
     for (uint32_t alias = 0; alias < MAX_ALIASES; alias++) entity_state_free(client->states[alias]);
     free(client);
-    space_close(&app.space);
-    bit_writer_close(&app.stream);
-    replication_free(app.replication);
-    replication_schema_free(app.schema);
-    entity_def_registry_free(app.definitions);
+    cell_free(c);
+    space_layout_free(layout);
+    bit_writer_close(&shared.stream);
+    replication_free(shared.replication);
+    replication_schema_free(shared.schema);
+    entity_def_registry_free(shared.definitions);
     return 0;
 }
 

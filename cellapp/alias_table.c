@@ -126,3 +126,54 @@ uint64_t alias_table_entity(const alias_table *table, uint32_t alias) {
 }
 
 uint32_t alias_table_in_use(const alias_table *table) { return table->in_use; }
+
+uint32_t alias_table_next_unused(const alias_table *table) { return table->next_unused; }
+
+uint32_t alias_table_cooling(const alias_table *table, uint64_t now_ms, alias_table_cooling_entry *out, uint32_t cap) {
+    for (uint32_t i = 0; i < table->cooling_count && i < cap; i++) {
+        const alias_cooling *c = &table->cooling[(table->cooling_head + i) % table->max_aliases];
+        out[i].alias = c->alias;
+        out[i].remaining_ms = c->free_at_ms > now_ms ? c->free_at_ms - now_ms : 0;
+    }
+    return table->cooling_count;
+}
+
+alias_table *alias_table_restore(uint32_t max_aliases, uint64_t cooldown_ms, uint32_t next_unused,
+                                 const uint64_t *entity_of, const alias_table_cooling_entry *cooling,
+                                 uint32_t cooling_count, uint64_t now_ms) {
+    if (next_unused > max_aliases || cooling_count > next_unused) return NULL;
+    alias_table *table = alias_table_create(max_aliases, cooldown_ms);
+    if (!table) return NULL;
+    table->next_unused = next_unused;
+    /* 1: in use, 2: cooling; what is neither is free. */
+    uint8_t *taken = xcalloc(next_unused ? next_unused : 1, 1);
+    for (uint32_t alias = 0; alias < next_unused; alias++) {
+        if (!entity_of[alias]) continue;
+        if (alias_table_find(table, entity_of[alias]) != ALIAS_NONE) goto fail;
+        table->entity_of[alias] = entity_of[alias];
+        id_map_put(&table->alias_of, entity_of[alias], (void *)(uintptr_t)(alias + 1));
+        table->in_use++;
+        taken[alias] = 1;
+    }
+    uint64_t previous_free_at = 0;
+    for (uint32_t i = 0; i < cooling_count; i++) {
+        uint32_t alias = cooling[i].alias;
+        if (alias >= next_unused || taken[alias]) goto fail;
+        taken[alias] = 2;
+        /* Oldest first: a later entry never frees sooner. */
+        uint64_t free_at = now_ms + cooling[i].remaining_ms;
+        if (free_at < previous_free_at) free_at = previous_free_at;
+        previous_free_at = free_at;
+        table->cooling[i] = (alias_cooling){alias, free_at};
+    }
+    table->cooling_head = 0;
+    table->cooling_count = cooling_count;
+    for (uint32_t alias = 0; alias < next_unused; alias++)
+        if (!taken[alias]) alias_heap_push(table, alias);
+    free(taken);
+    return table;
+fail:
+    free(taken);
+    alias_table_free(table);
+    return NULL;
+}

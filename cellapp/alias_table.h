@@ -36,4 +36,25 @@ uint32_t alias_table_find(const alias_table *table, uint64_t entity_id);
 uint64_t alias_table_entity(const alias_table *table, uint32_t alias);
 uint32_t alias_table_in_use(const alias_table *table);
 
+/* The table's contents, for moving a client's witness to another cellapp:
+ * aliases below next_unused were handed out at some time; of those, the
+ * ones in use name an entity (alias_table_entity), the cooling ones are
+ * listed oldest first with the time each has left at now_ms, and the rest
+ * are free. */
+typedef struct alias_table_cooling_entry {
+    uint32_t alias;
+    uint64_t remaining_ms;
+} alias_table_cooling_entry;
+
+uint32_t alias_table_next_unused(const alias_table *table);
+/* Writes at most `cap` cooling aliases, oldest first; returns how many cool. */
+uint32_t alias_table_cooling(const alias_table *table, uint64_t now_ms, alias_table_cooling_entry *out, uint32_t cap);
+/* A table holding those contents: entity_of[alias] for alias < next_unused
+ * (0: not in use), then the cooling list. NULL when they do not fit
+ * (next_unused above max_aliases, an entity twice, a cooling alias in use
+ * or listed twice). */
+alias_table *alias_table_restore(uint32_t max_aliases, uint64_t cooldown_ms, uint32_t next_unused,
+                                 const uint64_t *entity_of, const alias_table_cooling_entry *cooling,
+                                 uint32_t cooling_count, uint64_t now_ms);
+
 #endif

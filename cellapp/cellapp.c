@@ -1,9 +1,21 @@
-/* cellapp.c -- what the cellapp does for its peers and on each tick:
- * creating and destroying cell entities at a baseapp's request, relaying
- * client movement into the space, checking and running method calls (a
- * client's, a peer's), packing each changed entity once and running the
- * witnesses once per tick, and shipping their client messages to the
- * baseapps in one batch each. */
+/* cellapp.c -- the cellapp's conversation with its peers and its tick:
+ * creating cell entities at a baseapp's request (forwarding the request to
+ * the cellapp whose cell holds the spawn point), dispatching what baseapps
+ * and cellapps send, reacting to peers that come and go, and running the
+ * tick's phases over every cell in a fixed order:
+ *
+ *   1. layouts fetched since the last tick are applied, whole;
+ *   2. the game's own tick (NPCs to spawn);
+ *   3. per cell: due timers, then held messages whose gap waited too long;
+ *   4. per cell: the coord flush (enters, leaves, traps), then pack once:
+ *      every changed entity encoded once per audience someone receives;
+ *   5. per cell: each witness writes its client's stream; the client
+ *      messages go to the baseapps (one frame each);
+ *   6. per cell: haunts (ghost creates, updates, deletes), then offloads
+ *      of reals that left their region, after their clients' messages;
+ *   7. everything for other cellapps goes (one frame each); dirty sets
+ *      clear; destroyed entities are freed; empty cells without a region
+ *      go. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,97 +24,34 @@
 #include "cellapp.h"
 #include "clock.h"
 #include "log.h"
-#include "method_call.h"
+#include "peer_message.h"
 #include "property_codec.h"
 
-/* Client messages for one baseapp, gathered over a tick and sent as one
- * ToClientBatch. The payloads are owned here until the flush. */
-struct cellapp_outbox {
-    Tessera__Cluster__ToClient *messages;
-    size_t count, capacity;
-};
-
-static cellapp_outbox *cellapp_outbox_for(cellapp *app, uint64_t baseapp_id) {
-    cellapp_outbox *box = id_map_get(&app->outboxes, baseapp_id);
-    if (!box) {
-        box = xcalloc(1, sizeof *box);
-        id_map_put(&app->outboxes, baseapp_id, box);
-    }
-    return box;
-}
-
-/* Queues `payload` (ownership passes to the outbox) for the client of
- * `entity_id`, whose base lives on `baseapp_id`. */
-static void cellapp_outbox_add(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint8_t *payload,
-                               size_t length) {
-    cellapp_outbox *box = cellapp_outbox_for(app, baseapp_id);
-    if (box->count == box->capacity) {
-        box->capacity = box->capacity ? box->capacity * 2 : 64;
-        box->messages = xrealloc(box->messages, box->capacity * sizeof *box->messages);
-    }
-    Tessera__Cluster__ToClient message = TESSERA__CLUSTER__TO_CLIENT__INIT;
-    message.entity_id = entity_id;
-    message.payload.data = payload;
-    message.payload.len = length;
-    box->messages[box->count++] = message;
-}
-
-static void cellapp_outbox_flush(cellapp *app) {
+cell_entity *cellapp_find_entity(const cellapp *app, uint64_t entity_id) {
     size_t cursor = 0;
-    uint64_t baseapp_id;
-    void *value;
-    while (id_map_next(&app->outboxes, &cursor, &baseapp_id, &value)) {
-        cellapp_outbox *box = value;
-        if (box->count == 0) continue;
-        Tessera__Cluster__ToClient **pointers = xcalloc(box->count, sizeof *pointers);
-        for (size_t i = 0; i < box->count; i++) pointers[i] = &box->messages[i];
-        Tessera__Cluster__ToClientBatch batch = TESSERA__CLUSTER__TO_CLIENT_BATCH__INIT;
-        batch.n_messages = box->count;
-        batch.messages = pointers;
-        Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-        message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_TO_CLIENT;
-        message.to_client = &batch;
-        /* A baseapp that went away loses its messages; its entities are
-         * being destroyed. */
-        peer_set_send(app->peers, baseapp_id, &message);
-        for (size_t i = 0; i < box->count; i++) free(box->messages[i].payload.data);
-        free(pointers);
-        box->count = 0;
+    cell *c;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        cell_entity *entity = cell_find(c, entity_id);
+        if (entity) return entity;
     }
-}
-
-void cellapp_close_outboxes(cellapp *app) {
-    size_t cursor = 0;
-    uint64_t baseapp_id;
-    void *value;
-    while (id_map_next(&app->outboxes, &cursor, &baseapp_id, &value)) {
-        cellapp_outbox *box = value;
-        for (size_t i = 0; i < box->count; i++) free(box->messages[i].payload.data);
-        free(box->messages);
-        free(box);
-    }
-    id_map_close(&app->outboxes);
+    return NULL;
 }
 
 void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tessera__Client__ServerToClient *message) {
+    if (!entity->baseapp_id) return;
     size_t length = tessera__client__server_to_client__get_packed_size(message);
     uint8_t *payload = xmalloc(length);
     tessera__client__server_to_client__pack(message, payload);
-    cellapp_outbox_add(app, entity->baseapp_id, entity->id, payload, length);
+    outbox_to_client(app, entity->baseapp_id, entity->id, entity->incarnation, payload, length);
 }
 
-static void cellapp_note_destroyed_real(cellapp *app, uint64_t entity_id) {
-    if (app->destroyed_count == app->destroyed_capacity) {
-        app->destroyed_capacity = app->destroyed_capacity ? app->destroyed_capacity * 2 : 64;
-        app->destroyed_reals = xrealloc(app->destroyed_reals, app->destroyed_capacity * sizeof *app->destroyed_reals);
-    }
-    app->destroyed_reals[app->destroyed_count++] = entity_id;
-}
-
-static void cellapp_destroy_real(cellapp *app, cell_entity *entity) {
-    if (entity->destroyed) return;
-    space_destroy(&app->space, entity);
-    cellapp_note_destroyed_real(app, entity->id);
+void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason) {
+    log_warn("entity %" PRIu64 ": dropping its client: %s", entity->id, reason);
+    Tessera__Cluster__DropClient drop = TESSERA__CLUSTER__DROP_CLIENT__INIT;
+    drop.entity_id = entity->id;
+    drop.code = code;
+    drop.reason = (char *)reason;
+    peer_send_drop_client(app->peers, entity->baseapp_id, &drop);
 }
 
 /* xorshift64*: spawn points need spread, not cryptographic quality. */
@@ -115,8 +64,35 @@ double cellapp_random_unit(cellapp *app) {
     return (double)((x * 2685821657736338717ull) >> 11) / 9007199254740992.0;
 }
 
+cell_entity *cellapp_create_real(cellapp *app, cell *c, uint64_t id, const entity_def_class *cls, float x, float y,
+                                 float z, float yaw, uint64_t baseapp_id) {
+    if (cellapp_find_entity(app, id)) return NULL;
+    cell_entity *entity = cell_add(c, id, CELL_ENTITY_REAL, cls, x, y, z);
+    if (!entity) return NULL;
+    entity->incarnation = 1;
+    entity->baseapp_id = baseapp_id;
+    entity->yaw = isfinite(yaw) ? yaw : 0.0f;
+    entity->move_stamp_us = clock_wall_us();
+    movement_reset(&app->settings.movement, entity, clock_monotonic_us());
+    ghost_order_set_real(app->ghost_order, id, 1, app->process_id);
+    mailbox_directory_set(app->redis, app->settings.process.cluster_name, id, app->process_id, 1);
+    return entity;
+}
+
+void cellapp_destroy_real(cellapp *app, cell_entity *entity) {
+    if (entity->destroyed || entity->kind != CELL_ENTITY_REAL) return;
+    haunt_destroyed(app, entity);
+    mailbox_directory_remove(app->redis, app->settings.process.cluster_name, entity->id, app->process_id,
+                             entity->incarnation);
+    ghost_order_forget(app->ghost_order, entity->id, clock_monotonic_us());
+    cell_destroy(entity->home, entity);
+}
+
+/* ---- creating entities ---------------------------------------------------- */
+
 static void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, const cell_entity *entity,
                                   const char *error) {
+    const cellapp_settings *settings = &app->settings;
     Tessera__Cluster__CellEntityCreated reply = TESSERA__CLUSTER__CELL_ENTITY_CREATED__INIT;
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
     Tessera__Client__Vector3 world_min = TESSERA__CLIENT__VECTOR3__INIT;
@@ -125,52 +101,49 @@ static void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t en
     reply.ok = entity != NULL;
     reply.error = (char *)(error ? error : "");
     if (entity) {
+        const cell *c = entity->home;
         position.x = entity->x;
         position.y = entity->y;
         position.z = entity->z;
         reply.position = &position;
         reply.yaw = entity->yaw;
-        reply.view_radius = (float)app->settings.view_radius;
-        reply.view_hysteresis = (float)app->settings.view_hysteresis;
-        reply.max_speed = (float)app->settings.max_speed;
-        reply.tick_hz = (uint32_t)app->settings.tick_hz;
-        reply.space_name = app->space.name;
-        reply.max_aliases = (uint32_t)app->settings.max_aliases;
-        reply.position_precision = app->volatile_config.precision;
-        world_min.x = (float)app->volatile_config.min[0];
-        world_min.y = (float)app->volatile_config.min[1];
-        world_min.z = (float)app->volatile_config.min[2];
-        world_max.x = (float)app->volatile_config.max[0];
-        world_max.y = (float)app->volatile_config.max[1];
-        world_max.z = (float)app->volatile_config.max[2];
+        reply.view_radius = (float)settings->witness.view_radius;
+        reply.view_hysteresis = (float)settings->witness.view_hysteresis;
+        reply.max_speed = (float)settings->movement.max_speed;
+        reply.tick_hz = (uint32_t)settings->tick_hz;
+        reply.space_name = (char *)c->space_name;
+        reply.max_aliases = (uint32_t)settings->witness.max_aliases;
+        reply.position_precision = c->volatile_config.precision;
+        world_min.x = (float)c->volatile_config.min[0];
+        world_min.y = (float)c->volatile_config.min[1];
+        world_min.z = (float)c->volatile_config.min[2];
+        world_max.x = (float)c->volatile_config.max[0];
+        world_max.y = (float)c->volatile_config.max[1];
+        world_max.z = (float)c->volatile_config.max[2];
         reply.world_min = &world_min;
         reply.world_max = &world_max;
-        reply.yaw_steps = app->volatile_config.yaw_steps;
-        reply.detail_near_distance = (float)app->settings.detail_near_distance;
-        reply.detail_medium_distance = (float)app->settings.detail_medium_distance;
+        reply.yaw_steps = c->volatile_config.yaw_steps;
+        reply.detail_near_distance = (float)settings->witness.detail_near_distance;
+        reply.detail_medium_distance = (float)settings->witness.detail_medium_distance;
+        reply.incarnation = entity->incarnation;
     }
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ENTITY_CREATED;
-    message.cell_entity_created = &reply;
-    peer_set_send(app->peers, baseapp_id, &message);
+    peer_send_cell_entity_created(app->peers, baseapp_id, &reply);
 }
 
-static void cellapp_create_entity(cellapp *app, uint64_t baseapp_id, const Tessera__Cluster__CreateCellEntity *request) {
+static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cluster__CreateCellEntity *request) {
     const cellapp_settings *settings = &app->settings;
-    space *sp = &app->space;
-    if (request->space_name && request->space_name[0] && strcmp(request->space_name, sp->name) != 0) {
+    uint64_t baseapp_id = request->baseapp_id;
+    const char *space_name = request->space_name && request->space_name[0] ? request->space_name : settings->default_space;
+    const space_layout *layout = spaces_layout(app, space_name);
+    if (!layout) {
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "unknown space");
         return;
     }
-    if ((int64_t)sp->real_count >= settings->max_entities) {
-        cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "cellapp is full");
-        return;
-    }
     const entity_def_class *cls =
-        request->entity_type ? entity_def_registry_find_class(app->definitions, request->entity_type) : NULL;
+        request->entity_type ? entity_def_registry_find_class(app->shared.definitions, request->entity_type) : NULL;
     if (!cls) {
-        log_warn("baseapp %" PRIu64 " asked for entity %" PRIu64 " of type '%s', which the definitions lack",
-                 baseapp_id, request->entity_id, request->entity_type ? request->entity_type : "");
+        log_warn("process %" PRIu64 " asked for entity %" PRIu64 " of type '%s', which the definitions lack", from,
+                 request->entity_id, request->entity_type ? request->entity_type : "");
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "unknown entity type");
         return;
     }
@@ -179,22 +152,53 @@ static void cellapp_create_entity(cellapp *app, uint64_t baseapp_id, const Tesse
         x = request->position->x;
         y = request->position->y;
         z = request->position->z;
-        if (!isfinite(x) || !isfinite(y) || !isfinite(z) || x < settings->world_min_x || x > settings->world_max_x ||
-            z < settings->world_min_z || z > settings->world_max_z) {
-            cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "position outside the world");
+        if (!isfinite(x) || !isfinite(y) || !isfinite(z) || x < layout->min[0] || x > layout->max[0] ||
+            y < layout->min[1] || y > layout->max[1] || z < layout->min[2] || z > layout->max[2]) {
+            cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "position outside every cell of the space");
             return;
         }
     } else {
-        /* Uniform over the spawn disc. */
+        /* Uniform over the space's spawn disc. */
         double angle = cellapp_random_unit(app) * 2.0 * M_PI;
-        double distance = sqrt(cellapp_random_unit(app)) * settings->spawn_radius;
-        x = (float)(settings->spawn_x + distance * cos(angle));
-        z = (float)(settings->spawn_z + distance * sin(angle));
+        double distance = sqrt(cellapp_random_unit(app)) * layout->spawn_radius;
+        x = (float)(layout->spawn_x + distance * cos(angle));
+        z = (float)(layout->spawn_z + distance * sin(angle));
     }
-    /* The position is checked above: space_add refuses only a taken id. */
-    cell_entity *entity = space_add(sp, request->entity_id, CELL_ENTITY_REAL, cls, x, y, z);
+    /* The cellapp whose cell holds the point creates it; while that one
+     * cannot (not up, or without the space yet), this one does, and the
+     * real moves there when it can. */
+    const space_layout_node *node = space_layout_cell_at(layout, x, z);
+    if (node && node->cellapp_id != app->process_id && request->hops == 0 &&
+        peer_set_is_up(app->peers, node->cellapp_id) &&
+        spaces_peer_epoch(app, node->cellapp_id, space_name) >= layout->epoch) {
+        Tessera__Cluster__CreateCellEntity forward = *request;
+        Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+        position.x = x;
+        position.y = y;
+        position.z = z;
+        forward.position = &position;
+        forward.has_position = true;
+        forward.space_name = (char *)space_name;
+        forward.hops = request->hops + 1;
+        Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+        item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_CREATE;
+        item.create = &forward;
+        outbox_to_cellapp(app, node->cellapp_id, &item);
+        return;
+    }
+    cell *c = spaces_cell(app, space_name, true);
+    int64_t reals = 0;
+    size_t cursor = 0;
+    cell *each;
+    while ((each = spaces_next_cell(app, &cursor)) != NULL) reals += (int64_t)each->real_count;
+    if (!c || reals >= settings->max_entities) {
+        cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, c ? "cellapp is full" : "unknown space");
+        return;
+    }
+    cell_entity *entity =
+        cellapp_create_real(app, c, request->entity_id, cls, x, y, z, request->yaw, baseapp_id);
     if (!entity) {
-        log_warn("baseapp %" PRIu64 " asked for entity %" PRIu64 ", which already exists here", baseapp_id,
+        log_warn("process %" PRIu64 " asked for entity %" PRIu64 ", which already exists here", from,
                  request->entity_id);
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "entity id already exists");
         return;
@@ -208,250 +212,71 @@ static void cellapp_create_entity(cellapp *app, uint64_t baseapp_id, const Tesse
         bit_reader_init(&reader, request->cell_properties.data, request->cell_properties.len);
         int rc = property_codec_decode_changes(&reader, entity->state, &on_cell, NULL);
         if (rc != 0) {
-            log_warn("baseapp %" PRIu64 ": entity %" PRIu64 "'s cell properties do not decode: %s", baseapp_id,
+            log_warn("process %" PRIu64 ": entity %" PRIu64 "'s cell properties do not decode: %s", from,
                      request->entity_id, property_codec_strerror(rc));
-            space_destroy(sp, entity);
+            cellapp_destroy_real(app, entity);
             cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "malformed cell properties");
             return;
         }
     }
-    entity->baseapp_id = baseapp_id;
-    entity->yaw = isfinite(request->yaw) ? request->yaw : 0.0f;
-    entity->move_stamp_us = clock_wall_us();
-    movement_reset(settings, entity, clock_monotonic_us());
-    if (request->has_client) witness_attach(app, entity);
+    if (request->has_client) witness_attach(c, entity);
     game_on_real_created(app, entity);
-    log_debug("created %s %" PRIu64 " for baseapp %" PRIu64 " at (%.1f, %.1f)", entity->type, entity->id, baseapp_id,
-              (double)x, (double)z);
+    log_debug("created %s %" PRIu64 " for baseapp %" PRIu64 " in space '%s' at (%.1f, %.1f)", cls->name, entity->id,
+              baseapp_id, c->space_name, (double)x, (double)z);
     cellapp_reply_created(app, baseapp_id, request->entity_id, entity, NULL);
 }
 
-/* Finds the real `entity_id` if it belongs to `baseapp_id`; anything else is
- * a stale or forged request and is logged, not obeyed. */
-static cell_entity *cellapp_find_real_of(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, const char *what) {
-    cell_entity *entity = space_find(&app->space, entity_id);
-    if (!entity || entity->kind != CELL_ENTITY_REAL || entity->baseapp_id != baseapp_id) {
-        log_debug("baseapp %" PRIu64 ": %s for entity %" PRIu64 ", which is not its real here: ignored", baseapp_id,
-                  what, entity_id);
-        return NULL;
-    }
-    return entity;
-}
+/* ---- peers ------------------------------------------------------------------ */
 
-static void cellapp_client_move(cellapp *app, uint64_t baseapp_id, const Tessera__Cluster__ClientMove *request) {
-    cell_entity *entity = cellapp_find_real_of(app, baseapp_id, request->entity_id, "move");
-    if (!entity || !request->move) return;
-    const Tessera__Client__Move *move = request->move;
-    float x = move->position ? move->position->x : entity->x;
-    float y = move->position ? move->position->y : entity->y;
-    float z = move->position ? move->position->z : entity->z;
-    movement_verdict verdict = movement_check(&app->settings, entity, x, y, z, move->yaw, clock_monotonic_us());
-    entity->last_sequence = move->sequence;
-    if (verdict == MOVEMENT_ACCEPTED) {
-        double metres = hypot(hypot((double)x - entity->x, (double)y - entity->y), (double)z - entity->z);
-        space_move(&app->space, entity, x, y, z, move->yaw);
-        entity->move_stamp_us = clock_wall_us();
-        game_on_moved(app, entity, metres);
-        return;
-    }
-    log_info("entity %" PRIu64 ": move %u refused (%s); correcting", entity->id, move->sequence,
-             movement_verdict_text(verdict));
-    Tessera__Client__Correction correction = TESSERA__CLIENT__CORRECTION__INIT;
-    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
-    position.x = entity->x;
-    position.y = entity->y;
-    position.z = entity->z;
-    correction.position = &position;
-    correction.yaw = entity->yaw;
-    correction.sequence = move->sequence;
-    correction.reason = (char *)movement_verdict_text(verdict);
-    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION;
-    message.correction = &correction;
-    cellapp_send_to_client(app, entity, &message);
-}
-
-
-/* ---- method calls --------------------------------------------------------- */
-
-/* Asks the baseapp of real `entity` to drop its client, which broke the
- * rules; the cell entity goes when the baseapp destroys it. */
-static void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code,
-                                const char *reason) {
-    log_warn("entity %" PRIu64 ": dropping its client: %s", entity->id, reason);
-    Tessera__Cluster__DropClient drop = TESSERA__CLUSTER__DROP_CLIENT__INIT;
-    drop.entity_id = entity->id;
-    drop.code = code;
-    drop.reason = (char *)reason;
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DROP_CLIENT;
-    message.drop_client = &drop;
-    peer_set_send(app->peers, entity->baseapp_id, &message);
-}
-
-/* A client's call of a cell method, relayed by its baseapp. The client may
- * address its own entity and the entities its witness has sent it; the
- * method must exist on the target's class and be exposed, and the
- * arguments must be exactly the declared types. Anything else drops the
- * client. */
-static void cellapp_client_call(cellapp *app, uint64_t baseapp_id, const Tessera__Cluster__CellCall *call) {
-    cell_entity *caller = cellapp_find_real_of(app, baseapp_id, call->caller_id, "call");
-    if (!caller) return;
-    char reason[256];
-    cell_entity *target = call->target_id == caller->id ? caller : space_find(&app->space, call->target_id);
-    if (!target || (target != caller && !(caller->witness && witness_sees(caller->witness, target->id)))) {
-        snprintf(reason, sizeof reason, "called a method of entity %" PRIu64 ", which it does not see",
-                 call->target_id);
-        cellapp_drop_client(app, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY, reason);
-        return;
-    }
-    if (call->method_id >= target->cls->method_count[ENTITY_DEF_PART_CELL]) {
-        snprintf(reason, sizeof reason, "called cell method %u of %s, which has %zu", call->method_id,
-                 target->cls->name, target->cls->method_count[ENTITY_DEF_PART_CELL]);
-        cellapp_drop_client(app, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT, reason);
-        return;
-    }
-    const entity_def_method *method = &target->cls->methods[ENTITY_DEF_PART_CELL][call->method_id];
-    if (!method->exposed) {
-        snprintf(reason, sizeof reason, "called %s.%s, which is not exposed to clients", target->cls->name,
-                 method->name);
-        cellapp_drop_client(app, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED, reason);
-        return;
-    }
-    entity_state *args = method_call_args_create(method);
-    int rc = method_call_decode(args, call->args.data, call->args.len);
-    if (rc != 0) {
-        snprintf(reason, sizeof reason, "called %s.%s with arguments that are not its declared types: %s",
-                 target->cls->name, method->name, method_call_strerror(rc));
-        cellapp_drop_client(app, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_ARGUMENTS, reason);
-    } else {
-        cellapp_call_cell(app, target, method, caller->id, args);
-    }
-    entity_state_free(args);
-}
-
-void cellapp_call_cell(cellapp *app, cell_entity *target, const entity_def_method *method, uint64_t caller_id,
-                       const entity_state *args) {
-    if (target->kind == CELL_ENTITY_REAL) {
-        game_run_method(app, target, method, caller_id, args);
-        return;
-    }
-    /* A ghost: the method runs where the real is. */
-    bit_writer w;
-    bit_writer_init(&w);
-    method_call_encode(args, &w);
-    Tessera__Cluster__CellCall call = TESSERA__CLUSTER__CELL_CALL__INIT;
-    call.caller_id = caller_id;
-    call.target_id = target->id;
-    call.method_id = method->id;
-    call.args.data = (uint8_t *)bit_writer_data(&w);
-    call.args.len = bit_writer_bytes(&w);
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_CALL;
-    message.cell_call = &call;
-    if (peer_set_send(app->peers, target->owner_cellapp, &message) != 0)
-        log_info("entity %" PRIu64 ": %s.%s for its real on cellapp %" PRIu64 " is lost: the cellapp is gone",
-                 target->id, target->cls->name, method->name, target->owner_cellapp);
-    bit_writer_close(&w);
-}
-
-/* A peer cellapp's call for one of our reals (it held a ghost). Trusted as
- * far as exposure goes, but checked like any input. */
-static void cellapp_peer_cell_call(cellapp *app, uint64_t peer_id, const Tessera__Cluster__CellCall *call) {
-    cell_entity *target = space_find(&app->space, call->target_id);
-    if (!target || target->kind != CELL_ENTITY_REAL) {
-        log_debug("cellapp %" PRIu64 ": call for entity %" PRIu64 ", which is not a real here: dropped", peer_id,
-                  call->target_id);
-        return;
-    }
-    if (call->method_id >= target->cls->method_count[ENTITY_DEF_PART_CELL]) {
-        log_warn("cellapp %" PRIu64 ": call of cell method %u of %s, which does not exist: dropped", peer_id,
-                 call->method_id, target->cls->name);
-        return;
-    }
-    const entity_def_method *method = &target->cls->methods[ENTITY_DEF_PART_CELL][call->method_id];
-    entity_state *args = method_call_args_create(method);
-    int rc = method_call_decode(args, call->args.data, call->args.len);
-    if (rc != 0)
-        log_warn("cellapp %" PRIu64 ": call of %s.%s with bad arguments (%s): dropped", peer_id, target->cls->name,
-                 method->name, method_call_strerror(rc));
-    else
-        game_run_method(app, target, method, call->caller_id, args);
-    entity_state_free(args);
-}
-
-/* Queues a client call for every witness here that sees `entity_id`. */
-void cellapp_queue_for_observers(cellapp *app, uint64_t entity_id, uint32_t method_id, const uint8_t *args,
-                                 size_t length) {
-    space *sp = &app->space;
-    for (size_t i = 0; i < sp->count; i++) {
-        cell_entity *observer = sp->by_index[i];
-        if (observer->witness && !observer->destroyed && witness_sees(observer->witness, entity_id))
-            witness_queue_call(observer->witness, entity_id, method_id, args, length);
-    }
-}
-
-void cellapp_call_client(cellapp *app, cell_entity *entity, const entity_def_method *method, const entity_state *args,
-                         bool every_observer) {
-    bit_writer w;
-    bit_writer_init(&w);
-    method_call_encode(args, &w);
-    const uint8_t *data = bit_writer_data(&w);
-    size_t length = bit_writer_bytes(&w);
-    if (!every_observer) {
-        if (entity->witness) witness_queue_call(entity->witness, entity->id, method->id, data, length);
-    } else {
-        cellapp_queue_for_observers(app, entity->id, method->id, data, length);
-        if (entity->kind == CELL_ENTITY_REAL) {
-            /* Observers on other cellapps see a ghost: the call goes with it. */
-            if (entity->broadcast_count == entity->broadcast_capacity) {
-                entity->broadcast_capacity = entity->broadcast_capacity ? entity->broadcast_capacity * 2 : 4;
-                entity->broadcast_calls =
-                    xrealloc(entity->broadcast_calls, entity->broadcast_capacity * sizeof *entity->broadcast_calls);
-            }
-            Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
-            call.entity_id = entity->id;
-            call.method_id = method->id;
-            call.args.data = xmalloc(length ? length : 1);
-            if (length) memcpy(call.args.data, data, length);
-            call.args.len = length;
-            entity->broadcast_calls[entity->broadcast_count++] = call;
+/* One frame of another cellapp's tick, item by item, in order. */
+static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cluster__CellBatch *batch) {
+    for (size_t i = 0; i < batch->n_items; i++) {
+        const ProtobufCBinaryData *bytes = &batch->items[i];
+        Tessera__Cluster__CellItem *item = tessera__cluster__cell_item__unpack(NULL, bytes->len, bytes->data);
+        if (!item) {
+            log_warn("cellapp %" PRIu64 " sent an item that is not a CellItem: ignored", peer);
+            continue;
         }
+        switch (item->body_case) {
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST:
+            haunt_on_message(app, peer, item->ghost, bytes->data, bytes->len);
+            break;
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD:
+            offload_on_offload(app, peer, item->offload, bytes->data, bytes->len);
+            break;
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK: offload_on_ack(app, peer, item->offload_ack); break;
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE:
+            cell_message_on_message(app, peer, PEER_ROLE_CELLAPP, item->message);
+            break;
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_CREATE: cellapp_create_entity(app, peer, item->create); break;
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_FAILED: mailbox_on_failed(app->mailbox, item->failed); break;
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_LAYOUT_APPLIED:
+            spaces_on_layout_applied(app, peer, item->layout_applied);
+            break;
+        default: log_warn("cellapp %" PRIu64 " sent an empty item: ignored", peer); break;
+        }
+        tessera__cluster__cell_item__free_unpacked(item, NULL);
     }
-    bit_writer_close(&w);
 }
 
 void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
                         const Tessera__Cluster__PeerMessage *message, void *user_data) {
     cellapp *app = user_data;
     (void)set;
+    if (app->shutting_down) return;
     switch (message->body_case) {
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY:
-        if (role == PEER_ROLE_BASEAPP) cellapp_create_entity(app, process_id, message->create_cell_entity);
+        if (role == PEER_ROLE_BASEAPP && message->create_cell_entity->baseapp_id == process_id)
+            cellapp_create_entity(app, process_id, message->create_cell_entity);
         return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_DESTROY_CELL_ENTITY:
-        if (role == PEER_ROLE_BASEAPP) {
-            cell_entity *entity =
-                cellapp_find_real_of(app, process_id, message->destroy_cell_entity->entity_id, "destroy");
-            if (entity) cellapp_destroy_real(app, entity);
-        }
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE:
+        cell_message_on_message(app, process_id, role, message->cell_message);
         return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CLIENT_MOVE:
-        if (role == PEER_ROLE_BASEAPP) cellapp_client_move(app, process_id, message->client_move);
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE_FAILED:
+        mailbox_on_failed(app->mailbox, message->cell_message_failed);
         return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_GHOSTS:
-        if (role == PEER_ROLE_CELLAPP) ghost_apply(app, process_id, message->ghosts);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CLIENT_CONGESTION:
-        if (role == PEER_ROLE_BASEAPP) {
-            cell_entity *entity =
-                cellapp_find_real_of(app, process_id, message->client_congestion->entity_id, "congestion");
-            if (entity && entity->witness) witness_set_congested(entity->witness, message->client_congestion->congested);
-        }
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_CALL:
-        if (role == PEER_ROLE_BASEAPP) cellapp_client_call(app, process_id, message->cell_call);
-        else cellapp_peer_cell_call(app, process_id, message->cell_call);
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
+        if (role == PEER_ROLE_CELLAPP) cellapp_on_cell_batch(app, process_id, message->cell_batch);
         return;
     default:
         log_warn("%s %" PRIu64 " sent a message this cellapp does not handle (%d): ignored", peer_role_name(role),
@@ -463,75 +288,113 @@ void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
 void cellapp_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void *user_data) {
     cellapp *app = user_data;
     (void)set;
-    if (role == PEER_ROLE_CELLAPP) ghost_send_full_state(app, process_id);
+    if (role != PEER_ROLE_CELLAPP) return;
+    /* It learns our layouts; once it says which it has, reals near its
+     * cells give it ghosts. */
+    spaces_announce(app, process_id);
 }
 
 void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason, void *user_data) {
     cellapp *app = user_data;
     (void)set;
     (void)reason;
+    outbox_drop_peer(app, process_id);
     if (role == PEER_ROLE_CELLAPP) {
-        ghost_drop_peer(app, process_id);
+        spaces_peer_down(app, process_id);
+        /* First take back what was in flight to it, then let its ghosts go. */
+        offload_peer_down(app, process_id);
+        haunt_peer_down(app, process_id);
         return;
     }
     /* The baseapp held these entities' bases and clients: without them the
      * cell entities have nobody to answer to. */
-    size_t destroyed = 0;
-    for (size_t i = 0; i < app->space.count; i++) {
-        cell_entity *entity = app->space.by_index[i];
-        if (entity->kind == CELL_ENTITY_REAL && entity->baseapp_id == process_id && !entity->destroyed) {
-            cellapp_destroy_real(app, entity);
-            destroyed++;
+    size_t destroyed = 0, cursor = 0;
+    cell *c;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        for (size_t i = 0; i < c->count; i++) {
+            cell_entity *entity = c->by_index[i];
+            if (entity->kind == CELL_ENTITY_REAL && entity->baseapp_id == process_id && !entity->destroyed) {
+                cellapp_destroy_real(app, entity);
+                destroyed++;
+            }
         }
-    }
-    cellapp_outbox *box = id_map_remove(&app->outboxes, process_id);
-    if (box) {
-        for (size_t i = 0; i < box->count; i++) free(box->messages[i].payload.data);
-        free(box->messages);
-        free(box);
     }
     if (destroyed) log_info("destroyed %zu entities of baseapp %" PRIu64, destroyed, process_id);
 }
 
-void cellapp_tick(cellapp *app) {
-    uint64_t started = clock_monotonic_us();
-    space *sp = &app->space;
-    game_tick(app);
-    /* Every move since the last tick is already in the coordinate system;
-     * the flush turns the crossings into the witnesses' net leaves and
-     * fires the traps (whose game rules may change properties). */
-    coord_flush(sp->coord);
-    /* Pack once: every entity whose properties changed is encoded once per
-     * audience, for every witness to copy. */
-    replication_begin_tick(app->replication, ++app->replication_tick);
-    bool has_neighbours = peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) > 0;
-    for (size_t i = 0; i < sp->count; i++) {
-        cell_entity *entity = sp->by_index[i];
+/* ---- the tick ----------------------------------------------------------------- */
+
+static void cellapp_pack(cellapp *app, cell *c) {
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
         entity->packed = false;
         if (entity->destroyed || entity_state_mask_empty(entity_state_dirty(entity->state))) continue;
         /* Only the audiences someone receives: the own client's when there
-         * is one, the ghosts' when there are neighbours to send to. */
+         * is one, the ghosts' when it has ghosts. */
         unsigned audiences = REPLICATION_OTHERS_AUDIENCES;
         if (entity->witness) audiences |= 1u << REPLICATION_AUDIENCE_OWN;
-        if (entity->kind == CELL_ENTITY_REAL && has_neighbours) audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
-        replication_pack_audiences(app->replication, &entity->replication, audiences);
+        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
+        replication_pack_audiences(app->shared.replication, &entity->replication, audiences);
         entity->packed = true;
     }
-    for (size_t i = 0; i < sp->count; i++) {
-        cell_entity *entity = sp->by_index[i];
+}
+
+static void cellapp_witnesses(cellapp *app, cell *c) {
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
         if (!entity->witness || entity->destroyed) continue;
         uint8_t *payload;
-        size_t length = witness_update(entity->witness, app, entity, &payload);
-        if (length) cellapp_outbox_add(app, entity->baseapp_id, entity->id, payload, length);
+        size_t length = witness_update(entity->witness, c, entity, &payload);
+        if (length) outbox_to_client(app, entity->baseapp_id, entity->id, entity->incarnation, payload, length);
     }
-    cellapp_outbox_flush(app);
-    ghost_send_tick(app);
-    for (size_t i = 0; i < sp->count; i++) {
-        cell_entity *entity = sp->by_index[i];
+}
+
+static void cellapp_end_tick(cell *c) {
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
         if (entity->packed) entity_state_clear_dirty(entity->state);
-        for (size_t c = 0; c < entity->broadcast_count; c++) free(entity->broadcast_calls[c].args.data);
+        for (size_t k = 0; k < entity->broadcast_count; k++) free(entity->broadcast_calls[k].args.data);
         entity->broadcast_count = 0;
     }
-    space_end_tick(sp);
+    cell_end_tick(c);
+}
+
+void cellapp_tick(cellapp *app) {
+    uint64_t started = clock_monotonic_us();
+    spaces_apply_pending(app);
+    game_tick(app);
+    size_t cursor = 0;
+    cell *c;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        entity_timers_run(c->timers, started, c, cell_find, game_on_timer, app);
+        cell_message_tick(app, c);
+    }
+    replication_begin_tick(app->shared.replication, ++app->shared.replication_tick);
+    cursor = 0;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        /* Every move since the last tick is already in the coordinate
+         * system; the flush turns the crossings into the witnesses' net
+         * leaves and fires the traps (whose game rules may change
+         * properties). Then pack once. */
+        coord_flush(c->coord);
+        cellapp_pack(app, c);
+        cellapp_witnesses(app, c);
+    }
+    outbox_flush_clients(app);
+    cursor = 0;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        haunt_tick(app, c);
+        offload_tick(app, c);
+    }
+    outbox_flush_cellapps(app);
+    cursor = 0;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) cellapp_end_tick(c);
+    spaces_reap(app);
+    uint64_t now_us = clock_monotonic_us();
+    ghost_route_expire(app->route, now_us / 1000);
+    /* Held ghost messages whose earlier real never finished, and the
+     * tombstones of deleted ghosts: far longer than any message is late. */
+    ghost_order_expire(app->ghost_order, now_us, 30u * 1000u * 1000u, 60u * 1000u * 1000u);
+    spaces_poll(app);
     app->last_tick_duration_us = clock_monotonic_us() - started;
 }

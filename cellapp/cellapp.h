@@ -1,12 +1,16 @@
-/* cellapp.h -- the cellapp program's private header: the process context
- * and, under one banner per file, what each cellapp module offers the
- * others.
+/* cellapp.h -- the cellapp program's private header: the settings, the cell
+ * and its entities, and under one banner per file what each cellapp module
+ * offers the others.
  *
- * A cellapp hosts the spatial part of entities. Until seamless multi-cell
- * spaces arrive, every cellapp holds a cell of the default space that
- * covers the whole space: each keeps the reals it was given and a ghost of
- * every real of every other cellapp (ghost distance unbounded), so a
- * witness sees the whole space whichever cellapp its entity lives on.
+ * A cellapp holds cells of spaces. A space is split into cells by its
+ * layout (common/space_layout.h, kept in Redis); this cellapp owns at most
+ * one cell of each space, and its `cell` object for a space holds the REAL
+ * entities whose position lies in its region and GHOSTS of the reals of
+ * neighbouring cells that come within ghost distance of it, all in one
+ * coordinate system, so a witness sees across the line as if there were
+ * none. Reals that walk out of the region move to the cell they walked
+ * into (offload.c); the cellapps that hold a real's ghosts are its haunts
+ * (haunt.c).
  */
 #ifndef TESSERA_CELLAPP_H
 #define TESSERA_CELLAPP_H
@@ -18,57 +22,94 @@
 
 #include "bit_stream.h"
 #include "channel.h"
-#include "coord.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
+#include "coord.h"
 #include "entity_def.h"
 #include "entity_state.h"
+#include "ghost_order.h"
 #include "id_block.h"
 #include "id_map.h"
+#include "mailbox.h"
 #include "peer_set.h"
 #include "process.h"
 #include "redis_client.h"
 #include "registry.h"
 #include "replication.h"
+#include "space_layout.h"
 #include "volatile_codec.h"
 
 /* ---- settings (main.c) -------------------------------------------------- */
 
-typedef struct cellapp_settings {
-    process_settings process;
-    int64_t tick_hz;
-    char space_name[64];
-    bool space_3d;
-    double world_min_x, world_max_x, world_min_z, world_max_z;
-    double spawn_x, spawn_z, spawn_radius;
+/* What a witness needs (witness.c). */
+typedef struct witness_config {
+    int64_t tick_hz;                 /* the cellapp's, copied in */
     double view_radius, view_hysteresis;
-    double world_min_y, world_max_y;
-    double max_speed;
-    double movement_burst_seconds;
-    int64_t max_entities;
-    char entity_definitions[256];
-    /* Replication (witness.c). */
     int64_t client_bytes_per_second;
     int64_t max_aliases;
     int64_t alias_cooldown_ms;
-    double position_precision;
-    int64_t yaw_steps;
     double detail_near_distance, detail_medium_distance, detail_hysteresis;
     double update_near_distance, update_far_distance;
+} witness_config;
+
+/* What the speed check needs (movement.c). */
+typedef struct movement_config {
+    double max_speed;
+    double burst_seconds;
+} movement_config;
+
+/* Where ghosts live and when reals move (haunt.c, offload.c). */
+typedef struct haunt_config {
+    double ghost_distance;           /* a real has a ghost in every cell this close */
+    double ghost_fudge;              /* ... kept until it is this much farther */
+    int64_t ghost_min_lifespan_ms;   /* ... and at least this long */
+    double offload_margin;           /* a real moves only this far past its cell's edge */
+} haunt_config;
+
+typedef struct cellapp_settings {
+    process_settings process;
+    int64_t tick_hz;
+    char default_space[SPACE_LAYOUT_NAME_MAX];
+    movement_config movement;
+    witness_config witness;
+    haunt_config haunt;
+    double position_precision;
+    int64_t yaw_steps;
+    int64_t max_entities;
+    char entity_definitions[256];
+    int64_t ghost_route_ms;
+    int64_t cell_stream_gap_ms;
     /* The demo game (game.c). */
     int64_t npc_count;
     double npc_trap_radius;
     char state_dump_path[256];
 } cellapp_settings;
 
-/* ---- entities (space.c) ------------------------------------------------- */
+/* ---- cells and their entities (cell.c) ---------------------------------- */
 
 typedef struct witness witness;
+typedef struct cell cell;
+typedef struct cellapp cellapp;
 
 typedef enum cell_entity_kind {
-    CELL_ENTITY_REAL,  /* the authoritative copy; this cellapp runs it */
-    CELL_ENTITY_GHOST, /* a read-only mirror of a real on another cellapp */
+    CELL_ENTITY_REAL,  /* the authoritative copy: this cellapp runs it */
+    CELL_ENTITY_GHOST, /* a read-only copy of a real in another cell */
 } cell_entity_kind;
+
+/* A cellapp holding a ghost of a real, since when. */
+typedef struct cell_haunt {
+    uint64_t cellapp_id;
+    uint64_t since_us;               /* monotonic */
+} cell_haunt;
+
+/* A trap (proximity watcher) of a real: its coord watcher, and what it
+ * means to the game. */
+typedef struct cell_trap {
+    uint32_t watcher;
+    uint32_t tag;
+    float radius;
+    struct cell_trap_binding *binding; /* the watcher's user data */
+} cell_trap;
 
 typedef struct cell_entity {
     /* The packer's record (replication.h): first, so that its encodings
@@ -76,85 +117,146 @@ typedef struct cell_entity {
     replication_entity replication;
     uint64_t id;
     cell_entity_kind kind;
-    char type[32];
-    const entity_def_class *cls; /* type's class in the definitions */
-    entity_state *state;      /* its properties: every one on a real, to_ghosts ones on a ghost */
-    bool packed;              /* replication_pack ran for it this tick */
+    cell *home;                      /* the cell it is in */
+    const entity_def_class *cls;     /* its class in the definitions */
+    entity_state *state;             /* its properties: all on a real, the ghosts' ones kept on a ghost */
+    bool packed;                     /* replication_pack ran for it this tick */
     float x, y, z, yaw;
-    uint64_t move_stamp_us;   /* wall clock when the real applied its last move */
-    bool moved;               /* position changed since the last tick */
-    bool is_new;              /* created since the last tick (ghosts not yet told) */
-    bool destroyed;           /* deferred deletion: reaped at the end of the tick */
-    uint64_t baseapp_id;      /* reals: where the base and client live */
-    uint64_t owner_cellapp;   /* ghosts: the cellapp that holds the real */
+    uint64_t move_stamp_us;          /* wall clock when the real applied its last move */
+    bool moved;                      /* position changed since the last tick */
+    bool is_new;                     /* created here since the last tick */
+    bool destroyed;                  /* deferred deletion: reaped at the end of the tick */
+    uint32_t incarnation;            /* of the real (ghosts: of the real they copy) */
+    uint64_t baseapp_id;             /* reals: where the base and client live (0: none) */
+    uint64_t owner_cellapp;          /* ghosts: the cellapp that holds the real */
     /* Movement checking (reals with a client). */
-    double move_allowance;    /* metres the entity may still move now */
-    uint64_t allowance_us;    /* monotonic time of the last allowance update */
+    double move_allowance;           /* metres the entity may still move now */
+    uint64_t allowance_us;           /* monotonic time of the last allowance update */
     uint32_t last_sequence;
-    witness *witness;         /* NULL when nobody watches through this entity */
-    uint32_t coord_id;        /* this entity in the space's coordinate system */
-    size_t index;             /* position in space.by_index */
+    witness *witness;                /* NULL when nobody watches through this entity */
+    uint32_t coord_id;               /* this entity in the cell's coordinate system */
+    size_t index;                    /* position in cell.by_index */
     /* Client calls to every client that sees this real, made this tick:
-     * relayed to the ghosts' cellapps with the next GhostBatch. */
+     * sent to its haunts with its next ghost update. */
     Tessera__Client__ClientCall *broadcast_calls;
     size_t broadcast_count, broadcast_capacity;
-    /* The demo game's per-entity state (game.c). */
-    double walked_metres;
-    uint32_t visitors;        /* NPCs: avatars that have stepped into the trap */
-    uint32_t trap;            /* NPCs: their trap watcher, or COORD_NONE; removed with the entity */
+    /* Reals: where its ghosts are (haunt.c). */
+    cell_haunt *haunts;
+    uint32_t haunt_count, haunt_capacity;
+    bool haunts_stale;               /* moved, or the layout changed: recheck */
+    uint64_t ghosted_at_tick;        /* the tick its ghost update went out (haunt.c) */
+    /* Reals: traps, messages to it, and its history. */
+    cell_trap *traps;
+    uint32_t trap_count, trap_capacity;
+    mailbox_inbox *inbox;            /* NULL until the first message */
+    uint32_t offloads;               /* times it moved between cellapps */
+    bool teleported;                 /* game code moved it this tick */
+    bool space_changed;              /* ... and it came from another space */
+    /* A teleport into another space, done by offload_tick after this
+     * tick's client messages have gone. */
+    bool teleport_pending;
+    char teleport_space[SPACE_LAYOUT_NAME_MAX];
+    float teleport_x, teleport_y, teleport_z, teleport_yaw;
 } cell_entity;
 
-/* A space on this cellapp: its entities by id and in a dense array, and
- * the coordinate system (coord.h) that keeps them, and the witnesses'
- * triggers, on sorted axes. */
-typedef struct space {
-    char name[64];
-    id_map entities;          /* id -> cell_entity */
-    cell_entity **by_index;   /* dense, for iteration; order is not stable */
+/* What the cells of one cellapp share: settings, definitions, the packer,
+ * one writer every witness's stream is built in, in turn, and counters. */
+typedef struct cell_shared {
+    const cellapp_settings *settings;
+    entity_def_registry *definitions;
+    replication_schema *schema;
+    replication *replication;
+    uint64_t replication_tick;
+    bit_writer stream;
+    struct witness_totals {
+        uint64_t stream_bytes;       /* entity stream bytes sent to clients */
+        uint64_t records_held;       /* records a budget held back to a later tick */
+        uint64_t aliases_exhausted;  /* entities not sent because an alias table was full */
+    } witness_totals;
+    uint64_t self_id;                /* this cellapp's process id */
+    /* What a cell tells its cellapp: a trap of `owner` saw `visitor` step
+     * in or out. */
+    void (*on_trap)(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered);
+    void *host;
+} cell_shared;
+
+typedef struct entity_timers entity_timers;
+
+/* This cellapp's part of one space: its region (if the layout gives it
+ * one), its entities, their coordinate system, their timers. */
+struct cell {
+    cell_shared *shared;
+    char space_name[SPACE_LAYOUT_NAME_MAX];
+    const space_layout *layout;      /* the space's layout now (spaces.c owns it) */
+    bool has_region;                 /* the layout gives this cellapp a cell */
+    uint32_t cell_id;
+    space_layout_rect region;
+    bool three_d;
+    double min[3], max[3];           /* the space's bounds */
+    volatile_codec_config volatile_config;
+    id_map entities;                 /* id -> cell_entity */
+    cell_entity **by_index;          /* dense, for iteration; order is not stable */
     size_t count, capacity;
     size_t real_count, ghost_count;
     uint32_t tick;
     coord_system *coord;
-    uint64_t *entity_id_of;   /* coord id -> entity id, kept until the id is reused */
+    uint64_t *entity_id_of;          /* coord id -> entity id, kept until the id is reused */
     size_t entity_id_capacity;
-} space;
+    entity_timers *timers;
+    bool layout_changed;             /* since the last tick: every real rechecks */
+};
 
-/* A 3D space also sorts and checks Y; views and traps become cubes. */
-void space_init(space *sp, const char *name, bool three_d);
-/* Frees every entity (and its witness). */
-void space_close(space *sp);
-/* Creates an entity of class `cls` (whose registry must outlive it) at a
- * position, with default properties; NULL if the id is taken or the
- * position is not finite. */
-cell_entity *space_add(space *sp, uint64_t id, cell_entity_kind kind, const entity_def_class *cls, float x, float y,
-                       float z);
-cell_entity *space_find(const space *sp, uint64_t id);
+/* A cell of space `layout` (its bounds, 3D flag; the region it owns, if
+ * any). NULL if the space's bounds cannot be quantized at the settings'
+ * position_precision (logged). */
+cell *cell_create(cell_shared *shared, const space_layout *layout);
+/* Frees every entity (and its witness, traps, timers). */
+void cell_free(cell *c);
+/* Adopts a new layout of the cell's space (the region may change). */
+void cell_set_layout(cell *c, const space_layout *layout);
+/* Creates an entity of class `cls` at a position, with default
+ * properties; NULL if the id is taken or the position is not finite. */
+cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_def_class *cls, float x, float y,
+                      float z);
+cell_entity *cell_find(const cell *c, uint64_t id);
 /* Moves an entity (and its witness's view with it) and marks it moved. */
-void space_move(space *sp, cell_entity *entity, float x, float y, float z, float yaw);
-/* Takes the entity out of the space now (watchers that saw it are told at
+void cell_move(cell *c, cell_entity *entity, float x, float y, float z, float yaw);
+/* Takes the entity out of the cell now (watchers that saw it are told at
  * the next flush) and frees it at the end of the tick. Idempotent. */
-void space_destroy(space *sp, cell_entity *entity);
+void cell_destroy(cell *c, cell_entity *entity);
+/* Removes what only a real has (witness, traps, timers, inbox, haunts) and
+ * makes it a ghost of `owner` at `incarnation`. */
+void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t incarnation);
 /* Frees the entities marked destroyed and clears per-tick flags. */
-void space_end_tick(space *sp);
+void cell_end_tick(cell *c);
 /* The entity id behind a coord id, valid for ids the coordinate system has
  * reported, even after the entity left. */
-uint64_t space_entity_id_of(const space *sp, uint32_t coord_id);
+uint64_t cell_entity_id_of(const cell *c, uint32_t coord_id);
+/* Whether (x, z) lies in the cell's region grown by `margin`. */
+bool cell_region_holds(const cell *c, double x, double z, double margin);
+/* Whether a position lies inside the space's bounds (and is finite). */
+bool cell_in_bounds(const cell *c, float x, float y, float z);
+/* Adds a trap of `radius` with the game's `tag` to a real; its members
+ * start as `members` (ids, after a move between cellapps; NULL: empty).
+ * Returns 0 or -1. */
+int cell_add_trap(cell *c, cell_entity *entity, uint32_t tag, float radius, const uint64_t *members,
+                  size_t member_count);
+/* Adds a property-free client call of `entity` for its haunts to relay. */
+void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length);
 
 /* ---- witnesses (witness.c) ---------------------------------------------- */
 
-typedef struct cellapp cellapp;
-
-/* Gives `entity` (a real with a client) a witness: a watcher in the
+/* Gives `entity` (a real with a client) a witness: a watcher in the cell's
  * coordinate system with the view radius (half the side of the square
  * view) and hysteresis, an alias table and a bandwidth budget. */
-void witness_attach(cellapp *app, cell_entity *entity);
-void witness_detach(space *sp, cell_entity *entity);
+void witness_attach(cell *c, cell_entity *entity);
+void witness_detach(cell *c, cell_entity *entity);
 /* After the tick's coord_flush and replication_pack: writes this client's
  * entity stream (replication.c's format: leaves, enters, property updates
  * and movement, chosen and ordered by the budget) and the client calls
  * queued for it into one ServerToClient(view) in *payload (allocated;
  * caller frees). Returns its length, 0 when there is nothing to send. */
-size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t **payload);
+size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payload);
 /* Queues a call of client method `method_id` of entity `entity_id` for
  * this client, sent with its next update. Copies `args`. */
 void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, const uint8_t *args, size_t length);
@@ -165,36 +267,65 @@ void witness_set_congested(witness *view, bool congested);
 /* Whether the client currently knows `entity_id` (has an alias for it, its
  * own entity included). */
 bool witness_sees(const witness *view, uint64_t entity_id);
-
-/* Per-witness counters, summed over the cellapp for the registry. */
-typedef struct witness_totals {
-    uint64_t stream_bytes;     /* entity stream bytes sent to clients */
-    uint64_t records_held;     /* records the budget held back to a later tick */
-    uint64_t aliases_exhausted;/* entities not sent because a client's alias table was full */
-} witness_totals;
+/* Everything the client holds and the witness remembers, for an offload.
+ * The message's arrays are allocated; free with witness_saved_free. */
+void witness_save(const witness *view, Tessera__Cluster__WitnessState *out);
+void witness_saved_free(Tessera__Cluster__WitnessState *state);
+/* Gives `entity` (now a real here) the witness it had on another cellapp:
+ * the same aliases, cooldowns, budget and per-alias state, and a view that
+ * starts with what the client knew, so nothing leaves or enters that
+ * stayed in view. Returns 0, or -1 (logged) for a state that does not fit
+ * this cellapp's settings (then a fresh witness is attached). */
+int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__WitnessState *state);
+/* The space changed under the client: forget every alias, as the client
+ * does on Teleported(space_changed). */
+void witness_reset(cell *c, cell_entity *entity);
 
 /* ---- movement (movement.c) ---------------------------------------------- */
 
 typedef enum movement_verdict {
     MOVEMENT_ACCEPTED,
     MOVEMENT_TOO_FAST,        /* farther than max_speed allows since the last move */
-    MOVEMENT_OUTSIDE_WORLD,   /* beyond the space's bounds */
+    MOVEMENT_OUTSIDE_WORLD,   /* beyond the space's bounds: in no cell */
     MOVEMENT_NOT_FINITE,      /* NaN or infinity */
 } movement_verdict;
 
-/* Checks a client's move of a real against the world and the speed limit,
+/* Checks a client's move of a real against the space and the speed limit,
  * spending the allowance if it is accepted. The caller applies an accepted
- * move (space_move); a refused one changes nothing. */
-movement_verdict movement_check(const cellapp_settings *settings, cell_entity *entity, float x, float y, float z,
-                                float yaw, uint64_t now_monotonic_us);
+ * move (cell_move); a refused one changes nothing. */
+movement_verdict movement_check(const movement_config *config, const cell *c, cell_entity *entity, float x, float y,
+                                float z, float yaw, uint64_t now_monotonic_us);
 const char *movement_verdict_text(movement_verdict verdict);
 /* Gives a new real its full allowance. */
-void movement_reset(const cellapp_settings *settings, cell_entity *entity, uint64_t now_monotonic_us);
+void movement_reset(const movement_config *config, cell_entity *entity, uint64_t now_monotonic_us);
+
+/* ---- timers (entity_timer.c) -------------------------------------------- */
+
+/* Runs when a timer is due: `entity` is the real it belongs to. */
+typedef void (*entity_timer_callback)(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag,
+                                      uint64_t user_data, void *context);
+
+#include "entity_timer.h"
 
 /* ---- the process (main.c, cellapp.c) ------------------------------------ */
 
-typedef struct cellapp_outbox cellapp_outbox;
+typedef struct cellapp_space cellapp_space;
 typedef struct game game;
+typedef struct ghost_route ghost_route;
+
+/* Counters the cellapp publishes (registry) and prints. */
+typedef struct cellapp_counters {
+    uint64_t offloads_out, offloads_in;     /* reals sent to and taken from other cellapps */
+    uint64_t offloads_refused, offloads_reclaimed;
+    uint64_t ghosts_created, ghosts_deleted;  /* ghosts of our reals made and removed elsewhere */
+    uint64_t ghost_bytes;                     /* GhostMessage bytes sent */
+    uint64_t messages_forwarded;              /* CellMessages sent on to the real */
+    uint64_t messages_failed;                 /* CellMessages that could not be delivered */
+    uint64_t stream_gaps;                     /* sequences given up after cell_stream_gap_ms */
+    uint64_t duplicates;                      /* CellMessages delivered before, dropped */
+    uint64_t teleports;
+    uint64_t moves_refused;
+} cellapp_counters;
 
 struct cellapp {
     uv_loop_t *loop;
@@ -206,31 +337,30 @@ struct cellapp {
     int listen_port;
     uv_timer_t tick_timer;
     uv_timer_t stats_timer;
-    uv_signal_t sigint, sigterm;
+    uv_signal_t sigint, sigterm, sigusr1;
     uint64_t process_id;
-    space space;
+    cell_shared shared;
+    /* The spaces this cellapp knows (spaces.c), each with its cell here,
+     * if any. */
+    cellapp_space **spaces;
+    size_t space_count, space_capacity;
+    bool spaces_polling;             /* an HGETALL of the epochs is in flight */
     channel_stats totals;
-    uint64_t tick_last_us;        /* monotonic time the accumulator last advanced */
-    uint64_t tick_accumulator_us; /* time owed to the simulation */
+    uint64_t tick_last_us;           /* monotonic time the accumulator last advanced */
+    uint64_t tick_accumulator_us;    /* time owed to the simulation */
     uint64_t last_tick_duration_us;
-    uint64_t random_state;        /* spawn points */
-    id_map outboxes;              /* baseapp id -> cellapp_outbox */
-    uint64_t *destroyed_reals;    /* ids of reals destroyed this tick, for ghosts */
-    size_t destroyed_count, destroyed_capacity;
+    uint64_t random_state;           /* spawn points */
+    id_map base_outboxes;            /* baseapp id -> cellapp_base_outbox (outbox.c) */
+    id_map cell_outboxes;            /* cellapp id -> cellapp_cell_outbox (outbox.c) */
+    ghost_order *ghost_order;        /* the incarnation books (haunt.c applies them) */
+    ghost_route *route;              /* where departed reals went (ghost_route.c) */
+    mailbox *mailbox;                /* this cellapp's streams to other entities */
+    id_map pending_offloads;         /* entity id -> offload_pending (offload.c) */
+    id_map peer_layouts;             /* cellapp id -> what it applied (spaces.c) */
+    cellapp_counters counters;
     int shutting_down;
     int exit_code;
-    uv_signal_t sigusr1;          /* dumps the reals' state (state_dump_path) */
-    /* Replication: the game's definitions, the audience masks, the packer
-     * and its tick counter, the quantization of volatile updates, and one
-     * writer that every witness's stream is built in, in turn. */
-    entity_def_registry *definitions;
-    replication_schema *schema;
-    replication *replication;
-    uint64_t replication_tick;
-    volatile_codec_config volatile_config;
-    bit_writer stream;
-    witness_totals witness_totals;
-    id_block *ids;                /* entity ids for what the cellapp creates itself (NPCs) */
+    id_block *ids;                   /* entity ids for what the cellapp creates itself (NPCs) */
     game *game;
 };
 
@@ -239,29 +369,156 @@ void cellapp_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void
 void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason, void *user_data);
 void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
                         const Tessera__Cluster__PeerMessage *message, void *user_data);
-/* Runs one simulation tick: witnesses, client messages, ghost updates. */
+/* Runs one simulation tick of every cell. */
 void cellapp_tick(cellapp *app);
+/* The entity with this id in any cell here, or NULL. */
+cell_entity *cellapp_find_entity(const cellapp *app, uint64_t entity_id);
+/* A pseudo-random number in [0, 1) (spawn points: spread, not secrecy). */
+double cellapp_random_unit(cellapp *app);
+/* Creates a real of class `cls` in cell `c` at a position (checked by the
+ * caller), incarnation 1, and announces it (ghost books, directory). NULL
+ * if the id is taken. */
+cell_entity *cellapp_create_real(cellapp *app, cell *c, uint64_t id, const entity_def_class *cls, float x, float y,
+                                 float z, float yaw, uint64_t baseapp_id);
+/* Destroys a real: its haunts delete their ghosts, the directory forgets
+ * it. Idempotent. */
+void cellapp_destroy_real(cellapp *app, cell_entity *entity);
 /* Sends `message` to the client of real `entity` (through its baseapp). */
 void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tessera__Client__ServerToClient *message);
+/* Asks the baseapp of real `entity` to drop its client, which broke the
+ * rules; the cell entity goes when the baseapp destroys it. */
+void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason);
+
+/* spaces.c: the layouts in Redis and this cellapp's cells. */
+/* Starts a poll of the layout epochs (one at a time), every tick. */
+void spaces_poll(cellapp *app);
+/* Applies layouts fetched since the last tick, whole: creates, resizes
+ * and marks cells. Call at the start of a tick. */
+void spaces_apply_pending(cellapp *app);
+/* The cell of space `name` here, or NULL. With `create`, makes one (with
+ * no region) when the space is known but has no cell here. */
+cell *spaces_cell(cellapp *app, const char *name, bool create);
+/* The layout of space `name`, or NULL if unknown. */
+const space_layout *spaces_layout(const cellapp *app, const char *name);
+/* Iterates the cells: *cursor = 0 to start; NULL at the end. */
+cell *spaces_next_cell(const cellapp *app, size_t *cursor);
+/* Frees every space and cell (shutdown). */
+void spaces_free(cellapp *app);
+/* Drops cells with no region and no entities left. */
+void spaces_reap(cellapp *app);
+/* Tells cellapp `peer` (0: every one) which layouts this cellapp applied. */
+void spaces_announce(cellapp *app, uint64_t peer);
+/* A peer says it applied a layout. */
+void spaces_on_layout_applied(cellapp *app, uint64_t peer, const Tessera__Cluster__LayoutApplied *applied);
+/* The epoch of space `name` that `peer` has applied, 0 if none. */
+uint64_t spaces_peer_epoch(const cellapp *app, uint64_t peer, const char *name);
+void spaces_peer_down(cellapp *app, uint64_t peer);
+
+/* outbox.c: what a tick sends, gathered per peer and sent at its end. */
+/* Queues a client payload (ownership passes) for `entity_id` on baseapp. */
+void outbox_to_client(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation, uint8_t *payload,
+                      size_t length);
+/* Appends one CellItem (encoded now) for cellapp `peer`. */
+void outbox_to_cellapp(cellapp *app, uint64_t peer, const Tessera__Cluster__CellItem *item);
+/* Bytes `outbox_to_cellapp` appended for `peer` since the last flush. */
+size_t outbox_cellapp_bytes(const cellapp *app, uint64_t peer);
+void outbox_flush_clients(cellapp *app);
+void outbox_flush_cellapps(cellapp *app);
+/* Forgets what was queued for a peer that went away. */
+void outbox_drop_peer(cellapp *app, uint64_t peer);
+void outbox_free(cellapp *app);
+
+/* haunt.c: where each real's ghosts live, and the ghost protocol. */
+/* Once per tick, after the witnesses: brings every real's haunts up to
+ * date (creates, keeps, deletes ghosts) and queues its ghost update. */
+void haunt_tick(cellapp *app, cell *c);
+/* A GhostMessage from cellapp `peer` (encoded in `item`, kept if held). */
+void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message,
+                      const uint8_t *item, size_t item_length);
+/* Queues a ghost create of `entity` (a real) for `peer` and adds it to the
+ * haunts. */
+void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer);
+/* Queues the delete of every ghost of a real that is being destroyed. */
+void haunt_destroyed(cellapp *app, cell_entity *entity);
+/* A copy of a CellItem from `peer` for the incarnation books to hold
+ * (freed with free). */
+void *haunt_hold_item(uint64_t peer, const uint8_t *item, size_t length);
+/* Replays held ghost messages that have become applicable for entity_id
+ * (after an offload arrived, or a peer went down). */
+void haunt_release(cellapp *app, uint64_t entity_id);
+/* Cellapp `peer` is gone: its ghosts here move on or are dropped, and it
+ * leaves every haunt list. */
+void haunt_peer_down(cellapp *app, uint64_t peer);
+/* Counts reals with no ghost anywhere (the interior) and ghosts held. */
+void haunt_count(const cellapp *app, size_t *interior_reals, size_t *reals, size_t *ghosts);
+
+/* offload.c: reals moving between cellapps. */
+/* Once per tick, after haunt_tick: every real whose position lies in
+ * another cell (past the margin) moves there. */
+void offload_tick(cellapp *app, cell *c);
+/* Moves real `entity` to `target` now (a teleport, a line moved). */
+void offload_send(cellapp *app, cell_entity *entity, uint64_t target);
+/* An Offload from `peer`, encoded in `item` (kept if the books hold it). */
+void offload_on_offload(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload, const uint8_t *item,
+                        size_t item_length);
+/* An Offload released from the ghost books: restores it (decoded from the
+ * held CellItem). */
+void offload_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload);
+void offload_on_ack(cellapp *app, uint64_t peer, const Tessera__Cluster__OffloadAck *ack);
+/* Cellapp `peer` is gone: reals sent to it and not acknowledged come back. */
+void offload_peer_down(cellapp *app, uint64_t peer);
+/* Moves `entity` (a real) to (x, y, z) in space `space_name` (NULL: its
+ * own): here if the point is in this cell, else to the cell that holds it,
+ * on whichever cellapp. Returns 0, or -1 with why in err (an unknown space,
+ * a point in no cell: the entity stays where it is). */
+int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, float x, float y, float z, float yaw,
+                     char *err, size_t errlen);
+void offload_free(cellapp *app);
+
+/* cell_entity_codec.c: an entity's whole cell state, as one message. */
+/* Fills `out` with everything `entity` (a real) is; arrays allocated (free
+ * with cell_entity_saved_free). */
+void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster__CellEntityState *out);
+void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state);
+/* Makes `entity` (a ghost here, or a new entity) the real that `state`
+ * describes. Returns 0, or -1 with why in err (the entity is then left a
+ * ghost). */
+int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tessera__Cluster__CellEntityState *state,
+                        char *err, size_t errlen);
+
+/* ghost_route.c: where departed reals went. */
+ghost_route *ghost_route_create(void);
+void ghost_route_free(ghost_route *route);
+/* Real `entity_id` left for `cellapp_id`: remember it until `until_ms`. */
+void ghost_route_add(ghost_route *route, uint64_t entity_id, uint64_t cellapp_id, uint64_t until_ms);
+/* Where `entity_id` went, or 0 if not remembered (or expired). */
+uint64_t ghost_route_find(ghost_route *route, uint64_t entity_id, uint64_t now_ms);
+void ghost_route_remove(ghost_route *route, uint64_t entity_id);
+void ghost_route_expire(ghost_route *route, uint64_t now_ms);
+size_t ghost_route_count(const ghost_route *route);
+
+/* cell_message.c: messages to entities' cell parts (CellMessage). */
+/* A CellMessage from `peer` (a baseapp, or a cellapp forwarding): delivers
+ * it in its stream's order to the real here, forwards it to the real
+ * elsewhere, or fails it back to its sender. */
+void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role, const Tessera__Cluster__CellMessage *message);
+/* Delivers held messages whose gap waited too long (every tick). */
+void cell_message_tick(cellapp *app, cell *c);
 /* Runs cell method `method` of `target` with `args` (a state of its
  * args_class) on behalf of `caller_id` (0: the server): here when the
- * target is a real here, else on the cellapp that holds its real. */
-void cellapp_call_cell(cellapp *app, cell_entity *target, const entity_def_method *method, uint64_t caller_id,
+ * target is a real here, else through the mailbox. */
+void cell_message_call(cellapp *app, cell_entity *target, const entity_def_method *method, uint64_t caller_id,
                        const entity_state *args);
 /* Calls client method `method` of `entity` on its own client only, or on
  * every client that sees it (its own included), across cellapps. */
-void cellapp_call_client(cellapp *app, cell_entity *entity, const entity_def_method *method, const entity_state *args,
-                         bool every_observer);
-/* A pseudo-random number in [0, 1) (spawn points: spread, not secrecy). */
-double cellapp_random_unit(cellapp *app);
-/* Queues a client call for every local witness that sees `entity_id`. */
-void cellapp_queue_for_observers(cellapp *app, uint64_t entity_id, uint32_t method_id, const uint8_t *args,
-                                 size_t length);
-/* Writes every real's properties to settings.state_dump_path as JSON
- * (state_dump.c). Returns 0 or -1 (logged). */
+void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_def_method *method,
+                              const entity_state *args, bool every_observer);
+/* Queues a client call for every witness in `c` that sees `entity_id`. */
+void cell_message_queue_for_observers(cell *c, uint64_t entity_id, uint32_t method_id, const uint8_t *args,
+                                      size_t length);
+
+/* state_dump.c: every real's state to settings.state_dump_path as JSON. */
 int state_dump_write(const cellapp *app);
-/* Frees the outboxes; called at shutdown. */
-void cellapp_close_outboxes(cellapp *app);
 
 /* game.c: the demo game's rules (Avatar and Npc from demo/entities). Each
  * is a no-op when the definitions lack the class or member it uses. */
@@ -276,16 +533,9 @@ void game_on_moved(cellapp *app, cell_entity *entity, double metres);
 /* Runs a cell method on a real (checks done by the caller). */
 void game_run_method(cellapp *app, cell_entity *entity, const entity_def_method *method, uint64_t caller_id,
                      const entity_state *args);
-
-/* ghost.c: keeping peers' ghosts of our reals, and our ghosts of theirs. */
-/* Sends `peer` every real we hold, as new ghosts. */
-void ghost_send_full_state(cellapp *app, uint64_t peer_id);
-/* Sends every cellapp peer this tick's new, moved and destroyed reals. */
-void ghost_send_tick(cellapp *app);
-/* Applies a peer's GhostBatch. */
-void ghost_apply(cellapp *app, uint64_t peer_id, const Tessera__Cluster__GhostBatch *batch);
-/* Destroys every ghost whose real lived on `peer_id`. */
-void ghost_drop_peer(cellapp *app, uint64_t peer_id);
+/* A trap of `owner` with the game's `tag`: `visitor` stepped in or out. */
+void game_on_trap(cellapp *app, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered);
+/* A timer of `entity` fired. */
+void game_on_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context);
 
 #endif
-

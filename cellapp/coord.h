@@ -107,6 +107,12 @@ uint32_t coord_add_watcher(coord_system *system, uint32_t owner, float extent, f
 /* Cancels a watcher. No on_leave fires for what it saw: its owner asked to
  * stop watching. Returns 0, or -1 for an unknown id. */
 int coord_remove_watcher(coord_system *system, uint32_t watcher);
+/* Marks `entity` as already in the watcher's view (a view or trap that moved
+ * here from another cellapp, with what it held there): no on_enter fires for
+ * it, and at the next flush it stays in view if the view rule allows (it is
+ * inside the outer extent) or gets on_leave if not. Returns 0, or -1 for an
+ * unknown watcher or entity, or the watcher's own owner. */
+int coord_watcher_seed(coord_system *system, uint32_t watcher, uint32_t entity);
 /* Changes the range at run time; entities enter or leave at the next
  * flush exactly as if the watcher had been created with this range. */
 int coord_set_watcher_range(coord_system *system, uint32_t watcher, float extent, float hysteresis);

@@ -330,6 +330,20 @@ static bool coord_watcher_valid(const coord_system *cs, uint32_t w) {
     return w < cs->watcher_count && cs->watchers[w].live;
 }
 
+int coord_watcher_seed(coord_system *cs, uint32_t w, uint32_t entity) {
+    if (!coord_watcher_valid(cs, w) || entity >= cs->entity_count || !cs->entities[entity].live) return -1;
+    coord_watcher_record *record = &cs->watchers[w];
+    if (entity == record->owner) return -1;
+    uint32_t *entry = coord_pair_find_or_add(record, entity);
+    if (*entry & COORD_PAIR_VIEW) return 0;
+    *entry |= COORD_PAIR_VIEW;
+    record->view_count++;
+    /* The next flush applies the view rule to it like to any touched pair:
+     * inside the outer extent it stays, outside it leaves. */
+    coord_touch(cs, w, entry, entity);
+    return 0;
+}
+
 int coord_remove_watcher(coord_system *cs, uint32_t w) {
     if (!coord_watcher_valid(cs, w)) return -1;
     coord_watcher_record *record = &cs->watchers[w];

@@ -13,13 +13,25 @@
  *           a trap of npc_trap_radius: every avatar stepping in counts as a
  *           visitor and changes `mood` (other clients, medium detail),
  *           `level` and `scale` (everyone).
+ *           Every half second a heartbeat timer counts in `heartbeats`
+ *           (cell only); `born_ms` is when it started. ping(n), exposed,
+ *           and the base's relayPing(n) count numbered calls: `pings`,
+ *           the last `ping_last`, and `ping_disorder` each one that is not
+ *           ping_last + 1 (a call lost, repeated or out of order).
+ *           teleport(space, x, y, z), exposed (a GM command of the demo:
+ *           a real game would keep it to its own code), moves the avatar
+ *           there, in this space (empty name) or another.
  *   both    takeDamage(amount, attacker), not exposed: `health` drops (and
  *           resets to 100 at 0), and onDamage(amount) goes to every client
  *           that sees the entity.
  *
- * Nothing here changes on a timer: when the players stand still and stop
- * casting, the world's state stops changing, which lets the integration
- * test compare what each client holds with what the cells hold.
+ * Nothing a client sees changes on a timer: when the players stand still
+ * and stop casting, the world's visible state stops changing, which lets
+ * the integration test compare what each client holds with what the cells
+ * hold. (The heartbeat changes only a cell-private property.)
+ *
+ * Every per-entity value lives in properties, traps and timers, which move
+ * with the entity between cellapps; nothing of the game's sits beside them.
  *
  * A rule whose class, property or method the definitions lack is off
  * (logged once at start-up); the engine never depends on this file.
@@ -40,17 +52,24 @@ typedef struct game_property {
     int id;
 } game_property;
 
+/* What the game's traps and timers mean (their tags). */
+enum { GAME_TRAP_VISITORS = 1 };
+enum { GAME_TIMER_HEARTBEAT = 1 };
+/* Half a second: often enough for the timer test to see dozens of firings
+ * across offloads, rare enough to cost nothing. */
+#define GAME_HEARTBEAT_US 500000u
+
 struct game {
     cellapp *app;
     const entity_def_class *avatar;
     game_property avatar_level, avatar_health, avatar_mana, avatar_equipment, avatar_buffs, avatar_secret_note;
+    game_property avatar_walked, avatar_born, avatar_heartbeats, avatar_pings, avatar_ping_last, avatar_ping_disorder;
     uint32_t weapon_index, armor_index; /* within equipment */
-    const entity_def_method *cast_spell, *avatar_take_damage, *avatar_on_damage;
+    const entity_def_method *cast_spell, *avatar_take_damage, *avatar_on_damage, *ping, *teleport;
     const entity_def_class *npc;
-    game_property npc_name, npc_level, npc_health, npc_mood, npc_scale;
+    game_property npc_name, npc_level, npc_health, npc_mood, npc_scale, npc_visitors;
     const entity_def_method *npc_take_damage, *npc_on_damage;
     int64_t npcs_spawned;
-    id_map trap_owners; /* trap watcher id -> the NPC's cell_entity (live traps only are looked up) */
 };
 
 static game_property game_find_property(const entity_def_class *cls, const char *name) {
@@ -69,14 +88,19 @@ static const entity_def_method *game_find_method(const entity_def_class *cls, en
 game *game_create(cellapp *app) {
     game *g = xcalloc(1, sizeof *g);
     g->app = app;
-    id_map_init(&g->trap_owners);
-    g->avatar = entity_def_registry_find_class(app->definitions, "Avatar");
+    g->avatar = entity_def_registry_find_class(app->shared.definitions, "Avatar");
     g->avatar_level = game_find_property(g->avatar, "level");
     g->avatar_health = game_find_property(g->avatar, "health");
     g->avatar_mana = game_find_property(g->avatar, "mana");
     g->avatar_equipment = game_find_property(g->avatar, "equipment");
     g->avatar_buffs = game_find_property(g->avatar, "buffs");
     g->avatar_secret_note = game_find_property(g->avatar, "secret_note");
+    g->avatar_walked = game_find_property(g->avatar, "walked");
+    g->avatar_born = game_find_property(g->avatar, "born_ms");
+    g->avatar_heartbeats = game_find_property(g->avatar, "heartbeats");
+    g->avatar_pings = game_find_property(g->avatar, "pings");
+    g->avatar_ping_last = game_find_property(g->avatar, "ping_last");
+    g->avatar_ping_disorder = game_find_property(g->avatar, "ping_disorder");
     if (g->avatar_equipment.id >= 0 &&
         (entity_state_index(g->avatar, (uint16_t)g->avatar_equipment.id, "weapon", &g->weapon_index) != 0 ||
          entity_state_index(g->avatar, (uint16_t)g->avatar_equipment.id, "armor", &g->armor_index) != 0)) {
@@ -86,23 +110,22 @@ game *game_create(cellapp *app) {
     g->cast_spell = game_find_method(g->avatar, ENTITY_DEF_PART_CELL, "castSpell");
     g->avatar_take_damage = game_find_method(g->avatar, ENTITY_DEF_PART_CELL, "takeDamage");
     g->avatar_on_damage = game_find_method(g->avatar, ENTITY_DEF_PART_CLIENT, "onDamage");
-    g->npc = entity_def_registry_find_class(app->definitions, "Npc");
+    g->ping = game_find_method(g->avatar, ENTITY_DEF_PART_CELL, "ping");
+    g->teleport = game_find_method(g->avatar, ENTITY_DEF_PART_CELL, "teleport");
+    g->npc = entity_def_registry_find_class(app->shared.definitions, "Npc");
     g->npc_name = game_find_property(g->npc, "name");
     g->npc_level = game_find_property(g->npc, "level");
     g->npc_health = game_find_property(g->npc, "health");
     g->npc_mood = game_find_property(g->npc, "mood");
     g->npc_scale = game_find_property(g->npc, "scale");
+    g->npc_visitors = game_find_property(g->npc, "visitors");
     g->npc_take_damage = game_find_method(g->npc, ENTITY_DEF_PART_CELL, "takeDamage");
     g->npc_on_damage = game_find_method(g->npc, ENTITY_DEF_PART_CLIENT, "onDamage");
     if (!g->npc && app->settings.npc_count > 0) log_warn("demo game: no Npc class: no NPCs are spawned");
     return g;
 }
 
-void game_free(game *g) {
-    if (!g) return;
-    id_map_close(&g->trap_owners);
-    free(g);
-}
+void game_free(game *g) { free(g); }
 
 /* Setters refuse values outside the declared range; the rules below stay
  * inside it, so a refusal is a bug in this file, logged rather than fatal. */
@@ -136,32 +159,26 @@ static int64_t game_get_int(const cell_entity *entity, game_property p) {
 
 /* ---- NPCs ------------------------------------------------------------------ */
 
-static void game_on_trap_enter(coord_system *cs, uint32_t watcher, uint32_t entered, void *user_data) {
-    game *g = user_data;
-    cell_entity *npc = id_map_get(&g->trap_owners, watcher);
-    cell_entity *visitor = coord_entity_user_data(cs, entered);
-    if (!npc || npc->destroyed || npc->trap != watcher || !visitor || visitor->cls != g->avatar) return;
-    npc->visitors++;
-    game_set_uint(npc, g->npc_mood, 0, npc->visitors % 256);
-    uint64_t level = 1 + npc->visitors / 5;
+void game_on_trap(cellapp *app, cell_entity *npc, uint32_t tag, cell_entity *visitor, bool entered) {
+    game *g = app->game;
+    if (tag != GAME_TRAP_VISITORS || !entered || npc->cls != g->npc || visitor->cls != g->avatar) return;
+    uint64_t visitors = game_get_uint(npc, g->npc_visitors) + 1;
+    game_set_uint(npc, g->npc_visitors, 0, visitors > UINT32_MAX ? UINT32_MAX : visitors);
+    game_set_uint(npc, g->npc_mood, 0, visitors % 256);
+    uint64_t level = 1 + visitors / 5;
     game_set_uint(npc, g->npc_level, 0, level > 255 ? 255 : level);
     if (g->npc_scale.id >= 0)
-        entity_state_set_float(npc->state, (uint16_t)g->npc_scale.id, 0, 0.5 + (double)(npc->visitors % 151) * 0.01);
+        entity_state_set_float(npc->state, (uint16_t)g->npc_scale.id, 0, 0.5 + (double)(visitors % 151) * 0.01);
 }
 
-static void game_on_trap_leave(coord_system *cs, uint32_t watcher, uint32_t left, void *user_data) {
-    (void)cs, (void)watcher, (void)left, (void)user_data;
-}
-
-static const coord_watcher_callbacks game_trap_callbacks = {
-    .on_enter = game_on_trap_enter,
-    .on_leave = game_on_trap_leave,
-};
-
-/* Spawns the NPCs still owed, as ids arrive from Redis. */
+/* Spawns the NPCs still owed in the default space's spawn disc, as ids
+ * arrive from Redis and once the space is known. */
 static void game_spawn_npcs(cellapp *app, game *g) {
     const cellapp_settings *settings = &app->settings;
-    if (!g->npc || !app->ids) return;
+    if (!g->npc || !app->ids || g->npcs_spawned >= settings->npc_count) return;
+    const space_layout *layout = spaces_layout(app, settings->default_space);
+    cell *c = layout ? spaces_cell(app, settings->default_space, true) : NULL;
+    if (!c) return;
     while (g->npcs_spawned < settings->npc_count) {
         uint64_t id;
         if (id_block_take(app->ids, &id) != 0) {
@@ -169,22 +186,21 @@ static void game_spawn_npcs(cellapp *app, game *g) {
             return;
         }
         double angle = cellapp_random_unit(app) * 2.0 * M_PI;
-        double distance = sqrt(cellapp_random_unit(app)) * settings->spawn_radius;
-        float x = (float)(settings->spawn_x + distance * cos(angle));
-        float z = (float)(settings->spawn_z + distance * sin(angle));
-        cell_entity *npc = space_add(&app->space, id, CELL_ENTITY_REAL, g->npc, x, 0, z);
+        double distance = sqrt(cellapp_random_unit(app)) * layout->spawn_radius;
+        float x = (float)(layout->spawn_x + distance * cos(angle));
+        float z = (float)(layout->spawn_z + distance * sin(angle));
+        float yaw = (float)(cellapp_random_unit(app) * 2.0 * M_PI - M_PI);
+        /* Here, wherever the point is: one outside this cellapp's cell
+         * moves to its own at the end of the tick. */
+        cell_entity *npc = cellapp_create_real(app, c, id, g->npc, x, 0, z, yaw, 0);
         if (!npc) log_panic("NPC %" PRIu64 ": a fresh id is taken", id);
-        npc->move_stamp_us = clock_wall_us();
-        npc->yaw = (float)(cellapp_random_unit(app) * 2.0 * M_PI - M_PI);
         if (g->npc_name.id >= 0) {
             char name[32];
             snprintf(name, sizeof name, "Guard-%" PRIu64, id);
             entity_state_set_string(npc->state, (uint16_t)g->npc_name.id, 0, name, strlen(name));
         }
-        npc->trap = coord_add_watcher(app->space.coord, npc->coord_id, (float)settings->npc_trap_radius, 0,
-                                      &game_trap_callbacks, g);
-        if (npc->trap == COORD_NONE) log_panic("NPC %" PRIu64 ": cannot add its trap", id);
-        id_map_put(&g->trap_owners, npc->trap, npc);
+        if (cell_add_trap(c, npc, GAME_TRAP_VISITORS, (float)settings->npc_trap_radius, NULL, 0) != 0)
+            log_panic("NPC %" PRIu64 ": cannot add its trap", id);
         g->npcs_spawned++;
     }
     id_block_refill(app->ids);
@@ -195,15 +211,32 @@ void game_tick(cellapp *app) { game_spawn_npcs(app, app->game); }
 /* ---- avatars --------------------------------------------------------------- */
 
 void game_on_real_created(cellapp *app, cell_entity *entity) {
-    (void)app;
-    (void)entity;
+    game *g = app->game;
+    if (entity->cls != g->avatar) return;
+    game_set_uint(entity, g->avatar_born, 0, clock_wall_us() / 1000);
+    if (g->avatar_heartbeats.id >= 0)
+        entity_timers_add(entity->home->timers, entity->id, clock_monotonic_us(), GAME_HEARTBEAT_US, GAME_HEARTBEAT_US,
+                          GAME_TIMER_HEARTBEAT, 0);
+}
+
+void game_on_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context) {
+    cellapp *app = context;
+    game *g = app->game;
+    (void)c, (void)timer_id, (void)user_data;
+    if (tag == GAME_TIMER_HEARTBEAT && entity->cls == g->avatar)
+        game_set_uint(entity, g->avatar_heartbeats, 0, game_get_uint(entity, g->avatar_heartbeats) + 1);
 }
 
 void game_on_moved(cellapp *app, cell_entity *entity, double metres) {
     game *g = app->game;
     if (entity->cls != g->avatar || !isfinite(metres)) return;
-    entity->walked_metres += metres;
-    uint64_t level = 1 + (uint64_t)(entity->walked_metres / 50.0);
+    double walked = 0;
+    if (g->avatar_walked.id >= 0) {
+        entity_state_get_float(entity->state, (uint16_t)g->avatar_walked.id, 0, &walked);
+        walked += metres;
+        entity_state_set_float(entity->state, (uint16_t)g->avatar_walked.id, 0, walked);
+    }
+    uint64_t level = 1 + (uint64_t)(walked / 50.0);
     if (level > 255) level = 255;
     if (level != game_get_uint(entity, g->avatar_level)) {
         game_set_uint(entity, g->avatar_level, 0, level);
@@ -228,10 +261,10 @@ static void game_cast_spell(cellapp *app, game *g, cell_entity *caster, uint64_t
     game_set_uint(caster, g->avatar_buffs, (uint32_t)(spell_id % 8), spell_id);
     if (g->avatar_secret_note.id >= 0) {
         char note[64];
-        snprintf(note, sizeof note, "spell %" PRIu64 " at tick %u", spell_id, app->space.tick);
+        snprintf(note, sizeof note, "spell %" PRIu64 " at tick %u", spell_id, caster->home->tick);
         entity_state_set_string(caster->state, (uint16_t)g->avatar_secret_note.id, 0, note, strlen(note));
     }
-    cell_entity *target = target_id ? space_find(&app->space, target_id) : NULL;
+    cell_entity *target = target_id ? cell_find(caster->home, target_id) : NULL;
     if (!target || target == caster) return;
     const entity_def_method *take_damage = target->cls == g->avatar ? g->avatar_take_damage
                                            : target->cls == g->npc  ? g->npc_take_damage
@@ -240,7 +273,7 @@ static void game_cast_spell(cellapp *app, game *g, cell_entity *caster, uint64_t
     entity_state *damage = method_call_args_create(take_damage);
     entity_state_set_int(damage, 0, 0, (int64_t)(spell_id % 20) + 1);
     entity_state_set_entity(damage, 1, 0, caster->id);
-    cellapp_call_cell(app, target, take_damage, caster->id, damage);
+    cell_message_call(app, target, take_damage, caster->id, damage);
     entity_state_free(damage);
 }
 
@@ -255,14 +288,46 @@ static void game_take_damage(cellapp *app, game *g, cell_entity *entity, const e
     if (!on_damage || on_damage->arg_count != 1) return;
     entity_state *notice = method_call_args_create(on_damage);
     entity_state_set_int(notice, 0, 0, amount);
-    cellapp_call_client(app, entity, on_damage, notice, true);
+    cell_message_call_client(app, entity, on_damage, notice, true);
     entity_state_free(notice);
+}
+
+/* A numbered call: from the avatar's own client (through its base) or its
+ * base; each should be the last plus one. */
+static void game_ping(game *g, cell_entity *entity, uint64_t caller_id, const entity_state *args) {
+    if (caller_id != entity->id) return;
+    uint64_t n = 0;
+    entity_state_get_uint(args, 0, 0, &n);
+    uint64_t last = game_get_uint(entity, g->avatar_ping_last);
+    if (n != last + 1) {
+        game_set_uint(entity, g->avatar_ping_disorder, 0, game_get_uint(entity, g->avatar_ping_disorder) + 1);
+        log_warn("entity %" PRIu64 ": ping %" PRIu64 " after %" PRIu64, entity->id, n, last);
+    }
+    game_set_uint(entity, g->avatar_ping_last, 0, n);
+    game_set_uint(entity, g->avatar_pings, 0, game_get_uint(entity, g->avatar_pings) + 1);
+}
+
+static void game_teleport(cellapp *app, cell_entity *entity, uint64_t caller_id, const entity_state *args) {
+    if (caller_id != entity->id) return;
+    const char *space = "";
+    double x = 0, y = 0, z = 0;
+    entity_state_get_string(args, 0, 0, &space, NULL);
+    entity_state_get_float(args, 1, 0, &x);
+    entity_state_get_float(args, 2, 0, &y);
+    entity_state_get_float(args, 3, 0, &z);
+    char err[256];
+    if (offload_teleport(app, entity, space, (float)x, (float)y, (float)z, entity->yaw, err, sizeof err) != 0)
+        log_info("entity %" PRIu64 ": teleport refused: %s", entity->id, err);
 }
 
 void game_run_method(cellapp *app, cell_entity *entity, const entity_def_method *method, uint64_t caller_id,
                      const entity_state *args) {
     game *g = app->game;
-    if (method == g->cast_spell) {
+    if (method == g->ping) {
+        game_ping(g, entity, caller_id, args);
+    } else if (method == g->teleport) {
+        game_teleport(app, entity, caller_id, args);
+    } else if (method == g->cast_spell) {
         game_cast_spell(app, g, entity, caller_id, args);
     } else if (method == g->avatar_take_damage || method == g->npc_take_damage) {
         game_take_damage(app, g, entity, args);

@@ -11,68 +11,70 @@
 #include "cellapp.h"
 #include "clock.h"
 #include "log.h"
+#include "peer_message.h"
 
 static const config_key cellapp_config_keys[] = {
     PROCESS_CONFIG_KEYS(cellapp_settings, process),
     {"tick_hz", CONFIG_INT, offsetof(cellapp_settings, tick_hz), 0, 1, 100, "10",
      "simulation ticks per second; each tick sends every client its view changes"},
-    {"space_name", CONFIG_STRING, offsetof(cellapp_settings, space_name), sizeof(((cellapp_settings *)0)->space_name),
-     0, 0, "default", "the space this cellapp hosts"},
-    {"space_3d", CONFIG_BOOL, offsetof(cellapp_settings, space_3d), 0, 0, 0, "false",
-     "sort Y too: views and traps become cubes instead of squares on X/Z"},
-    {"world_min_x", CONFIG_DOUBLE, offsetof(cellapp_settings, world_min_x), 0, -1e7, 1e7, "-500",
-     "western edge of the space (metres)"},
-    {"world_max_x", CONFIG_DOUBLE, offsetof(cellapp_settings, world_max_x), 0, -1e7, 1e7, "500",
-     "eastern edge of the space"},
-    {"world_min_z", CONFIG_DOUBLE, offsetof(cellapp_settings, world_min_z), 0, -1e7, 1e7, "-500",
-     "southern edge of the space"},
-    {"world_max_z", CONFIG_DOUBLE, offsetof(cellapp_settings, world_max_z), 0, -1e7, 1e7, "500",
-     "northern edge of the space"},
-    {"spawn_x", CONFIG_DOUBLE, offsetof(cellapp_settings, spawn_x), 0, -1e7, 1e7, "0",
-     "centre of the disc where new players appear"},
-    {"spawn_z", CONFIG_DOUBLE, offsetof(cellapp_settings, spawn_z), 0, -1e7, 1e7, "0", "centre of the spawn disc"},
-    {"spawn_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, spawn_radius), 0, 0, 1e6, "50",
-     "radius of the spawn disc"},
-    {"view_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, view_radius), 0, 0.1, 1e5, "50",
-     "half the side of the square (X/Z) a player sees: entities at most this far on each axis"},
-    {"view_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, view_hysteresis), 0, 0, 1e5, "5",
-     "an entity leaves a view only beyond view_radius + view_hysteresis, so edges do not flicker"},
-    {"max_speed", CONFIG_DOUBLE, offsetof(cellapp_settings, max_speed), 0, 0.01, 1e5, "10",
+    {"default_space", CONFIG_STRING, offsetof(cellapp_settings, default_space),
+     sizeof(((cellapp_settings *)0)->default_space), 0, 0, "default",
+     "the space a new entity joins when its base names none (spaces and their cells are data in Redis: "
+     "tessera-admin)"},
+    {"max_speed", CONFIG_DOUBLE, offsetof(cellapp_settings, movement.max_speed), 0, 0.01, 1e5, "10",
      "fastest a client may move its entity (metres per second); faster moves are corrected"},
-    {"movement_burst_seconds", CONFIG_DOUBLE, offsetof(cellapp_settings, movement_burst_seconds), 0, 0.05, 60, "1",
+    {"movement_burst_seconds", CONFIG_DOUBLE, offsetof(cellapp_settings, movement.burst_seconds), 0, 0.05, 60, "1",
      "seconds of movement a client may bank, absorbing network jitter"},
     {"max_entities", CONFIG_INT, offsetof(cellapp_settings, max_entities), 0, 1, 10000000, "100000",
-     "reals this cellapp accepts before refusing new ones"},
-    {"world_min_y", CONFIG_DOUBLE, offsetof(cellapp_settings, world_min_y), 0, -1e7, 1e7, "-1000",
-     "lowest height in the space (metres): moves below it are refused"},
-    {"world_max_y", CONFIG_DOUBLE, offsetof(cellapp_settings, world_max_y), 0, -1e7, 1e7, "1000",
-     "highest height in the space"},
+     "reals this cellapp accepts (created or arriving) before refusing more"},
     {"entity_definitions", CONFIG_STRING, offsetof(cellapp_settings, entity_definitions),
      sizeof(((cellapp_settings *)0)->entity_definitions), 0, 0, "demo/entities",
      "directory of the game's entity definitions (*.json); every process of a cluster must load the same"},
-    {"client_bytes_per_second", CONFIG_INT, offsetof(cellapp_settings, client_bytes_per_second), 0, 0, 100000000,
-     "4096", "each client's entity stream budget; enters and leaves always go, the rest by distance and staleness"},
-    {"max_aliases", CONFIG_INT, offsetof(cellapp_settings, max_aliases), 0, 2, 65536, "1024",
+    {"view_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.view_radius), 0, 0.1, 1e5, "50",
+     "half the side of the square (X/Z) a player sees: entities at most this far on each axis"},
+    {"view_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.view_hysteresis), 0, 0, 1e5, "5",
+     "an entity leaves a view only beyond view_radius + view_hysteresis, so edges do not flicker"},
+    {"client_bytes_per_second", CONFIG_INT, offsetof(cellapp_settings, witness.client_bytes_per_second), 0, 0,
+     100000000, "4096",
+     "each client's entity stream budget; enters and leaves always go, the rest by distance and staleness"},
+    {"max_aliases", CONFIG_INT, offsetof(cellapp_settings, witness.max_aliases), 0, 2, 65536, "1024",
      "entities one client can know at once (its alias ids on the wire: 1024 takes 10 bits a record)"},
-    {"alias_cooldown_ms", CONFIG_INT, offsetof(cellapp_settings, alias_cooldown_ms), 0, 0, 60000, "1000",
+    {"alias_cooldown_ms", CONFIG_INT, offsetof(cellapp_settings, witness.alias_cooldown_ms), 0, 0, 60000, "1000",
      "a released alias names no other entity for this long, so a record in flight never hits the wrong one"},
     {"position_precision", CONFIG_DOUBLE, offsetof(cellapp_settings, position_precision), 0, 0.0001, 10, "0.015625",
      "metres per step of the positions sent to clients (1/64 m by default)"},
     {"yaw_steps", CONFIG_INT, offsetof(cellapp_settings, yaw_steps), 0, 2, 65536, "256",
      "steps per turn of the yaw sent to clients"},
-    {"detail_near_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, detail_near_distance), 0, 0, 1e5, "15",
+    {"detail_near_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.detail_near_distance), 0, 0, 1e5, "15",
      "observers this close (on X and Z, like the view) get near-only properties"},
-    {"detail_medium_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, detail_medium_distance), 0, 0, 1e5, "30",
-     "observers this close get medium-detail properties; farther ones far-detail only"},
-    {"detail_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, detail_hysteresis), 0, 0, 1e5, "1",
+    {"detail_medium_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.detail_medium_distance), 0, 0, 1e5,
+     "30", "observers this close get medium-detail properties; farther ones far-detail only"},
+    {"detail_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.detail_hysteresis), 0, 0, 1e5, "1",
      "an observer drops to a coarser detail level only this far past its boundary, so pacing across it does not "
      "resend near-only properties each time"},
-    {"update_near_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, update_near_distance), 0, 0, 1e5, "10",
+    {"update_near_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.update_near_distance), 0, 0, 1e5, "10",
      "an entity this close to a client may be updated every tick"},
-    {"update_far_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, update_far_distance), 0, 0.01, 1e5, "40",
+    {"update_far_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.update_far_distance), 0, 0.01, 1e5, "40",
      "an entity this far is updated once a second; in between, linearly"},
+    {"ghost_distance", CONFIG_DOUBLE, offsetof(cellapp_settings, haunt.ghost_distance), 0, 0, 1e5, "70",
+     "a real has a ghost in every other cell this close (on X and Z); at least view_radius + view_hysteresis, so "
+     "every view that reaches across a line has what it sees"},
+    {"ghost_fudge", CONFIG_DOUBLE, offsetof(cellapp_settings, haunt.ghost_fudge), 0, 0, 1e5, "20",
+     "a ghost is kept until its real is this much farther than ghost_distance, so walking along a line does not "
+     "make and unmake ghosts (BigWorld: 20 m)"},
+    {"ghost_min_lifespan_ms", CONFIG_INT, offsetof(cellapp_settings, haunt.ghost_min_lifespan_ms), 0, 0, 600000,
+     "5000", "a ghost lives at least this long (BigWorld: 5 s)"},
+    {"offload_margin", CONFIG_DOUBLE, offsetof(cellapp_settings, haunt.offload_margin), 0, 0, 1e4, "2",
+     "a real moves to the next cell only once this far past its own cell's edge, so standing on a line does not "
+     "bounce it"},
+    {"ghost_route_ms", CONFIG_INT, offsetof(cellapp_settings, ghost_route_ms), 0, 100, 3600000, "10000",
+     "for this long after a real left, messages for it that arrive here are forwarded to where it went; later "
+     "ones fail back to their sender"},
+    {"cell_stream_gap_ms", CONFIG_INT, offsetof(cellapp_settings, cell_stream_gap_ms), 0, 10, 600000, "2000",
+     "a message that arrives ahead of its stream waits this long for the ones before it, then they are given up "
+     "(logged)"},
     {"npc_count", CONFIG_INT, offsetof(cellapp_settings, npc_count), 0, 0, 1000000, "20",
-     "demo game: stationary NPC guards this cellapp spawns in the spawn disc"},
+     "demo game: stationary NPC guards this cellapp spawns in the default space's spawn disc"},
     {"npc_trap_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, npc_trap_radius), 0, 0, 1e4, "8",
      "demo game: an avatar this close to an NPC (on X and Z) counts as its visitor"},
     {"state_dump_path", CONFIG_STRING, offsetof(cellapp_settings, state_dump_path),
@@ -116,10 +118,17 @@ static void cellapp_on_tick_timer(uv_timer_t *timer) {
 
 static void cellapp_publish_stats(cellapp *app) {
     if (!app->registry) return;
-    registry_set_stat(app->registry, "load", (int64_t)app->space.real_count);
-    registry_set_stat(app->registry, "entities", (int64_t)(app->space.real_count + app->space.ghost_count));
-    registry_set_stat(app->registry, "reals", (int64_t)app->space.real_count);
-    registry_set_stat(app->registry, "ghosts", (int64_t)app->space.ghost_count);
+    size_t interior, reals, ghosts;
+    haunt_count(app, &interior, &reals, &ghosts);
+    size_t cells = 0, cursor = 0;
+    while (spaces_next_cell(app, &cursor)) cells++;
+    const cellapp_counters *n = &app->counters;
+    registry_set_stat(app->registry, "load", (int64_t)reals);
+    registry_set_stat(app->registry, "entities", (int64_t)(reals + ghosts));
+    registry_set_stat(app->registry, "reals", (int64_t)reals);
+    registry_set_stat(app->registry, "ghosts", (int64_t)ghosts);
+    registry_set_stat(app->registry, "interior_reals", (int64_t)interior);
+    registry_set_stat(app->registry, "cells", (int64_t)cells);
     registry_set_stat(app->registry, "baseapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_BASEAPP));
     registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
     registry_set_stat(app->registry, "frames_in", (int64_t)app->totals.frames_in);
@@ -127,9 +136,17 @@ static void cellapp_publish_stats(cellapp *app) {
     registry_set_stat(app->registry, "bytes_in", (int64_t)app->totals.bytes_in);
     registry_set_stat(app->registry, "bytes_out", (int64_t)app->totals.bytes_out);
     registry_set_stat(app->registry, "tick_us", (int64_t)app->last_tick_duration_us);
-    registry_set_stat(app->registry, "stream_bytes", (int64_t)app->witness_totals.stream_bytes);
-    registry_set_stat(app->registry, "records_held", (int64_t)app->witness_totals.records_held);
-    registry_set_stat(app->registry, "aliases_exhausted", (int64_t)app->witness_totals.aliases_exhausted);
+    registry_set_stat(app->registry, "stream_bytes", (int64_t)app->shared.witness_totals.stream_bytes);
+    registry_set_stat(app->registry, "records_held", (int64_t)app->shared.witness_totals.records_held);
+    registry_set_stat(app->registry, "offloads_out", (int64_t)n->offloads_out);
+    registry_set_stat(app->registry, "offloads_in", (int64_t)n->offloads_in);
+    registry_set_stat(app->registry, "offloads_reclaimed", (int64_t)n->offloads_reclaimed);
+    registry_set_stat(app->registry, "ghost_bytes", (int64_t)n->ghost_bytes);
+    registry_set_stat(app->registry, "forwarded", (int64_t)n->messages_forwarded);
+    registry_set_stat(app->registry, "failed", (int64_t)n->messages_failed);
+    registry_set_stat(app->registry, "teleports", (int64_t)n->teleports);
+    registry_set_stat(app->registry, "held_ghost_messages", (int64_t)ghost_order_held_count(app->ghost_order));
+    registry_set_stat(app->registry, "aliases_exhausted", (int64_t)app->shared.witness_totals.aliases_exhausted);
 }
 
 static void cellapp_on_stats_timer(uv_timer_t *timer) { cellapp_publish_stats(timer->data); }
@@ -138,7 +155,9 @@ static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user
     cellapp *app = user_data;
     (void)reg;
     app->process_id = process_id;
+    app->shared.self_id = process_id;
     peer_set_set_process_id(app->peers, process_id);
+    mailbox_set_self(app->mailbox, process_id);
     id_block_refill(app->ids);
     app->random_state ^= process_id * 0x9E3779B97F4A7C15ull;
     if (app->random_state == 0) app->random_state = 1;
@@ -190,8 +209,15 @@ static void cellapp_shutdown(cellapp *app) {
     app->registry = NULL;
     id_block_free(app->ids);
     app->ids = NULL;
+    mailbox_free(app->mailbox);
+    app->mailbox = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
+}
+
+static void cellapp_free_held(void *payload, void *context) {
+    (void)context;
+    free(payload);
 }
 
 static void cellapp_on_dump_signal(uv_signal_t *handle, int signum) {
@@ -205,6 +231,47 @@ static void cellapp_on_signal(uv_signal_t *handle, int signum) {
     cellapp_shutdown(app);
 }
 
+/* The cell tells the cellapp what a trap saw; the game decides. */
+static void cellapp_on_trap(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered) {
+    game_on_trap(host, owner, tag, visitor, entered);
+}
+
+/* The mailbox's wire: straight to the process that holds the real. */
+static int cellapp_mailbox_send(uint64_t process_id, const Tessera__Cluster__CellMessage *message, void *user_data) {
+    cellapp *app = user_data;
+    return peer_send_cell_message(app->peers, process_id, message);
+}
+
+static void cellapp_mailbox_failed(uint64_t entity_id, uint64_t sequence, const char *reason, void *user_data) {
+    cellapp *app = user_data;
+    app->counters.messages_failed++;
+    log_warn("a call to entity %" PRIu64 " (#%" PRIu64 ") failed: %s", entity_id, sequence, reason);
+}
+
+/* Settings that only make sense together. Returns 0, or 1 after printing
+ * the problem. */
+static int cellapp_check_settings(const cellapp_settings *settings) {
+    const witness_config *w = &settings->witness;
+    if (w->detail_near_distance > w->detail_medium_distance) {
+        fprintf(stderr, "tessera-cellapp: configuration error: detail_near_distance must not exceed "
+                        "detail_medium_distance\n");
+        return 1;
+    }
+    if (w->update_near_distance >= w->update_far_distance) {
+        fprintf(stderr, "tessera-cellapp: configuration error: update_near_distance must be below "
+                        "update_far_distance\n");
+        return 1;
+    }
+    if (settings->haunt.ghost_distance < w->view_radius + w->view_hysteresis) {
+        fprintf(stderr,
+                "tessera-cellapp: configuration error: ghost_distance (%g) must be at least view_radius + "
+                "view_hysteresis (%g + %g): a view reaching across a line would miss what is there\n",
+                settings->haunt.ghost_distance, w->view_radius, w->view_hysteresis);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static cellapp app; /* the process's single context */
     char err[512];
@@ -212,49 +279,29 @@ int main(int argc, char **argv) {
                                    &app.settings, &app.settings.process);
     if (status != PROCESS_CONTINUE) return status;
     cellapp_settings *settings = &app.settings;
-    if (settings->world_min_x >= settings->world_max_x || settings->world_min_z >= settings->world_max_z) {
-        fprintf(stderr, "tessera-cellapp: configuration error: world_min_x/z must be below world_max_x/z\n");
-        return 1;
-    }
-
-    if (settings->world_min_y >= settings->world_max_y) {
-        fprintf(stderr, "tessera-cellapp: configuration error: world_min_y must be below world_max_y\n");
-        return 1;
-    }
-    if (settings->detail_near_distance > settings->detail_medium_distance) {
-        fprintf(stderr, "tessera-cellapp: configuration error: detail_near_distance must not exceed "
-                        "detail_medium_distance\n");
-        return 1;
-    }
-    if (settings->update_near_distance >= settings->update_far_distance) {
-        fprintf(stderr, "tessera-cellapp: configuration error: update_near_distance must be below "
-                        "update_far_distance\n");
-        return 1;
-    }
-    const double world_min[3] = {settings->world_min_x, settings->world_min_y, settings->world_min_z};
-    const double world_max[3] = {settings->world_max_x, settings->world_max_y, settings->world_max_z};
-    if (volatile_codec_config_init(&app.volatile_config, settings->position_precision, world_min, world_max,
-                                   (uint32_t)settings->yaw_steps) != 0) {
-        fprintf(stderr,
-                "tessera-cellapp: configuration error: the world is more than %u steps of position_precision "
-                "(%g m) across\n",
-                VOLATILE_CODEC_MAX_UNITS, settings->position_precision);
-        return 1;
-    }
-    if (entity_def_load_directory(settings->entity_definitions, &app.definitions, err, sizeof err) != 0) {
+    settings->witness.tick_hz = settings->tick_hz;
+    if (cellapp_check_settings(settings) != 0) return 1;
+    if (entity_def_load_directory(settings->entity_definitions, &app.shared.definitions, err, sizeof err) != 0) {
         fprintf(stderr, "tessera-cellapp: configuration error: entity_definitions '%s': %s\n",
                 settings->entity_definitions, err);
         return 1;
     }
-    app.schema = replication_schema_create(app.definitions);
-    app.replication = replication_create(app.schema);
-    bit_writer_init(&app.stream);
+    app.shared.settings = settings;
+    app.shared.schema = replication_schema_create(app.shared.definitions);
+    app.shared.replication = replication_create(app.shared.schema);
+    app.shared.on_trap = cellapp_on_trap;
+    app.shared.host = &app;
+    bit_writer_init(&app.shared.stream);
 
     app.loop = uv_default_loop();
     app.random_state = clock_monotonic_us() ^ ((uint64_t)getpid() << 32);
     if (app.random_state == 0) app.random_state = 1;
-    space_init(&app.space, settings->space_name, settings->space_3d);
-    id_map_init(&app.outboxes);
+    id_map_init(&app.base_outboxes);
+    id_map_init(&app.cell_outboxes);
+    id_map_init(&app.pending_offloads);
+    id_map_init(&app.peer_layouts);
+    app.ghost_order = ghost_order_create(cellapp_free_held, NULL);
+    app.route = ghost_route_create();
 
     if (channel_listen(app.loop, &app.listener, settings->process.internal_host, (int)settings->process.internal_port,
                        cellapp_on_peer_connection, err, sizeof err) != 0) {
@@ -278,6 +325,8 @@ int main(int argc, char **argv) {
                 settings->process.redis_host);
         return 1;
     }
+    app.mailbox = mailbox_create(app.redis, settings->process.cluster_name, cellapp_mailbox_send,
+                                 cellapp_mailbox_failed, &app);
     registry_options registry_settings = {
         .cluster_name = settings->process.cluster_name,
         .role = "cellapp",
@@ -312,10 +361,12 @@ int main(int argc, char **argv) {
     app.sigusr1.data = &app;
     uv_signal_start(&app.sigusr1, cellapp_on_dump_signal, SIGUSR1);
 
-    log_info("cellapp starting: space '%s', peers on %s:%d, Redis %s:%lld, %lld Hz, %zu entity types (digest %.16s)",
-             settings->space_name, settings->process.internal_host, app.listen_port, settings->process.redis_host,
+    log_info("cellapp starting: peers on %s:%d, Redis %s:%lld, %lld Hz, %zu entity types (digest %.16s), "
+             "ghost distance %g m",
+             settings->process.internal_host, app.listen_port, settings->process.redis_host,
              (long long)settings->process.redis_port, (long long)settings->tick_hz,
-             entity_def_registry_class_count(app.definitions), entity_def_registry_digest_hex(app.definitions));
+             entity_def_registry_class_count(app.shared.definitions),
+             entity_def_registry_digest_hex(app.shared.definitions), settings->haunt.ghost_distance);
     redis_client_start(app.redis);
     uv_run(app.loop, UV_RUN_DEFAULT);
 
@@ -323,14 +374,16 @@ int main(int argc, char **argv) {
      * start-up error stopped the loop: close what is left and drain. */
     cellapp_shutdown(&app);
     process_drain_loop(app.loop);
-    cellapp_close_outboxes(&app);
-    space_close(&app.space);
-    free(app.destroyed_reals);
+    outbox_free(&app);
+    offload_free(&app);
+    spaces_free(&app);
+    ghost_route_free(app.route);
+    ghost_order_free(app.ghost_order);
     game_free(app.game);
-    bit_writer_close(&app.stream);
-    replication_free(app.replication);
-    replication_schema_free(app.schema);
-    entity_def_registry_free(app.definitions);
+    bit_writer_close(&app.shared.stream);
+    replication_free(app.shared.replication);
+    replication_schema_free(app.shared.schema);
+    entity_def_registry_free(app.shared.definitions);
     log_info("stopped");
     return app.exit_code;
 }

@@ -11,27 +11,27 @@ const char *movement_verdict_text(movement_verdict verdict) {
     switch (verdict) {
     case MOVEMENT_ACCEPTED: return "accepted";
     case MOVEMENT_TOO_FAST: return "moved faster than the speed limit";
-    case MOVEMENT_OUTSIDE_WORLD: return "position outside the world";
+    case MOVEMENT_OUTSIDE_WORLD: return "position outside every cell of the space";
     case MOVEMENT_NOT_FINITE: return "position is not a finite number";
     }
     return "unknown";
 }
 
-static double movement_bank_limit(const cellapp_settings *settings) {
-    return settings->max_speed * settings->movement_burst_seconds;
+static double movement_bank_limit(const movement_config *settings) {
+    return settings->max_speed * settings->burst_seconds;
 }
 
-void movement_reset(const cellapp_settings *settings, cell_entity *entity, uint64_t now_monotonic_us) {
+void movement_reset(const movement_config *settings, cell_entity *entity, uint64_t now_monotonic_us) {
     entity->move_allowance = movement_bank_limit(settings);
     entity->allowance_us = now_monotonic_us;
 }
 
-movement_verdict movement_check(const cellapp_settings *settings, cell_entity *entity, float x, float y, float z,
-                                float yaw, uint64_t now_monotonic_us) {
+movement_verdict movement_check(const movement_config *settings, const cell *c, cell_entity *entity, float x, float y,
+                                float z, float yaw, uint64_t now_monotonic_us) {
     if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !isfinite(yaw)) return MOVEMENT_NOT_FINITE;
-    if (x < settings->world_min_x || x > settings->world_max_x || z < settings->world_min_z || y < settings->world_min_y || y > settings->world_max_y ||
-        z > settings->world_max_z)
-        return MOVEMENT_OUTSIDE_WORLD;
+    /* The space's bounds are the union of its cells: a point beyond them is
+     * in no cell. */
+    if (!cell_in_bounds(c, x, y, z)) return MOVEMENT_OUTSIDE_WORLD;
 
     double elapsed = (double)(now_monotonic_us - entity->allowance_us) / 1e6;
     double allowance = entity->move_allowance + elapsed * settings->max_speed;

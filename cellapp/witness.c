@@ -74,7 +74,7 @@ typedef struct witness_call {
 } witness_call;
 
 struct witness {
-    const space *sp;
+    const cell *c;
     uint32_t watcher;
     uint64_t owner_id;
     alias_table *aliases;
@@ -120,7 +120,7 @@ static void witness_on_leave(coord_system *cs, uint32_t watcher, uint32_t entity
     witness *view = user_data;
     (void)cs;
     (void)watcher;
-    WITNESS_PUSH(view->left, view->left_count, view->left_capacity, space_entity_id_of(view->sp, entity));
+    WITNESS_PUSH(view->left, view->left_count, view->left_capacity, cell_entity_id_of(view->c, entity));
 }
 
 static const coord_watcher_callbacks witness_callbacks = {
@@ -128,13 +128,10 @@ static const coord_watcher_callbacks witness_callbacks = {
     .on_leave = witness_on_leave,
 };
 
-void witness_attach(cellapp *app, cell_entity *entity) {
-    if (entity->witness) return;
-    const cellapp_settings *settings = &app->settings;
-    space *sp = &app->space;
+/* A witness with its alias table and budget, no watcher yet. */
+static witness *witness_create(const witness_config *settings, uint64_t owner_id) {
     witness *view = xcalloc(1, sizeof *view);
-    view->sp = sp;
-    view->owner_id = entity->id;
+    view->owner_id = owner_id;
     view->max_aliases = (uint32_t)settings->max_aliases;
     view->alias_bits = replication_alias_bits(view->max_aliases);
     view->aliases = alias_table_create(view->max_aliases, (uint64_t)settings->alias_cooldown_ms);
@@ -148,11 +145,22 @@ void witness_attach(cellapp *app, cell_entity *entity) {
     };
     view->budget = witness_budget_create(&budget);
     if (!view->aliases || !view->budget)
-        log_panic("entity %llu: the witness settings were not validated", (unsigned long long)entity->id);
-    view->watcher = coord_add_watcher(sp->coord, entity->coord_id, (float)settings->view_radius,
+        log_panic("entity %llu: the witness settings were not validated", (unsigned long long)owner_id);
+    return view;
+}
+
+static void witness_watch(cell *c, cell_entity *entity, witness *view) {
+    const witness_config *settings = &c->shared->settings->witness;
+    view->c = c;
+    view->watcher = coord_add_watcher(c->coord, entity->coord_id, (float)settings->view_radius,
                                       (float)settings->view_hysteresis, &witness_callbacks, view);
     if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
     entity->witness = view;
+}
+
+void witness_attach(cell *c, cell_entity *entity) {
+    if (entity->witness) return;
+    witness_watch(c, entity, witness_create(&c->shared->settings->witness, entity->id));
 }
 
 static void witness_free_calls(witness *view) {
@@ -160,10 +168,7 @@ static void witness_free_calls(witness *view) {
     view->call_count = 0;
 }
 
-void witness_detach(space *sp, cell_entity *entity) {
-    witness *view = entity->witness;
-    if (!view) return;
-    coord_remove_watcher(sp->coord, view->watcher);
+static void witness_free(witness *view) {
     alias_table_free(view->aliases);
     witness_budget_free(view->budget);
     witness_free_calls(view);
@@ -174,6 +179,13 @@ void witness_detach(space *sp, cell_entity *entity) {
     free(view->selected);
     free(view->refs);
     free(view);
+}
+
+void witness_detach(cell *c, cell_entity *entity) {
+    witness *view = entity->witness;
+    if (!view) return;
+    coord_remove_watcher(c->coord, view->watcher);
+    witness_free(view);
     entity->witness = NULL;
 }
 
@@ -192,29 +204,30 @@ void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, c
 
 /* The distance the view and the detail levels use: the largest of the
  * per-axis distances (a square view, a cube in 3D). */
-static float witness_distance(const cellapp *app, const cell_entity *a, const cell_entity *b) {
+static float witness_distance(const cell *c, const cell_entity *a, const cell_entity *b) {
     float d = fmaxf(fabsf(a->x - b->x), fabsf(a->z - b->z));
-    if (app->settings.space_3d) d = fmaxf(d, fabsf(a->y - b->y));
+    if (c->three_d) d = fmaxf(d, fabsf(a->y - b->y));
     return d;
 }
 
-static entity_def_detail witness_detail_at(const cellapp *app, float distance) {
-    if (distance <= app->settings.detail_near_distance) return ENTITY_DEF_DETAIL_NEAR;
-    if (distance <= app->settings.detail_medium_distance) return ENTITY_DEF_DETAIL_MEDIUM;
+static entity_def_detail witness_detail_at(const cell *c, float distance) {
+    const witness_config *settings = &c->shared->settings->witness;
+    if (distance <= settings->detail_near_distance) return ENTITY_DEF_DETAIL_NEAR;
+    if (distance <= settings->detail_medium_distance) return ENTITY_DEF_DETAIL_MEDIUM;
     return ENTITY_DEF_DETAIL_FAR;
 }
 
-static const entity_state_mask *witness_audience_mask(const cellapp *app, const cell_entity *entity, bool is_owner,
+static const entity_state_mask *witness_audience_mask(const cell *c, const cell_entity *entity, bool is_owner,
                                                       entity_def_detail detail) {
-    return replication_schema_mask(app->schema, entity->cls->id, replication_audience_for(is_owner, detail));
+    return replication_schema_mask(c->shared->schema, entity->cls->id, replication_audience_for(is_owner, detail));
 }
 
 /* The properties of this tick's change list that the client's audience
  * receives (what the shared UPDATE would carry). */
-static void witness_dirty_for(const cellapp *app, const cell_entity *entity, bool is_owner, entity_def_detail detail,
+static void witness_dirty_for(const cell *c, const cell_entity *entity, bool is_owner, entity_def_detail detail,
                               entity_state_mask *out) {
     entity_state_mask_intersect(out, entity_state_dirty(entity->state),
-                                witness_audience_mask(app, entity, is_owner, detail));
+                                witness_audience_mask(c, entity, is_owner, detail));
 }
 
 static void witness_mask_or(entity_state_mask *into, const entity_state_mask *from) {
@@ -237,11 +250,11 @@ static void witness_offer(witness *view, uint32_t alias, float distance, uint32_
 
 /* Gives `entity` an alias and schedules its ENTER. Returns false when the
  * client's alias table is full. */
-static bool witness_enter(witness *view, cellapp *app, cell_entity *entity, float distance, bool is_owner,
+static bool witness_enter(witness *view, cell *c, cell_entity *entity, float distance, bool is_owner,
                           uint64_t now_ms) {
     uint32_t alias = alias_table_assign(view->aliases, entity->id, now_ms);
     if (alias == ALIAS_NONE) {
-        app->witness_totals.aliases_exhausted++;
+        c->shared->witness_totals.aliases_exhausted++;
         if (!view->warned_exhausted) {
             log_warn("entity %llu: all %u aliases are in use or cooling down; entity %llu waits",
                      (unsigned long long)view->owner_id, view->max_aliases, (unsigned long long)entity->id);
@@ -262,10 +275,10 @@ static bool witness_enter(witness *view, cellapp *app, cell_entity *entity, floa
     slot->entity = entity;
     slot->entity_id = entity->id;
     volatile_track_init(&slot->track);
-    slot->detail = (uint8_t)(is_owner ? ENTITY_DEF_DETAIL_NEAR : witness_detail_at(app, distance));
+    slot->detail = (uint8_t)(is_owner ? ENTITY_DEF_DETAIL_NEAR : witness_detail_at(c, distance));
     slot->entering = true;
     witness_budget_forget(view->budget, alias);
-    replication_span span = replication_entity_span(app->replication, &entity->replication,
+    replication_span span = replication_entity_span(c->shared->replication, &entity->replication,
                                                     replication_audience_for(is_owner, slot->detail), true);
     witness_offer(view, alias, distance, (uint32_t)(span.bits / 8) + 2 + WITNESS_MOVE_ESTIMATE, true);
     return true;
@@ -273,35 +286,35 @@ static bool witness_enter(witness *view, cellapp *app, cell_entity *entity, floa
 
 /* Works out what an entity already known to the client owes it, and
  * offers it. */
-static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_entity *entity, float distance,
+static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity *entity, float distance,
                              bool is_owner) {
     witness_slot *slot = &view->slots[alias];
     slot->entity = entity;
     if (!is_owner) {
-        entity_def_detail detail = witness_detail_at(app, distance);
+        entity_def_detail detail = witness_detail_at(c, distance);
         if (detail > slot->detail) {
             /* Farther: only once past the boundary by the hysteresis. */
-            entity_def_detail held = witness_detail_at(app, distance - (float)app->settings.detail_hysteresis);
+            entity_def_detail held = witness_detail_at(c, distance - (float)c->shared->settings->witness.detail_hysteresis);
             if (held > slot->detail) detail = held;
             else detail = (entity_def_detail)slot->detail;
         }
         if (detail < slot->detail) {
             /* Nearer: the properties of the finer level, current. */
-            const entity_state_mask *now = witness_audience_mask(app, entity, false, detail);
-            const entity_state_mask *before = witness_audience_mask(app, entity, false, slot->detail);
+            const entity_state_mask *now = witness_audience_mask(c, entity, false, detail);
+            const entity_state_mask *before = witness_audience_mask(c, entity, false, slot->detail);
             for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
                 slot->pending.words[k] |= now->words[k] & ~before->words[k];
         } else if (detail > slot->detail) {
             /* Farther: what the client no longer receives is no longer owed. */
             entity_state_mask_intersect(&slot->pending, &slot->pending,
-                                        witness_audience_mask(app, entity, false, detail));
+                                        witness_audience_mask(c, entity, false, detail));
         }
         slot->detail = (uint8_t)detail;
         if (entity->moved) slot->move_pending = true;
     }
     size_t update_bits = 0;
     if (entity->packed)
-        update_bits = replication_entity_span(app->replication, &entity->replication,
+        update_bits = replication_entity_span(c->shared->replication, &entity->replication,
                                               replication_audience_for(is_owner, slot->detail), false)
                           .bits;
     slot->update_bits = (uint32_t)update_bits;
@@ -312,10 +325,10 @@ static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_e
          * not read; what it is owed goes, current, once it drains. */
         if (update_bits > 0) {
             entity_state_mask owed;
-            witness_dirty_for(app, entity, is_owner, (entity_def_detail)slot->detail, &owed);
+            witness_dirty_for(c, entity, is_owner, (entity_def_detail)slot->detail, &owed);
             witness_mask_or(&slot->pending, &owed);
         }
-        app->witness_totals.records_held++;
+        c->shared->witness_totals.records_held++;
         return;
     }
     uint32_t bytes = (uint32_t)((update_bits + 7) / 8) + (slot->move_pending ? WITNESS_MOVE_ESTIMATE : 0) + 1;
@@ -326,13 +339,13 @@ static void witness_consider(witness *view, cellapp *app, uint32_t alias, cell_e
 /* Writes what a selected alias owes that is not a shared UPDATE: its ENTER,
  * or the owed properties with their current values. A shared UPDATE is
  * queued in `refs` for the batch instead. Returns the bits written. */
-static size_t witness_write_first(witness *view, cellapp *app, uint32_t alias, bool is_owner, size_t *ref_count) {
+static size_t witness_write_first(witness *view, cell *c, uint32_t alias, bool is_owner, size_t *ref_count) {
     witness_slot *slot = &view->slots[alias];
     cell_entity *entity = slot->entity;
-    bit_writer *w = &app->stream;
+    bit_writer *w = &c->shared->stream;
     size_t before = bit_writer_bits(w);
     if (slot->entering) {
-        replication_append_enter(app->replication, &entity->replication, w, alias, view->alias_bits, is_owner,
+        replication_append_enter(c->shared->replication, &entity->replication, w, alias, view->alias_bits, is_owner,
                                  (entity_def_detail)slot->detail);
         slot->entering = false;
         slot->move_pending = true; /* the client learns where it is */
@@ -340,12 +353,12 @@ static size_t witness_write_first(witness *view, cellapp *app, uint32_t alias, b
     } else if (!entity_state_mask_empty(&slot->pending)) {
         entity_state_mask props;
         if (entity->packed) {
-            witness_dirty_for(app, entity, is_owner, (entity_def_detail)slot->detail, &props);
+            witness_dirty_for(c, entity, is_owner, (entity_def_detail)slot->detail, &props);
             witness_mask_or(&props, &slot->pending);
         } else {
             props = slot->pending;
         }
-        replication_append_properties(app->replication, &entity->replication, w, alias, view->alias_bits, &props);
+        replication_append_properties(c->shared->replication, &entity->replication, w, alias, view->alias_bits, &props);
         memset(&slot->pending, 0, sizeof slot->pending);
     } else if (entity->packed) {
         view->refs[(*ref_count)++] = (replication_ref){
@@ -358,7 +371,7 @@ static size_t witness_write_first(witness *view, cellapp *app, uint32_t alias, b
 
 /* Writes a selected alias's MOVE if it moved (or just entered). Returns the
  * bits written. */
-static size_t witness_write_move(witness *view, cellapp *app, uint32_t alias) {
+static size_t witness_write_move(witness *view, cell *c, uint32_t alias) {
     witness_slot *slot = &view->slots[alias];
     if (!slot->move_pending) return 0;
     slot->move_pending = false;
@@ -367,21 +380,20 @@ static size_t witness_write_move(witness *view, cellapp *app, uint32_t alias) {
      * with the ENTER, and corrections when a move is refused. A position
      * outside the quantized world (a ghost from a peer configured with
      * other bounds) cannot be sent and is skipped. */
-    if (!volatile_codec_accepts(&app->volatile_config, entity->x, entity->y, entity->z, entity->yaw)) return 0;
-    bit_writer *w = &app->stream;
+    if (!volatile_codec_accepts(&c->volatile_config, entity->x, entity->y, entity->z, entity->yaw)) return 0;
+    bit_writer *w = &c->shared->stream;
     size_t before = bit_writer_bits(w);
     replication_append_move_header(w, alias, view->alias_bits);
-    if (volatile_codec_encode(w, &slot->track, &app->volatile_config, entity->x, entity->y, entity->z, entity->yaw) <
+    if (volatile_codec_encode(w, &slot->track, &c->volatile_config, entity->x, entity->y, entity->z, entity->yaw) <
         0)
         log_panic("entity %llu: a checked position did not encode", (unsigned long long)entity->id);
     return bit_writer_bits(w) - before;
 }
 
-size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t **payload) {
+size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payload) {
     *payload = NULL;
-    const space *sp = &app->space;
     uint64_t now_ms = clock_monotonic_us() / 1000;
-    bit_writer *w = &app->stream;
+    bit_writer *w = &c->shared->stream;
     bit_writer_reset(w);
     if (witness_budget_begin_tick(view->budget, ++view->budget_tick) != 0)
         log_panic("entity %llu: budget tick out of order", (unsigned long long)view->owner_id);
@@ -403,21 +415,21 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
     /* 2, 3. The own entity, then everything in view. */
     uint32_t self = alias_table_find(view->aliases, owner->id);
     if (self == ALIAS_NONE) {
-        witness_enter(view, app, owner, 0, true, now_ms);
+        witness_enter(view, c, owner, 0, true, now_ms);
     } else {
-        witness_consider(view, app, self, owner, 0, true);
+        witness_consider(view, c, self, owner, 0, true);
     }
     size_t cursor = 0;
     uint32_t coord_id;
-    while ((coord_id = coord_watcher_next(sp->coord, view->watcher, &cursor)) != COORD_NONE) {
-        cell_entity *other = coord_entity_user_data(sp->coord, coord_id);
+    while ((coord_id = coord_watcher_next(c->coord, view->watcher, &cursor)) != COORD_NONE) {
+        cell_entity *other = coord_entity_user_data(c->coord, coord_id);
         if (!other || other->destroyed) continue;
-        float distance = witness_distance(app, owner, other);
+        float distance = witness_distance(c, owner, other);
         uint32_t alias = alias_table_find(view->aliases, other->id);
         if (alias == ALIAS_NONE) {
-            witness_enter(view, app, other, distance, false, now_ms);
+            witness_enter(view, c, other, distance, false, now_ms);
         } else {
-            witness_consider(view, app, alias, other, distance, false);
+            witness_consider(view, c, alias, other, distance, false);
         }
     }
 
@@ -443,14 +455,14 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
         witness_slot *slot = &view->slots[alias];
         slot->selected = true;
         if (slot->entity_id == 0) continue; /* a leave, already written */
-        slot->written_bits = (uint32_t)witness_write_first(view, app, alias, slot->entity == owner, &ref_count);
+        slot->written_bits = (uint32_t)witness_write_first(view, c, alias, slot->entity == owner, &ref_count);
     }
-    replication_append_updates(app->replication, w, view->refs, ref_count, view->alias_bits);
+    replication_append_updates(c->shared->replication, w, view->refs, ref_count, view->alias_bits);
     for (uint32_t i = 0; i < chosen; i++) {
         uint32_t alias = view->selected[i];
         witness_slot *slot = &view->slots[alias];
         if (slot->entity_id == 0) continue;
-        size_t bits = slot->written_bits + witness_write_move(view, app, alias);
+        size_t bits = slot->written_bits + witness_write_move(view, c, alias);
         if (slot->batched) {
             /* The batch wrote kind and alias, then the span witness_consider
              * measured. */
@@ -464,10 +476,10 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
     for (size_t i = 0; i < view->offered_count; i++) {
         witness_slot *slot = &view->slots[view->offered[i]];
         if (!slot->selected && slot->entity_id != 0) {
-            app->witness_totals.records_held++;
+            c->shared->witness_totals.records_held++;
             if (slot->entity->packed && !slot->entering) {
                 entity_state_mask owed;
-                witness_dirty_for(app, slot->entity, slot->entity == owner, (entity_def_detail)slot->detail, &owed);
+                witness_dirty_for(c, slot->entity, slot->entity == owner, (entity_def_detail)slot->detail, &owed);
                 witness_mask_or(&slot->pending, &owed);
             }
         }
@@ -478,10 +490,10 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
 
     if (records == 0 && view->call_count == 0) return 0;
     replication_append_end(w);
-    app->witness_totals.stream_bytes += bit_writer_bytes(w);
+    c->shared->witness_totals.stream_bytes += bit_writer_bytes(w);
 
     Tessera__Client__ViewUpdate update = TESSERA__CLIENT__VIEW_UPDATE__INIT;
-    update.tick = sp->tick;
+    update.tick = c->tick;
     update.stream.data = (uint8_t *)bit_writer_data(w);
     update.stream.len = bit_writer_bytes(w);
     update.stamp_us = clock_wall_us();
@@ -516,4 +528,189 @@ size_t witness_update(witness *view, cellapp *app, cell_entity *owner, uint8_t *
     free(call_pointers);
     witness_free_calls(view);
     return length;
+}
+
+/* ---- moving a witness between cellapps ---------------------------------- */
+
+void witness_save(const witness *view, Tessera__Cluster__WitnessState *out) {
+    tessera__cluster__witness_state__init(out);
+    uint32_t next_unused = alias_table_next_unused(view->aliases);
+    uint32_t in_use = alias_table_in_use(view->aliases);
+    out->aliases = in_use ? xcalloc(in_use, sizeof *out->aliases) : NULL;
+    for (uint32_t alias = 0; alias < next_unused && out->n_aliases < in_use; alias++) {
+        uint64_t entity_id = alias_table_entity(view->aliases, alias);
+        if (!entity_id) continue;
+        Tessera__Cluster__WitnessAlias *saved = xmalloc(sizeof *saved);
+        tessera__cluster__witness_alias__init(saved);
+        saved->alias = alias;
+        saved->entity_id = entity_id;
+        if (alias < view->slot_capacity) {
+            const witness_slot *slot = &view->slots[alias];
+            saved->detail = slot->detail;
+            saved->n_pending = ENTITY_STATE_MASK_WORDS;
+            saved->pending = xmalloc(sizeof slot->pending.words);
+            memcpy(saved->pending, slot->pending.words, sizeof slot->pending.words);
+            saved->move_pending = slot->move_pending;
+            saved->track_valid = slot->track.valid;
+            saved->track_x = slot->track.x;
+            saved->track_y = slot->track.y;
+            saved->track_z = slot->track.z;
+            saved->track_yaw = slot->track.yaw;
+        }
+        witness_budget_alias_state history;
+        witness_budget_alias_save(view->budget, alias, &history);
+        saved->has_sent = history.has_sent;
+        saved->last_sent = history.last_sent;
+        saved->has_offered = history.has_offered;
+        saved->pending_since = history.pending_since;
+        saved->last_offered = history.last_offered;
+        out->aliases[out->n_aliases++] = saved;
+    }
+    out->next_unused_alias = next_unused;
+    uint64_t now_ms = clock_monotonic_us() / 1000;
+    uint32_t cooling = alias_table_cooling(view->aliases, now_ms, NULL, 0);
+    if (cooling) {
+        alias_table_cooling_entry *entries = xcalloc(cooling, sizeof *entries);
+        alias_table_cooling(view->aliases, now_ms, entries, cooling);
+        out->cooling = xcalloc(cooling, sizeof *out->cooling);
+        for (uint32_t i = 0; i < cooling; i++) {
+            Tessera__Cluster__AliasCooling *saved = xmalloc(sizeof *saved);
+            tessera__cluster__alias_cooling__init(saved);
+            saved->alias = entries[i].alias;
+            saved->remaining_ms = entries[i].remaining_ms;
+            out->cooling[i] = saved;
+        }
+        out->n_cooling = cooling;
+        free(entries);
+    }
+    uint64_t budget_tick;
+    witness_budget_save(view->budget, &budget_tick, &out->budget_credit, &out->budget_allowance_remainder);
+    out->budget_tick = view->budget_tick > budget_tick ? view->budget_tick : budget_tick;
+    if (view->call_count) {
+        out->calls = xcalloc(view->call_count, sizeof *out->calls);
+        for (size_t i = 0; i < view->call_count; i++) {
+            Tessera__Client__ClientCall *call = xmalloc(sizeof *call);
+            tessera__client__client_call__init(call);
+            call->entity_id = view->calls[i].entity_id;
+            call->method_id = view->calls[i].method_id;
+            call->args.data = view->calls[i].args;
+            call->args.len = view->calls[i].length;
+            out->calls[i] = call;
+        }
+        out->n_calls = view->call_count;
+    }
+    out->congested = view->congested;
+    if (view->left_count) {
+        out->left = xmalloc(view->left_count * sizeof *out->left);
+        memcpy(out->left, view->left, view->left_count * sizeof *out->left);
+        out->n_left = view->left_count;
+    }
+}
+
+void witness_saved_free(Tessera__Cluster__WitnessState *state) {
+    for (size_t i = 0; i < state->n_aliases; i++) {
+        free(state->aliases[i]->pending);
+        free(state->aliases[i]);
+    }
+    free(state->aliases);
+    for (size_t i = 0; i < state->n_cooling; i++) free(state->cooling[i]);
+    free(state->cooling);
+    for (size_t i = 0; i < state->n_calls; i++) free(state->calls[i]); /* args belong to the witness */
+    free(state->calls);
+    free(state->left);
+    tessera__cluster__witness_state__init(state);
+}
+
+/* Rebuilds the alias table, the slots and the budget from `state` into
+ * `view`. Returns 0, or -1 when the state does not fit this cellapp's
+ * max_aliases. */
+static int witness_restore_tables(witness *view, const witness_config *settings,
+                                  const Tessera__Cluster__WitnessState *state, uint64_t now_ms) {
+    uint32_t next_unused = state->next_unused_alias;
+    if (next_unused > view->max_aliases) return -1;
+    uint64_t *entity_of = xcalloc(next_unused ? next_unused : 1, sizeof *entity_of);
+    for (size_t i = 0; i < state->n_aliases; i++) {
+        const Tessera__Cluster__WitnessAlias *saved = state->aliases[i];
+        if (saved->alias >= next_unused || saved->entity_id == 0 || entity_of[saved->alias]) {
+            free(entity_of);
+            return -1;
+        }
+        entity_of[saved->alias] = saved->entity_id;
+    }
+    alias_table_cooling_entry *cooling = xcalloc(state->n_cooling ? state->n_cooling : 1, sizeof *cooling);
+    for (size_t i = 0; i < state->n_cooling; i++) {
+        cooling[i].alias = state->cooling[i]->alias;
+        cooling[i].remaining_ms = state->cooling[i]->remaining_ms;
+    }
+    alias_table *aliases = alias_table_restore(view->max_aliases, (uint64_t)settings->alias_cooldown_ms, next_unused,
+                                               entity_of, cooling, (uint32_t)state->n_cooling, now_ms);
+    free(entity_of);
+    free(cooling);
+    if (!aliases) return -1;
+    alias_table_free(view->aliases);
+    view->aliases = aliases;
+    if (next_unused > view->slot_capacity) {
+        view->slots = xrealloc(view->slots, (size_t)next_unused * sizeof *view->slots);
+        memset(view->slots + view->slot_capacity, 0, (size_t)(next_unused - view->slot_capacity) * sizeof *view->slots);
+        view->slot_capacity = next_unused;
+    }
+    witness_budget_restore(view->budget, state->budget_tick, state->budget_credit, state->budget_allowance_remainder);
+    view->budget_tick = state->budget_tick;
+    for (size_t i = 0; i < state->n_aliases; i++) {
+        const Tessera__Cluster__WitnessAlias *saved = state->aliases[i];
+        witness_slot *slot = &view->slots[saved->alias];
+        memset(slot, 0, sizeof *slot);
+        slot->entity_id = saved->entity_id;
+        slot->detail = (uint8_t)(saved->detail <= ENTITY_DEF_DETAIL_FAR ? saved->detail : ENTITY_DEF_DETAIL_FAR);
+        for (size_t k = 0; k < saved->n_pending && k < ENTITY_STATE_MASK_WORDS; k++)
+            slot->pending.words[k] = saved->pending[k];
+        slot->move_pending = saved->move_pending;
+        slot->track.valid = saved->track_valid;
+        slot->track.x = saved->track_x;
+        slot->track.y = saved->track_y;
+        slot->track.z = saved->track_z;
+        slot->track.yaw = saved->track_yaw;
+        witness_budget_alias_state history = {saved->has_sent, saved->last_sent, saved->has_offered,
+                                              saved->pending_since, saved->last_offered};
+        witness_budget_alias_restore(view->budget, saved->alias, &history);
+    }
+    return 0;
+}
+
+int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__WitnessState *state) {
+    if (entity->witness) witness_detach(c, entity);
+    const witness_config *settings = &c->shared->settings->witness;
+    witness *view = witness_create(settings, entity->id);
+    uint64_t now_ms = clock_monotonic_us() / 1000;
+    int rc = witness_restore_tables(view, settings, state, now_ms);
+    if (rc != 0) {
+        log_warn("entity %llu: its witness does not fit this cellapp's max_aliases (%u): starting a fresh one",
+                 (unsigned long long)entity->id, view->max_aliases);
+        witness_free(view);
+        witness_attach(c, entity);
+        return -1;
+    }
+    for (size_t i = 0; i < state->n_calls; i++)
+        witness_queue_call(view, state->calls[i]->entity_id, state->calls[i]->method_id, state->calls[i]->args.data,
+                           state->calls[i]->args.len);
+    view->congested = state->congested;
+    for (size_t i = 0; i < state->n_left; i++)
+        WITNESS_PUSH(view->left, view->left_count, view->left_capacity, state->left[i]);
+    witness_watch(c, entity, view);
+    /* The view starts with what the client knew: what is still within the
+     * view here stays without a LEAVE or ENTER; what this cell does not
+     * hold leaves now. */
+    for (size_t i = 0; i < state->n_aliases; i++) {
+        uint64_t id = state->aliases[i]->entity_id;
+        if (id == entity->id) continue;
+        cell_entity *other = cell_find(c, id);
+        if (!other || coord_watcher_seed(c->coord, view->watcher, other->coord_id) != 0)
+            WITNESS_PUSH(view->left, view->left_count, view->left_capacity, id);
+    }
+    return 0;
+}
+
+void witness_reset(cell *c, cell_entity *entity) {
+    witness_detach(c, entity);
+    witness_attach(c, entity);
 }

@@ -393,3 +393,42 @@ void witness_budget_get_stats(const witness_budget *budget, witness_budget_stats
     out->debt = budget->credit < 0 ? (uint64_t)-budget->credit : 0;
     out->credit = budget->credit > 0 ? (uint64_t)budget->credit : 0;
 }
+
+void witness_budget_save(const witness_budget *budget, uint64_t *tick, int64_t *credit, uint64_t *remainder) {
+    *tick = budget->tick;
+    *credit = budget->credit;
+    *remainder = budget->allowance_remainder;
+}
+
+void witness_budget_alias_save(const witness_budget *budget, uint32_t alias, witness_budget_alias_state *out) {
+    memset(out, 0, sizeof *out);
+    if (alias >= budget->alias_capacity) return;
+    const witness_budget_alias *a = &budget->aliases[alias];
+    out->has_sent = a->has_sent;
+    out->last_sent = a->last_sent;
+    out->has_offered = a->has_offered;
+    out->pending_since = a->pending_since;
+    out->last_offered = a->last_offered;
+}
+
+void witness_budget_restore(witness_budget *budget, uint64_t tick, int64_t credit, uint64_t remainder) {
+    budget->tick = tick;
+    budget->credit = credit;
+    budget->allowance_remainder = remainder % budget->config.tick_hz;
+    budget->candidate_count = 0;
+    /* As after a select: the next begin_tick continues from `tick`. */
+    budget->phase = tick ? WITNESS_BUDGET_PHASE_SELECTED : WITNESS_BUDGET_PHASE_IDLE;
+}
+
+int witness_budget_alias_restore(witness_budget *budget, uint32_t alias, const witness_budget_alias_state *state) {
+    if (alias >= budget->config.max_aliases) return WITNESS_BUDGET_ERROR_ARGUMENT;
+    witness_budget_reserve_alias(budget, alias);
+    witness_budget_alias *a = &budget->aliases[alias];
+    memset(a, 0, sizeof *a);
+    a->has_sent = state->has_sent;
+    a->last_sent = state->last_sent;
+    a->has_offered = state->has_offered;
+    a->pending_since = state->pending_since;
+    a->last_offered = state->last_offered;
+    return 0;
+}

@@ -121,6 +121,27 @@ void witness_budget_forget(witness_budget *budget, uint32_t alias);
 
 void witness_budget_get_stats(const witness_budget *budget, witness_budget_stats *out);
 
+/* What the budget remembers, for moving a client's witness to another
+ * cellapp: its tick, credit (negative: debt) and allowance remainder, and
+ * per alias the history below, all in the budget's own tick counter. Save
+ * and restore between ticks (not between begin_tick and select). */
+typedef struct witness_budget_alias_state {
+    bool has_sent;
+    uint64_t last_sent;
+    bool has_offered;
+    uint64_t pending_since;
+    uint64_t last_offered;
+} witness_budget_alias_state;
+
+void witness_budget_save(const witness_budget *budget, uint64_t *tick, int64_t *credit, uint64_t *remainder);
+/* The history of `alias` (all zero if it has none). */
+void witness_budget_alias_save(const witness_budget *budget, uint32_t alias, witness_budget_alias_state *out);
+/* Sets the counters; the next begin_tick must pass a later tick. */
+void witness_budget_restore(witness_budget *budget, uint64_t tick, int64_t credit, uint64_t remainder);
+/* Sets the history of `alias`. Returns 0, or WITNESS_BUDGET_ERROR_ARGUMENT
+ * for an alias out of range. */
+int witness_budget_alias_restore(witness_budget *budget, uint32_t alias, const witness_budget_alias_state *state);
+
 /* The minimum interval, in ticks, between two non-forced sends of an entity
  * at `distance`: 1 .. tick_hz. Exposed for the tests and the witness. */
 uint32_t witness_budget_interval(const witness_budget *budget, float distance);

@@ -15,6 +15,7 @@
 #ifndef TESSERA_METHOD_CALL_H
 #define TESSERA_METHOD_CALL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,5 +46,28 @@ int method_call_decode(entity_state *args, const uint8_t *data, size_t length);
 int method_call_check(const entity_def_method *method, const uint8_t *data, size_t length);
 
 const char *method_call_strerror(int code);
+
+/* The one check every remote call passes, whoever receives it (a baseapp
+ * for base methods, a cellapp for cell methods): the method exists on the
+ * class's part, a client's call is of an exposed method, and the arguments
+ * are exactly the declared types. */
+typedef enum method_call_verdict {
+    METHOD_CALL_OK = 0,
+    METHOD_CALL_NO_SUCH_METHOD,   /* the part has no method of that index */
+    METHOD_CALL_NOT_EXPOSED,      /* a client called a method that is not exposed */
+    METHOD_CALL_BAD_ARGUMENTS,    /* the arguments are not the declared types */
+} method_call_verdict;
+
+/* Checks a call of method `method_id` of `part` of `cls` with the encoded
+ * `args`. On METHOD_CALL_OK, *method is the method and *decoded its
+ * arguments (a state the caller frees). Otherwise `reason` says what was
+ * wrong, naming class and method, and nothing is allocated. */
+method_call_verdict method_call_prepare(const entity_def_class *cls, entity_def_part part, uint32_t method_id,
+                                        const uint8_t *args, size_t length, bool from_client,
+                                        const entity_def_method **method, entity_state **decoded, char *reason,
+                                        size_t reason_size);
+/* The client ErrorCode (client.proto) for a verdict: what a client that
+ * made the call is dropped with. */
+int method_call_error_code(method_call_verdict verdict);
 
 #endif

@@ -284,6 +284,8 @@ uint64_t peer_set_next_up(const peer_set *set, peer_role role, size_t *cursor) {
     return 0;
 }
 
+bool peer_set_is_up(const peer_set *set, uint64_t process_id) { return peer_set_find_up(set, process_id) != NULL; }
+
 int64_t peer_set_load(const peer_set *set, uint64_t process_id) {
     peer_link *link = peer_set_find_up(set, process_id);
     return link ? link->load : 0;

@@ -18,6 +18,7 @@
 #ifndef TESSERA_PEER_SET_H
 #define TESSERA_PEER_SET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -60,6 +61,8 @@ void peer_set_on_registry(peer_set *set, const registry_peer *peers, size_t coun
 /* Sends to an up peer. Returns 0, or -1 if that peer is not up. */
 int peer_set_send(peer_set *set, uint64_t process_id, const Tessera__Cluster__PeerMessage *message);
 size_t peer_set_count_up(const peer_set *set, peer_role role);
+/* Whether `process_id` is an up peer (of either role). */
+bool peer_set_is_up(const peer_set *set, uint64_t process_id);
 
 /* Iterates up peers of `role`: *cursor = 0 to start; returns the next
  * process id or 0 at the end. */

@@ -50,6 +50,12 @@ ROLE_BINARIES = {
     "baseapp": os.path.join("baseapp", "tessera-baseapp"),
     "cellapp": os.path.join("cellapp", "tessera-cellapp"),
 }
+ADMIN_BINARY = os.path.join("client", "tessera-admin")
+
+# The space every cluster starts with (the demo's world): -500 .. 500 on X
+# and Z, split into one cell per cellapp.
+DEFAULT_SPACE = "default"
+DEFAULT_BOUNDS = (-500, -500, 500, 500)
 
 
 class ClusterError(Exception):
@@ -556,8 +562,67 @@ def _check_not_running(rd):
         rd.remove_pid(name)
 
 
+def admin(cluster, args, check=True):
+    """Runs tessera-admin against the cluster's Redis; returns its stdout.
+    Raises ClusterError with its stderr when it fails and `check`."""
+    binary = os.path.join(cluster["build_dir"], ADMIN_BINARY)
+    argv = [binary, "--redis", "127.0.0.1:%d" % cluster["redis_port"],
+            "--cluster", cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)] + [str(a) for a in args]
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
+    if check and proc.returncode != 0:
+        raise ClusterError("tessera-admin %s failed (exit %d): %s"
+                           % (" ".join(str(a) for a in args), proc.returncode, proc.stderr.strip()))
+    return proc.stdout
+
+
+def _grid_for(count, grid=None):
+    """(columns, rows) for `count` cells: `grid` ("CxR") if given, else as
+    square as the count allows (4 -> 2x2, 2 -> 2x1, 6 -> 3x2)."""
+    if grid:
+        try:
+            columns, rows = (int(v) for v in grid.lower().split("x"))
+        except ValueError:
+            raise ClusterError("--grid %r: expected COLUMNSxROWS, e.g. 2x2" % grid)
+        if columns * rows != count:
+            raise ClusterError("--grid %s has %d cells, but there are %d cellapps (one cell each)"
+                               % (grid, columns * rows, count))
+        return columns, rows
+    columns = int(count ** 0.5 + 0.999999)
+    while count % columns:
+        columns -= 1
+    rows = count // columns
+    return max(columns, rows), min(columns, rows)
+
+
+def _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline):
+    """Writes the default space split into one cell per cellapp, then waits
+    until every cellapp holds its cell."""
+    cellapp_ids = [p["registry_id"] for p in procs if p["role"] == "cellapp"]
+    columns, rows = _grid_for(len(cellapp_ids), grid)
+    args = ["create", DEFAULT_SPACE, "--grid", "%dx%d" % (columns, rows),
+            "--bounds", ",".join(str(v) for v in bounds), "--cellapps", ",".join(cellapp_ids)]
+    if spawn_radius is not None:
+        centre_x = (bounds[0] + bounds[2]) / 2.0
+        centre_z = (bounds[1] + bounds[3]) / 2.0
+        args += ["--spawn", "%g,%g,%g" % (centre_x, centre_z, spawn_radius)]
+    admin(cluster, args)
+    redis = Redis("127.0.0.1", cluster["redis_port"], timeout=2.0)
+    try:
+        while True:
+            entries = registry_entries(redis, cluster.get("cluster_name", DEFAULT_CLUSTER_NAME))
+            holding = [e for e in entries if e.get("role") == "cellapp" and stat_int(e, "cells", 0) >= 1]
+            if len(holding) >= len(cellapp_ids):
+                return
+            if time.monotonic() >= deadline:
+                raise ClusterError("cellapps did not take their cells of space '%s' in time (%d of %d hold one)"
+                                   % (DEFAULT_SPACE, len(holding), len(cellapp_ids)))
+            time.sleep(POLL_S)
+    finally:
+        redis.close()
+
+
 def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=True, overrides=None,
-       timeout=30.0, redis_server=None, out=sys.stdout):
+       timeout=30.0, redis_server=None, out=sys.stdout, grid=None, bounds=DEFAULT_BOUNDS, spawn_radius=None):
     """Starts a cluster in dir_path and waits until it is ready (see the
     module doc). Returns the cluster description (what cluster.json holds).
     Raises ClusterError after tearing down whatever it started."""
@@ -566,11 +631,12 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
     overrides = dict(overrides or {})
     build_dir = build if os.path.isabs(build) else os.path.join(REPO_ROOT, build)
     binaries = {}
-    for role, rel in ROLE_BINARIES.items():
+    for role, rel in list(ROLE_BINARIES.items()) + [("admin", ADMIN_BINARY)]:
         path = os.path.join(build_dir, rel)
         if not (os.path.isfile(path) and os.access(path, os.X_OK)):
             raise ClusterError("%s not found at %s; build first (scripts/build)" % (role, path))
         binaries[role] = path
+    _grid_for(cellapps, grid)  # a bad --grid fails before anything starts
     redis_server = redis_server or _which("redis-server")
     if redis_server is None:
         raise ClusterError("redis-server not found on PATH; run scripts/deps")
@@ -673,6 +739,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             "baseapps": ["127.0.0.1:%d" % p["client_port"] for p in procs if p["role"] == "baseapp"],
             "processes": [redis_proc] + procs,
         }
+        _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline)
         tmp = rd.cluster_json + ".tmp"
         with open(tmp, "w") as f:
             json.dump(cluster, f, indent=2)
@@ -775,8 +842,8 @@ def _which(program):
 
 # ---- status -------------------------------------------------------------------
 
-STATUS_FIELDS = ["load", "clients", "entities", "reals", "ghosts", "cellapps", "baseapps",
-                 "frames_in", "frames_out", "bytes_in", "bytes_out", "tick_us"]
+STATUS_FIELDS = ["load", "clients", "cells", "reals", "ghosts", "interior_reals", "offloads_out", "offloads_in",
+                 "cellapps", "baseapps", "frames_in", "frames_out", "bytes_in", "bytes_out", "tick_us"]
 
 
 def status(dir_path):
@@ -883,6 +950,12 @@ def status_line(dir_path, since=None):
             since = now
     line = "[t=%ds] processes %d/%d up | clients %d | entities %d | msgs/s in %d out %d" % (
         int(now - since), up_count, len(cluster_procs), clients, entities, round(rate_in), round(rate_out))
+    # Reals and ghosts of each cellapp's cells, in cellapp order.
+    cells = ["%s %s/%s" % (p["name"], p["registry"].get("reals", "?"), p["registry"].get("ghosts", "?"))
+             for p in sorted(cluster_procs, key=lambda p: name_order(p["name"]))
+             if p["role"] == "cellapp" and p.get("registry")]
+    if cells:
+        line += " | reals/ghosts " + ", ".join(cells)
     if st["redis_error"]:
         line += " | redis unreachable"
     return line
@@ -939,6 +1012,17 @@ def main(argv=None):
                    help="config override for every process, or for one role as cellapp.KEY or baseapp.KEY "
                         "(VALUE is JSON if it parses, else a string)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for readiness")
+    p.add_argument("--grid", default=None, metavar="COLUMNSxROWS",
+                   help="how the default space is split, one cell per cellapp (default: as square as the count "
+                        "allows: 4 cellapps -> 2x2)")
+    p.add_argument("--bounds", default=None, metavar="MINX,MINZ,MAXX,MAXZ",
+                   help="the default space's bounds (default -500,-500,500,500)")
+    p.add_argument("--spawn-radius", type=float, default=None,
+                   help="radius of the default space's spawn disc at its centre (default 50)")
+
+    p = sub.add_parser("admin", help="run tessera-admin against the cluster (spaces, cells, split lines)")
+    p.add_argument("--dir", required=True)
+    p.add_argument("args", nargs=argparse.REMAINDER, help="tessera-admin's command and arguments")
 
     p = sub.add_parser("status", help="process liveness and registry stats")
     p.add_argument("--dir", required=True)
@@ -967,9 +1051,19 @@ def main(argv=None):
     signal.signal(signal.SIGTERM, on_term)
     try:
         if args.command == "up":
+            bounds = DEFAULT_BOUNDS
+            if args.bounds:
+                try:
+                    bounds = tuple(float(v) for v in args.bounds.split(","))
+                    assert len(bounds) == 4
+                except (ValueError, AssertionError):
+                    raise ClusterError("--bounds %r: expected MINX,MINZ,MAXX,MAXZ" % args.bounds)
             up(args.dir, baseapps=args.baseapps, cellapps=args.cellapps, build=args.build,
                auto_create_accounts=args.auto_create_accounts, overrides=parse_set(args.set),
-               timeout=args.timeout)
+               timeout=args.timeout, grid=args.grid, bounds=bounds, spawn_radius=args.spawn_radius)
+        elif args.command == "admin":
+            extra = args.args[1:] if args.args[:1] == ["--"] else args.args
+            sys.stdout.write(admin(RunDir(args.dir).load_cluster(), extra))
         elif args.command == "status":
             st = status(args.dir)
             if args.json:
@@ -977,6 +1071,10 @@ def main(argv=None):
                 sys.stdout.write("\n")
             else:
                 print(format_status(st))
+                try:
+                    print(admin(RunDir(args.dir).load_cluster(), ["show", DEFAULT_SPACE], check=False), end="")
+                except (OSError, subprocess.SubprocessError):
+                    pass
             return 0 if all(p["alive"] for p in st["processes"]) else 1
         elif args.command == "status-line":
             print(status_line(args.dir, since=args.since), flush=True)

@@ -125,7 +125,10 @@ class Cluster:
     """
 
     def __init__(self, baseapps=1, cellapps=2, extra_set=(), auto_create_accounts=True, timeout=30.0,
-                 build_dir=None):
+                 build_dir=None, grid=None, spawn_radius=None, bounds=None):
+        self.grid = grid
+        self.spawn_radius = spawn_radius
+        self.bounds = bounds
         self.baseapps_count = baseapps
         self.cellapps_count = cellapps
         self.extra_set = list(extra_set)
@@ -173,6 +176,12 @@ class Cluster:
         argv.append("--auto-create-accounts" if self.auto_create_accounts else "--no-auto-create-accounts")
         for item in self.extra_set:
             argv += ["--set", item]
+        if self.grid:
+            argv += ["--grid", self.grid]
+        if self.spawn_radius is not None:
+            argv += ["--spawn-radius", str(self.spawn_radius)]
+        if self.bounds is not None:
+            argv += ["--bounds", ",".join(str(v) for v in self.bounds)]
         with _live_lock:
             _live_clusters.append(self)
         self._stopped = False

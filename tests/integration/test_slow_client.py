@@ -27,12 +27,12 @@ class SlowClient(unittest.TestCase):
     def test_stalled_client_is_held_then_resumed(self):
         settings = ["baseapp.client_congestion_bytes=%d" % CONGESTION_BYTES,
                     "baseapp.client_send_buffer_bytes=4096",
-                    "cellapp.spawn_radius=20", "cellapp.npc_count=20",
+                    "cellapp.npc_count=20",
                     # Every change every tick: enough traffic to fill the
                     # small buffers within the stall.
                     "cellapp.client_bytes_per_second=100000", "cellapp.update_near_distance=1000",
                     "cellapp.update_far_distance=2000"]
-        with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings) as cluster:
+        with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings, spawn_radius=20) as cluster:
             bots = harness.start_bots(cluster, BOTS, SECONDS, ["--area", 20, "--calls-per-second", 2])
             try:
                 sock = self.login_slow_reader(cluster, "sleepy")

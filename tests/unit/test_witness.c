@@ -94,24 +94,25 @@ static const replication_decode_callbacks client_callbacks = {
 };
 
 typedef struct fixture {
-    cellapp app;
+    cellapp_settings settings;
+    cell_shared shared;
+    space_layout *layout;
+    cell *c;
     const entity_def_class *cls;
     client cl;
 } fixture;
 
-static void fixture_settings(cellapp_settings *s, int64_t bytes_per_second) {
+static void fixture_settings(cellapp_settings *settings, int64_t bytes_per_second) {
+    settings->tick_hz = 10;
+    settings->position_precision = 1.0 / 64;
+    settings->yaw_steps = 256;
+    witness_config *s = &settings->witness;
     s->tick_hz = 10;
-    s->world_min_x = s->world_min_z = -500;
-    s->world_max_x = s->world_max_z = 500;
-    s->world_min_y = -100;
-    s->world_max_y = 100;
     s->view_radius = 50;
     s->view_hysteresis = 5;
     s->client_bytes_per_second = bytes_per_second;
     s->max_aliases = MAX_ALIASES;
     s->alias_cooldown_ms = 1000;
-    s->position_precision = 1.0 / 64;
-    s->yaw_steps = 256;
     s->detail_near_distance = 15;
     s->detail_medium_distance = 30;
     s->detail_hysteresis = 1;
@@ -123,51 +124,55 @@ static void fixture_settings(cellapp_settings *s, int64_t bytes_per_second) {
 
 static fixture *fixture_create(int64_t bytes_per_second) {
     fixture *fx = calloc(1, sizeof *fx);
-    cellapp *app = &fx->app;
-    fixture_settings(&app->settings, bytes_per_second);
+    fixture_settings(&fx->settings, bytes_per_second);
+    cell_shared *shared = &fx->shared;
+    shared->settings = &fx->settings;
+    shared->self_id = 1;
     char err[512];
-    if (entity_def_load_string(defs, "test", &app->definitions, err, sizeof err) != 0) {
+    if (entity_def_load_string(defs, "test", &shared->definitions, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         abort();
     }
-    fx->cls = entity_def_registry_find_class(app->definitions, "Thing");
+    fx->cls = entity_def_registry_find_class(shared->definitions, "Thing");
     const double min[3] = {-500, -100, -500}, max[3] = {500, 100, 500};
-    volatile_codec_config_init(&app->volatile_config, 1.0 / 64, min, max, 256);
-    app->schema = replication_schema_create(app->definitions);
-    app->replication = replication_create(app->schema);
-    bit_writer_init(&app->stream);
-    space_init(&app->space, "test", false);
-    fx->cl.config = &app->volatile_config;
+    shared->schema = replication_schema_create(shared->definitions);
+    shared->replication = replication_create(shared->schema);
+    bit_writer_init(&shared->stream);
+    fx->layout = space_layout_create("test", min, max, false, 1);
+    fx->c = cell_create(shared, fx->layout);
+    assert_non_null(fx->c);
+    fx->cl.config = &fx->c->volatile_config;
     fx->cl.alias_bits = replication_alias_bits(MAX_ALIASES);
     return fx;
 }
 
 static void fixture_free(fixture *fx) {
     for (int a = 0; a < MAX_ALIASES; a++) entity_state_free(fx->cl.states[a]);
-    space_close(&fx->app.space);
-    bit_writer_close(&fx->app.stream);
-    replication_free(fx->app.replication);
-    replication_schema_free(fx->app.schema);
-    entity_def_registry_free(fx->app.definitions);
+    cell_free(fx->c);
+    space_layout_free(fx->layout);
+    bit_writer_close(&fx->shared.stream);
+    replication_free(fx->shared.replication);
+    replication_schema_free(fx->shared.schema);
+    entity_def_registry_free(fx->shared.definitions);
     free(fx);
 }
 
 /* One cell tick as cellapp_tick runs it, for the witness of `viewer`; its
  * ViewUpdate is decoded into the fixture's client. */
 static void tick(fixture *fx, cell_entity *viewer) {
-    cellapp *app = &fx->app;
-    space *sp = &app->space;
-    coord_flush(sp->coord);
-    replication_begin_tick(app->replication, ++app->replication_tick);
-    for (size_t i = 0; i < sp->count; i++) {
-        cell_entity *e = sp->by_index[i];
+    cell *c = fx->c;
+    cell_shared *shared = c->shared;
+    coord_flush(c->coord);
+    replication_begin_tick(shared->replication, ++shared->replication_tick);
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *e = c->by_index[i];
         e->packed = !e->destroyed && !entity_state_mask_empty(entity_state_dirty(e->state));
         if (e->packed)
-            replication_pack_audiences(app->replication, &e->replication,
+            replication_pack_audiences(shared->replication, &e->replication,
                                        REPLICATION_OTHERS_AUDIENCES | (e->witness ? 1u << REPLICATION_AUDIENCE_OWN : 0));
     }
     uint8_t *payload;
-    size_t length = witness_update(viewer->witness, app, viewer, &payload);
+    size_t length = witness_update(viewer->witness, c, viewer, &payload);
     fx->cl.tick++;
     if (length) {
         fx->cl.bytes += length;
@@ -176,13 +181,13 @@ static void tick(fixture *fx, cell_entity *viewer) {
         assert_int_equal(message->body_case, TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW);
         bit_reader r;
         bit_reader_init(&r, message->view->stream.data, message->view->stream.len);
-        assert_int_equal(replication_decode_stream(&r, app->schema, fx->cl.alias_bits, &client_callbacks, &fx->cl, NULL),
+        assert_int_equal(replication_decode_stream(&r, shared->schema, fx->cl.alias_bits, &client_callbacks, &fx->cl, NULL),
                          0);
         tessera__client__server_to_client__free_unpacked(message, NULL);
         free(payload);
     }
-    for (size_t i = 0; i < sp->count; i++) entity_state_clear_dirty(sp->by_index[i]->state);
-    space_end_tick(sp);
+    for (size_t i = 0; i < c->count; i++) entity_state_clear_dirty(c->by_index[i]->state);
+    cell_end_tick(c);
 }
 
 static int alias_of(const fixture *fx, uint64_t entity_id) {
@@ -208,10 +213,10 @@ static void set(cell_entity *e, uint16_t prop, uint64_t value) {
 static void test_detail_both_directions(void **state) {
     (void)state;
     fixture *fx = fixture_create(100000000);
-    cellapp *app = &fx->app;
-    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
-    cell_entity *other = space_add(&app->space, 2, CELL_ENTITY_REAL, fx->cls, 40, 0, 0);
-    witness_attach(app, viewer);
+    cell *c = fx->c;
+    cell_entity *viewer = cell_add(c, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    cell_entity *other = cell_add(c, 2, CELL_ENTITY_REAL, fx->cls, 40, 0, 0);
+    witness_attach(c, viewer);
     set(other, FAR_PROP, 7);
     set(other, MEDIUM_PROP, 3);
     set(other, NEAR_PROP, 5);
@@ -226,18 +231,18 @@ static void test_detail_both_directions(void **state) {
     assert_int_equal(held(fx, 2, FAR_PROP), 8);
     assert_int_equal(held(fx, 2, NEAR_PROP), 0);
 
-    space_move(&app->space, other, 25, 0, 0, 0); /* medium */
+    cell_move(c, other, 25, 0, 0, 0); /* medium */
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, MEDIUM_PROP), 3);
     assert_int_equal(held(fx, 2, NEAR_PROP), 0);
 
-    space_move(&app->space, other, 10, 0, 0, 0); /* near: current values */
+    cell_move(c, other, 10, 0, 0, 0); /* near: current values */
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, NEAR_PROP), 6);
     assert_int_equal(held(fx, 2, MEDIUM_PROP), 3);
     assert_float_equal(fx->cl.x[alias_of(fx, 2)], 10, 1.0 / 64);
 
-    space_move(&app->space, other, 45, 0, 0, 0); /* far again */
+    cell_move(c, other, 45, 0, 0, 0); /* far again */
     tick(fx, viewer);
     set(other, NEAR_PROP, 9);
     set(other, MEDIUM_PROP, 4);
@@ -247,7 +252,7 @@ static void test_detail_both_directions(void **state) {
     assert_int_equal(held(fx, 2, MEDIUM_PROP), 3);
     assert_int_equal(held(fx, 2, FAR_PROP), 10);
 
-    space_move(&app->space, other, 5, 0, 0, 0);
+    cell_move(c, other, 5, 0, 0, 0);
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, NEAR_PROP), 9);
     assert_int_equal(held(fx, 2, MEDIUM_PROP), 4);
@@ -259,10 +264,10 @@ static void test_detail_both_directions(void **state) {
 static void test_own_audience(void **state) {
     (void)state;
     fixture *fx = fixture_create(100000000);
-    cellapp *app = &fx->app;
-    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
-    cell_entity *other = space_add(&app->space, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
-    witness_attach(app, viewer);
+    cell *c = fx->c;
+    cell_entity *viewer = cell_add(c, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    cell_entity *other = cell_add(c, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
+    witness_attach(c, viewer);
     tick(fx, viewer);
     set(viewer, OWN_PROP, 11);
     set(viewer, PRIVATE_PROP, 12);
@@ -285,17 +290,17 @@ static void test_own_audience(void **state) {
 static void test_alias_not_reused_at_once(void **state) {
     (void)state;
     fixture *fx = fixture_create(100000000);
-    cellapp *app = &fx->app;
-    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
-    cell_entity *first = space_add(&app->space, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
-    witness_attach(app, viewer);
+    cell *c = fx->c;
+    cell_entity *viewer = cell_add(c, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    cell_entity *first = cell_add(c, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
+    witness_attach(c, viewer);
     tick(fx, viewer);
     int first_alias = alias_of(fx, 2);
     assert_true(first_alias >= 0);
-    space_destroy(&app->space, first);
+    cell_destroy(c, first);
     tick(fx, viewer);
     assert_int_equal(alias_of(fx, 2), -1);
-    space_add(&app->space, 3, CELL_ENTITY_REAL, fx->cls, 6, 0, 0);
+    cell_add(c, 3, CELL_ENTITY_REAL, fx->cls, 6, 0, 0);
     tick(fx, viewer);
     int second_alias = alias_of(fx, 3);
     assert_true(second_alias >= 0);
@@ -310,13 +315,13 @@ static void test_budget_starvation_bound(void **state) {
     (void)state;
     const int64_t budget = 2000;
     fixture *fx = fixture_create(budget);
-    cellapp *app = &fx->app;
-    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
-    witness_attach(app, viewer);
+    cell *c = fx->c;
+    cell_entity *viewer = cell_add(c, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    witness_attach(c, viewer);
     enum { N = 300 };
     cell_entity *walkers[N];
     for (int i = 0; i < N; i++)
-        walkers[i] = space_add(&app->space, 10 + (uint64_t)i, CELL_ENTITY_REAL, fx->cls,
+        walkers[i] = cell_add(c, 10 + (uint64_t)i, CELL_ENTITY_REAL, fx->cls,
                                (float)(i % 20) * 4 - 40, 0, (float)(i / 20) * 5 - 40);
     tick(fx, viewer);
     for (int i = 0; i < N; i++) assert_true(alias_of(fx, 10 + (uint64_t)i) >= 0);
@@ -327,7 +332,7 @@ static void test_budget_starvation_bound(void **state) {
         for (int i = 0; i < N; i++) {
             cell_entity *w = walkers[i];
             float dx = (float)sin(t * 0.3 + i) * 0.5f;
-            space_move(&app->space, w, w->x + dx, 0, w->z, w->yaw);
+            cell_move(c, w, w->x + dx, 0, w->z, w->yaw);
             if ((t + i) % 7 == 0) set(w, FAR_PROP, (uint64_t)(t % 200));
         }
         tick(fx, viewer);
@@ -355,20 +360,20 @@ static void test_budget_starvation_bound(void **state) {
 static void test_congested_client_gets_latest_state(void **state) {
     (void)state;
     fixture *fx = fixture_create(100000000);
-    cellapp *app = &fx->app;
-    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
-    cell_entity *walker = space_add(&app->space, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
-    witness_attach(app, viewer);
+    cell *c = fx->c;
+    cell_entity *viewer = cell_add(c, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    cell_entity *walker = cell_add(c, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
+    witness_attach(c, viewer);
     tick(fx, viewer);
     witness_set_congested(viewer->witness, true);
     uint64_t bytes = fx->cl.bytes;
     for (int t = 0; t < 20; t++) {
-        space_move(&app->space, walker, 5 + 0.5f * (float)t, 0, 0, 0);
+        cell_move(c, walker, 5 + 0.5f * (float)t, 0, 0, 0);
         set(walker, FAR_PROP, (uint64_t)t);
         tick(fx, viewer);
     }
     assert_int_equal(fx->cl.bytes, bytes); /* nothing for the walker */
-    space_add(&app->space, 3, CELL_ENTITY_REAL, fx->cls, 7, 0, 0);
+    cell_add(c, 3, CELL_ENTITY_REAL, fx->cls, 7, 0, 0);
     tick(fx, viewer);
     assert_true(alias_of(fx, 3) >= 0); /* an enter still goes */
     assert_int_equal(held(fx, 2, FAR_PROP), 0);
@@ -387,28 +392,28 @@ static void test_congested_client_gets_latest_state(void **state) {
 static void test_detail_hysteresis(void **state) {
     (void)state;
     fixture *fx = fixture_create(100000000);
-    cellapp *app = &fx->app;
-    cell_entity *viewer = space_add(&app->space, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
-    cell_entity *other = space_add(&app->space, 2, CELL_ENTITY_REAL, fx->cls, 14, 0, 0);
-    witness_attach(app, viewer);
+    cell *c = fx->c;
+    cell_entity *viewer = cell_add(c, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
+    cell_entity *other = cell_add(c, 2, CELL_ENTITY_REAL, fx->cls, 14, 0, 0);
+    witness_attach(c, viewer);
     tick(fx, viewer);
     set(other, NEAR_PROP, 1);
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, NEAR_PROP), 1);
-    space_move(&app->space, other, 15.5f, 0, 0, 0); /* past 15, within the hysteresis: still near */
+    cell_move(c, other, 15.5f, 0, 0, 0); /* past 15, within the hysteresis: still near */
     tick(fx, viewer);
     set(other, NEAR_PROP, 2);
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, NEAR_PROP), 2);
-    space_move(&app->space, other, 16.5f, 0, 0, 0); /* past it: medium */
+    cell_move(c, other, 16.5f, 0, 0, 0); /* past it: medium */
     tick(fx, viewer);
     set(other, NEAR_PROP, 3);
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, NEAR_PROP), 2);
-    space_move(&app->space, other, 15.5f, 0, 0, 0); /* back inside 16 but beyond 15: still medium */
+    cell_move(c, other, 15.5f, 0, 0, 0); /* back inside 16 but beyond 15: still medium */
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, NEAR_PROP), 2);
-    space_move(&app->space, other, 14.9f, 0, 0, 0); /* near again: current value at once */
+    cell_move(c, other, 14.9f, 0, 0, 0); /* near again: current value at once */
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, NEAR_PROP), 3);
     fixture_free(fx);

@@ -1,0 +1,276 @@
+/* cell.c -- one cellapp's part of one space: its region from the layout, the
+ * entities in it (reals and ghosts) by id and in a dense array, their nodes
+ * in the cell's coordinate system, their traps and timers, and deferred
+ * deletion so that nothing is freed while a tick walks the cell. Who sees
+ * whom is the coordinate system's and the witnesses' business (coord.c,
+ * witness.c); who is real where is haunt.c's and offload.c's. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellapp.h"
+#include "log.h"
+
+/* A trap's coord watcher reaches its owner through this: by id, so a
+ * callback after the owner left finds nothing rather than freed memory. */
+typedef struct cell_trap_binding {
+    cell *c;
+    uint64_t owner_id;
+    uint32_t tag;
+} cell_trap_binding;
+
+static void cell_apply_region(cell *c, const space_layout *layout) {
+    c->layout = layout;
+    const space_layout_node *mine = space_layout_cell_of(layout, c->shared->self_id);
+    c->has_region = mine != NULL && space_layout_rect_of(layout, mine->cell_id, &c->region) == 0;
+    c->cell_id = c->has_region ? mine->cell_id : 0;
+    c->layout_changed = true;
+}
+
+cell *cell_create(cell_shared *shared, const space_layout *layout) {
+    const cellapp_settings *settings = shared->settings;
+    cell *c = xcalloc(1, sizeof *c);
+    if (volatile_codec_config_init(&c->volatile_config, settings->position_precision, layout->min, layout->max,
+                                   (uint32_t)settings->yaw_steps) != 0) {
+        log_warn("space '%s' is more than %u steps of position_precision (%g m) across: no cell here", layout->name,
+                 VOLATILE_CODEC_MAX_UNITS, settings->position_precision);
+        free(c);
+        return NULL;
+    }
+    c->shared = shared;
+    snprintf(c->space_name, sizeof c->space_name, "%s", layout->name);
+    c->three_d = layout->three_d;
+    memcpy(c->min, layout->min, sizeof c->min);
+    memcpy(c->max, layout->max, sizeof c->max);
+    id_map_init(&c->entities);
+    c->coord = coord_create(layout->three_d);
+    if (!c->coord) log_panic("space '%s': cannot create its coordinate system", layout->name);
+    c->timers = entity_timers_create(shared->self_id);
+    cell_apply_region(c, layout);
+    return c;
+}
+
+void cell_set_layout(cell *c, const space_layout *layout) { cell_apply_region(c, layout); }
+
+bool cell_region_holds(const cell *c, double x, double z, double margin) {
+    if (!c->has_region) return false;
+    /* The outer edges of the space hold whatever is beyond them. */
+    double min_x = c->region.min_x <= c->min[0] ? -INFINITY : c->region.min_x - margin;
+    double max_x = c->region.max_x >= c->max[0] ? INFINITY : c->region.max_x + margin;
+    double min_z = c->region.min_z <= c->min[2] ? -INFINITY : c->region.min_z - margin;
+    double max_z = c->region.max_z >= c->max[2] ? INFINITY : c->region.max_z + margin;
+    return x >= min_x && x < max_x && z >= min_z && z < max_z;
+}
+
+bool cell_in_bounds(const cell *c, float x, float y, float z) {
+    return isfinite(x) && isfinite(y) && isfinite(z) && x >= c->min[0] && x <= c->max[0] && y >= c->min[1] &&
+           y <= c->max[1] && z >= c->min[2] && z <= c->max[2];
+}
+
+static void cell_remove_traps(cell *c, cell_entity *entity) {
+    for (uint32_t i = 0; i < entity->trap_count; i++) {
+        coord_remove_watcher(c->coord, entity->traps[i].watcher);
+        free(entity->traps[i].binding);
+    }
+    entity->trap_count = 0;
+}
+
+/* Everything only a real has. */
+static void cell_strip_real(cell *c, cell_entity *entity) {
+    if (entity->witness) witness_detach(c, entity);
+    cell_remove_traps(c, entity);
+    entity_timers_take(c->timers, entity->id, 0, NULL, NULL);
+    mailbox_inbox_free(entity->inbox);
+    entity->inbox = NULL;
+    entity->haunt_count = 0;
+}
+
+static void cell_free_entity(cell *c, cell_entity *entity) {
+    cell_strip_real(c, entity);
+    for (size_t i = 0; i < entity->broadcast_count; i++) free(entity->broadcast_calls[i].args.data);
+    free(entity->broadcast_calls);
+    free(entity->haunts);
+    free(entity->traps);
+    entity_state_free(entity->state);
+    free(entity);
+}
+
+void cell_free(cell *c) {
+    if (!c) return;
+    for (size_t i = 0; i < c->count; i++) cell_free_entity(c, c->by_index[i]);
+    free(c->by_index);
+    id_map_close(&c->entities);
+    coord_free(c->coord);
+    entity_timers_free(c->timers);
+    free(c->entity_id_of);
+    free(c);
+}
+
+uint64_t cell_entity_id_of(const cell *c, uint32_t coord_id) {
+    return coord_id < c->entity_id_capacity ? c->entity_id_of[coord_id] : 0;
+}
+
+cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_def_class *cls, float x, float y,
+                      float z) {
+    if (id == 0 || id_map_get(&c->entities, id)) return NULL;
+    if (!isfinite(x) || !isfinite(y) || !isfinite(z)) return NULL;
+    cell_entity *entity = xcalloc(1, sizeof *entity);
+    entity->id = id;
+    entity->kind = kind;
+    entity->home = c;
+    entity->cls = cls;
+    entity->state = entity_state_create(cls);
+    replication_entity_init(&entity->replication, entity->state, id);
+    entity->is_new = true;
+    entity->haunts_stale = true;
+    entity->x = x;
+    entity->y = y;
+    entity->z = z;
+    entity->coord_id = coord_add_entity(c->coord, x, y, z, 0, kind == CELL_ENTITY_REAL ? 1u : 0u, entity);
+    if (entity->coord_id == COORD_NONE)
+        log_panic("space '%s': coordinate system refused entity %" PRIu64, c->space_name, id);
+    if (entity->coord_id >= c->entity_id_capacity) {
+        size_t capacity = c->entity_id_capacity ? c->entity_id_capacity : 256;
+        while (capacity <= entity->coord_id) capacity *= 2;
+        c->entity_id_of = xrealloc(c->entity_id_of, capacity * sizeof *c->entity_id_of);
+        memset(c->entity_id_of + c->entity_id_capacity, 0,
+               (capacity - c->entity_id_capacity) * sizeof *c->entity_id_of);
+        c->entity_id_capacity = capacity;
+    }
+    c->entity_id_of[entity->coord_id] = id;
+    if (id_map_put(&c->entities, id, entity) != 0) log_panic("space '%s': cannot index entity", c->space_name);
+    if (c->count == c->capacity) {
+        c->capacity = c->capacity ? c->capacity * 2 : 64;
+        c->by_index = xrealloc(c->by_index, c->capacity * sizeof *c->by_index);
+    }
+    entity->index = c->count;
+    c->by_index[c->count++] = entity;
+    if (kind == CELL_ENTITY_REAL) c->real_count++;
+    else c->ghost_count++;
+    return entity;
+}
+
+cell_entity *cell_find(const cell *c, uint64_t id) {
+    cell_entity *entity = id_map_get(&c->entities, id);
+    return entity && !entity->destroyed ? entity : NULL;
+}
+
+void cell_move(cell *c, cell_entity *entity, float x, float y, float z, float yaw) {
+    if (entity->destroyed) return;
+    if (coord_move_entity(c->coord, entity->coord_id, x, y, z) != 0) return;
+    entity->x = x;
+    entity->y = y;
+    entity->z = z;
+    entity->yaw = yaw;
+    entity->moved = true;
+    entity->haunts_stale = true;
+}
+
+void cell_destroy(cell *c, cell_entity *entity) {
+    if (entity->destroyed) return;
+    entity->destroyed = true;
+    cell_strip_real(c, entity);
+    coord_remove_entity(c->coord, entity->coord_id);
+}
+
+void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t incarnation) {
+    if (entity->kind == CELL_ENTITY_REAL) {
+        cell_strip_real(c, entity);
+        c->real_count--;
+        c->ghost_count++;
+        coord_set_entity_filter(c->coord, entity->coord_id, 0, 0);
+    }
+    entity->kind = CELL_ENTITY_GHOST;
+    entity->owner_cellapp = owner;
+    entity->incarnation = incarnation;
+    entity->baseapp_id = 0;
+    entity->teleported = entity->space_changed = false;
+}
+
+void cell_end_tick(cell *c) {
+    size_t i = 0;
+    while (i < c->count) {
+        cell_entity *entity = c->by_index[i];
+        if (!entity->destroyed) {
+            entity->moved = false;
+            entity->is_new = false;
+            entity->teleported = entity->space_changed = false;
+            i++;
+            continue;
+        }
+        id_map_remove(&c->entities, entity->id);
+        if (entity->kind == CELL_ENTITY_REAL) c->real_count--;
+        else c->ghost_count--;
+        c->by_index[i] = c->by_index[--c->count];
+        c->by_index[i]->index = i;
+        cell_free_entity(c, entity);
+    }
+    c->layout_changed = false;
+    c->tick++;
+}
+
+/* ---- traps ------------------------------------------------------------------ */
+
+static void cell_on_trap(coord_system *cs, uint32_t watcher, uint32_t other, void *user_data, bool entered) {
+    cell_trap_binding *binding = user_data;
+    cell_entity *owner = cell_find(binding->c, binding->owner_id);
+    cell_entity *visitor = coord_entity_user_data(cs, other);
+    if (!owner || owner->kind != CELL_ENTITY_REAL || !visitor || visitor->destroyed) return;
+    bool live = false;
+    for (uint32_t i = 0; i < owner->trap_count; i++) live |= owner->traps[i].watcher == watcher;
+    if (!live) return;
+    cell_shared *shared = binding->c->shared;
+    if (shared->on_trap) shared->on_trap(shared->host, owner, binding->tag, visitor, entered);
+}
+
+static void cell_on_trap_enter(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
+    cell_on_trap(cs, watcher, entity, user_data, true);
+}
+
+static void cell_on_trap_leave(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
+    cell_on_trap(cs, watcher, entity, user_data, false);
+}
+
+static const coord_watcher_callbacks cell_trap_callbacks = {
+    .on_enter = cell_on_trap_enter,
+    .on_leave = cell_on_trap_leave,
+};
+
+int cell_add_trap(cell *c, cell_entity *entity, uint32_t tag, float radius, const uint64_t *members,
+                  size_t member_count) {
+    cell_trap_binding *binding = xmalloc(sizeof *binding);
+    binding->c = c;
+    binding->owner_id = entity->id;
+    binding->tag = tag;
+    uint32_t watcher = coord_add_watcher(c->coord, entity->coord_id, radius, 0, &cell_trap_callbacks, binding);
+    if (watcher == COORD_NONE) {
+        free(binding);
+        return -1;
+    }
+    for (size_t i = 0; i < member_count; i++) {
+        cell_entity *member = cell_find(c, members[i]);
+        if (member) coord_watcher_seed(c->coord, watcher, member->coord_id);
+    }
+    if (entity->trap_count == entity->trap_capacity) {
+        entity->trap_capacity = entity->trap_capacity ? entity->trap_capacity * 2 : 2;
+        entity->traps = xrealloc(entity->traps, entity->trap_capacity * sizeof *entity->traps);
+    }
+    entity->traps[entity->trap_count++] = (cell_trap){watcher, tag, radius, binding};
+    return 0;
+}
+
+void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length) {
+    if (entity->broadcast_count == entity->broadcast_capacity) {
+        entity->broadcast_capacity = entity->broadcast_capacity ? entity->broadcast_capacity * 2 : 4;
+        entity->broadcast_calls =
+            xrealloc(entity->broadcast_calls, entity->broadcast_capacity * sizeof *entity->broadcast_calls);
+    }
+    Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+    call.entity_id = entity->id;
+    call.method_id = method_id;
+    call.args.data = xmalloc(length ? length : 1);
+    if (length) memcpy(call.args.data, args, length);
+    call.args.len = length;
+    entity->broadcast_calls[entity->broadcast_count++] = call;
+}

@@ -1,0 +1,211 @@
+/* cell_entity_codec.c -- an entity's whole cell state as one message
+ * (proto/cluster.proto, CellEntityState), and back: properties (all of
+ * them), position, movement allowance, timers, traps and what is inside
+ * them, the witness (aliases, cooldowns, budget, per-alias state, queued
+ * calls), and the order of the messages sent to it. An offload moves
+ * exactly this; anything a real gains later must join it here. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellapp.h"
+#include "clock.h"
+#include "log.h"
+
+void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
+    (void)app;
+    cell *c = entity->home;
+    uint64_t now_us = clock_monotonic_us();
+    tessera__cluster__cell_entity_state__init(out);
+    out->entity_id = entity->id;
+    out->incarnation = entity->incarnation;
+    out->entity_type = (char *)entity->cls->name;
+    out->space_name = c->space_name;
+    Tessera__Client__Vector3 *position = xmalloc(sizeof *position);
+    tessera__client__vector3__init(position);
+    position->x = entity->x;
+    position->y = entity->y;
+    position->z = entity->z;
+    out->position = position;
+    out->yaw = entity->yaw;
+    out->stamp_us = entity->move_stamp_us;
+    out->baseapp_id = entity->baseapp_id;
+    bit_writer w;
+    bit_writer_init(&w);
+    entity_state_encode_all(entity->state, &w);
+    bit_writer_align(&w);
+    out->properties.len = bit_writer_bytes(&w);
+    out->properties.data = xmalloc(out->properties.len ? out->properties.len : 1);
+    memcpy(out->properties.data, bit_writer_data(&w), out->properties.len);
+    bit_writer_close(&w);
+
+    Tessera__Cluster__MovementState *movement = xmalloc(sizeof *movement);
+    tessera__cluster__movement_state__init(movement);
+    movement->allowance = entity->move_allowance;
+    movement->age_us = now_us > entity->allowance_us ? now_us - entity->allowance_us : 0;
+    movement->last_sequence = entity->last_sequence;
+    out->movement = movement;
+
+    size_t timer_count = entity_timers_of(c->timers, entity->id, now_us, NULL, 0);
+    if (timer_count) {
+        entity_timer_state *timers = xcalloc(timer_count, sizeof *timers);
+        entity_timers_of(c->timers, entity->id, now_us, timers, timer_count);
+        out->timers = xcalloc(timer_count, sizeof *out->timers);
+        for (size_t i = 0; i < timer_count; i++) {
+            Tessera__Cluster__TimerState *saved = xmalloc(sizeof *saved);
+            tessera__cluster__timer_state__init(saved);
+            saved->timer_id = timers[i].timer_id;
+            saved->remaining_us = timers[i].remaining_us;
+            saved->interval_us = timers[i].interval_us;
+            saved->tag = timers[i].tag;
+            saved->user_data = timers[i].user_data;
+            out->timers[i] = saved;
+        }
+        out->n_timers = timer_count;
+        free(timers);
+    }
+
+    if (entity->trap_count) {
+        out->traps = xcalloc(entity->trap_count, sizeof *out->traps);
+        for (uint32_t t = 0; t < entity->trap_count; t++) {
+            const cell_trap *trap = &entity->traps[t];
+            Tessera__Cluster__TrapState *saved = xmalloc(sizeof *saved);
+            tessera__cluster__trap_state__init(saved);
+            saved->tag = trap->tag;
+            saved->radius = trap->radius;
+            size_t members = coord_watcher_view_size(c->coord, trap->watcher);
+            saved->members = xcalloc(members ? members : 1, sizeof *saved->members);
+            size_t cursor = 0;
+            uint32_t coord_id;
+            while ((coord_id = coord_watcher_next(c->coord, trap->watcher, &cursor)) != COORD_NONE &&
+                   saved->n_members < members)
+                saved->members[saved->n_members++] = cell_entity_id_of(c, coord_id);
+            out->traps[t] = saved;
+        }
+        out->n_traps = entity->trap_count;
+    }
+
+    if (entity->witness) {
+        Tessera__Cluster__WitnessState *witness = xmalloc(sizeof *witness);
+        witness_save(entity->witness, witness);
+        out->witness = witness;
+    }
+    if (entity->inbox) mailbox_inbox_save(entity->inbox, now_us, &out->inbox, &out->n_inbox);
+    out->sent_wall_us = clock_wall_us();
+    out->teleported = entity->teleported;
+    out->offloads = entity->offloads;
+}
+
+void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
+    free(state->position);
+    free(state->properties.data);
+    free(state->movement);
+    for (size_t i = 0; i < state->n_timers; i++) free(state->timers[i]);
+    free(state->timers);
+    for (size_t i = 0; i < state->n_traps; i++) {
+        free(state->traps[i]->members);
+        free(state->traps[i]);
+    }
+    free(state->traps);
+    if (state->witness) {
+        witness_saved_free(state->witness);
+        free(state->witness);
+    }
+    if (state->inbox) mailbox_inbox_saved_free(state->inbox, state->n_inbox);
+    tessera__cluster__cell_entity_state__init(state);
+}
+
+int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tessera__Cluster__CellEntityState *state,
+                        char *err, size_t errlen) {
+    const entity_def_class *cls =
+        state->entity_type ? entity_def_registry_find_class(app->shared.definitions, state->entity_type) : NULL;
+    if (!cls) {
+        snprintf(err, errlen, "its class '%s' is not in this cellapp's definitions",
+                 state->entity_type ? state->entity_type : "");
+        return -1;
+    }
+    float x = state->position ? state->position->x : 0, y = state->position ? state->position->y : 0;
+    float z = state->position ? state->position->z : 0;
+    if (!cell_in_bounds(c, x, y, z)) {
+        snprintf(err, errlen, "its position (%.1f, %.1f, %.1f) is outside space '%s'", (double)x, (double)y, (double)z,
+                 c->space_name);
+        return -1;
+    }
+    entity_state *properties = entity_state_create(cls);
+    bit_reader reader;
+    bit_reader_init(&reader, state->properties.data, state->properties.len);
+    int rc = entity_state_decode_all(properties, &reader);
+    if (rc != 0) {
+        entity_state_free(properties);
+        snprintf(err, errlen, "its properties do not decode: %s", entity_state_strerror(rc));
+        return -1;
+    }
+    if (entity && entity->cls != cls) {
+        snprintf(err, errlen, "its ghost here is a %s, not a %s", entity->cls->name, cls->name);
+        entity_state_free(properties);
+        return -1;
+    }
+    if (!entity) {
+        entity = cell_add(c, state->entity_id, CELL_ENTITY_REAL, cls, x, y, z);
+        if (!entity) {
+            snprintf(err, errlen, "its id is taken in this cell");
+            entity_state_free(properties);
+            return -1;
+        }
+    } else {
+        if (entity->kind == CELL_ENTITY_GHOST) {
+            c->ghost_count--;
+            c->real_count++;
+        }
+        entity->kind = CELL_ENTITY_REAL;
+        coord_set_entity_filter(c->coord, entity->coord_id, 0, 1);
+        if (x != entity->x || y != entity->y || z != entity->z) cell_move(c, entity, x, y, z, state->yaw);
+    }
+    /* The values, and none of them dirty: the client and the ghosts saw
+     * every change already, from the old real. */
+    entity_state_copy(entity->state, properties);
+    entity_state_free(properties);
+    entity_state_clear_dirty(entity->state);
+    entity->yaw = state->yaw;
+    entity->move_stamp_us = state->stamp_us;
+    entity->baseapp_id = state->baseapp_id;
+    entity->owner_cellapp = 0;
+    entity->incarnation = state->incarnation;
+    entity->offloads = state->offloads;
+    entity->haunts_stale = true;
+    uint64_t now_us = clock_monotonic_us();
+    if (state->movement) {
+        entity->move_allowance = state->movement->allowance;
+        entity->allowance_us = now_us > state->movement->age_us ? now_us - state->movement->age_us : 0;
+        entity->last_sequence = state->movement->last_sequence;
+    } else {
+        movement_reset(&app->settings.movement, entity, now_us);
+    }
+    /* Time in flight counts against the timers (same clock on one machine,
+     * NTP's few milliseconds across machines). */
+    uint64_t wall = clock_wall_us();
+    uint64_t transit_us = wall > state->sent_wall_us && state->sent_wall_us ? wall - state->sent_wall_us : 0;
+    if (state->n_timers) {
+        entity_timer_state *timers = xcalloc(state->n_timers, sizeof *timers);
+        for (size_t i = 0; i < state->n_timers; i++) {
+            const Tessera__Cluster__TimerState *saved = state->timers[i];
+            timers[i] = (entity_timer_state){saved->timer_id,
+                                             saved->remaining_us > transit_us ? saved->remaining_us - transit_us : 0,
+                                             saved->interval_us, saved->tag, saved->user_data};
+        }
+        entity_timers_put(c->timers, entity->id, now_us, timers, state->n_timers);
+        free(timers);
+    }
+    for (size_t t = 0; t < state->n_traps; t++) {
+        const Tessera__Cluster__TrapState *trap = state->traps[t];
+        if (cell_add_trap(c, entity, trap->tag, trap->radius, trap->members, trap->n_members) != 0)
+            log_warn("entity %" PRIu64 ": its trap %u (radius %g) could not be set again", entity->id, trap->tag,
+                     (double)trap->radius);
+    }
+    if (state->witness) witness_restore(c, entity, state->witness);
+    if (state->n_inbox) {
+        mailbox_inbox_free(entity->inbox);
+        entity->inbox = mailbox_inbox_restore(state->inbox, state->n_inbox, now_us);
+    }
+    return 0;
+}

@@ -1,0 +1,290 @@
+/* cell_message.c -- messages to entities' cell parts (proto/cluster.proto,
+ * CellMessage), wherever the real is: delivered here in each stream's order
+ * (mailbox_inbox), forwarded to the real when this cellapp holds only its
+ * ghost or remembers where it went (the ghost route), or failed back to the
+ * sender. Also what the messages do once delivered (a client's move, a
+ * method call, destroy, congestion), and the calls game code makes: cell
+ * methods of other entities (through the mailbox) and client methods. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellapp.h"
+#include "clock.h"
+#include "log.h"
+#include "method_call.h"
+#include "peer_message.h"
+
+/* Why 8: a real moves at most once a tick or two; a message still behind
+ * it after eight hops is chasing a loop (layouts that disagree). */
+#define CELL_MESSAGE_MAX_HOPS 8
+
+static void cell_message_fail(cellapp *app, const Tessera__Cluster__CellMessage *message, const char *reason) {
+    app->counters.messages_failed++;
+    log_info("entity %" PRIu64 ": a message from process %" PRIu64 " (stream %" PRIu64 ", #%" PRIu64
+             ") cannot be delivered: %s",
+             message->entity_id, message->sender_id, message->stream, message->sequence, reason);
+    Tessera__Cluster__CellMessageFailed failed = TESSERA__CLUSTER__CELL_MESSAGE_FAILED__INIT;
+    failed.entity_id = message->entity_id;
+    failed.stream = message->stream;
+    failed.sequence = message->sequence;
+    failed.reason = (char *)reason;
+    if (message->sender_id == app->process_id) {
+        mailbox_on_failed(app->mailbox, &failed);
+        return;
+    }
+    peer_send_cell_message_failed(app->peers, message->sender_id, &failed);
+}
+
+static void cell_message_forward(cellapp *app, uint64_t target, const Tessera__Cluster__CellMessage *message) {
+    Tessera__Cluster__CellMessage copy = *message;
+    copy.hops = message->hops + 1;
+    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE;
+    item.message = &copy;
+    outbox_to_cellapp(app, target, &item);
+    app->counters.messages_forwarded++;
+}
+
+/* ---- what a delivered message does ----------------------------------------- */
+
+static void cell_message_move(cellapp *app, cell_entity *entity, const Tessera__Client__Move *move) {
+    cell *c = entity->home;
+    float x = move->position ? move->position->x : entity->x;
+    float y = move->position ? move->position->y : entity->y;
+    float z = move->position ? move->position->z : entity->z;
+    movement_verdict verdict =
+        movement_check(&app->settings.movement, c, entity, x, y, z, move->yaw, clock_monotonic_us());
+    entity->last_sequence = move->sequence;
+    if (verdict == MOVEMENT_ACCEPTED) {
+        double metres = hypot(hypot((double)x - entity->x, (double)y - entity->y), (double)z - entity->z);
+        cell_move(c, entity, x, y, z, move->yaw);
+        entity->move_stamp_us = clock_wall_us();
+        game_on_moved(app, entity, metres);
+        return;
+    }
+    app->counters.moves_refused++;
+    log_info("entity %" PRIu64 ": move %u refused (%s); correcting", entity->id, move->sequence,
+             movement_verdict_text(verdict));
+    Tessera__Client__Correction correction = TESSERA__CLIENT__CORRECTION__INIT;
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = entity->x;
+    position.y = entity->y;
+    position.z = entity->z;
+    correction.position = &position;
+    correction.yaw = entity->yaw;
+    correction.sequence = move->sequence;
+    correction.reason = (char *)movement_verdict_text(verdict);
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION;
+    message.correction = &correction;
+    cellapp_send_to_client(app, entity, &message);
+}
+
+/* A client's call, at the caller's real: the client may address its own
+ * entity and the entities its witness has sent it; method_call_prepare
+ * checks the rest. Anything else drops the client. */
+static void cell_message_client_call(cellapp *app, cell_entity *caller, const Tessera__Cluster__CellCall *call) {
+    char reason[256];
+    uint64_t target_id = call->target_id ? call->target_id : caller->id;
+    cell_entity *target = target_id == caller->id ? caller : cell_find(caller->home, target_id);
+    if (!target || (target != caller && !(caller->witness && witness_sees(caller->witness, target->id)))) {
+        snprintf(reason, sizeof reason, "called a method of entity %" PRIu64 ", which it does not see", target_id);
+        cellapp_drop_client(app, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY, reason);
+        return;
+    }
+    const entity_def_method *method;
+    entity_state *args;
+    method_call_verdict verdict = method_call_prepare(target->cls, ENTITY_DEF_PART_CELL, call->method_id,
+                                                      call->args.data, call->args.len, true, &method, &args, reason,
+                                                      sizeof reason);
+    if (verdict != METHOD_CALL_OK) {
+        cellapp_drop_client(app, caller, (Tessera__Client__ErrorCode)method_call_error_code(verdict), reason);
+        return;
+    }
+    cell_message_call(app, target, method, caller->id, args);
+    entity_state_free(args);
+}
+
+/* A server call (a base's, or game code's on another cellapp): trusted as
+ * far as exposure goes, checked like any input. */
+static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity *target,
+                                     const Tessera__Cluster__CellCall *call) {
+    char reason[256];
+    const entity_def_method *method;
+    entity_state *args;
+    if (method_call_prepare(target->cls, ENTITY_DEF_PART_CELL, call->method_id, call->args.data, call->args.len,
+                            false, &method, &args, reason, sizeof reason) != METHOD_CALL_OK) {
+        log_warn("process %" PRIu64 ": call on entity %" PRIu64 " dropped: %s", sender, target->id, reason);
+        return;
+    }
+    game_run_method(app, target, method, call->caller_id, args);
+    entity_state_free(args);
+}
+
+/* What the message asks of the real `entity`. The base-only bodies come
+ * from the entity's own baseapp or not at all. */
+static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
+    bool from_base = message->sender_id == entity->baseapp_id && entity->baseapp_id != 0;
+    switch (message->body_case) {
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE:
+        if (from_base && message->client_move->move) cell_message_move(app, entity, message->client_move->move);
+        break;
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL:
+        if (message->call->from_client) {
+            if (from_base) cell_message_client_call(app, entity, message->call);
+        } else {
+            cell_message_server_call(app, message->sender_id, entity, message->call);
+        }
+        break;
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY:
+        if (from_base) cellapp_destroy_real(app, entity);
+        break;
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION:
+        if (from_base && entity->witness) witness_set_congested(entity->witness, message->congestion->congested);
+        break;
+    default:
+        log_warn("process %" PRIu64 ": a message for entity %" PRIu64 " with no body: ignored", message->sender_id,
+                 entity->id);
+        return;
+    }
+    if (!from_base && message->body_case != TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL)
+        log_debug("entity %" PRIu64 ": a base-only message from process %" PRIu64 ", not its baseapp: ignored",
+                  entity->id, message->sender_id);
+}
+
+/* Delivers held messages of `entity` whose turn has come (or whose gap
+ * waited `gap_us`). */
+static void cell_message_drain(cellapp *app, cell_entity *entity, uint64_t gap_us) {
+    uint64_t now_us = clock_monotonic_us();
+    for (;;) {
+        if (!entity->inbox || entity->destroyed || entity->kind != CELL_ENTITY_REAL) return;
+        size_t length;
+        uint64_t skipped;
+        uint8_t *encoded = mailbox_inbox_next(entity->inbox, now_us, gap_us, &length, &skipped);
+        if (!encoded) return;
+        if (skipped) {
+            app->counters.stream_gaps += skipped;
+            log_warn("entity %" PRIu64 ": %" PRIu64 " messages never arrived; going on without them", entity->id,
+                     skipped);
+        }
+        Tessera__Cluster__CellMessage *message = tessera__cluster__cell_message__unpack(NULL, length, encoded);
+        free(encoded);
+        if (!message) continue;
+        cell_message_dispatch(app, entity, message);
+        tessera__cluster__cell_message__free_unpacked(message, NULL);
+    }
+}
+
+static void cell_message_deliver(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
+    if (!entity->inbox) entity->inbox = mailbox_inbox_create();
+    uint64_t now_us = clock_monotonic_us();
+    switch (mailbox_inbox_offer(entity->inbox, message->sender_id, message->stream, message->sequence, now_us)) {
+    case MAILBOX_DELIVER:
+        cell_message_dispatch(app, entity, message);
+        cell_message_drain(app, entity, UINT64_MAX);
+        break;
+    case MAILBOX_HOLD: {
+        size_t length = tessera__cluster__cell_message__get_packed_size(message);
+        uint8_t *encoded = xmalloc(length ? length : 1);
+        tessera__cluster__cell_message__pack(message, encoded);
+        mailbox_inbox_hold(entity->inbox, message->sender_id, message->sequence, encoded, length, now_us);
+        free(encoded);
+        break;
+    }
+    case MAILBOX_DUPLICATE:
+        app->counters.duplicates++;
+        log_debug("entity %" PRIu64 ": message #%" PRIu64 " from process %" PRIu64 " delivered before: dropped",
+                  entity->id, message->sequence, message->sender_id);
+        break;
+    }
+}
+
+void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role, const Tessera__Cluster__CellMessage *message) {
+    if (role == PEER_ROLE_BASEAPP && message->sender_id != peer) {
+        log_warn("baseapp %" PRIu64 " sent a message as process %" PRIu64 ": ignored", peer, message->sender_id);
+        return;
+    }
+    if (message->entity_id == 0 || message->sequence == 0) {
+        log_warn("%s %" PRIu64 " sent a message without an entity or a sequence: ignored", peer_role_name(role), peer);
+        return;
+    }
+    cell_entity *entity = cellapp_find_entity(app, message->entity_id);
+    if (entity && entity->kind == CELL_ENTITY_REAL) {
+        cell_message_deliver(app, entity, message);
+        return;
+    }
+    uint64_t target = entity ? entity->owner_cellapp
+                             : ghost_route_find(app->route, message->entity_id, clock_monotonic_us() / 1000);
+    if (!target || target == app->process_id) {
+        cell_message_fail(app, message, "the entity is not real anywhere this cellapp knows of");
+    } else if (message->hops >= CELL_MESSAGE_MAX_HOPS) {
+        cell_message_fail(app, message, "it was forwarded too often (cells that disagree where the real is)");
+    } else if (!peer_set_is_up(app->peers, target)) {
+        cell_message_fail(app, message, "the cellapp holding the real is not up");
+    } else {
+        cell_message_forward(app, target, message);
+    }
+}
+
+void cell_message_tick(cellapp *app, cell *c) {
+    uint64_t gap_us = (uint64_t)app->settings.cell_stream_gap_ms * 1000u;
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
+        if (entity->inbox && entity->kind == CELL_ENTITY_REAL && mailbox_inbox_held_count(entity->inbox))
+            cell_message_drain(app, entity, gap_us);
+    }
+}
+
+/* ---- calls game code makes ---------------------------------------------------- */
+
+void cell_message_call(cellapp *app, cell_entity *target, const entity_def_method *method, uint64_t caller_id,
+                       const entity_state *args) {
+    if (target->kind == CELL_ENTITY_REAL) {
+        game_run_method(app, target, method, caller_id, args);
+        return;
+    }
+    /* A ghost: the method runs where the real is. */
+    bit_writer w;
+    bit_writer_init(&w);
+    method_call_encode(args, &w);
+    Tessera__Cluster__CellCall call = TESSERA__CLUSTER__CELL_CALL__INIT;
+    call.caller_id = caller_id;
+    call.method_id = method->id;
+    call.args.data = (uint8_t *)bit_writer_data(&w);
+    call.args.len = bit_writer_bytes(&w);
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.entity_id = target->id;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
+    message.call = &call;
+    mailbox_send_cell(app->mailbox, &message, target->owner_cellapp, clock_monotonic_us() / 1000);
+    bit_writer_close(&w);
+}
+
+void cell_message_queue_for_observers(cell *c, uint64_t entity_id, uint32_t method_id, const uint8_t *args,
+                                      size_t length) {
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *observer = c->by_index[i];
+        if (observer->witness && !observer->destroyed && witness_sees(observer->witness, entity_id))
+            witness_queue_call(observer->witness, entity_id, method_id, args, length);
+    }
+}
+
+void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_def_method *method,
+                              const entity_state *args, bool every_observer) {
+    (void)app;
+    bit_writer w;
+    bit_writer_init(&w);
+    method_call_encode(args, &w);
+    const uint8_t *data = bit_writer_data(&w);
+    size_t length = bit_writer_bytes(&w);
+    if (!every_observer) {
+        if (entity->witness) witness_queue_call(entity->witness, entity->id, method->id, data, length);
+    } else {
+        cell_message_queue_for_observers(entity->home, entity->id, method->id, data, length);
+        /* Observers in other cells see a ghost: the call goes with it. */
+        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) cell_queue_broadcast(entity, method->id, data, length);
+    }
+    bit_writer_close(&w);
+}

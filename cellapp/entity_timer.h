@@ -1,0 +1,70 @@
+/* entity_timer.h -- timers of a cell's reals, run by the tick (KBEngine's
+ * addTimer: an initial delay, an optional repeat, user data, cancel).
+ *
+ * One scheduler per cell: a binary min-heap by (due time, id). The cellapp's
+ * tick runs the due timers at a fixed point of its phases (after the
+ * layout and the game's own tick, before the coord flush, so what a timer
+ * moves or changes goes out in the same tick). Times are monotonic
+ * microseconds. A repeating timer is next due `interval` after its last
+ * due time, never after when it ran, so its fire count follows the clock
+ * exactly; after a stall it catches up, at most
+ * ENTITY_TIMER_MAX_CATCH_UP firings per timer per run.
+ *
+ * Timers move with their entity: entity_timers_take removes an entity's
+ * timers for an offload (with the time left on each), entity_timers_put
+ * sets them again on the other cellapp under the same ids. Ids are unique
+ * in the cluster (the cellapp's process id in the high bits), so game code
+ * may keep one across moves.
+ *
+ * This header is included by cellapp.h under its timers banner.
+ */
+#ifndef TESSERA_ENTITY_TIMER_H
+#define TESSERA_ENTITY_TIMER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Why 10: a second of missed half-second heartbeats; beyond that the
+ * process was stopped, and firing a burst would not help anyone. */
+#define ENTITY_TIMER_MAX_CATCH_UP 10
+
+typedef struct entity_timer_state {
+    uint64_t timer_id;
+    uint64_t remaining_us;   /* until it is next due */
+    uint64_t interval_us;    /* 0: once */
+    uint32_t tag;
+    uint64_t user_data;
+} entity_timer_state;
+
+/* `id_prefix` (the cellapp's process id) makes the ids unique. */
+entity_timers *entity_timers_create(uint64_t id_prefix);
+void entity_timers_free(entity_timers *timers);
+/* Sets the prefix once the process id is known. */
+void entity_timers_set_prefix(entity_timers *timers, uint64_t id_prefix);
+
+/* Sets a timer of entity `entity_id`, due `delay_us` from now_us, then
+ * every `interval_us` (0: once). Returns its id (> 0). */
+uint64_t entity_timers_add(entity_timers *timers, uint64_t entity_id, uint64_t now_us, uint64_t delay_us,
+                           uint64_t interval_us, uint32_t tag, uint64_t user_data);
+/* Cancels a timer. Returns 0, or -1 if unknown (fired once-only, cancelled). */
+int entity_timers_cancel(entity_timers *timers, uint64_t timer_id);
+/* Runs every timer due by now_us, in (due, id) order: `find` turns the
+ * entity id into the real (NULL: the timer is dropped), then `callback`
+ * runs. Callbacks may add and cancel timers. Returns the firings. */
+size_t entity_timers_run(entity_timers *timers, uint64_t now_us, cell *c,
+                         cell_entity *(*find)(const cell *c, uint64_t entity_id), entity_timer_callback callback,
+                         void *context);
+/* Removes every timer of `entity_id`; with `out`, describes them there
+ * (allocated, *count entries; the caller frees). */
+void entity_timers_take(entity_timers *timers, uint64_t entity_id, uint64_t now_us, entity_timer_state **out,
+                        size_t *count);
+/* Sets described timers again for `entity_id`, keeping their ids. */
+void entity_timers_put(entity_timers *timers, uint64_t entity_id, uint64_t now_us, const entity_timer_state *states,
+                       size_t count);
+size_t entity_timers_count(const entity_timers *timers);
+/* Describes the timers of one entity without removing them (state dumps):
+ * at most `cap` into `out`; returns how many it has. */
+size_t entity_timers_of(const entity_timers *timers, uint64_t entity_id, uint64_t now_us, entity_timer_state *out,
+                        size_t cap);
+
+#endif

@@ -1,0 +1,442 @@
+/* haunt.c -- where each real's ghosts live, and the ghost protocol
+ * (proto/cluster.proto, GhostMessage).
+ *
+ * Sending. A real has a ghost in every other cell whose region comes within
+ * ghost_distance of it (on X and on Z, like views), so every witness that
+ * could see it, in any cell, has a copy to see. A ghost is kept until the
+ * real is farther than ghost_distance + ghost_fudge from that cell and the
+ * ghost has lived ghost_min_lifespan_ms, so walking along a line does not
+ * make and unmake ghosts. A real far from every other cell has no ghost.
+ * Each tick a real that moved, changed a ghost property or called its
+ * observers' clients sends one GhostUpdate to each haunt; creates carry the
+ * whole ghost state. Everything goes through the outbox, in order, on the
+ * channel to that cellapp.
+ *
+ * Receiving. Messages pass the incarnation books (ghost_order.h) first:
+ * applied now, held until an earlier real's last message arrives (then
+ * replayed from the held bytes), or dropped as stale. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellapp.h"
+#include "clock.h"
+#include "log.h"
+#include "property_codec.h"
+
+/* Cells one real can be near: a handful in any sane layout; the rest of a
+ * pathological one is ignored (and logged). */
+#define HAUNT_MAX_NEAR 32
+
+static bool haunt_has(const cell_entity *entity, uint64_t peer) {
+    for (uint32_t i = 0; i < entity->haunt_count; i++)
+        if (entity->haunts[i].cellapp_id == peer) return true;
+    return false;
+}
+
+static void haunt_append(cell_entity *entity, uint64_t peer, uint64_t now_us) {
+    if (entity->haunt_count == entity->haunt_capacity) {
+        entity->haunt_capacity = entity->haunt_capacity ? entity->haunt_capacity * 2 : 2;
+        entity->haunts = xrealloc(entity->haunts, entity->haunt_capacity * sizeof *entity->haunts);
+    }
+    entity->haunts[entity->haunt_count++] = (cell_haunt){peer, now_us};
+}
+
+static void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
+    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
+    item.ghost = (Tessera__Cluster__GhostMessage *)message;
+    size_t before = outbox_cellapp_bytes(app, peer);
+    outbox_to_cellapp(app, peer, &item);
+    app->counters.ghost_bytes += outbox_cellapp_bytes(app, peer) - before;
+}
+
+/* The ghost properties of `entity`: all of them into `w`, byte-aligned. */
+static void haunt_encode_all(const cellapp *app, const cell_entity *entity, bit_writer *w) {
+    const entity_state_mask *ghosts =
+        replication_schema_mask(app->shared.schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+    property_codec_encode_changes(w, entity->state, ghosts);
+    bit_writer_align(w);
+}
+
+void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer) {
+    if (haunt_has(entity, peer)) return;
+    bit_writer w;
+    bit_writer_init(&w);
+    haunt_encode_all(app, entity, &w);
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = entity->x;
+    position.y = entity->y;
+    position.z = entity->z;
+    Tessera__Cluster__GhostCreate create = TESSERA__CLUSTER__GHOST_CREATE__INIT;
+    create.entity_type = (char *)entity->cls->name;
+    create.space_name = entity->home->space_name;
+    create.position = &position;
+    create.yaw = entity->yaw;
+    create.stamp_us = entity->move_stamp_us;
+    create.properties.data = (uint8_t *)bit_writer_data(&w);
+    create.properties.len = bit_writer_bytes(&w);
+    Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
+    message.entity_id = entity->id;
+    message.incarnation = entity->incarnation;
+    message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE;
+    message.create = &create;
+    haunt_send(app, peer, &message);
+    bit_writer_close(&w);
+    haunt_append(entity, peer, clock_monotonic_us());
+    app->counters.ghosts_created++;
+}
+
+static void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, bool destroyed) {
+    Tessera__Cluster__GhostDelete remove = TESSERA__CLUSTER__GHOST_DELETE__INIT;
+    remove.destroyed = destroyed;
+    Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
+    message.entity_id = entity->id;
+    message.incarnation = entity->incarnation;
+    message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE;
+    message.delete_ = &remove;
+    haunt_send(app, peer, &message);
+    app->counters.ghosts_deleted++;
+}
+
+void haunt_destroyed(cellapp *app, cell_entity *entity) {
+    for (uint32_t i = 0; i < entity->haunt_count; i++)
+        if (peer_set_is_up(app->peers, entity->haunts[i].cellapp_id))
+            haunt_send_delete(app, entity, entity->haunts[i].cellapp_id, true);
+    entity->haunt_count = 0;
+}
+
+/* How far `entity` is from the region of the cell `peer` owns in its space
+ * (infinitely far if it owns none). */
+static double haunt_distance_to(const cell *c, const cell_entity *entity, uint64_t peer) {
+    const space_layout_node *node = space_layout_cell_of(c->layout, peer);
+    space_layout_rect rect;
+    if (!node || space_layout_rect_of(c->layout, node->cell_id, &rect) != 0) return INFINITY;
+    return space_layout_rect_distance(&rect, entity->x, entity->z);
+}
+
+/* Brings one real's haunts up to date. Returns true while some haunt is
+ * kept only by the fudge margin or the lifespan (so it is checked again). */
+static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t now_us) {
+    const haunt_config *config = &app->settings.haunt;
+    const space_layout_node *near[HAUNT_MAX_NEAR];
+    size_t found = space_layout_cells_near(c->layout, entity->x, entity->z, config->ghost_distance, near,
+                                           HAUNT_MAX_NEAR);
+    if (found > HAUNT_MAX_NEAR) found = HAUNT_MAX_NEAR;
+    for (size_t i = 0; i < found; i++) {
+        uint64_t peer = near[i]->cellapp_id;
+        if (peer == app->process_id || haunt_has(entity, peer) || !peer_set_is_up(app->peers, peer)) continue;
+        if (!spaces_peer_epoch(app, peer, c->space_name)) continue; /* it cannot place a ghost yet */
+        haunt_add(app, entity, peer);
+    }
+    bool lingering = false;
+    uint64_t lifespan_us = (uint64_t)config->ghost_min_lifespan_ms * 1000u;
+    for (uint32_t i = 0; i < entity->haunt_count;) {
+        cell_haunt *haunt = &entity->haunts[i];
+        bool wanted = false;
+        for (size_t n = 0; n < found && !wanted; n++) wanted = near[n]->cellapp_id == haunt->cellapp_id;
+        if (wanted) {
+            i++;
+            continue;
+        }
+        bool young = now_us - haunt->since_us < lifespan_us;
+        bool close = haunt_distance_to(c, entity, haunt->cellapp_id) <= config->ghost_distance + config->ghost_fudge;
+        if (peer_set_is_up(app->peers, haunt->cellapp_id) && (young || close)) {
+            lingering = true;
+            i++;
+            continue;
+        }
+        if (peer_set_is_up(app->peers, haunt->cellapp_id)) haunt_send_delete(app, entity, haunt->cellapp_id, false);
+        entity->haunts[i] = entity->haunts[--entity->haunt_count];
+    }
+    return lingering;
+}
+
+/* The tick's GhostUpdate of a real, to each haunt. */
+static void haunt_send_update(cellapp *app, cell_entity *entity) {
+    const entity_state_mask *ghosts =
+        replication_schema_mask(app->shared.schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+    entity_state_mask changed;
+    entity_state_mask_intersect(&changed, entity_state_dirty(entity->state), ghosts);
+    bool has_properties = !entity_state_mask_empty(&changed);
+    if (!entity->moved && !has_properties && entity->broadcast_count == 0) return;
+    bit_writer w;
+    bit_writer_init(&w);
+    if (has_properties) {
+        /* The cell packed this tick's GHOSTS encoding once; copy it. */
+        if (!(entity->packed && replication_append_change_list(app->shared.replication, &entity->replication,
+                                                               REPLICATION_AUDIENCE_GHOSTS, &w) > 0))
+            property_codec_encode_changes(&w, entity->state, &changed);
+        bit_writer_align(&w);
+    }
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = entity->x;
+    position.y = entity->y;
+    position.z = entity->z;
+    Tessera__Cluster__GhostUpdate update = TESSERA__CLUSTER__GHOST_UPDATE__INIT;
+    if (entity->moved) update.position = &position;
+    update.yaw = entity->yaw;
+    update.stamp_us = entity->move_stamp_us;
+    update.properties.data = (uint8_t *)bit_writer_data(&w);
+    update.properties.len = bit_writer_bytes(&w);
+    Tessera__Client__ClientCall **calls = NULL;
+    if (entity->broadcast_count) {
+        calls = xcalloc(entity->broadcast_count, sizeof *calls);
+        for (size_t i = 0; i < entity->broadcast_count; i++) calls[i] = &entity->broadcast_calls[i];
+        update.n_client_calls = entity->broadcast_count;
+        update.client_calls = calls;
+    }
+    Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
+    message.entity_id = entity->id;
+    message.incarnation = entity->incarnation;
+    message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE;
+    message.update = &update;
+    for (uint32_t i = 0; i < entity->haunt_count; i++) haunt_send(app, entity->haunts[i].cellapp_id, &message);
+    free(calls);
+    bit_writer_close(&w);
+}
+
+void haunt_tick(cellapp *app, cell *c) {
+    uint64_t now_us = clock_monotonic_us();
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
+        if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
+        if (entity->haunts_stale || c->layout_changed) entity->haunts_stale = haunt_recompute(app, c, entity, now_us);
+        if (entity->haunt_count) haunt_send_update(app, entity);
+    }
+}
+
+void haunt_count(const cellapp *app, size_t *interior_reals, size_t *reals, size_t *ghosts) {
+    *interior_reals = *reals = *ghosts = 0;
+    size_t cursor = 0;
+    cell *c;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        *reals += c->real_count;
+        *ghosts += c->ghost_count;
+        for (size_t i = 0; i < c->count; i++) {
+            const cell_entity *entity = c->by_index[i];
+            if (entity->kind == CELL_ENTITY_REAL && !entity->destroyed && entity->haunt_count == 0) (*interior_reals)++;
+        }
+    }
+}
+
+/* ---- receiving ------------------------------------------------------------- */
+
+static void haunt_decode_properties(uint64_t peer, cell_entity *ghost, const ProtobufCBinaryData *properties,
+                                    const replication_schema *schema) {
+    if (properties->len == 0) return;
+    bit_reader reader;
+    bit_reader_init(&reader, properties->data, properties->len);
+    const entity_state_mask *accept = replication_schema_mask(schema, ghost->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+    int rc = property_codec_decode_changes(&reader, ghost->state, accept, NULL);
+    if (rc != 0)
+        log_warn("cellapp %" PRIu64 ": properties of ghost %" PRIu64 " do not decode: %s", peer, ghost->id,
+                 property_codec_strerror(rc));
+}
+
+static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
+                               const Tessera__Cluster__GhostCreate *create) {
+    const entity_def_class *cls =
+        create->entity_type ? entity_def_registry_find_class(app->shared.definitions, create->entity_type) : NULL;
+    if (!cls) {
+        log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 " of type '%s', which our definitions lack "
+                 "(do the cellapps load the same definitions?)",
+                 peer, entity_id, create->entity_type ? create->entity_type : "");
+        return;
+    }
+    cell *c = spaces_cell(app, create->space_name, true);
+    if (!c) {
+        log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 " in space '%s', which this cellapp does not "
+                 "know yet: dropped",
+                 peer, entity_id, create->space_name ? create->space_name : "");
+        return;
+    }
+    float x = create->position ? create->position->x : 0, y = create->position ? create->position->y : 0;
+    float z = create->position ? create->position->z : 0;
+    cell_entity *ghost = cellapp_find_entity(app, entity_id);
+    if (ghost && (ghost->kind != CELL_ENTITY_GHOST || ghost->home != c || ghost->cls != cls)) {
+        if (ghost->kind == CELL_ENTITY_REAL) {
+            log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 ", which is real here: ignored", peer,
+                     entity_id);
+            return;
+        }
+        cell_destroy(ghost->home, ghost); /* it changed space: a new ghost there */
+        ghost = NULL;
+    }
+    if (!ghost) {
+        ghost = cell_add(c, entity_id, CELL_ENTITY_GHOST, cls, x, y, z);
+        if (!ghost) {
+            /* Destroyed earlier this tick and not reaped yet: it comes back
+             * as a new ghost from the real's next message. */
+            log_debug("ghost %" PRIu64 " is being reaped; its create waits for the next", entity_id);
+            return;
+        }
+    } else {
+        cell_move(c, ghost, x, y, z, create->yaw);
+    }
+    ghost->kind = CELL_ENTITY_GHOST;
+    ghost->owner_cellapp = peer;
+    ghost->incarnation = incarnation;
+    ghost->yaw = create->yaw;
+    ghost->moved = true;
+    ghost->move_stamp_us = create->stamp_us;
+    haunt_decode_properties(peer, ghost, &create->properties, app->shared.schema);
+}
+
+static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
+                               const Tessera__Cluster__GhostUpdate *update) {
+    cell *c = ghost->home;
+    if (update->position &&
+        (update->position->x != ghost->x || update->position->y != ghost->y || update->position->z != ghost->z ||
+         update->yaw != ghost->yaw))
+        cell_move(c, ghost, update->position->x, update->position->y, update->position->z, update->yaw);
+    else if (update->yaw != ghost->yaw)
+        cell_move(c, ghost, ghost->x, ghost->y, ghost->z, update->yaw);
+    ghost->move_stamp_us = update->stamp_us;
+    haunt_decode_properties(peer, ghost, &update->properties, app->shared.schema);
+    for (size_t i = 0; i < update->n_client_calls; i++) {
+        const Tessera__Client__ClientCall *call = update->client_calls[i];
+        if (call->entity_id != ghost->id) continue;
+        cell_message_queue_for_observers(c, ghost->id, call->method_id, call->args.data, call->args.len);
+    }
+}
+
+/* Applies one ghost message the books let through. */
+static void haunt_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
+    uint64_t id = message->entity_id;
+    if (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE) {
+        haunt_apply_create(app, peer, id, message->incarnation, message->create);
+        return;
+    }
+    cell_entity *ghost = cellapp_find_entity(app, id);
+    if (!ghost || ghost->kind != CELL_ENTITY_GHOST) {
+        log_debug("cellapp %" PRIu64 ": ghost message for entity %" PRIu64 ", which has no ghost here", peer, id);
+        return;
+    }
+    /* The books let it through: its sender feeds this ghost now. */
+    ghost->owner_cellapp = peer;
+    ghost->incarnation = message->incarnation;
+    switch (message->body_case) {
+    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE: haunt_apply_update(app, peer, ghost, message->update); break;
+    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE: cell_destroy(ghost->home, ghost); break;
+    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL:
+        ghost->owner_cellapp = message->set_real->next_cellapp_id;
+        ghost->incarnation = message->incarnation + 1;
+        break;
+    default: break;
+    }
+}
+
+static ghost_order_kind haunt_kind_of(const Tessera__Cluster__GhostMessage *message) {
+    switch (message->body_case) {
+    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE: return GHOST_ORDER_CREATE;
+    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE: return GHOST_ORDER_DELETE;
+    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL: return GHOST_ORDER_SET_REAL;
+    default: return GHOST_ORDER_UPDATE;
+    }
+}
+
+/* A held item, as the books keep it: the encoded CellItem and its sender. */
+typedef struct haunt_held_item {
+    uint64_t peer;
+    size_t length;
+    uint8_t bytes[];
+} haunt_held_item;
+
+void *haunt_hold_item(uint64_t peer, const uint8_t *item, size_t length) {
+    haunt_held_item *held = xmalloc(sizeof *held + (length ? length : 1));
+    held->peer = peer;
+    held->length = length;
+    if (length) memcpy(held->bytes, item, length);
+    return held;
+}
+
+void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message,
+                      const uint8_t *item, size_t item_length) {
+    if (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY__NOT_SET || message->entity_id == 0 ||
+        (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL && !message->set_real->next_cellapp_id)) {
+        log_warn("cellapp %" PRIu64 " sent an empty or malformed ghost message: ignored", peer);
+        return;
+    }
+    ghost_order_message book = {haunt_kind_of(message), peer, message->incarnation,
+                                message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL
+                                    ? message->set_real->next_cellapp_id
+                                    : 0,
+                                NULL};
+    switch (ghost_order_offer(app->ghost_order, message->entity_id, &book, clock_monotonic_us())) {
+    case GHOST_ORDER_APPLY:
+        haunt_apply(app, peer, message);
+        haunt_release(app, message->entity_id);
+        break;
+    case GHOST_ORDER_HOLD:
+        ghost_order_hold_payload(app->ghost_order, message->entity_id, haunt_hold_item(peer, item, item_length));
+        log_debug("entity %" PRIu64 ": %s of incarnation %u from cellapp %" PRIu64 " held for an earlier real",
+                  message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
+        break;
+    case GHOST_ORDER_STALE:
+        log_debug("entity %" PRIu64 ": stale %s of incarnation %u from cellapp %" PRIu64 ": dropped",
+                  message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
+        break;
+    }
+}
+
+/* Replays one held item. */
+static void haunt_replay(cellapp *app, haunt_held_item *held) {
+    Tessera__Cluster__CellItem *item = tessera__cluster__cell_item__unpack(NULL, held->length, held->bytes);
+    if (!item) {
+        log_warn("a held item from cellapp %" PRIu64 " does not decode: dropped", held->peer);
+        return;
+    }
+    if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST) haunt_apply(app, held->peer, item->ghost);
+    else if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD) offload_apply(app, held->peer, item->offload);
+    tessera__cluster__cell_item__free_unpacked(item, NULL);
+}
+
+void haunt_release(cellapp *app, uint64_t entity_id) {
+    ghost_order_message message;
+    for (;;) {
+        ghost_order_event event = ghost_order_next(app->ghost_order, entity_id, &message);
+        if (event == GHOST_ORDER_NONE) return;
+        if (event == GHOST_ORDER_LOST) {
+            cell_entity *ghost = cellapp_find_entity(app, entity_id);
+            if (ghost && ghost->kind == CELL_ENTITY_GHOST) {
+                log_debug("ghost %" PRIu64 ": its real's cellapp is gone: dropped", entity_id);
+                cell_destroy(ghost->home, ghost);
+            }
+            continue;
+        }
+        haunt_replay(app, message.payload);
+        free(message.payload);
+    }
+}
+
+void haunt_peer_down(cellapp *app, uint64_t peer) {
+    size_t capacity = ghost_order_size(app->ghost_order);
+    uint64_t *ids = xcalloc(capacity ? capacity : 1, sizeof *ids);
+    size_t count = ghost_order_peer_down(app->ghost_order, peer, ids, capacity);
+    for (size_t i = 0; i < count; i++) haunt_release(app, ids[i]);
+    free(ids);
+    /* Whatever the books did not cover (a ghost whose create never passed
+     * them) goes too; and the peer leaves every haunt list. */
+    size_t dropped = 0, cursor = 0;
+    cell *c;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        for (size_t i = 0; i < c->count; i++) {
+            cell_entity *entity = c->by_index[i];
+            if (entity->destroyed) continue;
+            if (entity->kind == CELL_ENTITY_GHOST && entity->owner_cellapp == peer) {
+                cell_destroy(c, entity);
+                ghost_order_forget(app->ghost_order, entity->id, clock_monotonic_us());
+                dropped++;
+                continue;
+            }
+            for (uint32_t h = 0; h < entity->haunt_count;) {
+                if (entity->haunts[h].cellapp_id == peer) entity->haunts[h] = entity->haunts[--entity->haunt_count];
+                else h++;
+            }
+        }
+    }
+    if (dropped || count) log_info("cellapp %" PRIu64 " gone: %zu ghosts dropped, %zu entities re-examined", peer,
+                                   dropped, count);
+}

@@ -1,0 +1,539 @@
+/* offload.c -- reals moving between cellapps.
+ *
+ * A real whose position lies outside its cell's region by more than
+ * offload_margin moves to the cell that holds the point, on the cellapp
+ * that owns it (after this tick's client messages have gone):
+ *
+ *   1. the destination gets a ghost first if it holds none (same space);
+ *   2. every other haunt is told the next real (GhostSetReal: the last
+ *      message of this incarnation to it);
+ *   3. the whole cell state goes in one Offload (cell_entity_codec.c), as
+ *      incarnation + 1, with the list of haunts;
+ *   4. the base is told this incarnation has ended (CellHandoff), and the
+ *      copy here becomes a ghost of the new real; the ghost route
+ *      remembers where it went;
+ *   5. the destination restores it, acknowledges, announces itself to the
+ *      base (CellAddress) and the cell directory, and takes over the
+ *      haunts.
+ *
+ * Until the acknowledgement comes the sender keeps the state. If the
+ * destination refuses (it cannot take the entity) or goes away first, the
+ * sender takes the real back as a new incarnation and re-creates its
+ * ghosts, so an entity is never lost in transit and never real twice.
+ *
+ * A teleport into another space goes the same way, with the old space's
+ * ghosts deleted instead of told, and the client given a fresh view.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellapp.h"
+#include "clock.h"
+#include "log.h"
+#include "peer_message.h"
+
+/* An offload sent and not yet acknowledged. */
+typedef struct offload_pending {
+    uint64_t target;
+    uint32_t incarnation;          /* offered to the target */
+    uint8_t *state;                /* the encoded CellEntityState to take back */
+    size_t length;
+    uint64_t *haunts;              /* the haunts handed over */
+    size_t haunt_count;
+} offload_pending;
+
+static void offload_pending_free(offload_pending *pending) {
+    if (!pending) return;
+    free(pending->state);
+    free(pending->haunts);
+    free(pending);
+}
+
+void offload_free(cellapp *app) {
+    size_t cursor = 0;
+    uint64_t id;
+    void *value;
+    while (id_map_next(&app->pending_offloads, &cursor, &id, &value)) offload_pending_free(value);
+    id_map_close(&app->pending_offloads);
+}
+
+static void offload_send_item(cellapp *app, uint64_t peer, Tessera__Cluster__CellItem *item) {
+    outbox_to_cellapp(app, peer, item);
+}
+
+static void offload_send_set_real(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
+                                  uint64_t next) {
+    Tessera__Cluster__GhostSetReal set_real = TESSERA__CLUSTER__GHOST_SET_REAL__INIT;
+    set_real.next_cellapp_id = next;
+    Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
+    message.entity_id = entity_id;
+    message.incarnation = incarnation;
+    message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL;
+    message.set_real = &set_real;
+    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
+    item.ghost = &message;
+    offload_send_item(app, peer, &item);
+}
+
+static void offload_send_ack(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
+                             const char *refused) {
+    Tessera__Cluster__OffloadAck ack = TESSERA__CLUSTER__OFFLOAD_ACK__INIT;
+    ack.entity_id = entity_id;
+    ack.incarnation = incarnation;
+    ack.refused = refused != NULL;
+    ack.reason = (char *)(refused ? refused : "");
+    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK;
+    item.offload_ack = &ack;
+    offload_send_item(app, peer, &item);
+}
+
+static void offload_tell_base_handoff(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation,
+                                      uint64_t next) {
+    if (!baseapp_id) return;
+    Tessera__Cluster__CellHandoff handoff = TESSERA__CLUSTER__CELL_HANDOFF__INIT;
+    handoff.entity_id = entity_id;
+    handoff.incarnation = incarnation;
+    handoff.next_cellapp_id = next;
+    peer_send_cell_handoff(app->peers, baseapp_id, &handoff);
+}
+
+static void offload_tell_base_address(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation) {
+    if (!baseapp_id) return;
+    Tessera__Cluster__CellAddress address = TESSERA__CLUSTER__CELL_ADDRESS__INIT;
+    address.entity_id = entity_id;
+    address.incarnation = incarnation;
+    peer_send_cell_address(app->peers, baseapp_id, &address);
+}
+
+/* The client learns it was teleported: where to, and with a new space the
+ * quantization of the new one. Goes in the entity's client stream. */
+static void offload_tell_client_teleported(cellapp *app, const cell_entity *entity, bool space_changed) {
+    if (!entity->baseapp_id || !entity->witness) return;
+    const cell *c = entity->home;
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT, low = TESSERA__CLIENT__VECTOR3__INIT,
+                             high = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = entity->x;
+    position.y = entity->y;
+    position.z = entity->z;
+    Tessera__Client__Teleported teleported = TESSERA__CLIENT__TELEPORTED__INIT;
+    teleported.position = &position;
+    teleported.yaw = entity->yaw;
+    teleported.space_changed = space_changed;
+    teleported.space_name = (char *)c->space_name;
+    if (space_changed) {
+        low.x = (float)c->volatile_config.min[0];
+        low.y = (float)c->volatile_config.min[1];
+        low.z = (float)c->volatile_config.min[2];
+        high.x = (float)c->volatile_config.max[0];
+        high.y = (float)c->volatile_config.max[1];
+        high.z = (float)c->volatile_config.max[2];
+        teleported.position_precision = c->volatile_config.precision;
+        teleported.world_min = &low;
+        teleported.world_max = &high;
+        teleported.yaw_steps = c->volatile_config.yaw_steps;
+    }
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED;
+    message.teleported = &teleported;
+    cellapp_send_to_client(app, entity, &message);
+}
+
+/* Packs a state for keeping. */
+static uint8_t *offload_pack_state(const Tessera__Cluster__CellEntityState *state, size_t *length) {
+    *length = tessera__cluster__cell_entity_state__get_packed_size(state);
+    uint8_t *bytes = xmalloc(*length ? *length : 1);
+    tessera__cluster__cell_entity_state__pack(state, bytes);
+    return bytes;
+}
+
+/* Sends `entity` (a real here, incarnation k) to `target` as k + 1, with
+ * `state` (saved from it, possibly edited for a teleport) and `kept` (the
+ * state to take back if it does not arrive). `space_changed`: the old
+ * space's ghosts are deleted rather than told. */
+static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
+                             Tessera__Cluster__CellEntityState *state, uint8_t *kept, size_t kept_length,
+                             bool space_changed) {
+    cell *c = entity->home;
+    uint32_t k = entity->incarnation;
+    if (!space_changed && !peer_set_is_up(app->peers, target)) log_panic("offload to a peer that is not up");
+    if (!space_changed) {
+        bool has_ghost = false;
+        for (uint32_t i = 0; i < entity->haunt_count; i++) has_ghost |= entity->haunts[i].cellapp_id == target;
+        if (!has_ghost) haunt_add(app, entity, target);
+    }
+    /* The haunts the new real takes over: all but itself, plus us (the copy
+     * here becomes its ghost). */
+    uint64_t *haunts = xcalloc(entity->haunt_count + 1, sizeof *haunts);
+    size_t haunt_count = 0;
+    for (uint32_t i = 0; i < entity->haunt_count; i++) {
+        uint64_t peer = entity->haunts[i].cellapp_id;
+        if (peer == target) continue;
+        if (space_changed) {
+            Tessera__Cluster__GhostDelete remove = TESSERA__CLUSTER__GHOST_DELETE__INIT;
+            Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
+            message.entity_id = entity->id;
+            message.incarnation = k;
+            message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE;
+            message.delete_ = &remove;
+            Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+            item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
+            item.ghost = &message;
+            offload_send_item(app, peer, &item);
+            continue;
+        }
+        offload_send_set_real(app, peer, entity->id, k, target);
+        haunts[haunt_count++] = peer;
+    }
+    /* (Into another space, the target's ghost in the old one goes when the
+     * real arrives in the new one: offload_apply.) */
+    if (!space_changed) haunts[haunt_count++] = app->process_id;
+
+    state->incarnation = k + 1;
+    state->offloads = entity->offloads + 1;
+    state->space_changed = space_changed;
+    Tessera__Cluster__Offload offload = TESSERA__CLUSTER__OFFLOAD__INIT;
+    offload.entity = state;
+    offload.haunts = haunts;
+    offload.n_haunts = haunt_count;
+    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD;
+    item.offload = &offload;
+    offload_send_item(app, target, &item);
+
+    offload_tell_base_handoff(app, entity->baseapp_id, entity->id, k, target);
+    offload_pending *pending = xcalloc(1, sizeof *pending);
+    pending->target = target;
+    pending->incarnation = k + 1;
+    pending->state = kept;
+    pending->length = kept_length;
+    pending->haunts = haunts;
+    pending->haunt_count = haunt_count;
+    offload_pending_free(id_map_remove(&app->pending_offloads, entity->id));
+    id_map_put(&app->pending_offloads, entity->id, pending);
+    ghost_route_add(app->route, entity->id, target,
+                    clock_monotonic_us() / 1000 + (uint64_t)app->settings.ghost_route_ms);
+    app->counters.offloads_out++;
+    log_debug("entity %" PRIu64 ": offloaded to cellapp %" PRIu64 " as incarnation %u%s", entity->id, target, k + 1,
+              space_changed ? " (into another space)" : "");
+    if (space_changed) {
+        ghost_order_forget(app->ghost_order, entity->id, clock_monotonic_us());
+        cell_destroy(c, entity);
+    } else {
+        ghost_order_set_ghost(app->ghost_order, entity->id, k + 1, target);
+        cell_make_ghost(c, entity, target, k + 1);
+    }
+}
+
+void offload_send(cellapp *app, cell_entity *entity, uint64_t target) {
+    Tessera__Cluster__CellEntityState state;
+    cell_entity_save(app, entity, &state);
+    state.incarnation = entity->incarnation + 1;
+    size_t kept_length;
+    uint8_t *kept = offload_pack_state(&state, &kept_length);
+    offload_dispatch(app, entity, target, &state, kept, kept_length, false);
+    cell_entity_saved_free(&state);
+}
+
+static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
+                          const uint64_t *haunts, size_t haunt_count, uint64_t from, char *err, size_t errlen);
+
+/* A teleport into another space, now that this tick's client messages
+ * have gone: to the cellapp that owns the point (possibly this one). */
+static void offload_teleport_now(cellapp *app, cell_entity *entity) {
+    entity->teleport_pending = false;
+    const space_layout *layout = spaces_layout(app, entity->teleport_space);
+    const space_layout_node *node =
+        layout ? space_layout_cell_at(layout, entity->teleport_x, entity->teleport_z) : NULL;
+    if (!node || (node->cellapp_id != app->process_id &&
+                  (!peer_set_is_up(app->peers, node->cellapp_id) ||
+                   !spaces_peer_epoch(app, node->cellapp_id, entity->teleport_space)))) {
+        log_warn("entity %" PRIu64 ": its teleport into space '%s' found no cell up there: it stays", entity->id,
+                 entity->teleport_space);
+        return;
+    }
+    Tessera__Cluster__CellEntityState state;
+    cell_entity_save(app, entity, &state);
+    size_t kept_length;
+    uint8_t *kept = offload_pack_state(&state, &kept_length);
+    /* Where it goes: the same entity, somewhere else. */
+    Tessera__Client__Vector3 *position = state.position;
+    position->x = entity->teleport_x;
+    position->y = entity->teleport_y;
+    position->z = entity->teleport_z;
+    state.yaw = entity->teleport_yaw;
+    state.space_name = entity->teleport_space;
+    state.teleported = true;
+    app->counters.teleports++;
+    if (node->cellapp_id != app->process_id) {
+        offload_dispatch(app, entity, node->cellapp_id, &state, kept, kept_length, true);
+        cell_entity_saved_free(&state);
+        return;
+    }
+    /* Into a cell of this cellapp: the old space forgets it, the new one
+     * gets it as the next incarnation, like an offload to ourselves. */
+    free(kept);
+    uint32_t k = entity->incarnation;
+    uint64_t baseapp_id = entity->baseapp_id;
+    state.incarnation = k + 1;
+    state.space_changed = true;
+    state.offloads = entity->offloads;
+    haunt_destroyed(app, entity);
+    offload_tell_base_handoff(app, baseapp_id, entity->id, k, app->process_id);
+    cell_destroy(entity->home, entity);
+    cell *c = spaces_cell(app, entity->teleport_space, true);
+    char err[256];
+    if (!c || offload_arrive(app, c, NULL, &state, NULL, 0, app->process_id, err, sizeof err) != 0)
+        log_warn("entity %" PRIu64 ": teleport into space '%s' failed on arrival: %s", state.entity_id,
+                 entity->teleport_space, c ? err : "no cell");
+    cell_entity_saved_free(&state);
+}
+
+void offload_tick(cellapp *app, cell *c) {
+    if (!c->layout) return;
+    double margin = app->settings.haunt.offload_margin;
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
+        if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
+        if (entity->teleport_pending) {
+            offload_teleport_now(app, entity);
+            continue;
+        }
+        if (cell_region_holds(c, entity->x, entity->z, margin)) continue;
+        const space_layout_node *node = space_layout_cell_at(c->layout, entity->x, entity->z);
+        if (!node || node->cellapp_id == app->process_id) continue;
+        /* It waits here until that cellapp is up and has this layout (or a
+         * later one), so it arrives where it can be placed. */
+        if (!peer_set_is_up(app->peers, node->cellapp_id) ||
+            spaces_peer_epoch(app, node->cellapp_id, c->space_name) < c->layout->epoch)
+            continue;
+        offload_send(app, entity, node->cellapp_id);
+    }
+}
+
+/* ---- arriving ---------------------------------------------------------------- */
+
+static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
+                   const uint64_t *haunts, size_t haunt_count, uint64_t from, char *err, size_t errlen) {
+    if (cell_entity_restore(app, c, existing, state, err, errlen) != 0) return -1;
+    cell_entity *entity = cell_find(c, state->entity_id);
+    uint64_t now_us = clock_monotonic_us();
+    entity->haunt_count = 0;
+    for (size_t i = 0; i < haunt_count; i++) {
+        if (haunts[i] == app->process_id || !peer_set_is_up(app->peers, haunts[i])) continue;
+        if (entity->haunt_count == entity->haunt_capacity) {
+            entity->haunt_capacity = entity->haunt_capacity ? entity->haunt_capacity * 2 : 4;
+            entity->haunts = xrealloc(entity->haunts, entity->haunt_capacity * sizeof *entity->haunts);
+        }
+        entity->haunts[entity->haunt_count++] = (cell_haunt){haunts[i], now_us};
+    }
+    entity->haunts_stale = true;
+    ghost_order_set_real(app->ghost_order, entity->id, entity->incarnation, app->process_id);
+    ghost_route_remove(app->route, entity->id);
+    offload_tell_base_address(app, entity->baseapp_id, entity->id, entity->incarnation);
+    mailbox_directory_set(app->redis, app->settings.process.cluster_name, entity->id, app->process_id,
+                          entity->incarnation);
+    if (state->space_changed) {
+        entity->space_changed = true;
+        if (entity->witness) witness_reset(c, entity);
+        offload_tell_client_teleported(app, entity, true);
+    }
+    (void)from;
+    return 0;
+}
+
+/* The refusal's duties: the haunts and the base must not wait for an
+ * incarnation that will never run. */
+static void offload_refuse(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload, const char *reason) {
+    const Tessera__Cluster__CellEntityState *state = offload->entity;
+    uint32_t refused = state->incarnation;
+    log_warn("entity %" PRIu64 ": offload from cellapp %" PRIu64 " refused: %s", state->entity_id, peer, reason);
+    for (size_t i = 0; i < offload->n_haunts; i++)
+        if (offload->haunts[i] != peer && offload->haunts[i] != app->process_id &&
+            peer_set_is_up(app->peers, offload->haunts[i]))
+            offload_send_set_real(app, offload->haunts[i], state->entity_id, refused, peer);
+    offload_send_ack(app, peer, state->entity_id, refused, reason);
+    offload_tell_base_handoff(app, state->baseapp_id, state->entity_id, refused, peer);
+    ghost_order_set_ghost(app->ghost_order, state->entity_id, refused + 1, peer);
+    app->counters.offloads_refused++;
+}
+
+void offload_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload) {
+    const Tessera__Cluster__CellEntityState *state = offload->entity;
+    cell *c = spaces_cell(app, state->space_name, true);
+    if (!c) {
+        offload_refuse(app, peer, offload, "this cellapp does not know the space");
+        return;
+    }
+    int64_t reals = 0;
+    size_t cursor = 0;
+    cell *each;
+    while ((each = spaces_next_cell(app, &cursor)) != NULL) reals += (int64_t)each->real_count;
+    if (reals >= app->settings.max_entities) {
+        offload_refuse(app, peer, offload, "this cellapp is full (max_entities)");
+        return;
+    }
+    cell_entity *existing = cellapp_find_entity(app, state->entity_id);
+    if (existing && existing->kind == CELL_ENTITY_REAL) {
+        offload_refuse(app, peer, offload, "the entity is real here already");
+        return;
+    }
+    if (existing && existing->home != c) {
+        cell_destroy(existing->home, existing); /* a ghost in the space it left */
+        existing = NULL;
+    }
+    char err[256];
+    if (offload_arrive(app, c, existing, state, offload->haunts, offload->n_haunts, peer, err, sizeof err) != 0) {
+        offload_refuse(app, peer, offload, err);
+        return;
+    }
+    offload_send_ack(app, peer, state->entity_id, state->incarnation, NULL);
+    app->counters.offloads_in++;
+    log_debug("entity %" PRIu64 ": arrived from cellapp %" PRIu64 " as incarnation %u", state->entity_id, peer,
+              state->incarnation);
+}
+
+void offload_on_offload(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload, const uint8_t *item,
+                        size_t item_length) {
+    const Tessera__Cluster__CellEntityState *state = offload->entity;
+    if (!state || state->entity_id == 0 || state->incarnation < 2) {
+        log_warn("cellapp %" PRIu64 " sent a malformed offload: ignored", peer);
+        return;
+    }
+    ghost_order_message book = {GHOST_ORDER_OFFLOAD, peer, state->incarnation - 1, app->process_id, NULL};
+    switch (ghost_order_offer(app->ghost_order, state->entity_id, &book, clock_monotonic_us())) {
+    case GHOST_ORDER_APPLY:
+        offload_apply(app, peer, offload);
+        haunt_release(app, state->entity_id);
+        break;
+    case GHOST_ORDER_HOLD:
+        ghost_order_hold_payload(app->ghost_order, state->entity_id, haunt_hold_item(peer, item, item_length));
+        log_debug("entity %" PRIu64 ": offload from cellapp %" PRIu64 " held for an earlier real", state->entity_id,
+                  peer);
+        break;
+    case GHOST_ORDER_STALE:
+        offload_refuse(app, peer, offload, "a later incarnation of it is known here");
+        break;
+    }
+}
+
+/* ---- taking a real back ------------------------------------------------------ */
+
+static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *pending, const char *why) {
+    Tessera__Cluster__CellEntityState *state =
+        tessera__cluster__cell_entity_state__unpack(NULL, pending->length, pending->state);
+    if (!state) log_panic("entity %" PRIu64 ": the state kept for its offload does not decode", entity_id);
+    uint32_t incarnation = pending->incarnation + 1;
+    state->incarnation = incarnation;
+    cell *c = spaces_cell(app, state->space_name, true);
+    cell_entity *existing = cellapp_find_entity(app, entity_id);
+    if (existing && existing->kind == CELL_ENTITY_REAL) {
+        log_warn("entity %" PRIu64 ": real here already; the kept state is dropped", entity_id);
+        tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
+        return;
+    }
+    if (existing && existing->home != c) {
+        cell_destroy(existing->home, existing);
+        existing = NULL;
+    }
+    char err[256];
+    if (!c || offload_arrive(app, c, existing, state, NULL, 0, app->process_id, err, sizeof err) != 0)
+        log_panic("entity %" PRIu64 ": cannot take back its real (%s)", entity_id, c ? err : "its space is gone");
+    cell_entity *entity = cell_find(c, entity_id);
+    /* Every cellapp that may hold its ghost gets a fresh create: it applies
+     * once the refused or dead incarnation has ended there. */
+    for (size_t i = 0; i < pending->haunt_count; i++) {
+        uint64_t peer = pending->haunts[i];
+        if (peer != app->process_id && peer_set_is_up(app->peers, peer)) haunt_add(app, entity, peer);
+    }
+    if (peer_set_is_up(app->peers, pending->target)) haunt_add(app, entity, pending->target);
+    app->counters.offloads_reclaimed++;
+    log_warn("entity %" PRIu64 ": taken back from cellapp %" PRIu64 " (%s) as incarnation %u", entity_id,
+             pending->target, why, incarnation);
+    tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
+}
+
+void offload_on_ack(cellapp *app, uint64_t peer, const Tessera__Cluster__OffloadAck *ack) {
+    offload_pending *pending = id_map_get(&app->pending_offloads, ack->entity_id);
+    if (!pending || pending->target != peer || pending->incarnation != ack->incarnation) {
+        log_debug("cellapp %" PRIu64 ": an acknowledgement of entity %" PRIu64 " that no offload waits for", peer,
+                  ack->entity_id);
+        return;
+    }
+    id_map_remove(&app->pending_offloads, ack->entity_id);
+    if (ack->refused) offload_reclaim(app, ack->entity_id, pending, ack->reason ? ack->reason : "refused");
+    offload_pending_free(pending);
+}
+
+void offload_peer_down(cellapp *app, uint64_t peer) {
+    size_t cursor = 0;
+    uint64_t id;
+    void *value;
+    uint64_t *lost = NULL;
+    size_t lost_count = 0, lost_capacity = 0;
+    while (id_map_next(&app->pending_offloads, &cursor, &id, &value)) {
+        if (((offload_pending *)value)->target != peer) continue;
+        if (lost_count == lost_capacity) {
+            lost_capacity = lost_capacity ? lost_capacity * 2 : 16;
+            lost = xrealloc(lost, lost_capacity * sizeof *lost);
+        }
+        lost[lost_count++] = id;
+    }
+    for (size_t i = 0; i < lost_count; i++) {
+        offload_pending *pending = id_map_remove(&app->pending_offloads, lost[i]);
+        offload_reclaim(app, lost[i], pending, "it went away before acknowledging");
+        offload_pending_free(pending);
+    }
+    free(lost);
+}
+
+/* ---- teleports ---------------------------------------------------------------- */
+
+int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, float x, float y, float z, float yaw,
+                     char *err, size_t errlen) {
+    if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) {
+        snprintf(err, errlen, "entity %" PRIu64 " is not a real here", entity->id);
+        return -1;
+    }
+    cell *c = entity->home;
+    const char *target = space_name && space_name[0] ? space_name : c->space_name;
+    const space_layout *layout = spaces_layout(app, target);
+    if (!layout) {
+        snprintf(err, errlen, "there is no space '%s'", target);
+        return -1;
+    }
+    if (!isfinite(x) || !isfinite(y) || !isfinite(z) || !isfinite(yaw) || x < layout->min[0] || x > layout->max[0] ||
+        y < layout->min[1] || y > layout->max[1] || z < layout->min[2] || z > layout->max[2]) {
+        snprintf(err, errlen, "(%.1f, %.1f, %.1f) lies outside every cell of space '%s'", (double)x, (double)y,
+                 (double)z, target);
+        return -1;
+    }
+    const space_layout_node *node = space_layout_cell_at(layout, x, z);
+    if (!node || (node->cellapp_id != app->process_id &&
+                  (!peer_set_is_up(app->peers, node->cellapp_id) || !spaces_peer_epoch(app, node->cellapp_id, target)))) {
+        snprintf(err, errlen, "the cell of space '%s' at (%.1f, %.1f) is on cellapp %" PRIu64 ", which is not ready",
+                 target, (double)x, (double)z, node ? node->cellapp_id : 0);
+        return -1;
+    }
+    if (strcmp(target, c->space_name) != 0) {
+        entity->teleport_pending = true;
+        snprintf(entity->teleport_space, sizeof entity->teleport_space, "%s", target);
+        entity->teleport_x = x;
+        entity->teleport_y = y;
+        entity->teleport_z = z;
+        entity->teleport_yaw = yaw;
+        return 0;
+    }
+    /* Within the space: it moves now; if the point is another cellapp's,
+     * the offload follows at the end of the tick, like any crossing. */
+    cell_move(c, entity, x, y, z, yaw);
+    entity->move_stamp_us = clock_wall_us();
+    entity->teleported = true;
+    movement_reset(&app->settings.movement, entity, clock_monotonic_us());
+    offload_tell_client_teleported(app, entity, false);
+    app->counters.teleports++;
+    return 0;
+}

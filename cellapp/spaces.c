@@ -1,0 +1,313 @@
+/* spaces.c -- the spaces this cellapp knows and its cells in them: polling
+ * the layout epochs in Redis every tick (space_store.h), fetching a layout
+ * whose epoch grew, checking it, and applying it whole at the start of the
+ * next tick (a cell for the region the layout gives this cellapp, new
+ * regions for the cells it has). A layout older than the one held is
+ * ignored and logged. A layout that names a cellapp that is not up waits
+ * until it is (a cellapp that has just started), and is logged as refused
+ * if it stays that way. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cellapp.h"
+#include "clock.h"
+#include "log.h"
+#include "redis_keys.h"
+
+/* A layout whose owners are not all up after this long is reported (and
+ * kept waiting): three registry TTLs cover a cellapp that is starting. */
+#define SPACES_OWNER_WAIT_US (10u * 1000u * 1000u)
+
+struct cellapp_space {
+    char name[SPACE_LAYOUT_NAME_MAX];
+    space_layout *layout;        /* applied; NULL until the first */
+    space_layout *pending;       /* fetched, applied at the next tick */
+    uint64_t pending_since_us;   /* monotonic, when it was fetched */
+    bool pending_reported;       /* "waits for cellapp N" logged */
+    uint64_t fetching_epoch;     /* a GET is in flight for this epoch (0: none) */
+    uint64_t ignored_epoch;      /* the older epoch last logged as ignored */
+    cell *cell;                  /* this cellapp's cell of the space, or NULL */
+};
+
+/* A fetch in flight. */
+typedef struct spaces_fetch {
+    cellapp *app;
+    char name[SPACE_LAYOUT_NAME_MAX];
+    uint64_t epoch;
+} spaces_fetch;
+
+typedef struct spaces_peer spaces_peer;
+static void spaces_peer_free(spaces_peer *known);
+static void spaces_send_applied(cellapp *app, uint64_t peer, const cellapp_space *space);
+
+static cellapp_space *spaces_find(const cellapp *app, const char *name) {
+    for (size_t i = 0; i < app->space_count; i++)
+        if (strcmp(app->spaces[i]->name, name) == 0) return app->spaces[i];
+    return NULL;
+}
+
+static cellapp_space *spaces_add(cellapp *app, const char *name) {
+    if (app->space_count == app->space_capacity) {
+        app->space_capacity = app->space_capacity ? app->space_capacity * 2 : 4;
+        app->spaces = xrealloc(app->spaces, app->space_capacity * sizeof *app->spaces);
+    }
+    cellapp_space *space = xcalloc(1, sizeof *space);
+    snprintf(space->name, sizeof space->name, "%s", name);
+    app->spaces[app->space_count++] = space;
+    return space;
+}
+
+static uint64_t spaces_held_epoch(const cellapp_space *space) {
+    if (space->pending) return space->pending->epoch;
+    return space->layout ? space->layout->epoch : 0;
+}
+
+static void spaces_on_layout(redis_client *redis, redisReply *reply, void *user_data) {
+    spaces_fetch *fetch = user_data;
+    (void)redis;
+    cellapp *app = fetch->app;
+    cellapp_space *space = app->shutting_down ? NULL : spaces_find(app, fetch->name);
+    if (space && space->fetching_epoch == fetch->epoch) space->fetching_epoch = 0;
+    if (!space || !reply || reply->type != REDIS_REPLY_STRING) {
+        free(fetch);
+        return;
+    }
+    char err[256];
+    space_layout *layout = space_layout_from_json(reply->str, reply->len, err, sizeof err);
+    if (!layout || space_layout_check(layout, err, sizeof err) != 0) {
+        log_warn("space '%s': layout epoch %" PRIu64 " refused: %s", fetch->name, fetch->epoch, err);
+        space_layout_free(layout);
+    } else if (strcmp(layout->name, space->name) != 0) {
+        log_warn("space '%s': the stored layout names space '%s': refused", space->name, layout->name);
+        space_layout_free(layout);
+    } else if (layout->epoch <= spaces_held_epoch(space)) {
+        if (layout->epoch < spaces_held_epoch(space))
+            log_info("space '%s': layout epoch %" PRIu64 " is older than the %" PRIu64 " held: ignored", space->name,
+                     layout->epoch, spaces_held_epoch(space));
+        space_layout_free(layout);
+    } else {
+        space_layout_free(space->pending);
+        space->pending = layout;
+        space->pending_since_us = clock_monotonic_us();
+        space->pending_reported = false;
+    }
+    free(fetch);
+}
+
+static void spaces_on_epochs(redis_client *redis, redisReply *reply, void *user_data) {
+    cellapp *app = user_data;
+    app->spaces_polling = false;
+    if (app->shutting_down || !reply || reply->type != REDIS_REPLY_ARRAY) return;
+    for (size_t i = 0; i + 1 < reply->elements; i += 2) {
+        const redisReply *name = reply->element[i], *value = reply->element[i + 1];
+        if (name->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING) continue;
+        if (name->len == 0 || name->len >= SPACE_LAYOUT_NAME_MAX) continue;
+        uint64_t epoch = strtoull(value->str, NULL, 10);
+        cellapp_space *space = spaces_find(app, name->str);
+        if (!space) space = spaces_add(app, name->str);
+        uint64_t held = spaces_held_epoch(space);
+        if (epoch < held) {
+            if (space->ignored_epoch != epoch)
+                log_warn("space '%s': Redis holds layout epoch %" PRIu64 ", older than the %" PRIu64
+                         " this cellapp applied: ignored",
+                         space->name, epoch, held);
+            space->ignored_epoch = epoch;
+            continue;
+        }
+        if (epoch == held || space->fetching_epoch >= epoch) continue;
+        char key[REDIS_KEY_MAX];
+        redis_key_space(key, app->settings.process.cluster_name, space->name);
+        spaces_fetch *fetch = xcalloc(1, sizeof *fetch);
+        fetch->app = app;
+        snprintf(fetch->name, sizeof fetch->name, "%s", space->name);
+        fetch->epoch = epoch;
+        const char *argv[] = {"GET", key};
+        size_t lengths[] = {3, strlen(key)};
+        if (redis_client_command_argv(redis, spaces_on_layout, fetch, 2, argv, lengths) != 0) free(fetch);
+        else space->fetching_epoch = epoch;
+    }
+}
+
+void spaces_poll(cellapp *app) {
+    if (app->spaces_polling || app->process_id == 0 || !redis_client_is_connected(app->redis)) return;
+    char key[REDIS_KEY_MAX];
+    redis_key_spaces(key, app->settings.process.cluster_name);
+    const char *argv[] = {"HGETALL", key};
+    size_t lengths[] = {7, strlen(key)};
+    if (redis_client_command_argv(app->redis, spaces_on_epochs, app, 2, argv, lengths) == 0) app->spaces_polling = true;
+}
+
+typedef struct spaces_owner_check {
+    const cellapp *app;
+} spaces_owner_check;
+
+static bool spaces_owner_is_up(uint64_t cellapp_id, void *context) {
+    const cellapp *app = ((spaces_owner_check *)context)->app;
+    return cellapp_id == app->process_id || peer_set_is_up(app->peers, cellapp_id);
+}
+
+static void spaces_apply(cellapp *app, cellapp_space *space) {
+    char err[256];
+    spaces_owner_check check = {app};
+    if (space_layout_check_owners(space->pending, spaces_owner_is_up, &check, err, sizeof err) != 0) {
+        if (!space->pending_reported && clock_monotonic_us() - space->pending_since_us > SPACES_OWNER_WAIT_US) {
+            log_warn("layout epoch %" PRIu64 " refused for now: %s", space->pending->epoch, err);
+            space->pending_reported = true;
+        }
+        return;
+    }
+    space_layout *old = space->layout;
+    space->layout = space->pending;
+    space->pending = NULL;
+    const space_layout_node *mine = space_layout_cell_of(space->layout, app->process_id);
+    if (!space->cell && mine) {
+        space->cell = cell_create(&app->shared, space->layout);
+    } else if (space->cell) {
+        cell_set_layout(space->cell, space->layout);
+    }
+    if (mine) {
+        space_layout_rect rect;
+        space_layout_rect_of(space->layout, mine->cell_id, &rect);
+        log_info("space '%s' epoch %" PRIu64 ": this cellapp holds cell %u (x %g .. %g, z %g .. %g)", space->name,
+                 space->layout->epoch, mine->cell_id, rect.min_x, rect.max_x, rect.min_z, rect.max_z);
+    } else {
+        log_info("space '%s' epoch %" PRIu64 ": this cellapp holds no cell of it", space->name, space->layout->epoch);
+    }
+    space_layout_free(old);
+    /* The other cellapps learn it in this tick's frame to them. */
+    size_t cursor = 0;
+    uint64_t peer;
+    while ((peer = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0) spaces_send_applied(app, peer, space);
+}
+
+void spaces_apply_pending(cellapp *app) {
+    for (size_t i = 0; i < app->space_count; i++)
+        if (app->spaces[i]->pending) spaces_apply(app, app->spaces[i]);
+}
+
+cell *spaces_cell(cellapp *app, const char *name, bool create) {
+    cellapp_space *space = name ? spaces_find(app, name) : NULL;
+    if (!space) return NULL;
+    if (!space->cell && create && space->layout) space->cell = cell_create(&app->shared, space->layout);
+    return space->cell;
+}
+
+const space_layout *spaces_layout(const cellapp *app, const char *name) {
+    const cellapp_space *space = name ? spaces_find(app, name) : NULL;
+    return space ? space->layout : NULL;
+}
+
+cell *spaces_next_cell(const cellapp *app, size_t *cursor) {
+    while (*cursor < app->space_count) {
+        cell *c = app->spaces[(*cursor)++]->cell;
+        if (c) return c;
+    }
+    return NULL;
+}
+
+void spaces_reap(cellapp *app) {
+    for (size_t i = 0; i < app->space_count; i++) {
+        cellapp_space *space = app->spaces[i];
+        if (!space->cell || space->cell->has_region || space->cell->count > 0) continue;
+        cell_free(space->cell);
+        space->cell = NULL;
+        log_info("space '%s': the cell here is empty and has no region: removed", space->name);
+    }
+}
+
+void spaces_free(cellapp *app) {
+    size_t cursor = 0;
+    uint64_t id;
+    void *value;
+    while (id_map_next(&app->peer_layouts, &cursor, &id, &value)) spaces_peer_free(value);
+    id_map_close(&app->peer_layouts);
+    for (size_t i = 0; i < app->space_count; i++) {
+        cellapp_space *space = app->spaces[i];
+        cell_free(space->cell);
+        space_layout_free(space->layout);
+        space_layout_free(space->pending);
+        free(space);
+    }
+    free(app->spaces);
+    app->spaces = NULL;
+    app->space_count = app->space_capacity = 0;
+}
+
+/* ---- what the other cellapps know ------------------------------------------ */
+
+typedef struct spaces_known {
+    char name[SPACE_LAYOUT_NAME_MAX];
+    uint64_t epoch;
+} spaces_known;
+
+struct spaces_peer {
+    spaces_known *spaces;
+    size_t count, capacity;
+};
+
+static void spaces_send_applied(cellapp *app, uint64_t peer, const cellapp_space *space) {
+    Tessera__Cluster__LayoutApplied applied = TESSERA__CLUSTER__LAYOUT_APPLIED__INIT;
+    applied.space_name = (char *)space->name;
+    applied.epoch = space->layout->epoch;
+    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_LAYOUT_APPLIED;
+    item.layout_applied = &applied;
+    outbox_to_cellapp(app, peer, &item);
+}
+
+void spaces_announce(cellapp *app, uint64_t peer) {
+    for (size_t i = 0; i < app->space_count; i++) {
+        const cellapp_space *space = app->spaces[i];
+        if (!space->layout) continue;
+        if (peer) {
+            spaces_send_applied(app, peer, space);
+            continue;
+        }
+        size_t cursor = 0;
+        uint64_t each;
+        while ((each = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0)
+            spaces_send_applied(app, each, space);
+    }
+}
+
+void spaces_on_layout_applied(cellapp *app, uint64_t peer, const Tessera__Cluster__LayoutApplied *applied) {
+    if (!applied->space_name || !applied->space_name[0] || strlen(applied->space_name) >= SPACE_LAYOUT_NAME_MAX) return;
+    spaces_peer *known = id_map_get(&app->peer_layouts, peer);
+    if (!known) {
+        known = xcalloc(1, sizeof *known);
+        id_map_put(&app->peer_layouts, peer, known);
+    }
+    spaces_known *entry = NULL;
+    for (size_t i = 0; i < known->count && !entry; i++)
+        if (strcmp(known->spaces[i].name, applied->space_name) == 0) entry = &known->spaces[i];
+    if (!entry) {
+        if (known->count == known->capacity) {
+            known->capacity = known->capacity ? known->capacity * 2 : 4;
+            known->spaces = xrealloc(known->spaces, known->capacity * sizeof *known->spaces);
+        }
+        entry = &known->spaces[known->count++];
+        snprintf(entry->name, sizeof entry->name, "%s", applied->space_name);
+        entry->epoch = 0;
+    }
+    if (applied->epoch > entry->epoch) entry->epoch = applied->epoch;
+    /* Reals near its cells may now give it ghosts, or move to it. */
+    cellapp_space *space = spaces_find(app, applied->space_name);
+    if (space && space->cell) space->cell->layout_changed = true;
+}
+
+uint64_t spaces_peer_epoch(const cellapp *app, uint64_t peer, const char *name) {
+    const spaces_peer *known = id_map_get(&app->peer_layouts, peer);
+    if (!known) return 0;
+    for (size_t i = 0; i < known->count; i++)
+        if (strcmp(known->spaces[i].name, name) == 0) return known->spaces[i].epoch;
+    return 0;
+}
+
+static void spaces_peer_free(spaces_peer *known) {
+    if (!known) return;
+    free(known->spaces);
+    free(known);
+}
+
+void spaces_peer_down(cellapp *app, uint64_t peer) { spaces_peer_free(id_map_remove(&app->peer_layouts, peer)); }

@@ -1,0 +1,41 @@
+/* peer_message.h -- one sender per kind of PeerMessage (proto/cluster.proto),
+ * so no caller builds the envelope by hand: peer_send_<body>(peers, to,
+ * &body) wraps the body in a PeerMessage and sends it to process `to`.
+ * Each returns what peer_set_send returns: 0, or -1 when that peer is not
+ * up (nothing was sent).
+ *
+ * PEER_MESSAGE_BODIES lists every body but hello (peer_set.c's own): its
+ * field name, the body case's suffix, and the protobuf-c type.
+ */
+#ifndef TESSERA_PEER_MESSAGE_H
+#define TESSERA_PEER_MESSAGE_H
+
+#include <stdint.h>
+
+#include "cluster.pb-c.h"
+#include "peer_set.h"
+
+#define PEER_MESSAGE_BODIES(X)                                                  \
+    X(create_cell_entity, CREATE_CELL_ENTITY, Tessera__Cluster__CreateCellEntity) \
+    X(cell_entity_created, CELL_ENTITY_CREATED, Tessera__Cluster__CellEntityCreated) \
+    X(to_client, TO_CLIENT, Tessera__Cluster__ToClientBatch)                    \
+    X(drop_client, DROP_CLIENT, Tessera__Cluster__DropClient)                   \
+    X(cell_message, CELL_MESSAGE, Tessera__Cluster__CellMessage)                \
+    X(cell_message_failed, CELL_MESSAGE_FAILED, Tessera__Cluster__CellMessageFailed) \
+    X(cell_address, CELL_ADDRESS, Tessera__Cluster__CellAddress)                \
+    X(cell_handoff, CELL_HANDOFF, Tessera__Cluster__CellHandoff)                \
+    X(cell_batch, CELL_BATCH, Tessera__Cluster__CellBatch)
+
+#define PEER_MESSAGE_SENDER(name, kind, type)                                                             \
+    static inline int peer_send_##name(peer_set *peers, uint64_t to, const type *body) {                  \
+        Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;                     \
+        message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_##kind;                                  \
+        message.name = (type *)body;                                                                      \
+        return peer_set_send(peers, to, &message);                                                        \
+    }
+
+PEER_MESSAGE_BODIES(PEER_MESSAGE_SENDER)
+
+#undef PEER_MESSAGE_SENDER
+
+#endif
