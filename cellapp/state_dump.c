@@ -36,6 +36,13 @@ int state_dump_write(const cellapp *app) {
         cJSON *info = cJSON_CreateObject();
         cJSON_AddStringToObject(info, "space", c->space_name);
         cJSON_AddNumberToObject(info, "cell", c->cell_id);
+        cJSON_AddBoolToObject(info, "has_region", c->has_region);
+        if (c->has_region) {
+            cJSON_AddNumberToObject(info, "min_x", c->region.min_x);
+            cJSON_AddNumberToObject(info, "max_x", c->region.max_x);
+            cJSON_AddNumberToObject(info, "min_z", c->region.min_z);
+            cJSON_AddNumberToObject(info, "max_z", c->region.max_z);
+        }
         cJSON_AddNumberToObject(info, "tick", c->tick);
         cJSON_AddNumberToObject(info, "reals", (double)c->real_count);
         cJSON_AddNumberToObject(info, "ghosts", (double)c->ghost_count);
@@ -48,6 +55,8 @@ int state_dump_write(const cellapp *app) {
                 cJSON_AddNumberToObject(ghost, "id", (double)entity->id);
                 cJSON_AddNumberToObject(ghost, "owner", (double)entity->owner_cellapp);
                 cJSON_AddNumberToObject(ghost, "incarnation", entity->incarnation);
+                cJSON_AddNumberToObject(ghost, "x", entity->x);
+                cJSON_AddNumberToObject(ghost, "z", entity->z);
                 cJSON_AddItemToArray(ghosts, ghost);
                 continue;
             }

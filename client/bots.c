@@ -73,6 +73,23 @@
 #define BOTS_LOGGED_FAILURES_MAX 10
 /* Descriptors beyond one per bot: stdio, the loop's own, and slack. */
 #define BOTS_SPARE_FDS 64
+/* The most teleports --teleport may schedule. */
+#define BOTS_MAX_TELEPORTS 8
+/* The numbered calls (--ping-rate): the cell's ping(n) and the base's
+ * relayPing(n), which calls ping from the base. */
+#define BOTS_PING_METHOD "ping"
+#define BOTS_RELAY_PING_METHOD "relayPing"
+#define BOTS_TELEPORT_METHOD "teleport"
+/* How far a leave may be inside the view before it is a flicker: two
+ * entities each move speed x this long between a position being sent and
+ * the cell acting on it (a move's trip, a tick, the stream's trip back). */
+#define BOTS_FLICKER_SLACK_S 0.3
+
+typedef struct bots_teleport {
+    double at_seconds;
+    char space[64];
+    float x, y, z;
+} bots_teleport;
 
 typedef struct bots_options {
     char host[INET6_ADDRSTRLEN]; /* resolved IP literal */
@@ -92,6 +109,10 @@ typedef struct bots_options {
     double settle_seconds;       /* stand still and call nothing for the last S seconds */
     const char *snapshot_file;   /* NULL: no snapshot */
     double snapshot_at_seconds;  /* when to write it, after the start */
+    double ping_rate;            /* numbered calls per bot per second while walking */
+    double gap_limit_ms;         /* an update gap longer than this while walking is counted */
+    bots_teleport teleports[BOTS_MAX_TELEPORTS];
+    uint32_t teleport_count, teleport_bots; /* the first teleport_bots bots make them */
 } bots_options;
 
 struct bots_run;
@@ -116,9 +137,25 @@ typedef struct bot {
     /* Argument states of the methods it calls, of its client's definitions
      * (each client has its own registry): created on the first call, freed
      * in on_closed before the client frees the definitions. */
-    entity_state *chat_args, *spell_args;
+    entity_state *chat_args, *spell_args, *ping_args, *teleport_args;
     uint64_t calls_made;         /* for the chat text */
+    /* What it saw of each entity in view (bot_seen), for the flicker and
+     * update-gap checks; entries go when the entity leaves. */
+    id_map view;
+    char space[64];              /* the space it is in */
+    id_map old_space;            /* ids it saw before its last change of space */
+    uint64_t pings_sent;         /* the last numbered call's number */
+    double ping_owed;            /* fractional calls due */
+    uint32_t teleports_done;     /* --teleport entries made */
+    uint64_t teleports_received;
 } bot;
+
+/* An entity in a bot's view: the stamp of its last update and where it
+ * was then. */
+typedef struct bot_seen {
+    uint64_t stamp_us;
+    float x, z;
+} bot_seen;
 
 /* A named counter: error reasons, client calls received per method. */
 typedef struct bots_reason {
@@ -168,6 +205,14 @@ typedef struct bots_run {
     uint64_t aoi_checked, aoi_mismatches, aoi_unknown;
     uint64_t aoi_position_checked, aoi_position_mismatches; /* a seen bot's received position against its own */
     uint64_t aoi_late;            /* bots left out: they entered the world while the others settled */
+    /* Crossing lines without a trace: leaves of entities still well inside
+     * the view (a leave and re-enter that the view rule would not make),
+     * and walking entities in view with no update for longer than
+     * --gap-limit-ms. */
+    uint64_t flickers, update_gaps, longest_gap_us;
+    uint64_t pings_sent, teleports_received, teleport_stale;
+    uint64_t start_wall_us;
+    id_map bots_by_entity;        /* entity id -> bot, once logged in */
     /* The entity definitions the bots received at login: the first digest,
      * how many types it declares, and how many bots got a different one. */
     char definitions_digest[65];
@@ -323,6 +368,55 @@ static void bots_call(bot *b) {
     if (rc != 0 && tessera_client_get_state(b->client) == TESSERA_CLIENT_IN_WORLD) run->call_failures++;
 }
 
+/* Numbered calls on the bot's own entity, `due` more of them (fractions
+ * carried): n = 1, 2, 3 ... alternating the cell's ping(n), straight from
+ * the client, and the base's relayPing(n), which the base turns into the
+ * cell's ping(n). Both go on the entity's one stream from its base, so the
+ * cell must see every n once, in order, wherever its real is. */
+static void bots_ping(bot *b, double due) {
+    const tessera_client_entity *own = tessera_client_entity_find(b->client, b->entity_id);
+    if (!own) return; /* its ENTER has not come yet: the calls wait */
+    const entity_def_method *ping = entity_def_class_find_method(own->cls, ENTITY_DEF_PART_CELL, BOTS_PING_METHOD);
+    const entity_def_method *relay =
+        entity_def_class_find_method(own->cls, ENTITY_DEF_PART_BASE, BOTS_RELAY_PING_METHOD);
+    if (!ping || !relay || ping->arg_count != 1 || relay->arg_count != 1) return;
+    b->ping_owed += due;
+    while (b->ping_owed >= 1.0 && b->in_world) {
+        uint64_t n = b->pings_sent + 1;
+        bool via_base = n % 2 == 0;
+        const entity_def_method *method = via_base ? relay : ping;
+        entity_state *args = bots_args(&b->ping_args, method);
+        entity_state_set_uint(args, 0, 0, n);
+        if (tessera_client_call(b->client, b->entity_id, via_base ? ENTITY_DEF_PART_BASE : ENTITY_DEF_PART_CELL,
+                                method->name, args) != 0)
+            return;
+        b->pings_sent = n;
+        b->run->pings_sent++;
+        b->ping_owed -= 1.0;
+    }
+}
+
+/* A --teleport entry: the bot asks its cell to move it. */
+static void bots_teleport_now(bot *b, const bots_teleport *teleport) {
+    const tessera_client_entity *own = tessera_client_entity_find(b->client, b->entity_id);
+    const entity_def_method *method =
+        own ? entity_def_class_find_method(own->cls, ENTITY_DEF_PART_CELL, BOTS_TELEPORT_METHOD) : NULL;
+    if (!method || method->arg_count != 4) {
+        log_warn("bot %u: cannot teleport (no exposed %s(space, x, y, z) on its entity)", b->index,
+                 BOTS_TELEPORT_METHOD);
+        return;
+    }
+    entity_state *args = bots_args(&b->teleport_args, method);
+    entity_state_set_string(args, 0, 0, teleport->space, strlen(teleport->space));
+    entity_state_set_float(args, 1, 0, teleport->x);
+    entity_state_set_float(args, 2, 0, teleport->y);
+    entity_state_set_float(args, 3, 0, teleport->z);
+    if (tessera_client_call(b->client, b->entity_id, ENTITY_DEF_PART_CELL, BOTS_TELEPORT_METHOD, args) == 0)
+        log_info("bot %u: teleporting to space '%s' (%.1f, %.1f, %.1f)", b->index,
+                 teleport->space[0] ? teleport->space : b->space, (double)teleport->x, (double)teleport->y,
+                 (double)teleport->z);
+}
+
 /* The calls due in `dt` seconds at `rate` a second: Poisson arrivals,
  * approximated per tick by the whole part of rate*dt plus one more with the
  * probability of its fraction. */
@@ -348,11 +442,16 @@ static void bots_on_tick(uv_timer_t *timer) {
     double dt = (double)(now_us - run->last_tick_us) / 1e6;
     run->last_tick_us = now_us;
     if (dt > BOTS_MAX_STEP_S) dt = BOTS_MAX_STEP_S;
-    if ((double)(uv_now(&run->loop) - run->start_ms) >= bots_settle_at_ms(run)) return; /* settling: stand still */
+    double elapsed_ms = (double)(uv_now(&run->loop) - run->start_ms);
+    if (elapsed_ms >= bots_settle_at_ms(run)) return; /* settling: stand still */
     for (uint32_t i = 0; i < run->options.count; i++) {
         bot *b = &run->bots[i];
         if (!b->in_world) continue;
+        if (i < run->options.teleport_bots && b->teleports_done < run->options.teleport_count &&
+            elapsed_ms >= run->options.teleports[b->teleports_done].at_seconds * 1000.0)
+            bots_teleport_now(b, &run->options.teleports[b->teleports_done++]);
         bots_walk(b, dt);
+        if (run->options.ping_rate > 0) bots_ping(b, run->options.ping_rate * dt);
         if (run->options.calls_per_second <= 0) continue;
         for (unsigned k = bots_calls_due(b, run->options.calls_per_second, dt); k > 0 && b->in_world; k--)
             bots_call(b);
@@ -376,8 +475,10 @@ static void bots_on_logged_in(tessera_client *client, const tessera_client_login
     memcpy(b->world_min, info->world_min, sizeof b->world_min);
     memcpy(b->world_max, info->world_max, sizeof b->world_max);
     b->position_precision = info->position_precision;
+    snprintf(b->space, sizeof b->space, "%s", info->space_name);
     bots_pick_waypoint(b);
     run->logged_in++;
+    id_map_put(&run->bots_by_entity, b->entity_id, b);
     if (!run->definitions_digest[0]) {
         snprintf(run->definitions_digest, sizeof run->definitions_digest, "%s", info->definitions_digest);
         run->definition_classes = info->definition_classes;
@@ -400,12 +501,76 @@ static void bots_on_frame_begin(tessera_client *client, uint32_t tick) {
 static void bots_on_enter(tessera_client *client, const tessera_client_entity *entity) {
     bot *b = tessera_client_user_data(client);
     if (id_map_put(&b->seen, entity->id, b) != 0) log_panic("id_map_put failed");
+    if (entity->id != b->entity_id && id_map_get(&b->old_space, entity->id)) {
+        /* It was in the space this bot left: nothing of that may follow. */
+        b->run->teleport_stale++;
+        log_warn("bot %u: entity %" PRIu64 " of the space it left entered its view in '%s'", b->index, entity->id,
+                 b->space);
+    }
+    bot_seen *seen = id_map_get(&b->view, entity->id);
+    if (!seen) {
+        seen = xmalloc(sizeof *seen);
+        id_map_put(&b->view, entity->id, seen);
+    }
+    seen->stamp_us = entity->last_move_stamp_us;
+    seen->x = entity->x;
+    seen->z = entity->z;
+}
+
+/* Whether `other` (a bot) was walking at wall time `stamp_us`. */
+static bool bots_walking_at(const bots_run *run, const bot *other, uint64_t stamp_us) {
+    double at_ms = (double)(stamp_us - run->start_wall_us) / 1000.0;
+    return other->in_world && at_ms < bots_settle_at_ms(run) && at_ms > (double)other->in_world_at_ms + 1000.0;
+}
+
+static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    bot_seen *seen = id_map_remove(&b->view, entity_id);
+    if (entity_id == b->entity_id && !tessera_client_changing_space(client)) {
+        run->flickers++;
+        log_warn("bot %u: its own entity left its view", b->index);
+    } else if (seen) {
+        /* Where is it now? A bot knows; anything else stands still (the
+         * demo's NPCs). Either way it must be beyond the view's edge,
+         * give or take the walk of a round trip. */
+        const bot *other = id_map_get(&run->bots_by_entity, entity_id);
+        double x = other ? other->x : seen->x, z = other ? other->z : seen->z;
+        double distance = fmax(fabs(x - b->x), fabs(z - b->z));
+        double slack = 2.0 * run->options.speed * BOTS_FLICKER_SLACK_S + b->position_precision;
+        if (distance < (double)b->view_radius - slack && (!other || strcmp(other->space, b->space) == 0)) {
+            run->flickers++;
+            if (run->flickers <= BOTS_LOGGED_FAILURES_MAX)
+                log_warn("bot %u: entity %" PRIu64 " left its view %.1f m away (the view is %.1f m)", b->index,
+                         entity_id, distance, (double)b->view_radius);
+        }
+    }
+    free(seen);
 }
 
 static void bots_on_move(tessera_client *client, const tessera_client_entity *entity, uint64_t stamp_us) {
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
     if (stamp_us == 0) return; /* not stamped: nothing to measure */
+    bot_seen *seen = id_map_get(&b->view, entity->id);
+    if (seen) {
+        const bot *other = id_map_get(&run->bots_by_entity, entity->id);
+        if (seen->stamp_us && stamp_us > seen->stamp_us && other && other != b &&
+            bots_walking_at(run, other, seen->stamp_us) && bots_walking_at(run, other, stamp_us) &&
+            bots_walking_at(run, b, seen->stamp_us)) {
+            uint64_t gap = stamp_us - seen->stamp_us;
+            if (gap > run->longest_gap_us) run->longest_gap_us = gap;
+            if ((double)gap > run->options.gap_limit_ms * 1000.0) {
+                run->update_gaps++;
+                if (run->update_gaps <= BOTS_LOGGED_FAILURES_MAX)
+                    log_warn("bot %u: entity %" PRIu64 " in view had no update for %.0f ms", b->index, entity->id,
+                             (double)gap / 1000.0);
+            }
+        }
+        seen->stamp_us = stamp_us;
+        seen->x = entity->x;
+        seen->z = entity->z;
+    }
     if (b->frame_wall_us >= stamp_us) {
         latency_histogram_add(&run->latency, b->frame_wall_us - stamp_us);
     } else {
@@ -420,6 +585,28 @@ static void bots_on_client_call(tessera_client *client, const tessera_client_ent
     (void)args;
     bot *b = tessera_client_user_data(client);
     bots_counters_add(&b->run->client_calls, method->name);
+}
+
+static void bots_on_teleported(tessera_client *client, const tessera_client_teleport *teleport) {
+    bot *b = tessera_client_user_data(client);
+    b->x = teleport->x;
+    b->y = teleport->y;
+    b->z = teleport->z;
+    b->yaw = teleport->yaw;
+    b->teleports_received++;
+    b->run->teleports_received++;
+    if (teleport->space_changed) {
+        const tessera_client_login_info *info = tessera_client_login_info_get(client);
+        memcpy(b->world_min, info->world_min, sizeof b->world_min);
+        memcpy(b->world_max, info->world_max, sizeof b->world_max);
+        b->position_precision = info->position_precision;
+        /* What it saw there must not follow it here. */
+        id_map_close(&b->old_space);
+        b->old_space = b->seen;
+        id_map_init(&b->seen);
+    }
+    snprintf(b->space, sizeof b->space, "%s", teleport->space_name);
+    bots_pick_waypoint(b);
 }
 
 static void bots_on_correction(tessera_client *client, const tessera_client_correction *correction) {
@@ -465,7 +652,9 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     /* Their class belongs to the client's definitions, freed on return. */
     entity_state_free(b->chat_args);
     entity_state_free(b->spell_args);
-    b->chat_args = b->spell_args = NULL;
+    entity_state_free(b->ping_args);
+    entity_state_free(b->teleport_args);
+    b->chat_args = b->spell_args = b->ping_args = b->teleport_args = NULL;
     b->client = NULL;
     b->in_world = 0;
     if (run->finished) return; /* closed by the end of the run */
@@ -491,8 +680,10 @@ static const tessera_client_callbacks bots_client_callbacks = {
     .on_frame_begin = bots_on_frame_begin,
     .on_enter = bots_on_enter,
     .on_move = bots_on_move,
+    .on_leave = bots_on_leave,
     .on_client_call = bots_on_client_call,
     .on_correction = bots_on_correction,
+    .on_teleported = bots_on_teleported,
     .on_error = bots_on_error,
     .on_closed = bots_on_closed,
 };
@@ -673,7 +864,7 @@ static void bots_verify_aoi(bots_run *run) {
                 }
                 for (size_t j = lo; j < n && grid[j].cell == key.cell; j++) {
                     const bot *other = &run->bots[grid[j].bot];
-                    if (other == observer) continue;
+                    if (other == observer || strcmp(other->space, observer->space) != 0) continue;
                     double distance = bots_plane_distance(observer, other);
                     float inner = observer->view_radius - (float)observer->position_precision;
                     if (bots_in_square(observer, other, inner) && !tessera_client_entity_find(client, other->entity_id))
@@ -737,6 +928,10 @@ static cJSON *bots_snapshot_json(const bots_run *run) {
         if (!item || !cJSON_AddStringToObject(item, "account", account)) log_panic("out of memory building the snapshot");
         bots_add_id(item, "entity_id", b->entity_id);
         bots_add_position(item, b->x, b->y, b->z);
+        if (!cJSON_AddStringToObject(item, "space", b->space) ||
+            !cJSON_AddNumberToObject(item, "pings_sent", (double)b->pings_sent) ||
+            !cJSON_AddNumberToObject(item, "teleports", (double)b->teleports_received))
+            log_panic("out of memory building the snapshot");
         cJSON *entities = cJSON_AddArrayToObject(item, "entities");
         if (!entities) log_panic("out of memory building the snapshot");
         size_t cursor = 0;
@@ -879,6 +1074,10 @@ static void bots_print_json(FILE *out, const bots_run *run) {
             run->aoi_unknown, run->aoi_late);
     fprintf(out, ",\"aoi_position_checked\":%" PRIu64 ",\"aoi_position_mismatches\":%" PRIu64,
             run->aoi_position_checked, run->aoi_position_mismatches);
+    fprintf(out, ",\"flickers\":%" PRIu64 ",\"update_gaps\":%" PRIu64 ",\"longest_update_gap_ms\":%.1f",
+            run->flickers, run->update_gaps, (double)run->longest_gap_us / 1000.0);
+    fprintf(out, ",\"pings_sent\":%" PRIu64 ",\"teleports_received\":%" PRIu64 ",\"teleport_stale\":%" PRIu64,
+            run->pings_sent, run->teleports_received, run->teleport_stale);
     fprintf(out, ",\"snapshot_written\":%s", run->snapshot_done ? "true" : "false");
     fprintf(out, ",\"definitions_digest\":\"%s\",\"definition_classes\":%zu,\"definitions_differ\":%" PRIu64,
             run->definitions_digest, run->definition_classes, run->definitions_differ);
@@ -926,6 +1125,13 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
         fprintf(out, "  positions      %" PRIu64 " of %" PRIu64 " seen bots not where they are\n",
                 run->aoi_position_mismatches, run->aoi_position_checked);
     }
+    fprintf(out, "  crossings      %" PRIu64 " flickers (left while well inside the view), %" PRIu64
+                 " update gaps over %.0f ms (longest %.0f ms)\n",
+            run->flickers, run->update_gaps, run->options.gap_limit_ms, (double)run->longest_gap_us / 1000.0);
+    if (run->pings_sent) fprintf(out, "  pings          %" PRIu64 " numbered calls sent\n", run->pings_sent);
+    if (run->teleports_received)
+        fprintf(out, "  teleports      %" PRIu64 " received, %" PRIu64 " entities of a space left behind seen after\n",
+                run->teleports_received, run->teleport_stale);
     if (run->options.snapshot_file)
         fprintf(out, "  snapshot       %s\n", run->snapshot_done ? run->options.snapshot_file : "not written");
 }
@@ -969,6 +1175,16 @@ static void bots_usage(FILE *out) {
             "  --area HALF_WIDTH        waypoints lie in [-A,A] on x and z (default 100)\n"
             "  --seed S                 random seed (default: from the clock)\n"
             "  --login-spread-ms MS     spread the logins over MS milliseconds (default 1000)\n"
+            "  --ping-rate R            each bot's numbered calls a second while walking: n = 1,\n"
+            "                           2, 3 ..., the cell's ping(n) and the base's relayPing(n)\n"
+            "                           in turn (the cell counts them: pings, ping_disorder)\n"
+            "  --gap-limit-ms MS        a walking bot in view with no update for longer than this\n"
+            "                           counts in update_gaps (default 1100: the budget's one\n"
+            "                           second, plus a tick)\n"
+            "  --teleport AT:SPACE:X:Y:Z\n"
+            "                           at AT seconds, the first --teleport-bots bots (default 1)\n"
+            "                           call teleport(SPACE, X, Y, Z) on their cell (SPACE empty:\n"
+            "                           their own); up to 8, in time order\n"
             "  --help                   this text\n"
             "\n"
             "Report keys: bots, logged_in, in_world_at_end, errors, error_reasons,\n"
@@ -978,7 +1194,8 @@ static void bots_usage(FILE *out) {
             "client_calls_in, stale_calls, client_calls_by_method, latency_samples, latency_p50_ms,\n"
             "latency_p99_ms, latency_max_ms (null without samples), latency_clock_skew,\n"
             "self_seen, verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late,\n"
-            "aoi_position_checked, aoi_position_mismatches, snapshot_written,\n"
+            "aoi_position_checked, aoi_position_mismatches, flickers, update_gaps,\n"
+            "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale, snapshot_written,\n"
             "definitions_digest, definition_classes, definitions_differ, seconds,\n"
             "interrupted.\n"
             "\n"
@@ -1066,6 +1283,10 @@ enum {
     BOTS_OPTION_SETTLE_SECONDS,
     BOTS_OPTION_SNAPSHOT_FILE,
     BOTS_OPTION_SNAPSHOT_AT,
+    BOTS_OPTION_PING_RATE,
+    BOTS_OPTION_GAP_LIMIT,
+    BOTS_OPTION_TELEPORT,
+    BOTS_OPTION_TELEPORT_BOTS,
     BOTS_OPTION_HELP,
 };
 
@@ -1089,6 +1310,10 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"settle-seconds", required_argument, NULL, BOTS_OPTION_SETTLE_SECONDS},
         {"snapshot-file", required_argument, NULL, BOTS_OPTION_SNAPSHOT_FILE},
         {"snapshot-at-seconds", required_argument, NULL, BOTS_OPTION_SNAPSHOT_AT},
+        {"ping-rate", required_argument, NULL, BOTS_OPTION_PING_RATE},
+        {"gap-limit-ms", required_argument, NULL, BOTS_OPTION_GAP_LIMIT},
+        {"teleport", required_argument, NULL, BOTS_OPTION_TELEPORT},
+        {"teleport-bots", required_argument, NULL, BOTS_OPTION_TELEPORT_BOTS},
         {"help", no_argument, NULL, BOTS_OPTION_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -1099,6 +1324,8 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     options->area = 100.0;
     options->login_spread_ms = 1000.0;
     options->calls_per_second = 0.2;
+    options->gap_limit_ms = 1100.0;
+    options->teleport_bots = 1;
     options->seed = clock_wall_us();
     int have_connect = 0, have_count = 0, have_seconds = 0, have_snapshot_at = 0;
     uint64_t value;
@@ -1173,6 +1400,35 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
             if (bots_parse_double(optarg, 0.0, 1e9, &options->snapshot_at_seconds) != 0)
                 return bots_bad_argument("--snapshot-at-seconds wants seconds, 0 or more (got '%s')", optarg);
             have_snapshot_at = 1;
+            break;
+        case BOTS_OPTION_PING_RATE:
+            if (bots_parse_double(optarg, 0.0, 1000.0, &options->ping_rate) != 0)
+                return bots_bad_argument("--ping-rate wants calls per second in 0..1000 (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_GAP_LIMIT:
+            if (bots_parse_double(optarg, 1.0, 1e9, &options->gap_limit_ms) != 0)
+                return bots_bad_argument("--gap-limit-ms wants milliseconds above 1 (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_TELEPORT: {
+            if (options->teleport_count == BOTS_MAX_TELEPORTS)
+                return bots_bad_argument("at most %d --teleport", BOTS_MAX_TELEPORTS);
+            bots_teleport *t = &options->teleports[options->teleport_count];
+            char space[64] = "";
+            int consumed = 0;
+            /* AT:SPACE:X:Y:Z, SPACE empty for the bot's own. */
+            if (sscanf(optarg, "%lf:%63[^:]:%f:%f:%f%n", &t->at_seconds, space, &t->x, &t->y, &t->z, &consumed) != 5 &&
+                sscanf(optarg, "%lf::%f:%f:%f%n", &t->at_seconds, &t->x, &t->y, &t->z, &consumed) != 4)
+                return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
+            if ((size_t)consumed != strlen(optarg) || !isfinite(t->x) || !isfinite(t->y) || !isfinite(t->z))
+                return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
+            snprintf(t->space, sizeof t->space, "%s", space);
+            options->teleport_count++;
+            break;
+        }
+        case BOTS_OPTION_TELEPORT_BOTS:
+            if (bots_parse_u64(optarg, 0, 1000000, &value) != 0)
+                return bots_bad_argument("--teleport-bots wants a count (got '%s')", optarg);
+            options->teleport_bots = (uint32_t)value;
             break;
         case BOTS_OPTION_HELP: bots_usage(stdout); return 1;
         default:
@@ -1262,7 +1518,10 @@ int main(int argc, char **argv) {
         b->rng = bots_splitmix64(run.options.seed + (uint64_t)i * UINT64_C(0x9e3779b97f4a7c15));
         if (b->rng == 0) b->rng = 1; /* xorshift must not start at 0 */
         id_map_init(&b->seen);
+        id_map_init(&b->view);
+        id_map_init(&b->old_space);
     }
+    id_map_init(&run.bots_by_entity);
 
     uv_timer_init(&run.loop, &run.tick_timer);
     uv_timer_init(&run.loop, &run.launch_timer);
@@ -1276,6 +1535,7 @@ int main(int argc, char **argv) {
     uv_update_time(&run.loop);
     run.start_ms = uv_now(&run.loop);
     run.start_us = clock_monotonic_us();
+    run.start_wall_us = clock_wall_us();
     run.last_tick_us = run.start_us;
     uv_timer_start(&run.tick_timer, bots_on_tick, BOTS_TICK_MS, BOTS_TICK_MS);
     uv_timer_start(&run.launch_timer, bots_on_launch, 0, 0);
@@ -1295,7 +1555,17 @@ int main(int argc, char **argv) {
     else bots_print_summary(stdout, &run);
     fflush(stdout);
 
-    for (uint32_t i = 0; i < run.options.count; i++) id_map_close(&run.bots[i].seen);
+    for (uint32_t i = 0; i < run.options.count; i++) {
+        bot *b = &run.bots[i];
+        id_map_close(&b->seen);
+        id_map_close(&b->old_space);
+        size_t cursor = 0;
+        uint64_t id;
+        void *value;
+        while (id_map_next(&b->view, &cursor, &id, &value)) free(value);
+        id_map_close(&b->view);
+    }
+    id_map_close(&run.bots_by_entity);
     free(run.bots);
     free(run.reasons.items);
     free(run.client_calls.items);

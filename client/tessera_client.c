@@ -295,7 +295,10 @@ struct tessera_client {
      * reset them from (created on first use). */
     tessera_client__list spare;
     entity_state **class_defaults;
+    bool changing_space;            /* a Teleported(space_changed) is emptying the view */
 };
+
+bool tessera_client_changing_space(const tessera_client *client) { return client->changing_space; }
 
 /* ---- names ---------------------------------------------------------------- */
 
@@ -1237,6 +1240,64 @@ static void tessera_client__on_correction(tessera_client *client, const Tessera_
     if (client->callbacks.on_correction) client->callbacks.on_correction(client, &correction);
 }
 
+/* Teleported: the own entity moves; with another space, the whole view and
+ * every alias are forgotten and the stream settings become the new
+ * space's. */
+static void tessera_client__on_teleported(tessera_client *client, const Tessera__Client__Teleported *message) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD) {
+        tessera_client__protocol_error(client, "teleport before login completed");
+        return;
+    }
+    tessera_client_teleport teleport;
+    if (tessera_client__read_vector(message->position, &teleport.x, &teleport.y, &teleport.z) != 0 ||
+        !isfinite(message->yaw)) {
+        tessera_client__protocol_error(client, "teleport with a non-finite number");
+        return;
+    }
+    teleport.yaw = message->yaw;
+    teleport.space_changed = message->space_changed;
+    if (message->space_changed) {
+        tessera_client_login_info info = client->login;
+        volatile_codec_config volatile_config;
+        float min[3], max[3];
+        if (tessera_client__read_vector(message->world_min, &min[0], &min[1], &min[2]) != 0 ||
+            tessera_client__read_vector(message->world_max, &max[0], &max[1], &max[2]) != 0) {
+            tessera_client__protocol_error(client, "teleport into a space with non-finite bounds");
+            return;
+        }
+        double min_d[3] = {min[0], min[1], min[2]}, max_d[3] = {max[0], max[1], max[2]};
+        if (volatile_codec_config_init(&volatile_config, message->position_precision, min_d, max_d,
+                                       message->yaw_steps) != 0) {
+            tessera_client__protocol_error(client, "teleport into a space whose settings the stream cannot use");
+            return;
+        }
+        /* Every entity of the old space goes, as if each had left. */
+        for (uint32_t alias = 0; alias < client->alias_capacity; alias++)
+            if (client->aliases[alias]) tessera_client__stream_leave(client, alias);
+        client->changing_space = true;
+        for (size_t i = 0; i < client->frame.departed.count; i++) {
+            if (client->callbacks.on_leave) client->callbacks.on_leave(client, client->frame.departed.items[i]->pub.id);
+            if (!tessera_client__in_world(client)) break;
+        }
+        client->changing_space = false;
+        tessera_client__end_frame(client);
+        if (!tessera_client__in_world(client)) return;
+        snprintf(info.space_name, sizeof info.space_name, "%s", message->space_name ? message->space_name : "");
+        info.position_precision = message->position_precision;
+        memcpy(info.world_min, min, sizeof min);
+        memcpy(info.world_max, max, sizeof max);
+        info.yaw_steps = message->yaw_steps;
+        client->login = info;
+        client->volatile_config = volatile_config;
+    }
+    client->stats.teleports++;
+    tessera_client__place_own(client, teleport.x, teleport.y, teleport.z, teleport.yaw);
+    teleport.space_name = client->login.space_name;
+    if (!message->space_changed && message->space_name && message->space_name[0])
+        teleport.space_name = message->space_name;
+    if (client->callbacks.on_teleported) client->callbacks.on_teleported(client, &teleport);
+}
+
 static void tessera_client__on_server_error(tessera_client *client, const Tessera__Client__Error *error) {
     int code = (int)error->code;
     const char *text = error->message ? error->message : "";
@@ -1281,6 +1342,9 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
         break;
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION:
         tessera_client__on_correction(client, message->correction);
+        break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED:
+        tessera_client__on_teleported(client, message->teleported);
         break;
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR:
         tessera_client__on_server_error(client, message->error);

@@ -154,6 +154,13 @@ typedef struct tessera_client_correction {
     const char *reason;          /* valid during the callback only */
 } tessera_client_correction;
 
+/* The server moved the player's entity (a teleport). */
+typedef struct tessera_client_teleport {
+    float x, y, z, yaw;          /* where it is now */
+    bool space_changed;          /* it is in another space: the view was emptied */
+    const char *space_name;      /* the space it is in; valid during the callback only */
+} tessera_client_teleport;
+
 typedef struct tessera_client_stats {
     uint64_t frames_in;          /* frames received and dispatched */
     uint64_t bytes_in;           /* their bytes, including the 4-byte length prefixes */
@@ -171,6 +178,7 @@ typedef struct tessera_client_stats {
     uint64_t base_property_updates; /* BaseProperties messages received */
     uint64_t calls_out;          /* EntityCalls sent */
     uint64_t corrections;
+    uint64_t teleports;          /* Teleported messages */
     uint64_t errors;             /* Error messages received from the server */
 } tessera_client_stats;
 
@@ -221,6 +229,13 @@ typedef struct tessera_client_callbacks {
                            const entity_def_method *method, const entity_state *args);
     /* The cell refused a move and put the player back. */
     void (*on_correction)(tessera_client *client, const tessera_client_correction *correction);
+    /* The player's entity was teleported. Its position in the table is the
+     * new one already. With space_changed, every entity of the old space
+     * was forgotten first (on_leave fired for each, the player's own
+     * included), the login info's space name and quantization are the new
+     * space's (tessera_client_login_info_get), and the stream that follows
+     * enters the new space's entities, the player's own first. */
+    void (*on_teleported)(tessera_client *client, const tessera_client_teleport *teleport);
     /* The server sent an Error (code: tessera_client_error values). Before
      * login completed the client then closes with CLOSED_SERVER_ERROR; in
      * the world it stays open (the server closes if it means to). `message`
@@ -318,6 +333,10 @@ size_t tessera_client_entity_count(const tessera_client *client);
  * entity or NULL at the end. The table must not change during an iteration,
  * so do not keep a cursor across loop turns (frames change the table). */
 const tessera_client_entity *tessera_client_entity_next(const tessera_client *client, size_t *cursor);
+
+/* True while a change of space empties the view (inside the on_leave
+ * callbacks that precede on_teleported). */
+bool tessera_client_changing_space(const tessera_client *client);
 
 /* Copies the counters into *out. */
 void tessera_client_get_stats(const tessera_client *client, tessera_client_stats *out);
