@@ -170,7 +170,7 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
     const space_layout_node *node = space_layout_cell_at(layout, x, z);
     if (node && node->cellapp_id != app->process_id && request->hops == 0 &&
         peer_set_is_up(app->peers, node->cellapp_id) &&
-        spaces_peer_epoch(app, node->cellapp_id, space_name) >= layout->epoch) {
+        spaces_peer_epoch(app, node->cellapp_id, space_name) != 0) {
         Tessera__Cluster__CreateCellEntity forward = *request;
         Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
         position.x = x;

@@ -412,6 +412,8 @@ void spaces_announce(cellapp *app, uint64_t peer);
 void spaces_on_layout_applied(cellapp *app, uint64_t peer, const Tessera__Cluster__LayoutApplied *applied);
 /* The epoch of space `name` that `peer` has applied, 0 if none. */
 uint64_t spaces_peer_epoch(const cellapp *app, uint64_t peer, const char *name);
+/* The latest epoch of space `name` any up peer has applied (0: none). */
+uint64_t spaces_newest_peer_epoch(const cellapp *app, const char *name);
 void spaces_peer_down(cellapp *app, uint64_t peer);
 
 /* outbox.c: what a tick sends, gathered per peer and sent at its end. */

@@ -293,7 +293,10 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
 }
 
 void offload_tick(cellapp *app, cell *c) {
-    if (!c->layout) return;
+    /* A cellapp that knows a later layout than ours has seen lines move
+     * that we have not: moving reals by our old one could send them the
+     * wrong way, so they wait the tick or two until we have it. */
+    if (!c->layout || spaces_newest_peer_epoch(app, c->space_name) > c->layout->epoch) return;
     double margin = app->settings.haunt.offload_margin;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
@@ -305,10 +308,9 @@ void offload_tick(cellapp *app, cell *c) {
         if (cell_region_holds(c, entity->x, entity->z, margin)) continue;
         const space_layout_node *node = space_layout_cell_at(c->layout, entity->x, entity->z);
         if (!node || node->cellapp_id == app->process_id) continue;
-        /* It waits here until that cellapp is up and has this layout (or a
-         * later one), so it arrives where it can be placed. */
-        if (!peer_set_is_up(app->peers, node->cellapp_id) ||
-            spaces_peer_epoch(app, node->cellapp_id, c->space_name) < c->layout->epoch)
+        /* It waits here until that cellapp is up and knows the space, so it
+         * arrives where it can be placed. */
+        if (!peer_set_is_up(app->peers, node->cellapp_id) || !spaces_peer_epoch(app, node->cellapp_id, c->space_name))
             continue;
         offload_send(app, entity, node->cellapp_id);
     }

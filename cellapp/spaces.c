@@ -304,6 +304,17 @@ uint64_t spaces_peer_epoch(const cellapp *app, uint64_t peer, const char *name) 
     return 0;
 }
 
+uint64_t spaces_newest_peer_epoch(const cellapp *app, const char *name) {
+    uint64_t newest = 0;
+    size_t cursor = 0;
+    uint64_t peer;
+    while ((peer = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0) {
+        uint64_t epoch = spaces_peer_epoch(app, peer, name);
+        if (epoch > newest) newest = epoch;
+    }
+    return newest;
+}
+
 static void spaces_peer_free(spaces_peer *known) {
     if (!known) return;
     free(known->spaces);
