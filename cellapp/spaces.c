@@ -16,8 +16,9 @@
 #include "redis_keys.h"
 
 /* A layout whose owners are not all up after this long is reported (and
- * kept waiting): three registry TTLs cover a cellapp that is starting. */
-#define SPACES_OWNER_WAIT_US (10u * 1000u * 1000u)
+ * kept waiting): longer than a cellapp takes to start, register and
+ * connect. */
+#define SPACES_OWNER_WAIT_US (5u * 1000u * 1000u)
 
 struct cellapp_space {
     char name[SPACE_LAYOUT_NAME_MAX];

@@ -148,6 +148,7 @@ typedef struct bot {
     double ping_owed;            /* fractional calls due */
     uint32_t teleports_done;     /* --teleport entries made */
     uint64_t teleports_received;
+    uint64_t teleported_at_ms;   /* when its last teleport arrived, after the start (0: never) */
 } bot;
 
 /* An entity in a bot's view: the stamp of its last update and where it
@@ -501,8 +502,11 @@ static void bots_on_frame_begin(tessera_client *client, uint32_t tick) {
 static void bots_on_enter(tessera_client *client, const tessera_client_entity *entity) {
     bot *b = tessera_client_user_data(client);
     if (id_map_put(&b->seen, entity->id, b) != 0) log_panic("id_map_put failed");
-    if (entity->id != b->entity_id && id_map_get(&b->old_space, entity->id)) {
-        /* It was in the space this bot left: nothing of that may follow. */
+    const bot *other_bot = id_map_get(&b->run->bots_by_entity, entity->id);
+    bool travels = other_bot && other_bot->index < b->run->options.teleport_bots;
+    if (entity->id != b->entity_id && !travels && id_map_get(&b->old_space, entity->id)) {
+        /* It was in the space this bot left and stays there (it is not a
+         * bot that teleports too): nothing of that space may follow. */
         b->run->teleport_stale++;
         log_warn("bot %u: entity %" PRIu64 " of the space it left entered its view in '%s'", b->index, entity->id,
                  b->space);
@@ -527,7 +531,18 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
     bot_seen *seen = id_map_remove(&b->view, entity_id);
-    if (entity_id == b->entity_id && !tessera_client_changing_space(client)) {
+    const bot *mover = id_map_get(&run->bots_by_entity, entity_id);
+    uint64_t now_ms = uv_now(&run->loop) - run->start_ms;
+    /* A teleport empties views and fills them anew: what leaves around one
+     * (of the bot or of the one it sees) is no flicker. */
+    bool teleporting = tessera_client_changing_space(client) ||
+                       (b->teleported_at_ms && now_ms - b->teleported_at_ms < 2000) ||
+                       (mover && mover->teleported_at_ms && now_ms - mover->teleported_at_ms < 2000);
+    if (teleporting) {
+        free(seen);
+        return;
+    }
+    if (entity_id == b->entity_id) {
         run->flickers++;
         log_warn("bot %u: its own entity left its view", b->index);
     } else if (seen) {
@@ -595,6 +610,8 @@ static void bots_on_teleported(tessera_client *client, const tessera_client_tele
     b->yaw = teleport->yaw;
     b->teleports_received++;
     b->run->teleports_received++;
+    b->teleported_at_ms = uv_now(&b->run->loop) - b->run->start_ms;
+    if (!b->teleported_at_ms) b->teleported_at_ms = 1;
     if (teleport->space_changed) {
         const tessera_client_login_info *info = tessera_client_login_info_get(client);
         memcpy(b->world_min, info->world_min, sizeof b->world_min);
@@ -1195,7 +1212,8 @@ static void bots_usage(FILE *out) {
             "latency_p99_ms, latency_max_ms (null without samples), latency_clock_skew,\n"
             "self_seen, verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late,\n"
             "aoi_position_checked, aoi_position_mismatches, flickers, update_gaps,\n"
-            "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale, snapshot_written,\n"
+            "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale (entities of a\n"
+            "space a bot left, other than bots that teleport too, entering its view after), snapshot_written,\n"
             "definitions_digest, definition_classes, definitions_differ, seconds,\n"
             "interrupted.\n"
             "\n"

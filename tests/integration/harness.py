@@ -291,6 +291,14 @@ class Cluster:
         """Runs tessera-admin against this cluster; returns its stdout."""
         return tessera_cluster.admin(self.info, list(args), check=check)
 
+    def admin_result(self, *args):
+        """Runs tessera-admin; returns the CompletedProcess (text), whatever
+        its exit status."""
+        argv = [os.path.join(self.build_dir, "client", "tessera-admin"), "--redis",
+                "127.0.0.1:%d" % self.info["redis_port"], "--cluster", self.info.get("cluster_name", "tessera")]
+        return subprocess.run(argv + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True, timeout=30)
+
     def registry_id(self, name):
         """The registry (process) id of one of our processes, as a string."""
         entry = self.registry_hash(name)

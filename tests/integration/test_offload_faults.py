@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""test_offload_faults -- a cellapp that dies in the middle of a burst of
+offloads loses no entity, and none is real twice; and layouts that cannot
+be right are refused before any cellapp applies them.
+
+Three cellapps hold the default space in three columns. Every entity (the
+bots' avatars and the NPCs) is first gathered on cellapp-1 by moving the
+first line. Then cellapp-2 is frozen (SIGSTOP) and the line is moved so that
+cellapp-2's column holds everyone: cellapp-1 sends them all there, and none
+is acknowledged. cellapp-2 is killed (SIGKILL): cellapp-1 takes every one
+back as a new incarnation, their ghosts on cellapp-3 follow, and the
+baseapp hands each client the stream of the real that took it back. The
+bots play on and, when they settle, their views are checked against where
+everyone is (--verify-aoi), with no client dropped. Every entity is real
+exactly once, on cellapp-1.
+
+Refusals: tessera-admin refuses a layout naming a dead cellapp or moving a
+line outside its region; a layout that names a dead cellapp written into
+Redis by hand anyway (a later epoch, a valid tree) is not applied by the
+cellapps, which keep the one they have and say why."""
+import json
+import unittest
+
+import harness
+
+BOTS = 60
+SECONDS = 40
+NPCS_PER_CELLAPP = 3
+
+
+class OffloadFaults(unittest.TestCase):
+    def reals(self, cluster, name):
+        return cluster.stat(name, "reals") or 0
+
+    def total(self, cluster, name, field):
+        return cluster.stat(name, field) or 0
+
+    def test_destination_dies_mid_offload(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        settings = ["cellapp.npc_count=%d" % NPCS_PER_CELLAPP, "baseapp.cell_lost_grace_ms=10000"]
+        with harness.Cluster(baseapps=1, cellapps=3, grid="3x1", spawn_radius=40, extra_set=settings) as cluster:
+            everyone = BOTS + 3 * NPCS_PER_CELLAPP
+            bots = harness.start_bots(cluster, BOTS, SECONDS,
+                                      ["--verify-aoi", "--area", 40, "--speed", 3, "--calls-per-second", 0.5,
+                                       "--settle-seconds", 4])
+            try:
+                harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) == BOTS, 30,
+                                 "every bot in the world")
+                # Split 0 is the line between the first two columns.
+                cluster.admin("move-line", "default", 0, 100)
+                harness.wait_for(lambda: self.reals(cluster, "cellapp-1") == everyone, 20,
+                                 "every entity gathered on cellapp-1")
+                sent_before = self.total(cluster, "cellapp-1", "offloads_out")
+                cluster.kill("cellapp-2", "STOP")
+                cluster.admin("move-line", "default", 0, -450)
+                harness.wait_for(lambda: self.total(cluster, "cellapp-1", "offloads_out") >= sent_before + everyone, 20,
+                                 "cellapp-1 to send everyone to the frozen cellapp-2")
+                cluster.kill("cellapp-2", "KILL")
+                harness.wait_for(lambda: self.total(cluster, "cellapp-1", "offloads_reclaimed") >= everyone, 20,
+                                 "cellapp-1 to take every real back")
+                harness.wait_for(lambda: self.reals(cluster, "cellapp-1") == everyone, 20,
+                                 "every real on cellapp-1 again")
+                dumps = cluster.dump_states(["cellapp-1", "cellapp-3"])
+                self.check_refusals(cluster)
+            finally:
+                report = harness.finish_bots(bots)
+            text = json.dumps(report, indent=2, sort_keys=True)
+            self.assertEqual(report.get("errors"), 0, text)
+            self.assertEqual(report.get("in_world_at_end"), BOTS, text)
+            self.assertEqual(report.get("aoi_mismatches"), 0, text)
+            self.assertEqual(report.get("aoi_position_mismatches"), 0, text)
+
+            where = {}
+            for name, document in dumps.items():
+                for entity in document["entities"]:
+                    where.setdefault(entity["id"], []).append(name)
+            twice = {k: v for k, v in where.items() if len(v) > 1}
+            self.assertEqual(twice, {}, "entities real twice")
+            self.assertEqual(len(where), everyone, "%d reals, expected %d" % (len(where), everyone))
+            self.assertTrue(all(v == ["cellapp-1"] for v in where.values()), where)
+            harness.log("%d entities taken back after their destination died mid-offload; none lost, none twice"
+                        % self.total(cluster, "cellapp-1", "offloads_reclaimed"))
+            for name in ("baseapp-1", "cellapp-1", "cellapp-3"):
+                self.assertTrue(cluster.alive(name), "%s died" % name)
+
+    def check_refusals(self, cluster):
+        # cellapp-2 is dead (once its registry entry has lapsed) and its
+        # cell still names it: no edit may go in until the cell is given to
+        # a live cellapp.
+        harness.wait_for(lambda: cluster.registry_hash("cellapp-2") is None, 15, "cellapp-2's registry entry to lapse")
+        result = cluster.admin_result("move-line", "default", 0, -300)
+        self.assertNotEqual(result.returncode, 0, result)
+        self.assertIn("not alive", result.stderr, result)
+        result = cluster.admin_result("move-line", "default", 0, 9999)
+        self.assertNotEqual(result.returncode, 0, result)
+        self.assertIn("can move within", result.stderr, result)
+        # Written by hand, bypassing the tool: a later epoch naming a
+        # cellapp that never existed.
+        current = json.loads(cluster.admin("--json", "show", "default"))
+        epoch = current["epoch"] + 1
+        current["epoch"] = epoch
+        current["tree"]["low"]["cellapp"] = 987654
+        cluster.redis.execute("SET", "tessera:tessera:space:default", json.dumps(current))
+        cluster.redis.execute("HSET", "tessera:tessera:spaces", "default", str(epoch))
+        harness.wait_for(lambda: "names cellapp 987654, which is not alive" in cluster.log("cellapp-1"), 30,
+                         "cellapp-1 to refuse the layout naming a cellapp that is not alive")
+        self.assertNotIn("epoch %d: this cellapp" % epoch, cluster.log("cellapp-1"), "it was applied")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
