@@ -58,6 +58,8 @@ cell_address_verdict cell_address_on_client_message(cell_address *address, uint6
 bool cell_address_on_handoff(cell_address *address, uint64_t cellapp_id, uint32_t incarnation, uint64_t next_cellapp) {
     if (incarnation < address->stream_incarnation) return false;
     if (incarnation == address->stream_incarnation) {
+        /* Only the stream's cellapp ends its incarnation (as in cell_address_next). */
+        if (cellapp_id != address->stream_cellapp) return false;
         address->stream_incarnation = incarnation + 1;
         address->stream_cellapp = next_cellapp;
         return true;

@@ -200,7 +200,7 @@ int main(int argc, char **argv) {
     static baseapp app; /* the process's single context */
     char err[512];
     int status = process_configure("tessera-baseapp", "baseapp", argc, argv, baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT,
-                                   &app.settings, &app.settings.process);
+                                   &app.settings, &app.settings.process, NULL);
     if (status != PROCESS_CONTINUE) return status;
     baseapp_settings *settings = &app.settings;
     if (sodium_init() < 0) {

@@ -369,6 +369,8 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
     char err[512];
     shared.settings = &settings;
     shared.self_id = 1;
+    static entity_timer_ids timer_ids = {1, 0};
+    shared.timer_ids = &timer_ids;
     if (entity_def_load_directory(definitions, &shared.definitions, err, sizeof err) != 0) {
         fprintf(stderr, "bench-witness: %s\n", err);
         return -1;

@@ -46,7 +46,7 @@ cell *cell_create(cell_shared *shared, const space_layout *layout) {
     id_map_init(&c->entities);
     c->coord = coord_create(layout->three_d);
     if (!c->coord) log_panic("space '%s': cannot create its coordinate system", layout->name);
-    c->timers = entity_timers_create(shared->self_id);
+    c->timers = entity_timers_create(shared->timer_ids);
     cell_apply_region(c, layout);
     return c;
 }

@@ -172,6 +172,7 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
     entity->owner_cellapp = 0;
     entity->incarnation = state->incarnation;
     entity->offloads = state->offloads;
+    entity->teleported = state->teleported;
     entity->haunts_stale = true;
     uint64_t now_us = clock_monotonic_us();
     if (state->movement) {

@@ -392,9 +392,13 @@ void cellapp_tick(cellapp *app) {
     spaces_reap(app);
     uint64_t now_us = clock_monotonic_us();
     ghost_route_expire(app->route, now_us / 1000);
-    /* Held ghost messages whose earlier real never finished, and the
-     * tombstones of deleted ghosts: far longer than any message is late. */
-    ghost_order_expire(app->ghost_order, now_us, 30u * 1000u * 1000u, 60u * 1000u * 1000u);
+    if (app->shared.replication_tick % (uint64_t)app->settings.tick_hz == 0) {
+        /* Once a second: held ghost messages whose earlier real never
+         * finished, and the tombstones of deleted ghosts, both far older
+         * than any message is late; and streams nobody writes to. */
+        ghost_order_expire(app->ghost_order, now_us, 30u * 1000u * 1000u, 60u * 1000u * 1000u);
+        mailbox_sweep(app->mailbox, now_us / 1000);
+    }
     spaces_poll(app);
     app->last_tick_duration_us = clock_monotonic_us() - started;
 }

@@ -30,6 +30,7 @@
 #include "ghost_order.h"
 #include "id_block.h"
 #include "id_map.h"
+#include "latency_histogram.h"
 #include "mailbox.h"
 #include "peer_set.h"
 #include "process.h"
@@ -174,6 +175,7 @@ typedef struct cell_shared {
         uint64_t aliases_exhausted;  /* entities not sent because an alias table was full */
     } witness_totals;
     uint64_t self_id;                /* this cellapp's process id */
+    struct entity_timer_ids *timer_ids; /* the process's timer ids, for every cell */
     /* What a cell tells its cellapp: a trap of `owner` saw `visitor` step
      * in or out. */
     void (*on_trap)(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered);
@@ -325,6 +327,8 @@ typedef struct cellapp_counters {
     uint64_t duplicates;                      /* CellMessages delivered before, dropped */
     uint64_t teleports;
     uint64_t moves_refused;
+    /* From an offload's send to its acknowledgement, microseconds. */
+    latency_histogram offload_latency;
 } cellapp_counters;
 
 struct cellapp {
@@ -357,6 +361,7 @@ struct cellapp {
     mailbox *mailbox;                /* this cellapp's streams to other entities */
     id_map pending_offloads;         /* entity id -> offload_pending (offload.c) */
     id_map peer_layouts;             /* cellapp id -> what it applied (spaces.c) */
+    entity_timer_ids timer_ids;      /* every cell's timers take their ids here */
     cellapp_counters counters;
     int shutting_down;
     int exit_code;

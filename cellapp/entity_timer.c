@@ -24,8 +24,7 @@ typedef struct entity_timer_list {
 } entity_timer_list;
 
 struct entity_timers {
-    uint64_t prefix;
-    uint64_t counter;
+    entity_timer_ids *ids;
     entity_timer **heap;
     size_t count, capacity;
     id_map by_id;       /* timer id -> entity_timer */
@@ -36,15 +35,14 @@ struct entity_timers {
  * would have to set a trillion timers to wrap. */
 #define ENTITY_TIMER_COUNTER_BITS 40
 
-entity_timers *entity_timers_create(uint64_t id_prefix) {
+entity_timers *entity_timers_create(entity_timer_ids *ids) {
     entity_timers *timers = xcalloc(1, sizeof *timers);
-    timers->prefix = id_prefix;
+    timers->ids = ids;
     id_map_init(&timers->by_id);
     id_map_init(&timers->by_entity);
     return timers;
 }
 
-void entity_timers_set_prefix(entity_timers *timers, uint64_t id_prefix) { timers->prefix = id_prefix; }
 
 void entity_timers_free(entity_timers *timers) {
     if (!timers) return;
@@ -159,7 +157,7 @@ static uint64_t entity_timers_insert(entity_timers *timers, uint64_t timer_id, u
 
 uint64_t entity_timers_add(entity_timers *timers, uint64_t entity_id, uint64_t now_us, uint64_t delay_us,
                            uint64_t interval_us, uint32_t tag, uint64_t user_data) {
-    uint64_t id = (timers->prefix << ENTITY_TIMER_COUNTER_BITS) | (++timers->counter);
+    uint64_t id = (timers->ids->prefix << ENTITY_TIMER_COUNTER_BITS) | (++timers->ids->counter);
     return entity_timers_insert(timers, id, entity_id, now_us + delay_us, interval_us, tag, user_data);
 }
 
@@ -195,8 +193,9 @@ size_t entity_timers_run(entity_timers *timers, uint64_t now_us, cell *c,
         }
         if (timer->interval_us) {
             timer->due_us += timer->interval_us;
-            /* Behind by more than the catch-up allows: skip the rest. */
-            if (timer->due_us + timer->interval_us * ENTITY_TIMER_MAX_CATCH_UP < now_us)
+            /* Behind by more than the catch-up allows (this firing and
+             * MAX_CATCH_UP - 1 more still due): skip the rest. */
+            if (timer->due_us + timer->interval_us * (ENTITY_TIMER_MAX_CATCH_UP - 1) <= now_us)
                 timer->due_us += (now_us - timer->due_us) / timer->interval_us * timer->interval_us;
             entity_timers_sift_down(timers, 0);
         } else {
@@ -244,6 +243,11 @@ void entity_timers_put(entity_timers *timers, uint64_t entity_id, uint64_t now_u
                      (unsigned long long)s->timer_id);
             continue;
         }
+        /* An id of this prefix (another scheduler of this process made it)
+         * is never given again by entity_timers_add. */
+        uint64_t counter = s->timer_id & ((UINT64_C(1) << ENTITY_TIMER_COUNTER_BITS) - 1);
+        if (s->timer_id >> ENTITY_TIMER_COUNTER_BITS == timers->ids->prefix && counter > timers->ids->counter)
+            timers->ids->counter = counter;
         entity_timers_insert(timers, s->timer_id, entity_id, now_us + s->remaining_us, s->interval_us, s->tag,
                              s->user_data);
     }

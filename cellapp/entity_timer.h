@@ -13,8 +13,9 @@
  * Timers move with their entity: entity_timers_take removes an entity's
  * timers for an offload (with the time left on each), entity_timers_put
  * sets them again on the other cellapp under the same ids. Ids are unique
- * in the cluster (the cellapp's process id in the high bits), so game code
- * may keep one across moves.
+ * in the cluster: the cellapp's process id in the high bits and one counter
+ * per process (entity_timer_ids, shared by all its cells) in the low ones,
+ * so game code may keep one across moves.
  *
  * This header is included by cellapp.h under its timers banner.
  */
@@ -36,11 +37,17 @@ typedef struct entity_timer_state {
     uint64_t user_data;
 } entity_timer_state;
 
-/* `id_prefix` (the cellapp's process id) makes the ids unique. */
-entity_timers *entity_timers_create(uint64_t id_prefix);
+/* Where a process's timer ids come from: its id (set once registered) and
+ * a counter. One per process, shared by all its schedulers, owned by the
+ * caller and outliving them. */
+typedef struct entity_timer_ids {
+    uint64_t prefix;
+    uint64_t counter;
+} entity_timer_ids;
+
+/* A scheduler taking its new ids from `ids`. */
+entity_timers *entity_timers_create(entity_timer_ids *ids);
 void entity_timers_free(entity_timers *timers);
-/* Sets the prefix once the process id is known. */
-void entity_timers_set_prefix(entity_timers *timers, uint64_t id_prefix);
 
 /* Sets a timer of entity `entity_id`, due `delay_us` from now_us, then
  * every `interval_us` (0: once). Returns its id (> 0). */

@@ -147,6 +147,10 @@ static void cellapp_publish_stats(cellapp *app) {
     registry_set_stat(app->registry, "teleports", (int64_t)n->teleports);
     registry_set_stat(app->registry, "held_ghost_messages", (int64_t)ghost_order_held_count(app->ghost_order));
     registry_set_stat(app->registry, "aliases_exhausted", (int64_t)app->shared.witness_totals.aliases_exhausted);
+    const latency_histogram *latency = &app->counters.offload_latency;
+    registry_set_stat(app->registry, "offload_p50_us", (int64_t)latency_histogram_percentile(latency, 50.0));
+    registry_set_stat(app->registry, "offload_p99_us", (int64_t)latency_histogram_percentile(latency, 99.0));
+    registry_set_stat(app->registry, "offload_acks", (int64_t)latency->count);
 }
 
 static void cellapp_on_stats_timer(uv_timer_t *timer) { cellapp_publish_stats(timer->data); }
@@ -156,6 +160,7 @@ static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user
     (void)reg;
     app->process_id = process_id;
     app->shared.self_id = process_id;
+    app->timer_ids.prefix = process_id;
     peer_set_set_process_id(app->peers, process_id);
     mailbox_set_self(app->mailbox, process_id);
     id_block_refill(app->ids);
@@ -248,26 +253,24 @@ static void cellapp_mailbox_failed(uint64_t entity_id, uint64_t sequence, const 
     log_warn("a call to entity %" PRIu64 " (#%" PRIu64 ") failed: %s", entity_id, sequence, reason);
 }
 
-/* Settings that only make sense together. Returns 0, or 1 after printing
- * the problem. */
-static int cellapp_check_settings(const cellapp_settings *settings) {
+/* Settings that only make sense together (process_settings_check). */
+static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
+    const cellapp_settings *settings = raw;
     const witness_config *w = &settings->witness;
     if (w->detail_near_distance > w->detail_medium_distance) {
-        fprintf(stderr, "tessera-cellapp: configuration error: detail_near_distance must not exceed "
-                        "detail_medium_distance\n");
-        return 1;
+        snprintf(err, errlen, "detail_near_distance must not exceed detail_medium_distance");
+        return -1;
     }
     if (w->update_near_distance >= w->update_far_distance) {
-        fprintf(stderr, "tessera-cellapp: configuration error: update_near_distance must be below "
-                        "update_far_distance\n");
-        return 1;
+        snprintf(err, errlen, "update_near_distance must be below update_far_distance");
+        return -1;
     }
     if (settings->haunt.ghost_distance < w->view_radius + w->view_hysteresis) {
-        fprintf(stderr,
-                "tessera-cellapp: configuration error: ghost_distance (%g) must be at least view_radius + "
-                "view_hysteresis (%g + %g): a view reaching across a line would miss what is there\n",
-                settings->haunt.ghost_distance, w->view_radius, w->view_hysteresis);
-        return 1;
+        snprintf(err, errlen,
+                 "ghost_distance (%g) must be at least view_radius + view_hysteresis (%g + %g): a view reaching "
+                 "across a line would miss what is there",
+                 settings->haunt.ghost_distance, w->view_radius, w->view_hysteresis);
+        return -1;
     }
     return 0;
 }
@@ -276,11 +279,10 @@ int main(int argc, char **argv) {
     static cellapp app; /* the process's single context */
     char err[512];
     int status = process_configure("tessera-cellapp", "cellapp", argc, argv, cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
-                                   &app.settings, &app.settings.process);
+                                   &app.settings, &app.settings.process, cellapp_check_settings);
     if (status != PROCESS_CONTINUE) return status;
     cellapp_settings *settings = &app.settings;
     settings->witness.tick_hz = settings->tick_hz;
-    if (cellapp_check_settings(settings) != 0) return 1;
     if (entity_def_load_directory(settings->entity_definitions, &app.shared.definitions, err, sizeof err) != 0) {
         fprintf(stderr, "tessera-cellapp: configuration error: entity_definitions '%s': %s\n",
                 settings->entity_definitions, err);
@@ -290,6 +292,7 @@ int main(int argc, char **argv) {
     app.shared.schema = replication_schema_create(app.shared.definitions);
     app.shared.replication = replication_create(app.shared.schema);
     app.shared.on_trap = cellapp_on_trap;
+    app.shared.timer_ids = &app.timer_ids;
     app.shared.host = &app;
     bit_writer_init(&app.shared.stream);
 
@@ -300,6 +303,11 @@ int main(int argc, char **argv) {
     id_map_init(&app.cell_outboxes);
     id_map_init(&app.pending_offloads);
     id_map_init(&app.peer_layouts);
+    /* 10 us buckets up to a second: an offload's acknowledgement takes a
+     * round trip and a receiver's handling, milliseconds; slower ones land
+     * in the overflow bucket and are reported by the maximum. */
+    if (latency_histogram_init(&app.counters.offload_latency, 10, 1000000) != 0)
+        log_panic("offload latency histogram layout rejected");
     app.ghost_order = ghost_order_create(cellapp_free_held, NULL);
     app.route = ghost_route_create();
 
@@ -379,6 +387,7 @@ int main(int argc, char **argv) {
     spaces_free(&app);
     ghost_route_free(app.route);
     ghost_order_free(app.ghost_order);
+    latency_histogram_close(&app.counters.offload_latency);
     game_free(app.game);
     bit_writer_close(&app.shared.stream);
     replication_free(app.shared.replication);

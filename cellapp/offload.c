@@ -42,6 +42,7 @@ typedef struct offload_pending {
     size_t length;
     uint64_t *haunts;              /* the haunts handed over */
     size_t haunt_count;
+    uint64_t sent_us;              /* monotonic */
 } offload_pending;
 
 static void offload_pending_free(offload_pending *pending) {
@@ -159,7 +160,12 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
                              bool space_changed) {
     cell *c = entity->home;
     uint32_t k = entity->incarnation;
-    if (!space_changed && !peer_set_is_up(app->peers, target)) log_panic("offload to a peer that is not up");
+    if (!peer_set_is_up(app->peers, target)) {
+        /* Nothing would bring it back if it went: it stays real here. */
+        log_warn("entity %" PRIu64 ": cellapp %" PRIu64 " went away before the offload: it stays", entity->id, target);
+        free(kept);
+        return;
+    }
     if (!space_changed) {
         bool has_ghost = false;
         for (uint32_t i = 0; i < entity->haunt_count; i++) has_ghost |= entity->haunts[i].cellapp_id == target;
@@ -212,6 +218,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     pending->length = kept_length;
     pending->haunts = haunts;
     pending->haunt_count = haunt_count;
+    pending->sent_us = clock_monotonic_us();
     offload_pending_free(id_map_remove(&app->pending_offloads, entity->id));
     id_map_put(&app->pending_offloads, entity->id, pending);
     ghost_route_add(app->route, entity->id, target,
@@ -442,8 +449,12 @@ static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *p
         existing = NULL;
     }
     char err[256];
-    if (!c || offload_arrive(app, c, existing, state, NULL, 0, app->process_id, err, sizeof err) != 0)
-        log_panic("entity %" PRIu64 ": cannot take back its real (%s)", entity_id, c ? err : "its space is gone");
+    if (!c || offload_arrive(app, c, existing, state, NULL, 0, app->process_id, err, sizeof err) != 0) {
+        log_error("entity %" PRIu64 ": cannot take back its real (%s): it is lost", entity_id,
+                  c ? err : "its space is gone");
+        tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
+        return;
+    }
     cell_entity *entity = cell_find(c, entity_id);
     /* Every cellapp that may hold its ghost gets a fresh create: it applies
      * once the refused or dead incarnation has ended there. */
@@ -467,6 +478,7 @@ void offload_on_ack(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload
     }
     id_map_remove(&app->pending_offloads, ack->entity_id);
     if (ack->refused) offload_reclaim(app, ack->entity_id, pending, ack->reason ? ack->reason : "refused");
+    else latency_histogram_add(&app->counters.offload_latency, clock_monotonic_us() - pending->sent_us);
     offload_pending_free(pending);
 }
 

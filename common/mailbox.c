@@ -27,6 +27,8 @@ typedef struct mailbox_target {
     uint64_t next_sequence;
     uint64_t last_used_ms;
     bool looking_up;           /* a directory lookup is in flight */
+    uint64_t cached_cellapp;   /* the directory's last answer (0: none) */
+    uint32_t cached_incarnation;
     mailbox_waiting *waiting;  /* messages held for its answer */
     size_t waiting_count, waiting_capacity;
 } mailbox_target;
@@ -105,13 +107,16 @@ static mailbox_target *mailbox_target_for(mailbox *box, uint64_t entity_id) {
     return target;
 }
 
-/* Sends one stamped message to `where`; reports a failure. */
-static void mailbox_deliver(mailbox *box, const Tessera__Cluster__CellMessage *message, uint64_t where) {
-    if (box->send(where, message, box->user_data) != 0 && box->failed) {
+/* Sends one stamped message to `where`; reports a failure. Returns 0, or -1
+ * when it failed. */
+static int mailbox_deliver(mailbox *box, const Tessera__Cluster__CellMessage *message, uint64_t where) {
+    if (box->send(where, message, box->user_data) == 0) return 0;
+    if (box->failed) {
         char reason[96];
         snprintf(reason, sizeof reason, "process %" PRIu64 " is not reachable", where);
         box->failed(message->entity_id, message->sequence, reason, box->user_data);
     }
+    return -1;
 }
 
 static void mailbox_on_lookup(redis_client *redis, redisReply *reply, void *user_data) {
@@ -130,7 +135,16 @@ static void mailbox_on_lookup(redis_client *redis, redisReply *reply, void *user
     }
     target->looking_up = false;
     uint64_t where = 0;
-    if (reply && reply->type == REDIS_REPLY_STRING) where = strtoull(reply->str, NULL, 10);
+    if (reply && reply->type == REDIS_REPLY_STRING) {
+        /* "<cellapp>:<incarnation>" */
+        char *colon = NULL;
+        where = strtoull(reply->str, &colon, 10);
+        uint32_t incarnation = colon && *colon == ':' ? (uint32_t)strtoul(colon + 1, NULL, 10) : 0;
+        if (where && incarnation >= target->cached_incarnation) {
+            target->cached_cellapp = where;
+            target->cached_incarnation = incarnation;
+        }
+    }
     if (where == 0) {
         mailbox_fail_waiting(box, lookup->entity_id, target,
                              reply ? "the cell directory does not know the entity" : "Redis did not answer");
@@ -157,10 +171,11 @@ uint64_t mailbox_send_cell(mailbox *box, Tessera__Cluster__CellMessage *message,
     message->stream = target->stream;
     message->sequence = target->next_sequence++;
     message->hops = 0;
-    if (where && !target->looking_up) {
-        mailbox_deliver(box, message, where);
-        return message->sequence;
-    }
+    /* No address given: the directory's last answer, while it stands (a
+     * stale one costs a forward along the ghost route, or a failure that
+     * clears it). */
+    if (!where) where = target->cached_cellapp;
+    if (where && !target->looking_up) return mailbox_deliver(box, message, where) == 0 ? message->sequence : 0;
     /* Held for the directory, in order behind what already waits. */
     if (target->waiting_count == target->waiting_capacity) {
         target->waiting_capacity = target->waiting_capacity ? target->waiting_capacity * 2 : 4;
@@ -194,6 +209,8 @@ uint64_t mailbox_send_cell(mailbox *box, Tessera__Cluster__CellMessage *message,
 }
 
 void mailbox_on_failed(mailbox *box, const Tessera__Cluster__CellMessageFailed *failed) {
+    mailbox_target *target = id_map_get(&box->targets, failed->entity_id);
+    if (target) target->cached_cellapp = 0;
     if (box->failed) box->failed(failed->entity_id, failed->sequence, failed->reason ? failed->reason : "",
                                  box->user_data);
 }

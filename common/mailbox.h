@@ -8,7 +8,9 @@
  * (the address a baseapp was told, the cellapp of a local ghost). Without
  * one, the mailbox asks the cell directory in Redis (P cell_directory, an
  * entity id -> "<cellapp>:<incarnation>" hash that each real writes when it
- * arrives), holding the entity's messages until the answer. An address that
+ * arrives), holding the entity's messages until the answer, and keeps the
+ * answer (with its incarnation) for the next messages, until a failure
+ * clears it or its stream is forgotten. An address that
  * is out of date costs a forward, never a loss: a cellapp that no longer
  * holds the real forwards along the ghost route (cellapp/ghost_route.h).
  * Where nobody holds the real, the sender hears CellMessageFailed and the

@@ -18,6 +18,8 @@ int process_parse_arguments(int argc, char **argv, process_arguments *out, char 
         const char *arg = argv[i];
         if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             out->help = 1;
+        } else if (strcmp(arg, "--check") == 0) {
+            out->check = 1;
         } else if (strcmp(arg, "--config") == 0 || strcmp(arg, "--set") == 0) {
             if (i + 1 >= argc) {
                 snprintf(err, errlen, "%s needs a value", arg);
@@ -30,7 +32,7 @@ int process_parse_arguments(int argc, char **argv, process_arguments *out, char 
         } else if (strncmp(arg, "--set=", 6) == 0) {
             out->overrides[out->override_count++] = (char *)arg + 6;
         } else {
-            snprintf(err, errlen, "unknown argument '%s' (usage: --config FILE [--set key=value]...)", arg);
+            snprintf(err, errlen, "unknown argument '%s' (usage: --config FILE [--set key=value]... [--check])", arg);
             return -1;
         }
     }
@@ -68,7 +70,7 @@ int process_load_settings(const char *program, const config_key *keys, size_t ke
 }
 
 int process_configure(const char *program, const char *role, int argc, char **argv, const config_key *keys,
-                      size_t key_count, void *settings, const process_settings *common) {
+                      size_t key_count, void *settings, const process_settings *common, process_settings_check check) {
     char err[512];
     process_arguments arguments;
     signal(SIGPIPE, SIG_IGN); /* a write to a vanished peer is an error to handle, not death */
@@ -86,8 +88,19 @@ int process_configure(const char *program, const char *role, int argc, char **ar
         return 0;
     }
     int loaded = process_load_settings(program, keys, key_count, settings, common, &arguments);
+    int check_only = arguments.check;
     process_arguments_free(&arguments);
-    return loaded == 0 ? PROCESS_CONTINUE : 1;
+    if (loaded != 0) return 1;
+    char problem[512];
+    if (check && check(settings, problem, sizeof problem) != 0) {
+        fprintf(stderr, "%s: configuration error: %s\n", program, problem);
+        return 1;
+    }
+    if (check_only) {
+        printf("%s: the settings load and check out\n", program);
+        return 0;
+    }
+    return PROCESS_CONTINUE;
 }
 
 bool process_redis_should_give_up(const process_settings *common, uint64_t process_id, unsigned failed_attempts) {

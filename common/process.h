@@ -1,7 +1,11 @@
 /* process.h -- what every Tessera server process shares at start-up: the
  * common settings, command-line parsing, and the Redis connection policy.
  *
- * Command line:  <program> --config FILE [--set key=value]... [--help]
+ * Command line:  <program> --config FILE [--set key=value]... [--check] [--help]
+ *
+ * --check loads and checks the settings (every key known, in range, the
+ * common rules) and exits 0 without starting: for operators to validate a
+ * config before they roll it out.
  *
  * A program embeds process_settings in its own settings struct and lists
  * PROCESS_CONFIG_KEYS(its struct, its field) at the head of its key table,
@@ -58,6 +62,7 @@ typedef struct process_arguments {
     char **overrides;               /* the --set values, pointing into argv */
     size_t override_count;
     int help;
+    int check;                      /* --check: load the settings, report, exit */
 } process_arguments;
 
 /* Parses argv. Returns 0, or -1 with a message in err. `overrides` is
@@ -71,15 +76,20 @@ void process_arguments_free(process_arguments *arguments);
 int process_load_settings(const char *program, const config_key *keys, size_t key_count, void *settings,
                           const process_settings *common, const process_arguments *arguments);
 
+/* The program's own rules over its settings (keys that only make sense
+ * together): 0, or -1 with the problem in err, naming the keys. */
+typedef int (*process_settings_check)(const void *settings, char *err, size_t errlen);
+
 /* Everything a server's main does before it builds its loop: ignores
  * SIGPIPE, names the logger, parses argv, prints --help (with the defaults)
- * or loads and checks the settings. Returns PROCESS_CONTINUE when the
- * program should go on, otherwise the exit status to return (0 after
- * --help, 1 for a configuration error, 2 for a usage error); every error is
+ * or loads and checks the settings (the common rules, then `check` when
+ * not NULL). Returns PROCESS_CONTINUE when the program should go on,
+ * otherwise the exit status to return (0 after --help or a passed --check,
+ * 1 for a configuration error, 2 for a usage error); every error is
  * printed to stderr prefixed with `program`. */
 #define PROCESS_CONTINUE (-1)
 int process_configure(const char *program, const char *role, int argc, char **argv, const config_key *keys,
-                      size_t key_count, void *settings, const process_settings *common);
+                      size_t key_count, void *settings, const process_settings *common, process_settings_check check);
 
 /* At start-up, before the process has registered, a failed Redis attempt
  * counts against redis_connect_attempts. Returns true (after logging why)

@@ -226,7 +226,12 @@ space_layout *space_layout_from_json(const char *text, size_t length, char *err,
         const cJSON *three_d = cJSON_GetObjectItemCaseSensitive(root, "three_d");
         const cJSON *spawn = cJSON_GetObjectItemCaseSensitive(root, "spawn");
         layout->three_d = cJSON_IsTrue(three_d);
-        if (space_layout_read_id(root, "epoch", UINT64_MAX >> 11, &value)) layout->epoch = value;
+        const cJSON *epoch = cJSON_GetObjectItemCaseSensitive(root, "epoch");
+        if (epoch && !space_layout_read_id(root, "epoch", UINT64_MAX >> 11, &value)) {
+            snprintf(err, errlen, "space '%s': \"epoch\" must be a whole number from 0", layout->name);
+            goto fail;
+        }
+        if (epoch) layout->epoch = value;
         if (spawn && !(space_layout_read_number(spawn, "x", &layout->spawn_x) &&
                        space_layout_read_number(spawn, "z", &layout->spawn_z) &&
                        space_layout_read_number(spawn, "radius", &layout->spawn_radius))) {
@@ -461,7 +466,8 @@ int space_layout_check(const space_layout *layout, char *err, size_t errlen) {
         snprintf(err, errlen, "space '%s': every bound in min must be below its max", layout->name);
         return -1;
     }
-    if (!(layout->spawn_radius >= 0) || layout->spawn_x - layout->spawn_radius < layout->min[0] ||
+    if (!(layout->spawn_radius >= 0) || !isfinite(layout->spawn_x) || !isfinite(layout->spawn_z) ||
+        !isfinite(layout->spawn_radius) || layout->spawn_x - layout->spawn_radius < layout->min[0] ||
         layout->spawn_x + layout->spawn_radius > layout->max[0] ||
         layout->spawn_z - layout->spawn_radius < layout->min[2] ||
         layout->spawn_z + layout->spawn_radius > layout->max[2]) {

@@ -149,7 +149,7 @@ int space_layout_split_info(const space_layout *layout, uint32_t split, space_la
                             double *region_min, double *region_max);
 
 /* Writes the tree to `out` for an operator, one node a line, indented:
- * "split 0: x = 0.0 (region -500 .. 500)", "cell 1 on cellapp 7: x -500..0, z -500..500". */
+ * "split 0: x = 0 (region -500 .. 500)", "cell 1 on cellapp 7: x -500..0, z -500..500". */
 void space_layout_print(const space_layout *layout, FILE *out);
 const char *space_layout_axis_name(space_layout_axis axis);
 

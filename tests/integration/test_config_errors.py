@@ -87,6 +87,26 @@ class ConfigErrors(unittest.TestCase):
                 err, ctx = self.run_program(role, path)
                 self.assert_mentions(err, ["redis_port"], ctx)
 
+    def test_ghost_distance_below_the_view(self):
+        # A view reaching across a line must find ghosts of what is there:
+        # ghost_distance under view_radius + view_hysteresis is refused,
+        # naming both.
+        path = self.write("ghosts.json", json.dumps({"view_radius": 50, "view_hysteresis": 5, "ghost_distance": 40,
+                                                     "entity_definitions": DEMO_ENTITIES}))
+        err, ctx = self.run_program("cellapp", path)
+        for key in ("ghost_distance", "view_radius", "view_hysteresis"):
+            self.assert_mentions(err, [key], ctx)
+
+    def test_production_configs_load(self):
+        # deploy/config holds every setting with its production default:
+        # each must be a key the program knows, in range (--check loads and
+        # checks the settings, then exits without starting).
+        for role in PROGRAMS:
+            with self.subTest(program=role):
+                path = os.path.join(harness.SOURCE_DIR, "deploy", "config", role + ".json")
+                rc, out, err, took = harness.run_with_timeout([PROGRAMS[role], "--config", path, "--check"], QUICK_S)
+                self.assertEqual(rc, 0, "%s --config %s --check: exit %s\n%s" % (role, path, rc, err))
+
     def test_unreachable_redis(self):
         for role in PROGRAMS:
             with self.subTest(program=role):

@@ -80,7 +80,9 @@ class MultiCell(unittest.TestCase):
             offloads = sum(cluster.stat(n, "offloads_out") or 0 for n in cluster.names("cellapp"))
             reclaimed = sum(cluster.stat(n, "offloads_reclaimed") or 0 for n in cluster.names("cellapp"))
             harness.log("offloads: %d (taken back: %d)" % (offloads, reclaimed))
-            self.assertGreater(offloads, BOTS, "the bots hardly crossed a line")
+            # Walking 5 m/s near the lines, each bot crosses one every 20 s or
+            # so; 1 in 100 bot-seconds is far below that.
+            self.assertGreater(offloads, BOTS * SECONDS // 100, "the bots hardly crossed a line")
             self.assertEqual(reclaimed, 0, "an offload was refused or lost in a healthy cluster")
 
             self.check_cells(dumps, BOTS + NPCS_PER_CELLAPP * 4)

@@ -17,7 +17,8 @@ exactly once, on cellapp-1.
 Refusals: tessera-admin refuses a layout naming a dead cellapp or moving a
 line outside its region; a layout that names a dead cellapp written into
 Redis by hand anyway (a later epoch, a valid tree) is not applied by the
-cellapps, which keep the one they have and say why."""
+cellapps, which keep the one they have and say why; and an epoch older than
+the one a cellapp holds is ignored and logged."""
 import json
 import unittest
 
@@ -105,6 +106,10 @@ class OffloadFaults(unittest.TestCase):
         harness.wait_for(lambda: "names cellapp 987654, which is not alive" in cluster.log("cellapp-1"), 30,
                          "cellapp-1 to refuse the layout naming a cellapp that is not alive")
         self.assertNotIn("epoch %d: this cellapp" % epoch, cluster.log("cellapp-1"), "it was applied")
+        # An epoch older than the one applied: ignored, and said so.
+        cluster.redis.execute("HSET", "tessera:tessera:spaces", "default", "1")
+        harness.wait_for(lambda: "older than the" in cluster.log("cellapp-3") and "ignored" in cluster.log("cellapp-3"),
+                         15, "cellapp-3 to ignore an older epoch and log it")
 
 
 if __name__ == "__main__":

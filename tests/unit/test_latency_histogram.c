@@ -1,4 +1,4 @@
-/* test_client_histogram.c -- unit tests for latency_histogram (client/):
+/* test_latency_histogram.c -- unit tests for latency_histogram (common/):
  * layout checks at init, percentiles against exact answers on known data,
  * the overflow bucket, merging, and random data checked against a sorted
  * reference array (the reported value is never below the true percentile

@@ -128,6 +128,8 @@ static fixture *fixture_create(int64_t bytes_per_second) {
     cell_shared *shared = &fx->shared;
     shared->settings = &fx->settings;
     shared->self_id = 1;
+    static entity_timer_ids timer_ids = {1, 0};
+    shared->timer_ids = &timer_ids;
     char err[512];
     if (entity_def_load_string(defs, "test", &shared->definitions, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
