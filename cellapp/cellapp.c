@@ -250,6 +250,7 @@ static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cl
             break;
         case TESSERA__CLUSTER__CELL_ITEM__BODY_CREATE: cellapp_create_entity(app, peer, item->create); break;
         case TESSERA__CLUSTER__CELL_ITEM__BODY_FAILED: mailbox_on_failed(app->mailbox, item->failed); break;
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST_MOVES: haunt_on_moves(app, peer, item->ghost_moves); break;
         case TESSERA__CLUSTER__CELL_ITEM__BODY_LAYOUT_APPLIED:
             spaces_on_layout_applied(app, peer, item->layout_applied);
             break;
@@ -257,6 +258,10 @@ static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cl
         }
         tessera__cluster__cell_item__free_unpacked(item, NULL);
     }
+    /* Acknowledgements (and whatever else this queued for the sender) go
+     * at once rather than with our next tick: an offload's sender waits for
+     * its acknowledgement, and nothing queued for it depends on our tick. */
+    outbox_flush_cellapp(app, peer);
 }
 
 void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,

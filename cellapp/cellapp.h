@@ -362,6 +362,7 @@ struct cellapp {
     id_map pending_offloads;         /* entity id -> offload_pending (offload.c) */
     id_map peer_layouts;             /* cellapp id -> what it applied (spaces.c) */
     entity_timer_ids timer_ids;      /* every cell's timers take their ids here */
+    id_map ghost_moves;              /* cellapp id -> this tick's moves for it (haunt.c) */
     cellapp_counters counters;
     int shutting_down;
     int exit_code;
@@ -431,6 +432,9 @@ void outbox_to_cellapp(cellapp *app, uint64_t peer, const Tessera__Cluster__Cell
 size_t outbox_cellapp_bytes(const cellapp *app, uint64_t peer);
 void outbox_flush_clients(cellapp *app);
 void outbox_flush_cellapps(cellapp *app);
+/* Sends what is queued for cellapp `peer` now, ahead of the tick (the
+ * order of its items is kept). */
+void outbox_flush_cellapp(cellapp *app, uint64_t peer);
 /* Forgets what was queued for a peer that went away. */
 void outbox_drop_peer(cellapp *app, uint64_t peer);
 void outbox_free(cellapp *app);
@@ -439,6 +443,10 @@ void outbox_free(cellapp *app);
 /* Once per tick, after the witnesses: brings every real's haunts up to
  * date (creates, keeps, deletes ghosts) and queues its ghost update. */
 void haunt_tick(cellapp *app, cell *c);
+/* A GhostMoves from cellapp `peer`: each entry as a GhostUpdate. */
+void haunt_on_moves(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMoves *moves);
+/* Frees the per-peer buffers of moves. */
+void haunt_free(cellapp *app);
 /* A GhostMessage from cellapp `peer` (encoded in `item`, kept if held). */
 void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message,
                       const uint8_t *item, size_t item_length);

@@ -153,7 +153,87 @@ static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t
     return lingering;
 }
 
-/* The tick's GhostUpdate of a real, to each haunt. */
+/* The moves of one tick for one haunt, gathered into GhostMoves arrays;
+ * the arrays are kept from tick to tick. */
+typedef struct haunt_moves {
+    uint64_t *entity_id;
+    uint32_t *incarnation;
+    float *x, *y, *z, *yaw;
+    size_t count, capacity;
+} haunt_moves;
+
+static void haunt_add_move(cellapp *app, uint64_t peer, const cell_entity *entity) {
+    haunt_moves *moves = id_map_get(&app->ghost_moves, peer);
+    if (!moves) {
+        moves = xcalloc(1, sizeof *moves);
+        id_map_put(&app->ghost_moves, peer, moves);
+    }
+    if (moves->count == moves->capacity) {
+        moves->capacity = moves->capacity ? moves->capacity * 2 : 64;
+        moves->entity_id = xrealloc(moves->entity_id, moves->capacity * sizeof *moves->entity_id);
+        moves->incarnation = xrealloc(moves->incarnation, moves->capacity * sizeof *moves->incarnation);
+        moves->x = xrealloc(moves->x, moves->capacity * sizeof *moves->x);
+        moves->y = xrealloc(moves->y, moves->capacity * sizeof *moves->y);
+        moves->z = xrealloc(moves->z, moves->capacity * sizeof *moves->z);
+        moves->yaw = xrealloc(moves->yaw, moves->capacity * sizeof *moves->yaw);
+    }
+    size_t i = moves->count++;
+    moves->entity_id[i] = entity->id;
+    moves->incarnation[i] = entity->incarnation;
+    moves->x[i] = entity->x;
+    moves->y[i] = entity->y;
+    moves->z[i] = entity->z;
+    moves->yaw[i] = entity->yaw;
+}
+
+/* Appends each haunt's gathered moves to its outbox, after everything else
+ * the tick's haunts queued for it (creates first, so a move never precedes
+ * its ghost). */
+static void haunt_flush_moves(cellapp *app) {
+    size_t cursor = 0;
+    uint64_t peer;
+    void *value;
+    while (id_map_next(&app->ghost_moves, &cursor, &peer, &value)) {
+        haunt_moves *moves = value;
+        if (!moves->count) continue;
+        Tessera__Cluster__GhostMoves message = TESSERA__CLUSTER__GHOST_MOVES__INIT;
+        message.n_entity_id = message.n_incarnation = message.n_x = message.n_y = message.n_z = message.n_yaw =
+            moves->count;
+        message.entity_id = moves->entity_id;
+        message.incarnation = moves->incarnation;
+        message.x = moves->x;
+        message.y = moves->y;
+        message.z = moves->z;
+        message.yaw = moves->yaw;
+        Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+        item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST_MOVES;
+        item.ghost_moves = &message;
+        size_t before = outbox_cellapp_bytes(app, peer);
+        outbox_to_cellapp(app, peer, &item);
+        app->counters.ghost_bytes += outbox_cellapp_bytes(app, peer) - before;
+        moves->count = 0;
+    }
+}
+
+void haunt_free(cellapp *app) {
+    size_t cursor = 0;
+    uint64_t peer;
+    void *value;
+    while (id_map_next(&app->ghost_moves, &cursor, &peer, &value)) {
+        haunt_moves *moves = value;
+        free(moves->entity_id);
+        free(moves->incarnation);
+        free(moves->x);
+        free(moves->y);
+        free(moves->z);
+        free(moves->yaw);
+        free(moves);
+    }
+    id_map_close(&app->ghost_moves);
+}
+
+/* The tick's GhostUpdate of a real, to each haunt: a move alone goes in
+ * the haunt's GhostMoves. */
 static void haunt_send_update(cellapp *app, cell_entity *entity) {
     const entity_state_mask *ghosts =
         replication_schema_mask(app->shared.schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
@@ -161,6 +241,10 @@ static void haunt_send_update(cellapp *app, cell_entity *entity) {
     entity_state_mask_intersect(&changed, entity_state_dirty(entity->state), ghosts);
     bool has_properties = !entity_state_mask_empty(&changed);
     if (!entity->moved && !has_properties && entity->broadcast_count == 0) return;
+    if (!has_properties && entity->broadcast_count == 0) {
+        for (uint32_t i = 0; i < entity->haunt_count; i++) haunt_add_move(app, entity->haunts[i].cellapp_id, entity);
+        return;
+    }
     bit_writer w;
     bit_writer_init(&w);
     if (has_properties) {
@@ -205,6 +289,7 @@ void haunt_tick(cellapp *app, cell *c) {
         if (entity->haunts_stale || c->layout_changed) entity->haunts_stale = haunt_recompute(app, c, entity, now_us);
         if (entity->haunt_count) haunt_send_update(app, entity);
     }
+    haunt_flush_moves(app);
 }
 
 void haunt_count(const cellapp *app, size_t *interior_reals, size_t *reals, size_t *ghosts) {
@@ -378,6 +463,47 @@ void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__Ghost
         log_debug("entity %" PRIu64 ": stale %s of incarnation %u from cellapp %" PRIu64 ": dropped",
                   message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
         break;
+    }
+}
+
+void haunt_on_moves(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMoves *moves) {
+    size_t n = moves->n_entity_id;
+    if (moves->n_incarnation != n || moves->n_x != n || moves->n_y != n || moves->n_z != n || moves->n_yaw != n) {
+        log_warn("cellapp %" PRIu64 " sent ghost moves whose arrays differ in length: ignored", peer);
+        return;
+    }
+    uint64_t now_us = clock_monotonic_us();
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = moves->entity_id[i];
+        ghost_order_message book = {GHOST_ORDER_UPDATE, peer, moves->incarnation[i], 0, NULL};
+        ghost_order_verdict verdict = ghost_order_offer(app->ghost_order, id, &book, now_us);
+        if (verdict == GHOST_ORDER_STALE) continue;
+        Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+        position.x = moves->x[i];
+        position.y = moves->y[i];
+        position.z = moves->z[i];
+        Tessera__Cluster__GhostUpdate update = TESSERA__CLUSTER__GHOST_UPDATE__INIT;
+        update.position = &position;
+        update.yaw = moves->yaw[i];
+        Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
+        message.entity_id = id;
+        message.incarnation = moves->incarnation[i];
+        message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE;
+        message.update = &update;
+        if (verdict == GHOST_ORDER_APPLY) {
+            haunt_apply(app, peer, &message);
+            continue;
+        }
+        /* Held for an earlier real: kept as the GhostUpdate it stands for. */
+        Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+        item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
+        item.ghost = &message;
+        size_t length = tessera__cluster__cell_item__get_packed_size(&item);
+        haunt_held_item *held = xmalloc(sizeof *held + (length ? length : 1));
+        held->peer = peer;
+        held->length = length;
+        tessera__cluster__cell_item__pack(&item, held->bytes);
+        ghost_order_hold_payload(app->ghost_order, id, held);
     }
 }
 

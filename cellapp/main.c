@@ -303,10 +303,12 @@ int main(int argc, char **argv) {
     id_map_init(&app.cell_outboxes);
     id_map_init(&app.pending_offloads);
     id_map_init(&app.peer_layouts);
-    /* 10 us buckets up to a second: an offload's acknowledgement takes a
-     * round trip and a receiver's handling, milliseconds; slower ones land
-     * in the overflow bucket and are reported by the maximum. */
-    if (latency_histogram_init(&app.counters.offload_latency, 10, 1000000) != 0)
+    id_map_init(&app.ghost_moves);
+    /* 50 us buckets up to 5 s (800 KB): an offload's acknowledgement takes
+     * a round trip and the receiver's handling, milliseconds, or up to a
+     * tick behind a burst of thousands; slower ones land in the overflow
+     * bucket and are reported by the maximum. */
+    if (latency_histogram_init(&app.counters.offload_latency, 50, 5000000) != 0)
         log_panic("offload latency histogram layout rejected");
     app.ghost_order = ghost_order_create(cellapp_free_held, NULL);
     app.route = ghost_route_create();
@@ -384,6 +386,7 @@ int main(int argc, char **argv) {
     process_drain_loop(app.loop);
     outbox_free(&app);
     offload_free(&app);
+    haunt_free(&app);
     spaces_free(&app);
     ghost_route_free(app.route);
     ghost_order_free(app.ghost_order);

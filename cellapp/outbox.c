@@ -100,20 +100,26 @@ void outbox_flush_clients(cellapp *app) {
     }
 }
 
+static void outbox_send_cellapp(cellapp *app, uint64_t peer, cell_outbox *box) {
+    if (box->count == 0) return;
+    Tessera__Cluster__CellBatch batch = TESSERA__CLUSTER__CELL_BATCH__INIT;
+    batch.n_items = box->count;
+    batch.items = box->items;
+    if (peer_send_cell_batch(app->peers, peer, &batch) != 0)
+        log_info("cellapp %" PRIu64 " is not up: %zu items for it are lost with it", peer, box->count);
+    cell_outbox_clear(box);
+}
+
 void outbox_flush_cellapps(cellapp *app) {
     size_t cursor = 0;
     uint64_t peer;
     void *value;
-    while (id_map_next(&app->cell_outboxes, &cursor, &peer, &value)) {
-        cell_outbox *box = value;
-        if (box->count == 0) continue;
-        Tessera__Cluster__CellBatch batch = TESSERA__CLUSTER__CELL_BATCH__INIT;
-        batch.n_items = box->count;
-        batch.items = box->items;
-        if (peer_send_cell_batch(app->peers, peer, &batch) != 0)
-            log_info("cellapp %" PRIu64 " is not up: %zu items for it are lost with it", peer, box->count);
-        cell_outbox_clear(box);
-    }
+    while (id_map_next(&app->cell_outboxes, &cursor, &peer, &value)) outbox_send_cellapp(app, peer, value);
+}
+
+void outbox_flush_cellapp(cellapp *app, uint64_t peer) {
+    cell_outbox *box = id_map_get(&app->cell_outboxes, peer);
+    if (box) outbox_send_cellapp(app, peer, box);
 }
 
 void outbox_drop_peer(cellapp *app, uint64_t peer) {

@@ -524,7 +524,8 @@ static void bots_on_enter(tessera_client *client, const tessera_client_entity *e
 /* Whether `other` (a bot) was walking at wall time `stamp_us`. */
 static bool bots_walking_at(const bots_run *run, const bot *other, uint64_t stamp_us) {
     double at_ms = (double)(stamp_us - run->start_wall_us) / 1000.0;
-    return other->in_world && at_ms < bots_settle_at_ms(run) && at_ms > (double)other->in_world_at_ms + 1000.0;
+    return run->options.speed > 0 && other->in_world && at_ms < bots_settle_at_ms(run) &&
+           at_ms > (double)other->in_world_at_ms + 1000.0;
 }
 
 static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
