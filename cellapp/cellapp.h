@@ -450,6 +450,12 @@ void haunt_free(cellapp *app);
 /* A GhostMessage from cellapp `peer` (encoded in `item`, kept if held). */
 void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message,
                       const uint8_t *item, size_t item_length);
+/* Queues a ghost message for cellapp `peer`, in order after everything
+ * queued for it before. */
+void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message);
+/* Queues the delete of `entity`'s ghost on `peer` (destroyed: the entity
+ * is gone, not only out of reach). */
+void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, bool destroyed);
 /* Queues a ghost create of `entity` (a real) for `peer` and adds it to the
  * haunts. */
 void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer);

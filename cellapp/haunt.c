@@ -43,7 +43,7 @@ static void haunt_append(cell_entity *entity, uint64_t peer, uint64_t now_us) {
     entity->haunts[entity->haunt_count++] = (cell_haunt){peer, now_us};
 }
 
-static void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
+void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
     item.ghost = (Tessera__Cluster__GhostMessage *)message;
@@ -88,7 +88,7 @@ void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer) {
     app->counters.ghosts_created++;
 }
 
-static void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, bool destroyed) {
+void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, bool destroyed) {
     Tessera__Cluster__GhostDelete remove = TESSERA__CLUSTER__GHOST_DELETE__INIT;
     remove.destroyed = destroyed;
     Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;

@@ -60,10 +60,6 @@ void offload_free(cellapp *app) {
     id_map_close(&app->pending_offloads);
 }
 
-static void offload_send_item(cellapp *app, uint64_t peer, Tessera__Cluster__CellItem *item) {
-    outbox_to_cellapp(app, peer, item);
-}
-
 static void offload_send_set_real(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
                                   uint64_t next) {
     Tessera__Cluster__GhostSetReal set_real = TESSERA__CLUSTER__GHOST_SET_REAL__INIT;
@@ -73,10 +69,7 @@ static void offload_send_set_real(cellapp *app, uint64_t peer, uint64_t entity_i
     message.incarnation = incarnation;
     message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL;
     message.set_real = &set_real;
-    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
-    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
-    item.ghost = &message;
-    offload_send_item(app, peer, &item);
+    haunt_send(app, peer, &message);
 }
 
 static void offload_send_ack(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
@@ -89,7 +82,7 @@ static void offload_send_ack(cellapp *app, uint64_t peer, uint64_t entity_id, ui
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK;
     item.offload_ack = &ack;
-    offload_send_item(app, peer, &item);
+    outbox_to_cellapp(app, peer, &item);
 }
 
 static void offload_tell_base_handoff(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation,
@@ -179,16 +172,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
         uint64_t peer = entity->haunts[i].cellapp_id;
         if (peer == target) continue;
         if (space_changed) {
-            Tessera__Cluster__GhostDelete remove = TESSERA__CLUSTER__GHOST_DELETE__INIT;
-            Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
-            message.entity_id = entity->id;
-            message.incarnation = k;
-            message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE;
-            message.delete_ = &remove;
-            Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
-            item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
-            item.ghost = &message;
-            offload_send_item(app, peer, &item);
+            haunt_send_delete(app, entity, peer, false);
             continue;
         }
         offload_send_set_real(app, peer, entity->id, k, target);
@@ -208,7 +192,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD;
     item.offload = &offload;
-    offload_send_item(app, target, &item);
+    outbox_to_cellapp(app, target, &item);
 
     offload_tell_base_handoff(app, entity->baseapp_id, entity->id, k, target);
     offload_pending *pending = xcalloc(1, sizeof *pending);

@@ -1,5 +1,5 @@
 /* tessera_client.h -- the C client SDK: one game client talking to one
- * baseapp over the client wire (proto/client.proto, PROTOCOL_VERSION 2).
+ * baseapp over the client wire (proto/client.proto, PROTOCOL_VERSION 3).
  *
  * A client runs on a caller-supplied libuv loop and owns one channel
  * (common/channel.h). It performs the hello and login exchange, learns the

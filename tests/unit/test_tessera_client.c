@@ -618,6 +618,84 @@ static void test_correction_places_own(void **state) {
     assert_true(player->x == 42.5f && player->z == -3.25f);
 }
 
+/* A teleport within the space moves the own entity and keeps the view; one
+ * into another space forgets every entity (on_leave for each, the own
+ * included), takes the new space's settings, and lets the new stream
+ * enter entities under the aliases of the new space, from scratch. */
+static void test_teleports(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = 120.0f;
+    position.z = 7.0f;
+    Tessera__Client__Teleported teleported = TESSERA__CLIENT__TELEPORTED__INIT;
+    teleported.position = &position;
+    teleported.space_name = "test";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED;
+    message.teleported = &teleported;
+    pack(fx, &message);
+    int leaves = fx->seen.leaves;
+    assert_int_equal(feed(fx), 0);
+    const tessera_client_entity *player = tessera_client_entity_find(fx->client, PLAYER_ID);
+    assert_non_null(player);
+    assert_true(player->x == 120.0f && player->z == 7.0f);
+    assert_int_equal(fx->seen.leaves, leaves);
+    assert_int_equal(tessera_client_entity_count(fx->client), 2);
+
+    /* Into another space, with bounds of its own. */
+    Tessera__Client__Vector3 low = TESSERA__CLIENT__VECTOR3__INIT, high = TESSERA__CLIENT__VECTOR3__INIT;
+    low.x = low.z = -100.0f;
+    low.y = -10.0f;
+    high.x = high.z = 100.0f;
+    high.y = 10.0f;
+    position.x = 5.0f;
+    position.z = 5.0f;
+    teleported.space_changed = true;
+    teleported.space_name = "dungeon";
+    teleported.position_precision = PRECISION;
+    teleported.world_min = &low;
+    teleported.world_max = &high;
+    teleported.yaw_steps = YAW_STEPS;
+    pack(fx, &message);
+    assert_int_equal(feed(fx), 0);
+    assert_int_equal(fx->seen.leaves, leaves + 2); /* the npc and the player's own entity */
+    assert_int_equal(tessera_client_entity_count(fx->client), 0);
+    const tessera_client_login_info *info = tessera_client_login_info_get(fx->client);
+    assert_string_equal(info->space_name, "dungeon");
+    assert_true(info->world_max[0] == 100.0f && info->world_min[1] == -10.0f);
+    tessera_client_stats stats;
+    tessera_client_get_stats(fx->client, &stats);
+    assert_int_equal(stats.teleports, 2);
+
+    /* The new space's stream: the player's own entity enters first, under
+     * alias 3 (nothing of the old space's aliases carries over). */
+    fx->config = (volatile_codec_config){0};
+    const double min[3] = {-100, -10, -100}, max[3] = {100, 10, 100};
+    assert_int_equal(volatile_codec_config_init(&fx->config, PRECISION, min, max, YAW_STEPS), 0);
+    volatile_track_init(&fx->player_track);
+    begin_tick(fx);
+    replication_append_enter(fx->rep, &fx->player_rep, &fx->stream, 3, replication_alias_bits(MAX_ALIASES), true,
+                             ENTITY_DEF_DETAIL_NEAR);
+    append_move(fx, 3, &fx->player_track, 5.0f, 0.0f, 5.0f, 0.0f);
+    pack_view(fx, 2222, NULL, 0);
+    end_tick(fx);
+    assert_int_equal(feed(fx), 0);
+    player = tessera_client_entity_find(fx->client, PLAYER_ID);
+    assert_non_null(player);
+    assert_int_equal(player->alias, 3);
+    assert_true(fabsf(player->x - 5.0f) < 0.1f);
+    assert_null(tessera_client_entity_by_alias(fx->client, 5));
+
+    /* A teleport into a space the stream cannot quantize is a protocol error. */
+    teleported.position_precision = 0;
+    pack(fx, &message);
+    assert_int_equal(feed(fx), -1);
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+}
+
 static void test_unknown_entity_call(void **state) {
     fixture *fx = *state;
     log_in(fx);
@@ -706,6 +784,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_close_in_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_calls_without_channel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_correction_places_own, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_teleports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_entity_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbled_updates, setup, teardown),
     };
