@@ -29,6 +29,8 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
     out->position = position;
     out->yaw = entity->yaw;
     out->stamp_us = entity->move_stamp_us;
+    out->move_count = entity->move_count;
+    out->property_count = entity->property_count;
     out->baseapp_id = entity->baseapp_id;
     bit_writer w;
     bit_writer_init(&w);
@@ -87,7 +89,7 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
 
     if (entity->witness) {
         Tessera__Cluster__WitnessState *witness = xmalloc(sizeof *witness);
-        witness_save(entity->witness, witness);
+        witness_save(entity->witness, c, witness);
         out->witness = witness;
     }
     if (entity->inbox) mailbox_inbox_save(entity->inbox, now_us, &out->inbox, &out->n_inbox);
@@ -168,6 +170,8 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
     entity_state_clear_dirty(entity->state);
     entity->yaw = state->yaw;
     entity->move_stamp_us = state->stamp_us;
+    entity->move_count = state->move_count & CELL_CHANGE_COUNT_MASK;
+    entity->property_count = state->property_count & CELL_CHANGE_COUNT_MASK;
     entity->baseapp_id = state->baseapp_id;
     entity->owner_cellapp = 0;
     entity->incarnation = state->incarnation;

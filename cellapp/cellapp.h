@@ -112,6 +112,16 @@ typedef struct cell_trap {
     struct cell_trap_binding *binding; /* the watcher's user data */
 } cell_trap;
 
+/* The change counters run modulo 2^14 (two varint bytes on the wire); a
+ * copy is never thousands of ticks behind another. */
+#define CELL_CHANGE_COUNT_MASK 0x3FFFu
+static inline uint32_t cell_change_count_next(uint32_t count) { return (count + 1) & CELL_CHANGE_COUNT_MASK; }
+/* Whether counter `now` is ahead of `then`. */
+static inline bool cell_change_count_ahead(uint32_t then, uint32_t now) {
+    uint32_t ahead = (now - then) & CELL_CHANGE_COUNT_MASK;
+    return ahead != 0 && ahead <= CELL_CHANGE_COUNT_MASK / 2;
+}
+
 typedef struct cell_entity {
     /* The packer's record (replication.h): first, so that its encodings
      * start on the allocation's alignment. */
@@ -128,6 +138,9 @@ typedef struct cell_entity {
     bool is_new;                     /* created here since the last tick */
     bool destroyed;                  /* deferred deletion: reaped at the end of the tick */
     uint32_t incarnation;            /* of the real (ghosts: of the real they copy) */
+    /* The real's change counters (cell_change_count_ahead): ticks in which
+     * it moved, and in which a ghost property changed; ghosts copy them. */
+    uint32_t move_count, property_count;
     uint64_t baseapp_id;             /* reals: where the base and client live (0: none) */
     uint64_t owner_cellapp;          /* ghosts: the cellapp that holds the real */
     /* Movement checking (reals with a client). */
@@ -271,12 +284,13 @@ void witness_set_congested(witness *view, bool congested);
 bool witness_sees(const witness *view, uint64_t entity_id);
 /* Everything the client holds and the witness remembers, for an offload.
  * The message's arrays are allocated; free with witness_saved_free. */
-void witness_save(const witness *view, Tessera__Cluster__WitnessState *out);
+void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessState *out);
 void witness_saved_free(Tessera__Cluster__WitnessState *state);
 /* Gives `entity` (now a real here) the witness it had on another cellapp:
  * the same aliases, cooldowns, budget and per-alias state, and a view that
  * starts with what the client knew, so nothing leaves or enters that
- * stayed in view. Returns 0, or -1 (logged) for a state that does not fit
+ * stayed in view. A copy here that is ahead of the one the witness left
+ * (its change counters) owes the client its move, or its properties. Returns 0, or -1 (logged) for a state that does not fit
  * this cellapp's settings (then a fresh witness is attached). */
 int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__WitnessState *state);
 /* The space changed under the client: forget every alias, as the client

@@ -75,6 +75,8 @@ void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer) {
     create.position = &position;
     create.yaw = entity->yaw;
     create.stamp_us = entity->move_stamp_us;
+    create.move_count = entity->move_count;
+    create.property_count = entity->property_count;
     create.properties.data = (uint8_t *)bit_writer_data(&w);
     create.properties.len = bit_writer_bytes(&w);
     Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
@@ -157,7 +159,7 @@ static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t
  * the arrays are kept from tick to tick. */
 typedef struct haunt_moves {
     uint64_t *entity_id;
-    uint32_t *incarnation;
+    uint32_t *incarnation, *move_count;
     float *x, *y, *z, *yaw;
     size_t count, capacity;
 } haunt_moves;
@@ -172,6 +174,7 @@ static void haunt_add_move(cellapp *app, uint64_t peer, const cell_entity *entit
         moves->capacity = moves->capacity ? moves->capacity * 2 : 64;
         moves->entity_id = xrealloc(moves->entity_id, moves->capacity * sizeof *moves->entity_id);
         moves->incarnation = xrealloc(moves->incarnation, moves->capacity * sizeof *moves->incarnation);
+        moves->move_count = xrealloc(moves->move_count, moves->capacity * sizeof *moves->move_count);
         moves->x = xrealloc(moves->x, moves->capacity * sizeof *moves->x);
         moves->y = xrealloc(moves->y, moves->capacity * sizeof *moves->y);
         moves->z = xrealloc(moves->z, moves->capacity * sizeof *moves->z);
@@ -180,6 +183,7 @@ static void haunt_add_move(cellapp *app, uint64_t peer, const cell_entity *entit
     size_t i = moves->count++;
     moves->entity_id[i] = entity->id;
     moves->incarnation[i] = entity->incarnation;
+    moves->move_count[i] = entity->move_count;
     moves->x[i] = entity->x;
     moves->y[i] = entity->y;
     moves->z[i] = entity->z;
@@ -197,10 +201,11 @@ static void haunt_flush_moves(cellapp *app) {
         haunt_moves *moves = value;
         if (!moves->count) continue;
         Tessera__Cluster__GhostMoves message = TESSERA__CLUSTER__GHOST_MOVES__INIT;
-        message.n_entity_id = message.n_incarnation = message.n_x = message.n_y = message.n_z = message.n_yaw =
-            moves->count;
+        message.n_entity_id = message.n_incarnation = message.n_move_count = message.n_x = message.n_y = message.n_z =
+            message.n_yaw = moves->count;
         message.entity_id = moves->entity_id;
         message.incarnation = moves->incarnation;
+        message.move_count = moves->move_count;
         message.x = moves->x;
         message.y = moves->y;
         message.z = moves->z;
@@ -223,6 +228,7 @@ void haunt_free(cellapp *app) {
         haunt_moves *moves = value;
         free(moves->entity_id);
         free(moves->incarnation);
+        free(moves->move_count);
         free(moves->x);
         free(moves->y);
         free(moves->z);
@@ -234,12 +240,8 @@ void haunt_free(cellapp *app) {
 
 /* The tick's GhostUpdate of a real, to each haunt: a move alone goes in
  * the haunt's GhostMoves. */
-static void haunt_send_update(cellapp *app, cell_entity *entity) {
-    const entity_state_mask *ghosts =
-        replication_schema_mask(app->shared.schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
-    entity_state_mask changed;
-    entity_state_mask_intersect(&changed, entity_state_dirty(entity->state), ghosts);
-    bool has_properties = !entity_state_mask_empty(&changed);
+static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_state_mask *changed) {
+    bool has_properties = !entity_state_mask_empty(changed);
     if (!entity->moved && !has_properties && entity->broadcast_count == 0) return;
     if (!has_properties && entity->broadcast_count == 0) {
         for (uint32_t i = 0; i < entity->haunt_count; i++) haunt_add_move(app, entity->haunts[i].cellapp_id, entity);
@@ -251,7 +253,7 @@ static void haunt_send_update(cellapp *app, cell_entity *entity) {
         /* The cell packed this tick's GHOSTS encoding once; copy it. */
         if (!(entity->packed && replication_append_change_list(app->shared.replication, &entity->replication,
                                                                REPLICATION_AUDIENCE_GHOSTS, &w) > 0))
-            property_codec_encode_changes(&w, entity->state, &changed);
+            property_codec_encode_changes(&w, entity->state, changed);
         bit_writer_align(&w);
     }
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
@@ -262,6 +264,8 @@ static void haunt_send_update(cellapp *app, cell_entity *entity) {
     if (entity->moved) update.position = &position;
     update.yaw = entity->yaw;
     update.stamp_us = entity->move_stamp_us;
+    update.move_count = entity->move_count;
+    update.property_count = entity->property_count;
     update.properties.data = (uint8_t *)bit_writer_data(&w);
     update.properties.len = bit_writer_bytes(&w);
     Tessera__Client__ClientCall **calls = NULL;
@@ -281,13 +285,26 @@ static void haunt_send_update(cellapp *app, cell_entity *entity) {
     bit_writer_close(&w);
 }
 
+/* Counts this tick's changes of a real (cell_change_count_ahead), haunts
+ * or not: its copies, and a witness that travels, compare them. Leaves the
+ * ghost properties that changed in `changed`. */
+static void haunt_count_changes(cellapp *app, cell_entity *entity, entity_state_mask *changed) {
+    if (entity->moved) entity->move_count = cell_change_count_next(entity->move_count);
+    const entity_state_mask *ghosts =
+        replication_schema_mask(app->shared.schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+    entity_state_mask_intersect(changed, entity_state_dirty(entity->state), ghosts);
+    if (!entity_state_mask_empty(changed)) entity->property_count = cell_change_count_next(entity->property_count);
+}
+
 void haunt_tick(cellapp *app, cell *c) {
     uint64_t now_us = clock_monotonic_us();
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
+        entity_state_mask changed;
+        haunt_count_changes(app, entity, &changed);
         if (entity->haunts_stale || c->layout_changed) entity->haunts_stale = haunt_recompute(app, c, entity, now_us);
-        if (entity->haunt_count) haunt_send_update(app, entity);
+        if (entity->haunt_count) haunt_send_update(app, entity, &changed);
     }
     haunt_flush_moves(app);
 }
@@ -366,6 +383,8 @@ static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, 
     ghost->yaw = create->yaw;
     ghost->moved = true;
     ghost->move_stamp_us = create->stamp_us;
+    ghost->move_count = create->move_count & CELL_CHANGE_COUNT_MASK;
+    ghost->property_count = create->property_count & CELL_CHANGE_COUNT_MASK;
     haunt_decode_properties(peer, ghost, &create->properties, app->shared.schema);
 }
 
@@ -379,6 +398,9 @@ static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
     else if (update->yaw != ghost->yaw)
         cell_move(c, ghost, ghost->x, ghost->y, ghost->z, update->yaw);
     ghost->move_stamp_us = update->stamp_us;
+    ghost->move_count = update->move_count & CELL_CHANGE_COUNT_MASK;
+    /* A move from GhostMoves leaves the property counter as it is. */
+    if (update->property_count <= CELL_CHANGE_COUNT_MASK) ghost->property_count = update->property_count;
     haunt_decode_properties(peer, ghost, &update->properties, app->shared.schema);
     for (size_t i = 0; i < update->n_client_calls; i++) {
         const Tessera__Client__ClientCall *call = update->client_calls[i];
@@ -468,7 +490,7 @@ void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__Ghost
 
 void haunt_on_moves(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMoves *moves) {
     size_t n = moves->n_entity_id;
-    if (moves->n_incarnation != n || moves->n_x != n || moves->n_y != n || moves->n_z != n || moves->n_yaw != n) {
+    if (moves->n_incarnation != n || moves->n_move_count != n || moves->n_x != n || moves->n_y != n || moves->n_z != n || moves->n_yaw != n) {
         log_warn("cellapp %" PRIu64 " sent ghost moves whose arrays differ in length: ignored", peer);
         return;
     }
@@ -485,6 +507,8 @@ void haunt_on_moves(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMo
         Tessera__Cluster__GhostUpdate update = TESSERA__CLUSTER__GHOST_UPDATE__INIT;
         update.position = &position;
         update.yaw = moves->yaw[i];
+        update.move_count = moves->move_count[i];
+        update.property_count = CELL_CHANGE_COUNT_MASK + 1; /* not told: unchanged */
         Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
         message.entity_id = id;
         message.incarnation = moves->incarnation[i];

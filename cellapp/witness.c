@@ -532,7 +532,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
 
 /* ---- moving a witness between cellapps ---------------------------------- */
 
-void witness_save(const witness *view, Tessera__Cluster__WitnessState *out) {
+void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessState *out) {
     tessera__cluster__witness_state__init(out);
     uint32_t next_unused = alias_table_next_unused(view->aliases);
     uint32_t in_use = alias_table_in_use(view->aliases);
@@ -564,6 +564,11 @@ void witness_save(const witness *view, Tessera__Cluster__WitnessState *out) {
         saved->has_offered = history.has_offered;
         saved->pending_since = history.pending_since;
         saved->last_offered = history.last_offered;
+        const cell_entity *copy = cell_find(c, entity_id);
+        if (copy) {
+            saved->move_count = copy->move_count;
+            saved->property_count = copy->property_count;
+        }
         out->aliases[out->n_aliases++] = saved;
     }
     out->next_unused_alias = next_unused;
@@ -677,6 +682,19 @@ static int witness_restore_tables(witness *view, const witness_config *settings,
     return 0;
 }
 
+/* The copy of `other` here may be ahead of the one the witness left (a
+ * real here whose ghost there was a tick behind): the changes it took in
+ * before the witness came were never offered to this client, so what they
+ * touched is owed now. A copy behind needs nothing: its changes are still
+ * on the way, and are offered when they come. */
+static void witness_catch_up(witness *view, const cell *c, const Tessera__Cluster__WitnessAlias *saved,
+                             const cell_entity *other) {
+    witness_slot *slot = &view->slots[saved->alias];
+    if (cell_change_count_ahead(saved->move_count, other->move_count)) slot->move_pending = true;
+    if (cell_change_count_ahead(saved->property_count, other->property_count))
+        witness_mask_or(&slot->pending, witness_audience_mask(c, other, false, (entity_def_detail)slot->detail));
+}
+
 int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__WitnessState *state) {
     if (entity->witness) witness_detach(c, entity);
     const witness_config *settings = &c->shared->settings->witness;
@@ -701,11 +719,14 @@ int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__Witnes
      * view here stays without a LEAVE or ENTER; what this cell does not
      * hold leaves now. */
     for (size_t i = 0; i < state->n_aliases; i++) {
-        uint64_t id = state->aliases[i]->entity_id;
-        if (id == entity->id) continue;
-        cell_entity *other = cell_find(c, id);
-        if (!other || coord_watcher_seed(c->coord, view->watcher, other->coord_id) != 0)
-            WITNESS_PUSH(view->left, view->left_count, view->left_capacity, id);
+        const Tessera__Cluster__WitnessAlias *saved = state->aliases[i];
+        if (saved->entity_id == entity->id) continue;
+        cell_entity *other = cell_find(c, saved->entity_id);
+        if (!other || coord_watcher_seed(c->coord, view->watcher, other->coord_id) != 0) {
+            WITNESS_PUSH(view->left, view->left_count, view->left_capacity, saved->entity_id);
+            continue;
+        }
+        witness_catch_up(view, c, saved, other);
     }
     return 0;
 }

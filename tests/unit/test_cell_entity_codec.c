@@ -363,6 +363,8 @@ static void build_in_a(void) {
     e->incarnation = 3;
     e->baseapp_id = 42;
     e->offloads = 2;
+    e->move_count = 1234;
+    e->property_count = CELL_CHANGE_COUNT_MASK;
     set_every_property(e->state);
     uint64_t now = clock_monotonic_us();
     movement_reset(&app.settings.movement, e, now);
@@ -612,6 +614,8 @@ static void test_round_trip(void **state) {
     assert_int_equal(r->baseapp_id, 42);
     assert_int_equal(r->incarnation, 3);
     assert_int_equal(r->offloads, 2);
+    assert_int_equal(r->move_count, 1234);
+    assert_int_equal(r->property_count, CELL_CHANGE_COUNT_MASK);
     assert_int_equal(r->owner_cellapp, 0);
 
     /* Movement: the allowance, and its age. */
@@ -819,6 +823,76 @@ static void test_first_update_after_restore(void **state) {
     assert_int_equal(W.cl.enters[120], 1);
     int alias_120 = client_alias_of(&W.cl, 120);
     assert_int_equal(alias_120, (int)s->witness->next_unused_alias);
+    tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
+}
+
+/* A cell tick with no witness: what changed is consumed unseen. */
+static void tick_unwatched(cell *c) {
+    coord_flush(c->coord);
+    for (size_t i = 0; i < c->count; i++) entity_state_clear_dirty(c->by_index[i]->state);
+    cell_end_tick(c);
+}
+
+/* (a2) B's copies took in changes before E's witness arrived that A's
+ * copies had not (a real on B is a tick ahead of its ghost on A). Their
+ * change counters say so, and the client gets them with the first update;
+ * a copy that is behind sends nothing from here (its change is on the
+ * way), and the counters wrap. */
+static void test_copies_ahead_catch_up(void **state) {
+    (void)state;
+    build_in_a();
+    Tessera__Cluster__CellEntityState *s = unpack_saved();
+    populate_b(0, 0);
+    cell *b = W.b;
+    /* populate_b alternates reals (even places) and ghosts (odd ones). */
+    cell_entity *c100 = find_in(b, 100), *c101 = find_in(b, 101), *c107 = find_in(b, 107), *c108 = find_in(b, 108);
+    assert_int_equal(c108->kind, CELL_ENTITY_REAL);
+    Tessera__Cluster__WitnessAlias *saved101 = NULL, *saved107 = NULL;
+    for (size_t i = 0; i < s->witness->n_aliases; i++) {
+        Tessera__Cluster__WitnessAlias *alias = s->witness->aliases[i];
+        /* A's copies never counted a change (E's own counters were set). */
+        if (alias->entity_id != E_ID) assert_int_equal(alias->move_count, 0);
+        assert_false(alias->move_pending && (alias->entity_id == 100 || alias->entity_id == 107));
+        if (alias->entity_id == 101) saved101 = alias;
+        if (alias->entity_id == 107) saved107 = alias;
+    }
+    assert_non_null(saved101);
+    assert_non_null(saved107);
+    /* 100 moved and 108's level changed on B only. */
+    cell_move(b, c100, 4.5f, 0, 5.5f, 0.25f);
+    c100->move_count = cell_change_count_next(c100->move_count);
+    set_uint(c108, LEVEL, 0, 27);
+    c108->property_count = cell_change_count_next(c108->property_count);
+    /* 101's copy here is behind the one A had: A saw count 5, B has 4. */
+    saved101->move_count = 5;
+    c101->move_count = 4;
+    cell_move(b, c101, -5.0f, 0, 3.0f, 0);
+    /* 107's counter wrapped past A's: ahead. */
+    saved107->move_count = CELL_CHANGE_COUNT_MASK;
+    c107->move_count = cell_change_count_next(CELL_CHANGE_COUNT_MASK);
+    assert_int_equal(c107->move_count, 0);
+    cell_move(b, c107, 15.0f, 0, -15.0f, 0);
+    tick_unwatched(b);
+
+    char err[256];
+    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
+    cell_entity *r = find_in(b, E_ID);
+    int a100 = client_alias_of(&W.cl, 100), a101 = client_alias_of(&W.cl, 101), a107 = client_alias_of(&W.cl, 107),
+        a108 = client_alias_of(&W.cl, 108);
+    assert_true(a100 >= 0 && a101 >= 0 && a107 >= 0 && a108 >= 0);
+    client_reset_counts(&W.cl);
+    W.cl.config = &b->volatile_config;
+    tick(b, r);
+    assert_int_equal(W.cl.enter_total, 0);
+    assert_float_equal(W.cl.x[a100], 4.5, 1.0 / 64);
+    assert_float_equal(W.cl.z[a100], 5.5, 1.0 / 64);
+    uint64_t level;
+    assert_int_equal(entity_state_get_uint(W.cl.states[a108], LEVEL, 0, &level), 0);
+    assert_int_equal(level, 27);
+    assert_float_equal(W.cl.x[a107], 15.0, 1.0 / 64);
+    /* 101: still where A's copy was. */
+    assert_float_equal(W.cl.x[a101], -6.0, 1.0 / 64);
+    assert_float_equal(W.cl.z[a101], 2.0, 1.0 / 64);
     tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
 }
 
@@ -1252,6 +1326,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inbox_gap_age_travels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_update_after_restore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copies_ahead_catch_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_onto_ghost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_refusals, setup, teardown),
         cmocka_unit_test_setup_teardown(test_witness_that_does_not_fit, setup, teardown),
