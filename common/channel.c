@@ -1,7 +1,8 @@
 /* channel.c -- framed TCP connections on the libuv loop: reading into the
- * frame reader, dispatching frames, queueing writes with backpressure, and
- * the close sequence that frees a channel only after libuv releases it.
- * What a frame means is the owner's business (baseapp, cellapp, client). */
+ * frame reader, dispatching frames, gathering the frames sent in one loop
+ * iteration into one write, backpressure, and the close sequence that frees
+ * a channel only after libuv releases it. What a frame means is the
+ * owner's business (baseapp, cellapp, client). */
 #include "channel.h"
 
 #include <stdio.h>
@@ -20,26 +21,36 @@ struct channel {
     channel_callbacks callbacks;
     void *user_data;
     frame_reader reader;
-    size_t queued_bytes;          /* bytes in writes not yet completed */
+    size_t queued_bytes;          /* bytes sent and not yet written (gathering included) */
+    /* Frames sent since the loop last went to poll, gathered into one write
+     * that the prepare handle hands to libuv before the loop blocks. */
+    struct channel_write *gathering;
+    uv_prepare_t flush_prepare;
     int reading;                  /* uv_read_start is in effect */
     int paused_for_backpressure;
     int flush_on_connect;         /* close_after_flush arrived while still dialling */
     /* A flush-close that the peer does not read ends at this timer. */
     uv_timer_t flush_deadline;
     int flush_deadline_started;
-    int open_handles;             /* the socket, and the timer once started: freed at 0 */
+    int open_handles;             /* the socket, the prepare, the timer once started: freed at 0 */
     char peer_name[64];
     char close_reason[160];
     channel_stats stats;
 };
 
-/* One queued write: request, then the frame (header + body) in the same
- * allocation. Owned by the channel until on_write_done frees it. */
+/* One write: the request, then the frames (header + body each) in the same
+ * allocation. While it gathers, `capacity` is the room for data; once
+ * handed to libuv it is owned there until on_write_done frees it. */
 typedef struct channel_write {
     uv_write_t request;
     size_t bytes;
+    size_t capacity;
     uint8_t data[];
 } channel_write;
+
+/* A gathering write goes at once when it reaches this much: a burst of
+ * sends does not wait for the loop, and one write stays modest. */
+#define CHANNEL_GATHER_BYTES (256u * 1024u)
 
 /* A read hands us at most this much at once; 64 KiB matches the kernel's
  * usual socket buffer granularity and keeps the reader's growth modest. */
@@ -64,17 +75,20 @@ channel_options channel_default_peer_options(void) {
 static void channel_release(channel *ch) {
     if (--ch->open_handles > 0) return;
     frame_reader_close(&ch->reader);
+    free(ch->gathering);
     free(ch);
 }
 
-static void channel_on_timer_closed(uv_handle_t *handle) { channel_release(handle->data); }
+static void channel_on_handle_closed(uv_handle_t *handle) { channel_release(handle->data); }
 
 static void channel_on_closed(uv_handle_t *handle) {
     channel *ch = handle->data;
     if (ch->callbacks.on_close) ch->callbacks.on_close(ch, ch->close_reason);
+    uv_prepare_stop(&ch->flush_prepare);
+    uv_close((uv_handle_t *)&ch->flush_prepare, channel_on_handle_closed);
     if (ch->flush_deadline_started && !uv_is_closing((uv_handle_t *)&ch->flush_deadline)) {
         uv_timer_stop(&ch->flush_deadline);
-        uv_close((uv_handle_t *)&ch->flush_deadline, channel_on_timer_closed);
+        uv_close((uv_handle_t *)&ch->flush_deadline, channel_on_handle_closed);
     }
     channel_release(ch);
 }
@@ -99,12 +113,20 @@ static void channel_start_flush_deadline(channel *ch) {
     uv_timer_start(&ch->flush_deadline, channel_on_flush_deadline, CHANNEL_FLUSH_TIMEOUT_MS, 0);
 }
 
+static void channel_discard_gathering(channel *ch) {
+    if (!ch->gathering) return;
+    ch->queued_bytes -= ch->gathering->bytes;
+    free(ch->gathering);
+    ch->gathering = NULL;
+}
+
 void channel_close(channel *ch, const char *reason) {
     if (!ch || ch->state == CHANNEL_CLOSING) return;
     ch->state = CHANNEL_CLOSING;
     snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
     if (ch->reading) uv_read_stop((uv_stream_t *)&ch->tcp);
     ch->reading = 0;
+    channel_discard_gathering(ch);
     /* Pending writes are cancelled by uv_close and their callbacks run with
      * UV_ECANCELED before the close callback, so every buffer is freed. */
     channel_close_socket(ch);
@@ -122,6 +144,7 @@ void channel_close_after_flush(channel *ch, const char *reason) {
         channel_close(ch, reason);
         return;
     }
+    if (channel_flush(ch) != 0) return;
     int connecting = ch->state == CHANNEL_CONNECTING;
     ch->state = CHANNEL_CLOSING;
     snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
@@ -224,31 +247,55 @@ static void channel_on_write_done(uv_write_t *request, int status) {
     }
 }
 
-/* Allocates a write with room for a frame of `length` body bytes and fills
- * its header; the caller writes the body at data + FRAME_HEADER_BYTES. */
-static channel_write *channel_write_create(size_t length) {
-    channel_write *write = xmalloc(sizeof *write + FRAME_HEADER_BYTES + length);
-    write->bytes = FRAME_HEADER_BYTES + length;
-    frame_write_header(write->data, (uint32_t)length);
+/* The gathering write with room for `more` bytes, created or grown. It is
+ * not libuv's yet, so it may move. */
+static channel_write *channel_gathering_reserve(channel *ch, size_t more) {
+    channel_write *write = ch->gathering;
+    size_t need = (write ? write->bytes : 0) + more;
+    if (write && need <= write->capacity) return write;
+    size_t capacity = write ? write->capacity * 2 : 4096;
+    while (capacity < need) capacity *= 2;
+    write = xrealloc(write, sizeof *write + capacity);
+    if (!ch->gathering) write->bytes = 0;
+    write->capacity = capacity;
+    ch->gathering = write;
     return write;
 }
 
-static int channel_queue(channel *ch, channel_write *write) {
+/* Hands the gathered frames to libuv as one write. Returns 0, or -1 when
+ * the write failed and the channel is closing. */
+int channel_flush(channel *ch) {
+    channel_write *write = ch->gathering;
+    if (!write) return 0;
+    ch->gathering = NULL;
+    uv_prepare_stop(&ch->flush_prepare);
     uv_buf_t buf = uv_buf_init((char *)write->data, (unsigned)write->bytes);
     int rc = uv_write(&write->request, (uv_stream_t *)&ch->tcp, &buf, 1, channel_on_write_done);
     if (rc < 0) {
+        ch->queued_bytes -= write->bytes;
         free(write);
         char reason[128];
         snprintf(reason, sizeof reason, "write failed: %s", uv_strerror(rc));
         channel_close(ch, reason);
         return -1;
     }
-    ch->queued_bytes += write->bytes;
+    ch->stats.writes++;
+    if (ch->options.totals) ch->options.totals->writes++;
+    return 0;
+}
+
+static void channel_on_prepare(uv_prepare_t *prepare) { channel_flush(prepare->data); }
+
+/* Counts a frame of `bytes` (header included) just gathered, applies the
+ * queue limits, and starts the flush. */
+static int channel_commit_frame(channel *ch, size_t bytes) {
+    ch->gathering->bytes += bytes;
+    ch->queued_bytes += bytes;
     ch->stats.frames_out++;
-    ch->stats.bytes_out += write->bytes;
+    ch->stats.bytes_out += bytes;
     if (ch->options.totals) {
         ch->options.totals->frames_out++;
-        ch->options.totals->bytes_out += write->bytes;
+        ch->options.totals->bytes_out += bytes;
     }
     if (ch->queued_bytes > ch->options.write_limit_bytes) {
         char reason[160];
@@ -261,23 +308,30 @@ static int channel_queue(channel *ch, channel_write *write) {
         ch->paused_for_backpressure = 1;
         channel_update_reading(ch);
     }
+    if (ch->gathering->bytes >= CHANNEL_GATHER_BYTES) return channel_flush(ch);
+    uv_prepare_start(&ch->flush_prepare, channel_on_prepare);
     return 0;
 }
 
 int channel_send(channel *ch, const uint8_t *body, size_t length) {
     if (!ch || ch->state == CHANNEL_CLOSING) return -1;
-    if (length > UINT32_MAX) return -1;
-    channel_write *write = channel_write_create(length);
-    if (length > 0) memcpy(write->data + FRAME_HEADER_BYTES, body, length);
-    return channel_queue(ch, write);
+    if (length > UINT32_MAX - FRAME_HEADER_BYTES) return -1;
+    channel_write *write = channel_gathering_reserve(ch, FRAME_HEADER_BYTES + length);
+    uint8_t *frame = write->data + write->bytes;
+    frame_write_header(frame, (uint32_t)length);
+    if (length > 0) memcpy(frame + FRAME_HEADER_BYTES, body, length);
+    return channel_commit_frame(ch, FRAME_HEADER_BYTES + length);
 }
 
 int channel_send_message(channel *ch, const ProtobufCMessage *message) {
     if (!ch || ch->state == CHANNEL_CLOSING) return -1;
     size_t length = protobuf_c_message_get_packed_size(message);
-    channel_write *write = channel_write_create(length);
-    protobuf_c_message_pack(message, write->data + FRAME_HEADER_BYTES);
-    return channel_queue(ch, write);
+    if (length > UINT32_MAX - FRAME_HEADER_BYTES) return -1;
+    channel_write *write = channel_gathering_reserve(ch, FRAME_HEADER_BYTES + length);
+    uint8_t *frame = write->data + write->bytes;
+    frame_write_header(frame, (uint32_t)length);
+    protobuf_c_message_pack(message, frame + FRAME_HEADER_BYTES);
+    return channel_commit_frame(ch, FRAME_HEADER_BYTES + length);
 }
 
 static channel *channel_create(uv_loop_t *loop, const channel_options *options, const channel_callbacks *callbacks,
@@ -288,7 +342,9 @@ static channel *channel_create(uv_loop_t *loop, const channel_options *options, 
         return NULL;
     }
     ch->tcp.data = ch;
-    ch->open_handles = 1;
+    uv_prepare_init(loop, &ch->flush_prepare);
+    ch->flush_prepare.data = ch;
+    ch->open_handles = 2;
     ch->options = *options;
     ch->callbacks = *callbacks;
     ch->user_data = user_data;

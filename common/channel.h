@@ -9,6 +9,11 @@
  *    drains below half of it, so a peer that does not read cannot make us
  *    buffer its requests' answers without bound. Past write_limit_bytes the
  *    peer is a slow consumer and the channel closes.
+ *  - Gathering. The frames sent while the loop runs callbacks are gathered
+ *    and handed to the kernel as one write just before the loop next waits
+ *    for events (a prepare handle), or at once past 256 KiB: a process that
+ *    answers many requests in one loop iteration writes each peer once, and
+ *    the peer wakes once. channel_flush writes them now.
  *  - Lifecycle. CONNECTING -> OPEN -> CLOSING -> (freed). channel_close is
  *    idempotent and safe inside any callback of the channel; the memory is
  *    released only in libuv's close callback, after on_close has run, so a
@@ -87,11 +92,16 @@ channel *channel_accept(uv_stream_t *listener, const channel_options *options, c
 channel *channel_connect(uv_loop_t *loop, const char *host, int port, const channel_options *options,
                          const channel_callbacks *callbacks, void *user_data);
 
-/* Queues one frame with a copy of `body`. Returns 0, or -1 if the channel is
- * closing or the peer is a slow consumer (the channel is then closing). */
+/* Queues one frame with a copy of `body` (gathered: see above). Returns 0,
+ * or -1 if the channel is closing or the peer is a slow consumer (the
+ * channel is then closing). */
 int channel_send(channel *ch, const uint8_t *body, size_t length);
 /* Packs `message` straight into the outgoing buffer and queues it. */
 int channel_send_message(channel *ch, const ProtobufCMessage *message);
+/* Hands the frames gathered so far to libuv now rather than when the loop
+ * next waits. Returns 0, or -1 if the write failed (the channel is then
+ * closing). */
+int channel_flush(channel *ch);
 
 /* Starts closing. Idempotent; the first reason is kept. Frames still queued
  * for the peer are discarded. */
@@ -109,11 +119,13 @@ void *channel_user_data(const channel *ch);
 void channel_set_user_data(channel *ch, void *user_data);
 /* "ip:port" of the other end, for logs. */
 const char *channel_peer_name(const channel *ch);
+/* Bytes sent and not yet taken by the kernel, gathered frames included. */
 size_t channel_queued_bytes(const channel *ch);
 
 typedef struct channel_stats {
     uint64_t frames_in, frames_out;
     uint64_t bytes_in, bytes_out;
+    uint64_t writes; /* writes handed to libuv: frames_out / writes is the gathering */
 } channel_stats;
 const channel_stats *channel_get_stats(const channel *ch);
 

@@ -1,7 +1,8 @@
 /* test_channel.c -- unit tests for framed channels (channel.h) over real
  * TCP sockets on 127.0.0.1 and a real uv_loop_t: connecting, frames both
  * ways intact and in order, the max_frame_bytes limit, idempotent close and
- * no on_frame after it, close_after_flush, write backpressure and the slow
+ * no on_frame after it, frames of one loop iteration gathered into one
+ * write, close_after_flush, write backpressure and the slow
  * consumer limit, failed connects, and bad addresses.
  *
  * Every test counts callbacks and asserts exact totals once the loop has
@@ -488,6 +489,51 @@ static void test_frames_both_ways_in_order(void **state) {
     assert_int_equal(c->client.frames, ECHO_FRAMES);
     assert_int_equal(c->server.frames, ECHO_FRAMES);
     assert_int_equal(c->accepts, 1);
+    ctx_free(c);
+}
+
+/* Frames sent within one loop iteration go to the kernel as one write,
+ * handed over before the loop waits again; channel_flush hands them over
+ * at once; a gathering past 256 KiB goes without waiting for the loop. The
+ * peer still sees every frame, whole and in order. */
+#define GATHERED_FRAMES 50
+static size_t gathered_length(size_t i) {
+    if (i == GATHERED_FRAMES + 3) return 300000; /* the large one, after the flushed ones */
+    return 10 + i;
+}
+
+static void test_frames_gathered_into_one_write(void **state) {
+    test_ctx *c = ctx_new();
+    c->frame_length = gathered_length;
+    c->server_options.max_frame_bytes = 1u << 20;
+    ctx_listen(c);
+    channel *ch = ctx_connect(c);
+    RUN_UNTIL(c, c->client.connects == 1 && c->accepts == 1);
+
+    for (size_t i = 0; i < GATHERED_FRAMES; i++) assert_int_equal(send_pattern_frame(ch, i, gathered_length(i)), 0);
+    assert_int_equal(channel_get_stats(ch)->writes, 0);
+    assert_int_equal(channel_get_stats(ch)->frames_out, GATHERED_FRAMES);
+    size_t gathered = 0;
+    for (size_t i = 0; i < GATHERED_FRAMES; i++) gathered += FRAME_HEADER_BYTES + gathered_length(i);
+    assert_int_equal(channel_queued_bytes(ch), gathered);
+    RUN_UNTIL(c, c->server.frames == GATHERED_FRAMES);
+    assert_int_equal(channel_get_stats(ch)->writes, 1);
+
+    for (size_t i = GATHERED_FRAMES; i < GATHERED_FRAMES + 3; i++) {
+        assert_int_equal(send_pattern_frame(ch, i, gathered_length(i)), 0);
+        assert_int_equal(channel_flush(ch), 0);
+        assert_int_equal(channel_flush(ch), 0); /* nothing gathered: no write */
+    }
+    assert_int_equal(channel_get_stats(ch)->writes, 4);
+    assert_int_equal(send_pattern_frame(ch, GATHERED_FRAMES + 3, gathered_length(GATHERED_FRAMES + 3)), 0);
+    assert_int_equal(channel_get_stats(ch)->writes, 5);
+    RUN_UNTIL(c, c->server.frames == GATHERED_FRAMES + 4);
+    RUN_UNTIL(c, channel_queued_bytes(ch) == 0);
+
+    ctx_finish(c);
+    assert_int_equal(c->server.frames, GATHERED_FRAMES + 4);
+    assert_int_equal(c->client.closes, 1);
+    assert_int_equal(c->server.closes, 1);
     ctx_free(c);
 }
 
@@ -1064,6 +1110,7 @@ int main(void) {
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_frames_both_ways_in_order, ctx_teardown),
+        cmocka_unit_test_teardown(test_frames_gathered_into_one_write, ctx_teardown),
         cmocka_unit_test_teardown(test_send_while_connecting, ctx_teardown),
         cmocka_unit_test_teardown(test_ipv6_loopback, ctx_teardown),
         cmocka_unit_test_teardown(test_frame_over_limit_closes_receiver, ctx_teardown),
