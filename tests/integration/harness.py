@@ -120,6 +120,15 @@ def _install_handlers():
 # ---- Cluster ------------------------------------------------------------------------
 
 
+def reals_by_id(dumps):
+    """{entity id: [names of the processes whose dump lists it as a real]}."""
+    where = {}
+    for name, document in sorted(dumps.items()):
+        for entity in document["entities"]:
+            where.setdefault(entity["id"], []).append(name)
+    return where
+
+
 class Cluster:
     """A running cluster for one test: `with Cluster(baseapps=1, cellapps=2) as c:`.
 
@@ -325,6 +334,20 @@ class Cluster:
             with open(path) as f:
                 out[name] = json.load(f)
         return out
+
+    def dump_states_settled(self, names, settled, timeout=20):
+        """dump_states(names) again every half second until settled(dumps)
+        holds, or timeout seconds have passed (then the last dumps): the
+        cellapps are dumped one after another, so an entity that moves
+        between two dumps shows up in neither or in both, and a check of
+        where the reals are wants a moment when none is on its way. A real
+        that is lost stays lost: the caller's check still fails."""
+        deadline = time.monotonic() + timeout
+        while True:
+            dumps = self.dump_states(names)
+            if settled(dumps) or time.monotonic() > deadline:
+                return dumps
+            time.sleep(0.5)
 
     def all_alive(self):
         return all(self.alive(n) for n in self.names())

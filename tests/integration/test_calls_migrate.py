@@ -70,8 +70,13 @@ class CallsMigrate(unittest.TestCase):
                 mover.join(30)
                 # The calls were all sent before the settling began; the
                 # snapshot and the dumps come after, while the bots are in
-                # the world.
-                dumps = cluster.dump_states(cluster.names("cellapp"))
+                # the world, once the last move of the line has moved its
+                # reals.
+                with open(snapshot) as f:
+                    bot_ids = [b["entity_id"] for b in json.load(f)["bots"]]
+                dumps = cluster.dump_states_settled(
+                    cluster.names("cellapp"),
+                    lambda dumps: all(len(harness.reals_by_id(dumps).get(i, [])) == 1 for i in bot_ids))
             finally:
                 mover.stop_event.set()
                 mover.join(30)

@@ -63,7 +63,12 @@ class MultiCell(unittest.TestCase):
                 # While the bots stand still at the end (the snapshot says
                 # when): every cellapp's reals and ghosts.
                 harness.wait_for(lambda: os.path.exists(snapshot), SECONDS + 30, "the bots' snapshot")
-                dumps = cluster.dump_states(cluster.names("cellapp"))
+                expected = BOTS + NPCS_PER_CELLAPP * 4
+
+                def settled(dumps):
+                    where = harness.reals_by_id(dumps)
+                    return len(where) == expected and all(len(v) == 1 for v in where.values())
+                dumps = cluster.dump_states_settled(cluster.names("cellapp"), settled)
             finally:
                 report = harness.finish_bots(bots)
             text = json.dumps(report, indent=2, sort_keys=True)
