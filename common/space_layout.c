@@ -24,6 +24,7 @@ static int32_t space_layout_add_node(space_layout *layout) {
     int32_t index = layout->node_count++;
     memset(&layout->nodes[index], 0, sizeof layout->nodes[index]);
     layout->nodes[index].low = layout->nodes[index].high = SPACE_LAYOUT_NONE;
+    layout->nodes[index].aggression = 1.0;
     return index;
 }
 
@@ -161,7 +162,9 @@ static int32_t space_layout_read_node(space_layout_reader *reader, const cJSON *
             snprintf(reader->err, reader->errlen, "%s: cell %" PRIu64 " needs \"cellapp\", a process id", path, cell);
             return SPACE_LAYOUT_NONE;
         }
-        return space_layout_add_leaf(layout, (uint32_t)cell, cellapp);
+        int32_t leaf = space_layout_add_leaf(layout, (uint32_t)cell, cellapp);
+        layout->nodes[leaf].retiring = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(item, "retiring"));
+        return leaf;
     }
     space_layout_axis axis;
     if (cJSON_IsString(split) && strcmp(split->valuestring, "x") == 0) axis = SPACE_LAYOUT_AXIS_X;
@@ -175,7 +178,21 @@ static int32_t space_layout_read_node(space_layout_reader *reader, const cJSON *
         snprintf(reader->err, reader->errlen, "%s: a split needs \"at\", a finite number", path);
         return SPACE_LAYOUT_NONE;
     }
+    double aggression = 1.0, direction = 0;
+    if (cJSON_GetObjectItemCaseSensitive(item, "aggression") &&
+        !(space_layout_read_number(item, "aggression", &aggression) && aggression > 0 && aggression <= 1)) {
+        snprintf(reader->err, reader->errlen, "%s: \"aggression\" must be a number in (0, 1]", path);
+        return SPACE_LAYOUT_NONE;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(item, "direction") &&
+        !(space_layout_read_number(item, "direction", &direction) &&
+          (direction == -1 || direction == 0 || direction == 1))) {
+        snprintf(reader->err, reader->errlen, "%s: \"direction\" must be -1, 0 or 1", path);
+        return SPACE_LAYOUT_NONE;
+    }
     int32_t index = space_layout_add_node(layout);
+    layout->nodes[index].aggression = aggression;
+    layout->nodes[index].direction = (int8_t)direction;
     char child_path[256];
     snprintf(child_path, sizeof child_path, "%s.low", path);
     int32_t low = space_layout_read_node(reader, cJSON_GetObjectItemCaseSensitive(item, "low"), child_path, depth + 1);
@@ -232,6 +249,13 @@ space_layout *space_layout_from_json(const char *text, size_t length, char *err,
             goto fail;
         }
         if (epoch) layout->epoch = value;
+        if (cJSON_GetObjectItemCaseSensitive(root, "fence")) {
+            if (!space_layout_read_id(root, "fence", UINT64_MAX >> 11, &value)) {
+                snprintf(err, errlen, "space '%s': \"fence\" must be a whole number from 0", layout->name);
+                goto fail;
+            }
+            layout->fence = value;
+        }
         if (spawn && !(space_layout_read_number(spawn, "x", &layout->spawn_x) &&
                        space_layout_read_number(spawn, "z", &layout->spawn_z) &&
                        space_layout_read_number(spawn, "radius", &layout->spawn_radius))) {
@@ -285,10 +309,13 @@ static cJSON *space_layout_node_json(const space_layout *layout, int32_t index) 
     if (node->leaf) {
         space_layout_add_number(item, "cell", node->cell_id);
         space_layout_add_number(item, "cellapp", (double)node->cellapp_id);
+        if (node->retiring) cJSON_AddBoolToObject(item, "retiring", true);
         return item;
     }
     cJSON_AddStringToObject(item, "split", space_layout_axis_name(node->axis));
     space_layout_add_number(item, "at", node->at);
+    if (node->aggression != 1.0) space_layout_add_number(item, "aggression", node->aggression);
+    if (node->direction) space_layout_add_number(item, "direction", node->direction);
     cJSON_AddItemToObject(item, "low", space_layout_node_json(layout, node->low));
     cJSON_AddItemToObject(item, "high", space_layout_node_json(layout, node->high));
     return item;
@@ -298,6 +325,7 @@ char *space_layout_to_json(const space_layout *layout) {
     cJSON *root = cJSON_CreateObject();
     cJSON_AddStringToObject(root, "name", layout->name);
     space_layout_add_number(root, "epoch", (double)layout->epoch);
+    if (layout->fence) space_layout_add_number(root, "fence", (double)layout->fence);
     cJSON_AddBoolToObject(root, "three_d", layout->three_d);
     cJSON_AddItemToObject(root, "min", space_layout_triple_json(layout->min));
     cJSON_AddItemToObject(root, "max", space_layout_triple_json(layout->max));
@@ -654,11 +682,73 @@ int space_layout_split_cell(space_layout *layout, uint32_t cell_id, space_layout
     node->leaf = false;
     node->cell_id = 0;
     node->cellapp_id = 0;
+    node->retiring = false;
+    node->aggression = 1.0;
+    node->direction = 0;
     node->axis = axis;
     node->at = at;
     node->low = low_child;
     node->high = high_child;
     return 0;
+}
+
+/* Copies the subtree at `index` of `from` into `to`; returns its index there. */
+static int32_t space_layout_copy_subtree(space_layout *to, const space_layout *from, int32_t index) {
+    const space_layout_node *node = &from->nodes[index];
+    int32_t copy = space_layout_add_node(to);
+    to->nodes[copy] = *node;
+    if (node->leaf) return copy;
+    int32_t low = space_layout_copy_subtree(to, from, node->low);
+    int32_t high = space_layout_copy_subtree(to, from, node->high);
+    to->nodes[copy].low = low;
+    to->nodes[copy].high = high;
+    return copy;
+}
+
+/* The index of the split whose child is `child`, or SPACE_LAYOUT_NONE. */
+static int32_t space_layout_parent_of(const space_layout *layout, int32_t child) {
+    for (int32_t i = 0; i < layout->node_count; i++)
+        if (!layout->nodes[i].leaf && (layout->nodes[i].low == child || layout->nodes[i].high == child)) return i;
+    return SPACE_LAYOUT_NONE;
+}
+
+int space_layout_remove_cell(space_layout *layout, uint32_t cell_id, char *err, size_t errlen) {
+    const space_layout_node *cell = space_layout_find_cell(layout, cell_id);
+    if (!cell) {
+        snprintf(err, errlen, "space '%s' has no cell %u", layout->name, cell_id);
+        return -1;
+    }
+    int32_t leaf = (int32_t)(cell - layout->nodes);
+    int32_t parent = space_layout_parent_of(layout, leaf);
+    if (parent == SPACE_LAYOUT_NONE) {
+        snprintf(err, errlen, "space '%s': cell %u is its only cell", layout->name, cell_id);
+        return -1;
+    }
+    /* The sibling takes the parent's place; the array is rebuilt without
+     * the two nodes that went. */
+    int32_t sibling = layout->nodes[parent].low == leaf ? layout->nodes[parent].high : layout->nodes[parent].low;
+    space_layout *old = space_layout_copy(layout);
+    old->nodes[parent] = old->nodes[sibling];
+    layout->node_count = 0;
+    layout->root = space_layout_copy_subtree(layout, old, old->root);
+    space_layout_free(old);
+    return 0;
+}
+
+int space_layout_set_retiring(space_layout *layout, uint32_t cell_id, bool retiring, char *err, size_t errlen) {
+    const space_layout_node *cell = space_layout_find_cell(layout, cell_id);
+    if (!cell) {
+        snprintf(err, errlen, "space '%s' has no cell %u", layout->name, cell_id);
+        return -1;
+    }
+    ((space_layout_node *)cell)->retiring = retiring;
+    return 0;
+}
+
+double space_layout_cell_area(const space_layout *layout, uint32_t cell_id) {
+    space_layout_rect rect;
+    if (space_layout_rect_of(layout, cell_id, &rect) != 0) return -1;
+    return (rect.max_x - rect.min_x) * (rect.max_z - rect.min_z);
 }
 
 /* ---- printing -------------------------------------------------------------- */
@@ -668,14 +758,18 @@ static void space_layout_print_node(const space_layout *layout, int32_t index, s
     const space_layout_node *node = &layout->nodes[index];
     fprintf(out, "%*s", depth * 2, "");
     if (node->leaf) {
-        fprintf(out, "cell %u on cellapp %" PRIu64 ": x %g .. %g, z %g .. %g\n", node->cell_id, node->cellapp_id,
-                region.min_x, region.max_x, region.min_z, region.max_z);
+        fprintf(out, "cell %u on cellapp %" PRIu64 ": x %g .. %g, z %g .. %g%s\n", node->cell_id, node->cellapp_id,
+                region.min_x, region.max_x, region.min_z, region.max_z, node->retiring ? " (retiring)" : "");
         return;
     }
     double low = node->axis == SPACE_LAYOUT_AXIS_X ? region.min_x : region.min_z;
     double high = node->axis == SPACE_LAYOUT_AXIS_X ? region.max_x : region.max_z;
-    fprintf(out, "split %u: %s = %g (region %g .. %g)\n", (*split_counter)++, space_layout_axis_name(node->axis),
+    fprintf(out, "split %u: %s = %g (region %g .. %g)", (*split_counter)++, space_layout_axis_name(node->axis),
             node->at, low, high);
+    if (node->direction || node->aggression != 1.0)
+        fprintf(out, " aggression %.3g, last moved %s", node->aggression,
+                node->direction < 0 ? "low" : node->direction > 0 ? "high" : "-");
+    fprintf(out, "\n");
     space_layout_rect low_rect, high_rect;
     space_layout_split_rect(node, &region, &low_rect, &high_rect);
     space_layout_print_node(layout, node->low, low_rect, depth + 1, split_counter, out);
@@ -683,8 +777,10 @@ static void space_layout_print_node(const space_layout *layout, int32_t index, s
 }
 
 void space_layout_print(const space_layout *layout, FILE *out) {
-    fprintf(out, "space %s (epoch %" PRIu64 ", %s): x %g .. %g, y %g .. %g, z %g .. %g, spawn (%g, %g) r %g\n",
-            layout->name, layout->epoch, layout->three_d ? "3D" : "2D", layout->min[0], layout->max[0],
+    char fence[48] = "";
+    if (layout->fence) snprintf(fence, sizeof fence, ", balancer lease %" PRIu64, layout->fence);
+    fprintf(out, "space %s (epoch %" PRIu64 "%s, %s): x %g .. %g, y %g .. %g, z %g .. %g, spawn (%g, %g) r %g\n",
+            layout->name, layout->epoch, fence, layout->three_d ? "3D" : "2D", layout->min[0], layout->max[0],
             layout->min[1], layout->max[1], layout->min[2], layout->max[2], layout->spawn_x, layout->spawn_z,
             layout->spawn_radius);
     uint32_t counter = 0;

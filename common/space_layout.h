@@ -21,12 +21,15 @@
  *
  * JSON form (what Redis holds, what tessera-admin reads and writes):
  *
- *   {"name": "default", "epoch": 3, "three_d": false,
+ *   {"name": "default", "epoch": 3, "fence": 2, "three_d": false,
  *    "min": [-500, -1000, -500], "max": [500, 1000, 500],
  *    "spawn": {"x": 0, "z": 0, "radius": 50}, "next_cell": 5,
  *    "tree": {"split": "x", "at": 0,
  *             "low":  {"cell": 1, "cellapp": 7},
  *             "high": {"split": "z", "at": 0.5, "low": {...}, "high": {...}}}}
+ *
+ * Optional: "fence" (absent: 0); on a split "aggression" (0 < a <= 1,
+ * absent: 1) and "direction" (-1, 0, 1); on a cell "retiring": true.
  *
  * Splits are numbered in pre-order (root first, then its low subtree, then
  * its high subtree), from 0: that is how an operator names a line.
@@ -56,9 +59,16 @@ typedef struct space_layout_node {
     space_layout_axis axis;
     double at;
     int32_t low, high;       /* node indices */
+    /* The balancer's memory of this line (balance.h), kept in the layout so
+     * that a new leader goes on where the last one stopped: how far its
+     * steps go (0 < aggression <= 1; 1 for a new line) and which way it
+     * last moved (-1 toward low, +1 toward high, 0 not yet). */
+    double aggression;
+    int8_t direction;
     /* A leaf: a cell. */
     uint32_t cell_id;
     uint64_t cellapp_id;
+    bool retiring;           /* being shrunk away (balance.h), then removed */
 } space_layout_node;
 
 /* A region of the X/Z plane: [min_x, max_x) x [min_z, max_z). */
@@ -69,6 +79,10 @@ typedef struct space_layout_rect {
 typedef struct space_layout {
     char name[SPACE_LAYOUT_NAME_MAX];
     uint64_t epoch;
+    /* The balancer lease (lease.h) whose holder wrote it; 0 for an
+     * operator's write. The store refuses a fence older than the newest
+     * lease's (space_store.h). */
+    uint64_t fence;
     bool three_d;
     double min[3], max[3];   /* x, y, z */
     double spawn_x, spawn_z, spawn_radius;
@@ -143,6 +157,14 @@ int space_layout_assign(space_layout *layout, uint32_t cell_id, uint64_t cellapp
  * high side becomes a new cell (next_cell_id) owned by `cellapp_id`. */
 int space_layout_split_cell(space_layout *layout, uint32_t cell_id, space_layout_axis axis, double at,
                             uint64_t cellapp_id, char *err, size_t errlen);
+/* Removes cell `cell_id`: its sibling's subtree takes the parent split's
+ * region. Refused for the only cell. */
+int space_layout_remove_cell(space_layout *layout, uint32_t cell_id, char *err, size_t errlen);
+/* Marks cell `cell_id` retiring (or not). */
+int space_layout_set_retiring(space_layout *layout, uint32_t cell_id, bool retiring, char *err, size_t errlen);
+/* The area of a cell's region on X/Z (0 for a cell squeezed to a line), or
+ * -1 for an unknown cell. */
+double space_layout_cell_area(const space_layout *layout, uint32_t cell_id);
 /* Describes split number `split`: its axis, position and region. Returns 0
  * or -1 if there is no such split. */
 int space_layout_split_info(const space_layout *layout, uint32_t split, space_layout_axis *axis, double *at,

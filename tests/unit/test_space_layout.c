@@ -103,10 +103,13 @@ static void assert_same_tree(const space_layout *a, int32_t ia, const space_layo
     if (na->leaf) {
         assert_int_equal(na->cell_id, nb->cell_id);
         assert_int_equal(na->cellapp_id, nb->cellapp_id);
+        assert_int_equal(na->retiring, nb->retiring);
         return;
     }
     assert_int_equal(na->axis, nb->axis);
     assert_true(na->at == nb->at);
+    assert_true(na->aggression == nb->aggression);
+    assert_int_equal(na->direction, nb->direction);
     assert_same_tree(a, na->low, b, nb->low);
     assert_same_tree(a, na->high, b, nb->high);
 }
@@ -114,6 +117,7 @@ static void assert_same_tree(const space_layout *a, int32_t ia, const space_layo
 static void assert_same_layout(const space_layout *a, const space_layout *b) {
     assert_string_equal(a->name, b->name);
     assert_int_equal(a->epoch, b->epoch);
+    assert_int_equal(a->fence, b->fence);
     assert_int_equal(a->three_d, b->three_d);
     for (int i = 0; i < 3; i++) {
         assert_true(a->min[i] == b->min[i]);
@@ -1317,6 +1321,68 @@ static void test_print(void **state) {
     space_layout_free(layout);
 }
 
+
+/* The balancer's fields: fence, aggression and direction of each line, a
+ * retiring cell; they round-trip, bad values are refused, and a new split
+ * starts at aggression 1. Removing a cell gives its region to its sibling
+ * subtree, keeps every other cell where it was and checks. */
+static void test_balancer_fields_and_remove(void **state) {
+    (void)state;
+    const uint64_t owners[4] = {11, 12, 13, 14};
+    space_layout *layout = space_layout_create_grid("w", MIN, MAX, false, 2, 2, owners, 4);
+    assert_non_null(layout);
+    for (int32_t i = 0; i < layout->node_count; i++)
+        if (!layout->nodes[i].leaf) assert_true(layout->nodes[i].aggression == 1.0);
+    char err[256];
+    layout->fence = 7;
+    layout->nodes[layout->root].aggression = 0.125;
+    layout->nodes[layout->root].direction = -1;
+    assert_int_equal(space_layout_set_retiring(layout, 3, true, err, sizeof err), 0);
+    assert_int_equal(space_layout_set_retiring(layout, 99, true, err, sizeof err), -1);
+    assert_round_trip(layout);
+    char *text = space_layout_to_json(layout);
+    assert_non_null(strstr(text, "\"fence\":7"));
+    assert_non_null(strstr(text, "\"retiring\":true"));
+    assert_non_null(strstr(text, "\"aggression\":0.125"));
+    free(text);
+    assert_parse_fails("{\"name\":\"w\",\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"split\":\"x\",\"at\":0.5,"
+                       "\"aggression\":0,\"low\":{\"cell\":1,\"cellapp\":1},\"high\":{\"cell\":2,\"cellapp\":2}}}",
+                       "aggression", NULL);
+    assert_parse_fails("{\"name\":\"w\",\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"split\":\"x\",\"at\":0.5,"
+                       "\"direction\":2,\"low\":{\"cell\":1,\"cellapp\":1},\"high\":{\"cell\":2,\"cellapp\":2}}}",
+                       "direction", NULL);
+    assert_parse_fails("{\"name\":\"w\",\"fence\":-1,\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"cell\":1,"
+                       "\"cellapp\":1}}",
+                       "fence", NULL);
+
+    /* Cell 3 (x 0..500, z -500..0) goes: cell 4 takes the whole x >= 0 half. */
+    assert_true(space_layout_cell_area(layout, 3) == 500.0 * 500.0);
+    assert_true(space_layout_cell_area(layout, 42) < 0);
+    assert_int_equal(space_layout_remove_cell(layout, 3, err, sizeof err), 0);
+    assert_checks(layout);
+    assert_null(space_layout_find_cell(layout, 3));
+    assert_int_equal(space_layout_cell_count(layout), 3);
+    assert_rect(layout, 4, 0, -500, 500, 500);
+    assert_rect(layout, 1, -500, -500, 0, 0);
+    assert_rect(layout, 2, -500, 0, 0, 500);
+    assert_true(layout->nodes[layout->root].aggression == 0.125);
+    assert_round_trip(layout);
+    /* Down to one cell, which stays. */
+    assert_int_equal(space_layout_remove_cell(layout, 1, err, sizeof err), 0);
+    assert_int_equal(space_layout_remove_cell(layout, 2, err, sizeof err), 0);
+    assert_int_equal(space_layout_cell_count(layout), 1);
+    assert_rect(layout, 4, -500, -500, 500, 500);
+    assert_int_equal(space_layout_remove_cell(layout, 4, err, sizeof err), -1);
+    assert_non_null(strstr(err, "only cell"));
+    assert_int_equal(space_layout_remove_cell(layout, 5, err, sizeof err), -1);
+    assert_checks(layout);
+    /* A split made now starts fresh. */
+    assert_int_equal(space_layout_split_cell(layout, 4, SPACE_LAYOUT_AXIS_Z, 10, 15, err, sizeof err), 0);
+    assert_true(layout->nodes[layout->root].aggression == 1.0);
+    assert_int_equal(layout->nodes[layout->root].direction, 0);
+    space_layout_free(layout);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_create_one_cell),
@@ -1339,6 +1405,7 @@ int main(void) {
         cmocka_unit_test(test_split_cell_depth_limit),
         cmocka_unit_test(test_copy),
         cmocka_unit_test(test_print),
+        cmocka_unit_test(test_balancer_fields_and_remove),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
