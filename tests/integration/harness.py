@@ -32,6 +32,7 @@ import sys
 import tempfile
 import threading
 import time
+import weakref
 
 SOURCE_DIR = os.path.abspath(os.environ.get("TESSERA_SOURCE_DIR")
                              or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -667,8 +668,15 @@ def connect(addr, timeout=5.0):
     return s
 
 
-def _recv_exact(sock, n, deadline):
-    buf = bytearray()
+# The part of a frame read before a timeout, kept per socket so that the
+# next read goes on from there: dropping it would leave the stream in the
+# middle of a frame, and the next "header" would be body bytes.
+_partial_frames = weakref.WeakKeyDictionary()
+
+
+def _recv_into(sock, buf, n, deadline):
+    """Reads until `buf` holds `n` bytes; raises socket.timeout at the
+    deadline (what was read stays in `buf`) and Closed on EOF or reset."""
     while len(buf) < n:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -681,25 +689,30 @@ def _recv_exact(sock, n, deadline):
         if not chunk:
             raise Closed("EOF after %d of %d bytes" % (len(buf), n))
         buf += chunk
-    return bytes(buf)
 
 
 def read_frame(sock, timeout=5.0, max_bytes=64 << 20):
     """Reads one frame and returns its body (bytes). Returns None if the
     server closed the connection cleanly before a new frame started; raises
     Closed if it closed mid-frame or reset it, socket.timeout after
-    `timeout` seconds."""
+    `timeout` seconds (a frame cut by the timeout is finished by the next
+    call on the same socket)."""
     deadline = time.monotonic() + timeout
+    buf = _partial_frames.pop(sock, None) or bytearray()
     try:
-        header = _recv_exact(sock, 4, deadline)
+        _recv_into(sock, buf, 4, deadline)
+        (n,) = struct.unpack(">I", bytes(buf[:4]))
+        if n > max_bytes:
+            raise ValueError("server sent a frame of %d bytes" % n)
+        _recv_into(sock, buf, 4 + n, deadline)
+    except socket.timeout:
+        _partial_frames[sock] = buf
+        raise
     except Closed as e:
-        if "EOF after 0 of" in str(e):
+        if not buf and "EOF after 0 of" in str(e):
             return None
         raise
-    (n,) = struct.unpack(">I", header)
-    if n > max_bytes:
-        raise ValueError("server sent a frame of %d bytes" % n)
-    return _recv_exact(sock, n, deadline)
+    return bytes(buf[4:])
 
 
 def read_message(sock, timeout=5.0):
