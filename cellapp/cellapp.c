@@ -238,12 +238,22 @@ static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cl
             continue;
         }
         switch (item->body_case) {
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST:
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST: {
+            /* Making and unmaking ghosts is the transient cost of reals
+             * moving about; updating them is steady work. */
+            bool churn = item->ghost->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE ||
+                         item->ghost->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE;
+            uint64_t began = churn ? cell_load_transient_begin() : 0;
             haunt_on_message(app, peer, item->ghost, bytes->data, bytes->len);
+            if (churn) cell_load_transient_end(app, began);
             break;
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD:
+        }
+        case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD: {
+            uint64_t began = cell_load_transient_begin();
             offload_on_offload(app, peer, item->offload, bytes->data, bytes->len);
+            cell_load_transient_end(app, began);
             break;
+        }
         case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK: offload_on_ack(app, peer, item->offload_ack); break;
         case TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE:
             cell_message_on_message(app, peer, PEER_ROLE_CELLAPP, item->message);
@@ -405,5 +415,7 @@ void cellapp_tick(cellapp *app) {
         mailbox_sweep(app->mailbox, now_us / 1000);
     }
     spaces_poll(app);
+    cell_load_sample(app, now_us);
+    if (app->balancer) balancer_tick(app->balancer, now_us);
     app->last_tick_duration_us = clock_monotonic_us() - started;
 }

@@ -22,6 +22,7 @@
 
 #include "bit_stream.h"
 #include "channel.h"
+#include "clock.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
 #include "coord.h"
@@ -29,6 +30,7 @@
 #include "entity_state.h"
 #include "ghost_order.h"
 #include "id_block.h"
+#include "balance.h"
 #include "id_map.h"
 #include "latency_histogram.h"
 #include "mailbox.h"
@@ -67,6 +69,18 @@ typedef struct haunt_config {
     double offload_margin;           /* a real moves only this far past its cell's edge */
 } haunt_config;
 
+/* The balancer (balancer.c) and the load it acts on (cell_load.c). */
+typedef struct balancer_settings {
+    bool enabled;                    /* stand for the lease; move lines, add and retire cells */
+    int64_t period_ms;               /* reports, lease renewal, one pass */
+    int64_t lease_ms;                /* the lease's time to live */
+    int64_t report_timeout_ms;       /* a report this old counts as its cellapp's silence */
+    int64_t cell_change_ms;          /* at least this long between adding or retiring cells */
+    int64_t drain_timeout_ms;        /* SIGTERM: give up waiting for the cells to go after this */
+    double load_smoothing;           /* weight of each tick's sample in the smoothed load */
+    balance_config algorithm;
+} balancer_settings;
+
 typedef struct cellapp_settings {
     process_settings process;
     int64_t tick_hz;
@@ -80,6 +94,7 @@ typedef struct cellapp_settings {
     char entity_definitions[256];
     int64_t ghost_route_ms;
     int64_t cell_stream_gap_ms;
+    balancer_settings balance;
     /* The demo game (game.c). */
     int64_t npc_count;
     double npc_trap_radius;
@@ -282,6 +297,8 @@ void witness_set_congested(witness *view, bool congested);
 /* Whether the client currently knows `entity_id` (has an alias for it, its
  * own entity included). */
 bool witness_sees(const witness *view, uint64_t entity_id);
+/* How many entities the client knows now (its aliases in use). */
+uint32_t witness_view_count(const witness *view);
 /* Everything the client holds and the witness remembers, for an offload.
  * The message's arrays are allocated; free with witness_saved_free. */
 void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessState *out);
@@ -326,6 +343,18 @@ typedef void (*entity_timer_callback)(cell *c, cell_entity *entity, uint64_t tim
 /* ---- the process (main.c, cellapp.c) ------------------------------------ */
 
 typedef struct cellapp_space cellapp_space;
+typedef struct balancer balancer;
+
+/* How busy the cellapp is (cell_load.c): the share of wall time its loop
+ * spent working, sampled each tick and smoothed, without the transient
+ * work of offloads and ghost churn, which is measured and smoothed apart. */
+typedef struct cellapp_load {
+    uint64_t sampled_us;             /* monotonic time of the last sample (0: none yet) */
+    uint64_t idle_ns;                /* the loop's idle time then (uv_metrics_idle_time) */
+    uint64_t transient_us;           /* offload and ghost work since then */
+    double load;                     /* smoothed, a fraction of one core */
+    double transient;                /* smoothed likewise */
+} cellapp_load;
 typedef struct game game;
 typedef struct ghost_route ghost_route;
 
@@ -378,6 +407,10 @@ struct cellapp {
     entity_timer_ids timer_ids;      /* every cell's timers take their ids here */
     id_map ghost_moves;              /* cellapp id -> this tick's moves for it (haunt.c) */
     cellapp_counters counters;
+    cellapp_load load;
+    balancer *balancer;              /* NULL when balancing is off */
+    bool draining;                   /* SIGTERM: the cells go elsewhere, then the process stops */
+    uint64_t drain_started_us;
     int shutting_down;
     int exit_code;
     id_block *ids;                   /* entity ids for what the cellapp creates itself (NPCs) */
@@ -422,6 +455,8 @@ cell *spaces_cell(cellapp *app, const char *name, bool create);
 const space_layout *spaces_layout(const cellapp *app, const char *name);
 /* Iterates the cells: *cursor = 0 to start; NULL at the end. */
 cell *spaces_next_cell(const cellapp *app, size_t *cursor);
+/* Iterates the applied layouts likewise. */
+const space_layout *spaces_next_layout(const cellapp *app, size_t *cursor);
 /* Frees every space and cell (shutdown). */
 void spaces_free(cellapp *app);
 /* Drops cells with no region and no entities left. */
@@ -554,6 +589,38 @@ void cell_message_queue_for_observers(cell *c, uint64_t entity_id, uint32_t meth
 
 /* state_dump.c: every real's state to settings.state_dump_path as JSON. */
 int state_dump_write(const cellapp *app);
+
+/* ---- load (cell_load.c) ----------------------------------------------------------
+ * cell_load_start before the loop runs (turns on libuv's idle time);
+ * cell_load_sample once a tick; transient work is timed with
+ * cell_load_transient_begin/end around it. cell_load_report fills a cell's
+ * balance report: its share of the load (by its reals' work: each counts
+ * one plus the entities its client sees) and its entity bound levels. */
+void cell_load_start(cellapp *app);
+void cell_load_sample(cellapp *app, uint64_t now_us);
+static inline uint64_t cell_load_transient_begin(void) { return clock_monotonic_us(); }
+void cell_load_transient_end(cellapp *app, uint64_t began_us);
+void cell_load_report(const cellapp *app, const cell *c, balance_cell_report *out);
+
+/* ---- the balancer (balancer.c) ---------------------------------------------------
+ * Created after the registry; balancer_tick once a tick does what is due:
+ * publishing this cellapp's report, the lease, and, while this cellapp
+ * holds the lease, the decisions for every space. balancer_stop gives the
+ * lease up and withdraws the report (a stopping cellapp). */
+balancer *balancer_create(cellapp *app);
+void balancer_free(balancer *b);
+void balancer_tick(balancer *b, uint64_t now_us);
+void balancer_stop(balancer *b);
+/* A draining cellapp stops standing for the lease (and lets it go now if
+ * it holds it), but keeps reporting. */
+void balancer_give_up_lease(balancer *b);
+bool balancer_is_leader(const balancer *b);
+typedef struct balancer_figures {
+    bool leader;
+    uint64_t holder;                 /* the lease's holder last seen */
+    uint64_t passes, line_moves, cell_changes, writes_refused;
+} balancer_figures;
+void balancer_stats(const balancer *b, balancer_figures *out);
 
 /* game.c: the demo game's rules (Avatar and Npc from demo/entities). Each
  * is a no-op when the definitions lack the class or member it uses. */

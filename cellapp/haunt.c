@@ -61,6 +61,7 @@ static void haunt_encode_all(const cellapp *app, const cell_entity *entity, bit_
 }
 
 void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer) {
+    uint64_t began = cell_load_transient_begin(); /* ghost churn is transient load */
     if (haunt_has(entity, peer)) return;
     bit_writer w;
     bit_writer_init(&w);
@@ -88,6 +89,7 @@ void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer) {
     bit_writer_close(&w);
     haunt_append(entity, peer, clock_monotonic_us());
     app->counters.ghosts_created++;
+    cell_load_transient_end(app, began);
 }
 
 void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, bool destroyed) {

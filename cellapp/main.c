@@ -73,6 +73,46 @@ static const config_key cellapp_config_keys[] = {
     {"cell_stream_gap_ms", CONFIG_INT, offsetof(cellapp_settings, cell_stream_gap_ms), 0, 10, 600000, "2000",
      "a message that arrives ahead of its stream waits this long for the ones before it, then they are given up "
      "(logged)"},
+    {"balance_enabled", CONFIG_BOOL, offsetof(cellapp_settings, balance.enabled), 0, 0, 0, "true",
+     "stand for the balancer lease: the holder moves the lines toward the load, adds and retires cells, and hands "
+     "over the cells of cellapps that stop or die; false also makes SIGTERM stop at once instead of draining"},
+    {"balance_period_ms", CONFIG_INT, offsetof(cellapp_settings, balance.period_ms), 0, 100, 60000, "1000",
+     "how often each cellapp reports its load and the leader moves lines (BigWorld: 1 s)"},
+    {"balance_lease_ms", CONFIG_INT, offsetof(cellapp_settings, balance.lease_ms), 0, 300, 600000, "3000",
+     "the balancer lease's time to live: a dead leader is replaced within this plus one period"},
+    {"balance_report_timeout_ms", CONFIG_INT, offsetof(cellapp_settings, balance.report_timeout_ms), 0, 100,
+     3600000, "5000", "a load report this old counts as silence: its cells are not balanced, and a silent "
+     "cellapp that is not connected either is gone (its cells are handed over)"},
+    {"balance_cell_change_ms", CONFIG_INT, offsetof(cellapp_settings, balance.cell_change_ms), 0, 0, 3600000,
+     "10000", "at least this long between adding or retiring cells for the load, so each change settles first"},
+    {"drain_timeout_ms", CONFIG_INT, offsetof(cellapp_settings, balance.drain_timeout_ms), 0, 0, 3600000, "60000",
+     "SIGTERM hands this cellapp's cells over and waits for its reals to leave; after this long it stops anyway "
+     "(SIGINT stops at once)"},
+    {"load_smoothing", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.load_smoothing), 0, 0.001, 1, "0.05",
+     "weight of each tick's busy share in the smoothed load (BigWorld's load smoothing bias)"},
+    {"balance_max_offload", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_offload), 0, 0.0001, 1,
+     "0.02", "the load the largest step of a line sheds (the top entity bound level; each lower one half of it)"},
+    {"balance_aggression_decrease", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_decrease),
+     0, 0.01, 1, "0.5", "a line's aggression is multiplied by this when it reverses direction"},
+    {"balance_aggression_increase", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_increase),
+     0, 1, 4, "1.0717734625362931", "... and by this on every other pass (2^(1/10): a halving regrows in 10)"},
+    {"balance_min_aggression", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.min_aggression), 0,
+     0.001, 1, "0.0625", "the smallest aggression (share of the load difference a step aims at)"},
+    {"balance_max_aggression", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_aggression), 0,
+     0.001, 1, "1", "the largest aggression"},
+    {"balance_safety_bound", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.safety_bound), 0, 0.01,
+     100, "0.85", "a side whose busiest cellapp is this loaded (or balance_safety_ratio x the average, whichever "
+     "is larger) does not grow"},
+    {"balance_safety_ratio", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.safety_ratio), 0, 1, 100,
+     "1.1", "see balance_safety_bound"},
+    {"balance_max_step", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_step), 0, 0, 1e6, "0",
+     "metres a line moves in one pass at most (0: as far as the bound levels say)"},
+    {"balance_add_margin", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.add_margin), 0, 0, 100,
+     "0.05", "a space whose cellapps average this much more load than the cluster's gets a cell on a cellapp "
+     "with room (one that has just joined included)"},
+    {"balance_retire_below", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.retire_below), 0, 0, 100,
+     "0.02", "a space whose whole load, spread over one cellapp fewer, stays below this per cellapp retires its "
+     "coolest cell (0: never)"},
     {"npc_count", CONFIG_INT, offsetof(cellapp_settings, npc_count), 0, 0, 1000000, "20",
      "demo game: stationary NPC guards this cellapp spawns in the default space's spawn disc"},
     {"npc_trap_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, npc_trap_radius), 0, 0, 1e4, "8",
@@ -96,6 +136,8 @@ static const config_key cellapp_config_keys[] = {
  * only flood clients with stale movement. */
 #define CELLAPP_MAX_CATCH_UP 3
 
+static void cellapp_drain_check(cellapp *app);
+
 static void cellapp_on_tick_timer(uv_timer_t *timer) {
     cellapp *app = timer->data;
     uint64_t period_us = 1000000u / (uint64_t)app->settings.tick_hz;
@@ -112,6 +154,7 @@ static void cellapp_on_tick_timer(uv_timer_t *timer) {
         log_warn("tick fell %" PRIu64 " ms behind; skipping the missed ticks", app->tick_accumulator_us / 1000);
         app->tick_accumulator_us = 0;
     }
+    if (ran) cellapp_drain_check(app);
 }
 
 /* ---- registry and stats -------------------------------------------------- */
@@ -147,6 +190,16 @@ static void cellapp_publish_stats(cellapp *app) {
     registry_set_stat(app->registry, "teleports", (int64_t)n->teleports);
     registry_set_stat(app->registry, "held_ghost_messages", (int64_t)ghost_order_held_count(app->ghost_order));
     registry_set_stat(app->registry, "aliases_exhausted", (int64_t)app->shared.witness_totals.aliases_exhausted);
+    registry_set_stat(app->registry, "load_permille", (int64_t)(app->load.load * 1000.0 + 0.5));
+    registry_set_stat(app->registry, "transient_permille", (int64_t)(app->load.transient * 1000.0 + 0.5));
+    registry_set_stat(app->registry, "draining", app->draining);
+    balancer_figures figures;
+    balancer_stats(app->balancer, &figures);
+    registry_set_stat(app->registry, "balance_leader", figures.leader);
+    registry_set_stat(app->registry, "balance_passes", (int64_t)figures.passes);
+    registry_set_stat(app->registry, "line_moves", (int64_t)figures.line_moves);
+    registry_set_stat(app->registry, "cell_changes", (int64_t)figures.cell_changes);
+    registry_set_stat(app->registry, "balance_writes_refused", (int64_t)figures.writes_refused);
     const latency_histogram *latency = &app->counters.offload_latency;
     registry_set_stat(app->registry, "offload_p50_us", (int64_t)latency_histogram_percentile(latency, 50.0));
     registry_set_stat(app->registry, "offload_p99_us", (int64_t)latency_histogram_percentile(latency, 99.0));
@@ -202,6 +255,7 @@ static void cellapp_shutdown(cellapp *app) {
     if (app->shutting_down) return;
     app->shutting_down = 1;
     log_info("shutting down");
+    balancer_stop(app->balancer);
     uv_timer_stop(&app->tick_timer);
     uv_timer_stop(&app->stats_timer);
     uv_close((uv_handle_t *)&app->tick_timer, NULL);
@@ -234,6 +288,59 @@ static void cellapp_on_signal(uv_signal_t *handle, int signum) {
     cellapp *app = handle->data;
     log_info("received signal %d", signum);
     cellapp_shutdown(app);
+}
+
+/* SIGTERM: drain. The cellapp stops standing for the lease and reports
+ * itself draining; the balancer hands its cells to other cellapps (or
+ * retires them into their neighbours), its reals offload as the lines
+ * say, and once it holds no cell, no real and no offload in flight it
+ * stops (cellapp_drain_check). Without a balancer, or with no other
+ * cellapp to take over, or on a second SIGTERM, it stops at once. */
+static void cellapp_on_terminate(uv_signal_t *handle, int signum) {
+    cellapp *app = handle->data;
+    if (app->draining) {
+        log_info("received signal %d again while draining: stopping now", signum);
+        cellapp_shutdown(app);
+        return;
+    }
+    if (!app->balancer || peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0) {
+        log_info("received signal %d: stopping (%s)", signum,
+                 app->balancer ? "no other cellapp to hand the cells to" : "balancing is off");
+        cellapp_shutdown(app);
+        return;
+    }
+    app->draining = true;
+    app->drain_started_us = clock_monotonic_us();
+    balancer_give_up_lease(app->balancer);
+    log_info("received signal %d: draining (the cells go to other cellapps, then this one stops; at most %lld ms)",
+             signum, (long long)app->settings.balance.drain_timeout_ms);
+}
+
+/* Whether a draining cellapp is done: no cell with a region, no real, no
+ * offload waiting for its acknowledgement. */
+static void cellapp_drain_check(cellapp *app) {
+    if (!app->draining || app->shutting_down) return;
+    size_t regions = 0, reals = 0, cursor = 0;
+    const cell *c;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        regions += c->has_region;
+        reals += c->real_count;
+    }
+    size_t pending = id_map_count(&app->pending_offloads);
+    if (regions == 0 && reals == 0 && pending == 0) {
+        log_info("drained: no cell, no real, no offload in flight is left here");
+        cellapp_shutdown(app);
+        return;
+    }
+    uint64_t waited_ms = (clock_monotonic_us() - app->drain_started_us) / 1000;
+    if (waited_ms >= (uint64_t)app->settings.balance.drain_timeout_ms) {
+        log_warn("drain timed out after %" PRIu64 " ms with %zu cells, %zu reals and %zu offloads left: stopping",
+                 waited_ms, regions, reals, pending);
+        cellapp_shutdown(app);
+    } else if (peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0) {
+        log_warn("draining: no other cellapp is left to take %zu cells and %zu reals: stopping", regions, reals);
+        cellapp_shutdown(app);
+    }
 }
 
 /* The cell tells the cellapp what a trap saw; the game decides. */
@@ -270,6 +377,18 @@ static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
                  "ghost_distance (%g) must be at least view_radius + view_hysteresis (%g + %g): a view reaching "
                  "across a line would miss what is there",
                  settings->haunt.ghost_distance, w->view_radius, w->view_hysteresis);
+        return -1;
+    }
+    const balancer_settings *balance = &settings->balance;
+    if (balance->lease_ms < 2 * balance->period_ms) {
+        snprintf(err, errlen,
+                 "balance_lease_ms (%lld) must be at least twice balance_period_ms (%lld): the lease is renewed "
+                 "once a period",
+                 (long long)balance->lease_ms, (long long)balance->period_ms);
+        return -1;
+    }
+    if (balance->algorithm.min_aggression > balance->algorithm.max_aggression) {
+        snprintf(err, errlen, "balance_min_aggression must not exceed balance_max_aggression");
         return -1;
     }
     return 0;
@@ -352,6 +471,8 @@ int main(int argc, char **argv) {
     /* NPC ids: a small block, since a cellapp creates few entities itself. */
     app.ids = id_block_create(app.redis, settings->process.cluster_name, 256);
     app.game = game_create(&app);
+    if (settings->balance.enabled) app.balancer = balancer_create(&app);
+    cell_load_start(&app);
     cellapp_publish_stats(&app);
 
     uv_timer_init(app.loop, &app.tick_timer);
@@ -366,7 +487,7 @@ int main(int argc, char **argv) {
     uv_signal_init(app.loop, &app.sigterm);
     app.sigint.data = app.sigterm.data = &app;
     uv_signal_start(&app.sigint, cellapp_on_signal, SIGINT);
-    uv_signal_start(&app.sigterm, cellapp_on_signal, SIGTERM);
+    uv_signal_start(&app.sigterm, cellapp_on_terminate, SIGTERM);
     uv_signal_init(app.loop, &app.sigusr1);
     app.sigusr1.data = &app;
     uv_signal_start(&app.sigusr1, cellapp_on_dump_signal, SIGUSR1);
@@ -392,6 +513,7 @@ int main(int argc, char **argv) {
     ghost_order_free(app.ghost_order);
     latency_histogram_close(&app.counters.offload_latency);
     game_free(app.game);
+    balancer_free(app.balancer);
     bit_writer_close(&app.shared.stream);
     replication_free(app.shared.replication);
     replication_schema_free(app.shared.schema);

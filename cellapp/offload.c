@@ -303,7 +303,9 @@ void offload_tick(cellapp *app, cell *c) {
          * arrives where it can be placed. */
         if (!peer_set_is_up(app->peers, node->cellapp_id) || !spaces_peer_epoch(app, node->cellapp_id, c->space_name))
             continue;
+        uint64_t began = cell_load_transient_begin(); /* moving reals is transient load */
         offload_send(app, entity, node->cellapp_id);
+        cell_load_transient_end(app, began);
     }
 }
 

@@ -207,6 +207,14 @@ cell *spaces_next_cell(const cellapp *app, size_t *cursor) {
     return NULL;
 }
 
+const space_layout *spaces_next_layout(const cellapp *app, size_t *cursor) {
+    while (*cursor < app->space_count) {
+        const space_layout *layout = app->spaces[(*cursor)++]->layout;
+        if (layout) return layout;
+    }
+    return NULL;
+}
+
 void spaces_reap(cellapp *app) {
     for (size_t i = 0; i < app->space_count; i++) {
         cellapp_space *space = app->spaces[i];

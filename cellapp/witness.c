@@ -195,6 +195,8 @@ bool witness_sees(const witness *view, uint64_t entity_id) {
     return alias_table_find(view->aliases, entity_id) != ALIAS_NONE;
 }
 
+uint32_t witness_view_count(const witness *view) { return alias_table_in_use(view->aliases); }
+
 void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, const uint8_t *args, size_t length) {
     witness_call call = {entity_id, method_id, NULL, length};
     call.args = xmalloc(length ? length : 1);

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_file.h"
 #include "redis_keys.h"
 #include "space_layout.h"
 #include "space_store.h"
@@ -53,6 +54,10 @@ static int admin_usage(FILE *out) {
             "  split SPACE CELL x|z AT CELLAPP\n"
             "                                split a cell at AT; the high side becomes a new\n"
             "                                cell of CELLAPP\n"
+            "  retire SPACE CELL             let the balancer shrink cell CELL away and remove it\n"
+            "  put SPACE FILE [--fence N]    write a whole layout (a JSON file) as the next\n"
+            "                                epoch, with its own balancer fence or N (0: an\n"
+            "                                operator's write)\n"
             "\n"
             "Defaults: --redis 127.0.0.1:6379 --cluster tessera; bounds -500,-500,500,500,\n"
             "height -1000,1000, spawn at the centre with radius 50.\n");
@@ -125,8 +130,9 @@ static space_layout *admin_read(admin *a, const char *name) {
     return layout;
 }
 
-/* Checks and writes `layout` with epoch + 1. Returns 0 written, 1 refused
- * as invalid, -1 failed, -2 lost to another writer. */
+/* Checks and writes `layout` with epoch + 1 (its fence as it is: 0 for an
+ * operator's edit). Returns 0 written, 1 refused as invalid or fenced, -1
+ * failed, -2 lost to another writer. */
 static int admin_write(admin *a, space_layout *layout) {
     char err[256];
     admin_live live;
@@ -138,20 +144,25 @@ static int admin_write(admin *a, space_layout *layout) {
         return 1;
     }
     layout->epoch++;
-    char spaces_key[REDIS_KEY_MAX], space_key[REDIS_KEY_MAX], epoch[24];
-    snprintf(epoch, sizeof epoch, "%" PRIu64, layout->epoch);
-    char *json = space_layout_to_json(layout);
-    const char *argv[] = {"EVAL", SPACE_STORE_WRITE_SCRIPT, "2", redis_key_spaces(spaces_key, a->cluster),
-                          redis_key_space(space_key, a->cluster, layout->name), layout->name, epoch, json};
-    redisReply *reply = admin_command(a, 8, argv);
-    free(json);
-    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        if (reply) freeReplyObject(reply);
+    space_store_command command;
+    space_store_command_init(&command, a->cluster, layout);
+    redisReply *reply = redisCommandArgv(a->redis, command.argc, command.argv, command.lengths);
+    space_store_command_close(&command);
+    unsigned long long value;
+    const char *error;
+    space_store_result result = space_store_result_of(reply, &value, &error);
+    if (reply) freeReplyObject(reply);
+    switch (result) {
+    case SPACE_STORE_WRITTEN: return 0;
+    case SPACE_STORE_OLD_EPOCH: return -2;
+    case SPACE_STORE_FENCED:
+        fprintf(stderr, "tessera-admin: refused: the layout carries balancer fence %" PRIu64
+                        ", older than the newest lease's (%llu)\n", layout->fence, value);
+        return 1;
+    default:
+        fprintf(stderr, "tessera-admin: Redis: %s\n", error ? error : a->redis->errstr);
         return -1;
     }
-    int rc = reply->integer == 0 ? 0 : -2;
-    freeReplyObject(reply);
-    return rc;
 }
 
 typedef int (*admin_edit)(space_layout *layout, int argc, char **argv, char *err, size_t errlen);
@@ -161,6 +172,7 @@ static int admin_change(admin *a, const char *name, admin_edit edit, int argc, c
     for (int attempt = 0; attempt < ADMIN_WRITE_ATTEMPTS; attempt++) {
         space_layout *layout = admin_read(a, name);
         if (!layout) return 1;
+        layout->fence = 0; /* an operator's edit, whoever wrote the layout last */
         char err[256];
         if (edit(layout, argc, argv, err, sizeof err) != 0) {
             fprintf(stderr, "tessera-admin: %s\n", err);
@@ -243,6 +255,53 @@ static int admin_edit_split(space_layout *layout, int argc, char **argv, char *e
     }
     space_layout_axis axis = argv[1][0] == 'x' ? SPACE_LAYOUT_AXIS_X : SPACE_LAYOUT_AXIS_Z;
     return space_layout_split_cell(layout, (uint32_t)cell, axis, at, cellapp, err, errlen);
+}
+
+static int admin_edit_retire(space_layout *layout, int argc, char **argv, char *err, size_t errlen) {
+    uint64_t cell;
+    if (argc != 1 || !admin_parse_u64(argv[0], &cell)) {
+        snprintf(err, errlen, "retire needs SPACE CELL");
+        return -1;
+    }
+    return space_layout_set_retiring(layout, (uint32_t)cell, true, err, errlen);
+}
+
+/* put SPACE FILE [--fence N]: writes a whole layout (a saved one, say) as
+ * the next epoch, with the fence it carries or the one given. */
+static int admin_put(admin *a, const char *name, int argc, char **argv) {
+    uint64_t fence = 0;
+    bool has_fence = false;
+    if (argc == 3 && strcmp(argv[1], "--fence") == 0 && admin_parse_u64(argv[2], &fence)) has_fence = true;
+    else if (argc != 1) return admin_usage(stderr);
+    size_t length;
+    char err[256];
+    char *text = json_file_read(argv[0], &length, err, sizeof err);
+    if (!text) {
+        fprintf(stderr, "tessera-admin: %s\n", err);
+        return 1;
+    }
+    space_layout *layout = space_layout_from_json(text, length, err, sizeof err);
+    free(text);
+    if (!layout) {
+        fprintf(stderr, "tessera-admin: %s: %s\n", argv[0], err);
+        return 1;
+    }
+    if (strcmp(layout->name, name) != 0) {
+        fprintf(stderr, "tessera-admin: %s holds space '%s', not '%s'\n", argv[0], layout->name, name);
+        space_layout_free(layout);
+        return 1;
+    }
+    if (has_fence) layout->fence = fence;
+    char key[REDIS_KEY_MAX];
+    const char *argv_get[] = {"HGET", redis_key_spaces(key, a->cluster), name};
+    redisReply *stored = admin_command(a, 3, argv_get);
+    layout->epoch = stored && stored->type == REDIS_REPLY_STRING ? strtoull(stored->str, NULL, 10) : 0;
+    if (stored) freeReplyObject(stored);
+    int rc = admin_write(a, layout);
+    if (rc == 0) space_layout_print(layout, stdout);
+    else if (rc == -2) fprintf(stderr, "tessera-admin: space '%s' was written by someone else meanwhile\n", name);
+    space_layout_free(layout);
+    return rc == 0 ? 0 : 1;
 }
 
 static int admin_create(admin *a, const char *name, int argc, char **argv) {
@@ -413,6 +472,10 @@ int main(int argc, char **argv) {
         rc = admin_change(&a, argv[i], admin_edit_assign, argc - i - 1, argv + i + 1);
     } else if (strcmp(command, "split") == 0 && i < argc) {
         rc = admin_change(&a, argv[i], admin_edit_split, argc - i - 1, argv + i + 1);
+    } else if (strcmp(command, "retire") == 0 && i < argc) {
+        rc = admin_change(&a, argv[i], admin_edit_retire, argc - i - 1, argv + i + 1);
+    } else if (strcmp(command, "put") == 0 && i < argc) {
+        rc = admin_put(&a, argv[i], argc - i - 1, argv + i + 1);
     } else {
         rc = admin_usage(stderr);
     }

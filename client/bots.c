@@ -103,6 +103,11 @@ typedef struct bots_options {
     const char *password;
     double speed;                /* metres per second */
     double area;                 /* waypoints in [-area, area] on x and z */
+    /* --gather: in the first half of every gather_period seconds (or
+     * always, with period 0) waypoints lie within gather_half of
+     * (gather_x, gather_z) instead: the crowd drifts there and back. */
+    bool gather;
+    double gather_x, gather_z, gather_half, gather_period;
     uint64_t seed;
     double login_spread_ms;
     double calls_per_second;     /* per bot, while walking */
@@ -122,6 +127,7 @@ typedef struct bot {
     uint32_t index;
     tessera_client *client;      /* NULL before launch and once on_closed ran */
     int in_world;                /* logged in and not closed */
+    bool gathering;              /* its waypoint is in the gathering place (--gather) */
     int verified;                /* in the AOI check: in the world since before the settling began */
     uint64_t in_world_at_ms;     /* when the login reply came, in ms after the start */
     int had_error;               /* a failure was counted; a following disconnect is not counted again */
@@ -283,14 +289,33 @@ static double bots_clamp_to_world(double v, float low, float high) {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* Whether the bots head for the gathering place now (--gather). */
+static bool bots_gathering(const struct bots_run *run) {
+    const bots_options *options = &run->options;
+    if (!options->gather) return false;
+    if (options->gather_period <= 0) return true;
+    double elapsed_s = (double)(uv_now((uv_loop_t *)&run->loop) - run->start_ms) / 1000.0;
+    return fmod(elapsed_s, options->gather_period) < options->gather_period / 2.0;
+}
+
 static void bots_pick_waypoint(bot *b) {
-    double area = b->run->options.area;
-    b->target_x = bots_clamp_to_world((bots_random_unit(&b->rng) * 2.0 - 1.0) * area, b->world_min[0], b->world_max[0]);
-    b->target_z = bots_clamp_to_world((bots_random_unit(&b->rng) * 2.0 - 1.0) * area, b->world_min[2], b->world_max[2]);
+    const bots_options *options = &b->run->options;
+    double centre_x = 0, centre_z = 0, area = options->area;
+    b->gathering = bots_gathering(b->run);
+    if (b->gathering) {
+        centre_x = options->gather_x;
+        centre_z = options->gather_z;
+        area = options->gather_half;
+    }
+    b->target_x = bots_clamp_to_world(centre_x + (bots_random_unit(&b->rng) * 2.0 - 1.0) * area, b->world_min[0],
+                                      b->world_max[0]);
+    b->target_z = bots_clamp_to_world(centre_z + (bots_random_unit(&b->rng) * 2.0 - 1.0) * area, b->world_min[2],
+                                      b->world_max[2]);
 }
 
 /* Moves the bot `dt` seconds towards its waypoint and sends the move. */
 static void bots_walk(bot *b, double dt) {
+    if (b->run->options.gather && b->gathering != bots_gathering(b->run)) bots_pick_waypoint(b);
     double step = b->run->options.speed * dt;
     double dx = b->target_x - b->x, dz = b->target_z - b->z;
     double distance = sqrt(dx * dx + dz * dz);
@@ -1208,6 +1233,11 @@ static void bots_usage(FILE *out) {
             "  --password PW            password for every account (default \"secret\")\n"
             "  --speed M_PER_S          walking speed (default 5)\n"
             "  --area HALF_WIDTH        waypoints lie in [-A,A] on x and z (default 100)\n"
+            "  --gather X,Z,HALF_WIDTH  in the first half of every --gather-period the waypoints\n"
+            "                           lie within HALF_WIDTH of (X, Z) instead: the bots drift\n"
+            "                           there, then spread out again\n"
+            "  --gather-period S        seconds of one gather-and-spread cycle (default 60; 0:\n"
+            "                           stay gathered)\n"
             "  --seed S                 random seed (default: from the clock)\n"
             "  --login-spread-ms MS     spread the logins over MS milliseconds (default 1000)\n"
             "  --ping-rate R            each bot's numbered calls a second while walking: n = 1,\n"
@@ -1324,6 +1354,8 @@ enum {
     BOTS_OPTION_GAP_LIMIT,
     BOTS_OPTION_TELEPORT,
     BOTS_OPTION_TELEPORT_BOTS,
+    BOTS_OPTION_GATHER,
+    BOTS_OPTION_GATHER_PERIOD,
     BOTS_OPTION_HELP,
 };
 
@@ -1351,6 +1383,8 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"gap-limit-ms", required_argument, NULL, BOTS_OPTION_GAP_LIMIT},
         {"teleport", required_argument, NULL, BOTS_OPTION_TELEPORT},
         {"teleport-bots", required_argument, NULL, BOTS_OPTION_TELEPORT_BOTS},
+        {"gather", required_argument, NULL, BOTS_OPTION_GATHER},
+        {"gather-period", required_argument, NULL, BOTS_OPTION_GATHER_PERIOD},
         {"help", no_argument, NULL, BOTS_OPTION_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -1359,6 +1393,7 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     options->password = "secret";
     options->speed = 5.0;
     options->area = 100.0;
+    options->gather_period = 60.0;
     options->login_spread_ms = 1000.0;
     options->calls_per_second = 0.2;
     options->gap_limit_ms = 1200.0;
@@ -1410,6 +1445,23 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         case BOTS_OPTION_AREA:
             if (bots_parse_double(optarg, 0.001, 1e7, &options->area) != 0)
                 return bots_bad_argument("--area wants a half width above 0 (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_GATHER: {
+            char *end = NULL;
+            options->gather_x = strtod(optarg, &end);
+            if (end && *end == ',') options->gather_z = strtod(end + 1, &end);
+            else end = NULL;
+            if (end && *end == ',') options->gather_half = strtod(end + 1, &end);
+            else end = NULL;
+            if (!end || *end != '\0' || !isfinite(options->gather_x) || !isfinite(options->gather_z) ||
+                !(options->gather_half > 0 && options->gather_half < 1e7))
+                return bots_bad_argument("--gather wants X,Z,HALF_WIDTH with HALF_WIDTH above 0 (got '%s')", optarg);
+            options->gather = true;
+            break;
+        }
+        case BOTS_OPTION_GATHER_PERIOD:
+            if (bots_parse_double(optarg, 0.0, 1e7, &options->gather_period) != 0)
+                return bots_bad_argument("--gather-period wants seconds, 0 or more (got '%s')", optarg);
             break;
         case BOTS_OPTION_SEED:
             if (bots_parse_u64(optarg, 0, UINT64_MAX, &options->seed) != 0)

@@ -15,6 +15,9 @@ char *redis_key_processes(char *out, const char *cluster) { return redis_key(out
 char *redis_key_next_entity_id(char *out, const char *cluster) { return redis_key(out, cluster, "next_entity_id"); }
 char *redis_key_spaces(char *out, const char *cluster) { return redis_key(out, cluster, "spaces"); }
 char *redis_key_cell_directory(char *out, const char *cluster) { return redis_key(out, cluster, "cell_directory"); }
+char *redis_key_balancer_lease(char *out, const char *cluster) { return redis_key(out, cluster, "balancer_lease"); }
+char *redis_key_balancer_fence(char *out, const char *cluster) { return redis_key(out, cluster, "balancer_fence"); }
+char *redis_key_cell_loads(char *out, const char *cluster) { return redis_key(out, cluster, "cell_loads"); }
 
 char *redis_key_process(char *out, const char *cluster, uint64_t process_id) {
     snprintf(out, REDIS_KEY_MAX, "tessera:%s:process:%" PRIu64, cluster, process_id);

@@ -14,6 +14,12 @@
  *                            in P spaces, atomically (space_store.h)
  *   P cell_directory         HASH entity id -> "<cellapp id>:<epoch>", where
  *                            each entity's cell part is real (mailbox.h)
+ *   P balancer_lease         STRING "<cellapp id>:<fence>", with a TTL: which
+ *                            cellapp runs the balancer (lease.h)
+ *   P balancer_fence         STRING the newest lease's fence (INCR'd per
+ *                            lease); layouts of older fences are refused
+ *   P cell_loads             HASH cellapp id -> its load report, JSON
+ *                            (cellapp/balancer.c)
  *
  * Each function writes the key into `out` (REDIS_KEY_MAX bytes) and returns
  * `out`, so a call can be an argument. A name too long is cut at
@@ -34,5 +40,8 @@ char *redis_key_account(char *out, const char *cluster, const char *account);
 char *redis_key_spaces(char *out, const char *cluster);
 char *redis_key_space(char *out, const char *cluster, const char *space_name);
 char *redis_key_cell_directory(char *out, const char *cluster);
+char *redis_key_balancer_lease(char *out, const char *cluster);
+char *redis_key_balancer_fence(char *out, const char *cluster);
+char *redis_key_cell_loads(char *out, const char *cluster);
 
 #endif

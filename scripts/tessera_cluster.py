@@ -498,7 +498,10 @@ def _signal(name, pid, sig):
 def down(rundir, grace=DOWN_GRACE_S, children=None, quiet=False):
     """Stops every process with a pid file in rundir: SIGTERM to the baseapps,
     up to `grace` seconds for them to exit, then SIGKILL to what is left;
-    then the same for the cellapps, then redis. Removes the pid files.
+    then the same for the cellapps (with SIGINT: the whole cluster is
+    stopping, so they stop at once rather than drain their cells to each
+    other, which is what SIGTERM asks of one cellapp), then redis. Removes
+    the pid files.
     Idempotent: nothing running is fine. `children` ({name: Popen}) are
     reaped when they are our own children. Returns the names it had to
     SIGKILL."""
@@ -513,7 +516,8 @@ def down(rundir, grace=DOWN_GRACE_S, children=None, quiet=False):
         live = []
         for name in names:
             pid = pids[name]
-            if _signal(name, pid, signal.SIGTERM):
+            stop = signal.SIGINT if role_of(name) == "cellapp" else signal.SIGTERM
+            if _signal(name, pid, stop):
                 # A stopped process cannot act on SIGTERM until it runs again.
                 _signal(name, pid, signal.SIGCONT)
                 live.append(name)
@@ -757,6 +761,61 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             down(rd, grace=2.0, children=children, quiet=True)
 
 
+def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
+    """Starts one more cellapp in a running cluster (cellapp-N+1, configured
+    like cellapp-1 but for its port and state file, plus `overrides`) and
+    waits until it is registered and connected to every other live cellapp.
+    It holds no cell at first: the balancer gives it one when the load asks
+    for it. Returns its cluster.json entry."""
+    rd = RunDir(dir_path)
+    cluster = rd.load_cluster()
+    cellapps = [p for p in cluster["processes"] if p["role"] == "cellapp"]
+    if not cellapps:
+        raise ClusterError("no cellapp in %s to copy the configuration of" % rd.path)
+    index = max(int(p["name"].split("-")[1]) for p in cellapps) + 1
+    name = "cellapp-%d" % index
+    with open(cellapps[0]["config"]) as f:
+        conf = json.load(f)
+    (port,) = free_ports(1)
+    conf["internal_port"] = port
+    conf["state_dump_path"] = rd.state_dump(name)
+    conf.update(overrides_for("cellapp", dict(overrides or {})))
+    with open(rd.config(name), "w") as f:
+        json.dump(conf, f, indent=2)
+        f.write("\n")
+    binary = cellapps[0]["binary"]
+    child = _spawn([binary, "--config", rd.config(name)], rd.log(name))
+    rd.write_pid(name, child.pid)
+    proc = {"name": name, "role": "cellapp", "binary": binary, "config": rd.config(name), "log": rd.log(name),
+            "host": "127.0.0.1", "internal_port": port, "pid": child.pid}
+    live = [p for p in cellapps if pid_alive(p["pid"]) and pid_is(p["pid"], program_of(p["name"]))]
+    deadline = time.monotonic() + timeout
+    with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+        while True:
+            if child.poll() is not None:
+                rd.remove_pid(name)
+                raise ClusterError("%s exited early (%s)\n--- %s\n%s"
+                                   % (name, _describe_status(child.returncode), rd.log(name), log_tail(rd.log(name))))
+            entry = match_entry(registry_entries(r, cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)), proc)
+            if entry is not None and stat_int(entry, "cellapps", 0) >= len(live):
+                proc["registry_id"] = entry["id"]
+                break
+            if time.monotonic() >= deadline:
+                _signal(name, child.pid, signal.SIGKILL)
+                rd.remove_pid(name)
+                raise ClusterError("%s did not register and connect to %d cellapps within %.0f s\n--- %s\n%s"
+                                   % (name, len(live), timeout, rd.log(name), log_tail(rd.log(name))))
+            time.sleep(POLL_S)
+    cluster["processes"].append(proc)
+    tmp = rd.cluster_json + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(cluster, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, rd.cluster_json)
+    print("added=%s id=%s" % (name, proc["registry_id"]), file=out)
+    return proc
+
+
 def _wait_ready(rd, procs, children, redis_port, cluster_name, baseapps, cellapps, deadline, timeout):
     """Polls until the registry shows every process with its peers (see
     module doc); raises ClusterError naming the culprit otherwise."""
@@ -842,8 +901,9 @@ def _which(program):
 
 # ---- status -------------------------------------------------------------------
 
-STATUS_FIELDS = ["load", "clients", "cells", "reals", "ghosts", "interior_reals", "offloads_out", "offloads_in",
-                 "cellapps", "baseapps", "frames_in", "frames_out", "bytes_in", "bytes_out", "tick_us"]
+STATUS_FIELDS = ["load", "load_permille", "clients", "cells", "reals", "ghosts", "interior_reals", "offloads_out",
+                 "offloads_in", "line_moves", "cellapps", "baseapps", "frames_in", "frames_out", "bytes_in",
+                 "bytes_out", "tick_us"]
 
 
 def status(dir_path):
@@ -885,6 +945,103 @@ def status(dir_path):
         "processes": rows,
         "unmatched": [e for e in entries if e["id"] not in matched],
     }
+
+
+def balance_view(cluster):
+    """What the balancer sees and decides, read from the cluster's Redis:
+    {"leader": (cellapp id, fence) or None, "spaces": {name: layout},
+    "loads": {cellapp id: its load report}} (layouts and reports as the
+    JSON the processes write: common/space_layout.c, cellapp/balancer.c)."""
+    prefix = "tessera:%s:" % cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)
+    view = {"leader": None, "spaces": {}, "loads": {}}
+    with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+        lease = _text(r.get(prefix + "balancer_lease"))
+        if lease and ":" in lease:
+            holder, fence = lease.split(":", 1)
+            view["leader"] = (holder, fence)
+        for name in r.hgetall(prefix + "spaces"):
+            text = _text(r.get(prefix + "space:" + name))
+            try:
+                view["spaces"][name] = json.loads(text) if text else None
+            except ValueError:
+                view["spaces"][name] = None
+        for cellapp_id, text in r.hgetall(prefix + "cell_loads").items():
+            try:
+                view["loads"][cellapp_id] = json.loads(text)
+            except ValueError:
+                pass
+    return view
+
+
+def _cell_reports(view):
+    """{(space, cell id): (cellapp id, its cell entry)} from the reports."""
+    cells = {}
+    for cellapp_id, report in view["loads"].items():
+        for entry in report.get("cells", []):
+            cells[(entry.get("space"), entry.get("cell"))] = (cellapp_id, entry)
+    return cells
+
+
+def format_layouts(view, names=None):
+    """The layout tree of every space with each cell's load, and the leader."""
+    names = names or {}
+    cells = _cell_reports(view)
+    lines = []
+    if view["leader"]:
+        holder, fence = view["leader"]
+        lines.append("balancer: led by cellapp %s (%s), lease fence %s"
+                     % (holder, names.get(holder, "not one of ours"), fence))
+    else:
+        lines.append("balancer: no leader (balancing off, or the lease is between holders)")
+    for cellapp_id, report in sorted(view["loads"].items(), key=lambda kv: kv[0]):
+        lines.append("  cellapp %s (%s): load %.3f, transient %.3f%s, %d offloads in flight"
+                     % (cellapp_id, names.get(cellapp_id, "?"), report.get("load", 0), report.get("transient", 0),
+                        ", draining" if report.get("draining") else "", report.get("pending_offloads", 0)))
+
+    def walk(space, node, depth, out):
+        pad = "  " * depth
+        if node is None:
+            return
+        if "cell" in node:
+            owner = str(node.get("cellapp"))
+            reported = cells.get((space, node["cell"]))
+            figures = "not reported"
+            if reported:
+                figures = "load %.3f, %d reals" % (reported[1].get("load", 0), reported[1].get("reals", 0))
+            out.append("%scell %s on cellapp %s (%s)%s: %s" % (pad, node["cell"], owner, names.get(owner, "?"),
+                                                             ", retiring" if node.get("retiring") else "", figures))
+            return
+        extra = ""
+        if node.get("aggression") is not None:
+            extra += ", aggression %.3g" % node["aggression"]
+        out.append("%s%s < %g%s:" % (pad, node.get("split"), node.get("at"), extra))
+        walk(space, node.get("low"), depth + 1, out)
+        out.append("%s%s >= %g:" % (pad, node.get("split"), node.get("at")))
+        walk(space, node.get("high"), depth + 1, out)
+
+    for name, layout in sorted(view["spaces"].items()):
+        if not layout:
+            lines.append("space %s: unreadable layout" % name)
+            continue
+        lines.append("space %s, epoch %s%s:" % (name, layout.get("epoch"),
+                                               ", written by lease %s" % layout["fence"] if layout.get("fence") else ""))
+        walk(name, layout.get("tree"), 1, lines)
+    return "\n".join(lines)
+
+
+def line_positions(layout):
+    """The split lines of a layout, top-down, as "x 12.5" strings."""
+    out = []
+
+    def walk(node):
+        if not node or "cell" in node:
+            return
+        out.append("%s %.1f" % (node.get("split"), node.get("at")))
+        walk(node.get("low"))
+        walk(node.get("high"))
+
+    walk((layout or {}).get("tree"))
+    return out
 
 
 def format_status(st):
@@ -956,6 +1113,18 @@ def status_line(dir_path, since=None):
              if p["role"] == "cellapp" and p.get("registry")]
     if cells:
         line += " | reals/ghosts " + ", ".join(cells)
+    loads = ["%s %.3f" % (p["name"], stat_int(p["registry"], "load_permille", 0) / 1000.0)
+             for p in sorted(cluster_procs, key=lambda p: name_order(p["name"]))
+             if p["role"] == "cellapp" and p.get("registry") and "load_permille" in p["registry"]]
+    if loads:
+        line += " | load " + ", ".join(loads)
+    if not st["redis_error"]:
+        try:
+            layout = balance_view(rd.load_cluster())["spaces"].get(DEFAULT_SPACE)
+            if layout:
+                line += " | lines " + ", ".join(line_positions(layout)) + " (epoch %s)" % layout.get("epoch")
+        except (OSError, RedisError, ValueError, ClusterError):
+            pass
     if st["redis_error"]:
         line += " | redis unreachable"
     return line
@@ -1036,6 +1205,12 @@ def main(argv=None):
     p.add_argument("--dir", required=True)
     p.add_argument("--grace", type=float, default=DOWN_GRACE_S, help="seconds between SIGTERM and SIGKILL")
 
+    p = sub.add_parser("add-cellapp", help="start one more cellapp in the running cluster (the balancer gives it "
+                                           "cells); stop one with `kill NAME --signal TERM` (it drains first)")
+    p.add_argument("--dir", required=True)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="config override, as for up")
+    p.add_argument("--timeout", type=float, default=30.0)
+
     p = sub.add_parser("kill", help="signal one process by name, e.g. cellapp-2")
     p.add_argument("--dir", required=True)
     p.add_argument("name")
@@ -1071,11 +1246,14 @@ def main(argv=None):
                 sys.stdout.write("\n")
             else:
                 print(format_status(st))
+                names = {str((p.get("registry") or {}).get("id")): p["name"] for p in st["processes"]}
                 try:
-                    print(admin(RunDir(args.dir).load_cluster(), ["show", DEFAULT_SPACE], check=False), end="")
-                except (OSError, subprocess.SubprocessError):
-                    pass
+                    print(format_layouts(balance_view(RunDir(args.dir).load_cluster()), names))
+                except (OSError, RedisError, ValueError) as e:
+                    print("layouts: Redis unreadable: %s" % e)
             return 0 if all(p["alive"] for p in st["processes"]) else 1
+        elif args.command == "add-cellapp":
+            add_cellapp(args.dir, overrides=parse_set(args.set), timeout=args.timeout)
         elif args.command == "status-line":
             print(status_line(args.dir, since=args.since), flush=True)
         elif args.command == "down":

@@ -139,7 +139,11 @@ class Cluster:
     """
 
     def __init__(self, baseapps=1, cellapps=2, extra_set=(), auto_create_accounts=True, timeout=30.0,
-                 build_dir=None, grid=None, spawn_radius=None, bounds=None):
+                 build_dir=None, grid=None, spawn_radius=None, bounds=None, balance=False):
+        # Tests of fixed layouts keep the balancer off (it would move their
+        # lines); the balancer's tests turn it on.
+        if not balance:
+            extra_set = ["cellapp.balance_enabled=false"] + list(extra_set)
         self.grid = grid
         self.spawn_radius = spawn_radius
         self.bounds = bounds
@@ -244,6 +248,21 @@ class Cluster:
 
     def stop(self):
         self._stop(grace=tessera_cluster.DOWN_GRACE_S)
+
+    def add_cellapp(self, extra_set=()):
+        """Starts one more cellapp (scripts/cluster add-cellapp); returns its
+        name once it is registered and connected to the other cellapps."""
+        items = [i[len("cellapp."):] if i.startswith("cellapp.") else i for i in extra_set]
+        with open(os.devnull, "w") as quiet:
+            proc = tessera_cluster.add_cellapp(self.dir, overrides=tessera_cluster.parse_set(items), out=quiet)
+        with open(os.path.join(self.dir, "cluster.json")) as f:
+            self.info = json.load(f)
+        log("added %s (id %s)" % (proc["name"], proc["registry_id"]))
+        return proc["name"]
+
+    def balance_view(self):
+        """The leader, the layouts and the load reports (tessera_cluster.balance_view)."""
+        return tessera_cluster.balance_view(self.info)
 
     # -- processes
 

@@ -1,0 +1,143 @@
+/* lease.c -- taking, renewing and giving up the cluster's balancer lease in
+ * Redis, with a fence that grows with every new holder (lease.h). */
+#include "lease.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "log.h"
+#include "redis_keys.h"
+
+/* KEYS[1] the lease, KEYS[2] the fence counter; ARGV[1] the holder id,
+ * ARGV[2] the TTL in ms. Returns {fence, holder}: our fence when we hold it
+ * (taken now or renewed), else 0 and the holder. */
+const char LEASE_ACQUIRE_SCRIPT[] =
+    "local current = redis.call('GET', KEYS[1])\n"
+    "if current then\n"
+    "  local holder, fence = string.match(current, '^(%d+):(%d+)$')\n"
+    "  if holder == ARGV[1] then\n"
+    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "    return {tonumber(fence), tonumber(holder)}\n"
+    "  end\n"
+    "  if holder then return {0, tonumber(holder)} end\n"
+    "end\n"
+    "local fence = redis.call('INCR', KEYS[2])\n"
+    "redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'NX', 'PX', ARGV[2])\n"
+    "return {fence, tonumber(ARGV[1])}\n";
+
+/* KEYS[1] the lease; ARGV[1] "<holder>:<fence>". Deletes it if it is ours. */
+const char LEASE_RELEASE_SCRIPT[] =
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
+    "return 0\n";
+
+/* A request in flight holds a ticket; lease_free clears the ticket's
+ * lease, so a late reply finds nobody and just frees it. */
+typedef struct lease_ticket {
+    lease *owner;
+    uint64_t sent_us;
+} lease_ticket;
+
+struct lease {
+    redis_client *redis;
+    char key[REDIS_KEY_MAX], fence_key[REDIS_KEY_MAX];
+    uint64_t holder_id;
+    uint64_t ttl_ms;
+    lease_change_callback on_change;
+    void *user_data;
+    lease_ticket *in_flight;
+    uint64_t fence;          /* ours while held, else 0 */
+    uint64_t held_until_us;  /* the last renewal's request time + ttl */
+    uint64_t holder_seen;
+    bool released;
+};
+
+lease *lease_create(redis_client *redis, const char *cluster, uint64_t holder_id, uint64_t ttl_ms,
+                    lease_change_callback on_change, void *user_data) {
+    lease *l = xcalloc(1, sizeof *l);
+    l->redis = redis;
+    redis_key_balancer_lease(l->key, cluster);
+    redis_key_balancer_fence(l->fence_key, cluster);
+    l->holder_id = holder_id;
+    l->ttl_ms = ttl_ms;
+    l->on_change = on_change;
+    l->user_data = user_data;
+    return l;
+}
+
+void lease_free(lease *l) {
+    if (!l) return;
+    if (l->in_flight) l->in_flight->owner = NULL;
+    free(l);
+}
+
+static void lease_set_fence(lease *l, uint64_t fence) {
+    if (fence == l->fence) return;
+    uint64_t before = l->fence;
+    l->fence = fence;
+    if (fence) log_info("balancer lease taken (fence %" PRIu64 ")", fence);
+    else log_info("balancer lease %" PRIu64 " lost", before);
+    if (l->on_change) l->on_change(l, fence, l->user_data);
+}
+
+static void lease_on_reply(redis_client *redis, redisReply *reply, void *user_data) {
+    lease_ticket *ticket = user_data;
+    lease *l = ticket->owner;
+    (void)redis;
+    if (!l) {
+        free(ticket);
+        return;
+    }
+    l->in_flight = NULL;
+    uint64_t sent_us = ticket->sent_us;
+    free(ticket);
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 2 ||
+        reply->element[0]->type != REDIS_REPLY_INTEGER || reply->element[1]->type != REDIS_REPLY_INTEGER) {
+        if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("balancer lease: Redis: %s", reply->str);
+        return; /* held_until_us runs out by itself */
+    }
+    l->holder_seen = (uint64_t)reply->element[1]->integer;
+    uint64_t fence = (uint64_t)reply->element[0]->integer;
+    if (l->released) return;
+    if (fence) l->held_until_us = sent_us + l->ttl_ms * 1000;
+    lease_set_fence(l, fence);
+}
+
+void lease_tick(lease *l, uint64_t now_us) {
+    if (l->fence && now_us >= l->held_until_us) lease_set_fence(l, 0);
+    if (l->released || l->in_flight || !l->holder_id || !redis_client_is_connected(l->redis)) return;
+    char holder[24], ttl[24];
+    snprintf(holder, sizeof holder, "%" PRIu64, l->holder_id);
+    snprintf(ttl, sizeof ttl, "%" PRIu64, l->ttl_ms);
+    const char *argv[] = {"EVAL", LEASE_ACQUIRE_SCRIPT, "2", l->key, l->fence_key, holder, ttl};
+    size_t lengths[7];
+    for (int i = 0; i < 7; i++) lengths[i] = strlen(argv[i]);
+    lease_ticket *ticket = xmalloc(sizeof *ticket);
+    ticket->owner = l;
+    ticket->sent_us = now_us;
+    if (redis_client_command_argv(l->redis, lease_on_reply, ticket, 7, argv, lengths) != 0) {
+        free(ticket);
+        return;
+    }
+    l->in_flight = ticket;
+}
+
+uint64_t lease_fence(const lease *l, uint64_t now_us) { return l->fence && now_us < l->held_until_us ? l->fence : 0; }
+
+uint64_t lease_holder(const lease *l) { return l->holder_seen; }
+
+void lease_release(lease *l) {
+    if (l->released) return;
+    l->released = true;
+    if (l->fence && redis_client_is_connected(l->redis)) {
+        char value[48];
+        snprintf(value, sizeof value, "%" PRIu64 ":%" PRIu64, l->holder_id, l->fence);
+        const char *argv[] = {"EVAL", LEASE_RELEASE_SCRIPT, "1", l->key, value};
+        size_t lengths[5];
+        for (int i = 0; i < 5; i++) lengths[i] = strlen(argv[i]);
+        redis_client_command_argv(l->redis, NULL, NULL, 5, argv, lengths);
+    }
+    lease_set_fence(l, 0);
+}
