@@ -88,10 +88,10 @@ static const config_key cellapp_config_keys[] = {
     {"drain_timeout_ms", CONFIG_INT, offsetof(cellapp_settings, balance.drain_timeout_ms), 0, 0, 3600000, "60000",
      "SIGTERM hands this cellapp's cells over and waits for its reals to leave; after this long it stops anyway "
      "(SIGINT stops at once)"},
-    {"load_smoothing", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.load_smoothing), 0, 0.001, 1, "0.05",
+    {"load_smoothing", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.load_smoothing), 0, 0.001, 1, "0.1",
      "weight of each tick's busy share in the smoothed load (BigWorld's load smoothing bias)"},
     {"balance_max_offload", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_offload), 0, 0.0001, 1,
-     "0.02", "the load the largest step of a line sheds (the top entity bound level; each lower one half of it)"},
+     "0.1", "the load the largest step of a line sheds (the top entity bound level; each lower one half of it)"},
     {"balance_aggression_decrease", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_decrease),
      0, 0.01, 1, "0.5", "a line's aggression is multiplied by this when it reverses direction"},
     {"balance_aggression_increase", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_increase),

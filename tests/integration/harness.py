@@ -199,7 +199,7 @@ class Cluster:
         if self.spawn_radius is not None:
             argv += ["--spawn-radius", str(self.spawn_radius)]
         if self.bounds is not None:
-            argv += ["--bounds", ",".join(str(v) for v in self.bounds)]
+            argv.append("--bounds=" + ",".join(str(v) for v in self.bounds))
         with _live_lock:
             _live_clusters.append(self)
         self._stopped = False
