@@ -761,6 +761,11 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             down(rd, grace=2.0, children=children, quiet=True)
 
 
+# Cellapps started by add_cellapp in this Python process: kept so that
+# their Popen objects are not collected while they run (they outlive it).
+_ADDED_CHILDREN = []
+
+
 def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
     """Starts one more cellapp in a running cluster (cellapp-N+1, configured
     like cellapp-1 but for its port and state file, plus `overrides`) and
@@ -785,6 +790,7 @@ def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
         f.write("\n")
     binary = cellapps[0]["binary"]
     child = _spawn([binary, "--config", rd.config(name)], rd.log(name))
+    _ADDED_CHILDREN.append(child)
     rd.write_pid(name, child.pid)
     proc = {"name": name, "role": "cellapp", "binary": binary, "config": rd.config(name), "log": rd.log(name),
             "host": "127.0.0.1", "internal_port": port, "pid": child.pid}
