@@ -14,7 +14,7 @@
 
 balance_config balance_default_config(void) {
     balance_config config = {
-        .max_offload = 0.02,
+        .max_offload = 0.1,
         .aggression_decrease = 0.5,
         .aggression_increase = 1.0717734625362931, /* 2^(1/10): a halving regrown in 10 passes */
         .min_aggression = 0.0625,

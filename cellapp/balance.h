@@ -88,7 +88,7 @@ typedef struct balance_cellapp {
 } balance_cellapp;
 
 typedef struct balance_config {
-    double max_offload;          /* the largest level's load (BigWorld 0.02) */
+    double max_offload;          /* the largest level's load: how much one step sheds at most (0.1) */
     double aggression_decrease;  /* on a reversal (0.5) */
     double aggression_increase;  /* per pass otherwise (2^(1/10)) */
     double min_aggression;       /* 1/16 */
@@ -100,7 +100,8 @@ typedef struct balance_config {
     double retire_below;         /* 0.02: retire when the space's load over one cellapp fewer is below; 0: never */
 } balance_config;
 
-/* BigWorld's values (above), max_step 0. */
+/* BigWorld's values (above) for the aggression, safety and margins;
+ * max_offload 0.1 (a crowd is shared within ~15 passes), max_step 0. */
 balance_config balance_default_config(void);
 
 /* The load level l must shed: max_offload / 2^(BALANCE_LEVELS - 1 - l). */

@@ -55,6 +55,9 @@ void cell_set_layout(cell *c, const space_layout *layout) { cell_apply_region(c,
 
 bool cell_region_holds(const cell *c, double x, double z, double margin) {
     if (!c->has_region) return false;
+    /* A cell squeezed to no area (retiring) holds nothing, not even within
+     * the margin: its reals must all leave before it can be removed. */
+    if (c->region.max_x <= c->region.min_x || c->region.max_z <= c->region.min_z) return false;
     /* The outer edges of the space hold whatever is beyond them. */
     double min_x = c->region.min_x <= c->min[0] ? -INFINITY : c->region.min_x - margin;
     double max_x = c->region.max_x >= c->max[0] ? INFINITY : c->region.max_x + margin;

@@ -368,10 +368,20 @@ bool space_layout_rect_contains(const space_layout_rect *rect, double x, double 
 const space_layout_node *space_layout_cell_at(const space_layout *layout, double x, double z) {
     int32_t index = layout->root;
     if (index == SPACE_LAYOUT_NONE) return NULL;
+    /* The upper edges of the region so far: a point on a line goes to the
+     * line's high side, unless that side has no width (a cell squeezed
+     * against the space's far edge), where nothing can be. */
+    double max_x = layout->max[0], max_z = layout->max[2];
     while (!layout->nodes[index].leaf) {
         const space_layout_node *node = &layout->nodes[index];
-        double v = node->axis == SPACE_LAYOUT_AXIS_X ? x : z;
-        index = v < node->at ? node->low : node->high;
+        bool axis_x = node->axis == SPACE_LAYOUT_AXIS_X;
+        double v = axis_x ? x : z;
+        bool high = v >= node->at && node->at < (axis_x ? max_x : max_z);
+        if (!high) {
+            if (axis_x) max_x = node->at;
+            else max_z = node->at;
+        }
+        index = high ? node->high : node->low;
     }
     return &layout->nodes[index];
 }
