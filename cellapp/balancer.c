@@ -457,6 +457,9 @@ static void balancer_on_lease(lease *l, uint64_t fence, void *user_data) {
     balancer *b = user_data;
     (void)l;
     b->leading_since_us = fence ? clock_monotonic_us() : 0;
+    /* A new leader knows nothing of how the last cell change settled: it
+     * waits a full cell_change_ms before adding or retiring for the load. */
+    if (fence) b->last_cell_change_us = b->leading_since_us;
 }
 
 balancer *balancer_create(cellapp *app) {
