@@ -121,6 +121,49 @@ def _install_handlers():
 # ---- Cluster ------------------------------------------------------------------------
 
 
+def assert_bots_verified(test, report, count):
+    """The checks every --verify-aoi run ends with: all `count` bots logged
+    in and stayed, no errors, views checked and never wrong."""
+    text = json.dumps(report, indent=2, sort_keys=True)
+    test.assertEqual(report.get("logged_in"), count, text)
+    test.assertEqual(report.get("in_world_at_end"), count, text)
+    test.assertEqual(report.get("errors"), 0, text)
+    test.assertGreater(report.get("aoi_checked", 0), 0, text)
+    test.assertEqual(report.get("aoi_mismatches"), 0, text)
+    test.assertEqual(report.get("aoi_position_mismatches"), 0, text)
+    return text
+
+
+def layout_lines(layout):
+    """[(axis, at)] of a layout's split lines (its JSON), top-down, pre-order."""
+    out = []
+
+    def walk(node):
+        if not node or "cell" in node:
+            return
+        out.append((node["split"], node["at"]))
+        walk(node.get("low"))
+        walk(node.get("high"))
+    walk(layout.get("tree"))
+    return out
+
+
+def layout_cells(layout):
+    """[(cellapp id as str, cell id, retiring)] of a layout's cells."""
+    out = []
+
+    def walk(node):
+        if not node:
+            return
+        if "cell" in node:
+            out.append((str(node["cellapp"]), node["cell"], bool(node.get("retiring"))))
+            return
+        walk(node.get("low"))
+        walk(node.get("high"))
+    walk(layout.get("tree"))
+    return out
+
+
 def reals_by_id(dumps):
     """{entity id: [names of the processes whose dump lists it as a real]}."""
     where = {}

@@ -60,18 +60,7 @@ class BalanceFailover(unittest.TestCase):
 
             # The dead cellapp's cell goes to the living.
             def owners(layout):
-                found = []
-
-                def walk(node):
-                    if not node:
-                        return
-                    if "cell" in node:
-                        found.append(str(node["cellapp"]))
-                        return
-                    walk(node.get("low"))
-                    walk(node.get("high"))
-                walk(layout.get("tree"))
-                return found
+                return [cellapp for cellapp, _, _ in harness.layout_cells(layout)]
 
             def handed_over():
                 layout = cluster.balance_view()["spaces"]["default"]

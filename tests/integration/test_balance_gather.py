@@ -24,7 +24,6 @@ end. It checks that
   - nothing was lost on the way: every bot logged in and stayed, no
     errors, and --verify-aoi found 0 mismatches across all the offloads
     the moving lines caused."""
-import json
 import time
 import unittest
 
@@ -40,20 +39,6 @@ CORNER_HALF = 25
 # few dozen passes from the first arrival.
 
 
-def layout_lines(layout):
-    """[(axis, at)] of the layout's splits, top-down, pre-order."""
-    out = []
-
-    def walk(node):
-        if not node or "cell" in node:
-            return
-        out.append((node["split"], node["at"]))
-        walk(node.get("low"))
-        walk(node.get("high"))
-    walk(layout.get("tree"))
-    return out
-
-
 class BalanceGather(unittest.TestCase):
     def test_lines_follow_a_crowd(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
@@ -64,7 +49,7 @@ class BalanceGather(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=4, extra_set=settings, spawn_radius=40, timeout=60,
                              bounds=(-200, -200, 200, 200), balance=True) as cluster:
             names = cluster.names("cellapp")
-            start_lines = layout_lines(cluster.balance_view()["spaces"]["default"])
+            start_lines = harness.layout_lines(cluster.balance_view()["spaces"]["default"])
             harness.log("lines at the start: %s" % start_lines)
             bots = harness.start_bots(cluster, BOTS, SECONDS,
                                       ["--verify-aoi", "--speed", 10, "--area", 40,
@@ -82,13 +67,7 @@ class BalanceGather(unittest.TestCase):
                 view = cluster.balance_view()
             finally:
                 report = harness.finish_bots(bots)
-            text = json.dumps(report, indent=2, sort_keys=True)
-            self.assertEqual(report.get("logged_in"), BOTS, text)
-            self.assertEqual(report.get("in_world_at_end"), BOTS, text)
-            self.assertEqual(report.get("errors"), 0, text)
-            self.assertGreater(report.get("aoi_checked", 0), 0, text)
-            self.assertEqual(report.get("aoi_mismatches"), 0, text)
-            self.assertEqual(report.get("aoi_position_mismatches"), 0, text)
+            harness.assert_bots_verified(self, report, BOTS)
 
             def spread(values):
                 mean = sum(values) / float(len(values))
@@ -101,7 +80,7 @@ class BalanceGather(unittest.TestCase):
             last = samples[-5:]
             end_loads = [sum(s[1][i] for s in last) / float(len(last)) for i in range(len(names))]
             end_reals = last[-1][2]
-            lines = layout_lines(view["spaces"]["default"])
+            lines = harness.layout_lines(view["spaces"]["default"])
             leader = view["leader"]
             offloads = sum(cluster.stat(n, "offloads_out") or 0 for n in names)
             moves = sum(cluster.stat(n, "line_moves") or 0 for n in names)

@@ -17,7 +17,6 @@ every cellapp has applied that layout, it is removed. Only then does the
 cellapp exit ("drained" in its log). Every bot is still in the world, the
 views matched throughout (--verify-aoi), and every entity is real on
 exactly one of the two cellapps left."""
-import json
 import os
 import time
 import unittest
@@ -27,21 +26,6 @@ import harness
 BOTS = 100 if harness.SANITIZED else 200
 SECONDS = 40
 NPCS = 5
-
-
-def owners(layout):
-    found = []
-
-    def walk(node):
-        if not node:
-            return
-        if "cell" in node:
-            found.append((str(node["cellapp"]), node["cell"], bool(node.get("retiring"))))
-            return
-        walk(node.get("low"))
-        walk(node.get("high"))
-    walk(layout.get("tree"))
-    return found
 
 
 class BalanceScale(unittest.TestCase):
@@ -68,12 +52,12 @@ class BalanceScale(unittest.TestCase):
 
                 def holds_reals():
                     layout = cluster.balance_view()["spaces"]["default"]
-                    mine = [o for o in owners(layout) if o[0] == added_id]
+                    mine = [o for o in harness.layout_cells(layout) if o[0] == added_id]
                     reals = cluster.stat(added, "reals") or 0
                     return (layout, reals) if mine and reals >= BOTS // 10 else None
                 layout, reals = harness.wait_for(holds_reals, 40, "the added cellapp to get a cell and reals")
                 harness.log("%s (id %s) holds %d reals %.1f s after joining; cells %s; loads %s"
-                            % (added, added_id, reals, time.monotonic() - added_at, owners(layout),
+                            % (added, added_id, reals, time.monotonic() - added_at, harness.layout_cells(layout),
                                [(n, cluster.stat(n, "load_permille")) for n in cluster.names("cellapp")]))
                 harness.wait_for(lambda: (cluster.stat(added, "load_permille") or 0) > 0, 10,
                                  "the added cellapp to report load")
@@ -86,8 +70,8 @@ class BalanceScale(unittest.TestCase):
                 self.assertIn("draining", text)
                 self.assertIn("drained: no cell, no real", text, text[-3000:])
                 layout = cluster.balance_view()["spaces"]["default"]
-                harness.log("cells after: %s" % owners(layout))
-                self.assertNotIn(added_id, [o[0] for o in owners(layout)])
+                harness.log("cells after: %s" % harness.layout_cells(layout))
+                self.assertNotIn(added_id, [o[0] for o in harness.layout_cells(layout)])
 
                 harness.wait_for(lambda: os.path.exists(snapshot), SECONDS + 30, "the bots' snapshot")
                 expected = BOTS + NPCS * 3
@@ -99,12 +83,7 @@ class BalanceScale(unittest.TestCase):
                 dumps = cluster.dump_states_settled(left, settled)
             finally:
                 report = harness.finish_bots(bots)
-            text = json.dumps(report, indent=2, sort_keys=True)
-            self.assertEqual(report.get("logged_in"), BOTS, text)
-            self.assertEqual(report.get("in_world_at_end"), BOTS, text)
-            self.assertEqual(report.get("errors"), 0, text)
-            self.assertGreater(report.get("aoi_checked", 0), 0, text)
-            self.assertEqual(report.get("aoi_mismatches"), 0, text)
+            harness.assert_bots_verified(self, report, BOTS)
             where = harness.reals_by_id(dumps)
             # Every bot and every NPC (the added cellapp's own too: they
             # moved out with the rest) is real exactly once.
