@@ -82,6 +82,17 @@ static void lease_set_fence(lease *l, uint64_t fence) {
     if (l->on_change) l->on_change(l, fence, l->user_data);
 }
 
+/* Deletes the key if it still holds our holder id and `fence`. */
+static void lease_send_release(lease *l, uint64_t fence) {
+    if (!redis_client_is_connected(l->redis)) return;
+    char value[48];
+    snprintf(value, sizeof value, "%" PRIu64 ":%" PRIu64, l->holder_id, fence);
+    const char *argv[] = {"EVAL", LEASE_RELEASE_SCRIPT, "1", l->key, value};
+    size_t lengths[5];
+    for (int i = 0; i < 5; i++) lengths[i] = strlen(argv[i]);
+    redis_client_command_argv(l->redis, NULL, NULL, 5, argv, lengths);
+}
+
 static void lease_on_reply(redis_client *redis, redisReply *reply, void *user_data) {
     lease_ticket *ticket = user_data;
     lease *l = ticket->owner;
@@ -100,7 +111,12 @@ static void lease_on_reply(redis_client *redis, redisReply *reply, void *user_da
     }
     l->holder_seen = (uint64_t)reply->element[1]->integer;
     uint64_t fence = (uint64_t)reply->element[0]->integer;
-    if (l->released) return;
+    if (l->released) {
+        /* Given up while this request was out, and it took the lease
+         * after all: let it go at once rather than when it expires. */
+        if (fence) lease_send_release(l, fence);
+        return;
+    }
     if (fence) l->held_until_us = sent_us + l->ttl_ms * 1000;
     lease_set_fence(l, fence);
 }
@@ -131,13 +147,6 @@ uint64_t lease_holder(const lease *l) { return l->holder_seen; }
 void lease_release(lease *l) {
     if (l->released) return;
     l->released = true;
-    if (l->fence && redis_client_is_connected(l->redis)) {
-        char value[48];
-        snprintf(value, sizeof value, "%" PRIu64 ":%" PRIu64, l->holder_id, l->fence);
-        const char *argv[] = {"EVAL", LEASE_RELEASE_SCRIPT, "1", l->key, value};
-        size_t lengths[5];
-        for (int i = 0; i < 5; i++) lengths[i] = strlen(argv[i]);
-        redis_client_command_argv(l->redis, NULL, NULL, 5, argv, lengths);
-    }
+    if (l->fence) lease_send_release(l, l->fence);
     lease_set_fence(l, 0);
 }
