@@ -418,4 +418,5 @@ void cellapp_tick(cellapp *app) {
     cell_load_sample(app, now_us);
     if (app->balancer) balancer_tick(app->balancer, now_us);
     app->last_tick_duration_us = clock_monotonic_us() - started;
+    latency_histogram_add(&app->counters.tick_time, app->last_tick_duration_us);
 }

@@ -344,6 +344,7 @@ typedef void (*entity_timer_callback)(cell *c, cell_entity *entity, uint64_t tim
 
 typedef struct cellapp_space cellapp_space;
 typedef struct balancer balancer;
+typedef struct cellapp_admin cellapp_admin;
 
 /* How busy the cellapp is (cell_load.c): the share of wall time its loop
  * spent working, sampled each tick and smoothed, without the transient
@@ -372,6 +373,7 @@ typedef struct cellapp_counters {
     uint64_t moves_refused;
     /* From an offload's send to its acknowledgement, microseconds. */
     latency_histogram offload_latency;
+    latency_histogram tick_time;              /* each tick's duration, microseconds */
 } cellapp_counters;
 
 struct cellapp {
@@ -409,6 +411,7 @@ struct cellapp {
     cellapp_counters counters;
     cellapp_load load;
     balancer *balancer;              /* NULL when balancing is off */
+    cellapp_admin *admin;            /* the admin HTTP listener's part (NULL: admin_port -1) */
     bool draining;                   /* SIGTERM: the cells go elsewhere, then the process stops */
     uint64_t drain_started_us;
     int shutting_down;
@@ -615,6 +618,16 @@ void balancer_stop(balancer *b);
  * it holds it), but keeps reporting. */
 void balancer_give_up_lease(balancer *b);
 bool balancer_is_leader(const balancer *b);
+
+/* ---- the admin listener (cellapp_admin.c; process_admin.h has the common
+ * routes) --------------------------------------------------------------------- */
+struct registry;
+cellapp_admin *cellapp_admin_start(cellapp *app, char *err, size_t errlen);
+void cellapp_admin_publish(cellapp_admin *admin, struct registry *reg);
+void cellapp_admin_stop(cellapp_admin *admin);
+/* Drain, as SIGTERM asks (main.c): with no balancer or no other cellapp,
+ * stop at once. */
+void cellapp_begin_drain(cellapp *app);
 typedef struct balancer_figures {
     bool leader;
     uint64_t holder;                 /* the lease's holder last seen */

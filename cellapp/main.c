@@ -218,6 +218,7 @@ static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user
     mailbox_set_self(app->mailbox, process_id);
     id_block_refill(app->ids);
     app->random_state ^= process_id * 0x9E3779B97F4A7C15ull;
+    cellapp_admin_publish(app->admin, reg);
     if (app->random_state == 0) app->random_state = 1;
 }
 
@@ -256,6 +257,8 @@ static void cellapp_shutdown(cellapp *app) {
     app->shutting_down = 1;
     log_info("shutting down");
     balancer_stop(app->balancer);
+    cellapp_admin_stop(app->admin);
+    app->admin = NULL;
     uv_timer_stop(&app->tick_timer);
     uv_timer_stop(&app->stats_timer);
     uv_close((uv_handle_t *)&app->tick_timer, NULL);
@@ -296,24 +299,28 @@ static void cellapp_on_signal(uv_signal_t *handle, int signum) {
  * say, and once it holds no cell, no real and no offload in flight it
  * stops (cellapp_drain_check). Without a balancer, or with no other
  * cellapp to take over, or on a second SIGTERM, it stops at once. */
-static void cellapp_on_terminate(uv_signal_t *handle, int signum) {
-    cellapp *app = handle->data;
+void cellapp_begin_drain(cellapp *app) {
+    if (app->shutting_down) return;
     if (app->draining) {
-        log_info("received signal %d again while draining: stopping now", signum);
+        log_info("asked to stop again while draining: stopping now");
         cellapp_shutdown(app);
         return;
     }
     if (!app->balancer || peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0) {
-        log_info("received signal %d: stopping (%s)", signum,
-                 app->balancer ? "no other cellapp to hand the cells to" : "balancing is off");
+        log_info("stopping (%s)", app->balancer ? "no other cellapp to hand the cells to" : "balancing is off");
         cellapp_shutdown(app);
         return;
     }
     app->draining = true;
     app->drain_started_us = clock_monotonic_us();
     balancer_give_up_lease(app->balancer);
-    log_info("received signal %d: draining (the cells go to other cellapps, then this one stops; at most %lld ms)",
-             signum, (long long)app->settings.balance.drain_timeout_ms);
+    log_info("draining (the cells go to other cellapps, then this one stops; at most %lld ms)",
+             (long long)app->settings.balance.drain_timeout_ms);
+}
+
+static void cellapp_on_terminate(uv_signal_t *handle, int signum) {
+    log_info("received signal %d", signum);
+    cellapp_begin_drain(handle->data);
 }
 
 /* Whether a draining cellapp is done: no cell with a region, no real, no
@@ -427,8 +434,9 @@ int main(int argc, char **argv) {
      * a round trip and the receiver's handling, milliseconds, or up to a
      * tick behind a burst of thousands; slower ones land in the overflow
      * bucket and are reported by the maximum. */
-    if (latency_histogram_init(&app.counters.offload_latency, 50, 5000000) != 0)
-        log_panic("offload latency histogram layout rejected");
+    if (latency_histogram_init(&app.counters.offload_latency, 50, 5000000) != 0 ||
+        latency_histogram_init(&app.counters.tick_time, 100, 5000000) != 0)
+        log_panic("latency histogram layout rejected");
     app.ghost_order = ghost_order_create(cellapp_free_held, NULL);
     app.route = ghost_route_create();
 
@@ -472,6 +480,11 @@ int main(int argc, char **argv) {
     app.ids = id_block_create(app.redis, settings->process.cluster_name, 256);
     app.game = game_create(&app);
     if (settings->balance.enabled) app.balancer = balancer_create(&app);
+    app.admin = cellapp_admin_start(&app, err, sizeof err);
+    if (!app.admin && err[0]) {
+        fprintf(stderr, "tessera-cellapp: %s\n", err);
+        return 1;
+    }
     cell_load_start(&app);
     cellapp_publish_stats(&app);
 
@@ -512,6 +525,7 @@ int main(int argc, char **argv) {
     ghost_route_free(app.route);
     ghost_order_free(app.ghost_order);
     latency_histogram_close(&app.counters.offload_latency);
+    latency_histogram_close(&app.counters.tick_time);
     game_free(app.game);
     balancer_free(app.balancer);
     bit_writer_close(&app.shared.stream);

@@ -31,6 +31,9 @@ typedef struct process_settings {
     int64_t registry_ttl_ms;
     char internal_host[64];
     int64_t internal_port;
+    char admin_host[64];
+    int64_t admin_port;
+    char log_format[8];
 } process_settings;
 
 #define PROCESS_CONFIG_KEYS(type, field)                                                                          \
@@ -52,9 +55,16 @@ typedef struct process_settings {
         {"internal_host", CONFIG_STRING, offsetof(type, field.internal_host),                                     \
          sizeof(((type *)0)->field.internal_host), 0, 0, "127.0.0.1",                                             \
          "IP address this process listens on for other Tessera processes"},                                       \
+        {"internal_port", CONFIG_INT, offsetof(type, field.internal_port), 0, 0, 65535, "0",                      \
+         "TCP port for other Tessera processes (0: any free port, published in the registry)"},                   \
+        {"admin_host", CONFIG_STRING, offsetof(type, field.admin_host), sizeof(((type *)0)->field.admin_host), 0, \
+         0, "127.0.0.1", "IP address of the admin HTTP listener (/metrics, /healthz, /readyz, the live map)"},    \
+        {"admin_port", CONFIG_INT, offsetof(type, field.admin_port), 0, -1, 65535, "0",                           \
+         "TCP port of the admin HTTP listener (0: any free port, published in the registry as admin_port; "      \
+         "-1: none)"},                                                                                            \
     {                                                                                                             \
-        "internal_port", CONFIG_INT, offsetof(type, field.internal_port), 0, 0, 65535, "0",                       \
-            "TCP port for other Tessera processes (0: any free port, published in the registry)"                  \
+        "log_format", CONFIG_STRING, offsetof(type, field.log_format), sizeof(((type *)0)->field.log_format), 0,  \
+            0, "text", "text (one readable line per entry) or json (one JSON object per line)"                    \
     }
 
 typedef struct process_arguments {

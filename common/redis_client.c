@@ -3,6 +3,8 @@
  * state callback and keeps every command callback firing exactly once. */
 #include "redis_client.h"
 
+#include "clock.h"
+
 #include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <stdarg.h>
@@ -26,12 +28,14 @@ struct redis_client {
     char address[80];
     redis_state_callback on_state;
     void *user_data;
+    latency_histogram latency;  /* command round trips, for /metrics */
 };
 
 typedef struct redis_request {
     redis_client *client;
     redis_reply_callback callback;
     void *user_data;
+    uint64_t sent_us;           /* monotonic */
 } redis_request;
 
 static void redis_client_connect_now(redis_client *client);
@@ -76,7 +80,10 @@ static void redis_client_report(redis_client *client) {
 /* While freeing, the struct outlives both the retry timer and the hiredis
  * context; whichever is released last frees it. */
 static void redis_client_release_if_done(redis_client *client) {
-    if (client->freeing && client->timer_closed && !client->context) free(client);
+    if (client->freeing && client->timer_closed && !client->context) {
+        latency_histogram_close(&client->latency);
+        free(client);
+    }
 }
 
 static void redis_client_on_connect(const redisAsyncContext *context, int status) {
@@ -152,6 +159,9 @@ redis_client *redis_client_create(uv_loop_t *loop, const char *host, int port, u
     client->retry_ms = retry_ms ? retry_ms : 1;
     client->on_state = on_state;
     client->user_data = user_data;
+    /* 100 us buckets up to 2 s: a local Redis answers in tens of us, a
+     * distant or busy one in milliseconds. */
+    if (latency_histogram_init(&client->latency, 100, 2000000) != 0) log_panic("redis latency histogram layout");
     uv_timer_init(loop, &client->retry_timer);
     client->retry_timer.data = client;
     return client;
@@ -185,11 +195,13 @@ void redis_client_free(redis_client *client) {
 }
 
 int redis_client_is_connected(const redis_client *client) { return client->connected; }
+const latency_histogram *redis_client_latency(const redis_client *client) { return &client->latency; }
 const char *redis_client_address(const redis_client *client) { return client->address; }
 
 static void redis_client_on_reply(redisAsyncContext *context, void *reply, void *privdata) {
     redis_request *request = privdata;
     (void)context;
+    if (reply) latency_histogram_add(&request->client->latency, clock_monotonic_us() - request->sent_us);
     if (request->callback) request->callback(request->client, reply, request->user_data);
     free(request);
 }
@@ -201,6 +213,7 @@ int redis_client_command(redis_client *client, redis_reply_callback callback, vo
     request->client = client;
     request->callback = callback;
     request->user_data = user_data;
+    request->sent_us = clock_monotonic_us();
     va_list args;
     va_start(args, format);
     int rc = redisvAsyncCommand(client->context, redis_client_on_reply, request, format, args);
@@ -219,6 +232,7 @@ int redis_client_command_argv(redis_client *client, redis_reply_callback callbac
     request->client = client;
     request->callback = callback;
     request->user_data = user_data;
+    request->sent_us = clock_monotonic_us();
     if (redisAsyncCommandArgv(client->context, redis_client_on_reply, request, argc, argv, argv_lengths) !=
         REDIS_OK) {
         free(request);

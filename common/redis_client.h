@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "latency_histogram.h"
+
 typedef struct redis_client redis_client;
 
 typedef void (*redis_reply_callback)(redis_client *client, redisReply *reply, void *user_data);
@@ -40,6 +42,8 @@ void redis_client_free(redis_client *client);
 
 int redis_client_is_connected(const redis_client *client);
 const char *redis_client_address(const redis_client *client);
+/* Round trips of the commands answered so far (microseconds). */
+const latency_histogram *redis_client_latency(const redis_client *client);
 
 /* Sends a command formatted like redisCommand. Returns 0, or -1 when not
  * connected (the callback will not fire). `callback` may be NULL. */

@@ -1,0 +1,130 @@
+/* metrics.c -- the Prometheus text format writer (metrics.h): families,
+ * samples with escaped labels, histograms from latency_histogram. */
+#include "metrics.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+
+void metrics_text_init(metrics_text *m, const char *prefix) {
+    memset(m, 0, sizeof *m);
+    snprintf(m->prefix, sizeof m->prefix, "%s", prefix ? prefix : "");
+}
+
+static void metrics_forget_families(metrics_text *m) {
+    for (size_t i = 0; i < m->family_count; i++) free(m->families[i]);
+    m->family_count = 0;
+}
+
+void metrics_text_close(metrics_text *m) {
+    metrics_forget_families(m);
+    free(m->families);
+    free(m->data);
+    memset(m, 0, sizeof *m);
+}
+
+char *metrics_text_take(metrics_text *m, size_t *length) {
+    char *text = m->data ? m->data : xstrdup("");
+    if (length) *length = m->length;
+    m->data = NULL;
+    m->length = m->capacity = 0;
+    metrics_forget_families(m);
+    return text;
+}
+
+static void metrics_printf(metrics_text *m, const char *format, ...) {
+    for (;;) {
+        va_list args;
+        va_start(args, format);
+        size_t room = m->capacity - m->length;
+        int n = vsnprintf(m->data ? m->data + m->length : NULL, room, format, args);
+        va_end(args);
+        if (n < 0) return;
+        if ((size_t)n < room) {
+            m->length += (size_t)n;
+            return;
+        }
+        m->capacity = (m->capacity ? m->capacity * 2 : 4096) + (size_t)n;
+        m->data = xrealloc(m->data, m->capacity);
+    }
+}
+
+void metrics_family(metrics_text *m, const char *name, const char *type, const char *help) {
+    for (size_t i = 0; i < m->family_count; i++)
+        if (strcmp(m->families[i], name) == 0) return;
+    if (m->family_count == m->family_capacity) {
+        m->family_capacity = m->family_capacity ? m->family_capacity * 2 : 32;
+        m->families = xrealloc(m->families, m->family_capacity * sizeof *m->families);
+    }
+    m->families[m->family_count++] = xstrdup(name);
+    /* HELP text escapes backslash and newline. */
+    metrics_printf(m, "# HELP %s%s ", m->prefix, name);
+    for (const char *c = help; *c; c++) {
+        if (*c == '\\') metrics_printf(m, "\\\\");
+        else if (*c == '\n') metrics_printf(m, "\\n");
+        else metrics_printf(m, "%c", *c);
+    }
+    metrics_printf(m, "\n# TYPE %s%s %s\n", m->prefix, name, type);
+}
+
+static void metrics_value(metrics_text *m, double value) {
+    if (isnan(value)) metrics_printf(m, "NaN\n");
+    else if (isinf(value)) metrics_printf(m, value > 0 ? "+Inf\n" : "-Inf\n");
+    else if (value == floor(value) && fabs(value) < 1e15) metrics_printf(m, "%.0f\n", value);
+    else metrics_printf(m, "%.9g\n", value);
+}
+
+void metrics_sample(metrics_text *m, const char *name, const char *labels, double value) {
+    if (labels && labels[0]) metrics_printf(m, "%s%s{%s} ", m->prefix, name, labels);
+    else metrics_printf(m, "%s%s ", m->prefix, name);
+    metrics_value(m, value);
+}
+
+void metrics_label(char *out, size_t size, const char *key, const char *value) {
+    size_t n = strlen(out);
+    if (n && n + 1 < size) out[n++] = ',';
+    int written = snprintf(out + n, size > n ? size - n : 0, "%s=\"", key);
+    if (written < 0) return;
+    n += (size_t)written;
+    for (const char *c = value; *c && n + 3 < size; c++) {
+        if (*c == '\\' || *c == '"') {
+            out[n++] = '\\';
+            out[n++] = *c;
+        } else if (*c == '\n') {
+            out[n++] = '\\';
+            out[n++] = 'n';
+        } else {
+            out[n++] = *c;
+        }
+    }
+    if (n + 1 < size) out[n++] = '"';
+    out[n < size ? n : size - 1] = '\0';
+}
+
+void metrics_histogram(metrics_text *m, const char *name, const char *labels, const latency_histogram *h,
+                       const double *edges_seconds, size_t edge_count) {
+    const char *separator = labels && labels[0] ? "," : "";
+    const char *inner = labels ? labels : "";
+    /* Edges ascend: one walk over the buckets, counting the samples in
+     * buckets whose upper edge is at or below each edge. */
+    uint64_t below = 0;
+    size_t b = 0;
+    for (size_t e = 0; e < edge_count; e++) {
+        uint64_t edge_us = (uint64_t)(edges_seconds[e] * 1e6 + 0.5);
+        while (h->buckets && b < h->bucket_count && (b + 1) * h->bucket_us <= edge_us) below += h->buckets[b++];
+        metrics_printf(m, "%s%s_bucket{%s%sle=\"%g\"} %llu\n", m->prefix, name, inner, separator, edges_seconds[e],
+                       (unsigned long long)below);
+    }
+    metrics_printf(m, "%s%s_bucket{%s%sle=\"+Inf\"} %llu\n", m->prefix, name, inner, separator,
+                   (unsigned long long)h->count);
+    if (labels && labels[0]) metrics_printf(m, "%s%s_sum{%s} ", m->prefix, name, labels);
+    else metrics_printf(m, "%s%s_sum ", m->prefix, name);
+    metrics_value(m, (double)h->sum_us / 1e6);
+    if (labels && labels[0]) metrics_printf(m, "%s%s_count{%s} %llu\n", m->prefix, name, labels,
+                                            (unsigned long long)h->count);
+    else metrics_printf(m, "%s%s_count %llu\n", m->prefix, name, (unsigned long long)h->count);
+}
