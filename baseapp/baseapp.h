@@ -53,6 +53,8 @@ typedef struct baseapp_settings {
     int64_t client_congestion_bytes;
     int64_t client_send_buffer_bytes;
     int64_t cell_lost_grace_ms;
+    int64_t drain_timeout_ms;
+    int64_t shutdown_retry_ms;
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -194,9 +196,23 @@ struct baseapp {
     uv_timer_t congestion_timer;
     channel_stats client_totals;
     channel_stats peer_totals;
+    /* For /metrics (baseapp_admin.c). */
+    uint64_t logins, login_failures;
+    uint64_t errors_sent[32];          /* client errors sent, by ErrorCode (larger codes in the last) */
+    bool draining;                     /* SIGTERM: no new logins; clients told to go; then stop */
+    uint64_t drain_started_us;
+    struct baseapp_admin *admin;       /* NULL with admin_port -1 */
     int shutting_down;
     int exit_code;
 };
+
+/* ---- the admin listener (baseapp_admin.c) ----------------------------------------- */
+struct baseapp_admin *baseapp_admin_start(baseapp *app, char *err, size_t errlen);
+void baseapp_admin_publish(struct baseapp_admin *admin, registry *reg);
+void baseapp_admin_stop(struct baseapp_admin *admin);
+/* Drain (main.c): stop taking logins, tell every client ERROR_SERVER_SHUTDOWN
+ * with a retry hint, stop once they are gone or after drain_timeout_ms. */
+void baseapp_begin_drain(baseapp *app);
 
 /* 64-bit FNV-1a of an account name, the key of proxies_by_account. */
 uint64_t baseapp_account_key(const char *account);

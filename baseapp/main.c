@@ -54,6 +54,11 @@ static const config_key baseapp_config_keys[] = {
     {"cell_lost_grace_ms", CONFIG_INT, offsetof(baseapp_settings, cell_lost_grace_ms), 0, 100, 600000, "5000",
      "when the cellapp holding a player's cell part goes away, how long the client waits for the cellapp it was "
      "leaving to take it back before it is told to log in again"},
+    {"drain_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, drain_timeout_ms), 0, 0, 3600000, "10000",
+     "SIGTERM: the baseapp stops taking logins, tells its clients to log in again elsewhere, and stops once they "
+     "are gone or after this long (SIGINT stops at once)"},
+    {"shutdown_retry_ms", CONFIG_INT, offsetof(baseapp_settings, shutdown_retry_ms), 0, 0, 600000, "1000",
+     "the retry hint sent with ERROR_SERVER_SHUTDOWN: how long a client should wait before logging in again"},
     {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
      "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
 };
@@ -85,10 +90,31 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "client_messages_stale", (int64_t)app->client_messages_stale);
 }
 
+static void baseapp_drain_check(baseapp *app);
+
 static void baseapp_on_stats_timer(uv_timer_t *timer) {
     baseapp *app = timer->data;
+    baseapp_drain_check(app);
+    if (app->shutting_down) return;
     baseapp_publish_stats(app);
     if (redis_client_is_connected(app->redis)) id_block_refill(app->entity_ids);
+}
+
+static void baseapp_shutdown(baseapp *app);
+
+/* A draining baseapp stops once its clients have gone (their errors were
+ * flushed and the connections closed) or its time is up. */
+static void baseapp_drain_check(baseapp *app) {
+    if (!app->draining || app->shutting_down) return;
+    size_t left = entity_list_count(app->proxies);
+    uint64_t waited_ms = (clock_monotonic_us() - app->drain_started_us) / 1000;
+    if (left == 0) {
+        log_info("drained: every client was told and has gone");
+        baseapp_shutdown(app);
+    } else if (waited_ms >= (uint64_t)app->settings.drain_timeout_ms) {
+        log_warn("drain timed out after %" PRIu64 " ms with %zu clients still connected: stopping", waited_ms, left);
+        baseapp_shutdown(app);
+    }
 }
 
 static void baseapp_on_sweep_timer(uv_timer_t *timer) {
@@ -165,6 +191,8 @@ static void baseapp_shutdown(baseapp *app) {
     if (app->shutting_down) return;
     app->shutting_down = 1;
     log_info("shutting down");
+    baseapp_admin_stop(app->admin);
+    app->admin = NULL;
     uv_timer_stop(&app->sweep_timer);
     uv_timer_stop(&app->stats_timer);
     uv_timer_stop(&app->congestion_timer);
@@ -194,6 +222,28 @@ static void baseapp_on_signal(uv_signal_t *handle, int signum) {
     baseapp *app = handle->data;
     log_info("received signal %d", signum);
     baseapp_shutdown(app);
+}
+
+void baseapp_begin_drain(baseapp *app) {
+    if (app->shutting_down) return;
+    if (app->draining) {
+        log_info("asked to stop again while draining: stopping now");
+        baseapp_shutdown(app);
+        return;
+    }
+    app->draining = true;
+    app->drain_started_us = clock_monotonic_us();
+    size_t clients = entity_list_count(app->proxies);
+    log_info("draining: no new logins; %zu clients told to log in again in %lld ms; stopping once they are gone "
+             "(at most %lld ms)",
+             clients, (long long)app->settings.shutdown_retry_ms, (long long)app->settings.drain_timeout_ms);
+    proxy_close_all(app, "this baseapp is stopping: log in again (another baseapp will take you)");
+    baseapp_drain_check(app);
+}
+
+static void baseapp_on_terminate(uv_signal_t *handle, int signum) {
+    log_info("received signal %d", signum);
+    baseapp_begin_drain(handle->data);
 }
 
 int main(int argc, char **argv) {
@@ -272,6 +322,12 @@ int main(int argc, char **argv) {
     };
     app.registry = registry_create(app.loop, app.redis, &registry_settings);
     registry_set_stat(app.registry, "client_port", app.client_port);
+    app.admin = baseapp_admin_start(&app, err, sizeof err);
+    if (!app.admin && err[0]) {
+        fprintf(stderr, "tessera-baseapp: %s\n", err);
+        return 1;
+    }
+    baseapp_admin_publish(app.admin, app.registry);
     baseapp_publish_stats(&app);
 
     uv_timer_init(app.loop, &app.sweep_timer);
@@ -290,7 +346,7 @@ int main(int argc, char **argv) {
     uv_signal_init(app.loop, &app.sigterm);
     app.sigint.data = app.sigterm.data = &app;
     uv_signal_start(&app.sigint, baseapp_on_signal, SIGINT);
-    uv_signal_start(&app.sigterm, baseapp_on_signal, SIGTERM);
+    uv_signal_start(&app.sigterm, baseapp_on_terminate, SIGTERM);
     uv_signal_init(app.loop, &app.sigusr1);
     app.sigusr1.data = &app;
     uv_signal_start(&app.sigusr1, baseapp_on_dump_signal, SIGUSR1);

@@ -92,6 +92,11 @@ void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *form
     Tessera__Client__Error error = TESSERA__CLIENT__ERROR__INIT;
     error.code = code;
     error.message = text;
+    if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN)
+        error.retry_after_ms = (uint32_t)client->app->settings.shutdown_retry_ms;
+    size_t slots = sizeof client->app->errors_sent / sizeof client->app->errors_sent[0];
+    client->app->errors_sent[(size_t)code < slots ? (size_t)code : slots - 1]++;
+    if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS) client->app->login_failures++;
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR;
     message.error = &error;
@@ -152,6 +157,11 @@ static void proxy_on_login(proxy *client, const Tessera__Client__LoginRequest *l
     if (password_length < 1 || password_length > 128) {
         proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
                    "password must be 1 to 128 bytes, got %zu", password_length);
+        return;
+    }
+    if (client->app->draining) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN,
+                   "this baseapp is stopping: log in again in a moment (another baseapp will take you)");
         return;
     }
     snprintf(client->account, sizeof client->account, "%s", login->account);
@@ -277,6 +287,7 @@ void proxy_accept(baseapp *app, uv_stream_t *listener) {
 void proxy_login_succeeded(proxy *client) {
     baseapp *app = client->app;
     if (client->state != PROXY_AUTHENTICATING) return;
+    app->logins++;
 
     /* One session per account on this baseapp: the newer login wins, as a
      * player who reconnects from a new device expects. */

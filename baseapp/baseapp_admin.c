@@ -1,0 +1,158 @@
+/* baseapp_admin.c -- what a baseapp adds to its admin listener
+ * (process_admin.h): its metrics and readiness, one base entity's state,
+ * and the operator's actions.
+ *
+ *   GET  /api/entity?id=ID          the base of a logged-in player here (404 if none)
+ *   POST /admin/kick?account=NAME   drops that account's client with ERROR_UNAVAILABLE
+ *                                   ("kicked by an operator"); 404 if it is not here
+ *   POST /admin/shutdown            drain, as SIGTERM does (202)
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "baseapp.h"
+#include "clock.h"
+#include "entity_state_json.h"
+#include "log.h"
+#include "process_admin.h"
+
+struct baseapp_admin {
+    baseapp *app;
+    process_admin *admin;
+};
+
+static bool baseapp_admin_ready(void *user_data, char *why, size_t size) {
+    const baseapp *app = user_data;
+    if (app->process_id == 0) snprintf(why, size, "not registered yet");
+    else if (app->draining) snprintf(why, size, "draining");
+    else if (app->shutting_down) snprintf(why, size, "shutting down");
+    else if (peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0) snprintf(why, size, "no cellapp is connected");
+    else return true;
+    return false;
+}
+
+static void baseapp_admin_counter(metrics_text *m, const char *name, const char *help, double value) {
+    metrics_family(m, name, "counter", help);
+    metrics_sample(m, name, NULL, value);
+}
+
+static void baseapp_admin_gauge(metrics_text *m, const char *name, const char *help, double value) {
+    metrics_family(m, name, "gauge", help);
+    metrics_sample(m, name, NULL, value);
+}
+
+static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
+    const baseapp *app = user_data;
+    baseapp_admin_gauge(m, "clients", "players logged in here", (double)id_map_count(&app->proxies_by_entity));
+    baseapp_admin_gauge(m, "connections", "client connections open (logging in included)",
+                        (double)entity_list_count(app->proxies));
+    baseapp_admin_counter(m, "logins_total", "logins that succeeded", (double)app->logins);
+    baseapp_admin_counter(m, "login_failures_total", "logins refused for their credentials",
+                          (double)app->login_failures);
+    metrics_family(m, "client_errors_total", "counter", "errors sent to clients (each drops its client), by code");
+    size_t slots = sizeof app->errors_sent / sizeof app->errors_sent[0];
+    for (size_t code = 1; code < slots; code++) {
+        if (!app->errors_sent[code]) continue;
+        const ProtobufCEnumValue *value =
+            protobuf_c_enum_descriptor_get_value(&tessera__client__error_code__descriptor, (int)code);
+        char labels[96] = "";
+        metrics_label(labels, sizeof labels, "code", value ? value->name : "other");
+        metrics_sample(m, "client_errors_total", labels, (double)app->errors_sent[code]);
+    }
+    metrics_family(m, "errors_total", "counter", "things that went wrong, by reason");
+    metrics_sample(m, "errors_total", "reason=\"cell_message_failed\"", (double)app->cell_messages_failed);
+    metrics_sample(m, "errors_total", "reason=\"move_over_rate\"", (double)app->moves_dropped);
+    metrics_sample(m, "errors_total", "reason=\"client_message_stale\"", (double)app->client_messages_stale);
+    baseapp_admin_gauge(m, "congested_clients", "clients not reading, held to enters and leaves",
+                        (double)app->congested_clients);
+    const channel_stats *clients = &app->client_totals, *peers = &app->peer_totals;
+    metrics_family(m, "channel_bytes_in_total", "counter", "bytes read, by side (clients or cluster peers)");
+    metrics_sample(m, "channel_bytes_in_total", "side=\"clients\"", (double)clients->bytes_in);
+    metrics_sample(m, "channel_bytes_in_total", "side=\"peers\"", (double)peers->bytes_in);
+    metrics_family(m, "channel_bytes_out_total", "counter", "bytes written, by side");
+    metrics_sample(m, "channel_bytes_out_total", "side=\"clients\"", (double)clients->bytes_out);
+    metrics_sample(m, "channel_bytes_out_total", "side=\"peers\"", (double)peers->bytes_out);
+    metrics_family(m, "channel_frames_in_total", "counter", "frames read, by side");
+    metrics_sample(m, "channel_frames_in_total", "side=\"clients\"", (double)clients->frames_in);
+    metrics_sample(m, "channel_frames_in_total", "side=\"peers\"", (double)peers->frames_in);
+    metrics_family(m, "channel_frames_out_total", "counter", "frames written, by side");
+    metrics_sample(m, "channel_frames_out_total", "side=\"clients\"", (double)clients->frames_out);
+    metrics_sample(m, "channel_frames_out_total", "side=\"peers\"", (double)peers->frames_out);
+    baseapp_admin_gauge(m, "cellapps", "cellapps connected", (double)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
+    baseapp_admin_gauge(m, "draining", "1 while the baseapp sends its clients away before stopping", app->draining);
+}
+
+static void baseapp_admin_on_entity(admin_http_request *request, void *user_data) {
+    struct baseapp_admin *admin = user_data;
+    char text[32];
+    uint64_t id = admin_http_query(request, "id", text, sizeof text) ? strtoull(text, NULL, 10) : 0;
+    const proxy *client = id ? proxy_find_by_entity(admin->app, id) : NULL;
+    if (!client) {
+        admin_http_reply_text(request, 404, "no base of that entity on this baseapp\n");
+        return;
+    }
+    cJSON *root = cJSON_CreateObject();
+    cJSON_AddNumberToObject(root, "id", (double)client->entity_id);
+    cJSON_AddNumberToObject(root, "baseapp", (double)admin->app->process_id);
+    cJSON_AddStringToObject(root, "account", client->account);
+    cJSON_AddStringToObject(root, "class", client->cls ? client->cls->name : "");
+    cJSON_AddStringToObject(root, "client", channel_peer_name(client->ch));
+    cJSON_AddNumberToObject(root, "cellapp", (double)client->cell.cellapp_id);
+    if (client->properties) cJSON_AddItemToObject(root, "properties", entity_state_to_json(client->properties, NULL));
+    char *json = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    admin_http_reply(request, 200, "application/json", json, strlen(json));
+    free(json);
+}
+
+static void baseapp_admin_on_kick(admin_http_request *request, void *user_data) {
+    struct baseapp_admin *admin = user_data;
+    char account[80];
+    if (!admin_http_query(request, "account", account, sizeof account) || !account[0]) {
+        admin_http_reply_text(request, 400, "kick wants ?account=NAME\n");
+        return;
+    }
+    proxy *client = id_map_get(&admin->app->proxies_by_account, baseapp_account_key(account));
+    if (!client || strcmp(client->account, account) != 0) {
+        admin_http_reply_text(request, 404, "that account is not logged in here\n");
+        return;
+    }
+    log_info("admin: kicking account '%s'", account);
+    proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "kicked by an operator");
+    admin_http_reply_text(request, 200, "kicked\n");
+}
+
+static void baseapp_admin_on_shutdown(admin_http_request *request, void *user_data) {
+    struct baseapp_admin *admin = user_data;
+    log_info("admin: shutdown asked over HTTP");
+    admin_http_reply_text(request, 202, "draining\n");
+    baseapp_begin_drain(admin->app);
+}
+
+struct baseapp_admin *baseapp_admin_start(baseapp *app, char *err, size_t errlen) {
+    process_admin_hooks hooks = {baseapp_admin_ready, NULL, baseapp_admin_metrics, app};
+    process_admin *process = process_admin_start(app->loop, &app->settings.process, app->redis, &hooks, err, errlen);
+    if (!process) return NULL;
+    struct baseapp_admin *admin = xcalloc(1, sizeof *admin);
+    admin->app = app;
+    admin->admin = process;
+    admin_http *http = process_admin_http(process);
+    admin_http_route(http, "GET", "/api/entity", baseapp_admin_on_entity, admin);
+    admin_http_route(http, "POST", "/admin/kick", baseapp_admin_on_kick, admin);
+    admin_http_route(http, "POST", "/admin/shutdown", baseapp_admin_on_shutdown, admin);
+    return admin;
+}
+
+void baseapp_admin_publish(struct baseapp_admin *admin, registry *reg) {
+    if (admin) process_admin_publish(admin->admin, reg);
+}
+
+void baseapp_admin_stop(struct baseapp_admin *admin) {
+    if (!admin) return;
+    process_admin_free(admin->admin);
+    free(admin);
+}
