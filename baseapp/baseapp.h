@@ -178,7 +178,9 @@ struct baseapp {
     int client_port, peer_port;
     uv_timer_t sweep_timer;
     uv_timer_t stats_timer;
-    uv_signal_t sigint, sigterm, sigusr1;
+    uv_signal_t sigint, sigterm, sigusr1, sighup;
+    int argc;                        /* main's, for SIGHUP's reload */
+    char **argv;
     uint64_t process_id;
     entity_list *proxies;         /* every proxy, by handle */
     id_map proxies_by_entity;     /* entity id -> proxy, logged-in proxies */

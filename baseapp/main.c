@@ -202,6 +202,7 @@ static void baseapp_shutdown(baseapp *app) {
     uv_close((uv_handle_t *)&app->sigint, NULL);
     uv_close((uv_handle_t *)&app->sigterm, NULL);
     uv_close((uv_handle_t *)&app->sigusr1, NULL);
+    uv_close((uv_handle_t *)&app->sighup, NULL);
     uv_close((uv_handle_t *)&app->client_listener, NULL);
     uv_close((uv_handle_t *)&app->peer_listener, NULL);
     proxy_close_all(app, "server shutting down");
@@ -211,6 +212,14 @@ static void baseapp_shutdown(baseapp *app) {
     app->mailbox = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
+}
+
+/* SIGHUP: log_level and log_format again from the config. */
+static void baseapp_on_reload_signal(uv_signal_t *handle, int signum) {
+    baseapp *app = handle->data;
+    (void)signum;
+    process_reload_logging("tessera-baseapp", app->argc, app->argv, baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT,
+                           sizeof(baseapp_settings), offsetof(baseapp_settings, process));
 }
 
 static void baseapp_on_dump_signal(uv_signal_t *handle, int signum) {
@@ -347,6 +356,11 @@ int main(int argc, char **argv) {
     app.sigint.data = app.sigterm.data = &app;
     uv_signal_start(&app.sigint, baseapp_on_signal, SIGINT);
     uv_signal_start(&app.sigterm, baseapp_on_terminate, SIGTERM);
+    app.argc = argc;
+    app.argv = argv;
+    uv_signal_init(app.loop, &app.sighup);
+    app.sighup.data = &app;
+    uv_signal_start(&app.sighup, baseapp_on_reload_signal, SIGHUP);
     uv_signal_init(app.loop, &app.sigusr1);
     app.sigusr1.data = &app;
     uv_signal_start(&app.sigusr1, baseapp_on_dump_signal, SIGUSR1);

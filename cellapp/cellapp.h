@@ -386,7 +386,9 @@ struct cellapp {
     int listen_port;
     uv_timer_t tick_timer;
     uv_timer_t stats_timer;
-    uv_signal_t sigint, sigterm, sigusr1;
+    uv_signal_t sigint, sigterm, sigusr1, sighup;
+    int argc;                        /* main's, for SIGHUP's reload */
+    char **argv;
     uint64_t process_id;
     cell_shared shared;
     /* The spaces this cellapp knows (spaces.c), each with its cell here,

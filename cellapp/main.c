@@ -266,6 +266,7 @@ static void cellapp_shutdown(cellapp *app) {
     uv_close((uv_handle_t *)&app->sigint, NULL);
     uv_close((uv_handle_t *)&app->sigterm, NULL);
     uv_close((uv_handle_t *)&app->sigusr1, NULL);
+    uv_close((uv_handle_t *)&app->sighup, NULL);
     uv_close((uv_handle_t *)&app->listener, NULL);
     registry_free(app->registry);
     app->registry = NULL;
@@ -280,6 +281,14 @@ static void cellapp_shutdown(cellapp *app) {
 static void cellapp_free_held(void *payload, void *context) {
     (void)context;
     free(payload);
+}
+
+/* SIGHUP: log_level and log_format again from the config. */
+static void cellapp_on_reload_signal(uv_signal_t *handle, int signum) {
+    cellapp *app = handle->data;
+    (void)signum;
+    process_reload_logging("tessera-cellapp", app->argc, app->argv, cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
+                           sizeof(cellapp_settings), offsetof(cellapp_settings, process));
 }
 
 static void cellapp_on_dump_signal(uv_signal_t *handle, int signum) {
@@ -501,6 +510,11 @@ int main(int argc, char **argv) {
     app.sigint.data = app.sigterm.data = &app;
     uv_signal_start(&app.sigint, cellapp_on_signal, SIGINT);
     uv_signal_start(&app.sigterm, cellapp_on_terminate, SIGTERM);
+    app.argc = argc;
+    app.argv = argv;
+    uv_signal_init(app.loop, &app.sighup);
+    app.sighup.data = &app;
+    uv_signal_start(&app.sighup, cellapp_on_reload_signal, SIGHUP);
     uv_signal_init(app.loop, &app.sigusr1);
     app.sigusr1.data = &app;
     uv_signal_start(&app.sigusr1, cellapp_on_dump_signal, SIGUSR1);

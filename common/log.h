@@ -22,6 +22,18 @@ typedef enum log_level {
 /* Names the process in every line (the role is copied, at most 15 bytes). */
 void log_set_identity(const char *role, uint64_t process_id);
 void log_set_level(log_level level);
+
+typedef enum log_format {
+    LOG_FORMAT_TEXT, /* 2026-12-01T15:00:00.000Z cellapp[3] INFO  message */
+    /* {"ts":"...","level":"info","role":"cellapp","process":3,"msg":"...",
+     * "entity":1234,"peer":"cellapp 4"}: entity and peer are taken from the
+     * message when it names them ("entity N"; "cellapp N", "baseapp N" or
+     * "client HOST:PORT"), so a log pipeline can filter on them. */
+    LOG_FORMAT_JSON,
+} log_format;
+void log_set_format(log_format format);
+/* Parses "text" or "json". Returns 0, or -1 if unknown. */
+int log_parse_format(const char *text, log_format *out);
 /* Parses "debug", "info", "warn" or "error". Returns 0, or -1 if unknown. */
 int log_parse_level(const char *text, log_level *out);
 

@@ -59,6 +59,12 @@ int process_load_settings(const char *program, const config_key *keys, size_t ke
         return -1;
     }
     log_set_level(level);
+    log_format format;
+    if (log_parse_format(common->log_format, &format) != 0) {
+        fprintf(stderr, "%s: configuration error: log_format '%s' is not text or json\n", program, common->log_format);
+        return -1;
+    }
+    log_set_format(format);
     if (common->registry_ttl_ms <= common->heartbeat_ms) {
         fprintf(stderr,
                 "%s: configuration error: registry_ttl_ms (%lld) must be longer than heartbeat_ms (%lld), or every "
@@ -120,4 +126,35 @@ void process_drain_loop(uv_loop_t *loop) {
     uv_walk(loop, process_close_walk, NULL);
     uv_run(loop, UV_RUN_DEFAULT);
     uv_loop_close(loop);
+}
+
+int process_reload_logging(const char *program, int argc, char **argv, const config_key *keys, size_t key_count,
+                           size_t settings_size, size_t common_offset) {
+    char err[512];
+    process_arguments arguments;
+    if (process_parse_arguments(argc, argv, &arguments, err, sizeof err) != 0) {
+        log_warn("reload: %s", err);
+        process_arguments_free(&arguments);
+        return -1;
+    }
+    void *settings = xcalloc(1, settings_size);
+    const process_settings *common = (const process_settings *)((const char *)settings + common_offset);
+    int rc = config_load(keys, key_count, settings, arguments.config_path, arguments.overrides,
+                         arguments.override_count, err, sizeof err);
+    process_arguments_free(&arguments);
+    log_level level;
+    log_format format;
+    if (rc != 0) {
+        log_warn("reload: %s: configuration error: %s (logging unchanged)", program, err);
+    } else if (log_parse_level(common->log_level, &level) != 0 || log_parse_format(common->log_format, &format) != 0) {
+        log_warn("reload: log_level '%s' or log_format '%s' is not valid (logging unchanged)", common->log_level,
+                 common->log_format);
+        rc = -1;
+    } else {
+        log_set_level(level);
+        log_set_format(format);
+        log_info("reload: log_level %s, log_format %s", common->log_level, common->log_format);
+    }
+    free(settings);
+    return rc;
 }

@@ -101,6 +101,12 @@ typedef int (*process_settings_check)(const void *settings, char *err, size_t er
 int process_configure(const char *program, const char *role, int argc, char **argv, const config_key *keys,
                       size_t key_count, void *settings, const process_settings *common, process_settings_check check);
 
+/* SIGHUP: loads the settings again as at start-up (argv as given to
+ * main) into a scratch copy and applies log_level and log_format; the rest
+ * takes a restart. Logs what it did. Returns 0, or -1 (logging unchanged). */
+int process_reload_logging(const char *program, int argc, char **argv, const config_key *keys, size_t key_count,
+                           size_t settings_size, size_t common_offset);
+
 /* At start-up, before the process has registered, a failed Redis attempt
  * counts against redis_connect_attempts. Returns true (after logging why)
  * when the process should give up and exit. */
