@@ -24,6 +24,7 @@
 #include "json_file.h"
 #include "redis_keys.h"
 #include "space_layout.h"
+#include "admin_cluster.h"
 #include "space_store.h"
 
 /* A write that lost to another writer is tried again with a fresh read;
@@ -58,6 +59,13 @@ static int admin_usage(FILE *out) {
             "  put SPACE FILE [--fence N]    write a whole layout (a JSON file) as the next\n"
             "                                epoch, with its own balancer fence or N (0: an\n"
             "                                operator's write)\n"
+            "  status                        every live process: address, load, tick time,\n"
+            "                                clients, reals, ghosts, and its /healthz\n"
+            "  cells                         every space's layout with each cell's load, and the\n"
+            "                                balancer's leader\n"
+            "  entity ID                     where entity ID's cell and base are, and their state\n"
+            "  kick ACCOUNT                  drop that account's client, wherever it is\n"
+            "  shutdown ID                   ask process ID to drain and stop (as SIGTERM)\n"
             "\n"
             "Defaults: --redis 127.0.0.1:6379 --cluster tessera; bounds -500,-500,500,500,\n"
             "height -1000,1000, spawn at the centre with radius 50.\n");
@@ -446,7 +454,17 @@ int main(int argc, char **argv) {
     }
     redisSetTimeout(a.redis, timeout);
     int rc;
-    if (strcmp(command, "spaces") == 0) {
+    if (strcmp(command, "status") == 0 && i == argc) {
+        rc = admin_cluster_status(a.redis, a.cluster, a.json);
+    } else if (strcmp(command, "cells") == 0 && i == argc) {
+        rc = admin_cluster_cells(a.redis, a.cluster, a.json);
+    } else if (strcmp(command, "entity") == 0 && i + 1 == argc) {
+        rc = admin_cluster_entity(a.redis, a.cluster, argv[i], a.json);
+    } else if (strcmp(command, "kick") == 0 && i + 1 == argc) {
+        rc = admin_cluster_kick(a.redis, a.cluster, argv[i]);
+    } else if (strcmp(command, "shutdown") == 0 && i + 1 == argc) {
+        rc = admin_cluster_shutdown(a.redis, a.cluster, argv[i]);
+    } else if (strcmp(command, "spaces") == 0) {
         rc = admin_spaces(&a);
     } else if (strcmp(command, "cellapps") == 0) {
         uint64_t ids[ADMIN_MAX_CELLAPPS];
