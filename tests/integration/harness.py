@@ -701,6 +701,7 @@ def decode_server(body):
     if kind == "error":
         out["code"] = _first(inner, 1, 0)
         out["message"] = (_first(inner, 2, b"") or b"").decode("utf-8", "replace")
+        out["retry_after_ms"] = _first(inner, 3, 0)
     elif kind == "login_reply":
         out["entity_id"] = _first(inner, 1, 0)
         out["position"] = _vector(_first(inner, 2))
