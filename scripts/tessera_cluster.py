@@ -752,6 +752,9 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
         print("login=%s" % cluster["login"], file=out)
         print("redis=127.0.0.1:%d" % redis_port, file=out)
         print("baseapps=%s" % ",".join(cluster["baseapps"]), file=out)
+        url = map_url(cluster)
+        if url:
+            print("map=%s" % url, file=out)
         out.flush()
         ok = True
         return cluster
@@ -951,6 +954,21 @@ def status(dir_path):
         "processes": rows,
         "unmatched": [e for e in entries if e["id"] not in matched],
     }
+
+
+def map_url(cluster):
+    """The live map's address: the admin listener of the first baseapp (any
+    process serves it), or None when none publishes one."""
+    try:
+        with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+            entries = registry_entries(r, cluster.get("cluster_name", DEFAULT_CLUSTER_NAME))
+    except (OSError, RedisError, ValueError):
+        return None
+    for role in ("baseapp", "cellapp"):
+        for e in entries:
+            if e.get("role") == role and stat_int(e, "admin_port", 0) > 0:
+                return "http://%s:%d/map" % (e.get("host", "127.0.0.1"), stat_int(e, "admin_port"))
+    return None
 
 
 def balance_view(cluster):
