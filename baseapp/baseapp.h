@@ -55,6 +55,8 @@ typedef struct baseapp_settings {
     int64_t cell_lost_grace_ms;
     int64_t drain_timeout_ms;
     int64_t shutdown_retry_ms;
+    double client_calls_per_second;
+    int64_t client_frame_timeout_ms;
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -85,6 +87,9 @@ typedef struct proxy {
     bool has_definitions;      /* the client's cached definitions match ours */
     double move_tokens;        /* moves the client may still send now (token bucket) */
     uint64_t move_tokens_us;   /* monotonic time of the last refill */
+    double call_tokens;        /* method calls likewise */
+    uint64_t call_tokens_us;
+    double call_strikes;       /* calls dropped lately (decays); too many and the client goes */
     bool congested;            /* its cell was told it does not read (cell_link.c) */
     /* The base part of the player's entity (base_entity.c), from login on. */
     const entity_def_class *cls;
@@ -99,6 +104,12 @@ void proxy_set_known_digest(proxy *client, const char *digest);
 /* Sends an Error to the client and drops it once the error is flushed. */
 void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same, but the client is told only `public_text`; the log has the
+ * detail (an unknown account and a wrong password look alike to a client). */
+void proxy_fail_quietly(proxy *client, Tessera__Client__ErrorCode code, const char *public_text, const char *format,
+                        ...) __attribute__((format(printf, 4, 5)));
+/* Hello.client_name's documented limit. */
+#define PROXY_CLIENT_NAME_MAX 64
 /* The password checked out: take an entity id and ask a cellapp for the
  * cell entity. Called by login.c. */
 void proxy_login_succeeded(proxy *client);
@@ -193,6 +204,7 @@ struct baseapp {
     entity_def_registry *definitions;  /* the game's entity types */
     char *definitions_text;            /* their self-description, sent at login */
     uint64_t moves_dropped;            /* moves over a client's rate, not relayed */
+    uint64_t calls_dropped;            /* method calls over a client's rate, not run */
     uint64_t congested_clients;        /* clients whose cells hold their updates now */
     uint64_t congestion_events;        /* times a client became congested */
     uv_timer_t congestion_timer;

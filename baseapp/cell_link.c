@@ -91,6 +91,13 @@ static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tesser
     login.detail_near_distance = reply->detail_near_distance;
     login.detail_medium_distance = reply->detail_medium_distance;
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    login.entity_type = (char *)(client->cls ? client->cls->name : app->settings.player_entity_type);
+    login.max_frame_bytes = (uint32_t)app->settings.client_max_frame_bytes;
+    login.moves_per_second = (float)app->settings.client_moves_per_second;
+    login.calls_per_second = (float)app->settings.client_calls_per_second;
+    login.login_timeout_ms = (uint32_t)app->settings.login_timeout_ms;
+    login.alias_cooldown_ms = reply->alias_cooldown_ms;
+    login.detail_hysteresis = reply->detail_hysteresis;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
     message.login_reply = &login;
     channel_send_message(client->ch, &message.base);
@@ -98,6 +105,9 @@ static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tesser
     base_entity_send_properties(client, true);
     client->move_tokens = app->settings.client_moves_per_second / 2.0;
     client->move_tokens_us = clock_monotonic_us();
+    client->call_tokens = app->settings.client_calls_per_second;
+    client->call_tokens_us = client->move_tokens_us;
+    client->call_strikes = 0;
     log_debug("entity %" PRIu64 " (account '%s') entered the world on cellapp %" PRIu64, client->entity_id,
               client->account, cellapp_id);
 }

@@ -23,6 +23,9 @@
 typedef enum login_step {
     LOGIN_VERIFY, /* thread pool: compare the password with the stored hash */
     LOGIN_HASH,   /* thread pool: hash the password for a new account */
+    /* thread pool: an unknown account costs what a wrong password costs (a
+     * hash at the configured limits), so timing does not tell them apart */
+    LOGIN_DECOY,
 } login_step;
 
 typedef struct login_request {
@@ -40,6 +43,12 @@ typedef struct login_request {
 } login_request;
 
 static void login_lookup(login_request *request);
+
+/* What a client is told for an unknown account and for a wrong password
+ * alike; the log says which. */
+#define LOGIN_REFUSED "unknown account or wrong password"
+
+static void login_queue_work(proxy *client, login_request *request, login_step step);
 
 static void login_request_free(login_request *request) {
     sodium_memzero(request->password, sizeof request->password);
@@ -90,12 +99,18 @@ static void login_after_work(uv_work_t *work, int status) {
         login_request_free(request);
         return;
     }
+    if (request->step == LOGIN_DECOY) {
+        proxy_fail_quietly(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
+                           "unknown account '%s'", request->account);
+        login_request_free(request);
+        return;
+    }
     if (request->step == LOGIN_VERIFY) {
         if (request->result == 0) {
             proxy_login_succeeded(client);
         } else {
-            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, "wrong password for account '%s'",
-                       request->account);
+            proxy_fail_quietly(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
+                               "wrong password for account '%s'", request->account);
         }
         login_request_free(request);
         return;
@@ -177,9 +192,7 @@ static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_d
         return;
     }
     if (!request->app->settings.auto_create_accounts) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, "unknown account '%s'",
-                   request->account);
-        login_request_free(request);
+        login_queue_work(client, request, LOGIN_DECOY);
         return;
     }
     login_queue_work(client, request, LOGIN_HASH);

@@ -59,6 +59,12 @@ static const config_key baseapp_config_keys[] = {
      "are gone or after this long (SIGINT stops at once)"},
     {"shutdown_retry_ms", CONFIG_INT, offsetof(baseapp_settings, shutdown_retry_ms), 0, 0, 600000, "1000",
      "the retry hint sent with ERROR_SERVER_SHUTDOWN: how long a client should wait before logging in again"},
+    {"client_calls_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_calls_per_second), 0, 0.1, 10000,
+     "20", "method calls a client may make a second (a second's worth may come at once); excess calls are dropped "
+     "and counted, and a client that keeps it up for seconds is disconnected (ERROR_RATE_LIMITED)"},
+    {"client_frame_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, client_frame_timeout_ms), 0, 100, 600000,
+     "10000", "a client frame begun and not finished within this long drops the client (a trickled frame would "
+     "hold its buffer forever)"},
     {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
      "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
 };
@@ -83,6 +89,7 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "client_frames_in", (int64_t)clients->frames_in);
     registry_set_stat(app->registry, "client_frames_out", (int64_t)clients->frames_out);
     registry_set_stat(app->registry, "moves_dropped", (int64_t)app->moves_dropped);
+    registry_set_stat(app->registry, "calls_dropped", (int64_t)app->calls_dropped);
     registry_set_stat(app->registry, "congested_clients", (int64_t)app->congested_clients);
     registry_set_stat(app->registry, "congestion_events", (int64_t)app->congestion_events);
     registry_set_stat(app->registry, "cell_messages_failed", (int64_t)app->cell_messages_failed);

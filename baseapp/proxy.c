@@ -80,18 +80,16 @@ static void proxy_unlink(proxy *client) {
     }
 }
 
-void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *format, ...) {
+static void proxy_vfail(proxy *client, Tessera__Client__ErrorCode code, const char *public_text, const char *format,
+                        va_list args) {
     if (client->state == PROXY_CLOSING) return;
     char text[256];
-    va_list args;
-    va_start(args, format);
     vsnprintf(text, sizeof text, format, args);
-    va_end(args);
     log_info("client %s (account '%s', entity %" PRIu64 ", %s): dropped: %s", channel_peer_name(client->ch),
              client->account, client->entity_id, proxy_state_name(client->state), text);
     Tessera__Client__Error error = TESSERA__CLIENT__ERROR__INIT;
     error.code = code;
-    error.message = text;
+    error.message = (char *)(public_text ? public_text : text);
     if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN)
         error.retry_after_ms = (uint32_t)client->app->settings.shutdown_retry_ms;
     size_t slots = sizeof client->app->errors_sent / sizeof client->app->errors_sent[0];
@@ -104,6 +102,21 @@ void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *form
     client->state = PROXY_CLOSING;
     proxy_unlink(client);
     channel_close_after_flush(client->ch, text);
+}
+
+void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    proxy_vfail(client, code, NULL, format, args);
+    va_end(args);
+}
+
+void proxy_fail_quietly(proxy *client, Tessera__Client__ErrorCode code, const char *public_text, const char *format,
+                        ...) {
+    va_list args;
+    va_start(args, format);
+    proxy_vfail(client, code, public_text, format, args);
+    va_end(args);
 }
 
 static void proxy_on_close(channel *ch, const char *reason) {
@@ -123,6 +136,13 @@ static void proxy_on_hello(proxy *client, const Tessera__Client__Hello *hello) {
         proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "hello sent twice");
         return;
     }
+    size_t name_length = hello->client_name ? strlen(hello->client_name) : 0;
+    if (name_length > PROXY_CLIENT_NAME_MAX) {
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
+                   "client_name is %zu bytes; at most %d", name_length, PROXY_CLIENT_NAME_MAX);
+        return;
+    }
+    log_info("client %s says it is '%s'", channel_peer_name(client->ch), name_length ? hello->client_name : "");
     uint32_t ours = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
     if (hello->protocol_version != ours) {
         proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_PROTOCOL_VERSION_MISMATCH,
@@ -204,6 +224,34 @@ static void proxy_on_move(proxy *client, const Tessera__Client__Move *move) {
     cell_link_send(client, &message);
 }
 
+/* Method calls are held to client_calls_per_second (a bank of one second's
+ * worth): excess calls are dropped and counted, and a client that keeps it
+ * up, with more dropped than client_calls_per_second x PROXY_CALL_STRIKE_SECONDS
+ * within a decaying window, is disconnected. Returns whether this call goes. */
+#define PROXY_CALL_STRIKE_SECONDS 3.0
+static bool proxy_take_call_token(proxy *client) {
+    baseapp *app = client->app;
+    double rate = app->settings.client_calls_per_second;
+    uint64_t now = clock_monotonic_us();
+    double elapsed = (double)(now - client->call_tokens_us) / 1e6;
+    client->call_tokens_us = now;
+    client->call_tokens += elapsed * rate;
+    if (client->call_tokens > rate) client->call_tokens = rate;
+    /* Strikes drain at the allowed rate too: an occasional burst is forgiven. */
+    client->call_strikes -= elapsed * rate;
+    if (client->call_strikes < 0) client->call_strikes = 0;
+    if (client->call_tokens >= 1.0) {
+        client->call_tokens -= 1.0;
+        return true;
+    }
+    app->calls_dropped++;
+    client->call_strikes += 1.0;
+    if (client->call_strikes > rate * PROXY_CALL_STRIKE_SECONDS)
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
+                   "method calls faster than %g a second, kept up: %.0f dropped lately", rate, client->call_strikes);
+    return false;
+}
+
 static void proxy_on_frame(channel *ch, const uint8_t *frame, size_t length) {
     proxy *client = channel_user_data(ch);
     if (client->state == PROXY_CLOSING) return;
@@ -225,8 +273,9 @@ static void proxy_on_frame(channel *ch, const uint8_t *frame, size_t length) {
         /* While the cell is being created a move has nowhere to go yet. */
         break;
     case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL:
-        if (client->state == PROXY_IN_WORLD)
-            base_entity_on_call(client, message->call);
+        if (client->state == PROXY_IN_WORLD) {
+            if (proxy_take_call_token(client)) base_entity_on_call(client, message->call);
+        }
         else if (client->state != PROXY_CREATING_CELL)
             proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "method call before login");
         else
@@ -337,8 +386,17 @@ void proxy_sweep(baseapp *app) {
     uint64_t timeout_us = (uint64_t)app->settings.login_timeout_ms * 1000u;
     uint32_t cursor = 0;
     proxy *client;
+    uint64_t frame_timeout_us = (uint64_t)app->settings.client_frame_timeout_ms * 1000u;
     while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
-        if (client->state == PROXY_IN_WORLD || client->state == PROXY_CLOSING) continue;
+        if (client->state == PROXY_CLOSING) continue;
+        uint64_t since = channel_incomplete_frame_since_us(client->ch);
+        if (since && now > since && now - since > frame_timeout_us) {
+            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,
+                       "a frame begun %llu ms ago is still incomplete (client_frame_timeout_ms %lld)",
+                       (unsigned long long)((now - since) / 1000), (long long)app->settings.client_frame_timeout_ms);
+            continue;
+        }
+        if (client->state == PROXY_IN_WORLD) continue;
         if (now - client->connected_us > timeout_us)
             proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login not completed within %lld ms",
                        (long long)app->settings.login_timeout_ms);

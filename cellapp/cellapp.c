@@ -125,6 +125,8 @@ static void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t en
         reply.yaw_steps = c->volatile_config.yaw_steps;
         reply.detail_near_distance = (float)settings->witness.detail_near_distance;
         reply.detail_medium_distance = (float)settings->witness.detail_medium_distance;
+        reply.alias_cooldown_ms = (uint32_t)settings->witness.alias_cooldown_ms;
+        reply.detail_hysteresis = (float)settings->witness.detail_hysteresis;
         reply.incarnation = entity->incarnation;
     }
     peer_send_cell_entity_created(app->peers, baseapp_id, &reply);

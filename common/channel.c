@@ -5,11 +5,13 @@
  * owner's business (baseapp, cellapp, client). */
 #include "channel.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frame.h"
+#include "clock.h"
 #include "log.h"
 
 struct channel {
@@ -36,6 +38,7 @@ struct channel {
     char peer_name[64];
     char close_reason[160];
     channel_stats stats;
+    uint64_t incomplete_since_us; /* monotonic: when the frame still being received began (0: none) */
 };
 
 /* One write: the request, then the frames (header + body each) in the same
@@ -207,7 +210,9 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
     const uint8_t *frame;
     size_t length;
     int result;
+    bool dispatched = false;
     while (ch->state == CHANNEL_OPEN && (result = frame_reader_next(&ch->reader, &frame, &length)) != 0) {
+        dispatched = true;
         if (result < 0) {
             char reason[160];
             snprintf(reason, sizeof reason, "frame of %u bytes exceeds the limit of %zu bytes",
@@ -227,7 +232,14 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
         /* Backpressure may have paused reading; frames already buffered are
          * still dispatched, which is bounded by one read chunk. */
     }
+    /* A frame left half-received: when it began (a newer one if frames
+     * completed in this read), so an owner can drop a peer that trickles. */
+    if (ch->state != CHANNEL_OPEN) return;
+    if (frame_reader_pending(&ch->reader) == 0) ch->incomplete_since_us = 0;
+    else if (dispatched || ch->incomplete_since_us == 0) ch->incomplete_since_us = clock_monotonic_us();
 }
+
+uint64_t channel_incomplete_frame_since_us(const channel *ch) { return ch->incomplete_since_us; }
 
 static void channel_on_write_done(uv_write_t *request, int status) {
     channel_write *write = (channel_write *)request;

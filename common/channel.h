@@ -119,6 +119,9 @@ void *channel_user_data(const channel *ch);
 void channel_set_user_data(channel *ch, void *user_data);
 /* "ip:port" of the other end, for logs. */
 const char *channel_peer_name(const channel *ch);
+/* When the frame still being received began (monotonic us), or 0 when no
+ * frame is half-received: a peer that never finishes one is trickling. */
+uint64_t channel_incomplete_frame_since_us(const channel *ch);
 /* Bytes sent and not yet taken by the kernel, gathered frames included. */
 size_t channel_queued_bytes(const channel *ch);
 

@@ -706,6 +706,11 @@ def decode_server(body):
         out["entity_id"] = _first(inner, 1, 0)
         out["position"] = _vector(_first(inner, 2))
         out["max_speed"] = _float(_first(inner, 6))
+        out["entity_type"] = (_first(inner, 18, b"") or b"").decode("utf-8", "replace")
+        out["max_frame_bytes"] = _first(inner, 19, 0)
+        out["calls_per_second"] = _float(_first(inner, 21))
+        out["login_timeout_ms"] = _first(inner, 22, 0)
+        out["alias_cooldown_ms"] = _first(inner, 23, 0)
     elif kind == "correction":
         out["position"] = _vector(_first(inner, 1))
         out["sequence"] = _first(inner, 3, 0)
