@@ -35,23 +35,13 @@ static bool baseapp_admin_ready(void *user_data, char *why, size_t size) {
     return false;
 }
 
-static void baseapp_admin_counter(metrics_text *m, const char *name, const char *help, double value) {
-    metrics_family(m, name, "counter", help);
-    metrics_sample(m, name, NULL, value);
-}
-
-static void baseapp_admin_gauge(metrics_text *m, const char *name, const char *help, double value) {
-    metrics_family(m, name, "gauge", help);
-    metrics_sample(m, name, NULL, value);
-}
-
 static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     const baseapp *app = user_data;
-    baseapp_admin_gauge(m, "clients", "players logged in here", (double)id_map_count(&app->proxies_by_entity));
-    baseapp_admin_gauge(m, "connections", "client connections open (logging in included)",
+    metrics_single(m, "gauge", "clients", "players logged in here", (double)id_map_count(&app->proxies_by_entity));
+    metrics_single(m, "gauge", "connections", "client connections open (logging in included)",
                         (double)entity_list_count(app->proxies));
-    baseapp_admin_counter(m, "logins_total", "logins that succeeded", (double)app->logins);
-    baseapp_admin_counter(m, "login_failures_total", "logins refused for their credentials",
+    metrics_single(m, "counter", "logins_total", "logins that succeeded", (double)app->logins);
+    metrics_single(m, "counter", "login_failures_total", "logins refused for their credentials",
                           (double)app->login_failures);
     metrics_family(m, "client_errors_total", "counter", "errors sent to clients (each drops its client), by code");
     size_t slots = sizeof app->errors_sent / sizeof app->errors_sent[0];
@@ -67,7 +57,7 @@ static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_sample(m, "errors_total", "reason=\"cell_message_failed\"", (double)app->cell_messages_failed);
     metrics_sample(m, "errors_total", "reason=\"move_over_rate\"", (double)app->moves_dropped);
     metrics_sample(m, "errors_total", "reason=\"client_message_stale\"", (double)app->client_messages_stale);
-    baseapp_admin_gauge(m, "congested_clients", "clients not reading, held to enters and leaves",
+    metrics_single(m, "gauge", "congested_clients", "clients not reading, held to enters and leaves",
                         (double)app->congested_clients);
     const channel_stats *clients = &app->client_totals, *peers = &app->peer_totals;
     metrics_family(m, "channel_bytes_in_total", "counter", "bytes read, by side (clients or cluster peers)");
@@ -82,8 +72,8 @@ static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_family(m, "channel_frames_out_total", "counter", "frames written, by side");
     metrics_sample(m, "channel_frames_out_total", "side=\"clients\"", (double)clients->frames_out);
     metrics_sample(m, "channel_frames_out_total", "side=\"peers\"", (double)peers->frames_out);
-    baseapp_admin_gauge(m, "cellapps", "cellapps connected", (double)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
-    baseapp_admin_gauge(m, "draining", "1 while the baseapp sends its clients away before stopping", app->draining);
+    metrics_single(m, "gauge", "cellapps", "cellapps connected", (double)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
+    metrics_single(m, "gauge", "draining", "1 while the baseapp sends its clients away before stopping", app->draining);
 }
 
 static void baseapp_admin_on_entity(admin_http_request *request, void *user_data) {

@@ -228,11 +228,18 @@ typedef struct balancer_lookup_context {
     const space_layout *layout;
 } balancer_lookup_context;
 
-/* A cell's report, if its owner in the layout reported it lately. */
+/* A cellapp this one is connected to (or itself): one a layout may name. */
+static bool balancer_cellapp_connected(uint64_t cellapp_id, void *context) {
+    const balancer *b = context;
+    return cellapp_id == b->app->process_id || peer_set_is_up(b->app->peers, cellapp_id);
+}
+
+/* A cell's report, if its owner in the layout reported it lately and is
+ * connected: a cell whose cellapp has just died is not balanced against. */
 static const balance_cell_report *balancer_lookup(uint32_t cell_id, void *context) {
     const balancer_lookup_context *lookup = context;
     const space_layout_node *node = space_layout_find_cell(lookup->layout, cell_id);
-    if (!node) return NULL;
+    if (!node || !balancer_cellapp_connected(node->cellapp_id, (void *)lookup->b)) return NULL;
     const balancer_report *report = balancer_find_report(lookup->b, node->cellapp_id);
     if (!balancer_report_fresh(lookup->b, report)) return NULL;
     for (size_t i = 0; i < report->cell_count; i++) {
@@ -322,6 +329,14 @@ static void balancer_write(balancer *b, space_layout *layout, uint64_t fence) {
     char err[256];
     if (space_layout_check(layout, err, sizeof err) != 0) {
         log_warn("balancer: space '%s': the decided layout is not valid (%s): not written", layout->name, err);
+        space_layout_free(layout);
+        return;
+    }
+    /* Every cellapp refuses a layout naming one that is not up, and would
+     * wait on it: such a write would stall the space until it is handed
+     * over, so it waits here instead. */
+    if (space_layout_check_owners(layout, balancer_cellapp_connected, b, err, sizeof err) != 0) {
+        log_debug("balancer: space '%s': not written yet: %s", layout->name, err);
         space_layout_free(layout);
         return;
     }
@@ -435,7 +450,7 @@ static void balancer_on_reports(redis_client *redis, redisReply *reply, void *us
     size_t cellapp_count = balancer_cellapps(b, &cellapps);
     size_t cursor = 0;
     const space_layout *layout;
-    while ((layout = spaces_next_layout(app, &cursor)) != NULL)
+    while ((layout = spaces_next_newest_layout(app, &cursor)) != NULL)
         balancer_decide_space(b, layout, cellapps, cellapp_count, fence, now_us);
     free(cellapps);
     /* Reports of cellapps long gone are dropped, so the hash stays the

@@ -462,6 +462,10 @@ const space_layout *spaces_layout(const cellapp *app, const char *name);
 cell *spaces_next_cell(const cellapp *app, size_t *cursor);
 /* Iterates the applied layouts likewise. */
 const space_layout *spaces_next_layout(const cellapp *app, size_t *cursor);
+/* Likewise, but a layout fetched and not yet applied (waiting for a cellapp
+ * it names to be up, say) instead of the applied one: what the balancer
+ * must build on, or its writes would be older than what Redis holds. */
+const space_layout *spaces_next_newest_layout(const cellapp *app, size_t *cursor);
 /* Frees every space and cell (shutdown). */
 void spaces_free(cellapp *app);
 /* Drops cells with no region and no entities left. */

@@ -201,24 +201,14 @@ static bool cellapp_admin_healthy(void *user_data, char *why, size_t size) {
 static const double cellapp_admin_tick_edges[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0};
 static const double cellapp_admin_offload_edges[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.5, 1.0};
 
-static void cellapp_admin_counter(metrics_text *m, const char *name, const char *help, double value) {
-    metrics_family(m, name, "counter", help);
-    metrics_sample(m, name, NULL, value);
-}
-
-static void cellapp_admin_gauge(metrics_text *m, const char *name, const char *help, double value) {
-    metrics_family(m, name, "gauge", help);
-    metrics_sample(m, name, NULL, value);
-}
-
 static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
     const cellapp *app = user_data;
     const cellapp_counters *n = &app->counters;
     metrics_family(m, "tick_seconds", "histogram", "time one simulation tick took");
     metrics_histogram(m, "tick_seconds", NULL, &n->tick_time, cellapp_admin_tick_edges,
                       sizeof cellapp_admin_tick_edges / sizeof cellapp_admin_tick_edges[0]);
-    cellapp_admin_gauge(m, "load", "busy share of one core, smoothed, without transient work", app->load.load);
-    cellapp_admin_gauge(m, "transient_load", "share of one core spent moving reals and making and removing ghosts",
+    metrics_single(m, "gauge", "load", "busy share of one core, smoothed, without transient work", app->load.load);
+    metrics_single(m, "gauge", "transient_load", "share of one core spent moving reals and making and removing ghosts",
                         app->load.transient);
     metrics_family(m, "reals", "gauge", "reals held, per cell");
     metrics_family(m, "ghosts", "gauge", "ghosts held, per cell");
@@ -232,27 +222,27 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
         metrics_sample(m, "reals", labels, (double)c->real_count);
         metrics_sample(m, "ghosts", labels, (double)c->ghost_count);
     }
-    cellapp_admin_counter(m, "offloads_out_total", "reals sent to other cellapps", (double)n->offloads_out);
-    cellapp_admin_counter(m, "offloads_in_total", "reals taken from other cellapps", (double)n->offloads_in);
-    cellapp_admin_counter(m, "offloads_reclaimed_total", "reals taken back after their receiver refused or died",
+    metrics_single(m, "counter", "offloads_out_total", "reals sent to other cellapps", (double)n->offloads_out);
+    metrics_single(m, "counter", "offloads_in_total", "reals taken from other cellapps", (double)n->offloads_in);
+    metrics_single(m, "counter", "offloads_reclaimed_total", "reals taken back after their receiver refused or died",
                           (double)n->offloads_reclaimed);
     metrics_family(m, "offload_seconds", "histogram", "from sending a real to its acknowledgement");
     metrics_histogram(m, "offload_seconds", NULL, &n->offload_latency, cellapp_admin_offload_edges,
                       sizeof cellapp_admin_offload_edges / sizeof cellapp_admin_offload_edges[0]);
-    cellapp_admin_counter(m, "ghosts_created_total", "ghosts of our reals made on other cellapps",
+    metrics_single(m, "counter", "ghosts_created_total", "ghosts of our reals made on other cellapps",
                           (double)n->ghosts_created);
-    cellapp_admin_counter(m, "ghosts_deleted_total", "ghosts of our reals removed from other cellapps",
+    metrics_single(m, "counter", "ghosts_deleted_total", "ghosts of our reals removed from other cellapps",
                           (double)n->ghosts_deleted);
-    cellapp_admin_counter(m, "witness_bytes_total", "entity stream bytes sent to clients",
+    metrics_single(m, "counter", "witness_bytes_total", "entity stream bytes sent to clients",
                           (double)app->shared.witness_totals.stream_bytes);
-    cellapp_admin_counter(m, "witness_records_held_total", "records a client's budget held to a later tick",
+    metrics_single(m, "counter", "witness_records_held_total", "records a client's budget held to a later tick",
                           (double)app->shared.witness_totals.records_held);
-    cellapp_admin_counter(m, "channel_bytes_in_total", "bytes read from other processes", (double)app->totals.bytes_in);
-    cellapp_admin_counter(m, "channel_bytes_out_total", "bytes written to other processes",
+    metrics_single(m, "counter", "channel_bytes_in_total", "bytes read from other processes", (double)app->totals.bytes_in);
+    metrics_single(m, "counter", "channel_bytes_out_total", "bytes written to other processes",
                           (double)app->totals.bytes_out);
-    cellapp_admin_counter(m, "channel_frames_in_total", "frames read from other processes",
+    metrics_single(m, "counter", "channel_frames_in_total", "frames read from other processes",
                           (double)app->totals.frames_in);
-    cellapp_admin_counter(m, "channel_frames_out_total", "frames written to other processes",
+    metrics_single(m, "counter", "channel_frames_out_total", "frames written to other processes",
                           (double)app->totals.frames_out);
     metrics_family(m, "errors_total", "counter", "things that went wrong, by reason");
     metrics_sample(m, "errors_total", "reason=\"message_failed\"", (double)n->messages_failed);
@@ -263,12 +253,12 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
                    (double)app->shared.witness_totals.aliases_exhausted);
     balancer_figures figures;
     balancer_stats(app->balancer, &figures);
-    cellapp_admin_gauge(m, "balance_leader", "1 while this cellapp holds the balancer lease", figures.leader);
-    cellapp_admin_counter(m, "line_moves_total", "split lines this cellapp moved as the balancer",
+    metrics_single(m, "gauge", "balance_leader", "1 while this cellapp holds the balancer lease", figures.leader);
+    metrics_single(m, "counter", "line_moves_total", "split lines this cellapp moved as the balancer",
                           (double)figures.line_moves);
-    cellapp_admin_counter(m, "cell_changes_total", "cells this cellapp added, handed over, retired or removed",
+    metrics_single(m, "counter", "cell_changes_total", "cells this cellapp added, handed over, retired or removed",
                           (double)figures.cell_changes);
-    cellapp_admin_gauge(m, "draining", "1 while the cellapp hands its cells over before stopping", app->draining);
+    metrics_single(m, "gauge", "draining", "1 while the cellapp hands its cells over before stopping", app->draining);
 }
 
 /* ---- lifetime -------------------------------------------------------------------- */

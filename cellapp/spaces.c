@@ -215,6 +215,15 @@ const space_layout *spaces_next_layout(const cellapp *app, size_t *cursor) {
     return NULL;
 }
 
+const space_layout *spaces_next_newest_layout(const cellapp *app, size_t *cursor) {
+    while (*cursor < app->space_count) {
+        const cellapp_space *space = app->spaces[(*cursor)++];
+        if (space->pending) return space->pending;
+        if (space->layout) return space->layout;
+    }
+    return NULL;
+}
+
 void spaces_reap(cellapp *app) {
     for (size_t i = 0; i < app->space_count; i++) {
         cellapp_space *space = app->spaces[i];

@@ -84,6 +84,11 @@ void metrics_sample(metrics_text *m, const char *name, const char *labels, doubl
     metrics_value(m, value);
 }
 
+void metrics_single(metrics_text *m, const char *type, const char *name, const char *help, double value) {
+    metrics_family(m, name, type, help);
+    metrics_sample(m, name, NULL, value);
+}
+
 void metrics_label(char *out, size_t size, const char *key, const char *value) {
     size_t n = strlen(out);
     if (n && n + 1 < size) out[n++] = ',';

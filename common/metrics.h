@@ -34,6 +34,8 @@ void metrics_text_close(metrics_text *m);
 
 /* type: "counter", "gauge" or "histogram". */
 void metrics_family(metrics_text *m, const char *name, const char *type, const char *help);
+/* A family of one unlabelled sample (a counter or a gauge). */
+void metrics_single(metrics_text *m, const char *type, const char *name, const char *help, double value);
 /* labels: NULL, or the inside of the braces, already escaped. */
 void metrics_sample(metrics_text *m, const char *name, const char *labels, double value);
 /* One label pair, escaped, appended to `out` (comma-separated). */

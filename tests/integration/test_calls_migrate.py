@@ -56,7 +56,10 @@ class CallsMigrate(unittest.TestCase):
     def test_every_call_once_and_in_order(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", spawn_radius=AREA,
-                             extra_set=["cellapp.npc_count=0"]) as cluster:
+                             # Every bot calls PING_RATE times a second: above
+                             # the default rate limit, which is not under test.
+                             extra_set=["cellapp.npc_count=0",
+                                        "baseapp.client_calls_per_second=%d" % (PING_RATE * 4)]) as cluster:
             snapshot = os.path.join(cluster.dir, "bots-snapshot.json")
             mover = LineMover(cluster)
             bots = harness.start_bots(cluster, BOTS, SECONDS,
