@@ -25,6 +25,7 @@
 #include "entity_list.h"
 #include "id_block.h"
 #include "id_map.h"
+#include "login_throttle.h"
 #include "mailbox.h"
 #include "peer_set.h"
 #include "process.h"
@@ -57,6 +58,8 @@ typedef struct baseapp_settings {
     int64_t shutdown_retry_ms;
     double client_calls_per_second;
     int64_t client_frame_timeout_ms;
+    double login_failures_per_account;   /* a minute */
+    double login_failures_per_address;   /* a minute */
 } baseapp_settings;
 
 /* ---- proxies (proxy.c) -------------------------------------------------- */
@@ -205,6 +208,8 @@ struct baseapp {
     char *definitions_text;            /* their self-description, sent at login */
     uint64_t moves_dropped;            /* moves over a client's rate, not relayed */
     uint64_t calls_dropped;            /* method calls over a client's rate, not run */
+    login_throttle throttle;           /* failed logins per account and address */
+    uint64_t logins_throttled;         /* attempts refused by it */
     uint64_t congested_clients;        /* clients whose cells hold their updates now */
     uint64_t congestion_events;        /* times a client became congested */
     uv_timer_t congestion_timer;

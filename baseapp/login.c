@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "baseapp.h"
+#include "clock.h"
 #include "log.h"
 #include "redis_keys.h"
 
@@ -100,6 +101,8 @@ static void login_after_work(uv_work_t *work, int status) {
         return;
     }
     if (request->step == LOGIN_DECOY) {
+        login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(client->ch),
+                              clock_monotonic_us());
         proxy_fail_quietly(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                            "unknown account '%s'", request->account);
         login_request_free(request);
@@ -109,6 +112,8 @@ static void login_after_work(uv_work_t *work, int status) {
         if (request->result == 0) {
             proxy_login_succeeded(client);
         } else {
+            login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(client->ch),
+                                  clock_monotonic_us());
             proxy_fail_quietly(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                                "wrong password for account '%s'", request->account);
         }

@@ -65,6 +65,12 @@ static const config_key baseapp_config_keys[] = {
     {"client_frame_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, client_frame_timeout_ms), 0, 100, 600000,
      "10000", "a client frame begun and not finished within this long drops the client (a trickled frame would "
      "hold its buffer forever)"},
+    {"login_failures_per_account", CONFIG_DOUBLE, offsetof(baseapp_settings, login_failures_per_account), 0, 0, 1e6,
+     "10", "failed logins an account may have a minute (refilled evenly); beyond, attempts are refused before any "
+     "hashing (ERROR_RATE_LIMITED, with when to retry); 0: no limit"},
+    {"login_failures_per_address", CONFIG_DOUBLE, offsetof(baseapp_settings, login_failures_per_address), 0, 0, 1e6,
+     "60", "likewise per client address (successful logins cost nothing, so a crowd behind one address is never "
+     "slowed); 0: no limit"},
     {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
      "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
 };
@@ -90,6 +96,7 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "client_frames_out", (int64_t)clients->frames_out);
     registry_set_stat(app->registry, "moves_dropped", (int64_t)app->moves_dropped);
     registry_set_stat(app->registry, "calls_dropped", (int64_t)app->calls_dropped);
+    registry_set_stat(app->registry, "logins_throttled", (int64_t)app->logins_throttled);
     registry_set_stat(app->registry, "congested_clients", (int64_t)app->congested_clients);
     registry_set_stat(app->registry, "congestion_events", (int64_t)app->congestion_events);
     registry_set_stat(app->registry, "cell_messages_failed", (int64_t)app->cell_messages_failed);
@@ -125,6 +132,7 @@ static void baseapp_drain_check(baseapp *app) {
 }
 
 static void baseapp_on_sweep_timer(uv_timer_t *timer) {
+    login_throttle_sweep(&((baseapp *)timer->data)->throttle, clock_monotonic_us());
     proxy_sweep(timer->data);
     cell_link_sweep(timer->data);
     mailbox_sweep(((baseapp *)timer->data)->mailbox, clock_monotonic_us() / 1000);
@@ -291,6 +299,7 @@ int main(int argc, char **argv) {
     app.proxies = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
     id_map_init(&app.proxies_by_entity);
     id_map_init(&app.proxies_by_account);
+    login_throttle_init(&app.throttle, settings->login_failures_per_account, settings->login_failures_per_address);
     id_map_init(&app.cellapp_assignments);
 
     if (channel_listen(app.loop, &app.client_listener, settings->client_host, (int)settings->client_port,
@@ -384,6 +393,7 @@ int main(int argc, char **argv) {
     id_block_free(app.entity_ids);
     id_map_close(&app.proxies_by_entity);
     id_map_close(&app.proxies_by_account);
+    login_throttle_close(&app.throttle);
     id_map_close(&app.cellapp_assignments);
     entity_list_free(app.proxies);
     entity_def_registry_free(app.definitions);

@@ -184,6 +184,15 @@ static void proxy_on_login(proxy *client, const Tessera__Client__LoginRequest *l
                    "this baseapp is stopping: log in again in a moment (another baseapp will take you)");
         return;
     }
+    uint64_t wait_ms =
+        login_throttle_check(&client->app->throttle, login->account, channel_peer_name(client->ch), clock_monotonic_us());
+    if (wait_ms) {
+        client->app->logins_throttled++;
+        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
+                   "too many failed logins for account '%s' or from this address: try again in %llu ms",
+                   login->account, (unsigned long long)wait_ms);
+        return;
+    }
     snprintf(client->account, sizeof client->account, "%s", login->account);
     proxy_set_known_digest(client, login->known_definitions_digest);
     client->state = PROXY_AUTHENTICATING;

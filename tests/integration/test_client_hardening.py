@@ -11,6 +11,10 @@ real baseapp, and the other players never notice.
   - method calls far above client_calls_per_second are dropped and
     counted, and a client that keeps it up is disconnected with
     ERROR_RATE_LIMITED, while one within the rate keeps going;
+  - failed logins are throttled per account: past
+    login_failures_per_account a minute, even the right password is
+    refused at once with ERROR_RATE_LIMITED and when to retry, while other
+    accounts from the same address log in;
   - the login reply names the player's class and the limits a client must
     keep to."""
 import ctypes
@@ -29,6 +33,7 @@ ERROR_RATE_LIMITED = 16
 PING = 2            # Avatar's cell method ping(uint32 n): the third cell method
 CALLS_PER_SECOND = 10
 FRAME_TIMEOUT_MS = 1500
+FAILURES_PER_ACCOUNT = 3
 
 
 def argon2id(password):
@@ -48,12 +53,14 @@ class ClientHardening(unittest.TestCase):
     def test_limits(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
         settings = ["baseapp.client_calls_per_second=%d" % CALLS_PER_SECOND,
+                    "baseapp.login_failures_per_account=%d" % FAILURES_PER_ACCOUNT,
                     "baseapp.client_frame_timeout_ms=%d" % FRAME_TIMEOUT_MS]
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, auto_create_accounts=False) as cluster:
             self.cluster = cluster
-            for name in ("alice", "bob", "carol", "dave", "erin"):
+            for name in ("alice", "bob", "carol", "dave", "erin", "frank"):
                 cluster.redis.execute("HSET", "tessera:tessera:account:%s" % name, "password_hash", argon2id(b"pw"))
             self.check_credentials()
+            self.check_login_throttle()
             self.check_client_name()
             witness, witness_reply = harness.login(cluster.login, "erin", "pw")
             self.addCleanup(witness.close)
@@ -86,6 +93,19 @@ class ClientHardening(unittest.TestCase):
         log = self.cluster.log("baseapp-1")
         self.assertIn("wrong password for account 'alice'", log)
         self.assertIn("unknown account 'nobody-at-all'", log)
+
+    def check_login_throttle(self):
+        for _ in range(FAILURES_PER_ACCOUNT):
+            error, _ = self.refused("frank", "guess")
+            self.assertEqual(error["code"], ERROR_BAD_CREDENTIALS, error)
+        error, took = self.refused("frank", "pw")
+        harness.log("after %d failures, the right password: %r in %.1f ms"
+                    % (FAILURES_PER_ACCOUNT, error["message"], took * 1000))
+        self.assertEqual(error["kind"], "error", error)
+        self.assertEqual(error["code"], ERROR_RATE_LIMITED, error)
+        self.assertIn("try again in", error["message"])
+        sock, _ = harness.login(self.cluster.login, "alice", "pw")
+        sock.close()
 
     def check_client_name(self):
         sock = harness.connect(self.cluster.login)
