@@ -60,6 +60,17 @@ static void cellapp_admin_printf(cellapp_admin_text *t, const char *format, ...)
     }
 }
 
+/* A JSON string (quotes included): space names are any text. */
+static void cellapp_admin_print_string(cellapp_admin_text *t, const char *text) {
+    cellapp_admin_printf(t, "\"");
+    for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
+        if (*c == '"' || *c == '\\') cellapp_admin_printf(t, "\\%c", *c);
+        else if (*c < 0x20) cellapp_admin_printf(t, "\\u%04x", *c);
+        else cellapp_admin_printf(t, "%c", *c);
+    }
+    cellapp_admin_printf(t, "\"");
+}
+
 /* ---- snapshots ------------------------------------------------------------------ */
 
 static const cell_entity *cellapp_admin_witness_owner(const cellapp *app, const char *query) {
@@ -81,8 +92,9 @@ static char *cellapp_admin_snapshot(const char *query, void *user_data) {
     const cell *c;
     bool first_cell = true;
     while ((c = spaces_next_cell(app, &cursor)) != NULL) {
-        cellapp_admin_printf(&t, "%s{\"space\":\"%s\",\"cell\":%u,\"region\":", first_cell ? "" : ",", c->space_name,
-                             c->cell_id);
+        cellapp_admin_printf(&t, "%s{\"space\":", first_cell ? "" : ",");
+        cellapp_admin_print_string(&t, c->space_name);
+        cellapp_admin_printf(&t, ",\"cell\":%u,\"region\":", c->cell_id);
         first_cell = false;
         if (c->has_region)
             cellapp_admin_printf(&t, "{\"min_x\":%.2f,\"min_z\":%.2f,\"max_x\":%.2f,\"max_z\":%.2f}",
