@@ -24,6 +24,9 @@ const char LEASE_ACQUIRE_SCRIPT[] =
     "  end\n"
     "  if holder then return {0, tonumber(holder)} end\n"
     "end\n"
+    /* Free, or holding something that is not "<holder>:<fence>": that is
+     * left alone (nobody leads until an operator deletes it). */
+    "if current then return {0, 0} end\n"
     "local fence = redis.call('INCR', KEYS[2])\n"
     "redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'NX', 'PX', ARGV[2])\n"
     "return {fence, tonumber(ARGV[1])}\n";
