@@ -220,6 +220,13 @@ typedef struct bots_run {
      * and walking entities in view with no update for longer than
      * --gap-limit-ms. */
     uint64_t flickers, update_gaps, longest_gap_us;
+    /* The first flickers, for the report: who saw what leave how far in,
+     * and how late the bot was running then (its loop's lag). */
+    struct bots_flicker {
+        uint32_t bot;
+        uint64_t entity;
+        double distance, lag_ms;
+    } flicker_examples[5];
     uint64_t pings_sent, teleports_received, teleport_stale;
     uint64_t start_wall_us;
     id_map bots_by_entity;        /* entity id -> bot, once logged in */
@@ -586,6 +593,10 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
         double distance = fmax(fabs(x - b->x), fabs(z - b->z));
         double slack = 2.0 * run->options.speed * BOTS_FLICKER_SLACK_S + b->position_precision;
         if (distance < (double)b->view_radius - slack && (!other || strcmp(other->space, b->space) == 0)) {
+            if (run->flickers < sizeof run->flicker_examples / sizeof run->flicker_examples[0])
+                run->flicker_examples[run->flickers] =
+                    (struct bots_flicker){b->index, entity_id, distance, (double)(uv_hrtime() / 1000000u) -
+                                                                             (double)uv_now(&run->loop)};
             run->flickers++;
             if (run->flickers <= BOTS_LOGGED_FAILURES_MAX)
                 log_warn("bot %u: entity %" PRIu64 " left its view %.1f m away (the view is %.1f m)", b->index,
@@ -1136,6 +1147,14 @@ static void bots_print_json(FILE *out, const bots_run *run) {
             run->aoi_position_checked, run->aoi_position_mismatches);
     fprintf(out, ",\"flickers\":%" PRIu64 ",\"update_gaps\":%" PRIu64 ",\"longest_update_gap_ms\":%.1f",
             run->flickers, run->update_gaps, (double)run->longest_gap_us / 1000.0);
+    fprintf(out, ",\"flicker_examples\":[");
+    size_t examples = sizeof run->flicker_examples / sizeof run->flicker_examples[0];
+    for (size_t i = 0; i < run->flickers && i < examples; i++) {
+        const struct bots_flicker *f = &run->flicker_examples[i];
+        fprintf(out, "%s{\"bot\":%u,\"entity\":%" PRIu64 ",\"distance\":%.1f,\"loop_lag_ms\":%.1f}", i ? "," : "",
+                f->bot, f->entity, f->distance, f->lag_ms);
+    }
+    fprintf(out, "]");
     fprintf(out, ",\"pings_sent\":%" PRIu64 ",\"teleports_received\":%" PRIu64 ",\"teleport_stale\":%" PRIu64,
             run->pings_sent, run->teleports_received, run->teleport_stale);
     fprintf(out, ",\"snapshot_written\":%s", run->snapshot_done ? "true" : "false");
