@@ -235,5 +235,8 @@ void baseapp_begin_drain(baseapp *app);
 
 /* 64-bit FNV-1a of an account name, the key of proxies_by_account. */
 uint64_t baseapp_account_key(const char *account);
+/* The id_map key of any text (FNV-1a, never 0); baseapp_account_key is it
+ * over an account name. */
+uint64_t baseapp_text_key(const char *text, size_t length);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baseapp.h"
 #include "log.h"
 
 typedef struct login_throttle_bucket {
@@ -12,19 +13,9 @@ typedef struct login_throttle_bucket {
     uint64_t at_us;     /* when `left` was last brought up to date */
 } login_throttle_bucket;
 
-/* FNV-1a of a text up to `length` bytes (never 0: id_map keys). */
-static uint64_t login_throttle_key(const char *text, size_t length) {
-    uint64_t hash = 14695981039346656037ull;
-    for (size_t i = 0; i < length; i++) {
-        hash ^= (unsigned char)text[i];
-        hash *= 1099511628211ull;
-    }
-    return hash ? hash : 1;
-}
-
 static uint64_t login_throttle_address_key(const char *address) {
     const char *colon = strrchr(address, ':');
-    return login_throttle_key(address, colon ? (size_t)(colon - address) : strlen(address));
+    return baseapp_text_key(address, colon ? (size_t)(colon - address) : strlen(address));
 }
 
 void login_throttle_init(login_throttle *t, double account_per_minute, double address_per_minute) {
@@ -64,7 +55,7 @@ static uint64_t login_throttle_wait_ms(const id_map *map, uint64_t key, double p
 }
 
 uint64_t login_throttle_check(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
-    uint64_t a = login_throttle_wait_ms(&t->accounts, login_throttle_key(account, strlen(account)),
+    uint64_t a = login_throttle_wait_ms(&t->accounts, baseapp_account_key(account),
                                         t->account_per_minute, now_us);
     uint64_t b = login_throttle_wait_ms(&t->addresses, login_throttle_address_key(address), t->address_per_minute,
                                         now_us);
@@ -84,7 +75,7 @@ static void login_throttle_take(id_map *map, uint64_t key, double per_minute, ui
 }
 
 void login_throttle_failed(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
-    login_throttle_take(&t->accounts, login_throttle_key(account, strlen(account)), t->account_per_minute, now_us);
+    login_throttle_take(&t->accounts, baseapp_account_key(account), t->account_per_minute, now_us);
     login_throttle_take(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us);
 }
 

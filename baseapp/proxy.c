@@ -27,14 +27,16 @@ static const char *proxy_state_name(proxy_state state) {
     return "?";
 }
 
-uint64_t baseapp_account_key(const char *account) {
-    uint64_t hash = 14695981039346656037ull;
-    for (const unsigned char *c = (const unsigned char *)account; *c; c++) {
-        hash ^= *c;
+uint64_t baseapp_text_key(const char *text, size_t length) {
+    uint64_t hash = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < length; i++) {
+        hash ^= (unsigned char)text[i];
         hash *= 1099511628211ull;
     }
     return hash ? hash : 1;
 }
+
+uint64_t baseapp_account_key(const char *account) { return baseapp_text_key(account, strlen(account)); }
 
 void proxy_set_known_digest(proxy *client, const char *digest) {
     client->has_definitions =

@@ -13,7 +13,6 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +23,7 @@
 #include "entity_state_json.h"
 #include "log.h"
 #include "process_admin.h"
+#include "text_buffer.h"
 
 #define CELLAPP_ADMIN_EVENT_MS 250
 /* A tick that has not run for this long means the loop is stuck in one. */
@@ -36,39 +36,15 @@ struct cellapp_admin {
     bool events_started;
 };
 
-/* ---- a growing text buffer -------------------------------------------------- */
-
-typedef struct cellapp_admin_text {
-    char *data;
-    size_t length, capacity;
-} cellapp_admin_text;
-
-static void cellapp_admin_printf(cellapp_admin_text *t, const char *format, ...) {
-    for (;;) {
-        va_list args;
-        va_start(args, format);
-        size_t room = t->capacity - t->length;
-        int n = vsnprintf(t->data ? t->data + t->length : NULL, room, format, args);
-        va_end(args);
-        if (n < 0) return;
-        if ((size_t)n < room) {
-            t->length += (size_t)n;
-            return;
-        }
-        t->capacity = (t->capacity ? t->capacity * 2 : 8192) + (size_t)n;
-        t->data = xrealloc(t->data, t->capacity);
-    }
-}
-
 /* A JSON string (quotes included): space names are any text. */
-static void cellapp_admin_print_string(cellapp_admin_text *t, const char *text) {
-    cellapp_admin_printf(t, "\"");
+static void cellapp_admin_print_string(text_buffer *t, const char *text) {
+    text_buffer_printf(t, "\"");
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\') cellapp_admin_printf(t, "\\%c", *c);
-        else if (*c < 0x20) cellapp_admin_printf(t, "\\u%04x", *c);
-        else cellapp_admin_printf(t, "%c", *c);
+        if (*c == '"' || *c == '\\') text_buffer_printf(t, "\\%c", *c);
+        else if (*c < 0x20) text_buffer_printf(t, "\\u%04x", *c);
+        else text_buffer_printf(t, "%c", *c);
     }
-    cellapp_admin_printf(t, "\"");
+    text_buffer_printf(t, "\"");
 }
 
 /* ---- snapshots ------------------------------------------------------------------ */
@@ -85,51 +61,51 @@ static const cell_entity *cellapp_admin_witness_owner(const cellapp *app, const 
  * client it shows). Returns malloc'd text. */
 static char *cellapp_admin_snapshot(const char *query, void *user_data) {
     const cellapp *app = user_data;
-    cellapp_admin_text t = {0};
-    cellapp_admin_printf(&t, "{\"cellapp\":%" PRIu64 ",\"tick\":%" PRIu64 ",\"cells\":[", app->process_id,
+    text_buffer t = {0};
+    text_buffer_printf(&t, "{\"cellapp\":%" PRIu64 ",\"tick\":%" PRIu64 ",\"cells\":[", app->process_id,
                          app->shared.replication_tick);
     size_t cursor = 0;
     const cell *c;
     bool first_cell = true;
     while ((c = spaces_next_cell(app, &cursor)) != NULL) {
-        cellapp_admin_printf(&t, "%s{\"space\":", first_cell ? "" : ",");
+        text_buffer_printf(&t, "%s{\"space\":", first_cell ? "" : ",");
         cellapp_admin_print_string(&t, c->space_name);
-        cellapp_admin_printf(&t, ",\"cell\":%u,\"region\":", c->cell_id);
+        text_buffer_printf(&t, ",\"cell\":%u,\"region\":", c->cell_id);
         first_cell = false;
         if (c->has_region)
-            cellapp_admin_printf(&t, "{\"min_x\":%.2f,\"min_z\":%.2f,\"max_x\":%.2f,\"max_z\":%.2f}",
+            text_buffer_printf(&t, "{\"min_x\":%.2f,\"min_z\":%.2f,\"max_x\":%.2f,\"max_z\":%.2f}",
                                  c->region.min_x, c->region.min_z, c->region.max_x, c->region.max_z);
-        else cellapp_admin_printf(&t, "null");
-        cellapp_admin_printf(&t, ",\"entities\":[");
+        else text_buffer_printf(&t, "null");
+        text_buffer_printf(&t, ",\"entities\":[");
         bool first = true;
         for (size_t i = 0; i < c->count; i++) {
             const cell_entity *e = c->by_index[i];
             if (e->destroyed) continue;
-            cellapp_admin_printf(&t, "%s[%" PRIu64 ",%.2f,%.2f,%d,%d]", first ? "" : ",", e->id, e->x, e->z,
+            text_buffer_printf(&t, "%s[%" PRIu64 ",%.2f,%.2f,%d,%d]", first ? "" : ",", e->id, e->x, e->z,
                                  e->kind == CELL_ENTITY_REAL ? 0 : 1, e->witness != NULL);
             first = false;
         }
-        cellapp_admin_printf(&t, "]}");
+        text_buffer_printf(&t, "]}");
     }
-    cellapp_admin_printf(&t, "],\"witness\":");
+    text_buffer_printf(&t, "],\"witness\":");
     const cell_entity *owner = query ? cellapp_admin_witness_owner(app, query) : NULL;
     if (owner) {
-        cellapp_admin_printf(&t, "{\"id\":%" PRIu64 ",\"x\":%.2f,\"z\":%.2f,\"view_radius\":%g,\"sees\":[", owner->id,
+        text_buffer_printf(&t, "{\"id\":%" PRIu64 ",\"x\":%.2f,\"z\":%.2f,\"view_radius\":%g,\"sees\":[", owner->id,
                              owner->x, owner->z, app->settings.witness.view_radius);
         const cell *home = owner->home;
         bool first = true;
         for (size_t i = 0; i < home->count; i++) {
             const cell_entity *e = home->by_index[i];
             if (e == owner || e->destroyed || !witness_sees(owner->witness, e->id)) continue;
-            cellapp_admin_printf(&t, "%s%" PRIu64, first ? "" : ",", e->id);
+            text_buffer_printf(&t, "%s%" PRIu64, first ? "" : ",", e->id);
             first = false;
         }
-        cellapp_admin_printf(&t, "]}");
+        text_buffer_printf(&t, "]}");
     } else {
-        cellapp_admin_printf(&t, "null");
+        text_buffer_printf(&t, "null");
     }
-    cellapp_admin_printf(&t, "}");
-    return t.data;
+    text_buffer_printf(&t, "}");
+    return text_buffer_take(&t, NULL);
 }
 
 static void cellapp_admin_on_entities(admin_http_request *request, void *user_data) {

@@ -3,7 +3,6 @@
 #include "metrics.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,34 +22,13 @@ static void metrics_forget_families(metrics_text *m) {
 void metrics_text_close(metrics_text *m) {
     metrics_forget_families(m);
     free(m->families);
-    free(m->data);
+    text_buffer_free(&m->text);
     memset(m, 0, sizeof *m);
 }
 
 char *metrics_text_take(metrics_text *m, size_t *length) {
-    char *text = m->data ? m->data : xstrdup("");
-    if (length) *length = m->length;
-    m->data = NULL;
-    m->length = m->capacity = 0;
     metrics_forget_families(m);
-    return text;
-}
-
-static void metrics_printf(metrics_text *m, const char *format, ...) {
-    for (;;) {
-        va_list args;
-        va_start(args, format);
-        size_t room = m->capacity - m->length;
-        int n = vsnprintf(m->data ? m->data + m->length : NULL, room, format, args);
-        va_end(args);
-        if (n < 0) return;
-        if ((size_t)n < room) {
-            m->length += (size_t)n;
-            return;
-        }
-        m->capacity = (m->capacity ? m->capacity * 2 : 4096) + (size_t)n;
-        m->data = xrealloc(m->data, m->capacity);
-    }
+    return text_buffer_take(&m->text, length);
 }
 
 void metrics_family(metrics_text *m, const char *name, const char *type, const char *help) {
@@ -62,25 +40,25 @@ void metrics_family(metrics_text *m, const char *name, const char *type, const c
     }
     m->families[m->family_count++] = xstrdup(name);
     /* HELP text escapes backslash and newline. */
-    metrics_printf(m, "# HELP %s%s ", m->prefix, name);
+    text_buffer_printf(&m->text, "# HELP %s%s ", m->prefix, name);
     for (const char *c = help; *c; c++) {
-        if (*c == '\\') metrics_printf(m, "\\\\");
-        else if (*c == '\n') metrics_printf(m, "\\n");
-        else metrics_printf(m, "%c", *c);
+        if (*c == '\\') text_buffer_printf(&m->text, "\\\\");
+        else if (*c == '\n') text_buffer_printf(&m->text, "\\n");
+        else text_buffer_printf(&m->text, "%c", *c);
     }
-    metrics_printf(m, "\n# TYPE %s%s %s\n", m->prefix, name, type);
+    text_buffer_printf(&m->text, "\n# TYPE %s%s %s\n", m->prefix, name, type);
 }
 
 static void metrics_value(metrics_text *m, double value) {
-    if (isnan(value)) metrics_printf(m, "NaN\n");
-    else if (isinf(value)) metrics_printf(m, value > 0 ? "+Inf\n" : "-Inf\n");
-    else if (value == floor(value) && fabs(value) < 1e15) metrics_printf(m, "%.0f\n", value);
-    else metrics_printf(m, "%.9g\n", value);
+    if (isnan(value)) text_buffer_printf(&m->text, "NaN\n");
+    else if (isinf(value)) text_buffer_printf(&m->text, value > 0 ? "+Inf\n" : "-Inf\n");
+    else if (value == floor(value) && fabs(value) < 1e15) text_buffer_printf(&m->text, "%.0f\n", value);
+    else text_buffer_printf(&m->text, "%.9g\n", value);
 }
 
 void metrics_sample(metrics_text *m, const char *name, const char *labels, double value) {
-    if (labels && labels[0]) metrics_printf(m, "%s%s{%s} ", m->prefix, name, labels);
-    else metrics_printf(m, "%s%s ", m->prefix, name);
+    if (labels && labels[0]) text_buffer_printf(&m->text, "%s%s{%s} ", m->prefix, name, labels);
+    else text_buffer_printf(&m->text, "%s%s ", m->prefix, name);
     metrics_value(m, value);
 }
 
@@ -121,15 +99,15 @@ void metrics_histogram(metrics_text *m, const char *name, const char *labels, co
     for (size_t e = 0; e < edge_count; e++) {
         uint64_t edge_us = (uint64_t)(edges_seconds[e] * 1e6 + 0.5);
         while (h->buckets && b < h->bucket_count && (b + 1) * h->bucket_us <= edge_us) below += h->buckets[b++];
-        metrics_printf(m, "%s%s_bucket{%s%sle=\"%g\"} %llu\n", m->prefix, name, inner, separator, edges_seconds[e],
+        text_buffer_printf(&m->text, "%s%s_bucket{%s%sle=\"%g\"} %llu\n", m->prefix, name, inner, separator, edges_seconds[e],
                        (unsigned long long)below);
     }
-    metrics_printf(m, "%s%s_bucket{%s%sle=\"+Inf\"} %llu\n", m->prefix, name, inner, separator,
+    text_buffer_printf(&m->text, "%s%s_bucket{%s%sle=\"+Inf\"} %llu\n", m->prefix, name, inner, separator,
                    (unsigned long long)h->count);
-    if (labels && labels[0]) metrics_printf(m, "%s%s_sum{%s} ", m->prefix, name, labels);
-    else metrics_printf(m, "%s%s_sum ", m->prefix, name);
+    if (labels && labels[0]) text_buffer_printf(&m->text, "%s%s_sum{%s} ", m->prefix, name, labels);
+    else text_buffer_printf(&m->text, "%s%s_sum ", m->prefix, name);
     metrics_value(m, (double)h->sum_us / 1e6);
-    if (labels && labels[0]) metrics_printf(m, "%s%s_count{%s} %llu\n", m->prefix, name, labels,
+    if (labels && labels[0]) text_buffer_printf(&m->text, "%s%s_count{%s} %llu\n", m->prefix, name, labels,
                                             (unsigned long long)h->count);
-    else metrics_printf(m, "%s%s_count %llu\n", m->prefix, name, (unsigned long long)h->count);
+    else text_buffer_printf(&m->text, "%s%s_count %llu\n", m->prefix, name, (unsigned long long)h->count);
 }

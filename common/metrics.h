@@ -18,10 +18,10 @@
 #include <stddef.h>
 
 #include "latency_histogram.h"
+#include "text_buffer.h"
 
 typedef struct metrics_text {
-    char *data;
-    size_t length, capacity;
+    text_buffer text;
     char prefix[32];
     char **families;        /* names written so far */
     size_t family_count, family_capacity;
