@@ -16,7 +16,7 @@ end. It checks that
   - the lines moved into the crowd: the root line and the line splitting
     its high side both went past 60 (from 0);
   - the crowd is shared: every cellapp holds at least a tenth of the reals
-    at the end, where at the peak one held most of them;
+    at the end, where at the peak one held at least half of them;
   - the loads converged: at the end the busiest cellapp is within 1.5 x
     the mean (the figures printed are far closer; the bound leaves room
     for a shared, noisy machine), and below the spread at the peak;
@@ -89,10 +89,11 @@ class BalanceGather(unittest.TestCase):
                         % (" ".join("%.3f" % (v / 1000.0) for v in end_loads), spread(end_loads), end_reals))
             harness.log("lines %s -> %s; %d line moves, %d offloads; leader %s"
                         % (start_lines, lines, moves, offloads, leader))
-            # The scenario itself: most of the crowd stood in one cell at some
-            # point (the balancer starts moving lines while it walks in, and
-            # sooner on a slower build, so not all of it).
-            self.assertGreater(max(peak[2]), 0.6 * BOTS, "the crowd never gathered in one cell: %r" % (peak,))
+            # The scenario itself: at its peak one cell held at least half the
+            # crowd, twice its fair quarter (the balancer starts moving lines
+            # while the bots walk in, sooner on a slower build: under ASan the
+            # peak is 60-70 %, in the normal build over 90 %).
+            self.assertGreaterEqual(max(peak[2]), 0.5 * BOTS, "the crowd never gathered in one cell: %r" % (peak,))
             self.assertGreater(lines[0][1], 60, lines)
             # Pre-order: the root, its low side's line, its high side's line.
             self.assertGreater(lines[2][1], 60, lines)
