@@ -23,109 +23,109 @@
 #include "method_call.h"
 #include "property_codec.h"
 
-void base_entity_create(proxy *client) {
-    baseapp *app = client->app;
-    client->cls = entity_def_registry_find_class(app->definitions, app->settings.player_entity_type);
-    if (!client->cls) log_panic("player class '%s' vanished from the definitions", app->settings.player_entity_type);
-    client->properties = entity_state_create(client->cls);
-    const entity_def_property *name = entity_def_class_find_property(client->cls, "name");
+void base_entity_create(proxy *player) {
+    baseapp *app = player->app;
+    player->cls = entity_def_registry_find_class(app->definitions, app->settings.player_entity_type);
+    if (!player->cls) log_panic("player class '%s' vanished from the definitions", app->settings.player_entity_type);
+    player->properties = entity_state_create(player->cls);
+    const entity_def_property *name = entity_def_class_find_property(player->cls, "name");
     if (name && name->type.kind == ENTITY_DEF_STRING)
-        entity_state_set_string(client->properties, name->id, 0, client->account,
-                                strnlen(client->account, name->type.max_length));
+        entity_state_set_string(player->properties, name->id, 0, player->account,
+                                strnlen(player->account, name->type.max_length));
 }
 
-void base_entity_free(proxy *client) {
-    entity_state_free(client->properties);
-    client->properties = NULL;
+void base_entity_free(proxy *player) {
+    entity_state_free(player->properties);
+    player->properties = NULL;
 }
 
-void base_entity_cell_properties(const proxy *client, bit_writer *w) {
+void base_entity_cell_properties(const proxy *player, bit_writer *w) {
     /* The cell part starts with what the base set of the cell's properties
      * (here the player's name); the cell keeps defaults for the rest. */
     entity_state_mask cell = {{0}};
-    for (size_t p = 0; p < client->cls->property_count; p++) {
-        const entity_def_property *property = &client->cls->properties[p];
-        if (property->audience.on_cell && entity_state_is_dirty(client->properties, property->id))
+    for (size_t p = 0; p < player->cls->property_count; p++) {
+        const entity_def_property *property = &player->cls->properties[p];
+        if (property->audience.on_cell && entity_state_is_dirty(player->properties, property->id))
             entity_state_mask_add(&cell, property->id);
     }
-    property_codec_encode_changes(w, client->properties, &cell);
+    property_codec_encode_changes(w, player->properties, &cell);
     bit_writer_align(w);
 }
 
-void base_entity_send_properties(proxy *client, bool all) {
-    if (client->properties == NULL || client->ch == NULL) return;
+void base_entity_send_properties(proxy *player, bool all) {
+    if (player->properties == NULL || !player->link) return;
     entity_state_mask to_client = {{0}};
-    for (size_t p = 0; p < client->cls->property_count; p++) {
-        const entity_def_property *property = &client->cls->properties[p];
+    for (size_t p = 0; p < player->cls->property_count; p++) {
+        const entity_def_property *property = &player->cls->properties[p];
         if (property->audience.on_base && property->audience.to_own_client &&
-            (all || entity_state_is_dirty(client->properties, property->id)))
+            (all || entity_state_is_dirty(player->properties, property->id)))
             entity_state_mask_add(&to_client, property->id);
     }
-    entity_state_clear_dirty(client->properties);
+    entity_state_clear_dirty(player->properties);
     if (entity_state_mask_empty(&to_client)) return;
     bit_writer w;
     bit_writer_init(&w);
-    property_codec_encode_changes(&w, client->properties, &to_client);
+    property_codec_encode_changes(&w, player->properties, &to_client);
     bit_writer_align(&w);
     Tessera__Client__BaseProperties properties = TESSERA__CLIENT__BASE_PROPERTIES__INIT;
-    properties.entity_id = client->entity_id;
+    properties.entity_id = player->entity_id;
     properties.changes.data = (uint8_t *)bit_writer_data(&w);
     properties.changes.len = bit_writer_bytes(&w);
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_BASE_PROPERTIES;
     message.base_properties = &properties;
-    channel_send_message(client->ch, &message.base);
+    client_link_send(player->link, &message);
     bit_writer_close(&w);
 }
 
 /* Calls cell method `name` of the player's own cell part from its base. */
-static void base_entity_call_cell(proxy *client, const char *name, const entity_state *args) {
-    const entity_def_method *method = entity_def_class_find_method(client->cls, ENTITY_DEF_PART_CELL, name);
+static void base_entity_call_cell(proxy *player, const char *name, const entity_state *args) {
+    const entity_def_method *method = entity_def_class_find_method(player->cls, ENTITY_DEF_PART_CELL, name);
     if (!method) return;
     bit_writer w;
     bit_writer_init(&w);
     method_call_encode(args, &w);
     Tessera__Cluster__CellCall call = TESSERA__CLUSTER__CELL_CALL__INIT;
-    call.caller_id = client->entity_id;
+    call.caller_id = player->entity_id;
     call.method_id = method->id;
     call.args.data = (uint8_t *)bit_writer_data(&w);
     call.args.len = bit_writer_bytes(&w);
     Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
     message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
     message.call = &call;
-    cell_link_send(client, &message);
+    cell_link_send(player, &message);
     bit_writer_close(&w);
 }
 
 /* The demo game's base methods: chat(text) earns a gold coin;
  * relayPing(n) calls the cell's ping(n) from the base, so numbered calls
  * reach the cell on the base's own stream as well as the client's. */
-static void base_entity_run(proxy *client, const entity_def_method *method, const entity_state *args) {
+static void base_entity_run(proxy *player, const entity_def_method *method, const entity_state *args) {
     if (strcmp(method->name, "chat") == 0) {
         const char *text = "";
         entity_state_get_string(args, 0, 0, &text, NULL);
-        log_debug("entity %" PRIu64 " (account '%s') says: %s", client->entity_id, client->account, text);
-        const entity_def_property *gold = entity_def_class_find_property(client->cls, "gold");
+        log_debug("entity %" PRIu64 " (account '%s') says: %s", player->entity_id, player->account, text);
+        const entity_def_property *gold = entity_def_class_find_property(player->cls, "gold");
         uint64_t coins = 0;
-        if (gold && entity_state_get_uint(client->properties, gold->id, 0, &coins) == 0 &&
-            entity_state_set_uint(client->properties, gold->id, 0, coins + 1) == 0)
-            base_entity_send_properties(client, false);
+        if (gold && entity_state_get_uint(player->properties, gold->id, 0, &coins) == 0 &&
+            entity_state_set_uint(player->properties, gold->id, 0, coins + 1) == 0)
+            base_entity_send_properties(player, false);
         return;
     }
     if (strcmp(method->name, "relayPing") == 0) {
-        base_entity_call_cell(client, "ping", args);
+        base_entity_call_cell(player, "ping", args);
         return;
     }
-    log_info("entity %" PRIu64 ": %s.%s has no implementation in this game: ignored", client->entity_id,
-             client->cls->name, method->name);
+    log_info("entity %" PRIu64 ": %s.%s has no implementation in this game: ignored", player->entity_id,
+             player->cls->name, method->name);
 }
 
-void base_entity_on_call(proxy *client, const Tessera__Client__EntityCall *call) {
+void base_entity_on_call(proxy *player, const Tessera__Client__EntityCall *call) {
     if (call->part == TESSERA__CLIENT__METHOD_PART__METHOD_PART_CELL) {
         /* To the caller's real, which knows what its client sees and checks
          * the rest (cell_message.c). */
         Tessera__Cluster__CellCall relay = TESSERA__CLUSTER__CELL_CALL__INIT;
-        relay.caller_id = client->entity_id;
+        relay.caller_id = player->entity_id;
         relay.target_id = call->entity_id;
         relay.method_id = call->method_id;
         relay.args = call->args;
@@ -133,31 +133,39 @@ void base_entity_on_call(proxy *client, const Tessera__Client__EntityCall *call)
         Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
         message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
         message.call = &relay;
-        cell_link_send(client, &message);
+        cell_link_send(player, &message);
         return;
     }
     if (call->part != TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED,
+        client_link_fail(player->link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED,
                    "only base and cell methods can be called by a client (part %d)", (int)call->part);
         return;
     }
-    if (call->entity_id != client->entity_id) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY,
+    if (call->entity_id != player->entity_id) {
+        client_link_fail(player->link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY,
                    "base method call on entity %" PRIu64 ", which is not the player's", call->entity_id);
         return;
     }
     char reason[256];
     const entity_def_method *method;
     entity_state *args;
-    method_call_verdict verdict = method_call_prepare(client->cls, ENTITY_DEF_PART_BASE, call->method_id,
+    method_call_verdict verdict = method_call_prepare(player->cls, ENTITY_DEF_PART_BASE, call->method_id,
                                                       call->args.data, call->args.len, true, &method, &args, reason,
                                                       sizeof reason);
     if (verdict != METHOD_CALL_OK) {
-        proxy_fail(client, (Tessera__Client__ErrorCode)method_call_error_code(verdict), "%s", reason);
+        client_link_fail(player->link, (Tessera__Client__ErrorCode)method_call_error_code(verdict), "%s", reason);
         return;
     }
-    base_entity_run(client, method, args);
+    base_entity_run(player, method, args);
     entity_state_free(args);
+}
+
+void base_entity_on_written(proxy *player, bool ok, const char *detail) {
+    /* The demo game only logs a failure (persistence.c retries it); a game
+     * that must know, for a trade, say, waits for the ok. */
+    if (!ok)
+        log_warn("entity %" PRIu64 " (account '%s'): its save failed and is being retried: %s", player->entity_id,
+                 player->account, detail ? detail : "");
 }
 
 int base_entity_dump(const baseapp *app) {
@@ -170,19 +178,19 @@ int base_entity_dump(const baseapp *app) {
     cJSON_AddNumberToObject(root, "process_id", (double)app->process_id);
     cJSON *entities = cJSON_AddArrayToObject(root, "entities");
     uint32_t cursor = 0;
-    proxy *client;
+    proxy *player;
     size_t count = 0;
-    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
-        if (client->properties == NULL || client->entity_id == 0) continue;
+    while ((player = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
+        if (player->properties == NULL || player->entity_id == 0) continue;
         /* Only what the base holds. */
         entity_state_mask on_base = {{0}};
-        for (size_t p = 0; p < client->cls->property_count; p++)
-            if (client->cls->properties[p].audience.on_base) entity_state_mask_add(&on_base, (uint16_t)p);
+        for (size_t p = 0; p < player->cls->property_count; p++)
+            if (player->cls->properties[p].audience.on_base) entity_state_mask_add(&on_base, (uint16_t)p);
         cJSON *item = cJSON_CreateObject();
-        cJSON_AddNumberToObject(item, "id", (double)client->entity_id);
-        cJSON_AddStringToObject(item, "account", client->account);
-        cJSON_AddStringToObject(item, "class", client->cls->name);
-        cJSON_AddItemToObject(item, "properties", entity_state_to_json(client->properties, &on_base));
+        cJSON_AddNumberToObject(item, "id", (double)player->entity_id);
+        cJSON_AddStringToObject(item, "account", player->account);
+        cJSON_AddStringToObject(item, "class", player->cls->name);
+        cJSON_AddItemToObject(item, "properties", entity_state_to_json(player->properties, &on_base));
         cJSON_AddItemToArray(entities, item);
         count++;
     }

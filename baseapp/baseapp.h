@@ -1,11 +1,14 @@
 /* baseapp.h -- the baseapp program's private header: the process context,
  * the proxy, and under one banner per file what each module offers.
  *
- * A baseapp owns client connections. Each connection gets a proxy, which
- * walks the explicit states below; once logged in the proxy owns the
- * player's entity id and asks the least-loaded cellapp to create the
- * entity's spatial part. From then on it relays the client's movement to
- * that cell and the cell's view messages back to the client.
+ * A baseapp owns client connections and the base parts of entities. A
+ * connection (client_link) walks the explicit states below; once it logs
+ * in it is bound to a proxy, the player's base, which owns the player's
+ * entity id, asks the least-loaded cellapp to create the entity's spatial
+ * part, and relays the client's movement to that cell and the cell's view
+ * messages back to the client. A proxy outlives its connection for a grace
+ * period, so a dropped client reconnects to it; it writes its persistent
+ * state to Redis (persistence.c) on autosave and when it goes.
  */
 #ifndef TESSERA_BASEAPP_H
 #define TESSERA_BASEAPP_H
@@ -14,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
+
+#include <cJSON.h>
 
 #include "bit_stream.h"
 #include "cell_address.h"
@@ -25,6 +30,7 @@
 #include "entity_list.h"
 #include "id_block.h"
 #include "id_map.h"
+#include "latency_histogram.h"
 #include "login_throttle.h"
 #include "mailbox.h"
 #include "peer_set.h"
@@ -60,94 +66,207 @@ typedef struct baseapp_settings {
     int64_t client_frame_timeout_ms;
     double login_failures_per_account;   /* a minute */
     double login_failures_per_address;   /* a minute */
+    int64_t client_detached_grace_ms;
+    int64_t autosave_interval_ms;
+    int64_t backup_timeout_ms;
+    int64_t write_retry_ms;
 } baseapp_settings;
 
-/* ---- proxies (proxy.c) -------------------------------------------------- */
+/* ---- client connections (client_link.c) -------------------------------- */
 
 typedef struct baseapp baseapp;
+typedef struct proxy proxy;
 
-typedef enum proxy_state {
-    PROXY_AWAITING_HELLO,   /* connected; the first frame must be hello */
-    PROXY_AWAITING_LOGIN,   /* versions agreed; waiting for credentials */
-    PROXY_AUTHENTICATING,   /* checking the account (Redis, then the thread pool) */
-    PROXY_CREATING_CELL,    /* logged in; a cellapp is creating the player's cell entity */
-    PROXY_IN_WORLD,         /* moving and watching: messages flow both ways */
-    PROXY_CLOSING,          /* dropped; the channel is closing and nothing more is read */
-} proxy_state;
+/* A connection walks these states. Until it is bound to a proxy it is only
+ * a connection; bound, it carries that proxy's client traffic. */
+typedef enum client_link_state {
+    CLIENT_LINK_AWAITING_HELLO,   /* connected; the first frame must be hello */
+    CLIENT_LINK_AWAITING_LOGIN,   /* versions agreed; waiting for credentials or a session token */
+    CLIENT_LINK_AUTHENTICATING,   /* checking the account (Redis, then the thread pool), then loading it */
+    CLIENT_LINK_ENTERING,         /* bound to a proxy; waiting for its cell to say where the player is */
+    CLIENT_LINK_IN_WORLD,         /* bound; moves and calls flow both ways */
+    CLIENT_LINK_CLOSING,          /* dropped; the channel is closing and nothing more is read */
+} client_link_state;
 
-typedef struct proxy {
+/* One client connection's wire state: the channel, where the conversation
+ * is, and the limits on what the client sends. It owns no entity. */
+typedef struct client_link {
     baseapp *app;
-    entity_handle handle;      /* this proxy in app->proxies; stale once freed */
-    proxy_state state;
+    entity_handle handle;      /* this link in app->links; stale once freed */
+    client_link_state state;
     channel *ch;
-    uint64_t entity_id;        /* 0 until logged in */
-    /* Where its cell part is (cellapp and incarnation), and the order its
-     * client hears from it in (cell_address.h). cell.cellapp_id is the
-     * cellapp asked to create it while CREATING_CELL, 0 if none. */
-    cell_address cell;
+    proxy *proxy;              /* bound to (ENTERING, IN_WORLD), else NULL */
     uint64_t connected_us;     /* monotonic, for the login timeout */
-    char account[72];
+    char account[72];          /* as the client gave it (login or reconnect) */
     bool has_definitions;      /* the client's cached definitions match ours */
+    bool reconnecting;         /* it came with a session token, not a password */
     double move_tokens;        /* moves the client may still send now (token bucket) */
     uint64_t move_tokens_us;   /* monotonic time of the last refill */
     double call_tokens;        /* method calls likewise */
     uint64_t call_tokens_us;
     double call_strikes;       /* calls dropped lately (decays); too many and the client goes */
     bool congested;            /* its cell was told it does not read (cell_link.c) */
-    /* The base part of the player's entity (base_entity.c), from login on. */
-    const entity_def_class *cls;
-    entity_state *properties;
-} proxy;
+} client_link;
 
 /* Accepts a client connection from the listener. */
-void proxy_accept(baseapp *app, uv_stream_t *listener);
-/* The digest the client said it has cached, kept until the login reply. */
-void proxy_set_known_digest(proxy *client, const char *digest);
-
-/* Sends an Error to the client and drops it once the error is flushed. */
-void proxy_fail(proxy *client, Tessera__Client__ErrorCode code, const char *format, ...)
+void client_link_accept(baseapp *app, uv_stream_t *listener);
+void client_link_send(client_link *link, const Tessera__Client__ServerToClient *message);
+/* Sends an Error to the client and drops it once the error is flushed. Its
+ * proxy, if any, is detached (proxy_on_link_lost). */
+void client_link_fail(client_link *link, Tessera__Client__ErrorCode code, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
 /* The same, but the client is told only `public_text`; the log has the
  * detail (an unknown account and a wrong password look alike to a client). */
-void proxy_fail_quietly(proxy *client, Tessera__Client__ErrorCode code, const char *public_text, const char *format,
-                        ...) __attribute__((format(printf, 4, 5)));
+void client_link_fail_quietly(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,
+                              const char *format, ...) __attribute__((format(printf, 4, 5)));
 /* Hello.client_name's documented limit. */
-#define PROXY_CLIENT_NAME_MAX 64
-/* The password checked out: take an entity id and ask a cellapp for the
- * cell entity. Called by login.c. */
-void proxy_login_succeeded(proxy *client);
-/* Drops clients that have not reached the world within the login timeout. */
+#define CLIENT_LINK_NAME_MAX 64
+/* Drops connections that have not reached the world within the login
+ * timeout, or hold a frame begun too long ago. */
+void client_link_sweep(baseapp *app);
+/* Tells every connection to go (shutdown, drain). */
+void client_link_close_all(baseapp *app, Tessera__Client__ErrorCode code, const char *reason);
+/* The link's rate limits start afresh (it has just entered the world). */
+void client_link_start_limits(client_link *link);
+const char *client_link_state_name(client_link_state state);
+
+/* ---- proxies: bases that may hold a client (proxy.c) ---------------------- */
+
+typedef enum proxy_state {
+    PROXY_CREATING_CELL,    /* a cellapp is creating its cell part */
+    PROXY_LIVE,             /* its cell part exists (cell holds the address) */
+    PROXY_DESTROYING,       /* going: its last cell backup, then its last write, then freed */
+} proxy_state;
+
+/* A player's base: the base part of its entity, with a client link while
+ * the client is connected. It outlives its connection for
+ * client_detached_grace_ms, so a dropped client can come back to it
+ * (Reconnect) without losing anything. */
+struct proxy {
+    baseapp *app;
+    entity_handle handle;      /* this proxy in app->proxies */
+    proxy_state state;
+    uint64_t entity_id;
+    char account[72];
+    client_link *link;         /* NULL: detached (the client is gone) */
+    uint64_t detached_us;      /* monotonic, when the link went (0 while attached) */
+    /* Every change of client gets a new binding number; the cell stamps its
+     * client messages with the binding it was told (ClientBinding), and only
+     * those of the current one reach the link. */
+    uint32_t client_binding;
+    uint32_t cell_binding;     /* the binding the cell part was last told */
+    bool cell_attached;        /* ... and whether it was an attach */
+    char session_token[33];    /* hex; a Reconnect must show it */
+    /* Where its cell part is (cellapp and incarnation), and the order its
+     * client hears from it in (cell_address.h). cell.cellapp_id is the
+     * cellapp asked to create it while CREATING_CELL. */
+    cell_address cell;
+    /* The base part (base_entity.c): the class and the properties it holds;
+     * the persistent cell properties are the last backup's copy. */
+    const entity_def_class *cls;
+    entity_state *properties;
+    /* Persistence (persistence.c). */
+    struct proxy_persistence {
+        bool loaded;               /* it was stored before (a restored entity) */
+        char space_name[64];       /* where the last backup had the cell part */
+        double position[3];
+        float yaw;
+        bool has_position;
+        uint64_t backup_request;   /* the BackupRequest waited for (0: none) */
+        uint64_t backup_deadline_us;
+        bool write_in_flight;
+        bool write_again;          /* asked to write while a write was in flight */
+        uint32_t write_failures;   /* in a row */
+        uint64_t retry_at_us;      /* after a failure: when to write again */
+        uint64_t next_autosave_us;
+        uint64_t writes;           /* acknowledged */
+    } persistence;
+};
+
+/* The password checked out (login.c): the account's existing proxy takes
+ * the link, its old link is told ERROR_REPLACED; or the stored entity is
+ * loaded and a new proxy made. */
+void proxy_login_succeeded(client_link *link);
+/* A Reconnect with `token` for the link's account. */
+void proxy_reconnect(client_link *link, const char *token);
+/* The link closed or failed: the proxy keeps the player's entity for
+ * client_detached_grace_ms (none while draining). */
+void proxy_on_link_lost(proxy *player);
+/* Starts the end of a proxy: its cell part goes (with a last backup when
+ * `save`), its state is written, then it is freed. */
+void proxy_destroy(proxy *player, bool save, const char *reason);
+/* Its cell part said where the player is (CellEntityCreated): its client
+ * link, if it waits, enters the world. */
+void proxy_on_cell_ready(proxy *player, uint64_t cellapp_id, const Tessera__Cluster__CellEntityCreated *reply);
+/* Detached proxies past their grace are destroyed, backups past their
+ * deadline written, failed writes retried, autosaves started. */
 void proxy_sweep(baseapp *app);
 proxy *proxy_find_by_entity(const baseapp *app, uint64_t entity_id);
-/* Closes every client (shutdown). */
-void proxy_close_all(baseapp *app, const char *reason);
+proxy *proxy_find_by_account(const baseapp *app, const char *account);
+/* Frees a proxy whose part everywhere is over. */
+void proxy_free(proxy *player);
+/* At shutdown: frees every proxy, reporting those whose state is unwritten. */
+void proxy_free_all(baseapp *app);
+/* The base's client-facing knobs, as ClientBinding and the login reply
+ * carry them. */
+void proxy_sync_cell_binding(proxy *player);
 
 /* ---- the base part of entities (base_entity.c) -------------------------- */
 
-/* Gives a logged-in proxy its base properties (the player's class, its name
- * set from the account). */
-void base_entity_create(proxy *client);
-void base_entity_free(proxy *client);
+/* Gives a new proxy its base properties (the player's class, its name set
+ * from the account). */
+void base_entity_create(proxy *player);
+void base_entity_free(proxy *player);
 /* Appends the cell properties the base sets (CreateCellEntity's
  * cell_properties), byte-aligned. */
-void base_entity_cell_properties(const proxy *client, bit_writer *w);
+void base_entity_cell_properties(const proxy *player, bit_writer *w);
 /* Sends the own client its BASE_AND_CLIENT properties: all of them, or the
  * changed ones; clears the base's dirty set. */
-void base_entity_send_properties(proxy *client, bool all);
+void base_entity_send_properties(proxy *player, bool all);
 /* A client's EntityCall, IN_WORLD: base methods are checked and run here,
  * cell methods relayed to the cell. A call the client may not make drops
  * it. */
-void base_entity_on_call(proxy *client, const Tessera__Client__EntityCall *call);
+void base_entity_on_call(proxy *player, const Tessera__Client__EntityCall *call);
+/* The game learns how a write of its entity went: written (ok), or failed
+ * and to be retried (`detail` says why). */
+void base_entity_on_written(proxy *player, bool ok, const char *detail);
 /* Writes every base's properties to settings.state_dump_path as JSON.
  * Returns 0 or -1 (logged). */
 int base_entity_dump(const baseapp *app);
+
+/* ---- persistence (persistence.c) ------------------------------------------ */
+
+/* Reads the stored entity of the link's account; then calls
+ * proxy_on_loaded with the stored form (NULL: none stored), unless the
+ * link has gone meanwhile. A stored form that does not read fails the
+ * login (it is never overwritten with a fresh entity). */
+void persistence_load(client_link *link);
+/* A new proxy takes what was stored (NULL: nothing): its persistent base
+ * and cell properties (a property the definitions no longer have is
+ * dropped with a log line, a new one keeps its default) and where its cell
+ * part was. */
+void persistence_restore(proxy *player, const cJSON *stored);
+/* writeToDB: the proxy's persistent state goes to Redis, after a fresh
+ * backup of its cell part when it has one. */
+void persistence_save(proxy *player);
+/* A CellBackup from the proxy's cell part. */
+void persistence_on_backup(proxy *player, const Tessera__Cluster__CellBackup *backup);
+/* Writes the proxy's state as it is now (one write in flight per proxy;
+ * a failed write is retried). */
+void persistence_write(proxy *player);
+/* The proxy's sweep duties: a backup past its deadline is written without
+ * it, a failed write retried when its time comes, an autosave started. */
+void persistence_sweep(proxy *player, uint64_t now_us);
+/* The loaded proxy for the link (login.c -> persistence.c -> proxy.c). */
+void proxy_on_loaded(client_link *link, const cJSON *stored);
 
 /* ---- login (login.c) ---------------------------------------------------- */
 
 /* Checks `account`/`password` against Redis (creating the account when the
  * settings allow it); hashing runs on libuv's thread pool. Ends in
- * proxy_login_succeeded or proxy_fail, unless the client left meanwhile. */
-void login_start(proxy *client, const char *account, const char *password);
+ * proxy_login_succeeded or client_link_fail, unless the client left
+ * meanwhile. */
+void login_start(client_link *link, const char *account, const char *password);
 /* Returns NULL when the account name is acceptable, or why it is not. */
 const char *login_check_account_name(const char *account);
 
@@ -156,7 +275,7 @@ const char *login_check_account_name(const char *account);
 /* Sends the proxy's cell part a message (body set by the caller) through
  * the mailbox, to where its real is as last told. Returns 0, or -1 when it
  * has no cell part. */
-int cell_link_send(proxy *client, Tessera__Cluster__CellMessage *message);
+int cell_link_send(proxy *player, Tessera__Cluster__CellMessage *message);
 /* Drops clients whose cell part was lost with its cellapp and was not taken
  * back within cell_lost_grace_ms. */
 void cell_link_sweep(baseapp *app);
@@ -164,7 +283,7 @@ void cell_link_sweep(baseapp *app);
 /* Tells a client's cell whether the client keeps up: congested above
  * client_congestion_bytes queued, drained below half of it. Called after
  * sending to it and from a timer while any client is congested. */
-void cell_link_check_congestion(proxy *client);
+void cell_link_check_congestion(proxy *player);
 /* The congestion check for every congested client (the timer). */
 void cell_link_check_all_congestion(baseapp *app);
 
@@ -196,14 +315,20 @@ struct baseapp {
     int argc;                        /* main's, for SIGHUP's reload */
     char **argv;
     uint64_t process_id;
+    entity_list *links;           /* every client connection, by handle */
     entity_list *proxies;         /* every proxy, by handle */
-    id_map proxies_by_entity;     /* entity id -> proxy, logged-in proxies */
+    id_map proxies_by_entity;     /* entity id -> proxy */
     id_map proxies_by_account;    /* account name hash -> proxy */
+    uint64_t next_backup_request;
+    uint64_t reconnects, reconnects_refused, logins_replaced;
+    uint64_t writes, write_failures, writes_dropped;
+    latency_histogram write_latency;   /* writeToDB round trips (microseconds) */
     id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */
     mailbox *mailbox;                  /* the bases' streams to their cell parts */
     uint64_t cell_messages_failed;     /* messages to cell parts that could not be delivered */
     uint64_t client_messages_held;     /* client messages held across a handoff */
     uint64_t client_messages_stale;    /* ... dropped as from an ended incarnation */
+    uint64_t client_messages_unbound;  /* ... dropped as for a client that has gone (another binding) */
     entity_def_registry *definitions;  /* the game's entity types */
     char *definitions_text;            /* their self-description, sent at login */
     uint64_t moves_dropped;            /* moves over a client's rate, not relayed */

@@ -37,9 +37,24 @@ static bool baseapp_admin_ready(void *user_data, char *why, size_t size) {
 
 static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     const baseapp *app = user_data;
-    metrics_single(m, "gauge", "clients", "players logged in here", (double)id_map_count(&app->proxies_by_entity));
+    metrics_single(m, "gauge", "clients", "players' entities (proxies) here, detached ones included",
+                   (double)entity_list_count(app->proxies));
     metrics_single(m, "gauge", "connections", "client connections open (logging in included)",
-                        (double)entity_list_count(app->proxies));
+                   (double)entity_list_count(app->links));
+    metrics_single(m, "counter", "reconnects_total", "dropped clients that came back to their entity",
+                   (double)app->reconnects);
+    metrics_single(m, "counter", "reconnects_refused_total", "reconnects with an unknown or expired session",
+                   (double)app->reconnects_refused);
+    metrics_single(m, "counter", "logins_replaced_total", "clients replaced by a newer login of their account",
+                   (double)app->logins_replaced);
+    metrics_single(m, "counter", "entity_writes_total", "entity states written to Redis (acknowledged)",
+                   (double)app->writes);
+    metrics_single(m, "counter", "entity_write_failures_total", "entity writes that failed (each is retried)",
+                   (double)app->write_failures);
+    static const double write_edges[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+    metrics_family(m, "entity_write_seconds", "histogram", "writeToDB round trips to Redis");
+    metrics_histogram(m, "entity_write_seconds", NULL, &app->write_latency, write_edges,
+                      sizeof write_edges / sizeof write_edges[0]);
     metrics_single(m, "counter", "logins_total", "logins that succeeded", (double)app->logins);
     metrics_single(m, "counter", "login_failures_total", "logins refused for their credentials",
                           (double)app->login_failures);
@@ -81,7 +96,7 @@ static void baseapp_admin_on_entity(admin_http_request *request, void *user_data
     char text[32];
     uint64_t id = admin_http_query(request, "id", text, sizeof text) ? strtoull(text, NULL, 10) : 0;
     const proxy *client = id ? proxy_find_by_entity(admin->app, id) : NULL;
-    if (!client) {
+    if (!client || client->state == PROXY_DESTROYING) {
         admin_http_reply_text(request, 404, "no base of that entity on this baseapp\n");
         return;
     }
@@ -90,7 +105,9 @@ static void baseapp_admin_on_entity(admin_http_request *request, void *user_data
     cJSON_AddNumberToObject(root, "baseapp", (double)admin->app->process_id);
     cJSON_AddStringToObject(root, "account", client->account);
     cJSON_AddStringToObject(root, "class", client->cls ? client->cls->name : "");
-    cJSON_AddStringToObject(root, "client", channel_peer_name(client->ch));
+    cJSON_AddStringToObject(root, "client", client->link ? channel_peer_name(client->link->ch) : "");
+    cJSON_AddBoolToObject(root, "detached", client->link == NULL);
+    cJSON_AddNumberToObject(root, "writes", (double)client->persistence.writes);
     cJSON_AddNumberToObject(root, "cellapp", (double)client->cell.cellapp_id);
     if (client->properties) cJSON_AddItemToObject(root, "properties", entity_state_to_json(client->properties, NULL));
     char *json = cJSON_PrintUnformatted(root);
@@ -106,13 +123,16 @@ static void baseapp_admin_on_kick(admin_http_request *request, void *user_data) 
         admin_http_reply_text(request, 400, "kick wants ?account=NAME\n");
         return;
     }
-    proxy *client = id_map_get(&admin->app->proxies_by_account, baseapp_account_key(account));
-    if (!client || strcmp(client->account, account) != 0) {
+    proxy *client = proxy_find_by_account(admin->app, account);
+    if (!client || client->state == PROXY_DESTROYING) {
         admin_http_reply_text(request, 404, "that account is not logged in here\n");
         return;
     }
     log_info("admin: kicking account '%s'", account);
-    proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "kicked by an operator");
+    /* The session ends: no reconnect; the entity is saved and goes. */
+    if (client->link)
+        client_link_fail(client->link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "kicked by an operator");
+    proxy_destroy(client, true, "kicked by an operator");
     admin_http_reply_text(request, 200, "kicked\n");
 }
 

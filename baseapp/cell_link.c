@@ -37,14 +37,14 @@ void cell_link_on_registry(baseapp *app) {
     id_map_init(&app->cellapp_assignments);
 }
 
-int cell_link_send(proxy *client, Tessera__Cluster__CellMessage *message) {
-    if (!client->cell.cellapp_id || !client->entity_id || !client->app->mailbox) return -1;
-    message->entity_id = client->entity_id;
-    mailbox_send_cell(client->app->mailbox, message, client->cell.cellapp_id, clock_monotonic_us() / 1000);
+int cell_link_send(proxy *player, Tessera__Cluster__CellMessage *message) {
+    if (!player->cell.cellapp_id || !player->entity_id || !player->app->mailbox) return -1;
+    message->entity_id = player->entity_id;
+    mailbox_send_cell(player->app->mailbox, message, player->cell.cellapp_id, clock_monotonic_us() / 1000);
     return 0;
 }
 
-/* Destroys a cell part that nobody will use (the client left while it was
+/* Destroys a cell part that nobody will use (its base went while it was
  * being made), at the cellapp that made it. */
 static void cell_link_destroy_orphan(baseapp *app, uint64_t cellapp_id, uint64_t entity_id) {
     Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
@@ -56,72 +56,28 @@ static void cell_link_destroy_orphan(baseapp *app, uint64_t cellapp_id, uint64_t
 }
 
 static void cell_link_on_created(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__CellEntityCreated *reply) {
-    proxy *client = proxy_find_by_entity(app, reply->entity_id);
+    proxy *player = proxy_find_by_entity(app, reply->entity_id);
     /* The cellapp asked may have passed the request to the one whose cell
      * holds the spawn point: the answer comes from where the real is. */
-    if (!client || client->state != PROXY_CREATING_CELL) {
-        /* The client left while the cell was being made: undo it. */
+    if (!player || (player->state == PROXY_DESTROYING && player->cell.incarnation == 0)) {
+        /* The base went while the cell part was being made: undo it. */
         if (reply->ok) cell_link_destroy_orphan(app, cellapp_id, reply->entity_id);
         return;
     }
-    if (!reply->ok) {
-        cell_address_clear(&client->cell);
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "cellapp %" PRIu64 " refused the entity: %s",
-                   cellapp_id, reply->error ? reply->error : "");
-        return;
-    }
-    cell_address_clear(&client->cell);
-    cell_address_init(&client->cell, cellapp_id, reply->incarnation ? reply->incarnation : 1);
-    Tessera__Client__LoginReply login = TESSERA__CLIENT__LOGIN_REPLY__INIT;
-    login.entity_id = client->entity_id;
-    login.position = reply->position;
-    login.yaw = reply->yaw;
-    login.view_radius = reply->view_radius;
-    login.view_hysteresis = reply->view_hysteresis;
-    login.max_speed = reply->max_speed;
-    login.tick_hz = reply->tick_hz;
-    login.space_name = reply->space_name;
-    login.definitions = client->has_definitions ? "" : app->definitions_text;
-    login.definitions_digest = (char *)entity_def_registry_digest_hex(app->definitions);
-    login.max_aliases = reply->max_aliases;
-    login.position_precision = reply->position_precision;
-    login.world_min = reply->world_min;
-    login.world_max = reply->world_max;
-    login.yaw_steps = reply->yaw_steps;
-    login.detail_near_distance = reply->detail_near_distance;
-    login.detail_medium_distance = reply->detail_medium_distance;
-    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-    login.entity_type = (char *)(client->cls ? client->cls->name : app->settings.player_entity_type);
-    login.max_frame_bytes = (uint32_t)app->settings.client_max_frame_bytes;
-    login.moves_per_second = (float)app->settings.client_moves_per_second;
-    login.calls_per_second = (float)app->settings.client_calls_per_second;
-    login.login_timeout_ms = (uint32_t)app->settings.login_timeout_ms;
-    login.alias_cooldown_ms = reply->alias_cooldown_ms;
-    login.detail_hysteresis = reply->detail_hysteresis;
-    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
-    message.login_reply = &login;
-    channel_send_message(client->ch, &message.base);
-    client->state = PROXY_IN_WORLD;
-    base_entity_send_properties(client, true);
-    client->move_tokens = app->settings.client_moves_per_second / 2.0;
-    client->move_tokens_us = clock_monotonic_us();
-    client->call_tokens = app->settings.client_calls_per_second;
-    client->call_tokens_us = client->move_tokens_us;
-    client->call_strikes = 0;
-    log_debug("entity %" PRIu64 " (account '%s') entered the world on cellapp %" PRIu64, client->entity_id,
-              client->account, cellapp_id);
+    proxy_on_cell_ready(player, cellapp_id, reply);
 }
 
 static bool cell_link_is_up(uint64_t cellapp_id, void *context) {
     return peer_set_is_up(((baseapp *)context)->peers, cellapp_id);
 }
 
-/* Hands the client what its address lets through now. */
-static void cell_link_release(proxy *client) {
+/* Hands the client what its address lets through now (dropped while no
+ * client is in the world through it). */
+static void cell_link_release(proxy *player) {
     size_t length;
     uint8_t *payload;
-    while (client->state == PROXY_IN_WORLD && (payload = cell_address_next(&client->cell, &length)) != NULL) {
-        channel_send(client->ch, payload, length);
+    while ((payload = cell_address_next(&player->cell, &length)) != NULL) {
+        if (player->link && player->link->state == CLIENT_LINK_IN_WORLD) channel_send(player->link->ch, payload, length);
         free(payload);
     }
 }
@@ -129,13 +85,21 @@ static void cell_link_release(proxy *client) {
 static void cell_link_forward(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__ToClientBatch *batch) {
     for (size_t i = 0; i < batch->n_messages; i++) {
         const Tessera__Cluster__ToClient *item = batch->messages[i];
-        proxy *client = proxy_find_by_entity(app, item->entity_id);
-        /* A stale entity (the client left this tick) is normal. */
-        if (!client || client->state != PROXY_IN_WORLD) continue;
-        switch (cell_address_on_client_message(&client->cell, cellapp_id, item->incarnation, item->payload.data,
+        proxy *player = proxy_find_by_entity(app, item->entity_id);
+        /* A stale entity (the base went this tick) is normal; so is a
+         * message for a client that has gone, or for an earlier one
+         * (another binding). */
+        if (!player || player->state != PROXY_LIVE) continue;
+        if (item->binding != player->client_binding || !player->link ||
+            player->link->state != CLIENT_LINK_IN_WORLD) {
+            app->client_messages_unbound++;
+            continue;
+        }
+        client_link *link = player->link;
+        switch (cell_address_on_client_message(&player->cell, cellapp_id, item->incarnation, item->payload.data,
                                                item->payload.len)) {
         case CELL_ADDRESS_DELIVER:
-            channel_send(client->ch, item->payload.data, item->payload.len);
+            channel_send(link->ch, item->payload.data, item->payload.len);
             break;
         case CELL_ADDRESS_HELD:
             app->client_messages_held++;
@@ -147,60 +111,61 @@ static void cell_link_forward(baseapp *app, uint64_t cellapp_id, const Tessera__
                       item->entity_id, item->incarnation, cellapp_id);
             break;
         case CELL_ADDRESS_OVERFLOW:
-            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                       "its cell moved and the new one's messages piled up (%d held)", CELL_ADDRESS_MAX_HELD);
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                             "its cell moved and the new one's messages piled up (%d held)", CELL_ADDRESS_MAX_HELD);
             continue;
         }
-        if (client->state == PROXY_IN_WORLD) cell_link_check_congestion(client);
+        cell_link_check_congestion(player);
     }
 }
 
 static void cell_link_on_handoff(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__CellHandoff *handoff) {
-    proxy *client = proxy_find_by_entity(app, handoff->entity_id);
-    if (!client || client->state != PROXY_IN_WORLD) return;
-    cell_address_on_handoff(&client->cell, cellapp_id, handoff->incarnation, handoff->next_cellapp_id);
-    cell_address_check(&client->cell, cell_link_is_up, app, clock_monotonic_us());
-    cell_link_release(client);
+    proxy *player = proxy_find_by_entity(app, handoff->entity_id);
+    if (!player || player->state != PROXY_LIVE) return;
+    cell_address_on_handoff(&player->cell, cellapp_id, handoff->incarnation, handoff->next_cellapp_id);
+    cell_address_check(&player->cell, cell_link_is_up, app, clock_monotonic_us());
+    cell_link_release(player);
 }
 
 static void cell_link_on_address(baseapp *app, uint64_t cellapp_id, const Tessera__Cluster__CellAddress *address) {
-    proxy *client = proxy_find_by_entity(app, address->entity_id);
-    if (!client || client->state != PROXY_IN_WORLD) return;
-    if (cell_address_on_address(&client->cell, cellapp_id, address->incarnation))
+    proxy *player = proxy_find_by_entity(app, address->entity_id);
+    if (!player || player->state != PROXY_LIVE) return;
+    if (cell_address_on_address(&player->cell, cellapp_id, address->incarnation))
         log_debug("entity %" PRIu64 ": its cell is on cellapp %" PRIu64 " now (incarnation %u)", address->entity_id,
                   cellapp_id, address->incarnation);
-    cell_link_release(client);
+    cell_link_release(player);
 }
 
-void cell_link_check_congestion(proxy *client) {
-    baseapp *app = client->app;
-    if (client->state != PROXY_IN_WORLD || !client->cell.cellapp_id) return;
-    size_t queued = channel_queued_bytes(client->ch);
+void cell_link_check_congestion(proxy *player) {
+    baseapp *app = player->app;
+    client_link *link = player->link;
+    if (!link || link->state != CLIENT_LINK_IN_WORLD || player->state != PROXY_LIVE) return;
+    size_t queued = channel_queued_bytes(link->ch);
     size_t threshold = (size_t)app->settings.client_congestion_bytes;
-    bool congested = client->congested ? queued > threshold / 2 : queued > threshold;
-    if (congested == client->congested) return;
-    client->congested = congested;
+    bool congested = link->congested ? queued > threshold / 2 : queued > threshold;
+    if (congested == link->congested) return;
+    link->congested = congested;
     if (congested) {
         app->congested_clients++;
         app->congestion_events++;
     } else {
         app->congested_clients--;
     }
-    log_debug("entity %" PRIu64 " (account '%s'): %s (%zu bytes queued)", client->entity_id, client->account,
+    log_debug("entity %" PRIu64 " (account '%s'): %s (%zu bytes queued)", player->entity_id, player->account,
               congested ? "congested: its cell holds its updates" : "drained: updates resume", queued);
     Tessera__Cluster__ClientCongestion notice = TESSERA__CLUSTER__CLIENT_CONGESTION__INIT;
     notice.congested = congested;
     Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
     message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION;
     message.congestion = &notice;
-    cell_link_send(client, &message);
+    cell_link_send(player, &message);
 }
 
 void cell_link_check_all_congestion(baseapp *app) {
     uint32_t cursor = 0;
-    proxy *client;
-    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL)
-        if (client->congested) cell_link_check_congestion(client);
+    client_link *link;
+    while ((link = entity_list_next(app->links, &cursor, NULL)) != NULL)
+        if (link->congested && link->proxy) cell_link_check_congestion(link->proxy);
 }
 
 void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
@@ -226,10 +191,15 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
         return;
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_DROP_CLIENT: {
         const Tessera__Cluster__DropClient *drop = message->drop_client;
-        proxy *client = proxy_find_by_entity(app, drop->entity_id);
-        if (client && client->state == PROXY_IN_WORLD &&
-            (client->cell.cellapp_id == process_id || client->cell.stream_cellapp == process_id))
-            proxy_fail(client, drop->code, "%s", drop->reason ? drop->reason : "dropped by its cell");
+        proxy *player = proxy_find_by_entity(app, drop->entity_id);
+        if (player && player->state == PROXY_LIVE && player->link &&
+            (player->cell.cellapp_id == process_id || player->cell.stream_cellapp == process_id))
+            client_link_fail(player->link, drop->code, "%s", drop->reason ? drop->reason : "dropped by its cell");
+        return;
+    }
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BACKUP: {
+        proxy *player = proxy_find_by_entity(app, message->cell_backup->entity_id);
+        if (player) persistence_on_backup(player, message->cell_backup);
         return;
     }
     default:
@@ -257,19 +227,22 @@ void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, 
      * still being created there is told at once. */
     size_t waiting = 0, dropped = 0;
     uint32_t cursor = 0;
-    proxy *client;
+    proxy *player;
     uint64_t now_us = clock_monotonic_us();
-    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
-        if (client->state == PROXY_CREATING_CELL && client->cell.cellapp_id == process_id) {
-            cell_address_clear(&client->cell);
-            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                       "cellapp %" PRIu64 " creating your entity is gone (%s); log in again", process_id, reason);
+    while ((player = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
+        if (player->state == PROXY_CREATING_CELL && player->cell.cellapp_id == process_id) {
+            cell_address_clear(&player->cell);
+            if (player->link)
+                client_link_fail(player->link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                                 "cellapp %" PRIu64 " creating your entity is gone (%s); log in again", process_id,
+                                 reason);
+            proxy_destroy(player, false, "the cellapp making its cell part went away");
             dropped++;
             continue;
         }
-        if (client->state != PROXY_IN_WORLD) continue;
-        if (cell_address_check(&client->cell, cell_link_is_up, app, now_us)) waiting++;
-        cell_link_release(client);
+        if (player->state != PROXY_LIVE) continue;
+        if (cell_address_check(&player->cell, cell_link_is_up, app, now_us)) waiting++;
+        cell_link_release(player);
     }
     id_map_remove(&app->cellapp_assignments, process_id);
     log_warn("cellapp %" PRIu64 " gone: %zu players wait for their cells to be taken back, %zu dropped, %zu cellapps "
@@ -281,17 +254,22 @@ void cell_link_sweep(baseapp *app) {
     uint64_t now_us = clock_monotonic_us();
     uint64_t grace_us = (uint64_t)app->settings.cell_lost_grace_ms * 1000u;
     uint32_t cursor = 0;
-    proxy *client;
-    while ((client = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
-        if (client->state != PROXY_IN_WORLD || !client->cell.lost_since_us) continue;
-        if (!cell_address_check(&client->cell, cell_link_is_up, app, now_us)) {
-            cell_link_release(client);
+    proxy *player;
+    while ((player = entity_list_next(app->proxies, &cursor, NULL)) != NULL) {
+        if (player->state != PROXY_LIVE || !player->cell.lost_since_us) continue;
+        if (!cell_address_check(&player->cell, cell_link_is_up, app, now_us)) {
+            cell_link_release(player);
             continue;
         }
-        if (now_us - client->cell.lost_since_us < grace_us) continue;
-        uint64_t cellapp = client->cell.cellapp_id;
-        cell_address_clear(&client->cell);
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                   "cellapp %" PRIu64 " holding your entity is gone, and no other took it; log in again", cellapp);
+        if (now_us - player->cell.lost_since_us < grace_us) continue;
+        uint64_t cellapp = player->cell.cellapp_id;
+        cell_address_clear(&player->cell);
+        if (player->link)
+            client_link_fail(player->link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                             "cellapp %" PRIu64 " holding your entity is gone, and no other took it; log in again",
+                             cellapp);
+        /* What it last backed up is written: progress since is lost with
+         * the cellapp. */
+        proxy_destroy(player, true, "its cell part was lost with its cellapp");
     }
 }

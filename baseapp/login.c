@@ -4,8 +4,9 @@
  * the field password_hash holding an argon2id string from libsodium (the
  * string carries its own salt and cost). Hashing and verifying are
  * deliberately slow, so they run on libuv's thread pool and the loop keeps
- * serving everyone else meanwhile. Every step holds the proxy by handle:
- * a client that disconnects mid-login simply makes the next step a no-op.
+ * serving everyone else meanwhile. Every step holds the client link by
+ * handle: a client that disconnects mid-login simply makes the next step a
+ * no-op.
  *
  * With auto_create_accounts, an unknown account is created with the
  * password given (HSETNX, so two first logins racing for one name cannot
@@ -32,7 +33,7 @@ typedef enum login_step {
 typedef struct login_request {
     uv_work_t work;
     baseapp *app;
-    entity_handle proxy_handle;
+    entity_handle link_handle;
     login_step step;
     int retried;                 /* lost an HSETNX race once already */
     char account[72];
@@ -49,22 +50,22 @@ static void login_lookup(login_request *request);
  * alike; the log says which. */
 #define LOGIN_REFUSED "unknown account or wrong password"
 
-static void login_queue_work(proxy *client, login_request *request, login_step step);
+static void login_queue_work(client_link *link, login_request *request, login_step step);
 
 static void login_request_free(login_request *request) {
     sodium_memzero(request->password, sizeof request->password);
     free(request);
 }
 
-/* The proxy this request is for, or NULL if the client has left or been
+/* The link this request is for, or NULL if the client has left or been
  * dropped; in that case the request is finished and freed. */
-static proxy *login_proxy(login_request *request) {
-    proxy *client = entity_list_get(request->app->proxies, request->proxy_handle);
-    if (!client || client->state != PROXY_AUTHENTICATING) {
+static client_link *login_link(login_request *request) {
+    client_link *link = entity_list_get(request->app->links, request->link_handle);
+    if (!link || link->state != CLIENT_LINK_AUTHENTICATING) {
         login_request_free(request);
         return NULL;
     }
-    return client;
+    return link;
 }
 
 const char *login_check_account_name(const char *account) {
@@ -93,28 +94,28 @@ static void login_on_created(redis_client *redis, redisReply *reply, void *user_
 
 static void login_after_work(uv_work_t *work, int status) {
     login_request *request = work->data;
-    proxy *client = login_proxy(request);
-    if (!client) return;
+    client_link *link = login_link(request);
+    if (!link) return;
     if (status != 0) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login cancelled");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login cancelled");
         login_request_free(request);
         return;
     }
     if (request->step == LOGIN_DECOY) {
-        login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(client->ch),
+        login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(link->ch),
                               clock_monotonic_us());
-        proxy_fail_quietly(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
+        client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                            "unknown account '%s'", request->account);
         login_request_free(request);
         return;
     }
     if (request->step == LOGIN_VERIFY) {
         if (request->result == 0) {
-            proxy_login_succeeded(client);
+            proxy_login_succeeded(link);
         } else {
-            login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(client->ch),
+            login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(link->ch),
                                   clock_monotonic_us());
-            proxy_fail_quietly(client, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
+            client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                                "wrong password for account '%s'", request->account);
         }
         login_request_free(request);
@@ -123,7 +124,7 @@ static void login_after_work(uv_work_t *work, int status) {
     if (request->result != 0) {
         log_error("account '%s': hashing the password failed (out of memory for %zu bytes?)", request->account,
                   request->mem_limit);
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "could not create the account, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "could not create the account, try again");
         login_request_free(request);
         return;
     }
@@ -131,17 +132,17 @@ static void login_after_work(uv_work_t *work, int status) {
     redis_key_account(key, request->app->settings.process.cluster_name, request->account);
     if (redis_client_command(request->app->redis, login_on_created, request, "HSETNX %s password_hash %s", key,
                              request->stored_hash) != 0) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
         login_request_free(request);
     }
 }
 
-static void login_queue_work(proxy *client, login_request *request, login_step step) {
+static void login_queue_work(client_link *link, login_request *request, login_step step) {
     request->step = step;
     request->work.data = request;
     int rc = uv_queue_work(request->app->loop, &request->work, login_work, login_after_work);
     if (rc != 0) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login queue failed: %s", uv_strerror(rc));
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login queue failed: %s", uv_strerror(rc));
         login_request_free(request);
     }
 }
@@ -149,22 +150,22 @@ static void login_queue_work(proxy *client, login_request *request, login_step s
 static void login_on_created(redis_client *redis, redisReply *reply, void *user_data) {
     login_request *request = user_data;
     (void)redis;
-    proxy *client = login_proxy(request);
-    if (!client) return;
+    client_link *link = login_link(request);
+    if (!link) return;
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
         login_request_free(request);
         return;
     }
     if (reply->integer == 1) {
         log_info("account '%s' created", request->account);
-        proxy_login_succeeded(client);
+        proxy_login_succeeded(link);
         login_request_free(request);
         return;
     }
     /* Someone created the account first: check against their password. */
     if (request->retried) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account '%s' is being created, try again",
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account '%s' is being created, try again",
                    request->account);
         login_request_free(request);
         return;
@@ -176,10 +177,10 @@ static void login_on_created(redis_client *redis, redisReply *reply, void *user_
 static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_data) {
     login_request *request = user_data;
     (void)redis;
-    proxy *client = login_proxy(request);
-    if (!client) return;
+    client_link *link = login_link(request);
+    if (!link) return;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
         login_request_free(request);
         return;
     }
@@ -187,38 +188,38 @@ static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_d
         if (reply->len >= sizeof request->stored_hash) {
             log_error("account '%s': stored password hash is malformed (%zu bytes)", request->account,
                       (size_t)reply->len);
-            proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account record is damaged");
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account record is damaged");
             login_request_free(request);
             return;
         }
         memcpy(request->stored_hash, reply->str, reply->len);
         request->stored_hash[reply->len] = '\0';
-        login_queue_work(client, request, LOGIN_VERIFY);
+        login_queue_work(link, request, LOGIN_VERIFY);
         return;
     }
     if (!request->app->settings.auto_create_accounts) {
-        login_queue_work(client, request, LOGIN_DECOY);
+        login_queue_work(link, request, LOGIN_DECOY);
         return;
     }
-    login_queue_work(client, request, LOGIN_HASH);
+    login_queue_work(link, request, LOGIN_HASH);
 }
 
 static void login_lookup(login_request *request) {
     char key[REDIS_KEY_MAX];
     redis_key_account(key, request->app->settings.process.cluster_name, request->account);
     if (redis_client_command(request->app->redis, login_on_lookup, request, "HGET %s password_hash", key) != 0) {
-        proxy *client = login_proxy(request);
-        if (!client) return;
-        proxy_fail(client, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link *link = login_link(request);
+        if (!link) return;
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
         login_request_free(request);
     }
 }
 
-void login_start(proxy *client, const char *account, const char *password) {
-    baseapp *app = client->app;
+void login_start(client_link *link, const char *account, const char *password) {
+    baseapp *app = link->app;
     login_request *request = xcalloc(1, sizeof *request);
     request->app = app;
-    request->proxy_handle = client->handle;
+    request->link_handle = link->handle;
     snprintf(request->account, sizeof request->account, "%s", account);
     snprintf(request->password, sizeof request->password, "%s", password);
     request->ops_limit = (unsigned long long)app->settings.password_ops_limit;

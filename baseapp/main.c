@@ -1,6 +1,7 @@
 /* main.c -- the baseapp process: its settings table, start-up (config,
- * libsodium, Redis, registry, the client and peer listeners), the login
- * sweep, the published numbers, and an orderly shutdown on SIGINT/SIGTERM. */
+ * libsodium, Redis, registry, the client and peer listeners), the sweeps,
+ * the published numbers, and the drain on SIGINT/SIGTERM: no new logins,
+ * every client told, every entity written, then an orderly stop. */
 #include <inttypes.h>
 #include <signal.h>
 #include <sodium.h>
@@ -55,8 +56,19 @@ static const config_key baseapp_config_keys[] = {
      "when the cellapp holding a player's cell part goes away, how long the client waits for the cellapp it was "
      "leaving to take it back before it is told to log in again"},
     {"drain_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, drain_timeout_ms), 0, 0, 3600000, "10000",
-     "SIGTERM: the baseapp stops taking logins, tells its clients to log in again elsewhere, and stops once they "
-     "are gone or after this long (SIGINT stops at once)"},
+     "SIGTERM or SIGINT: the baseapp stops taking logins, tells its clients to log in again elsewhere, writes "
+     "their entities, and stops once they are gone and written or after this long (a second signal stops at "
+     "once)"},
+    {"client_detached_grace_ms", CONFIG_INT, offsetof(baseapp_settings, client_detached_grace_ms), 0, 0, 3600000,
+     "30000", "how long a player's entity stays after its client dropped, for a Reconnect with its session token "
+     "(0: it goes with the client)"},
+    {"autosave_interval_ms", CONFIG_INT, offsetof(baseapp_settings, autosave_interval_ms), 0, 0, 86400000,
+     "300000", "how often each player's entity is written to Redis while it lives (spread over the interval; 0: "
+     "only when it goes)"},
+    {"backup_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, backup_timeout_ms), 0, 10, 600000, "2000",
+     "how long a save waits for the cell part's backup before writing the last one it has"},
+    {"write_retry_ms", CONFIG_INT, offsetof(baseapp_settings, write_retry_ms), 0, 10, 600000, "1000",
+     "after a failed write of an entity, how long until it is written again (with its latest state)"},
     {"shutdown_retry_ms", CONFIG_INT, offsetof(baseapp_settings, shutdown_retry_ms), 0, 0, 600000, "1000",
      "the retry hint sent with ERROR_SERVER_SHUTDOWN: how long a client should wait before logging in again"},
     {"client_calls_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_calls_per_second), 0, 0.1, 10000,
@@ -84,9 +96,13 @@ static const config_key baseapp_config_keys[] = {
 static void baseapp_publish_stats(baseapp *app) {
     if (!app->registry) return;
     channel_stats *clients = &app->client_totals, *peers = &app->peer_totals;
-    registry_set_stat(app->registry, "load", (int64_t)entity_list_count(app->proxies));
-    registry_set_stat(app->registry, "clients", (int64_t)id_map_count(&app->proxies_by_entity));
-    registry_set_stat(app->registry, "connections", (int64_t)entity_list_count(app->proxies));
+    registry_set_stat(app->registry, "load", (int64_t)entity_list_count(app->links));
+    registry_set_stat(app->registry, "clients", (int64_t)entity_list_count(app->proxies));
+    registry_set_stat(app->registry, "connections", (int64_t)entity_list_count(app->links));
+    registry_set_stat(app->registry, "reconnects", (int64_t)app->reconnects);
+    registry_set_stat(app->registry, "writes", (int64_t)app->writes);
+    registry_set_stat(app->registry, "write_failures", (int64_t)app->write_failures);
+    registry_set_stat(app->registry, "client_messages_unbound", (int64_t)app->client_messages_unbound);
     registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
     registry_set_stat(app->registry, "frames_in", (int64_t)(clients->frames_in + peers->frames_in));
     registry_set_stat(app->registry, "frames_out", (int64_t)(clients->frames_out + peers->frames_out));
@@ -117,22 +133,26 @@ static void baseapp_on_stats_timer(uv_timer_t *timer) {
 static void baseapp_shutdown(baseapp *app);
 
 /* A draining baseapp stops once its clients have gone (their errors were
- * flushed and the connections closed) or its time is up. */
+ * flushed and the connections closed) and their entities are written, or
+ * its time is up. */
 static void baseapp_drain_check(baseapp *app) {
     if (!app->draining || app->shutting_down) return;
-    size_t left = entity_list_count(app->proxies);
+    size_t links = entity_list_count(app->links), proxies = entity_list_count(app->proxies);
     uint64_t waited_ms = (clock_monotonic_us() - app->drain_started_us) / 1000;
-    if (left == 0) {
-        log_info("drained: every client was told and has gone");
+    if (links == 0 && proxies == 0) {
+        log_info("drained: every client was told and has gone, every entity written");
         baseapp_shutdown(app);
     } else if (waited_ms >= (uint64_t)app->settings.drain_timeout_ms) {
-        log_warn("drain timed out after %" PRIu64 " ms with %zu clients still connected: stopping", waited_ms, left);
+        log_warn("drain timed out after %" PRIu64 " ms with %zu clients still connected and %zu entities not yet "
+                 "written: stopping",
+                 waited_ms, links, proxies);
         baseapp_shutdown(app);
     }
 }
 
 static void baseapp_on_sweep_timer(uv_timer_t *timer) {
     login_throttle_sweep(&((baseapp *)timer->data)->throttle, clock_monotonic_us());
+    client_link_sweep(timer->data);
     proxy_sweep(timer->data);
     cell_link_sweep(timer->data);
     mailbox_sweep(((baseapp *)timer->data)->mailbox, clock_monotonic_us() / 1000);
@@ -190,7 +210,7 @@ static void baseapp_on_client_connection(uv_stream_t *listener, int status) {
         log_warn("client listener: %s", uv_strerror(status));
         return;
     }
-    proxy_accept(app, listener);
+    client_link_accept(app, listener);
 }
 
 static void baseapp_on_peer_connection(uv_stream_t *listener, int status) {
@@ -220,7 +240,8 @@ static void baseapp_shutdown(baseapp *app) {
     uv_close((uv_handle_t *)&app->sighup, NULL);
     uv_close((uv_handle_t *)&app->client_listener, NULL);
     uv_close((uv_handle_t *)&app->peer_listener, NULL);
-    proxy_close_all(app, "server shutting down");
+    client_link_close_all(app, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN, "server shutting down");
+    proxy_free_all(app);
     registry_free(app->registry);
     app->registry = NULL;
     mailbox_free(app->mailbox);
@@ -242,12 +263,6 @@ static void baseapp_on_dump_signal(uv_signal_t *handle, int signum) {
     base_entity_dump(handle->data);
 }
 
-static void baseapp_on_signal(uv_signal_t *handle, int signum) {
-    baseapp *app = handle->data;
-    log_info("received signal %d", signum);
-    baseapp_shutdown(app);
-}
-
 void baseapp_begin_drain(baseapp *app) {
     if (app->shutting_down) return;
     if (app->draining) {
@@ -257,11 +272,19 @@ void baseapp_begin_drain(baseapp *app) {
     }
     app->draining = true;
     app->drain_started_us = clock_monotonic_us();
-    size_t clients = entity_list_count(app->proxies);
-    log_info("draining: no new logins; %zu clients told to log in again in %lld ms; stopping once they are gone "
-             "(at most %lld ms)",
-             clients, (long long)app->settings.shutdown_retry_ms, (long long)app->settings.drain_timeout_ms);
-    proxy_close_all(app, "this baseapp is stopping: log in again (another baseapp will take you)");
+    size_t clients = entity_list_count(app->links);
+    log_info("draining: no new logins; %zu clients told to log in again in %lld ms; %u entities to write; stopping "
+             "once done (at most %lld ms)",
+             clients, (long long)app->settings.shutdown_retry_ms, entity_list_count(app->proxies),
+             (long long)app->settings.drain_timeout_ms);
+    /* Each proxy whose client goes is destroyed with a save
+     * (proxy_on_link_lost); the detached ones go now. */
+    client_link_close_all(app, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN,
+                          "this baseapp is stopping: log in again (another baseapp will take you)");
+    uint32_t cursor = 0;
+    proxy *player;
+    while ((player = entity_list_next(app->proxies, &cursor, NULL)) != NULL)
+        if (player->state != PROXY_DESTROYING) proxy_destroy(player, true, "the baseapp is stopping");
     baseapp_drain_check(app);
 }
 
@@ -296,7 +319,9 @@ int main(int argc, char **argv) {
     }
 
     app.loop = uv_default_loop();
+    app.links = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
     app.proxies = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
+    latency_histogram_init(&app.write_latency, 100, 10000000);
     id_map_init(&app.proxies_by_entity);
     id_map_init(&app.proxies_by_account);
     login_throttle_init(&app.throttle, settings->login_failures_per_account, settings->login_failures_per_address);
@@ -370,7 +395,7 @@ int main(int argc, char **argv) {
     uv_signal_init(app.loop, &app.sigint);
     uv_signal_init(app.loop, &app.sigterm);
     app.sigint.data = app.sigterm.data = &app;
-    uv_signal_start(&app.sigint, baseapp_on_signal, SIGINT);
+    uv_signal_start(&app.sigint, baseapp_on_terminate, SIGINT);
     uv_signal_start(&app.sigterm, baseapp_on_terminate, SIGTERM);
     app.argc = argc;
     app.argv = argv;
@@ -396,6 +421,8 @@ int main(int argc, char **argv) {
     login_throttle_close(&app.throttle);
     id_map_close(&app.cellapp_assignments);
     entity_list_free(app.proxies);
+    entity_list_free(app.links);
+    latency_histogram_close(&app.write_latency);
     entity_def_registry_free(app.definitions);
     free(app.definitions_text);
     log_info("stopped");

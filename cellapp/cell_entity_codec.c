@@ -30,6 +30,7 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
     out->yaw = entity->yaw;
     out->stamp_us = entity->move_stamp_us;
     out->move_count = entity->move_count;
+    out->client_binding = entity->client_binding;
     out->property_count = entity->property_count;
     out->baseapp_id = entity->baseapp_id;
     bit_writer w;
@@ -171,6 +172,7 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
     entity->yaw = state->yaw;
     entity->move_stamp_us = state->stamp_us;
     entity->move_count = state->move_count & CELL_CHANGE_COUNT_MASK;
+    entity->client_binding = state->client_binding;
     entity->property_count = state->property_count & CELL_CHANGE_COUNT_MASK;
     entity->baseapp_id = state->baseapp_id;
     entity->owner_cellapp = 0;

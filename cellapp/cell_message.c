@@ -15,6 +15,7 @@
 #include "log.h"
 #include "method_call.h"
 #include "peer_message.h"
+#include "property_codec.h"
 
 /* Why 8: a real moves at most once a tick or two; a message still behind
  * it after eight hops is chasing a loop (layouts that disagree). */
@@ -123,6 +124,52 @@ static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity 
     entity_state_free(args);
 }
 
+/* The client of `entity` changed (cluster.proto's ClientBinding): drop the
+ * witness, or build a fresh one for the new connection, whose view starts
+ * from nothing, and tell the base what the client needs to know. */
+static void cell_message_client_binding(cellapp *app, cell_entity *entity, const Tessera__Cluster__ClientBinding *binding) {
+    entity->client_binding = binding->binding;
+    if (!binding->attached) {
+        witness_detach(entity->home, entity);
+        log_debug("entity %" PRIu64 ": its client left (binding %u): no witness", entity->id, binding->binding);
+        return;
+    }
+    witness_reset(entity->home, entity);
+    log_debug("entity %" PRIu64 ": a client attached (binding %u): a fresh witness", entity->id, binding->binding);
+    cellapp_reply_created(app, entity->baseapp_id, entity->id, entity, NULL);
+}
+
+/* Sends the base the entity's persistent cell state (CellBackup): the
+ * persistent cell properties as a change list, and where it is. */
+static void cell_message_backup(cellapp *app, cell_entity *entity, uint64_t request, bool destroyed) {
+    entity_state_mask persistent = {{0}};
+    for (size_t p = 0; p < entity->cls->property_count; p++) {
+        const entity_def_property *property = &entity->cls->properties[p];
+        if (property->audience.on_cell && property->persistent) entity_state_mask_add(&persistent, property->id);
+    }
+    bit_writer w;
+    bit_writer_init(&w);
+    property_codec_encode_changes(&w, entity->state, &persistent);
+    bit_writer_align(&w);
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = entity->x;
+    position.y = entity->y;
+    position.z = entity->z;
+    Tessera__Cluster__CellBackup backup = TESSERA__CLUSTER__CELL_BACKUP__INIT;
+    backup.entity_id = entity->id;
+    backup.request = request;
+    backup.properties.data = (uint8_t *)bit_writer_data(&w);
+    backup.properties.len = bit_writer_bytes(&w);
+    backup.space_name = (char *)entity->home->space_name;
+    backup.position = &position;
+    backup.yaw = entity->yaw;
+    backup.destroyed = destroyed;
+    if (peer_send_cell_backup(app->peers, entity->baseapp_id, &backup) != 0)
+        log_warn("entity %" PRIu64 ": its baseapp %" PRIu64 " is not up: the cell backup is lost", entity->id,
+                 entity->baseapp_id);
+    bit_writer_close(&w);
+}
+
 /* What the message asks of the real `entity`. The base-only bodies come
  * from the entity's own baseapp or not at all. */
 static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
@@ -139,7 +186,15 @@ static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tesse
         }
         break;
     case TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY:
-        if (from_base) cellapp_destroy_real(app, entity);
+        if (!from_base) break;
+        if (message->destroy->backup) cell_message_backup(app, entity, message->destroy->request, true);
+        cellapp_destroy_real(app, entity);
+        break;
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_BINDING:
+        if (from_base) cell_message_client_binding(app, entity, message->client_binding);
+        break;
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_BACKUP:
+        if (from_base) cell_message_backup(app, entity, message->backup->request, false);
         break;
     case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION:
         if (from_base && entity->witness) witness_set_congested(entity->witness, message->congestion->congested);

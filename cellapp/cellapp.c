@@ -42,7 +42,7 @@ void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tesse
     size_t length = tessera__client__server_to_client__get_packed_size(message);
     uint8_t *payload = xmalloc(length);
     tessera__client__server_to_client__pack(message, payload);
-    outbox_to_client(app, entity->baseapp_id, entity->id, entity->incarnation, payload, length);
+    outbox_to_client(app, entity, payload, length);
 }
 
 void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason) {
@@ -90,8 +90,8 @@ void cellapp_destroy_real(cellapp *app, cell_entity *entity) {
 
 /* ---- creating entities ---------------------------------------------------- */
 
-static void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, const cell_entity *entity,
-                                  const char *error) {
+void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, const cell_entity *entity,
+                           const char *error) {
     const cellapp_settings *settings = &app->settings;
     Tessera__Cluster__CellEntityCreated reply = TESSERA__CLUSTER__CELL_ENTITY_CREATED__INIT;
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
@@ -128,6 +128,7 @@ static void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t en
         reply.alias_cooldown_ms = (uint32_t)settings->witness.alias_cooldown_ms;
         reply.detail_hysteresis = (float)settings->witness.detail_hysteresis;
         reply.incarnation = entity->incarnation;
+        reply.client_binding = entity->client_binding;
     }
     peer_send_cell_entity_created(app->peers, baseapp_id, &reply);
 }
@@ -221,7 +222,10 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
             return;
         }
     }
-    if (request->has_client) witness_attach(c, entity);
+    if (request->has_client) {
+        entity->client_binding = request->client_binding;
+        witness_attach(c, entity);
+    }
     game_on_real_created(app, entity);
     log_debug("created %s %" PRIu64 " for baseapp %" PRIu64 " in space '%s' at (%.1f, %.1f)", cls->name, entity->id,
               baseapp_id, c->space_name, (double)x, (double)z);
@@ -362,7 +366,7 @@ static void cellapp_witnesses(cellapp *app, cell *c) {
         if (!entity->witness || entity->destroyed) continue;
         uint8_t *payload;
         size_t length = witness_update(entity->witness, c, entity, &payload);
-        if (length) outbox_to_client(app, entity->baseapp_id, entity->id, entity->incarnation, payload, length);
+        if (length) outbox_to_client(app, entity, payload, length);
     }
 }
 

@@ -157,6 +157,7 @@ typedef struct cell_entity {
      * it moved, and in which a ghost property changed; ghosts copy them. */
     uint32_t move_count, property_count;
     uint64_t baseapp_id;             /* reals: where the base and client live (0: none) */
+    uint32_t client_binding;         /* reals: its client's binding, stamped on client messages */
     uint64_t owner_cellapp;          /* ghosts: the cellapp that holds the real */
     /* Movement checking (reals with a client). */
     double move_allowance;           /* metres the entity may still move now */
@@ -446,6 +447,11 @@ void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tesse
 /* Asks the baseapp of real `entity` to drop its client, which broke the
  * rules; the cell entity goes when the baseapp destroys it. */
 void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason);
+/* Tells baseapp `baseapp_id` how entity `entity_id`'s cell part came out:
+ * made (entity, with what its client needs) or refused (entity NULL,
+ * `error`). Also the answer to a ClientBinding that attaches a client. */
+void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, const cell_entity *entity,
+                           const char *error);
 
 /* spaces.c: the layouts in Redis and this cellapp's cells. */
 /* Starts a poll of the layout epochs (one at a time), every tick. */
@@ -481,9 +487,9 @@ uint64_t spaces_newest_peer_epoch(const cellapp *app, const char *name);
 void spaces_peer_down(cellapp *app, uint64_t peer);
 
 /* outbox.c: what a tick sends, gathered per peer and sent at its end. */
-/* Queues a client payload (ownership passes) for `entity_id` on baseapp. */
-void outbox_to_client(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation, uint8_t *payload,
-                      size_t length);
+/* Queues a client payload (ownership passes) for the client of `entity` (a
+ * real with a base), stamped with its incarnation and client binding. */
+void outbox_to_client(cellapp *app, const cell_entity *entity, uint8_t *payload, size_t length);
 /* Appends one CellItem (encoded now) for cellapp `peer`. */
 void outbox_to_cellapp(cellapp *app, uint64_t peer, const Tessera__Cluster__CellItem *item);
 /* Bytes `outbox_to_cellapp` appended for `peer` since the last flush. */

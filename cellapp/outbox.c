@@ -26,8 +26,8 @@ typedef struct cell_outbox {
     size_t bytes;
 } cell_outbox;
 
-void outbox_to_client(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation, uint8_t *payload,
-                      size_t length) {
+void outbox_to_client(cellapp *app, const cell_entity *entity, uint8_t *payload, size_t length) {
+    uint64_t baseapp_id = entity->baseapp_id;
     base_outbox *box = id_map_get(&app->base_outboxes, baseapp_id);
     if (!box) {
         box = xcalloc(1, sizeof *box);
@@ -38,10 +38,11 @@ void outbox_to_client(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uin
         box->messages = xrealloc(box->messages, box->capacity * sizeof *box->messages);
     }
     Tessera__Cluster__ToClient message = TESSERA__CLUSTER__TO_CLIENT__INIT;
-    message.entity_id = entity_id;
+    message.entity_id = entity->id;
     message.payload.data = payload;
     message.payload.len = length;
-    message.incarnation = incarnation;
+    message.incarnation = entity->incarnation;
+    message.binding = entity->client_binding;
     box->messages[box->count++] = message;
 }
 

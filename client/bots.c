@@ -118,6 +118,12 @@ typedef struct bots_options {
     double gap_limit_ms;         /* an update gap longer than this while walking is counted */
     bots_teleport teleports[BOTS_MAX_TELEPORTS];
     uint32_t teleport_count, teleport_bots; /* the first teleport_bots bots make them */
+    /* --reconnect-at: at that time (seconds, 0: never) the first
+     * reconnect_bots bots drop their connection and, reconnect_delay_ms
+     * later, take their entity back with their session token. */
+    double reconnect_at_seconds;
+    uint32_t reconnect_bots;
+    double reconnect_delay_ms;
 } bots_options;
 
 struct bots_run;
@@ -157,6 +163,13 @@ typedef struct bot {
     uint32_t teleports_done;     /* --teleport entries made */
     uint64_t teleports_received;
     uint64_t teleported_at_ms;   /* when its last teleport arrived, after the start (0: never) */
+    /* --reconnect-at: the session of the last login reply, and where the
+     * drop and reconnect are. */
+    char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
+    bool reconnect_done;         /* it dropped its connection (once) */
+    bool reconnecting;           /* dropped; a new client reconnects after the delay */
+    uv_timer_t reconnect_timer;  /* initialised at the drop (reconnect_timer_open) */
+    bool reconnect_timer_open;
 } bot;
 
 /* An entity in a bot's view: the stamp of its last update and where it
@@ -228,6 +241,9 @@ typedef struct bots_run {
         double distance, lag_ms;
     } flicker_examples[5];
     uint64_t pings_sent, teleports_received, teleport_stale;
+    /* --reconnect-at: reconnects answered, and those that came back to
+     * another entity than the one they left (never, when it works). */
+    uint64_t reconnects, reconnects_other_entity;
     uint64_t start_wall_us;
     id_map bots_by_entity;        /* entity id -> bot, once logged in */
     /* The entity definitions the bots received at login: the first digest,
@@ -463,6 +479,31 @@ static unsigned bots_calls_due(bot *b, double rate, double dt) {
     return calls;
 }
 
+static void bots_on_reconnect_timer(uv_timer_t *timer);
+
+/* Forgets what the bot saw through its connection (the view goes with it). */
+static void bots_forget_view(bot *b) {
+    size_t cursor = 0;
+    uint64_t id;
+    void *value;
+    while (id_map_next(&b->view, &cursor, &id, &value)) free(value);
+    id_map_close(&b->view);
+    id_map_init(&b->view);
+}
+
+/* --reconnect-at: the bot drops its connection as a lost network would
+ * (its entity stays on the baseapp for the grace period) and reconnects
+ * with its session token once the client has closed (bots_on_closed). */
+static void bots_drop_connection(bot *b) {
+    b->reconnect_done = true;
+    if (!b->session_token[0]) return;
+    b->reconnecting = true;
+    uv_timer_init(&b->run->loop, &b->reconnect_timer);
+    b->reconnect_timer.data = b;
+    b->reconnect_timer_open = true;
+    tessera_client_close(b->client);
+}
+
 /* When the bots stop walking and calling, in ms after the start: the last
  * --settle-seconds, and with --verify-aoi at least the last 1.5 s (negative
  * for runs shorter than that: from the start). */
@@ -483,6 +524,11 @@ static void bots_on_tick(uv_timer_t *timer) {
     for (uint32_t i = 0; i < run->options.count; i++) {
         bot *b = &run->bots[i];
         if (!b->in_world) continue;
+        if (run->options.reconnect_at_seconds > 0 && i < run->options.reconnect_bots && !b->reconnect_done &&
+            elapsed_ms >= run->options.reconnect_at_seconds * 1000.0) {
+            bots_drop_connection(b);
+            continue;
+        }
         if (i < run->options.teleport_bots && b->teleports_done < run->options.teleport_count &&
             elapsed_ms >= run->options.teleports[b->teleports_done].at_seconds * 1000.0)
             bots_teleport_now(b, &run->options.teleports[b->teleports_done++]);
@@ -499,6 +545,17 @@ static void bots_on_tick(uv_timer_t *timer) {
 static void bots_on_logged_in(tessera_client *client, const tessera_client_login_info *info) {
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
+    snprintf(b->session_token, sizeof b->session_token, "%s", info->session_token);
+    if (info->reconnected) {
+        run->reconnects++;
+        if (info->entity_id != b->entity_id) {
+            run->reconnects_other_entity++;
+            log_warn("bot %u: reconnected to entity %" PRIu64 ", not its own %" PRIu64, b->index, info->entity_id,
+                     b->entity_id);
+        }
+        id_map_remove(&run->bots_by_entity, b->entity_id);
+        run->logged_in--; /* the same login, resumed */
+    }
     b->in_world = 1;
     b->in_world_at_ms = uv_now(&run->loop) - run->start_ms;
     b->entity_id = info->entity_id;
@@ -729,6 +786,12 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     b->client = NULL;
     b->in_world = 0;
     if (run->finished) return; /* closed by the end of the run */
+    if (b->reconnecting && cause == TESSERA_CLIENT_CLOSED_BY_CALLER) {
+        /* Its view goes with the connection; the new one starts afresh. */
+        bots_forget_view(b);
+        uv_timer_start(&b->reconnect_timer, bots_on_reconnect_timer, (uint64_t)run->options.reconnect_delay_ms, 0);
+        return;
+    }
 
     const char *counted = NULL;
     switch (cause) {
@@ -769,14 +832,22 @@ static void bots_launch(bots_run *run, bot *b) {
     tessera_client_set_name(b->client, name);
     /* The prefix and password were checked against the SDK's limits when
      * the options were parsed, so login cannot refuse them here. */
-    if (tessera_client_login(b->client, account, run->options.password) != 0)
-        log_panic("login request refused for account '%s'", account);
+    int rc = b->reconnecting ? tessera_client_reconnect(b->client, account, b->session_token)
+                             : tessera_client_login(b->client, account, run->options.password);
+    b->reconnecting = false;
+    if (rc != 0) log_panic("login request refused for account '%s'", account);
     if (tessera_client_connect(b->client, run->options.host, run->options.port) != 0) {
         bots_count_reason(run, "connect_failed");
         b->had_error = 1;
         bots_log_failure(run, b, "connect_failed", "the socket could not be created");
         tessera_client_close(b->client); /* on_closed clears b->client */
     }
+}
+
+static void bots_on_reconnect_timer(uv_timer_t *timer) {
+    bot *b = timer->data;
+    if (b->run->finished || b->client) return;
+    bots_launch(b->run, b);
 }
 
 /* When bot `index` is due, in ms after the start: evenly spread. */
@@ -1050,6 +1121,8 @@ static void bots_finish(bots_run *run) {
     uv_close((uv_handle_t *)&run->snapshot_timer, NULL);
     uv_close((uv_handle_t *)&run->sigint, NULL);
     uv_close((uv_handle_t *)&run->sigterm, NULL);
+    for (uint32_t i = 0; i < run->options.count; i++)
+        if (run->bots[i].reconnect_timer_open) uv_close((uv_handle_t *)&run->bots[i].reconnect_timer, NULL);
 
     for (uint32_t i = 0; i < run->options.count; i++) {
         bot *b = &run->bots[i];
@@ -1157,6 +1230,8 @@ static void bots_print_json(FILE *out, const bots_run *run) {
     fprintf(out, "]");
     fprintf(out, ",\"pings_sent\":%" PRIu64 ",\"teleports_received\":%" PRIu64 ",\"teleport_stale\":%" PRIu64,
             run->pings_sent, run->teleports_received, run->teleport_stale);
+    fprintf(out, ",\"reconnects\":%" PRIu64 ",\"reconnects_other_entity\":%" PRIu64, run->reconnects,
+            run->reconnects_other_entity);
     fprintf(out, ",\"snapshot_written\":%s", run->snapshot_done ? "true" : "false");
     fprintf(out, ",\"definitions_digest\":\"%s\",\"definition_classes\":%zu,\"definitions_differ\":%" PRIu64,
             run->definitions_digest, run->definition_classes, run->definitions_differ);
@@ -1208,6 +1283,9 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
                  " update gaps over %.0f ms (longest %.0f ms)\n",
             run->flickers, run->update_gaps, run->options.gap_limit_ms, (double)run->longest_gap_us / 1000.0);
     if (run->pings_sent) fprintf(out, "  pings          %" PRIu64 " numbered calls sent\n", run->pings_sent);
+    if (run->reconnects || run->options.reconnect_at_seconds > 0)
+        fprintf(out, "  reconnects     %" PRIu64 " (%" PRIu64 " came back to another entity)\n", run->reconnects,
+                run->reconnects_other_entity);
     if (run->teleports_received)
         fprintf(out, "  teleports      %" PRIu64 " received, %" PRIu64 " entities of a space left behind seen after\n",
                 run->teleports_received, run->teleport_stale);
@@ -1270,6 +1348,10 @@ static void bots_usage(FILE *out) {
             "                           at AT seconds, the first --teleport-bots bots (default 1)\n"
             "                           call teleport(SPACE, X, Y, Z) on their cell (SPACE empty:\n"
             "                           their own); up to 8, in time order\n"
+            "  --reconnect-at T         at T seconds the first --reconnect-bots bots (default all)\n"
+            "                           drop their connection and, --reconnect-delay-ms later\n"
+            "                           (default 200), take their entity back with their session\n"
+            "                           token (its view starts afresh)\n"
             "  --help                   this text\n"
             "\n"
             "Report keys: bots, logged_in, in_world_at_end, errors, error_reasons,\n"
@@ -1281,7 +1363,9 @@ static void bots_usage(FILE *out) {
             "self_seen, verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late,\n"
             "aoi_position_checked, aoi_position_mismatches, flickers, update_gaps,\n"
             "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale (entities of a\n"
-            "space a bot left, other than bots that teleport too, entering its view after), snapshot_written,\n"
+            "space a bot left, other than bots that teleport too, entering its view after),\n"
+            "reconnects, reconnects_other_entity (a reconnect that came back to another entity), "
+            "snapshot_written,\n"
             "definitions_digest, definition_classes, definitions_differ, seconds,\n"
             "interrupted.\n"
             "\n"
@@ -1375,6 +1459,9 @@ enum {
     BOTS_OPTION_TELEPORT_BOTS,
     BOTS_OPTION_GATHER,
     BOTS_OPTION_GATHER_PERIOD,
+    BOTS_OPTION_RECONNECT_AT,
+    BOTS_OPTION_RECONNECT_BOTS,
+    BOTS_OPTION_RECONNECT_DELAY,
     BOTS_OPTION_HELP,
 };
 
@@ -1404,6 +1491,9 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"teleport-bots", required_argument, NULL, BOTS_OPTION_TELEPORT_BOTS},
         {"gather", required_argument, NULL, BOTS_OPTION_GATHER},
         {"gather-period", required_argument, NULL, BOTS_OPTION_GATHER_PERIOD},
+        {"reconnect-at", required_argument, NULL, BOTS_OPTION_RECONNECT_AT},
+        {"reconnect-bots", required_argument, NULL, BOTS_OPTION_RECONNECT_BOTS},
+        {"reconnect-delay-ms", required_argument, NULL, BOTS_OPTION_RECONNECT_DELAY},
         {"help", no_argument, NULL, BOTS_OPTION_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -1417,6 +1507,8 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     options->calls_per_second = 0.2;
     options->gap_limit_ms = 1200.0;
     options->teleport_bots = 1;
+    options->reconnect_bots = UINT32_MAX;
+    options->reconnect_delay_ms = 200.0;
     options->seed = clock_wall_us();
     int have_connect = 0, have_count = 0, have_seconds = 0, have_snapshot_at = 0;
     uint64_t value;
@@ -1478,6 +1570,19 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
             options->gather = true;
             break;
         }
+        case BOTS_OPTION_RECONNECT_AT:
+            if (bots_parse_double(optarg, 0.0, 1e7, &options->reconnect_at_seconds) != 0)
+                return bots_bad_argument("--reconnect-at wants seconds after the start (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_RECONNECT_BOTS:
+            if (bots_parse_u64(optarg, 0, 1000000, &value) != 0)
+                return bots_bad_argument("--reconnect-bots wants a count (got '%s')", optarg);
+            options->reconnect_bots = (uint32_t)value;
+            break;
+        case BOTS_OPTION_RECONNECT_DELAY:
+            if (bots_parse_double(optarg, 0.0, 600000.0, &options->reconnect_delay_ms) != 0)
+                return bots_bad_argument("--reconnect-delay-ms wants milliseconds (got '%s')", optarg);
+            break;
         case BOTS_OPTION_GATHER_PERIOD:
             if (bots_parse_double(optarg, 0.0, 1e7, &options->gather_period) != 0)
                 return bots_bad_argument("--gather-period wants seconds, 0 or more (got '%s')", optarg);

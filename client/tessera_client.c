@@ -254,6 +254,7 @@ struct tessera_client {
     int login_requested;
     char account[TESSERA_CLIENT_ACCOUNT_MAX + 1];
     char password[TESSERA_CLIENT_PASSWORD_MAX + 1];
+    char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1]; /* non-empty: reconnect instead of login */
     uint32_t sequence;              /* of the last move sent */
     tessera_client_login_info login;
     char server_name[TESSERA_CLIENT_NAME_BYTES];
@@ -552,6 +553,18 @@ static void tessera_client__send_hello(tessera_client *client) {
 /* Without a channel (tessera_client_process_frame) the login is only
  * pretended: the state moves on and nothing is sent. */
 static void tessera_client__send_login(tessera_client *client) {
+    if (client->session_token[0]) {
+        Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
+        reconnect.account = client->account;
+        reconnect.session_token = client->session_token;
+        Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
+        message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT;
+        message.reconnect = &reconnect;
+        client->state = TESSERA_CLIENT_LOGIN_SENT;
+        if (client->ch) tessera_client__send(client, &message);
+        memset(client->session_token, 0, sizeof client->session_token);
+        return;
+    }
     Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
     login.account = client->account;
     login.password = client->password;
@@ -777,6 +790,10 @@ static void tessera_client__on_login_reply(tessera_client *client, const Tessera
         return;
     }
     snprintf(info.definitions_digest, sizeof info.definitions_digest, "%s", digest);
+    if (reply->session_token && strlen(reply->session_token) <= TESSERA_CLIENT_SESSION_TOKEN_MAX)
+        snprintf(info.session_token, sizeof info.session_token, "%s", reply->session_token);
+    info.detached_grace_ms = reply->detached_grace_ms;
+    info.reconnected = reply->reconnected;
     info.definition_classes = entity_def_registry_class_count(definitions);
     tessera_client__free_world(client); /* nothing yet: a login reply comes once */
     id_map_init(&client->entities);
@@ -1427,6 +1444,18 @@ int tessera_client_login(tessera_client *client, const char *account, const char
     if (password_length == 0 || password_length > TESSERA_CLIENT_PASSWORD_MAX) return -1;
     snprintf(client->account, sizeof client->account, "%s", account);
     snprintf(client->password, sizeof client->password, "%s", password);
+    client->login_requested = 1;
+    if (client->state == TESSERA_CLIENT_AWAITING_LOGIN) tessera_client__send_login(client);
+    return 0;
+}
+
+int tessera_client_reconnect(tessera_client *client, const char *account, const char *session_token) {
+    if (client->login_requested || !tessera_client__is_open(client)) return -1;
+    if (!account || !session_token || !tessera_client__valid_account(account)) return -1;
+    size_t token_length = strlen(session_token);
+    if (token_length == 0 || token_length > TESSERA_CLIENT_SESSION_TOKEN_MAX) return -1;
+    snprintf(client->account, sizeof client->account, "%s", account);
+    snprintf(client->session_token, sizeof client->session_token, "%s", session_token);
     client->login_requested = 1;
     if (client->state == TESSERA_CLIENT_AWAITING_LOGIN) tessera_client__send_login(client);
     return 0;

@@ -90,7 +90,12 @@ typedef enum tessera_client_error {
     TESSERA_CLIENT_ERROR_NOT_EXPOSED = 13,
     TESSERA_CLIENT_ERROR_BAD_ARGUMENTS = 14,
     TESSERA_CLIENT_ERROR_UNKNOWN_ENTITY = 15,
+    TESSERA_CLIENT_ERROR_RATE_LIMITED = 16,
+    TESSERA_CLIENT_ERROR_SESSION_EXPIRED = 17,
 } tessera_client_error;
+
+/* Hex characters of a session token (client.proto's LoginReply). */
+#define TESSERA_CLIENT_SESSION_TOKEN_MAX 64
 
 /* Bytes of the space name kept from the login reply (longer names are
  * truncated). */
@@ -145,6 +150,11 @@ typedef struct tessera_client_login_info {
      * detail_medium_distance its medium ones, farther only far ones. */
     float detail_near_distance;
     float detail_medium_distance;
+    /* The session: tessera_client_reconnect with this token (on a new
+     * client) takes the entity back within detached_grace_ms of a drop. */
+    char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
+    uint32_t detached_grace_ms;
+    bool reconnected;            /* this answered a reconnect */
 } tessera_client_login_info;
 
 /* A refused move: the player is back at this position. */
@@ -269,6 +279,16 @@ int tessera_client_connect(tessera_client *client, const char *host, int port);
  * login was already requested, the client is closing, the account is not
  * 1..64 bytes of [A-Za-z0-9_.-] or the password not 1..128 bytes. */
 int tessera_client_login(tessera_client *client, const char *account, const char *password);
+
+/* Instead of tessera_client_login: takes back the player's entity after a
+ * dropped connection, with the session token of the last login reply
+ * (tessera_client_login_info.session_token). The answer is a login reply
+ * with `reconnected` set and a new token, and the view starts afresh (this
+ * client holds nothing yet). A session that is over gets
+ * ERROR_SESSION_EXPIRED (on_error, then on_closed): log in again. Same
+ * rules and returns as tessera_client_login; the token must be 1..64
+ * characters. */
+int tessera_client_reconnect(tessera_client *client, const char *account, const char *session_token);
 
 /* Sends the player's position (metres) and yaw (radians) with the next
  * sequence number. Only IN_WORLD. Returns 0, or -1 if not in the world, a

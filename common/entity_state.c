@@ -385,6 +385,20 @@ int entity_state_copy(entity_state *dst, const entity_state *src) {
     return 0;
 }
 
+int entity_state_copy_property(entity_state *dst, const entity_state *src, uint16_t prop) {
+    if (dst->cls != src->cls)
+        return ENTITY_STATE_ERROR_CLASS;
+    if (prop >= dst->cls->property_count)
+        return ENTITY_STATE_ERROR_NO_SUCH_PROPERTY;
+    if (dst == src)
+        return 0;
+    entity_state_slot *d = entity_state__slots(dst, prop);
+    const entity_state_slot *s = entity_state__const_slots(src, prop);
+    if (entity_state__copy_value(&dst->cls->properties[prop].type, &d, &s))
+        entity_state_mark_dirty(dst, prop);
+    return 0;
+}
+
 entity_state_slot *entity_state__slots(entity_state *state, uint16_t prop) {
     if (prop >= state->cls->property_count)
         log_panic("entity_state: class %s has no property %u", state->cls->name, prop);

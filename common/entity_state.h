@@ -105,6 +105,10 @@ const entity_def_class *entity_state_class(const entity_state *state);
 /* Makes `dst` a copy of `src`: every value and the dirty set. Returns 0, or
  * ENTITY_STATE_ERROR_CLASS (dst unchanged) when their classes differ. */
 int entity_state_copy(entity_state *dst, const entity_state *src);
+/* Copies property `prop`'s value from `src` to `dst` (same class), marking
+ * it dirty in `dst` when it changed. Returns 0, or ENTITY_STATE_ERROR_CLASS
+ * / ENTITY_STATE_ERROR_NO_SUCH_PROPERTY (dst unchanged). */
+int entity_state_copy_property(entity_state *dst, const entity_state *src, uint16_t prop);
 
 /* ---- naming values ---------------------------------------------------- */
 

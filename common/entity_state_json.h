@@ -3,9 +3,11 @@
  * getters and shaped by the property types (arrays as arrays, structs as
  * objects).
  *
- * This module only writes JSON. It does not read JSON back into a state,
- * and it does not decide who may see a property: the caller passes the
- * properties it wants (for example an audience's set) as `only`.
+ * It also reads that form back (entity_state_from_json), for the stored
+ * form of persistent entities: by property name, so a stored entity
+ * survives changes to its definitions. It does not decide who may see a
+ * property: the caller passes the properties it wants (for example an
+ * audience's set) as `only`.
  *
  * Numbers are cJSON raw items (cJSON_IsRaw, the number's text in
  * valuestring), not cJSON numbers: cJSON prints a number with 15
@@ -36,5 +38,22 @@ cJSON *entity_state_to_json(const entity_state *state, const entity_state_mask *
 
 /* The same, printed unformatted; caller frees with free(). */
 char *entity_state_to_json_string(const entity_state *state, const entity_state_mask *only);
+
+/* Told of each member of the object that was not restored: `name` is the
+ * member's key, `why` says what was wrong with it. */
+typedef void (*entity_state_json_problem)(const char *name, const char *why, void *context);
+
+/* Sets the properties of `state` named in `object` (the form
+ * entity_state_to_json writes, numbers as cJSON numbers or raw numbers or
+ * decimal strings) that are in `only` (NULL: every property). A property
+ * is set whole or not at all: a member that names no property of the
+ * class, one outside `only`, or one whose value does not convert (a wrong
+ * type, out of range, a struct field or array element missing) is left
+ * at its current value and reported to `problem` (may be NULL). A
+ * property the object does not name keeps its value. Returns how many
+ * properties were set, or -1 when `object` is not a JSON object. The
+ * properties set are marked dirty, as any write is. */
+int entity_state_from_json(entity_state *state, const cJSON *object, const entity_state_mask *only,
+                           entity_state_json_problem problem, void *context);
 
 #endif

@@ -24,7 +24,8 @@
     X(cell_message_failed, CELL_MESSAGE_FAILED, Tessera__Cluster__CellMessageFailed) \
     X(cell_address, CELL_ADDRESS, Tessera__Cluster__CellAddress)                \
     X(cell_handoff, CELL_HANDOFF, Tessera__Cluster__CellHandoff)                \
-    X(cell_batch, CELL_BATCH, Tessera__Cluster__CellBatch)
+    X(cell_batch, CELL_BATCH, Tessera__Cluster__CellBatch)                      \
+    X(cell_backup, CELL_BACKUP, Tessera__Cluster__CellBackup)
 
 #define PEER_MESSAGE_SENDER(name, kind, type)                                                             \
     static inline int peer_send_##name(peer_set *peers, uint64_t to, const type *body) {                  \

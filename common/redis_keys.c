@@ -29,6 +29,11 @@ char *redis_key_account(char *out, const char *cluster, const char *account) {
     return out;
 }
 
+char *redis_key_stored_entity(char *out, const char *cluster, const char *class_name, const char *name) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:entity:%s:%s", cluster, class_name, name);
+    return out;
+}
+
 char *redis_key_space(char *out, const char *cluster, const char *space_name) {
     snprintf(out, REDIS_KEY_MAX, "tessera:%s:space:%s", cluster, space_name);
     return out;

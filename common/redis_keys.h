@@ -8,6 +8,9 @@
  *   P process:<id>           HASH a process's registry entry (registry.h)
  *   P next_entity_id         INCRBY'd for blocks of entity ids (id_block.h)
  *   P account:<name>         HASH an account (baseapp/login.c)
+ *   P entity:<class>:<name>  STRING an entity's persistent state, JSON
+ *                            (baseapp/persistence.c); a player's is named
+ *                            by its account
  *   P spaces                 HASH space name -> the epoch of its layout
  *   P space:<name>           STRING the space's definition and layout, as JSON
  *                            (space_layout.h); written only with its epoch
@@ -37,6 +40,7 @@ char *redis_key_processes(char *out, const char *cluster);
 char *redis_key_process(char *out, const char *cluster, uint64_t process_id);
 char *redis_key_next_entity_id(char *out, const char *cluster);
 char *redis_key_account(char *out, const char *cluster, const char *account);
+char *redis_key_stored_entity(char *out, const char *cluster, const char *class_name, const char *name);
 char *redis_key_spaces(char *out, const char *cluster);
 char *redis_key_space(char *out, const char *cluster, const char *space_name);
 char *redis_key_cell_directory(char *out, const char *cluster);

@@ -1,0 +1,382 @@
+/* client_link.c -- one client connection: the state machine from hello to
+ * the world, checking every client message against the state it may
+ * arrive in, the limits on what a client sends (frame time, moves and
+ * calls a second), relaying movement to the cell of the proxy it is bound
+ * to, and the single exit path (client_link_fail / channel close) that
+ * tells its proxy the client is gone. The link owns no entity: proxies
+ * (proxy.c) do; password checking is login.c's. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "baseapp.h"
+#include "clock.h"
+#include "log.h"
+
+const char *client_link_state_name(client_link_state state) {
+    switch (state) {
+    case CLIENT_LINK_AWAITING_HELLO: return "awaiting hello";
+    case CLIENT_LINK_AWAITING_LOGIN: return "awaiting login";
+    case CLIENT_LINK_AUTHENTICATING: return "authenticating";
+    case CLIENT_LINK_ENTERING: return "entering";
+    case CLIENT_LINK_IN_WORLD: return "in world";
+    case CLIENT_LINK_CLOSING: return "closing";
+    }
+    return "?";
+}
+
+uint64_t baseapp_text_key(const char *text, size_t length) {
+    uint64_t hash = 14695981039346656037ull; /* FNV-1a */
+    for (size_t i = 0; i < length; i++) {
+        hash ^= (unsigned char)text[i];
+        hash *= 1099511628211ull;
+    }
+    return hash ? hash : 1;
+}
+
+uint64_t baseapp_account_key(const char *account) { return baseapp_text_key(account, strlen(account)); }
+
+void client_link_send(client_link *link, const Tessera__Client__ServerToClient *message) {
+    channel_send_message(link->ch, &message->base);
+}
+
+/* Unbinds the link from its proxy, which learns its client is gone. */
+static void client_link_unbind(client_link *link) {
+    proxy *player = link->proxy;
+    if (!player) return;
+    if (link->congested) {
+        link->congested = false;
+        link->app->congested_clients--;
+    }
+    link->proxy = NULL;
+    if (player->link == link) proxy_on_link_lost(player);
+}
+
+static void client_link_vfail(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,
+                              const char *format, va_list args) {
+    if (link->state == CLIENT_LINK_CLOSING) return;
+    baseapp *app = link->app;
+    char text[256];
+    vsnprintf(text, sizeof text, format, args);
+    log_info("client %s (account '%s', entity %" PRIu64 ", %s): dropped: %s", channel_peer_name(link->ch),
+             link->account, link->proxy ? link->proxy->entity_id : 0, client_link_state_name(link->state), text);
+    Tessera__Client__Error error = TESSERA__CLIENT__ERROR__INIT;
+    error.code = code;
+    error.message = (char *)(public_text ? public_text : text);
+    if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN)
+        error.retry_after_ms = (uint32_t)app->settings.shutdown_retry_ms;
+    size_t slots = sizeof app->errors_sent / sizeof app->errors_sent[0];
+    app->errors_sent[(size_t)code < slots ? (size_t)code : slots - 1]++;
+    if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS) app->login_failures++;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR;
+    message.error = &error;
+    client_link_send(link, &message);
+    link->state = CLIENT_LINK_CLOSING;
+    client_link_unbind(link);
+    channel_close_after_flush(link->ch, text);
+}
+
+void client_link_fail(client_link *link, Tessera__Client__ErrorCode code, const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    client_link_vfail(link, code, NULL, format, args);
+    va_end(args);
+}
+
+void client_link_fail_quietly(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,
+                              const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    client_link_vfail(link, code, public_text, format, args);
+    va_end(args);
+}
+
+static void client_link_on_close(channel *ch, const char *reason) {
+    client_link *link = channel_user_data(ch);
+    if (link->state != CLIENT_LINK_CLOSING)
+        log_info("client %s (account '%s', entity %" PRIu64 ") disconnected: %s", channel_peer_name(ch), link->account,
+                 link->proxy ? link->proxy->entity_id : 0, reason);
+    link->state = CLIENT_LINK_CLOSING;
+    client_link_unbind(link);
+    entity_list_remove(link->app->links, link->handle);
+    free(link);
+}
+
+static void client_link_on_hello(client_link *link, const Tessera__Client__Hello *hello) {
+    if (link->state != CLIENT_LINK_AWAITING_HELLO) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "hello sent twice");
+        return;
+    }
+    size_t name_length = hello->client_name ? strlen(hello->client_name) : 0;
+    if (name_length > CLIENT_LINK_NAME_MAX) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
+                         "client_name is %zu bytes; at most %d", name_length, CLIENT_LINK_NAME_MAX);
+        return;
+    }
+    log_info("client %s says it is '%s'", channel_peer_name(link->ch), name_length ? hello->client_name : "");
+    uint32_t ours = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    if (hello->protocol_version != ours) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_PROTOCOL_VERSION_MISMATCH,
+                         "protocol version mismatch: client speaks %u, server speaks %u", hello->protocol_version,
+                         ours);
+        return;
+    }
+    Tessera__Client__ServerHello reply = TESSERA__CLIENT__SERVER_HELLO__INIT;
+    reply.protocol_version = ours;
+    reply.server_name = "tessera-baseapp";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO;
+    message.hello = &reply;
+    client_link_send(link, &message);
+    link->state = CLIENT_LINK_AWAITING_LOGIN;
+}
+
+/* What a login and a reconnect check alike before anything is looked up:
+ * the order, the account name, a draining baseapp, the throttle. Returns
+ * false when the link was failed. */
+static bool client_link_may_log_in(client_link *link, const char *what, const char *account) {
+    baseapp *app = link->app;
+    if (link->state == CLIENT_LINK_AWAITING_HELLO) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "%s before hello", what);
+        return false;
+    }
+    if (link->state != CLIENT_LINK_AWAITING_LOGIN) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "%s after a login or reconnect",
+                         what);
+        return false;
+    }
+    const char *problem = login_check_account_name(account);
+    if (problem) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT, "account name %s", problem);
+        return false;
+    }
+    if (app->draining) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN,
+                         "this baseapp is stopping: log in again in a moment (another baseapp will take you)");
+        return false;
+    }
+    uint64_t wait_ms = login_throttle_check(&app->throttle, account, channel_peer_name(link->ch), clock_monotonic_us());
+    if (wait_ms) {
+        app->logins_throttled++;
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
+                         "too many failed logins for account '%s' or from this address: try again in %llu ms", account,
+                         (unsigned long long)wait_ms);
+        return false;
+    }
+    return true;
+}
+
+static void client_link_on_login(client_link *link, const Tessera__Client__LoginRequest *login) {
+    if (!client_link_may_log_in(link, "login", login->account)) return;
+    size_t password_length = login->password ? strlen(login->password) : 0;
+    if (password_length < 1 || password_length > 128) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
+                         "password must be 1 to 128 bytes, got %zu", password_length);
+        return;
+    }
+    snprintf(link->account, sizeof link->account, "%s", login->account);
+    link->has_definitions = login->known_definitions_digest &&
+                            strcmp(login->known_definitions_digest,
+                                   entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->state = CLIENT_LINK_AUTHENTICATING;
+    login_start(link, login->account, login->password);
+}
+
+static void client_link_on_reconnect(client_link *link, const Tessera__Client__Reconnect *reconnect) {
+    if (!client_link_may_log_in(link, "reconnect", reconnect->account)) return;
+    snprintf(link->account, sizeof link->account, "%s", reconnect->account);
+    link->has_definitions = reconnect->known_definitions_digest &&
+                            strcmp(reconnect->known_definitions_digest,
+                                   entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->reconnecting = true;
+    link->state = CLIENT_LINK_AUTHENTICATING;
+    proxy_reconnect(link, reconnect->session_token ? reconnect->session_token : "");
+}
+
+static void client_link_on_move(client_link *link, const Tessera__Client__Move *move) {
+    if (!move->position || !isfinite(move->position->x) || !isfinite(move->position->y) ||
+        !isfinite(move->position->z) || !isfinite(move->yaw)) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT,
+                         "move without a finite position and yaw");
+        return;
+    }
+    /* A flood of moves is not a speed hack (the cell checks distance), but
+     * it would cost the cell and the cluster link: beyond the client's rate
+     * moves are dropped -- the next one carries the latest position. */
+    const baseapp_settings *settings = &link->app->settings;
+    uint64_t now = clock_monotonic_us();
+    double bank = settings->client_moves_per_second / 2.0;
+    link->move_tokens += (double)(now - link->move_tokens_us) / 1e6 * settings->client_moves_per_second;
+    if (link->move_tokens > bank) link->move_tokens = bank;
+    link->move_tokens_us = now;
+    if (link->move_tokens < 1.0) {
+        link->app->moves_dropped++;
+        return;
+    }
+    link->move_tokens -= 1.0;
+    Tessera__Cluster__ClientMove relay = TESSERA__CLUSTER__CLIENT_MOVE__INIT;
+    relay.move = (Tessera__Client__Move *)move;
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE;
+    message.client_move = &relay;
+    cell_link_send(link->proxy, &message);
+}
+
+void client_link_start_limits(client_link *link) {
+    const baseapp_settings *settings = &link->app->settings;
+    link->move_tokens = settings->client_moves_per_second / 2.0;
+    link->move_tokens_us = clock_monotonic_us();
+    link->call_tokens = settings->client_calls_per_second;
+    link->call_tokens_us = link->move_tokens_us;
+    link->call_strikes = 0;
+}
+
+/* Method calls are held to client_calls_per_second (a bank of one second's
+ * worth): excess calls are dropped and counted, and a client that keeps it
+ * up, with more dropped than client_calls_per_second x
+ * CLIENT_LINK_CALL_STRIKE_SECONDS within a decaying window, is
+ * disconnected. Returns whether this call goes. */
+#define CLIENT_LINK_CALL_STRIKE_SECONDS 3.0
+static bool client_link_take_call_token(client_link *link) {
+    baseapp *app = link->app;
+    double rate = app->settings.client_calls_per_second;
+    uint64_t now = clock_monotonic_us();
+    double elapsed = (double)(now - link->call_tokens_us) / 1e6;
+    link->call_tokens_us = now;
+    link->call_tokens += elapsed * rate;
+    if (link->call_tokens > rate) link->call_tokens = rate;
+    /* Strikes drain at the allowed rate too: an occasional burst is forgiven. */
+    link->call_strikes -= elapsed * rate;
+    if (link->call_strikes < 0) link->call_strikes = 0;
+    if (link->call_tokens >= 1.0) {
+        link->call_tokens -= 1.0;
+        return true;
+    }
+    app->calls_dropped++;
+    link->call_strikes += 1.0;
+    if (link->call_strikes > rate * CLIENT_LINK_CALL_STRIKE_SECONDS)
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
+                         "method calls faster than %g a second, kept up: %.0f dropped lately", rate,
+                         link->call_strikes);
+    return false;
+}
+
+static bool client_link_before_world(const client_link *link) {
+    return link->state == CLIENT_LINK_AWAITING_HELLO || link->state == CLIENT_LINK_AWAITING_LOGIN ||
+           link->state == CLIENT_LINK_AUTHENTICATING;
+}
+
+static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t length) {
+    client_link *link = channel_user_data(ch);
+    if (link->state == CLIENT_LINK_CLOSING) return;
+    Tessera__Client__ClientToServer *message = tessera__client__client_to_server__unpack(NULL, length, frame);
+    if (!message) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,
+                         "a %zu-byte frame is not a valid ClientToServer message", length);
+        return;
+    }
+    switch (message->body_case) {
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO: client_link_on_hello(link, message->hello); break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN: client_link_on_login(link, message->login); break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT:
+        client_link_on_reconnect(link, message->reconnect);
+        break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_MOVE:
+        if (client_link_before_world(link))
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "move before login");
+        else if (link->state == CLIENT_LINK_IN_WORLD)
+            client_link_on_move(link, message->move);
+        /* While the player enters the world a move has nowhere to go yet. */
+        break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL:
+        if (link->state == CLIENT_LINK_IN_WORLD) {
+            if (client_link_take_call_token(link)) base_entity_on_call(link->proxy, message->call);
+        } else if (client_link_before_world(link)) {
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "method call before login");
+        } else {
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER,
+                             "method call before the login reply");
+        }
+        break;
+    default:
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_MESSAGE,
+                         "unknown message type (no known field set in ClientToServer)");
+        break;
+    }
+    tessera__client__client_to_server__free_unpacked(message, NULL);
+}
+
+static void client_link_on_oversized_frame(channel *ch, uint32_t declared_length) {
+    client_link *link = channel_user_data(ch);
+    client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_FRAME_TOO_LARGE,
+                     "frame of %u bytes exceeds the limit of %lld bytes", declared_length,
+                     (long long)link->app->settings.client_max_frame_bytes);
+}
+
+static const channel_callbacks client_link_channel_callbacks = {
+    .on_frame = client_link_on_frame,
+    .on_connect = NULL,
+    .on_oversized_frame = client_link_on_oversized_frame,
+    .on_close = client_link_on_close,
+};
+
+void client_link_accept(baseapp *app, uv_stream_t *listener) {
+    const baseapp_settings *settings = &app->settings;
+    channel_options options = {
+        .max_frame_bytes = (size_t)settings->client_max_frame_bytes,
+        .write_high_water_bytes = (size_t)settings->client_write_high_water_bytes,
+        .write_limit_bytes = (size_t)settings->client_write_limit_bytes,
+        .totals = &app->client_totals,
+        .socket_send_buffer_bytes = (size_t)settings->client_send_buffer_bytes,
+    };
+    client_link *link = xcalloc(1, sizeof *link);
+    link->app = app;
+    link->state = CLIENT_LINK_AWAITING_HELLO;
+    link->connected_us = clock_monotonic_us();
+    link->ch = channel_accept(listener, &options, &client_link_channel_callbacks, link);
+    if (!link->ch) {
+        free(link);
+        return;
+    }
+    link->handle = entity_list_add(app->links, link);
+    if (link->handle == ENTITY_HANDLE_NONE || app->shutting_down ||
+        (int64_t)entity_list_count(app->links) > settings->max_clients) {
+        /* The close path copes with a link the full list left out. */
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "server full, try another baseapp");
+        return;
+    }
+    log_debug("client %s connected", channel_peer_name(link->ch));
+}
+
+void client_link_sweep(baseapp *app) {
+    uint64_t now = clock_monotonic_us();
+    uint64_t timeout_us = (uint64_t)app->settings.login_timeout_ms * 1000u;
+    uint64_t frame_timeout_us = (uint64_t)app->settings.client_frame_timeout_ms * 1000u;
+    uint32_t cursor = 0;
+    client_link *link;
+    while ((link = entity_list_next(app->links, &cursor, NULL)) != NULL) {
+        if (link->state == CLIENT_LINK_CLOSING) continue;
+        uint64_t since = channel_incomplete_frame_since_us(link->ch);
+        if (since && now > since && now - since > frame_timeout_us) {
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,
+                             "a frame begun %llu ms ago is still incomplete (client_frame_timeout_ms %lld)",
+                             (unsigned long long)((now - since) / 1000),
+                             (long long)app->settings.client_frame_timeout_ms);
+            continue;
+        }
+        if (link->state == CLIENT_LINK_IN_WORLD) continue;
+        if (now - link->connected_us > timeout_us)
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                             "login not completed within %lld ms", (long long)app->settings.login_timeout_ms);
+    }
+}
+
+void client_link_close_all(baseapp *app, Tessera__Client__ErrorCode code, const char *reason) {
+    uint32_t cursor = 0;
+    client_link *link;
+    while ((link = entity_list_next(app->links, &cursor, NULL)) != NULL) client_link_fail(link, code, "%s", reason);
+}
