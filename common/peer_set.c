@@ -15,6 +15,12 @@
  * is absent this long: long enough for any registration race (a peer that
  * dials us right after registering), short compared to a real outage. */
 #define PEER_SET_UNLISTED_GRACE_US (10u * 1000u * 1000u)
+/* A peer that was listed and is absent now has stopped renewing its entry
+ * -- or Redis restarted and lost the entries of the last TTL, and the peer
+ * has not renewed its own since it reconnected. Its link goes once it has
+ * been absent this long: a few heartbeats, which any live peer sends
+ * within. */
+#define PEER_SET_LAPSED_GRACE_US (1500u * 1000u)
 
 typedef struct peer_link {
     peer_set *set;
@@ -24,6 +30,7 @@ typedef struct peer_link {
     int up;                /* hello received and accepted */
     int seen_in_registry;
     int listed;            /* present in the latest registry report */
+    uint64_t unlisted_since_us; /* absent from the reports since (0: listed) */
     uint64_t opened_us;
     int64_t load;
 } peer_link;
@@ -257,8 +264,11 @@ void peer_set_on_registry(peer_set *set, const registry_peer *peers, size_t coun
     uint64_t now = clock_monotonic_us();
     for (size_t i = 0; i < set->link_count; i++) {
         peer_link *link = set->links[i];
+        if (link->listed) link->unlisted_since_us = 0;
         if (link->listed || link->process_id == 0) continue;
-        if (link->seen_in_registry || now - link->opened_us > PEER_SET_UNLISTED_GRACE_US)
+        if (!link->unlisted_since_us) link->unlisted_since_us = now;
+        if (link->seen_in_registry ? now - link->unlisted_since_us >= PEER_SET_LAPSED_GRACE_US
+                                   : now - link->opened_us > PEER_SET_UNLISTED_GRACE_US)
             channel_close(link->ch, "heartbeat lapsed (no longer in the registry)");
     }
 }

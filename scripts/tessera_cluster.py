@@ -7,7 +7,12 @@ config, log and pid file under one run directory:
     DIR/conf/<name>.json     the config the process was started with
     DIR/logs/<name>.log      its stdout + stderr (redis: DIR/logs/redis.log)
     DIR/pids/<name>.pid      its pid, while it is ours to stop
-    DIR/redis/               redis's working directory (nothing is persisted)
+    DIR/redis/               redis's working directory: its append-only file
+                             (appendfsync always: an acknowledged write
+                             survives a crash); a later `up` in the same DIR
+                             keeps accounts and stored entities (a cold start
+                             clears only the control plane: registry, layouts,
+                             directory, balancer lease)
     DIR/cluster.json         ports, pids and paths of everything, once ready
 
 Processes are named redis, cellapp-1..M, baseapp-1..K. Each runs in its own
@@ -662,19 +667,11 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
         # Redis first; everything else registers with it.
         (redis_port,) = free_ports(1)
         redis_log = rd.log("redis")
-        children["redis"] = _spawn([redis_server, "--bind", "127.0.0.1", "--port", str(redis_port),
-                                    "--dir", rd.redis, "--save", "", "--appendonly", "no",
-                                    "--protected-mode", "yes", "--daemonize", "no"], redis_log)
-        rd.write_pid("redis", children["redis"].pid)
+        kept = os.path.isdir(os.path.join(rd.redis, REDIS_AOF_DIR))
         deadline = time.monotonic() + timeout
-        while not redis_alive(redis_port):
-            if children["redis"].poll() is not None:
-                raise ClusterError("redis exited early (status %s)\n--- %s (last %d lines)\n%s"
-                                   % (children["redis"].returncode, redis_log, LOG_TAIL_LINES, log_tail(redis_log)))
-            if time.monotonic() >= deadline:
-                raise ClusterError("redis did not answer PING on port %d within %.0f s\n--- %s\n%s"
-                                   % (redis_port, timeout, redis_log, log_tail(redis_log)))
-            time.sleep(POLL_S)
+        children["redis"] = _start_redis(rd, redis_server, redis_port, deadline, timeout)
+        if kept:
+            _cold_start(redis_port, cluster_name, out)
 
         # Configs and starts: cellapps before baseapps.
         names = ["cellapp-%d" % i for i in range(1, cellapps + 1)] + \
@@ -762,6 +759,81 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
         if not ok:
             _stderr("cluster: tearing down %s" % rd.path)
             down(rd, grace=2.0, children=children, quiet=True)
+
+
+# Redis 7 keeps its append-only files in this directory of its --dir.
+REDIS_AOF_DIR = "appendonlydir"
+
+
+def _start_redis(rd, redis_server, redis_port, deadline, timeout):
+    """Starts the cluster's redis-server on redis_port, durable (append-only,
+    fsync before each acknowledgement), and waits for its PING."""
+    redis_log = rd.log("redis")
+    child = _spawn([redis_server, "--bind", "127.0.0.1", "--port", str(redis_port), "--dir", rd.redis,
+                    "--save", "", "--appendonly", "yes", "--appendfsync", "always",
+                    "--appenddirname", REDIS_AOF_DIR, "--protected-mode", "yes", "--daemonize", "no"], redis_log)
+    rd.write_pid("redis", child.pid)
+    while not redis_alive(redis_port):
+        if child.poll() is not None:
+            raise ClusterError("redis exited early (status %s)\n--- %s (last %d lines)\n%s"
+                               % (child.returncode, redis_log, LOG_TAIL_LINES, log_tail(redis_log)))
+        if time.monotonic() >= deadline:
+            raise ClusterError("redis did not answer PING on port %d within %.0f s\n--- %s\n%s"
+                               % (redis_port, timeout, redis_log, log_tail(redis_log)))
+        time.sleep(POLL_S)
+    return child
+
+
+# The control plane: what the processes of one run write about themselves.
+# A cold start of the whole cluster clears it (none of those processes is
+# left) and keeps the rest: accounts, stored entities, the id counters and
+# the balancer's fence (which must only grow).
+CONTROL_PLANE_KEYS = ("processes", "spaces", "cell_directory", "balancer_lease", "cell_loads")
+CONTROL_PLANE_PATTERNS = ("process:*", "space:*")
+
+
+def _cold_start(redis_port, cluster_name, out):
+    prefix = "tessera:%s:" % cluster_name
+    redis = Redis("127.0.0.1", redis_port, timeout=5.0)
+    try:
+        doomed = [prefix + k for k in CONTROL_PLANE_KEYS]
+        for pattern in CONTROL_PLANE_PATTERNS:
+            doomed += [_text(k) for k in redis.execute("KEYS", prefix + pattern)]
+        for key in doomed:
+            redis.execute("DEL", key)
+        entities = len(redis.execute("KEYS", prefix + "entity:*"))
+        accounts = len(redis.execute("KEYS", prefix + "account:*"))
+    finally:
+        redis.close()
+    print("kept=%d accounts, %d stored entities" % (accounts, entities), file=out)
+
+
+def restart_redis(dir_path, pause_s=0.5, timeout=30.0, hard=True):
+    """Stops the cluster's redis-server (SIGKILL when `hard`: no chance to
+    flush anything it has not already), waits `pause_s`, and starts it again
+    on the same port and directory: it comes back with what it had
+    acknowledged. The other processes reconnect by themselves."""
+    rd = RunDir(dir_path)
+    cluster = rd.load_cluster()
+    pid = rd.read_pids().get("redis")
+    if pid and pid_alive(pid) and pid_is(pid, "redis-server"):
+        os.kill(pid, signal.SIGKILL if hard else signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+    time.sleep(pause_s)
+    redis_server = _which("redis-server")
+    child = _start_redis(rd, redis_server, cluster["redis_port"], time.monotonic() + timeout, timeout)
+    _ADDED_CHILDREN.append(child)
+    for p in cluster["processes"]:
+        if p["role"] == "redis":
+            p["pid"] = child.pid
+    tmp = rd.cluster_json + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(cluster, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, rd.cluster_json)
+    return child.pid
 
 
 # Cellapps started by add_cellapp in this Python process: kept so that

@@ -182,7 +182,9 @@ class Cluster:
     """
 
     def __init__(self, baseapps=1, cellapps=2, extra_set=(), auto_create_accounts=True, timeout=30.0,
-                 build_dir=None, grid=None, spawn_radius=None, bounds=None, balance=False):
+                 build_dir=None, grid=None, spawn_radius=None, bounds=None, balance=False, run_dir=None):
+        # run_dir: start in this directory (the caller's, never removed
+        # here), keeping what an earlier cluster there stored.
         # Tests of fixed layouts keep the balancer off (it would move their
         # lines); the balancer's tests turn it on.
         if not balance:
@@ -196,6 +198,7 @@ class Cluster:
         self.auto_create_accounts = auto_create_accounts
         self.timeout = timeout
         self.build_dir = build_dir or BUILD_DIR
+        self.run_dir = run_dir
         self.dir = None
         self.info = None
         self.login = None
@@ -216,7 +219,7 @@ class Cluster:
         self._stop(grace=tessera_cluster.DOWN_GRACE_S)
         # After a graceful stop, so LeakSanitizer's exit report is in the logs.
         findings = self.sanitizer_findings()
-        if self.dir and not failed and not findings and not os.environ.get("TESSERA_KEEP_RUN"):
+        if self.dir and not failed and not findings and not os.environ.get("TESSERA_KEEP_RUN") and not self.run_dir:
             shutil.rmtree(self.dir, ignore_errors=True)
         elif self.dir:
             log("run directory kept: %s" % self.dir)
@@ -230,7 +233,7 @@ class Cluster:
 
     def start(self):
         _install_handlers()
-        self.dir = tempfile.mkdtemp(prefix="tessera-it-")
+        self.dir = self.run_dir or tempfile.mkdtemp(prefix="tessera-it-")
         argv = [sys.executable, CLUSTER_SCRIPT, "up", "--dir", self.dir, "--build", self.build_dir,
                 "--baseapps", str(self.baseapps_count), "--cellapps", str(self.cellapps_count),
                 "--timeout", str(self.timeout)]
@@ -291,6 +294,16 @@ class Cluster:
 
     def stop(self):
         self._stop(grace=tessera_cluster.DOWN_GRACE_S)
+
+    def restart_redis(self, pause_s=0.5, hard=True):
+        """Kills the cluster's redis-server (SIGKILL when hard) and starts it
+        again on the same port and data; the processes reconnect."""
+        if self.redis is not None:
+            self.redis.close()
+        tessera_cluster.restart_redis(self.dir, pause_s=pause_s, hard=hard)
+        with open(os.path.join(self.dir, "cluster.json")) as f:
+            self.info = json.load(f)
+        self.redis = Redis("127.0.0.1", self.info["redis_port"], timeout=5.0)
 
     def add_cellapp(self, extra_set=()):
         """Starts one more cellapp (scripts/cluster add-cellapp); returns its
@@ -596,6 +609,10 @@ def msg_login(account, password):
     return field_message(2, field_string(1, account) + field_string(2, password))
 
 
+def msg_reconnect(account, session_token):
+    return field_message(5, field_string(1, account) + field_string(2, session_token))
+
+
 def msg_move(x, y, z, yaw=0.0, sequence=1):
     return field_message(3, field_message(1, vector3(x, y, z)) + field_float(2, yaw) + field_varint(3, sequence))
 
@@ -673,7 +690,7 @@ ERROR_CODES = {
     "MALFORMED_FRAME": 1, "FRAME_TOO_LARGE": 2, "UNKNOWN_MESSAGE": 3, "NOT_LOGGED_IN": 4,
     "PROTOCOL_VERSION_MISMATCH": 5, "BAD_CREDENTIALS": 6, "UNAVAILABLE": 7, "OUT_OF_ORDER": 8,
     "INVALID_ARGUMENT": 9, "REPLACED": 10, "SLOW_CONSUMER": 11, "SERVER_SHUTDOWN": 12,
-    "NOT_EXPOSED": 13, "BAD_ARGUMENTS": 14, "UNKNOWN_ENTITY": 15,
+    "NOT_EXPOSED": 13, "BAD_ARGUMENTS": 14, "UNKNOWN_ENTITY": 15, "RATE_LIMITED": 16, "SESSION_EXPIRED": 17,
 }
 
 # EntityCall.part (client.proto's MethodPart).
@@ -711,6 +728,9 @@ def decode_server(body):
         out["calls_per_second"] = _float(_first(inner, 21))
         out["login_timeout_ms"] = _first(inner, 22, 0)
         out["alias_cooldown_ms"] = _first(inner, 23, 0)
+        out["session_token"] = (_first(inner, 25, b"") or b"").decode("ascii", "replace")
+        out["detached_grace_ms"] = _first(inner, 26, 0)
+        out["reconnected"] = bool(_first(inner, 27, 0))
     elif kind == "correction":
         out["position"] = _vector(_first(inner, 1))
         out["sequence"] = _first(inner, 3, 0)
@@ -855,6 +875,22 @@ def login(addr, account, password, timeout=10.0):
         if reply is None or reply["kind"] != "login_reply":
             raise AssertionError("login %r refused: %r" % (account, reply))
         return s, reply
+    except BaseException:
+        s.close()
+        raise
+
+
+def reconnect(addr, account, session_token, timeout=10.0):
+    """Connects, says hello, sends a Reconnect; returns (socket, reply) where
+    reply is the login_reply or the error dict (the socket then closes)."""
+    s = connect(addr)
+    try:
+        s.sendall(frame(msg_hello()))
+        hello = read_until(s, {"hello", "error"}, timeout)
+        if hello is None or hello["kind"] != "hello":
+            raise AssertionError("hello refused: %r" % (hello,))
+        s.sendall(frame(msg_reconnect(account, session_token)))
+        return s, read_until(s, {"login_reply", "error"}, timeout)
     except BaseException:
         s.close()
         raise
