@@ -3,8 +3,10 @@
  * and the operator's actions.
  *
  *   GET  /api/entity?id=ID          the base of a logged-in player here (404 if none)
- *   POST /admin/kick?account=NAME   drops that account's client with ERROR_UNAVAILABLE
- *                                   ("kicked by an operator"); 404 if it is not here
+ *   POST /admin/kick?account=NAME   ends that account's session: its client is dropped with
+ *                                   ERROR_UNAVAILABLE ("kicked by an operator"), its entity
+ *                                   saved and destroyed; 404 if it is not here
+ *   POST /admin/save                writes every live entity here to Redis now (writeToDB, 202)
  *   POST /admin/shutdown            drain, as SIGTERM does (202)
  */
 #include <inttypes.h>
@@ -136,6 +138,23 @@ static void baseapp_admin_on_kick(admin_http_request *request, void *user_data) 
     admin_http_reply_text(request, 200, "kicked\n");
 }
 
+/* writeToDB for every live entity here, now (an operator's save before a
+ * risky change, and what bench/bench_base.py times). */
+static void baseapp_admin_on_save(admin_http_request *request, void *user_data) {
+    struct baseapp_admin *admin = user_data;
+    uint32_t cursor = 0, started = 0;
+    proxy *player;
+    while ((player = entity_list_next(admin->app->proxies, &cursor, NULL)) != NULL) {
+        if (player->state != PROXY_LIVE) continue;
+        persistence_save(player);
+        started++;
+    }
+    log_info("admin: saving %u entities", started);
+    char text[64];
+    snprintf(text, sizeof text, "saving %u\n", started);
+    admin_http_reply_text(request, 202, text);
+}
+
 static void baseapp_admin_on_shutdown(admin_http_request *request, void *user_data) {
     struct baseapp_admin *admin = user_data;
     log_info("admin: shutdown asked over HTTP");
@@ -154,6 +173,7 @@ struct baseapp_admin *baseapp_admin_start(baseapp *app, char *err, size_t errlen
     admin_http_route(http, "GET", "/api/entity", baseapp_admin_on_entity, admin);
     admin_http_route(http, "POST", "/admin/kick", baseapp_admin_on_kick, admin);
     admin_http_route(http, "POST", "/admin/shutdown", baseapp_admin_on_shutdown, admin);
+    admin_http_route(http, "POST", "/admin/save", baseapp_admin_on_save, admin);
     return admin;
 }
 

@@ -4,7 +4,11 @@
  * quantized float, double, bool, string with escapes, bytes, vectors,
  * entity, a fixed array, an array of structs, nested structs), the 2^53
  * boundary between numbers and strings, doubles that read back bit for
- * bit, the shape of the cJSON tree, and the `only` filter. */
+ * bit, the shape of the cJSON tree, and the `only` filter; and reading it
+ * back (entity_state_from_json): every type round trips exactly, values
+ * written as plain cJSON numbers read too, and what does not fit (an
+ * unknown name, a property outside `only`, a wrong type, out of range, a
+ * struct or array half right) is reported and leaves the property whole. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -426,6 +430,109 @@ static void test_only(void **state) {
     assert_json(fx->st, entity_state_dirty(fx->st), "{\"i16\":5}");
 }
 
+/* ---- reading back ------------------------------------------------------- */
+
+typedef struct problems {
+    char names[16][32];
+    char whys[16][128];
+    int count;
+} problems;
+
+static void note_problem(const char *name, const char *why, void *context) {
+    problems *p = context;
+    if (p->count < 16) {
+        snprintf(p->names[p->count], sizeof p->names[0], "%s", name);
+        snprintf(p->whys[p->count], sizeof p->whys[0], "%s", why);
+    }
+    p->count++;
+}
+
+/* What entity_state_to_json writes, entity_state_from_json reads back to
+ * the same values, every type at its limits included. */
+static void test_read_back_every_type(void **state) {
+    fixture *fx = *state;
+    set_everything(fx);
+    char *text = entity_state_to_json_string(fx->st, NULL);
+    cJSON *parsed = cJSON_Parse(text);
+    assert_non_null(parsed);
+    entity_state *copy = entity_state_create(fx->cls);
+    problems p = {0};
+    assert_int_equal(entity_state_from_json(copy, parsed, NULL, note_problem, &p), P_COUNT);
+    assert_int_equal(p.count, 0);
+    assert_json(copy, NULL, everything_text);
+    cJSON_Delete(parsed);
+    free(text);
+    entity_state_free(copy);
+}
+
+/* Numbers as cJSON numbers (what cJSON_Parse makes of hand-written JSON)
+ * and big integers as decimal strings both read. */
+static void test_read_plain_numbers(void **state) {
+    fixture *fx = *state;
+    cJSON *object = cJSON_Parse("{\"u32\": 4000000000, \"i16\": -7, \"d\": 0.5, \"u64\": \"18446744073709551615\","
+                                " \"v2\": [3, -4], \"e\": 1e3}");
+    assert_non_null(object);
+    assert_int_equal(entity_state_from_json(fx->st, object, NULL, NULL, NULL), 6);
+    uint64_t u;
+    int64_t i;
+    double d, v[2];
+    assert_int_equal(entity_state_get_uint(fx->st, P_U32, 0, &u), 0);
+    assert_int_equal(u, 4000000000u);
+    assert_int_equal(entity_state_get_int(fx->st, P_I16, 0, &i), 0);
+    assert_int_equal(i, -7);
+    assert_int_equal(entity_state_get_float(fx->st, P_D, 0, &d), 0);
+    assert_true(d == 0.5);
+    assert_int_equal(entity_state_get_uint(fx->st, P_U64, 0, &u), 0);
+    assert_true(u == UINT64_MAX);
+    assert_int_equal(entity_state_get_vector2(fx->st, P_V2, 0, v), 0);
+    assert_true(v[0] == 3 && v[1] == -4);
+    assert_int_equal(entity_state_get_entity(fx->st, P_E, 0, &u), 0);
+    assert_int_equal(u, 1000);
+    cJSON_Delete(object);
+}
+
+/* Each member that does not fit is reported by name, and its property is
+ * left as it was, whole: a struct whose second field is wrong keeps its
+ * first field too. The members that fit are set. */
+static void test_read_problems(void **state) {
+    fixture *fx = *state;
+    cJSON *object = cJSON_Parse(
+        "{\"gone\": 1, \"u8\": 300, \"i8\": \"x\", \"b\": 1, \"s\": \"ok\", \"arr\": [1, 2],"
+        " \"outer\": {\"inner\": {\"hp\": 5, \"tags\": [1, 2]}, \"alive\": \"yes\", \"scale\": 1},"
+        " \"items\": [{\"id\": 1, \"name\": \"a\", \"pos\": [0, 0]}, {\"id\": 2, \"pos\": [0, 0]}],"
+        " \"by\": \"abc\", \"u16\": 9}");
+    assert_non_null(object);
+    entity_state_mask only;
+    entity_state_mask_all(&only, P_COUNT);
+    entity_state_mask_remove(&only, P_U16);
+    problems p = {0};
+    assert_int_equal(entity_state_from_json(fx->st, object, &only, note_problem, &p), 1);
+    assert_int_equal(p.count, 9);
+    static const char *expected[] = {"gone", "u8", "i8", "b", "arr", "outer", "items", "by", "u16"};
+    for (int k = 0; k < 9; k++) assert_string_equal(p.names[k], expected[k]);
+    assert_non_null(strstr(p.whys[0], "not a property"));
+    assert_non_null(strstr(p.whys[1], "does not fit"));
+    assert_non_null(strstr(p.whys[5], "alive"));
+    assert_non_null(strstr(p.whys[6], "name"));
+    assert_non_null(strstr(p.whys[8], "not among"));
+    /* Only "s" was set; everything else kept its default. */
+    entity_state_mask hi = {{0}};
+    entity_state_mask_add(&hi, P_S);
+    assert_json(fx->st, &hi, "{\"s\":\"ok\"}");
+    entity_state_mask rest;
+    entity_state_mask_all(&rest, P_COUNT);
+    entity_state_mask_remove(&rest, P_S);
+    char *text = entity_state_to_json_string(fx->st, &rest);
+    entity_state *fresh = entity_state_create(fx->cls);
+    char *defaults = entity_state_to_json_string(fresh, &rest);
+    assert_string_equal(text, defaults);
+    free(text);
+    free(defaults);
+    entity_state_free(fresh);
+    assert_int_equal(entity_state_from_json(fx->st, cJSON_GetObjectItem(object, "u8"), NULL, NULL, NULL), -1);
+    cJSON_Delete(object);
+}
+
 static void test_class_without_properties(void **state) {
     fixture *fx = *state;
     const entity_def_class *empty = entity_def_registry_find_class(fx->reg, "Empty");
@@ -451,6 +558,9 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_strings_and_bytes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_only, setup, teardown),
         cmocka_unit_test_setup_teardown(test_class_without_properties, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_back_every_type, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_plain_numbers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_problems, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
