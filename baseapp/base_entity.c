@@ -23,15 +23,25 @@
 #include "method_call.h"
 #include "property_codec.h"
 
-void base_entity_create(proxy *player) {
-    baseapp *app = player->app;
-    player->cls = entity_def_registry_find_class(app->definitions, app->settings.player_entity_type);
-    if (!player->cls) log_panic("player class '%s' vanished from the definitions", app->settings.player_entity_type);
+void base_entity_create(proxy *player, const entity_def_class *cls) {
+    player->cls = cls;
     player->properties = entity_state_create(player->cls);
     const entity_def_property *name = entity_def_class_find_property(player->cls, "name");
     if (name && name->type.kind == ENTITY_DEF_STRING)
         entity_state_set_string(player->properties, name->id, 0, player->account,
                                 strnlen(player->account, name->type.max_length));
+}
+
+bool base_entity_has_cell(const entity_def_class *cls) {
+    if (cls->method_count[ENTITY_DEF_PART_CELL] > 0) return true;
+    for (size_t p = 0; p < cls->property_count; p++)
+        if (cls->properties[p].audience.on_cell) return true;
+    return false;
+}
+
+void base_entity_on_client_enabled(proxy *player) {
+    log_debug("entity %" PRIu64 " (%s of account '%s'): its client is enabled", player->entity_id, player->cls->name,
+              player->account);
 }
 
 void base_entity_free(proxy *player) {
@@ -97,10 +107,69 @@ static void base_entity_call_cell(proxy *player, const char *name, const entity_
     bit_writer_close(&w);
 }
 
+/* Account.enterWorld: the account's Avatar is loaded (or made, the first
+ * time), gets a cell part, and the Account gives it its client
+ * (giveClientTo), then goes. */
+typedef struct base_entity_entering {
+    entity_handle account_handle;
+} base_entity_entering;
+
+static void base_entity_on_avatar_loaded(baseapp *app, persistence_outcome outcome, const cJSON *stored,
+                                         void *context) {
+    base_entity_entering *entering = context;
+    proxy *account = entity_list_get(app->proxies, entering->account_handle);
+    free(entering);
+    if (!account || account->state == PROXY_DESTROYING || !account->link) return;
+    account->entering = false;
+    if (outcome == PERSISTENCE_UNAVAILABLE || outcome == PERSISTENCE_DAMAGED) {
+        log_warn("account '%s': its Avatar could not be loaded (%s): it stays on its Account", account->account,
+                 outcome == PERSISTENCE_DAMAGED ? "damaged" : "Redis unavailable");
+        return;
+    }
+    const entity_def_class *cls = entity_def_registry_find_class(app->definitions, "Avatar");
+    char why[160];
+    proxy *avatar = cls ? proxy_make(app, cls, account->account, stored, why, sizeof why) : NULL;
+    if (!avatar) {
+        log_warn("account '%s': no Avatar: %s", account->account, cls ? why : "the definitions have no Avatar");
+        return;
+    }
+    if (avatar->state == PROXY_CREATING_CELL && proxy_create_cell(avatar, false) != 0) {
+        log_warn("account '%s': no cellapp for its Avatar", account->account);
+        proxy_destroy(avatar, false, "no cellapp for its cell part");
+        return;
+    }
+    if (proxy_give_client_to(account, avatar, why, sizeof why) != 0) {
+        proxy_destroy(avatar, false, why);
+        return;
+    }
+    proxy_destroy(account, true, "its client went to its Avatar");
+}
+
+static void base_entity_enter_world(proxy *account) {
+    if (account->entering) return; /* one at a time */
+    const entity_def_property *visits = entity_def_class_find_property(account->cls, "visits");
+    uint64_t count = 0;
+    if (visits && entity_state_get_uint(account->properties, visits->id, 0, &count) == 0)
+        entity_state_set_uint(account->properties, visits->id, 0, count + 1);
+    base_entity_entering *entering = xcalloc(1, sizeof *entering);
+    entering->account_handle = account->handle;
+    if (persistence_load(account->app, "Avatar", account->account, base_entity_on_avatar_loaded, entering) != 0) {
+        free(entering);
+        log_warn("account '%s': Redis unavailable: it stays on its Account", account->account);
+        return;
+    }
+    account->entering = true;
+}
+
 /* The demo game's base methods: chat(text) earns a gold coin;
  * relayPing(n) calls the cell's ping(n) from the base, so numbered calls
- * reach the cell on the base's own stream as well as the client's. */
+ * reach the cell on the base's own stream as well as the client's;
+ * Account.enterWorld() hands the client to the account's Avatar. */
 static void base_entity_run(proxy *player, const entity_def_method *method, const entity_state *args) {
+    if (strcmp(player->cls->name, "Account") == 0 && strcmp(method->name, "enterWorld") == 0) {
+        base_entity_enter_world(player);
+        return;
+    }
     if (strcmp(method->name, "chat") == 0) {
         const char *text = "";
         entity_state_get_string(args, 0, 0, &text, NULL);

@@ -156,6 +156,11 @@ struct proxy {
     uint32_t client_binding;
     uint32_t cell_binding;     /* the binding the cell part was last told */
     bool cell_attached;        /* ... and whether it was an attach */
+    /* giveClientTo: its client waits for an EnteredSpace (the cell part
+     * rebinding the client), since when. */
+    bool space_pending;
+    uint64_t handover_started_us;
+    bool entering;             /* the demo's Account.enterWorld: its Avatar is being loaded */
     char session_token[33];    /* hex; a Reconnect must show it */
     /* Where its cell part is (cellapp and incarnation), and the order its
      * client hears from it in (cell_address.h). cell.cellapp_id is the
@@ -183,6 +188,23 @@ struct proxy {
     } persistence;
 };
 
+/* A new proxy of class `cls` for `account`, from what was stored (NULL:
+ * nothing), without a client. An entity whose class has a cell part is
+ * CREATING_CELL until proxy_create_cell's answer; one without is LIVE.
+ * NULL with `why` when none can be made. */
+proxy *proxy_make(baseapp *app, const entity_def_class *cls, const char *account, const cJSON *stored, char *why,
+                  size_t why_size);
+/* Asks the least-loaded cellapp for the proxy's cell part, with a witness
+ * when `with_client`. Returns 0, or -1 when no cellapp is up. */
+int proxy_create_cell(proxy *player, bool with_client);
+/* giveClientTo (seed 004's seven steps): moves `from`'s client to `to`.
+ * Returns 0, or -1 with `why` naming the rule that refuses it
+ * (proxy_give_client_refusal). */
+int proxy_give_client_to(proxy *from, proxy *to, char *why, size_t why_size);
+/* The rule a giveClientTo from `from` to `to` breaks, or NULL: the source
+ * destroyed or without a client (or one still entering), the target
+ * missing (NULL), the source itself, destroyed, or holding a client. */
+const char *proxy_give_client_refusal(const proxy *from, const proxy *to);
 /* The password checked out (login.c): the account's existing proxy takes
  * the link, its old link is told ERROR_REPLACED; or the stored entity is
  * loaded and a new proxy made. */
@@ -213,9 +235,13 @@ void proxy_sync_cell_binding(proxy *player);
 
 /* ---- the base part of entities (base_entity.c) -------------------------- */
 
-/* Gives a new proxy its base properties (the player's class, its name set
- * from the account). */
-void base_entity_create(proxy *player);
+/* Gives a new proxy its base properties (of class `cls`; its name, if it
+ * has one, set from the account). */
+void base_entity_create(proxy *player, const entity_def_class *cls);
+/* Whether entities of `cls` have a cell part (a cell property or method). */
+bool base_entity_has_cell(const entity_def_class *cls);
+/* giveClientTo's step 6: the target has a client now. */
+void base_entity_on_client_enabled(proxy *player);
 void base_entity_free(proxy *player);
 /* Appends the cell properties the base sets (CreateCellEntity's
  * cell_properties), byte-aligned. */
@@ -236,11 +262,20 @@ int base_entity_dump(const baseapp *app);
 
 /* ---- persistence (persistence.c) ------------------------------------------ */
 
-/* Reads the stored entity of the link's account; then calls
- * proxy_on_loaded with the stored form (NULL: none stored), unless the
- * link has gone meanwhile. A stored form that does not read fails the
- * login (it is never overwritten with a fresh entity). */
-void persistence_load(client_link *link);
+typedef enum persistence_outcome {
+    PERSISTENCE_FOUND,        /* `stored` is the stored form */
+    PERSISTENCE_NONE,         /* nothing stored: a new entity */
+    PERSISTENCE_DAMAGED,      /* a record that does not read (logged; left as it is, never overwritten) */
+    PERSISTENCE_UNAVAILABLE,  /* Redis did not answer */
+} persistence_outcome;
+/* `stored` is valid during the call only. `context` is the caller's: it
+ * must still find what it loads for (by handle), which may have gone. */
+typedef void (*persistence_loaded)(baseapp *app, persistence_outcome outcome, const cJSON *stored, void *context);
+/* Reads the stored `class_name` named `name` (a player's: its account).
+ * Returns 0 (the callback follows, exactly once), or -1 when Redis is not
+ * connected (no callback). */
+int persistence_load(baseapp *app, const char *class_name, const char *name, persistence_loaded callback,
+                     void *context);
 /* A new proxy takes what was stored (NULL: nothing): its persistent base
  * and cell properties (a property the definitions no longer have is
  * dropped with a log line, a new one keeps its default) and where its cell
@@ -257,8 +292,6 @@ void persistence_write(proxy *player);
 /* The proxy's sweep duties: a backup past its deadline is written without
  * it, a failed write retried when its time comes, an autosave started. */
 void persistence_sweep(proxy *player, uint64_t now_us);
-/* The loaded proxy for the link (login.c -> persistence.c -> proxy.c). */
-void proxy_on_loaded(client_link *link, const cJSON *stored);
 
 /* ---- login (login.c) ---------------------------------------------------- */
 
@@ -321,7 +354,9 @@ struct baseapp {
     id_map proxies_by_account;    /* account name hash -> proxy */
     uint64_t next_backup_request;
     uint64_t reconnects, reconnects_refused, logins_replaced;
-    uint64_t writes, write_failures, writes_dropped;
+    uint64_t writes, write_failures;
+    uint64_t handovers;                /* giveClientTo done */
+    latency_histogram handover_latency; /* ... from the call to the client hearing its new space (microseconds) */
     latency_histogram write_latency;   /* writeToDB round trips (microseconds) */
     id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */
     mailbox *mailbox;                  /* the bases' streams to their cell parts */

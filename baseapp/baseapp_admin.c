@@ -7,6 +7,9 @@
  *                                   ERROR_UNAVAILABLE ("kicked by an operator"), its entity
  *                                   saved and destroyed; 404 if it is not here
  *   POST /admin/save                writes every live entity here to Redis now (writeToDB, 202)
+ *   POST /admin/give-client?from=ID&to=ID
+ *                                   giveClientTo: entity ID's client goes to entity ID (200), or
+ *                                   409 with the rule that refuses it
  *   POST /admin/shutdown            drain, as SIGTERM does (202)
  */
 #include <inttypes.h>
@@ -54,6 +57,12 @@ static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_single(m, "counter", "entity_write_failures_total", "entity writes that failed (each is retried)",
                    (double)app->write_failures);
     static const double write_edges[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+    metrics_single(m, "counter", "handovers_total", "clients handed from one entity to another (giveClientTo)",
+                   (double)app->handovers);
+    metrics_family(m, "handover_seconds", "histogram",
+                   "giveClientTo, from the call to the client hearing its new space");
+    metrics_histogram(m, "handover_seconds", NULL, &app->handover_latency, write_edges,
+                      sizeof write_edges / sizeof write_edges[0]);
     metrics_family(m, "entity_write_seconds", "histogram", "writeToDB round trips to Redis");
     metrics_histogram(m, "entity_write_seconds", NULL, &app->write_latency, write_edges,
                       sizeof write_edges / sizeof write_edges[0]);
@@ -138,6 +147,30 @@ static void baseapp_admin_on_kick(admin_http_request *request, void *user_data) 
     admin_http_reply_text(request, 200, "kicked\n");
 }
 
+/* giveClientTo by hand: hands the client of entity `from` to entity `to`
+ * (a game master taking over an NPC's base, a support agent moving a
+ * player to a repaired character). 409 with the rule that refuses it. */
+static void baseapp_admin_on_give_client(admin_http_request *request, void *user_data) {
+    struct baseapp_admin *admin = user_data;
+    char from_text[32], to_text[32];
+    if (!admin_http_query(request, "from", from_text, sizeof from_text) ||
+        !admin_http_query(request, "to", to_text, sizeof to_text)) {
+        admin_http_reply_text(request, 400, "give-client wants ?from=ID&to=ID\n");
+        return;
+    }
+    proxy *from = proxy_find_by_entity(admin->app, strtoull(from_text, NULL, 10));
+    proxy *to = proxy_find_by_entity(admin->app, strtoull(to_text, NULL, 10));
+    char why[160];
+    if (proxy_give_client_to(from, to, why, sizeof why) != 0) {
+        char text[200];
+        snprintf(text, sizeof text, "%s\n", why);
+        admin_http_reply_text(request, 409, text);
+        return;
+    }
+    log_info("admin: the client of entity %s given to entity %s", from_text, to_text);
+    admin_http_reply_text(request, 200, "given\n");
+}
+
 /* writeToDB for every live entity here, now (an operator's save before a
  * risky change, and what bench/bench_base.py times). */
 static void baseapp_admin_on_save(admin_http_request *request, void *user_data) {
@@ -174,6 +207,7 @@ struct baseapp_admin *baseapp_admin_start(baseapp *app, char *err, size_t errlen
     admin_http_route(http, "POST", "/admin/kick", baseapp_admin_on_kick, admin);
     admin_http_route(http, "POST", "/admin/shutdown", baseapp_admin_on_shutdown, admin);
     admin_http_route(http, "POST", "/admin/save", baseapp_admin_on_save, admin);
+    admin_http_route(http, "POST", "/admin/give-client", baseapp_admin_on_give_client, admin);
     return admin;
 }
 

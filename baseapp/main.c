@@ -101,6 +101,7 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "connections", (int64_t)entity_list_count(app->links));
     registry_set_stat(app->registry, "reconnects", (int64_t)app->reconnects);
     registry_set_stat(app->registry, "writes", (int64_t)app->writes);
+    registry_set_stat(app->registry, "handovers", (int64_t)app->handovers);
     registry_set_stat(app->registry, "write_failures", (int64_t)app->write_failures);
     registry_set_stat(app->registry, "client_messages_unbound", (int64_t)app->client_messages_unbound);
     registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
@@ -322,6 +323,7 @@ int main(int argc, char **argv) {
     app.links = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
     app.proxies = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
     latency_histogram_init(&app.write_latency, 100, 10000000);
+    latency_histogram_init(&app.handover_latency, 100, 10000000);
     id_map_init(&app.proxies_by_entity);
     id_map_init(&app.proxies_by_account);
     login_throttle_init(&app.throttle, settings->login_failures_per_account, settings->login_failures_per_address);
@@ -423,6 +425,7 @@ int main(int argc, char **argv) {
     entity_list_free(app.proxies);
     entity_list_free(app.links);
     latency_histogram_close(&app.write_latency);
+    latency_histogram_close(&app.handover_latency);
     entity_def_registry_free(app.definitions);
     free(app.definitions_text);
     log_info("stopped");

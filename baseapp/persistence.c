@@ -57,54 +57,55 @@ static entity_state_mask persistence_mask(const entity_def_class *cls, bool only
 
 typedef struct persistence_load_request {
     baseapp *app;
-    entity_handle link_handle;
+    char class_name[ENTITY_DEF_NAME_MAX + 1];
+    char name[72];
+    persistence_loaded callback;
+    void *context;
 } persistence_load_request;
 
 static void persistence_on_loaded(redis_client *redis, redisReply *reply, void *user_data) {
     persistence_load_request *request = user_data;
     (void)redis;
-    client_link *link = entity_list_get(request->app->links, request->link_handle);
-    free(request);
-    if (!link || link->state != CLIENT_LINK_AUTHENTICATING) return;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                         "the entity database is unavailable, try again");
+        request->callback(request->app, PERSISTENCE_UNAVAILABLE, NULL, request->context);
+        free(request);
         return;
     }
     if (reply->type == REDIS_REPLY_NIL) {
-        proxy_on_loaded(link, NULL);
+        request->callback(request->app, PERSISTENCE_NONE, NULL, request->context);
+        free(request);
         return;
     }
     cJSON *stored = cJSON_ParseWithLength(reply->str, reply->len);
     const cJSON *class_name = stored ? cJSON_GetObjectItemCaseSensitive(stored, "class") : NULL;
     const cJSON *properties = stored ? cJSON_GetObjectItemCaseSensitive(stored, "properties") : NULL;
     if (!cJSON_IsObject(stored) || !cJSON_IsString(class_name) || !cJSON_IsObject(properties) ||
-        strcmp(class_name->valuestring, link->app->settings.player_entity_type) != 0) {
-        log_error("account '%s': its stored entity (%zu bytes) is not a stored %s: the login is refused and the record "
-                  "left as it is",
-                  link->account, (size_t)reply->len, link->app->settings.player_entity_type);
-        cJSON_Delete(stored);
-        client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                                 "your saved entity could not be read; it is kept for an operator to look at",
-                                 "stored entity of account '%s' is damaged", link->account);
-        return;
+        strcmp(class_name->valuestring, request->class_name) != 0) {
+        log_error("the stored %s '%s' (%zu bytes) does not read as one: refused, and the record left as it is",
+                  request->class_name, request->name, (size_t)reply->len);
+        request->callback(request->app, PERSISTENCE_DAMAGED, NULL, request->context);
+    } else {
+        request->callback(request->app, PERSISTENCE_FOUND, stored, request->context);
     }
-    proxy_on_loaded(link, stored);
     cJSON_Delete(stored);
+    free(request);
 }
 
-void persistence_load(client_link *link) {
-    baseapp *app = link->app;
+int persistence_load(baseapp *app, const char *class_name, const char *name, persistence_loaded callback,
+                     void *context) {
     char key[REDIS_KEY_MAX];
-    persistence_key(key, app, app->settings.player_entity_type, link->account);
+    persistence_key(key, app, class_name, name);
     persistence_load_request *request = xcalloc(1, sizeof *request);
     request->app = app;
-    request->link_handle = link->handle;
+    snprintf(request->class_name, sizeof request->class_name, "%s", class_name);
+    snprintf(request->name, sizeof request->name, "%s", name);
+    request->callback = callback;
+    request->context = context;
     if (redis_client_command(app->redis, persistence_on_loaded, request, "GET %s", key) != 0) {
         free(request);
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                         "the entity database is unavailable, try again");
+        return -1;
     }
+    return 0;
 }
 
 typedef struct persistence_problem_context {

@@ -124,6 +124,7 @@ typedef struct bots_options {
     double reconnect_at_seconds;
     uint32_t reconnect_bots;
     double reconnect_delay_ms;
+    const char *enter_method;    /* --enter: the base method a spaceless login entity is asked to enter with */
 } bots_options;
 
 struct bots_run;
@@ -244,6 +245,7 @@ typedef struct bots_run {
     /* --reconnect-at: reconnects answered, and those that came back to
      * another entity than the one they left (never, when it works). */
     uint64_t reconnects, reconnects_other_entity;
+    uint64_t player_changes;      /* giveClientTo seen (PlayerCreated) */
     uint64_t start_wall_us;
     id_map bots_by_entity;        /* entity id -> bot, once logged in */
     /* The entity definitions the bots received at login: the first digest,
@@ -542,10 +544,9 @@ static void bots_on_tick(uv_timer_t *timer) {
 
 /* ---- client callbacks ----------------------------------------------------- */
 
-static void bots_on_logged_in(tessera_client *client, const tessera_client_login_info *info) {
-    bot *b = tessera_client_user_data(client);
+/* The bot's player entity is in a space: it walks from here. */
+static void bots_enter_world(bot *b, const tessera_client_login_info *info) {
     bots_run *run = b->run;
-    snprintf(b->session_token, sizeof b->session_token, "%s", info->session_token);
     if (info->reconnected) {
         run->reconnects++;
         if (info->entity_id != b->entity_id) {
@@ -573,17 +574,47 @@ static void bots_on_logged_in(tessera_client *client, const tessera_client_login
     bots_pick_waypoint(b);
     run->logged_in++;
     id_map_put(&run->bots_by_entity, b->entity_id, b);
+    if (!run->warned_speed && info->max_speed > 0 && run->options.speed > info->max_speed) {
+        run->warned_speed = 1;
+        log_warn("--speed %.2f is above the cell's max_speed %.2f: expect corrections", run->options.speed,
+                 (double)info->max_speed);
+    }
+}
+
+static void bots_on_logged_in(tessera_client *client, const tessera_client_login_info *info) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    snprintf(b->session_token, sizeof b->session_token, "%s", info->session_token);
     if (!run->definitions_digest[0]) {
         snprintf(run->definitions_digest, sizeof run->definitions_digest, "%s", info->definitions_digest);
         run->definition_classes = info->definition_classes;
     } else if (strcmp(run->definitions_digest, info->definitions_digest) != 0) {
         run->definitions_differ++;
     }
-    if (!run->warned_speed && info->max_speed > 0 && run->options.speed > info->max_speed) {
-        run->warned_speed = 1;
-        log_warn("--speed %.2f is above the cell's max_speed %.2f: expect corrections", run->options.speed,
-                 (double)info->max_speed);
+    if (info->in_space) {
+        bots_enter_world(b, info);
+        return;
     }
+    /* An entity without a space (an Account): --enter asks it to hand the
+     * client to one that has (giveClientTo); the bot walks once it has. */
+    b->entity_id = info->entity_id;
+    if (!run->options.enter_method) return;
+    if (tessera_client_call(client, info->entity_id, ENTITY_DEF_PART_BASE, run->options.enter_method, NULL) != 0) {
+        run->call_failures++;
+        log_warn("bot %u: its %s has no exposed base method %s()", b->index, info->entity_type,
+                 run->options.enter_method);
+    }
+}
+
+static void bots_on_player_changed(tessera_client *client, const tessera_client_login_info *info) {
+    bot *b = tessera_client_user_data(client);
+    snprintf(b->session_token, sizeof b->session_token, "%s", info->session_token);
+    b->entity_id = info->entity_id;
+    b->run->player_changes++;
+}
+
+static void bots_on_entered_space(tessera_client *client, const tessera_client_login_info *info) {
+    bots_enter_world(tessera_client_user_data(client), info);
 }
 
 static void bots_on_frame_begin(tessera_client *client, uint32_t tick) {
@@ -819,6 +850,8 @@ static const tessera_client_callbacks bots_client_callbacks = {
     .on_correction = bots_on_correction,
     .on_teleported = bots_on_teleported,
     .on_error = bots_on_error,
+    .on_player_changed = bots_on_player_changed,
+    .on_entered_space = bots_on_entered_space,
     .on_closed = bots_on_closed,
 };
 
@@ -1230,8 +1263,8 @@ static void bots_print_json(FILE *out, const bots_run *run) {
     fprintf(out, "]");
     fprintf(out, ",\"pings_sent\":%" PRIu64 ",\"teleports_received\":%" PRIu64 ",\"teleport_stale\":%" PRIu64,
             run->pings_sent, run->teleports_received, run->teleport_stale);
-    fprintf(out, ",\"reconnects\":%" PRIu64 ",\"reconnects_other_entity\":%" PRIu64, run->reconnects,
-            run->reconnects_other_entity);
+    fprintf(out, ",\"reconnects\":%" PRIu64 ",\"reconnects_other_entity\":%" PRIu64 ",\"player_changes\":%" PRIu64,
+            run->reconnects, run->reconnects_other_entity, run->player_changes);
     fprintf(out, ",\"snapshot_written\":%s", run->snapshot_done ? "true" : "false");
     fprintf(out, ",\"definitions_digest\":\"%s\",\"definition_classes\":%zu,\"definitions_differ\":%" PRIu64,
             run->definitions_digest, run->definition_classes, run->definitions_differ);
@@ -1352,6 +1385,9 @@ static void bots_usage(FILE *out) {
             "                           drop their connection and, --reconnect-delay-ms later\n"
             "                           (default 200), take their entity back with their session\n"
             "                           token (its view starts afresh)\n"
+            "  --enter METHOD           a login entity with no space (an Account) is asked to\n"
+            "                           enter the world with its exposed base method METHOD()\n"
+            "                           (giveClientTo to an entity that has a space)\n"
             "  --help                   this text\n"
             "\n"
             "Report keys: bots, logged_in, in_world_at_end, errors, error_reasons,\n"
@@ -1364,7 +1400,8 @@ static void bots_usage(FILE *out) {
             "aoi_position_checked, aoi_position_mismatches, flickers, update_gaps,\n"
             "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale (entities of a\n"
             "space a bot left, other than bots that teleport too, entering its view after),\n"
-            "reconnects, reconnects_other_entity (a reconnect that came back to another entity), "
+            "reconnects, reconnects_other_entity (a reconnect that came back to another entity),\n"
+            "player_changes (giveClientTo), "
             "snapshot_written,\n"
             "definitions_digest, definition_classes, definitions_differ, seconds,\n"
             "interrupted.\n"
@@ -1462,6 +1499,7 @@ enum {
     BOTS_OPTION_RECONNECT_AT,
     BOTS_OPTION_RECONNECT_BOTS,
     BOTS_OPTION_RECONNECT_DELAY,
+    BOTS_OPTION_ENTER,
     BOTS_OPTION_HELP,
 };
 
@@ -1494,6 +1532,7 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"reconnect-at", required_argument, NULL, BOTS_OPTION_RECONNECT_AT},
         {"reconnect-bots", required_argument, NULL, BOTS_OPTION_RECONNECT_BOTS},
         {"reconnect-delay-ms", required_argument, NULL, BOTS_OPTION_RECONNECT_DELAY},
+        {"enter", required_argument, NULL, BOTS_OPTION_ENTER},
         {"help", no_argument, NULL, BOTS_OPTION_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -1582,6 +1621,11 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         case BOTS_OPTION_RECONNECT_DELAY:
             if (bots_parse_double(optarg, 0.0, 600000.0, &options->reconnect_delay_ms) != 0)
                 return bots_bad_argument("--reconnect-delay-ms wants milliseconds (got '%s')", optarg);
+            break;
+        case BOTS_OPTION_ENTER:
+            if (!optarg[0] || strlen(optarg) > ENTITY_DEF_NAME_MAX)
+                return bots_bad_argument("--enter wants a method name (got '%s')", optarg);
+            options->enter_method = optarg;
             break;
         case BOTS_OPTION_GATHER_PERIOD:
             if (bots_parse_double(optarg, 0.0, 1e7, &options->gather_period) != 0)

@@ -297,6 +297,10 @@ struct tessera_client {
     tessera_client__list spare;
     entity_state **class_defaults;
     bool changing_space;            /* a Teleported(space_changed) is emptying the view */
+    /* The player's own entity while it is in no space (an entity without a
+     * cell part, or one whose EnteredSpace has not come): in the table
+     * with no alias. NULL in a space. */
+    struct tessera_client__entity *placeholder;
 };
 
 bool tessera_client_changing_space(const tessera_client *client) { return client->changing_space; }
@@ -420,6 +424,7 @@ static void tessera_client__free_world(tessera_client *client) {
     void *value;
     while (id_map_next(&client->entities, &cursor, &id, &value)) tessera_client__entity_free(value);
     id_map_close(&client->entities);
+    client->placeholder = NULL;
     for (size_t i = 0; i < client->spare.count; i++) tessera_client__entity_free(client->spare.items[i]);
     client->spare.count = 0;
     if (client->class_defaults && client->definitions) {
@@ -754,6 +759,12 @@ static void tessera_client__index_definitions(tessera_client *client) {
     client->call_args = xcalloc(slots > 0 ? slots : 1, sizeof client->call_args[0]);
 }
 
+static int tessera_client__place_player(tessera_client *client);
+static int tessera_client__pend_base(tessera_client *client, const uint8_t *data, size_t length);
+static void tessera_client__apply_pending_base(tessera_client *client, tessera_client__entity *entity);
+static void tessera_client__stream_leave(void *ctx, uint32_t alias);
+static void tessera_client__end_frame(tessera_client *client);
+
 static void tessera_client__on_login_reply(tessera_client *client, const Tessera__Client__LoginReply *reply) {
     int expected = client->state == TESSERA_CLIENT_LOGIN_SENT ||
                    (tessera_client__detached(client) && client->state == TESSERA_CLIENT_AWAITING_LOGIN);
@@ -764,11 +775,16 @@ static void tessera_client__on_login_reply(tessera_client *client, const Tessera
     tessera_client_login_info info;
     memset(&info, 0, sizeof info);
     volatile_codec_config volatile_config;
-    const char *wrong = tessera_client__read_login_numbers(reply, &info, &volatile_config);
+    memset(&volatile_config, 0, sizeof volatile_config);
+    const char *wrong = reply->no_space ? (reply->entity_id ? NULL : "login reply without an entity id")
+                                        : tessera_client__read_login_numbers(reply, &info, &volatile_config);
     if (wrong) {
         tessera_client__protocol_error(client, wrong);
         return;
     }
+    info.entity_id = reply->entity_id;
+    info.in_space = !reply->no_space;
+    snprintf(info.entity_type, sizeof info.entity_type, "%s", reply->entity_type ? reply->entity_type : "");
     /* The definitions let this client decode any game; their digest must
      * be theirs, or something in between mangled them. */
     if (!reply->definitions || !reply->definitions[0]) {
@@ -800,11 +816,148 @@ static void tessera_client__on_login_reply(tessera_client *client, const Tessera
     client->definitions = definitions;
     client->schema = replication_schema_create(definitions);
     client->volatile_config = volatile_config;
-    client->alias_bits = replication_alias_bits(info.max_aliases);
+    client->alias_bits = info.in_space ? replication_alias_bits(info.max_aliases) : 0;
     tessera_client__index_definitions(client);
     client->login = info;
     client->state = TESSERA_CLIENT_IN_WORLD;
+    if (!info.in_space && tessera_client__place_player(client) != 0) {
+        tessera_client__protocol_error(client, "login reply for an entity type the definitions lack");
+        return;
+    }
     if (client->callbacks.on_logged_in) client->callbacks.on_logged_in(client, &client->login);
+}
+
+/* ---- receiving: giveClientTo ------------------------------------------------ */
+
+/* The player's own entity while it is in no space: in the table with no
+ * alias, of login.entity_type, with what BaseProperties said so far.
+ * Returns 0, or -1 when the definitions lack the type. */
+static int tessera_client__place_player(tessera_client *client) {
+    const entity_def_class *cls = entity_def_registry_find_class(client->definitions, client->login.entity_type);
+    if (!cls || id_map_get(&client->entities, client->login.entity_id)) return -1;
+    tessera_client__entity *entity = tessera_client__entity_new(client, cls);
+    entity->pub.id = client->login.entity_id;
+    entity->pub.alias = UINT32_MAX;
+    entity->pub.is_owner = true;
+    entity->pub.cls = cls;
+    entity->pub.type = cls->name;
+    volatile_track_init(&entity->track);
+    if (id_map_put(&client->entities, entity->pub.id, entity) != 0) log_panic("id_map_put failed");
+    client->placeholder = entity;
+    if (client->pending_count > 0) tessera_client__apply_pending_base(client, entity);
+    entity_state_clear_dirty(entity->pub.state);
+    return 0;
+}
+
+/* The placeholder leaves the table; its base properties wait, as after a
+ * LEAVE of the own entity, for the stream's own ENTER. Returns 0, or -1
+ * when too much would wait. */
+static int tessera_client__unplace_player(tessera_client *client) {
+    tessera_client__entity *entity = client->placeholder;
+    if (!entity) return 0;
+    client->placeholder = NULL;
+    id_map_remove(&client->entities, entity->pub.id);
+    int rc = 0;
+    const entity_state_mask *base = &client->base_masks[entity->pub.cls->id];
+    if (!entity_state_mask_empty(base)) {
+        bit_writer_reset(&client->scratch);
+        property_codec_encode_changes(&client->scratch, entity->pub.state, base);
+        rc = tessera_client__pend_base(client, bit_writer_data(&client->scratch), bit_writer_bytes(&client->scratch));
+    }
+    tessera_client__entity_retire(client, entity);
+    return rc;
+}
+
+static void tessera_client__on_player_destroyed(tessera_client *client,
+                                                const Tessera__Client__PlayerDestroyed *message) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD || message->entity_id != client->login.entity_id ||
+        client->login.entity_id == 0) {
+        tessera_client__protocol_error(client, "player destroyed: not the player's entity, or out of order");
+        return;
+    }
+    /* Everything seen through the old player goes, as if each had left. */
+    for (uint32_t alias = 0; alias < client->alias_capacity; alias++)
+        if (client->aliases[alias]) tessera_client__stream_leave(client, alias);
+    if (client->placeholder) {
+        tessera_client__entity *own = client->placeholder;
+        client->placeholder = NULL;
+        id_map_remove(&client->entities, own->pub.id);
+        own->events |= TESSERA_CLIENT__EVENT_DEPARTED;
+        tessera_client__list_push(&client->frame.departed, own);
+    }
+    client->changing_space = true;
+    for (size_t i = 0; i < client->frame.departed.count; i++) {
+        if (client->callbacks.on_leave) client->callbacks.on_leave(client, client->frame.departed.items[i]->pub.id);
+        if (!tessera_client__in_world(client)) break;
+    }
+    client->changing_space = false;
+    tessera_client__end_frame(client);
+    /* The old player's base properties do not follow it anywhere. */
+    for (size_t i = 0; i < client->pending_count; i++) free(client->pending[i].data);
+    client->pending_count = 0;
+    client->pending_bytes = 0;
+    client->login.entity_id = 0;
+    client->login.in_space = false;
+}
+
+static void tessera_client__on_player_created(tessera_client *client, const Tessera__Client__PlayerCreated *message) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD || client->login.entity_id != 0 || message->entity_id == 0) {
+        tessera_client__protocol_error(client, "player created: out of order (no player destroyed first)");
+        return;
+    }
+    client->login.entity_id = message->entity_id;
+    snprintf(client->login.entity_type, sizeof client->login.entity_type, "%s",
+             message->entity_type ? message->entity_type : "");
+    if (message->session_token && strlen(message->session_token) <= TESSERA_CLIENT_SESSION_TOKEN_MAX)
+        snprintf(client->login.session_token, sizeof client->login.session_token, "%s", message->session_token);
+    client->login.in_space = false;
+    if (tessera_client__place_player(client) != 0) {
+        tessera_client__protocol_error(client, "player created of an entity type the definitions lack");
+        return;
+    }
+    client->stats.player_changes++;
+    if (client->callbacks.on_player_changed) client->callbacks.on_player_changed(client, &client->login);
+}
+
+static void tessera_client__on_entered_space(tessera_client *client, const Tessera__Client__EnteredSpace *space) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD || client->login.in_space || space->entity_id == 0 ||
+        space->entity_id != client->login.entity_id) {
+        tessera_client__protocol_error(client, "entered space: not the player's entity, or already in a space");
+        return;
+    }
+    /* The same numbers as a login reply's, read the same way. */
+    Tessera__Client__LoginReply as_login = TESSERA__CLIENT__LOGIN_REPLY__INIT;
+    as_login.entity_id = space->entity_id;
+    as_login.position = space->position;
+    as_login.yaw = space->yaw;
+    as_login.view_radius = space->view_radius;
+    as_login.view_hysteresis = space->view_hysteresis;
+    as_login.max_speed = space->max_speed;
+    as_login.tick_hz = space->tick_hz;
+    as_login.space_name = space->space_name;
+    as_login.max_aliases = space->max_aliases;
+    as_login.position_precision = space->position_precision;
+    as_login.world_min = space->world_min;
+    as_login.world_max = space->world_max;
+    as_login.yaw_steps = space->yaw_steps;
+    as_login.detail_near_distance = space->detail_near_distance;
+    as_login.detail_medium_distance = space->detail_medium_distance;
+    tessera_client_login_info info = client->login;
+    volatile_codec_config volatile_config;
+    const char *wrong = tessera_client__read_login_numbers(&as_login, &info, &volatile_config);
+    if (wrong) {
+        tessera_client__protocol_error(client, wrong);
+        return;
+    }
+    if (tessera_client__unplace_player(client) != 0) {
+        tessera_client__protocol_error(client, "too many base properties waiting for the player's entity");
+        return;
+    }
+    info.in_space = true;
+    client->login = info;
+    client->volatile_config = volatile_config;
+    client->alias_bits = replication_alias_bits(info.max_aliases);
+    if (client->callbacks.on_entered_space) client->callbacks.on_entered_space(client, &client->login);
 }
 
 /* ---- receiving: the entity stream ----------------------------------------- */
@@ -1152,6 +1305,10 @@ static void tessera_client__on_view(tessera_client *client, const Tessera__Clien
         tessera_client__protocol_error(client, "view update before login completed");
         return;
     }
+    if (!client->login.in_space) {
+        tessera_client__protocol_error(client, "view update while the player's entity is in no space");
+        return;
+    }
     uint32_t tick = view->tick;
     client->stats.view_updates++;
     client->stats.stream_bytes += view->stream.len;
@@ -1365,6 +1522,15 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
         break;
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR:
         tessera_client__on_server_error(client, message->error);
+        break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_DESTROYED:
+        tessera_client__on_player_destroyed(client, message->player_destroyed);
+        break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_CREATED:
+        tessera_client__on_player_created(client, message->player_created);
+        break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ENTERED_SPACE:
+        tessera_client__on_entered_space(client, message->entered_space);
         break;
     default:
         tessera_client__protocol_error(client, "a frame with no body this client knows");

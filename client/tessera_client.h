@@ -155,6 +155,11 @@ typedef struct tessera_client_login_info {
     char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
     uint32_t detached_grace_ms;
     bool reconnected;            /* this answered a reconnect */
+    /* The player's entity is in a space: the numbers above describe it and
+     * a stream flows. False for an entity without a cell part (an Account)
+     * until on_entered_space. */
+    bool in_space;
+    char entity_type[ENTITY_DEF_NAME_MAX + 1]; /* the player entity's class */
 } tessera_client_login_info;
 
 /* A refused move: the player is back at this position. */
@@ -189,6 +194,7 @@ typedef struct tessera_client_stats {
     uint64_t calls_out;          /* EntityCalls sent */
     uint64_t corrections;
     uint64_t teleports;          /* Teleported messages */
+    uint64_t player_changes;     /* PlayerCreated messages (giveClientTo) */
     uint64_t errors;             /* Error messages received from the server */
 } tessera_client_stats;
 
@@ -251,6 +257,15 @@ typedef struct tessera_client_callbacks {
      * the world it stays open (the server closes if it means to). `message`
      * is valid during the call only. */
     void (*on_error)(tessera_client *client, int code, const char *message);
+    /* giveClientTo: the client plays another entity now (info->entity_id,
+     * info->entity_type, a new session token). Every entity of the old
+     * player went first (on_leave for each, its own included); the new
+     * player's own entity is in the table, in no space yet. */
+    void (*on_player_changed)(tessera_client *client, const tessera_client_login_info *info);
+    /* The player's entity is in a space now (after on_player_changed, or a
+     * login without a space): info holds the space's numbers, and the
+     * stream that follows enters its entities, the player's own first. */
+    void (*on_entered_space)(tessera_client *client, const tessera_client_login_info *info);
     /* Last callback, exactly once. The entity table and stats are still
      * readable during it; the client is freed when it returns. */
     void (*on_closed)(tessera_client *client, tessera_client_close_cause cause, const char *reason);

@@ -685,7 +685,8 @@ def _vector(raw):
     return (_float(_first(f, 1)), _float(_first(f, 2)), _float(_first(f, 3)))
 
 
-SERVER_BODIES = {1: "hello", 2: "login_reply", 3: "view", 4: "correction", 5: "error", 6: "base_properties"}
+SERVER_BODIES = {1: "hello", 2: "login_reply", 3: "view", 4: "correction", 5: "error", 6: "base_properties",
+                 7: "teleported", 8: "player_destroyed", 9: "player_created", 10: "entered_space"}
 ERROR_CODES = {
     "MALFORMED_FRAME": 1, "FRAME_TOO_LARGE": 2, "UNKNOWN_MESSAGE": 3, "NOT_LOGGED_IN": 4,
     "PROTOCOL_VERSION_MISMATCH": 5, "BAD_CREDENTIALS": 6, "UNAVAILABLE": 7, "OUT_OF_ORDER": 8,
@@ -731,6 +732,18 @@ def decode_server(body):
         out["session_token"] = (_first(inner, 25, b"") or b"").decode("ascii", "replace")
         out["detached_grace_ms"] = _first(inner, 26, 0)
         out["reconnected"] = bool(_first(inner, 27, 0))
+        out["no_space"] = bool(_first(inner, 28, 0))
+    elif kind == "player_destroyed":
+        out["entity_id"] = _first(inner, 1, 0)
+    elif kind == "player_created":
+        out["entity_id"] = _first(inner, 1, 0)
+        out["entity_type"] = (_first(inner, 2, b"") or b"").decode("utf-8", "replace")
+        out["session_token"] = (_first(inner, 3, b"") or b"").decode("ascii", "replace")
+    elif kind == "entered_space":
+        out["entity_id"] = _first(inner, 1, 0)
+        out["position"] = _vector(_first(inner, 2))
+        out["space_name"] = (_first(inner, 8, b"") or b"").decode("utf-8", "replace")
+        out["max_aliases"] = _first(inner, 11, 0)
     elif kind == "correction":
         out["position"] = _vector(_first(inner, 1))
         out["sequence"] = _first(inner, 3, 0)

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""test_handover -- giveClientTo on a real baseapp.
+
+  - the classic flow (player_entity_type Account): the client logs in to an
+    Account, which has no cell part (a login reply with no space), calls
+    its exposed enterWorld(), and the Account hands its client to the
+    account's Avatar: the client hears PlayerDestroyed (the Account), then
+    PlayerCreated (the Avatar), its BaseProperties, EnteredSpace and the new
+    witness's stream, in that order; a reconnect with the new session token
+    comes back to the Avatar; the Account is written (visits) and goes;
+  - 24 bots do the same (tessera-bots --enter enterWorld) on 2 cellapps,
+    and at the end every bot's view matches the truth;
+  - each refusal, named by its rule (POST /admin/give-client): a source
+    without a client, a target that is missing, is the source, already has
+    a client, and a source or target that is being destroyed (its last
+    write waits for Redis); and a handover between two Avatars, where the
+    client sees the destroy, the create, and the new witness streams."""
+import json
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+import harness
+from harness import PART_BASE, frame, msg_call
+
+ENTER_WORLD = 0     # Account's base method enterWorld()
+
+
+def post(port, path):
+    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method="POST", data=b"")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def read_kinds(sock, until, timeout=10.0):
+    """The kinds of the messages read until one of kind `until` (included)."""
+    kinds = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = harness.read_message(sock, max(0.1, deadline - time.monotonic()))
+        if msg is None:
+            raise AssertionError("connection closed after %r" % kinds)
+        kinds.append(msg)
+        if msg["kind"] == until:
+            return kinds
+
+
+class Handover(unittest.TestCase):
+    def setUp(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+
+    def test_account_hands_its_client_to_the_avatar(self):
+        settings = ["baseapp.player_entity_type=Account", "baseapp.client_detached_grace_ms=10000"]
+        with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings) as cluster:
+            sock, reply = harness.login(cluster.login, "alice", "pw-alice")
+            self.assertTrue(reply["no_space"], reply)
+            self.assertEqual(reply["entity_type"], "Account")
+            account = reply["entity_id"]
+            sock.sendall(frame(msg_call(account, PART_BASE, ENTER_WORLD)))
+            seen = read_kinds(sock, "view")
+            kinds = [m["kind"] for m in seen]
+            order = [k for k in kinds if k in ("player_destroyed", "player_created", "entered_space", "view")]
+            self.assertEqual(order, ["player_destroyed", "player_created", "entered_space", "view"], kinds)
+            destroyed = next(m for m in seen if m["kind"] == "player_destroyed")
+            created = next(m for m in seen if m["kind"] == "player_created")
+            space = next(m for m in seen if m["kind"] == "entered_space")
+            self.assertEqual(destroyed["entity_id"], account)
+            self.assertEqual(created["entity_type"], "Avatar")
+            avatar = created["entity_id"]
+            self.assertNotEqual(avatar, account)
+            self.assertEqual(space["entity_id"], avatar)
+            self.assertGreater(space["max_aliases"], 0)
+            created_at = kinds.index("player_created")
+            self.assertIn("base_properties", kinds[created_at:kinds.index("entered_space")], kinds)
+            sock.close()
+
+            # The session is the Avatar's now.
+            again, back = harness.reconnect(cluster.login, "alice", created["session_token"])
+            self.assertEqual(back and back["kind"], "login_reply", back)
+            self.assertEqual(back["entity_id"], avatar)
+            self.assertFalse(back["no_space"])
+            self.assertIsNotNone(harness.read_until(again, "view", timeout=5.0))
+            again.close()
+
+            # The Account was written as it went.
+            key = "tessera:%s:entity:Account:alice" % cluster.info.get("cluster_name", "tessera")
+            record = harness.wait_for(lambda: cluster.redis.get(key), 10.0, "the Account's record")
+            self.assertEqual(json.loads(record)["properties"]["visits"], 1)
+
+            report = harness.run_bots(cluster, 24, 10, ["--verify-aoi", "--enter", "enterWorld", "--area", "50"])
+            harness.assert_bots_verified(self, report, 24)
+            self.assertEqual(report["player_changes"], 24, report)
+            self.assertGreaterEqual(cluster.stat("baseapp-1", "handovers") or 0, 25)
+            self.assertTrue(cluster.all_alive())
+
+    def test_refusals_and_a_handover_between_avatars(self):
+        settings = ["baseapp.client_detached_grace_ms=30000", "baseapp.write_retry_ms=300"]
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings) as cluster:
+            port = int(cluster.registry_hash("baseapp-1")["admin_port"])
+            a_sock, a = harness.login(cluster.login, "alice", "pw-alice")
+            b_sock, b = harness.login(cluster.login, "bob", "pw-bob")
+            c_sock, c = harness.login(cluster.login, "carol", "pw-carol")
+            alice, bob, carol = a["entity_id"], b["entity_id"], c["entity_id"]
+            a_sock.close()          # alice is detached: no client, kept for a reconnect
+            harness.wait_for(lambda: "the source has no client" in
+                             post(port, "/admin/give-client?from=%d&to=%d" % (alice, carol))[1],
+                             5.0, "the baseapp to notice alice's client is gone")
+
+            def refused(source, target, rule):
+                status, text = post(port, "/admin/give-client?from=%d&to=%d" % (source, target))
+                self.assertEqual(status, 409, text)
+                self.assertIn(rule, text)
+
+            refused(alice, bob, "the source has no client")
+            refused(bob, 987654321, "the target is missing")
+            refused(bob, bob, "the target is the source")
+            refused(bob, carol, "the target already has a client")
+            refused(987654321, bob, "the source is destroyed")
+
+            # A proxy being destroyed: carol is kicked while Redis is down,
+            # so her last write waits (and is retried) and she stays.
+            cluster.kill("redis")
+            status, _ = post(port, "/admin/kick?account=carol")
+            self.assertEqual(status, 200)
+            self.assertTrue(harness.expect_closed(c_sock))
+            refused(bob, carol, "the target is destroyed")
+            cluster.restart_redis(pause_s=0.0)
+
+            # Bob's client goes to alice's Avatar.
+            status, text = post(port, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            self.assertEqual(status, 200, text)
+            # Bob's own stream runs until the handover: what counts is from
+            # the destroy on.
+            seen = read_kinds(b_sock, "entered_space")
+            seen += read_kinds(b_sock, "view")
+            kinds = [m["kind"] for m in seen]
+            seen = seen[kinds.index("player_destroyed"):]
+            order = [m["kind"] for m in seen if m["kind"] in ("player_destroyed", "player_created", "entered_space",
+                                                              "view")]
+            self.assertEqual(order, ["player_destroyed", "player_created", "entered_space", "view"])
+            self.assertEqual(next(m for m in seen if m["kind"] == "player_destroyed")["entity_id"], bob)
+            self.assertEqual(next(m for m in seen if m["kind"] == "player_created")["entity_id"], alice)
+            # Bob's own entity stays, without a client; nobody may hand a
+            # client from it now.
+            refused(bob, alice, "the source has no client")
+            # Carol's write landed once Redis was back, and she is gone.
+            key = "tessera:%s:entity:Avatar:carol" % cluster.info.get("cluster_name", "tessera")
+            harness.wait_for(lambda: cluster.redis.get(key), 10.0, "carol's last write after Redis came back")
+            b_sock.close()
+            self.assertTrue(cluster.all_alive())
+
+
+if __name__ == "__main__":
+    unittest.main()
