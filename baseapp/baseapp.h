@@ -43,6 +43,9 @@
 typedef struct baseapp_settings {
     process_settings process;
     char client_host[64];
+    char client_public_host[64];
+    bool login_redirect;
+    int64_t redirect_token_ms;
     int64_t client_port;
     int64_t client_max_frame_bytes;
     int64_t client_write_high_water_bytes;
@@ -85,6 +88,7 @@ typedef enum client_link_state {
     CLIENT_LINK_AUTHENTICATING,   /* checking the account (Redis, then the thread pool), then loading it */
     CLIENT_LINK_ENTERING,         /* bound to a proxy; waiting for its cell to say where the player is */
     CLIENT_LINK_IN_WORLD,         /* bound; moves and calls flow both ways */
+    CLIENT_LINK_HANDING_OFF,      /* going to another baseapp (LoginRedirect soon); nothing more is read */
     CLIENT_LINK_CLOSING,          /* dropped; the channel is closing and nothing more is read */
 } client_link_state;
 
@@ -100,6 +104,7 @@ typedef struct client_link {
     char account[72];          /* as the client gave it (login or reconnect) */
     bool has_definitions;      /* the client's cached definitions match ours */
     bool reconnecting;         /* it came with a session token, not a password */
+    bool redirected;           /* it came with a redirect's token: it plays here, wherever the loads are */
     double move_tokens;        /* moves the client may still send now (token bucket) */
     uint64_t move_tokens_us;   /* monotonic time of the last refill */
     double call_tokens;        /* method calls likewise */
@@ -119,6 +124,9 @@ void client_link_fail(client_link *link, Tessera__Client__ErrorCode code, const 
  * detail (an unknown account and a wrong password look alike to a client). */
 void client_link_fail_quietly(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,
                               const char *format, ...) __attribute__((format(printf, 4, 5)));
+/* Closes the link once what was sent is flushed, with no Error: a
+ * LoginRedirect said where to go. Its proxy, if any, is detached. */
+void client_link_close_quietly(client_link *link, const char *reason);
 /* Hello.client_name's documented limit. */
 #define CLIENT_LINK_NAME_MAX 64
 /* Drops connections that have not reached the world within the login
@@ -161,6 +169,7 @@ struct proxy {
     bool space_pending;
     uint64_t handover_started_us;
     bool entering;             /* the demo's Account.enterWorld: its Avatar is being loaded */
+    entity_handle handoff_link; /* draining: the link sent to another baseapp once this entity is written */
     char session_token[33];    /* hex; a Reconnect must show it */
     /* Where its cell part is (cellapp and incarnation), and the order its
      * client hears from it in (cell_address.h). cell.cellapp_id is the
@@ -209,6 +218,12 @@ const char *proxy_give_client_refusal(const proxy *from, const proxy *to);
  * the link, its old link is told ERROR_REPLACED; or the stored entity is
  * loaded and a new proxy made. */
 void proxy_login_succeeded(client_link *link);
+/* The account plays here (login_route.c decided): its proxy is taken over
+ * or made from what is stored. */
+void proxy_login_here(client_link *link);
+/* Draining: the proxy's client goes to another baseapp once the proxy is
+ * written (it is destroyed with a save now). */
+void proxy_hand_off(proxy *player);
 /* A Reconnect with `token` for the link's account. */
 void proxy_reconnect(client_link *link, const char *token);
 /* The link closed or failed: the proxy keeps the player's entity for
@@ -259,6 +274,25 @@ void base_entity_on_written(proxy *player, bool ok, const char *detail);
 /* Writes every base's properties to settings.state_dump_path as JSON.
  * Returns 0 or -1 (logged). */
 int base_entity_dump(const baseapp *app);
+
+/* ---- which baseapp an account plays on (login_route.c) --------------------- */
+
+/* After the credentials: the account plays here (its proxy is made or
+ * taken over), or the client is redirected, with a one-time token, to the
+ * baseapp its entity lives on or to the least-loaded one. */
+void login_route(client_link *link);
+/* A TokenLogin: the token a redirect gave stands for the password. */
+void login_route_token_login(client_link *link, const char *token);
+/* Sends the link to another baseapp (the least-loaded one that is not
+ * draining) with a one-time token, and closes it. Returns 0, or -1 when no
+ * other baseapp can take it (the link is left as it was). */
+int login_route_hand_off(client_link *link, const char *reason);
+/* Whether another baseapp, not draining, could take clients. */
+bool login_route_can_hand_off(const baseapp *app);
+/* The session directory: which baseapp holds the account's client now. */
+void login_route_claim(proxy *player);
+void login_route_release(proxy *player);
+void login_route_on_registry(baseapp *app, const registry_peer *peers, size_t count);
 
 /* ---- persistence (persistence.c) ------------------------------------------ */
 
@@ -377,6 +411,12 @@ struct baseapp {
     channel_stats peer_totals;
     /* For /metrics (baseapp_admin.c). */
     uint64_t logins, login_failures;
+    /* The other baseapps, as the registry last listed them (login_route.c),
+     * and the logins sent to each since. */
+    registry_peer *baseapps;
+    size_t baseapp_count;
+    id_map baseapp_assignments;
+    uint64_t redirects, token_logins;
     uint64_t errors_sent[32];          /* client errors sent, by ErrorCode (larger codes in the last) */
     bool draining;                     /* SIGTERM: no new logins; clients told to go; then stop */
     uint64_t drain_started_us;

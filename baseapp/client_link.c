@@ -23,6 +23,7 @@ const char *client_link_state_name(client_link_state state) {
     case CLIENT_LINK_AUTHENTICATING: return "authenticating";
     case CLIENT_LINK_ENTERING: return "entering";
     case CLIENT_LINK_IN_WORLD: return "in world";
+    case CLIENT_LINK_HANDING_OFF: return "handing off";
     case CLIENT_LINK_CLOSING: return "closing";
     }
     return "?";
@@ -93,6 +94,13 @@ void client_link_fail_quietly(client_link *link, Tessera__Client__ErrorCode code
     va_start(args, format);
     client_link_vfail(link, code, public_text, format, args);
     va_end(args);
+}
+
+void client_link_close_quietly(client_link *link, const char *reason) {
+    if (link->state == CLIENT_LINK_CLOSING) return;
+    link->state = CLIENT_LINK_CLOSING;
+    client_link_unbind(link);
+    channel_close_after_flush(link->ch, reason);
 }
 
 static void client_link_on_close(channel *ch, const char *reason) {
@@ -197,6 +205,16 @@ static void client_link_on_reconnect(client_link *link, const Tessera__Client__R
     proxy_reconnect(link, reconnect->session_token ? reconnect->session_token : "");
 }
 
+static void client_link_on_token_login(client_link *link, const Tessera__Client__TokenLogin *login) {
+    if (!client_link_may_log_in(link, "token login", login->account)) return;
+    snprintf(link->account, sizeof link->account, "%s", login->account);
+    link->has_definitions = login->known_definitions_digest &&
+                            strcmp(login->known_definitions_digest,
+                                   entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->state = CLIENT_LINK_AUTHENTICATING;
+    login_route_token_login(link, login->token ? login->token : "");
+}
+
 static void client_link_on_move(client_link *link, const Tessera__Client__Move *move) {
     if (!move->position || !isfinite(move->position->x) || !isfinite(move->position->y) ||
         !isfinite(move->position->z) || !isfinite(move->yaw)) {
@@ -272,7 +290,7 @@ static bool client_link_before_world(const client_link *link) {
 
 static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t length) {
     client_link *link = channel_user_data(ch);
-    if (link->state == CLIENT_LINK_CLOSING) return;
+    if (link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) return;
     Tessera__Client__ClientToServer *message = tessera__client__client_to_server__unpack(NULL, length, frame);
     if (!message) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,
@@ -284,6 +302,9 @@ static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t lengt
     case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN: client_link_on_login(link, message->login); break;
     case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT:
         client_link_on_reconnect(link, message->reconnect);
+        break;
+    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN:
+        client_link_on_token_login(link, message->token_login);
         break;
     case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_MOVE:
         if (client_link_before_world(link))
@@ -359,7 +380,7 @@ void client_link_sweep(baseapp *app) {
     uint32_t cursor = 0;
     client_link *link;
     while ((link = entity_list_next(app->links, &cursor, NULL)) != NULL) {
-        if (link->state == CLIENT_LINK_CLOSING) continue;
+        if (link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) continue;
         uint64_t since = channel_incomplete_frame_since_us(link->ch);
         if (since && now > since && now - since > frame_timeout_us) {
             client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,

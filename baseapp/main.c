@@ -18,6 +18,14 @@ static const config_key baseapp_config_keys[] = {
     PROCESS_CONFIG_KEYS(baseapp_settings, process),
     {"client_host", CONFIG_STRING, offsetof(baseapp_settings, client_host), sizeof(((baseapp_settings *)0)->client_host),
      0, 0, "127.0.0.1", "IP address clients connect to"},
+    {"client_public_host", CONFIG_STRING, offsetof(baseapp_settings, client_public_host),
+     sizeof(((baseapp_settings *)0)->client_public_host), 0, 0, "",
+     "the IP address other baseapps send clients to when they redirect a login here (empty: client_host)"},
+    {"login_redirect", CONFIG_BOOL, offsetof(baseapp_settings, login_redirect), 0, 0, 0, "true",
+     "send a login on to the least-loaded baseapp (or to the one the account's entity lives on) with a one-time "
+     "token"},
+    {"redirect_token_ms", CONFIG_INT, offsetof(baseapp_settings, redirect_token_ms), 0, 100, 600000, "30000",
+     "how long the one-time token of a redirected login is good for"},
     {"client_port", CONFIG_INT, offsetof(baseapp_settings, client_port), 0, 0, 65535, "20013",
      "TCP port clients connect to (0: any free port)"},
     {"client_max_frame_bytes", CONFIG_INT, offsetof(baseapp_settings, client_max_frame_bytes), 0, 64, 16 << 20,
@@ -102,6 +110,9 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "reconnects", (int64_t)app->reconnects);
     registry_set_stat(app->registry, "writes", (int64_t)app->writes);
     registry_set_stat(app->registry, "handovers", (int64_t)app->handovers);
+    registry_set_stat(app->registry, "draining", app->draining);
+    registry_set_stat(app->registry, "redirects", (int64_t)app->redirects);
+    registry_set_stat(app->registry, "token_logins", (int64_t)app->token_logins);
     registry_set_stat(app->registry, "write_failures", (int64_t)app->write_failures);
     registry_set_stat(app->registry, "client_messages_unbound", (int64_t)app->client_messages_unbound);
     registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
@@ -189,6 +200,7 @@ static void baseapp_on_peers(registry *reg, const registry_peer *peers, size_t c
     (void)reg;
     peer_set_on_registry(app->peers, peers, count);
     cell_link_on_registry(app);
+    login_route_on_registry(app, peers, count);
 }
 
 static void baseapp_on_redis_state(redis_client *client, int connected, unsigned failed_attempts, void *user_data) {
@@ -278,12 +290,26 @@ void baseapp_begin_drain(baseapp *app) {
              "once done (at most %lld ms)",
              clients, (long long)app->settings.shutdown_retry_ms, entity_list_count(app->proxies),
              (long long)app->settings.drain_timeout_ms);
-    /* Each proxy whose client goes is destroyed with a save
-     * (proxy_on_link_lost); the detached ones go now. */
-    client_link_close_all(app, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN,
-                          "this baseapp is stopping: log in again (another baseapp will take you)");
+    /* Every entity is written and goes. With another baseapp up, each
+     * client in the world goes there once its entity is written (a
+     * LoginRedirect, proxy_hand_off); otherwise clients are told to come
+     * back in a moment. */
+    bool hand_off = login_route_can_hand_off(app);
     uint32_t cursor = 0;
     proxy *player;
+    while (hand_off && (player = entity_list_next(app->proxies, &cursor, NULL)) != NULL)
+        if (player->state != PROXY_DESTROYING && player->link && player->link->state == CLIENT_LINK_IN_WORLD)
+            proxy_hand_off(player);
+    /* The other clients are told to come back; their proxies, detached,
+     * go with a save (proxy_on_link_lost), and so do those already
+     * detached. */
+    cursor = 0;
+    client_link *link;
+    while ((link = entity_list_next(app->links, &cursor, NULL)) != NULL)
+        if (link->state != CLIENT_LINK_HANDING_OFF)
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN,
+                             "this baseapp is stopping: log in again (another baseapp will take you)");
+    cursor = 0;
     while ((player = entity_list_next(app->proxies, &cursor, NULL)) != NULL)
         if (player->state != PROXY_DESTROYING) proxy_destroy(player, true, "the baseapp is stopping");
     baseapp_drain_check(app);
@@ -328,6 +354,7 @@ int main(int argc, char **argv) {
     id_map_init(&app.proxies_by_account);
     login_throttle_init(&app.throttle, settings->login_failures_per_account, settings->login_failures_per_address);
     id_map_init(&app.cellapp_assignments);
+    id_map_init(&app.baseapp_assignments);
 
     if (channel_listen(app.loop, &app.client_listener, settings->client_host, (int)settings->client_port,
                        baseapp_on_client_connection, err, sizeof err) != 0) {
@@ -366,6 +393,7 @@ int main(int argc, char **argv) {
         .role = "baseapp",
         .host = settings->process.internal_host,
         .port = app.peer_port,
+        .client_host = settings->client_public_host[0] ? settings->client_public_host : settings->client_host,
         .heartbeat_ms = (unsigned)settings->process.heartbeat_ms,
         .ttl_ms = (unsigned)settings->process.registry_ttl_ms,
         .on_registered = baseapp_on_registered,
@@ -422,6 +450,8 @@ int main(int argc, char **argv) {
     id_map_close(&app.proxies_by_account);
     login_throttle_close(&app.throttle);
     id_map_close(&app.cellapp_assignments);
+    id_map_close(&app.baseapp_assignments);
+    free(app.baseapps);
     entity_list_free(app.proxies);
     entity_list_free(app.links);
     latency_histogram_close(&app.write_latency);

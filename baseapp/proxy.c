@@ -179,6 +179,7 @@ static void proxy_attach(proxy *player, client_link *link) {
     player->detached_us = 0;
     player->client_binding++;
     id_map_put(&player->app->proxies_by_account, baseapp_account_key(player->account), player);
+    login_route_claim(player);
     proxy_new_session_token(player);
     if (player->state == PROXY_LIVE && !player->cell.cellapp_id) {
         proxy_send_login_reply(player, NULL);
@@ -346,9 +347,13 @@ static void proxy_on_login_loaded(baseapp *app, persistence_outcome outcome, con
 }
 
 void proxy_login_succeeded(client_link *link) {
-    baseapp *app = link->app;
     if (link->state != CLIENT_LINK_AUTHENTICATING) return;
-    app->logins++;
+    link->app->logins++;
+    login_route(link);
+}
+
+void proxy_login_here(client_link *link) {
+    baseapp *app = link->app;
     proxy *player;
     if (proxy_busy_saving(link, &player)) return;
     if (player) {
@@ -412,6 +417,7 @@ int proxy_give_client_to(proxy *from, proxy *to, char *why, size_t why_size) {
     to->detached_us = 0;
     snprintf(to->account, sizeof to->account, "%s", from->account);
     id_map_put(&app->proxies_by_account, baseapp_account_key(to->account), to);
+    login_route_claim(to);
     proxy_new_session_token(to);
     /* 5. The target is created on the client, with its base properties. */
     Tessera__Client__PlayerCreated created = TESSERA__CLIENT__PLAYER_CREATED__INIT;
@@ -503,11 +509,38 @@ void proxy_free(proxy *player) {
     if (id_map_get(&app->proxies_by_entity, player->entity_id) == player)
         id_map_remove(&app->proxies_by_entity, player->entity_id);
     uint64_t key = baseapp_account_key(player->account);
-    if (id_map_get(&app->proxies_by_account, key) == player) id_map_remove(&app->proxies_by_account, key);
+    if (id_map_get(&app->proxies_by_account, key) == player) {
+        id_map_remove(&app->proxies_by_account, key);
+        if (!app->shutting_down) login_route_release(player);
+    }
+    /* Draining: its client goes to another baseapp now that it is written. */
+    client_link *handoff = player->handoff_link ? entity_list_get(app->links, player->handoff_link) : NULL;
+    if (handoff && handoff->state == CLIENT_LINK_HANDING_OFF && !app->shutting_down &&
+        login_route_hand_off(handoff, "this baseapp is stopping") != 0)
+        client_link_fail(handoff, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN,
+                         "this baseapp is stopping: log in again in a moment");
     cell_address_clear(&player->cell);
     base_entity_free(player);
     entity_list_remove(app->proxies, player->handle);
     free(player);
+}
+
+void proxy_hand_off(proxy *player) {
+    baseapp *app = player->app;
+    client_link *link = player->link;
+    if (!link) {
+        proxy_destroy(player, true, "the baseapp is stopping");
+        return;
+    }
+    link->proxy = NULL;
+    player->link = NULL;
+    if (link->congested) {
+        link->congested = false;
+        app->congested_clients--;
+    }
+    link->state = CLIENT_LINK_HANDING_OFF;
+    player->handoff_link = link->handle;
+    proxy_destroy(player, true, "the baseapp is stopping: its client goes to another");
 }
 
 void proxy_sweep(baseapp *app) {

@@ -171,6 +171,7 @@ typedef struct bot {
     bool reconnecting;           /* dropped; a new client reconnects after the delay */
     uv_timer_t reconnect_timer;  /* initialised at the drop (reconnect_timer_open) */
     bool reconnect_timer_open;
+    bool ever_in_world;          /* it has been in the world through some connection */
 } bot;
 
 /* An entity in a bot's view: the stamp of its last update and where it
@@ -246,6 +247,9 @@ typedef struct bots_run {
      * another entity than the one they left (never, when it works). */
     uint64_t reconnects, reconnects_other_entity;
     uint64_t player_changes;      /* giveClientTo seen (PlayerCreated) */
+    uint64_t handed_off;          /* in the world, sent to another baseapp (a draining one's LoginRedirect) */
+    uint64_t rejoined;            /* ... and back in the world through it */
+    uint64_t redirects;           /* LoginRedirects followed, at login or in the world */
     uint64_t start_wall_us;
     id_map bots_by_entity;        /* entity id -> bot, once logged in */
     /* The entity definitions the bots received at login: the first digest,
@@ -556,7 +560,13 @@ static void bots_enter_world(bot *b, const tessera_client_login_info *info) {
         }
         id_map_remove(&run->bots_by_entity, b->entity_id);
         run->logged_in--; /* the same login, resumed */
+    } else if (b->ever_in_world) {
+        /* Back through another baseapp (a hand-off): the same player. */
+        run->rejoined++;
+        id_map_remove(&run->bots_by_entity, b->entity_id);
+        run->logged_in--;
     }
+    b->ever_in_world = true;
     b->in_world = 1;
     b->in_world_at_ms = uv_now(&run->loop) - run->start_ms;
     b->entity_id = info->entity_id;
@@ -603,6 +613,31 @@ static void bots_on_logged_in(tessera_client *client, const tessera_client_login
         run->call_failures++;
         log_warn("bot %u: its %s has no exposed base method %s()", b->index, info->entity_type,
                  run->options.enter_method);
+    }
+}
+
+/* The argument states of the methods the bot calls (of its client's
+ * definitions). */
+static void bots_free_args(bot *b) {
+    entity_state_free(b->chat_args);
+    entity_state_free(b->spell_args);
+    entity_state_free(b->ping_args);
+    entity_state_free(b->teleport_args);
+    b->chat_args = b->spell_args = b->ping_args = b->teleport_args = NULL;
+}
+
+static void bots_on_redirected(tessera_client *client, const char *reason) {
+    bot *b = tessera_client_user_data(client);
+    (void)reason;
+    /* The next login reply brings the definitions anew: the argument
+     * states of the old ones go now. */
+    bots_free_args(b);
+    if (b->in_world) {
+        /* Its baseapp is stopping: the bot stands still until it is in
+         * the world again, through the other one. */
+        b->in_world = 0;
+        b->run->handed_off++;
+        bots_forget_view(b);
     }
 }
 
@@ -807,13 +842,10 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     run->client_calls_in += stats.client_calls;
     run->stale_calls += stats.stale_calls;
     run->calls_out += stats.calls_out;
+    run->redirects += stats.redirects;
     if (b->in_world) run->client_seconds += (double)(uv_now(&run->loop) - run->start_ms - b->in_world_at_ms) / 1000.0;
     /* Their class belongs to the client's definitions, freed on return. */
-    entity_state_free(b->chat_args);
-    entity_state_free(b->spell_args);
-    entity_state_free(b->ping_args);
-    entity_state_free(b->teleport_args);
-    b->chat_args = b->spell_args = b->ping_args = b->teleport_args = NULL;
+    bots_free_args(b);
     b->client = NULL;
     b->in_world = 0;
     if (run->finished) return; /* closed by the end of the run */
@@ -852,6 +884,7 @@ static const tessera_client_callbacks bots_client_callbacks = {
     .on_error = bots_on_error,
     .on_player_changed = bots_on_player_changed,
     .on_entered_space = bots_on_entered_space,
+    .on_redirected = bots_on_redirected,
     .on_closed = bots_on_closed,
 };
 
@@ -1265,6 +1298,8 @@ static void bots_print_json(FILE *out, const bots_run *run) {
             run->pings_sent, run->teleports_received, run->teleport_stale);
     fprintf(out, ",\"reconnects\":%" PRIu64 ",\"reconnects_other_entity\":%" PRIu64 ",\"player_changes\":%" PRIu64,
             run->reconnects, run->reconnects_other_entity, run->player_changes);
+    fprintf(out, ",\"redirects\":%" PRIu64 ",\"handed_off\":%" PRIu64 ",\"rejoined\":%" PRIu64, run->redirects,
+            run->handed_off, run->rejoined);
     fprintf(out, ",\"snapshot_written\":%s", run->snapshot_done ? "true" : "false");
     fprintf(out, ",\"definitions_digest\":\"%s\",\"definition_classes\":%zu,\"definitions_differ\":%" PRIu64,
             run->definitions_digest, run->definition_classes, run->definitions_differ);
@@ -1401,7 +1436,8 @@ static void bots_usage(FILE *out) {
             "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale (entities of a\n"
             "space a bot left, other than bots that teleport too, entering its view after),\n"
             "reconnects, reconnects_other_entity (a reconnect that came back to another entity),\n"
-            "player_changes (giveClientTo), "
+            "player_changes (giveClientTo), redirects (LoginRedirects followed), handed_off\n"
+            "(sent to another baseapp while in the world), rejoined (back in the world after),\n"
             "snapshot_written,\n"
             "definitions_digest, definition_classes, definitions_differ, seconds,\n"
             "interrupted.\n"

@@ -255,6 +255,13 @@ struct tessera_client {
     char account[TESSERA_CLIENT_ACCOUNT_MAX + 1];
     char password[TESSERA_CLIENT_PASSWORD_MAX + 1];
     char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1]; /* non-empty: reconnect instead of login */
+    /* A LoginRedirect: where to go and the one-time token to log in with
+     * there (a TokenLogin instead of the login). */
+    char login_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
+    char redirect_host[64];
+    int redirect_port;
+    bool redirecting;               /* the channel closes; a new one to redirect_host follows */
+    unsigned redirects;
     uint32_t sequence;              /* of the last move sent */
     tessera_client_login_info login;
     char server_name[TESSERA_CLIENT_NAME_BYTES];
@@ -482,8 +489,22 @@ static void tessera_client__finish(tessera_client *client, const char *reason) {
     free(client);
 }
 
+static int tessera_client__dial(tessera_client *client, const char *host, int port);
+
 static void tessera_client__on_channel_close(channel *ch, const char *reason) {
     tessera_client *client = channel_user_data(ch);
+    if (client->redirecting && client->state != TESSERA_CLIENT_CLOSING) {
+        /* The old connection is gone: the login goes on at the new one. */
+        client->redirecting = false;
+        client->ch = NULL;
+        client->connected = 0;
+        client->state = TESSERA_CLIENT_DISCONNECTED;
+        if (tessera_client__dial(client, client->redirect_host, client->redirect_port) == 0) return;
+        client->cause_set = 1;
+        client->close_cause = TESSERA_CLIENT_CLOSED_CONNECT_FAILED;
+        snprintf(client->close_reason, sizeof client->close_reason, "redirected to %s:%d, which cannot be dialled",
+                 client->redirect_host, client->redirect_port);
+    }
     tessera_client__finish(client, reason);
 }
 
@@ -558,6 +579,18 @@ static void tessera_client__send_hello(tessera_client *client) {
 /* Without a channel (tessera_client_process_frame) the login is only
  * pretended: the state moves on and nothing is sent. */
 static void tessera_client__send_login(tessera_client *client) {
+    if (client->login_token[0]) {
+        Tessera__Client__TokenLogin login = TESSERA__CLIENT__TOKEN_LOGIN__INIT;
+        login.account = client->account;
+        login.token = client->login_token;
+        Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
+        message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN;
+        message.token_login = &login;
+        client->state = TESSERA_CLIENT_LOGIN_SENT;
+        if (client->ch) tessera_client__send(client, &message);
+        memset(client->login_token, 0, sizeof client->login_token);
+        return;
+    }
     if (client->session_token[0]) {
         Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
         reconnect.account = client->account;
@@ -827,6 +860,73 @@ static void tessera_client__on_login_reply(tessera_client *client, const Tessera
     if (client->callbacks.on_logged_in) client->callbacks.on_logged_in(client, &client->login);
 }
 
+/* ---- receiving: a redirect ----------------------------------------------------- */
+
+/* How many redirects one login may follow: a cluster sends a client on once
+ * (or once more, from a baseapp that is stopping). */
+#define TESSERA_CLIENT_MAX_REDIRECTS 4
+
+/* Every entity in the table goes, as if each had left (on_leave for each,
+ * the own included): the player is leaving this view for good. */
+static void tessera_client__forget_view(tessera_client *client) {
+    for (uint32_t alias = 0; alias < client->alias_capacity; alias++)
+        if (client->aliases[alias]) tessera_client__stream_leave(client, alias);
+    if (client->placeholder) {
+        tessera_client__entity *own = client->placeholder;
+        client->placeholder = NULL;
+        id_map_remove(&client->entities, own->pub.id);
+        own->events |= TESSERA_CLIENT__EVENT_DEPARTED;
+        tessera_client__list_push(&client->frame.departed, own);
+    }
+    client->changing_space = true;
+    for (size_t i = 0; i < client->frame.departed.count; i++) {
+        if (client->callbacks.on_leave) client->callbacks.on_leave(client, client->frame.departed.items[i]->pub.id);
+        if (!tessera_client__in_world(client)) break;
+    }
+    client->changing_space = false;
+    tessera_client__end_frame(client);
+    for (size_t i = 0; i < client->pending_count; i++) free(client->pending[i].data);
+    client->pending_count = 0;
+    client->pending_bytes = 0;
+}
+
+static void tessera_client__on_login_redirect(tessera_client *client, const Tessera__Client__LoginRedirect *redirect) {
+    bool in_world = client->state == TESSERA_CLIENT_IN_WORLD;
+    if ((client->state != TESSERA_CLIENT_LOGIN_SENT && !in_world) || !client->ch) {
+        tessera_client__protocol_error(client, "login redirect out of order");
+        return;
+    }
+    struct in6_addr address6;
+    struct in_addr address4;
+    const char *host = redirect->host ? redirect->host : "";
+    size_t token_length = redirect->token ? strlen(redirect->token) : 0;
+    if ((inet_pton(AF_INET, host, &address4) != 1 && inet_pton(AF_INET6, host, &address6) != 1) ||
+        strlen(host) >= sizeof client->redirect_host || redirect->port < 1 || redirect->port > 65535 ||
+        token_length < 1 || token_length > TESSERA_CLIENT_SESSION_TOKEN_MAX) {
+        tessera_client__protocol_error(client, "login redirect to no usable address, or without a token");
+        return;
+    }
+    if (++client->redirects > TESSERA_CLIENT_MAX_REDIRECTS) {
+        tessera_client__protocol_error(client, "redirected too often");
+        return;
+    }
+    if (in_world) {
+        tessera_client__forget_view(client);
+        if (!tessera_client__is_open(client)) return;
+    }
+    snprintf(client->redirect_host, sizeof client->redirect_host, "%s", host);
+    client->redirect_port = (int)redirect->port;
+    snprintf(client->login_token, sizeof client->login_token, "%s", redirect->token);
+    client->login_requested = 1;
+    client->redirecting = true;
+    client->stats.redirects++;
+    if (client->callbacks.on_redirected) {
+        client->callbacks.on_redirected(client, redirect->reason ? redirect->reason : "");
+        if (!tessera_client__is_open(client)) return;
+    }
+    channel_close(client->ch, "redirected");
+}
+
 /* ---- receiving: giveClientTo ------------------------------------------------ */
 
 /* The player's own entity while it is in no space: in the table with no
@@ -875,27 +975,10 @@ static void tessera_client__on_player_destroyed(tessera_client *client,
         tessera_client__protocol_error(client, "player destroyed: not the player's entity, or out of order");
         return;
     }
-    /* Everything seen through the old player goes, as if each had left. */
-    for (uint32_t alias = 0; alias < client->alias_capacity; alias++)
-        if (client->aliases[alias]) tessera_client__stream_leave(client, alias);
-    if (client->placeholder) {
-        tessera_client__entity *own = client->placeholder;
-        client->placeholder = NULL;
-        id_map_remove(&client->entities, own->pub.id);
-        own->events |= TESSERA_CLIENT__EVENT_DEPARTED;
-        tessera_client__list_push(&client->frame.departed, own);
-    }
-    client->changing_space = true;
-    for (size_t i = 0; i < client->frame.departed.count; i++) {
-        if (client->callbacks.on_leave) client->callbacks.on_leave(client, client->frame.departed.items[i]->pub.id);
-        if (!tessera_client__in_world(client)) break;
-    }
-    client->changing_space = false;
-    tessera_client__end_frame(client);
-    /* The old player's base properties do not follow it anywhere. */
-    for (size_t i = 0; i < client->pending_count; i++) free(client->pending[i].data);
-    client->pending_count = 0;
-    client->pending_bytes = 0;
+    /* Everything seen through the old player goes, as if each had left,
+     * and its base properties do not follow it anywhere. */
+    tessera_client__forget_view(client);
+    if (!tessera_client__is_open(client)) return;
     client->login.entity_id = 0;
     client->login.in_space = false;
 }
@@ -1532,6 +1615,9 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ENTERED_SPACE:
         tessera_client__on_entered_space(client, message->entered_space);
         break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT:
+        tessera_client__on_login_redirect(client, message->login_redirect);
+        break;
     default:
         tessera_client__protocol_error(client, "a frame with no body this client knows");
         break;
@@ -1572,6 +1658,10 @@ int tessera_client_set_name(tessera_client *client, const char *name) {
 
 int tessera_client_connect(tessera_client *client, const char *host, int port) {
     if (client->state != TESSERA_CLIENT_DISCONNECTED || !host || port <= 0 || port > 65535) return -1;
+    return tessera_client__dial(client, host, port);
+}
+
+static int tessera_client__dial(tessera_client *client, const char *host, int port) {
     channel_options options = {
         .max_frame_bytes = TESSERA_CLIENT_MAX_FRAME_BYTES,
         .write_high_water_bytes = TESSERA_CLIENT_HIGH_WATER_BYTES,

@@ -195,6 +195,7 @@ typedef struct tessera_client_stats {
     uint64_t corrections;
     uint64_t teleports;          /* Teleported messages */
     uint64_t player_changes;     /* PlayerCreated messages (giveClientTo) */
+    uint64_t redirects;          /* LoginRedirects followed (to another baseapp, with a one-time token) */
     uint64_t errors;             /* Error messages received from the server */
 } tessera_client_stats;
 
@@ -266,6 +267,12 @@ typedef struct tessera_client_callbacks {
      * login without a space): info holds the space's numbers, and the
      * stream that follows enters its entities, the player's own first. */
     void (*on_entered_space)(tessera_client *client, const tessera_client_login_info *info);
+    /* The baseapp sent the client to another (LoginRedirect): at login, to
+     * the one the account plays on; in the world, because this one is
+     * stopping (every entity left first, on_leave for each). The SDK dials
+     * the other and logs in there with the redirect's one-time token; a
+     * login reply follows (on_logged_in) or an error. */
+    void (*on_redirected)(tessera_client *client, const char *reason);
     /* Last callback, exactly once. The entity table and stats are still
      * readable during it; the client is freed when it returns. */
     void (*on_closed)(tessera_client *client, tessera_client_close_cause cause, const char *reason);

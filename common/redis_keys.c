@@ -34,6 +34,16 @@ char *redis_key_stored_entity(char *out, const char *cluster, const char *class_
     return out;
 }
 
+char *redis_key_session(char *out, const char *cluster, const char *account) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:session:%s", cluster, account);
+    return out;
+}
+
+char *redis_key_login_token(char *out, const char *cluster, const char *token) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:login_token:%s", cluster, token);
+    return out;
+}
+
 char *redis_key_space(char *out, const char *cluster, const char *space_name) {
     snprintf(out, REDIS_KEY_MAX, "tessera:%s:space:%s", cluster, space_name);
     return out;

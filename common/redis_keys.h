@@ -11,6 +11,10 @@
  *   P entity:<class>:<name>  STRING an entity's persistent state, JSON
  *                            (baseapp/persistence.c); a player's is named
  *                            by its account
+ *   P session:<account>      STRING the id of the baseapp holding the
+ *                            account's client (baseapp/login_route.c)
+ *   P login_token:<token>    STRING an account, with a TTL: a redirected
+ *                            login's one-time token (GETDEL'd once)
  *   P spaces                 HASH space name -> the epoch of its layout
  *   P space:<name>           STRING the space's definition and layout, as JSON
  *                            (space_layout.h); written only with its epoch
@@ -41,6 +45,8 @@ char *redis_key_process(char *out, const char *cluster, uint64_t process_id);
 char *redis_key_next_entity_id(char *out, const char *cluster);
 char *redis_key_account(char *out, const char *cluster, const char *account);
 char *redis_key_stored_entity(char *out, const char *cluster, const char *class_name, const char *name);
+char *redis_key_session(char *out, const char *cluster, const char *account);
+char *redis_key_login_token(char *out, const char *cluster, const char *token);
 char *redis_key_spaces(char *out, const char *cluster);
 char *redis_key_space(char *out, const char *cluster, const char *space_name);
 char *redis_key_cell_directory(char *out, const char *cluster);

@@ -22,6 +22,7 @@ struct registry {
     char cluster_name[64];
     char role[16];
     char host[64];
+    char client_host[64];
     uint64_t process_id;
     uint64_t started_ms;
     int registering;           /* INCR in flight */
@@ -79,6 +80,7 @@ registry *registry_create(uv_loop_t *loop, redis_client *redis, const registry_o
     snprintf(reg->cluster_name, sizeof reg->cluster_name, "%s", options->cluster_name);
     snprintf(reg->role, sizeof reg->role, "%s", options->role);
     snprintf(reg->host, sizeof reg->host, "%s", options->host);
+    snprintf(reg->client_host, sizeof reg->client_host, "%s", options->client_host ? options->client_host : "");
     reg->options.cluster_name = reg->cluster_name;
     reg->options.role = reg->role;
     reg->options.host = reg->host;
@@ -157,6 +159,10 @@ static void registry_parse_peer(registry_scan *scan, uint64_t process_id, redisR
         else if (strcmp(field->str, "host") == 0) snprintf(peer.host, sizeof peer.host, "%s", value->str);
         else if (strcmp(field->str, "port") == 0) peer.port = atoi(value->str);
         else if (strcmp(field->str, "load") == 0) peer.load = strtoll(value->str, NULL, 10);
+        else if (strcmp(field->str, "client_host") == 0)
+            snprintf(peer.client_host, sizeof peer.client_host, "%s", value->str);
+        else if (strcmp(field->str, "client_port") == 0) peer.client_port = atoi(value->str);
+        else if (strcmp(field->str, "draining") == 0) peer.draining = strtoll(value->str, NULL, 10) != 0;
     }
     if (peer.role[0] && peer.host[0] && peer.port > 0) scan->peers[scan->live++] = peer;
 }
@@ -253,7 +259,7 @@ static void registry_heartbeat(registry *reg) {
     snprintf(started, sizeof started, "%" PRIu64, reg->started_ms);
     snprintf(ttl, sizeof ttl, "%u", reg->options.ttl_ms);
 
-    const char *argv[2 + 2 * (5 + REGISTRY_MAX_STATS)];
+    const char *argv[2 + 2 * (6 + REGISTRY_MAX_STATS)];
     int argc = 0;
     argv[argc++] = "HSET";
     argv[argc++] = key;
@@ -267,6 +273,10 @@ static void registry_heartbeat(registry *reg) {
     argv[argc++] = pid;
     argv[argc++] = "started_ms";
     argv[argc++] = started;
+    if (reg->options.client_host) {
+        argv[argc++] = "client_host";
+        argv[argc++] = reg->client_host;
+    }
     for (size_t i = 0; i < reg->stat_count; i++) {
         snprintf(values[i], sizeof values[i], "%" PRId64, reg->stats[i].value);
         argv[argc++] = reg->stats[i].name;

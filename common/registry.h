@@ -19,6 +19,7 @@
 #define TESSERA_REGISTRY_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "redis_client.h"
@@ -37,6 +38,9 @@ typedef struct registry_peer {
     char host[64];
     int port;
     int64_t load;
+    char client_host[64];       /* baseapps: where clients connect ("" for others) */
+    int client_port;            /* ... its stat client_port */
+    bool draining;              /* its stat draining is non-zero */
 } registry_peer;
 
 typedef struct registry registry;
@@ -52,6 +56,7 @@ typedef struct registry_options {
     const char *role;           /* "baseapp", "cellapp" */
     const char *host;           /* where peers reach this process */
     int port;
+    const char *client_host;    /* baseapps: where clients reach it (NULL: none) */
     unsigned heartbeat_ms;
     unsigned ttl_ms;
     registry_registered_callback on_registered;

@@ -784,12 +784,14 @@ def _start_redis(rd, redis_server, redis_port, deadline, timeout):
     return child
 
 
-# The control plane: what the processes of one run write about themselves.
-# A cold start of the whole cluster clears it (none of those processes is
-# left) and keeps the rest: accounts, stored entities, the id counters and
-# the balancer's fence (which must only grow).
+# The control plane: what the processes of one run write about themselves
+# (the registry, layouts, the cell directory, the balancer's lease, the
+# session directory and login tokens). A cold start of the whole cluster
+# clears it (none of those processes is left) and keeps the rest: accounts,
+# stored entities, the id counters and the balancer's fence (which must
+# only grow).
 CONTROL_PLANE_KEYS = ("processes", "spaces", "cell_directory", "balancer_lease", "cell_loads")
-CONTROL_PLANE_PATTERNS = ("process:*", "space:*")
+CONTROL_PLANE_PATTERNS = ("process:*", "space:*", "session:*", "login_token:*")
 
 
 def _cold_start(redis_port, cluster_name, out):

@@ -988,12 +988,19 @@ static void test_demo_entities(void **state) {
     if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
         fail_msg("loading %s: %s", dir, err);
 
+    const entity_def_class *account = entity_def_registry_find_class(reg, "Account");
     const entity_def_class *avatar = entity_def_registry_find_class(reg, "Avatar");
     const entity_def_class *npc = entity_def_registry_find_class(reg, "Npc");
+    assert_non_null(account);
     assert_non_null(avatar);
     assert_non_null(npc);
-    assert_int_equal(avatar->id, 0); /* Avatar.json sorts before Npc.json */
-    assert_int_equal(npc->id, 1);
+    /* Account.json sorts before Avatar.json, before Npc.json. */
+    assert_int_equal(account->id, 0);
+    assert_int_equal(avatar->id, 1);
+    assert_int_equal(npc->id, 2);
+    /* The Account is base-only: no cell part. */
+    assert_int_equal(account->method_count[ENTITY_DEF_PART_CELL], 0);
+    assert_non_null(entity_def_class_find_method(account, ENTITY_DEF_PART_BASE, "enterWorld"));
 
     const entity_def_property *p;
     p = prop_of(avatar, "name", ENTITY_DEF_STRING, ENTITY_DEF_FLAG_ALL_CLIENTS);

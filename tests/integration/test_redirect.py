@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""test_redirect -- many baseapps: a client may log in at any of them.
+
+  - a login at a busier baseapp is redirected, with a one-time token, to
+    the least-loaded one, where a TokenLogin gets the player in without the
+    password; the token is good once;
+  - a second login of an account whose entity lives on another baseapp is
+    sent there, and the first client is kicked with ERROR_REPLACED;
+  - 40 bots that all log in at baseapp-1 end up spread over both, and see
+    each other across them;
+  - a draining baseapp hands its clients to the other once their entities
+    are written: the bots stay in the world (each rejoins through the
+    other baseapp, its position kept), with no error."""
+import json
+import time
+import unittest
+
+import harness
+from harness import ERROR_CODES, field_message, field_string, frame
+
+
+def msg_token_login(account, token):
+    return field_message(6, field_string(1, account) + field_string(2, token))
+
+
+def decode_redirect(sock, timeout=10.0):
+    """Reads until a login_redirect, a login_reply or an error; returns
+    (kind, fields) with the redirect's host, port and token."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = harness.read_frame(sock, max(0.1, deadline - time.monotonic()))
+        if body is None:
+            return "closed", {}
+        fields = harness.parse_fields(body)
+        number, _wt, inner = fields[0]
+        if number == 11:
+            f = harness.parse_fields(inner)
+            return "login_redirect", {
+                "host": (harness._first(f, 1, b"") or b"").decode(),
+                "port": harness._first(f, 2, 0),
+                "token": (harness._first(f, 3, b"") or b"").decode(),
+                "reason": (harness._first(f, 4, b"") or b"").decode(),
+            }
+        msg = harness.decode_server(body)
+        if msg["kind"] in ("login_reply", "error"):
+            return msg["kind"], msg
+
+
+def login_anywhere(addr, account, password):
+    """Logs in at `addr`, following one redirect; returns (socket, reply,
+    redirect fields or None)."""
+    s = harness.connect(addr)
+    s.sendall(frame(harness.msg_hello()))
+    harness.read_until(s, "hello")
+    s.sendall(frame(harness.msg_login(account, password)))
+    kind, got = decode_redirect(s)
+    if kind == "login_reply":
+        return s, got, None
+    if kind != "login_redirect":
+        raise AssertionError("login %r: %s %r" % (account, kind, got))
+    s.close()
+    t = harness.connect((got["host"], got["port"]))
+    t.sendall(frame(harness.msg_hello()))
+    harness.read_until(t, "hello")
+    t.sendall(frame(msg_token_login(account, got["token"])))
+    reply = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
+    if not reply or reply["kind"] != "login_reply":
+        raise AssertionError("token login %r refused: %r" % (account, reply))
+    return t, reply, got
+
+
+class Redirect(unittest.TestCase):
+    def setUp(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+
+    def test_logins_go_where_they_should(self):
+        with harness.Cluster(baseapps=2, cellapps=1) as cluster:
+            # One player somewhere makes that baseapp the busier one; a
+            # login there goes to the other.
+            busy, _, went = login_anywhere(cluster.baseapps[0], "busy", "pw")
+            first = (went["host"], went["port"]) if went else cluster.baseapps[0]
+            second = [a for a in cluster.baseapps if a != first][0]
+            busier = "baseapp-%d" % (cluster.baseapps.index(first) + 1)
+            harness.wait_for(lambda: (cluster.stat(busier, "load") or 0) >= 1, 5.0, "the busier baseapp's load")
+            sock, reply, redirect = login_anywhere(first, "alice", "pw-alice")
+            self.assertIsNotNone(redirect, "a login at the busier baseapp was not redirected")
+            self.assertEqual((redirect["host"], redirect["port"]), second)
+            self.assertIn("least-loaded", redirect["reason"])
+            alice = reply["entity_id"]
+
+            # The token is spent.
+            t = harness.connect(second)
+            t.sendall(frame(harness.msg_hello()))
+            harness.read_until(t, "hello")
+            t.sendall(frame(msg_token_login("alice", redirect["token"])))
+            spent = harness.read_until(t, {"login_reply", "error"})
+            self.assertEqual(spent and spent.get("code"), ERROR_CODES["SESSION_EXPIRED"], spent)
+            t.close()
+
+            # A second login of alice at baseapp-1 goes where her entity is,
+            # and the first client is kicked.
+            other, again, redirect = login_anywhere(first, "alice", "pw-alice")
+            self.assertIsNotNone(redirect)
+            self.assertEqual((redirect["host"], redirect["port"]), second)
+            self.assertIn("entity lives", redirect["reason"])
+            self.assertEqual(again["entity_id"], alice)
+            kicked = harness.read_until(sock, {"error"}, timeout=5.0)
+            self.assertEqual(kicked and kicked.get("code"), ERROR_CODES["REPLACED"], kicked)
+            for s in (sock, other, busy):
+                s.close()
+
+            report = harness.run_bots(cluster, 40, 10, ["--verify-aoi", "--area", "50"])
+            harness.assert_bots_verified(self, report, 40)
+            self.assertGreater(report["redirects"], 0, report)
+            self.assertGreater((cluster.stat("baseapp-1", "token_logins") or 0) +
+                               (cluster.stat("baseapp-2", "token_logins") or 0), 10)
+            self.assertTrue(cluster.all_alive())
+
+    def test_a_draining_baseapp_hands_its_clients_over(self):
+        bots = 30
+        settings = ["baseapp.client_detached_grace_ms=20000"]
+        with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
+            proc = harness.start_bots(cluster, bots, 16, ["--verify-aoi", "--area", "50"])
+            harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) +
+                             (cluster.stat("baseapp-2", "clients") or 0) >= bots, 20.0, "every bot in the world")
+            on_second = cluster.stat("baseapp-2", "clients") or 0
+            self.assertGreater(on_second, 0, "no bot plays on baseapp-2")
+            time.sleep(2.0)
+            cluster.kill("baseapp-2", "TERM")
+            harness.wait_for(lambda: not cluster.alive("baseapp-2"), 20.0, "baseapp-2 to drain and stop")
+            log = cluster.log("baseapp-2")
+            self.assertIn("every entity written", log)
+            report = harness.finish_bots(proc)
+            harness.assert_bots_verified(self, report, bots)
+            self.assertEqual(report["handed_off"], on_second, report)
+            self.assertEqual(report["rejoined"], on_second, report)
+            self.assertEqual(cluster.stat("baseapp-1", "clients"), bots)
+
+
+if __name__ == "__main__":
+    unittest.main()
