@@ -148,6 +148,7 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
         entity_state_free(properties);
         return -1;
     }
+    bool had_ghost = entity != NULL;
     if (!entity) {
         entity = cell_add(c, state->entity_id, CELL_ENTITY_REAL, cls, x, y, z);
         if (!entity) {
@@ -164,11 +165,19 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
         coord_set_entity_filter(c->coord, entity->coord_id, 0, 1);
         if (x != entity->x || y != entity->y || z != entity->z) cell_move(c, entity, x, y, z, state->yaw);
     }
-    /* The values, and none of them dirty: the client and the ghosts saw
-     * every change already, from the old real. */
-    entity_state_copy(entity->state, properties);
+    if (had_ghost) {
+        /* The old real's values. Its client and its other ghosts saw every
+         * change already; the watchers here saw the ghost's values as last
+         * packed: a change the ghost took and this cellapp has not packed
+         * yet (its dirty set), and any value the ghost lagged behind in,
+         * still go to them. */
+        for (uint16_t p = 0; p < cls->property_count; p++) entity_state_copy_property(entity->state, properties, p);
+    } else {
+        /* New here: its watchers get every value with its ENTER. */
+        entity_state_copy(entity->state, properties);
+        entity_state_clear_dirty(entity->state);
+    }
     entity_state_free(properties);
-    entity_state_clear_dirty(entity->state);
     entity->yaw = state->yaw;
     entity->move_stamp_us = state->stamp_us;
     entity->move_count = state->move_count & CELL_CHANGE_COUNT_MASK;
