@@ -21,6 +21,7 @@
 #include "json_file.h"
 #include "log.h"
 #include "method_call.h"
+#include "base_mailbox.h"
 #include "property_codec.h"
 
 void base_entity_create(proxy *player, const entity_def_class *cls) {
@@ -161,13 +162,103 @@ static void base_entity_enter_world(proxy *account) {
     account->entering = true;
 }
 
+/* ---- entity calls in the demo game ---------------------------------------------- */
+
+/* Calls `method` (of class `class_name`, part BASE or CLIENT) of `target`
+ * with one entity argument and, when `number` is not NULL, a uint32
+ * first: the demo's calls all have one of those two shapes. */
+static void base_entity_call_demo(proxy *caller, uint64_t target, const char *class_name, entity_def_part part,
+                                  const char *method_name, const uint64_t *number, uint64_t entity_argument) {
+    baseapp *app = caller->app;
+    const entity_def_class *cls = entity_def_registry_find_class(app->definitions, class_name);
+    const entity_def_method *method = cls ? entity_def_class_find_method(cls, part, method_name) : NULL;
+    if (!method) return;
+    entity_state *args = method_call_args_create(method);
+    uint16_t next = 0;
+    if (number) entity_state_set_uint(args, next++, 0, *number);
+    if (next < method->arg_count) entity_state_set_entity(args, next, 0, entity_argument);
+    base_call(app, caller->entity_id, target, class_name, part, method_name, args);
+    entity_state_free(args);
+}
+
+static uint64_t base_entity_entity_argument(const entity_state *args, uint16_t index) {
+    uint64_t id = 0;
+    entity_state_get_entity(args, index, 0, &id);
+    return id;
+}
+
+static uint64_t base_entity_uint_argument(const entity_state *args, uint16_t index) {
+    uint64_t n = 0;
+    entity_state_get_uint(args, index, 0, &n);
+    return n;
+}
+
+/* Census: a global base (registered as "census") that counts the players
+ * in the world; Avatar.census() asks it, and it answers the asker's
+ * client with onCensus(players). */
+static void base_entity_run_census(proxy *census, const entity_def_method *method, const entity_state *args) {
+    const entity_def_property *players = entity_def_class_find_property(census->cls, "players");
+    uint64_t count = 0;
+    if (players) entity_state_get_uint(census->properties, players->id, 0, &count);
+    if (strcmp(method->name, "joined") == 0) count++;
+    else if (strcmp(method->name, "left") == 0 && count > 0) count--;
+    if (players) entity_state_set_uint(census->properties, players->id, 0, count);
+    if (strcmp(method->name, "count") == 0)
+        base_entity_call_demo(census, base_entity_entity_argument(args, 0), "Avatar", ENTITY_DEF_PART_CLIENT,
+                              "onCensus", &count, 0);
+}
+
 /* The demo game's base methods: chat(text) earns a gold coin;
  * relayPing(n) calls the cell's ping(n) from the base, so numbered calls
  * reach the cell on the base's own stream as well as the client's;
- * Account.enterWorld() hands the client to the account's Avatar. */
-static void base_entity_run(proxy *player, const entity_def_method *method, const entity_state *args) {
+ * Account.enterWorld() hands the client to the account's Avatar. Entity
+ * calls across processes: poke(target) calls target's poked(from), which
+ * tells its client onPoked(from) (a poke that does not arrive tells the
+ * poker's client onCallFailed(target)); echoTo(target, n) calls target's
+ * echo(n, from), which calls from's echoed(n), which tells its client
+ * onEcho(n) (a round trip, for bench/bench_base.py); census() asks the
+ * global Census. */
+void base_entity_run(proxy *player, const entity_def_method *method, const entity_state *args, uint64_t caller_id) {
+    (void)caller_id;
     if (strcmp(player->cls->name, "Account") == 0 && strcmp(method->name, "enterWorld") == 0) {
         base_entity_enter_world(player);
+        return;
+    }
+    if (strcmp(player->cls->name, "Census") == 0) {
+        base_entity_run_census(player, method, args);
+        return;
+    }
+    if (strcmp(method->name, "poke") == 0) {
+        base_entity_call_demo(player, base_entity_entity_argument(args, 0), "Avatar", ENTITY_DEF_PART_BASE, "poked",
+                              NULL, player->entity_id);
+        return;
+    }
+    if (strcmp(method->name, "poked") == 0) {
+        base_entity_call_demo(player, player->entity_id, "Avatar", ENTITY_DEF_PART_CLIENT, "onPoked", NULL,
+                              base_entity_entity_argument(args, 0));
+        return;
+    }
+    if (strcmp(method->name, "echoTo") == 0) {
+        uint64_t n = base_entity_uint_argument(args, 1);
+        base_entity_call_demo(player, base_entity_entity_argument(args, 0), "Avatar", ENTITY_DEF_PART_BASE, "echo", &n,
+                              player->entity_id);
+        return;
+    }
+    if (strcmp(method->name, "echo") == 0) {
+        uint64_t n = base_entity_uint_argument(args, 0);
+        base_entity_call_demo(player, base_entity_entity_argument(args, 1), "Avatar", ENTITY_DEF_PART_BASE, "echoed",
+                              &n, 0);
+        return;
+    }
+    if (strcmp(method->name, "echoed") == 0) {
+        uint64_t n = base_entity_uint_argument(args, 0);
+        base_entity_call_demo(player, player->entity_id, "Avatar", ENTITY_DEF_PART_CLIENT, "onEcho", &n, 0);
+        return;
+    }
+    if (strcmp(method->name, "census") == 0) {
+        if (player->app->census_id)
+            base_entity_call_demo(player, player->app->census_id, "Census", ENTITY_DEF_PART_BASE, "count", NULL,
+                                  player->entity_id);
         return;
     }
     if (strcmp(method->name, "chat") == 0) {
@@ -225,7 +316,7 @@ void base_entity_on_call(proxy *player, const Tessera__Client__EntityCall *call)
         client_link_fail(player->link, (Tessera__Client__ErrorCode)method_call_error_code(verdict), "%s", reason);
         return;
     }
-    base_entity_run(player, method, args);
+    base_entity_run(player, method, args, player->entity_id);
     entity_state_free(args);
 }
 
@@ -235,6 +326,94 @@ void base_entity_on_written(proxy *player, bool ok, const char *detail) {
     if (!ok)
         log_warn("entity %" PRIu64 " (account '%s'): its save failed and is being retried: %s", player->entity_id,
                  player->account, detail ? detail : "");
+}
+
+void base_entity_on_call_failed(baseapp *app, const Tessera__Cluster__EntityCallFailed *failed) {
+    if (failed->entity_id == app->census_id && app->census_id) {
+        /* The census is gone (its baseapp with it): its name is given up,
+         * and the sweep makes a new one. */
+        base_mailbox_unregister_global(app->bases, "census", app->census_id);
+        app->census_id = 0;
+    }
+    proxy *caller = proxy_find_by_entity(app, failed->caller_id);
+    if (!caller || caller->state == PROXY_DESTROYING || strcmp(caller->cls->name, "Avatar") != 0) return;
+    const entity_def_method *poked = entity_def_class_find_method(caller->cls, ENTITY_DEF_PART_BASE, "poked");
+    if (poked && failed->method_id == poked->id && failed->part == TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE)
+        base_entity_call_demo(caller, caller->entity_id, "Avatar", ENTITY_DEF_PART_CLIENT, "onCallFailed", NULL,
+                              failed->entity_id);
+}
+
+void base_entity_on_created(proxy *player) {
+    baseapp *app = player->app;
+    if (strcmp(player->cls->name, "Avatar") == 0 && app->census_id)
+        base_entity_call_demo(player, app->census_id, "Census", ENTITY_DEF_PART_BASE, "joined", NULL,
+                              player->entity_id);
+}
+
+void base_entity_on_destroyed(proxy *player) {
+    baseapp *app = player->app;
+    if (strcmp(player->cls->name, "Avatar") == 0 && app->census_id && !app->shutting_down)
+        base_entity_call_demo(player, app->census_id, "Census", ENTITY_DEF_PART_BASE, "left", NULL, player->entity_id);
+    if (strcmp(player->cls->name, "Census") == 0) {
+        base_mailbox_unregister_global(app->bases, "census", player->entity_id);
+        if (app->census_id == player->entity_id) app->census_id = 0;
+    }
+}
+
+/* ---- the global Census ------------------------------------------------------------ */
+
+typedef struct base_entity_census_claim {
+    baseapp *app;
+    entity_handle census_handle;
+} base_entity_census_claim;
+
+static void base_entity_on_census_registered(bool ok, uint64_t holder_id, void *context) {
+    base_entity_census_claim *claim = context;
+    baseapp *app = claim->app;
+    proxy *census = entity_list_get(app->proxies, claim->census_handle);
+    free(claim);
+    app->census_pending = false;
+    if (ok) {
+        app->census_id = holder_id;
+        log_info("the Census is entity %" PRIu64 " here", holder_id);
+        return;
+    }
+    /* Another baseapp's holds the name: ours goes. */
+    app->census_id = holder_id;
+    if (census) proxy_destroy(census, false, "another baseapp holds the census");
+}
+
+static void base_entity_on_census_found(uint64_t entity_id, void *context) {
+    baseapp *app = context;
+    if (app->shutting_down) return;
+    if (entity_id) {
+        app->census_id = entity_id;
+        app->census_pending = false;
+        return;
+    }
+    /* None yet: make one here and claim the name. */
+    const entity_def_class *cls = entity_def_registry_find_class(app->definitions, "Census");
+    char why[128];
+    proxy *census = cls ? proxy_make(app, cls, "census", NULL, why, sizeof why) : NULL;
+    if (!census) {
+        app->census_pending = false;
+        return;
+    }
+    base_entity_census_claim *claim = xcalloc(1, sizeof *claim);
+    claim->app = app;
+    claim->census_handle = census->handle;
+    if (base_mailbox_register_global(app->bases, "census", census->entity_id, base_entity_on_census_registered, claim) !=
+        0) {
+        free(claim);
+        proxy_destroy(census, false, "Redis is not connected");
+        app->census_pending = false;
+    }
+}
+
+void base_entity_sweep(baseapp *app) {
+    if (app->census_id || app->census_pending || !app->process_id || app->draining || app->shutting_down) return;
+    if (!entity_def_registry_find_class(app->definitions, "Census")) return;
+    if (base_mailbox_find_global(app->bases, "census", base_entity_on_census_found, app) == 0) app->census_pending = true;
 }
 
 int base_entity_dump(const baseapp *app) {

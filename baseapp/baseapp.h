@@ -31,6 +31,7 @@
 #include "id_block.h"
 #include "id_map.h"
 #include "latency_histogram.h"
+#include "base_mailbox.h"
 #include "login_throttle.h"
 #include "mailbox.h"
 #include "peer_set.h"
@@ -268,12 +269,35 @@ void base_entity_send_properties(proxy *player, bool all);
  * cell methods relayed to the cell. A call the client may not make drops
  * it. */
 void base_entity_on_call(proxy *player, const Tessera__Client__EntityCall *call);
+/* Runs base method `method` of `player` (checked already) for `caller_id`
+ * (0: the server; the player's own id for its client's calls). */
+void base_entity_run(proxy *player, const entity_def_method *method, const entity_state *args, uint64_t caller_id);
+/* A call this baseapp's game code made did not reach its entity. */
+void base_entity_on_call_failed(baseapp *app, const Tessera__Cluster__EntityCallFailed *failed);
+/* The demo's per-base hooks: a base was made, or is going. */
+void base_entity_on_created(proxy *player);
+void base_entity_on_destroyed(proxy *player);
+/* The demo game's sweep (its global Census). */
+void base_entity_sweep(baseapp *app);
 /* The game learns how a write of its entity went: written (ok), or failed
  * and to be retried (`detail` says why). */
 void base_entity_on_written(proxy *player, bool ok, const char *detail);
 /* Writes every base's properties to settings.state_dump_path as JSON.
  * Returns 0 or -1 (logged). */
 int base_entity_dump(const baseapp *app);
+
+/* ---- entity calls to bases (base_call.c) ------------------------------------- */
+
+/* Calls method `method_name` of class `class_name` (part BASE or CLIENT) of
+ * entity `target_id`, wherever its base is, for `caller_id` (0: the
+ * server), with `args` (a state of the method's args_class; NULL: none).
+ * Returns 0 (a failure comes back as base_entity_on_call_failed), or -1
+ * when the class has no such method (nothing sent). */
+int base_call(baseapp *app, uint64_t caller_id, uint64_t target_id, const char *class_name, entity_def_part part,
+              const char *method_name, const entity_state *args);
+/* A BaseCall for a base here (from a peer, or from this baseapp itself). */
+void base_call_on_call(baseapp *app, const Tessera__Cluster__BaseCall *call);
+base_mailbox *base_call_mailbox_create(baseapp *app);
 
 /* ---- which baseapp an account plays on (login_route.c) --------------------- */
 
@@ -417,6 +441,12 @@ struct baseapp {
     size_t baseapp_count;
     id_map baseapp_assignments;
     uint64_t redirects, token_logins;
+    base_mailbox *bases;               /* entity calls to bases, by id (base_call.c) */
+    uint64_t entity_calls, entity_calls_received, entity_calls_failed;
+    /* The demo game's global Census: its entity (0: not known yet) and
+     * whether a lookup or registration is under way. */
+    uint64_t census_id;
+    bool census_pending;
     uint64_t errors_sent[32];          /* client errors sent, by ErrorCode (larger codes in the last) */
     bool draining;                     /* SIGTERM: no new logins; clients told to go; then stop */
     uint64_t drain_started_us;

@@ -57,6 +57,13 @@ static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_single(m, "counter", "entity_write_failures_total", "entity writes that failed (each is retried)",
                    (double)app->write_failures);
     static const double write_edges[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1};
+    metrics_single(m, "counter", "entity_calls_total", "entity calls game code here made (to bases and clients)",
+                   (double)app->entity_calls);
+    metrics_single(m, "counter", "entity_calls_received_total", "entity calls that reached a base here",
+                   (double)app->entity_calls_received);
+    metrics_single(m, "counter", "entity_calls_failed_total",
+                   "entity calls made here that did not reach their entity (each reported to the game)",
+                   (double)app->entity_calls_failed);
     metrics_single(m, "counter", "handovers_total", "clients handed from one entity to another (giveClientTo)",
                    (double)app->handovers);
     metrics_family(m, "handover_seconds", "histogram",

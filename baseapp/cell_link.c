@@ -172,7 +172,21 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
                           const Tessera__Cluster__PeerMessage *message, void *user_data) {
     baseapp *app = user_data;
     (void)set;
-    if (role != PEER_ROLE_CELLAPP || app->shutting_down) return;
+    if (app->shutting_down) return;
+    /* Entity calls come from any process. */
+    if (message->body_case == TESSERA__CLUSTER__PEER_MESSAGE__BODY_BASE_CALL) {
+        base_call_on_call(app, message->base_call);
+        return;
+    }
+    if (message->body_case == TESSERA__CLUSTER__PEER_MESSAGE__BODY_ENTITY_CALL_FAILED) {
+        base_mailbox_on_failed(app->bases, message->entity_call_failed);
+        return;
+    }
+    if (role != PEER_ROLE_CELLAPP) {
+        log_warn("%s %" PRIu64 " sent a message a baseapp takes only from cellapps (%d): ignored",
+                 peer_role_name(role), process_id, (int)message->body_case);
+        return;
+    }
     switch (message->body_case) {
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ENTITY_CREATED:
         cell_link_on_created(app, process_id, message->cell_entity_created);

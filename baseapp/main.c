@@ -113,6 +113,8 @@ static void baseapp_publish_stats(baseapp *app) {
     registry_set_stat(app->registry, "draining", app->draining);
     registry_set_stat(app->registry, "redirects", (int64_t)app->redirects);
     registry_set_stat(app->registry, "token_logins", (int64_t)app->token_logins);
+    registry_set_stat(app->registry, "entity_calls", (int64_t)app->entity_calls);
+    registry_set_stat(app->registry, "entity_calls_failed", (int64_t)app->entity_calls_failed);
     registry_set_stat(app->registry, "write_failures", (int64_t)app->write_failures);
     registry_set_stat(app->registry, "client_messages_unbound", (int64_t)app->client_messages_unbound);
     registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
@@ -166,6 +168,7 @@ static void baseapp_on_sweep_timer(uv_timer_t *timer) {
     login_throttle_sweep(&((baseapp *)timer->data)->throttle, clock_monotonic_us());
     client_link_sweep(timer->data);
     proxy_sweep(timer->data);
+    base_entity_sweep(timer->data);
     cell_link_sweep(timer->data);
     mailbox_sweep(((baseapp *)timer->data)->mailbox, clock_monotonic_us() / 1000);
 }
@@ -193,6 +196,7 @@ static void baseapp_on_registered(registry *reg, uint64_t process_id, void *user
     app->process_id = process_id;
     peer_set_set_process_id(app->peers, process_id);
     mailbox_set_self(app->mailbox, process_id);
+    base_mailbox_set_self(app->bases, process_id);
 }
 
 static void baseapp_on_peers(registry *reg, const registry_peer *peers, size_t count, void *user_data) {
@@ -259,6 +263,8 @@ static void baseapp_shutdown(baseapp *app) {
     app->registry = NULL;
     mailbox_free(app->mailbox);
     app->mailbox = NULL;
+    base_mailbox_free(app->bases);
+    app->bases = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
 }
@@ -388,6 +394,7 @@ int main(int argc, char **argv) {
     app.entity_ids = id_block_create(app.redis, settings->process.cluster_name, (uint64_t)settings->entity_id_block);
     app.mailbox = mailbox_create(app.redis, settings->process.cluster_name, baseapp_mailbox_send,
                                  baseapp_mailbox_failed, &app);
+    app.bases = base_call_mailbox_create(&app);
     registry_options registry_settings = {
         .cluster_name = settings->process.cluster_name,
         .role = "baseapp",

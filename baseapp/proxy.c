@@ -241,6 +241,8 @@ proxy *proxy_make(baseapp *app, const entity_def_class *cls, const char *account
     id_map_put(&app->proxies_by_entity, entity_id, player);
     base_entity_create(player, cls);
     persistence_restore(player, stored);
+    base_mailbox_claim(app->bases, entity_id);
+    base_entity_on_created(player);
     return player;
 }
 
@@ -502,6 +504,8 @@ void proxy_destroy(proxy *player, bool save, const char *reason) {
 
 void proxy_free(proxy *player) {
     baseapp *app = player->app;
+    base_entity_on_destroyed(player);
+    if (app->bases) base_mailbox_release(app->bases, player->entity_id);
     if (player->link) {
         player->link->proxy = NULL;
         player->link = NULL;

@@ -1339,6 +1339,21 @@ static int tessera_client__deliver_call(tessera_client *client, const Tessera__C
     return 0;
 }
 
+/* A client call outside any view update (from the player's base): checked
+ * and delivered as one in a ViewUpdate would be. */
+static void tessera_client__on_lone_call(tessera_client *client, const Tessera__Client__ClientCall *call) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD) {
+        tessera_client__protocol_error(client, "client call before login completed");
+        return;
+    }
+    Tessera__Client__ClientCall *calls[1] = {(Tessera__Client__ClientCall *)call};
+    Tessera__Client__ViewUpdate one = TESSERA__CLIENT__VIEW_UPDATE__INIT;
+    one.n_calls = 1;
+    one.calls = calls;
+    if (tessera_client__check_calls(client, &one) != 0) return;
+    tessera_client__deliver_call(client, call);
+}
+
 /* Fires the callbacks of an applied frame, in the order tessera_client.h
  * gives. Returns 0, or -1 as soon as the client is no longer in the world. */
 static int tessera_client__fire_frame(tessera_client *client, const Tessera__Client__ViewUpdate *view) {
@@ -1617,6 +1632,9 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
         break;
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT:
         tessera_client__on_login_redirect(client, message->login_redirect);
+        break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CALL:
+        tessera_client__on_lone_call(client, message->call);
         break;
     default:
         tessera_client__protocol_error(client, "a frame with no body this client knows");

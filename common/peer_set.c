@@ -217,7 +217,8 @@ void peer_set_accept(peer_set *set, uv_stream_t *listener) {
 
 /* The dial rule: exactly one side of each pair dials. */
 static int peer_set_should_dial(const peer_set *set, peer_role role, uint64_t process_id) {
-    if (role == PEER_ROLE_BASEAPP) return 0;
+    /* Baseapps dial cellapps, and each other (the lower id dials). */
+    if (role == PEER_ROLE_BASEAPP) return set->role == PEER_ROLE_BASEAPP && set->process_id < process_id;
     if (set->role == PEER_ROLE_BASEAPP) return 1;
     return set->process_id < process_id;
 }

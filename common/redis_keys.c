@@ -34,6 +34,16 @@ char *redis_key_stored_entity(char *out, const char *cluster, const char *class_
     return out;
 }
 
+char *redis_key_base_directory(char *out, const char *cluster) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:base_directory", cluster);
+    return out;
+}
+
+char *redis_key_globals(char *out, const char *cluster) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:globals", cluster);
+    return out;
+}
+
 char *redis_key_session(char *out, const char *cluster, const char *account) {
     snprintf(out, REDIS_KEY_MAX, "tessera:%s:session:%s", cluster, account);
     return out;

@@ -11,6 +11,10 @@
  *   P entity:<class>:<name>  STRING an entity's persistent state, JSON
  *                            (baseapp/persistence.c); a player's is named
  *                            by its account
+ *   P base_directory         HASH entity id -> the baseapp holding its base
+ *                            (common/base_mailbox.h)
+ *   P globals                HASH name -> entity id of a global base
+ *                            (registerGlobally)
  *   P session:<account>      STRING the id of the baseapp holding the
  *                            account's client (baseapp/login_route.c)
  *   P login_token:<token>    STRING an account, with a TTL: a redirected
@@ -46,6 +50,8 @@ char *redis_key_next_entity_id(char *out, const char *cluster);
 char *redis_key_account(char *out, const char *cluster, const char *account);
 char *redis_key_stored_entity(char *out, const char *cluster, const char *class_name, const char *name);
 char *redis_key_session(char *out, const char *cluster, const char *account);
+char *redis_key_base_directory(char *out, const char *cluster);
+char *redis_key_globals(char *out, const char *cluster);
 char *redis_key_login_token(char *out, const char *cluster, const char *token);
 char *redis_key_spaces(char *out, const char *cluster);
 char *redis_key_space(char *out, const char *cluster, const char *space_name);

@@ -991,13 +991,16 @@ static void test_demo_entities(void **state) {
     const entity_def_class *account = entity_def_registry_find_class(reg, "Account");
     const entity_def_class *avatar = entity_def_registry_find_class(reg, "Avatar");
     const entity_def_class *npc = entity_def_registry_find_class(reg, "Npc");
+    const entity_def_class *census = entity_def_registry_find_class(reg, "Census");
+    assert_non_null(census);
     assert_non_null(account);
     assert_non_null(avatar);
     assert_non_null(npc);
-    /* Account.json sorts before Avatar.json, before Npc.json. */
+    /* In file name order: Account, Avatar, Census, Npc. */
     assert_int_equal(account->id, 0);
     assert_int_equal(avatar->id, 1);
-    assert_int_equal(npc->id, 2);
+    assert_int_equal(census->id, 2);
+    assert_int_equal(npc->id, 3);
     /* The Account is base-only: no cell part. */
     assert_int_equal(account->method_count[ENTITY_DEF_PART_CELL], 0);
     assert_non_null(entity_def_class_find_method(account, ENTITY_DEF_PART_BASE, "enterWorld"));
