@@ -686,7 +686,8 @@ def _vector(raw):
 
 
 SERVER_BODIES = {1: "hello", 2: "login_reply", 3: "view", 4: "correction", 5: "error", 6: "base_properties",
-                 7: "teleported", 8: "player_destroyed", 9: "player_created", 10: "entered_space"}
+                 7: "teleported", 8: "player_destroyed", 9: "player_created", 10: "entered_space",
+                 11: "login_redirect", 12: "call"}
 ERROR_CODES = {
     "MALFORMED_FRAME": 1, "FRAME_TOO_LARGE": 2, "UNKNOWN_MESSAGE": 3, "NOT_LOGGED_IN": 4,
     "PROTOCOL_VERSION_MISMATCH": 5, "BAD_CREDENTIALS": 6, "UNAVAILABLE": 7, "OUT_OF_ORDER": 8,
@@ -733,6 +734,10 @@ def decode_server(body):
         out["detached_grace_ms"] = _first(inner, 26, 0)
         out["reconnected"] = bool(_first(inner, 27, 0))
         out["no_space"] = bool(_first(inner, 28, 0))
+    elif kind == "call":
+        out["entity_id"] = _first(inner, 1, 0)
+        out["method_id"] = _first(inner, 2, 0)
+        out["args"] = _first(inner, 3, b"") or b""
     elif kind == "player_destroyed":
         out["entity_id"] = _first(inner, 1, 0)
     elif kind == "player_created":
