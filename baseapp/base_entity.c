@@ -328,6 +328,11 @@ void base_entity_on_written(proxy *player, bool ok, const char *detail) {
                  player->account, detail ? detail : "");
 }
 
+void base_entity_on_handover_refused(proxy *source, uint64_t target_id, const char *rule) {
+    log_warn("entity %" PRIu64 " (account '%s') keeps its client: giveClientTo entity %" PRIu64 " refused: %s",
+             source->entity_id, source->account, target_id, rule);
+}
+
 void base_entity_on_call_failed(baseapp *app, const Tessera__Cluster__EntityCallFailed *failed) {
     if (failed->entity_id == app->census_id && app->census_id) {
         /* The census is gone (its baseapp with it): its name is given up,

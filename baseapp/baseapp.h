@@ -171,6 +171,8 @@ struct proxy {
     uint64_t handover_started_us;
     bool entering;             /* the demo's Account.enterWorld: its Avatar is being loaded */
     entity_handle handoff_link; /* draining: the link sent to another baseapp once this entity is written */
+    bool handover_pending;      /* its client is offered to an entity on another baseapp (handover.c) */
+    uint64_t handover_reserved_until_us; /* a client from another baseapp is on its way to it */
     char session_token[33];    /* hex; a Reconnect must show it */
     /* Where its cell part is (cellapp and incarnation), and the order its
      * client hears from it in (cell_address.h). cell.cellapp_id is the
@@ -211,6 +213,16 @@ int proxy_create_cell(proxy *player, bool with_client);
  * Returns 0, or -1 with `why` naming the rule that refuses it
  * (proxy_give_client_refusal). */
 int proxy_give_client_to(proxy *from, proxy *to, char *why, size_t why_size);
+/* giveClientTo by id: a target here is given the client at once; one on
+ * another baseapp is offered it first (handover.c), and the client goes
+ * there once it accepts. Returns 0 (done, or offered: `why` says which),
+ * or -1 with `why` naming the rule that refuses it. */
+int proxy_give_client_to_entity(proxy *from, uint64_t target_id, char *why, size_t why_size);
+/* giveClientTo's steps 1 to 4 towards an entity on another baseapp, which
+ * accepted: the client goes to host:port with `token`. */
+void proxy_send_client_away(proxy *from, uint64_t target_id, const char *host, int port, const char *token);
+/* A TokenLogin of a handover: the link becomes target_id's client. */
+void proxy_take_handover(client_link *link, uint64_t target_id);
 /* The rule a giveClientTo from `from` to `to` breaks, or NULL: the source
  * destroyed or without a client (or one still entering), the target
  * missing (NULL), the source itself, destroyed, or holding a client. */
@@ -272,6 +284,8 @@ void base_entity_on_call(proxy *player, const Tessera__Client__EntityCall *call)
 /* Runs base method `method` of `player` (checked already) for `caller_id`
  * (0: the server; the player's own id for its client's calls). */
 void base_entity_run(proxy *player, const entity_def_method *method, const entity_state *args, uint64_t caller_id);
+/* A giveClientTo to an entity on another baseapp was refused (`rule`). */
+void base_entity_on_handover_refused(proxy *source, uint64_t target_id, const char *rule);
 /* A call this baseapp's game code made did not reach its entity. */
 void base_entity_on_call_failed(baseapp *app, const Tessera__Cluster__EntityCallFailed *failed);
 /* The demo's per-base hooks: a base was made, or is going. */
@@ -285,6 +299,11 @@ void base_entity_on_written(proxy *player, bool ok, const char *detail);
 /* Writes every base's properties to settings.state_dump_path as JSON.
  * Returns 0 or -1 (logged). */
 int base_entity_dump(const baseapp *app);
+
+/* ---- giveClientTo across baseapps (handover.c) -------------------------------- */
+
+void handover_on_offer(baseapp *app, uint64_t sender, const Tessera__Cluster__HandoverOffer *offer);
+void handover_on_answer(baseapp *app, const Tessera__Cluster__HandoverAnswer *answer);
 
 /* ---- entity calls to bases (base_call.c) ------------------------------------- */
 
@@ -414,6 +433,9 @@ struct baseapp {
     uint64_t reconnects, reconnects_refused, logins_replaced;
     uint64_t writes, write_failures;
     uint64_t handovers;                /* giveClientTo done */
+    uint64_t handovers_refused;
+    id_map handovers_pending;          /* request -> handover offered to another baseapp (handover.c) */
+    uint64_t next_handover_request;
     latency_histogram handover_latency; /* ... from the call to the client hearing its new space (microseconds) */
     latency_histogram write_latency;   /* writeToDB round trips (microseconds) */
     id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */

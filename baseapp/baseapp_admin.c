@@ -166,16 +166,20 @@ static void baseapp_admin_on_give_client(admin_http_request *request, void *user
         return;
     }
     proxy *from = proxy_find_by_entity(admin->app, strtoull(from_text, NULL, 10));
-    proxy *to = proxy_find_by_entity(admin->app, strtoull(to_text, NULL, 10));
+    uint64_t target_id = strtoull(to_text, NULL, 10);
+    bool here = proxy_find_by_entity(admin->app, target_id) != NULL;
     char why[160];
-    if (proxy_give_client_to(from, to, why, sizeof why) != 0) {
+    if (proxy_give_client_to_entity(from, target_id, why, sizeof why) != 0) {
         char text[200];
         snprintf(text, sizeof text, "%s\n", why);
         admin_http_reply_text(request, 409, text);
         return;
     }
-    log_info("admin: the client of entity %s given to entity %s", from_text, to_text);
-    admin_http_reply_text(request, 200, "given\n");
+    log_info("admin: the client of entity %s given to entity %s%s", from_text, to_text,
+             here ? "" : " (offered to its baseapp)");
+    /* A target on another baseapp answers later: 202, the outcome in the
+     * logs and metrics. */
+    admin_http_reply_text(request, here ? 200 : 202, here ? "given\n" : "offered to the target's baseapp\n");
 }
 
 /* writeToDB for every live entity here, now (an operator's save before a

@@ -182,6 +182,14 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
         base_mailbox_on_failed(app->bases, message->entity_call_failed);
         return;
     }
+    if (message->body_case == TESSERA__CLUSTER__PEER_MESSAGE__BODY_HANDOVER_OFFER) {
+        handover_on_offer(app, process_id, message->handover_offer);
+        return;
+    }
+    if (message->body_case == TESSERA__CLUSTER__PEER_MESSAGE__BODY_HANDOVER_ANSWER) {
+        handover_on_answer(app, message->handover_answer);
+        return;
+    }
     if (role != PEER_ROLE_CELLAPP) {
         log_warn("%s %" PRIu64 " sent a message a baseapp takes only from cellapps (%d): ignored",
                  peer_role_name(role), process_id, (int)message->body_case);

@@ -213,6 +213,17 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
         return;
     }
+    /* A handover's token: "handover:<entity id>:<account>". */
+    if (reply->type == REDIS_REPLY_STRING && strncmp(reply->str, "handover:", 9) == 0) {
+        char *end;
+        uint64_t target_id = strtoull(reply->str + 9, &end, 10);
+        if (*end == ':' && strcmp(end + 1, link->account) == 0 && target_id) {
+            app->token_logins++;
+            link->redirected = true;
+            proxy_take_handover(link, target_id);
+            return;
+        }
+    }
     if (reply->type == REDIS_REPLY_NIL || strcmp(reply->str, link->account) != 0) {
         login_throttle_failed(&app->throttle, link->account, channel_peer_name(link->ch), clock_monotonic_us());
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,

@@ -361,6 +361,7 @@ int main(int argc, char **argv) {
     login_throttle_init(&app.throttle, settings->login_failures_per_account, settings->login_failures_per_address);
     id_map_init(&app.cellapp_assignments);
     id_map_init(&app.baseapp_assignments);
+    id_map_init(&app.handovers_pending);
 
     if (channel_listen(app.loop, &app.client_listener, settings->client_host, (int)settings->client_port,
                        baseapp_on_client_connection, err, sizeof err) != 0) {
@@ -458,6 +459,13 @@ int main(int argc, char **argv) {
     login_throttle_close(&app.throttle);
     id_map_close(&app.cellapp_assignments);
     id_map_close(&app.baseapp_assignments);
+    {
+        size_t cursor = 0;
+        uint64_t request;
+        void *pending;
+        while (id_map_next(&app.handovers_pending, &cursor, &request, &pending)) free(pending);
+    }
+    id_map_close(&app.handovers_pending);
     free(app.baseapps);
     entity_list_free(app.proxies);
     entity_list_free(app.links);

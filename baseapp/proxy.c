@@ -547,6 +547,64 @@ void proxy_hand_off(proxy *player) {
     proxy_destroy(player, true, "the baseapp is stopping: its client goes to another");
 }
 
+void proxy_send_client_away(proxy *from, uint64_t target_id, const char *host, int port, const char *token) {
+    baseapp *app = from->app;
+    client_link *link = from->link;
+    /* 1. The source's cell loses its witness; the source keeps living
+     * without a client. */
+    from->link = NULL;
+    from->detached_us = 0;
+    from->client_binding++;
+    from->space_pending = false;
+    proxy_sync_cell_binding(from);
+    link->proxy = NULL;
+    if (link->congested) {
+        link->congested = false;
+        app->congested_clients--;
+    }
+    uint64_t key = baseapp_account_key(from->account);
+    if (id_map_get(&app->proxies_by_account, key) == from) id_map_remove(&app->proxies_by_account, key);
+    /* 2. The client destroys the old player entity. */
+    Tessera__Client__PlayerDestroyed destroyed = TESSERA__CLIENT__PLAYER_DESTROYED__INIT;
+    destroyed.entity_id = from->entity_id;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_DESTROYED;
+    message.player_destroyed = &destroyed;
+    client_link_send(link, &message);
+    /* 3, 4. The link goes to the target's baseapp, which binds it to the
+     * target when its TokenLogin comes (proxy_take_handover). */
+    Tessera__Client__LoginRedirect redirect = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
+    redirect.host = (char *)host;
+    redirect.port = (uint32_t)port;
+    redirect.token = (char *)token;
+    redirect.reason = "giveClientTo: the entity you play now lives on another baseapp";
+    message = (Tessera__Client__ServerToClient)TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
+    message.login_redirect = &redirect;
+    client_link_send(link, &message);
+    client_link_close_quietly(link, "handed to an entity on another baseapp");
+    app->handovers++;
+    log_debug("entity %" PRIu64 " gave its client (account '%s') to entity %" PRIu64 " on %s:%d", from->entity_id,
+              from->account, target_id, host, port);
+}
+
+void proxy_take_handover(client_link *link, uint64_t target_id) {
+    baseapp *app = link->app;
+    proxy *target = proxy_find_by_entity(app, target_id);
+    if (!target || target->state == PROXY_DESTROYING || target->link) {
+        client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
+                                 "the entity you were handed to is gone: log in again",
+                                 "handover of account '%s' to entity %" PRIu64 ": %s", link->account, target_id,
+                                 !target ? "no such entity here" : target->link ? "it has a client" : "destroyed");
+        return;
+    }
+    target->handover_reserved_until_us = 0;
+    snprintf(target->account, sizeof target->account, "%s", link->account);
+    /* 5 to 7: the target is created on the client (its login reply), and
+     * its cell rebinds the client. */
+    proxy_attach(target, link);
+}
+
 void proxy_sweep(baseapp *app) {
     uint64_t now = clock_monotonic_us();
     uint64_t grace_us = (uint64_t)app->settings.client_detached_grace_ms * 1000u;
@@ -558,6 +616,8 @@ void proxy_sweep(baseapp *app) {
             proxy_destroy(player, true, "no reconnect within client_detached_grace_ms");
             continue; /* it may be gone */
         }
+        if (player->handover_reserved_until_us && now >= player->handover_reserved_until_us)
+            player->handover_reserved_until_us = 0; /* the client never came */
         persistence_sweep(player, now);
     }
 }

@@ -183,6 +183,40 @@ void base_mailbox_free(base_mailbox *box) {
     free(box);
 }
 
+typedef struct base_mailbox_locating {
+    base_mailbox_located located;
+    void *context;
+    uint64_t entity_id;
+} base_mailbox_locating;
+
+static void base_mailbox_on_located(redis_client *redis, redisReply *reply, void *user_data) {
+    base_mailbox_locating *request = user_data;
+    (void)redis;
+    uint64_t baseapp_id = reply && reply->type == REDIS_REPLY_STRING ? strtoull(reply->str, NULL, 10) : 0;
+    request->located(request->entity_id, baseapp_id, request->context);
+    free(request);
+}
+
+int base_mailbox_locate(base_mailbox *box, uint64_t entity_id, base_mailbox_located located, void *context) {
+    uint64_t known = (uint64_t)(uintptr_t)id_map_get(&box->known, entity_id);
+    if (known) {
+        located(entity_id, known, context);
+        return 0;
+    }
+    base_mailbox_locating *request = xcalloc(1, sizeof *request);
+    request->located = located;
+    request->context = context;
+    request->entity_id = entity_id;
+    char key[REDIS_KEY_MAX], id[24];
+    redis_key_base_directory(key, box->cluster);
+    snprintf(id, sizeof id, "%" PRIu64, entity_id);
+    if (redis_client_command(box->redis, base_mailbox_on_located, request, "HGET %s %s", key, id) != 0) {
+        free(request);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- the directory ------------------------------------------------------------ */
 
 void base_mailbox_claim(base_mailbox *box, uint64_t entity_id) {

@@ -51,6 +51,12 @@ void base_mailbox_on_failed(base_mailbox *box, const Tessera__Cluster__EntityCal
 /* The base of `entity_id` is on `baseapp_id` (known without asking). */
 void base_mailbox_learn(base_mailbox *box, uint64_t entity_id, uint64_t baseapp_id);
 
+/* Where the base of `entity_id` is: `located` gets its baseapp (0: none,
+ * or the directory did not answer), at once when it is known. Returns 0,
+ * or -1 when Redis is not connected (no call). */
+typedef void (*base_mailbox_located)(uint64_t entity_id, uint64_t baseapp_id, void *context);
+int base_mailbox_locate(base_mailbox *box, uint64_t entity_id, base_mailbox_located located, void *context);
+
 /* The directory, on the baseapp that holds the base. */
 void base_mailbox_claim(base_mailbox *box, uint64_t entity_id);
 void base_mailbox_release(base_mailbox *box, uint64_t entity_id);

@@ -27,7 +27,9 @@
     X(cell_batch, CELL_BATCH, Tessera__Cluster__CellBatch)                      \
     X(cell_backup, CELL_BACKUP, Tessera__Cluster__CellBackup)                   \
     X(base_call, BASE_CALL, Tessera__Cluster__BaseCall)                         \
-    X(entity_call_failed, ENTITY_CALL_FAILED, Tessera__Cluster__EntityCallFailed)
+    X(entity_call_failed, ENTITY_CALL_FAILED, Tessera__Cluster__EntityCallFailed) \
+    X(handover_offer, HANDOVER_OFFER, Tessera__Cluster__HandoverOffer)          \
+    X(handover_answer, HANDOVER_ANSWER, Tessera__Cluster__HandoverAnswer)
 
 #define PEER_MESSAGE_SENDER(name, kind, type)                                                             \
     static inline int peer_send_##name(peer_set *peers, uint64_t to, const type *body) {                  \

@@ -11,8 +11,9 @@
   - 24 bots do the same (tessera-bots --enter enterWorld) on 2 cellapps,
     and at the end every bot's view matches the truth;
   - each refusal, named by its rule (POST /admin/give-client): a source
-    without a client, a target that is missing, is the source, already has
-    a client, and a source or target that is being destroyed (its last
+    without a client, a target that is missing (looked up in the base
+    directory, so the refusal comes after a 202), is the source, already
+    has a client, and a source or target that is being destroyed (its last
     write waits for Redis); and a handover between two Avatars, where the
     client sees the destroy, the create, and the new witness streams."""
 import json
@@ -116,7 +117,12 @@ class Handover(unittest.TestCase):
                 self.assertIn(rule, text)
 
             refused(alice, bob, "the source has no client")
-            refused(bob, 987654321, "the target is missing")
+            # A target that is not here is looked up in the base directory
+            # (202); the refusal follows, and bob keeps his client.
+            status, _ = post(port, "/admin/give-client?from=%d&to=987654321" % bob)
+            self.assertEqual(status, 202)
+            harness.wait_for(lambda: "giveClientTo entity 987654321 refused: the target is missing" in
+                             cluster.log("baseapp-1"), 5.0, "the missing target's refusal")
             refused(bob, bob, "the target is the source")
             refused(bob, carol, "the target already has a client")
             refused(987654321, bob, "the source is destroyed")
@@ -151,6 +157,61 @@ class Handover(unittest.TestCase):
             key = "tessera:%s:entity:Avatar:carol" % cluster.info.get("cluster_name", "tessera")
             harness.wait_for(lambda: cluster.redis.get(key), 10.0, "carol's last write after Redis came back")
             b_sock.close()
+            self.assertTrue(cluster.all_alive())
+
+    def test_across_baseapps(self):
+        settings = ["baseapp.client_detached_grace_ms=30000", "baseapp.login_redirect=false"]
+        with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
+            first, second = cluster.baseapps
+            port2 = int(cluster.registry_hash("baseapp-2")["admin_port"])
+            a_sock, a = harness.login(first, "alice", "pw-alice")
+            d_sock, d = harness.login(first, "dave", "pw-dave")
+            b_sock, b = harness.login(second, "bob", "pw-bob")
+            c_sock, c = harness.login(second, "carol", "pw-carol")
+            alice, bob, carol, dave = a["entity_id"], b["entity_id"], c["entity_id"], d["entity_id"]
+            a_sock.close()   # alice's entity waits, without a client, on baseapp-1
+            harness.wait_for(lambda: "the source has no client" in
+                             post(int(cluster.registry_hash("baseapp-1")["admin_port"]),
+                                  "/admin/give-client?from=%d&to=%d" % (alice, dave))[1],
+                             5.0, "baseapp-1 to notice alice's client is gone")
+
+            # Refused over there: dave has a client. Carol keeps hers.
+            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (carol, dave))
+            self.assertEqual(status, 202)
+            harness.wait_for(lambda: "already has a client" in cluster.log("baseapp-2"), 5.0,
+                             "baseapp-2 to hear the refusal")
+            self.assertIsNotNone(harness.read_until(c_sock, "view", timeout=5.0))
+
+            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            self.assertEqual(status, 202)
+            kinds = []
+            redirect = None
+            while redirect is None:
+                body = harness.read_frame(b_sock, 10.0)
+                self.assertIsNotNone(body, "bob's connection closed before a redirect (%r)" % kinds)
+                number, _wt, inner = harness.parse_fields(body)[0]
+                if number == 11:
+                    f = harness.parse_fields(inner)
+                    redirect = ((harness._first(f, 1, b"") or b"").decode(), harness._first(f, 2, 0),
+                                (harness._first(f, 3, b"") or b"").decode())
+                else:
+                    msg = harness.decode_server(body)
+                    kinds.append(msg)
+            destroyed = [m for m in kinds if m["kind"] == "player_destroyed"]
+            self.assertEqual([m["entity_id"] for m in destroyed], [bob], kinds)
+            self.assertEqual(redirect[:2], first)
+            b_sock.close()
+            t = harness.connect(first)
+            t.sendall(frame(harness.msg_hello()))
+            harness.read_until(t, "hello")
+            t.sendall(frame(harness.field_message(6, harness.field_string(1, "bob") +
+                                                  harness.field_string(2, redirect[2]))))
+            reply = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
+            self.assertEqual(reply and reply["kind"], "login_reply", reply)
+            self.assertEqual(reply["entity_id"], alice)
+            self.assertIsNotNone(harness.read_until(t, "view", timeout=5.0))
+            for s in (t, c_sock, d_sock):
+                s.close()
             self.assertTrue(cluster.all_alive())
 
 
