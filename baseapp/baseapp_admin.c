@@ -42,7 +42,9 @@ static bool baseapp_admin_ready(void *user_data, char *why, size_t size) {
 
 static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     const baseapp *app = user_data;
-    metrics_single(m, "gauge", "clients", "players' entities (proxies) here, detached ones included",
+    metrics_single(m, "gauge", "clients", "players with an entity here, detached ones included",
+                   (double)id_map_count(&app->proxies_by_account));
+    metrics_single(m, "gauge", "bases", "base entities here, players' and others (a global Census)",
                    (double)entity_list_count(app->proxies));
     metrics_single(m, "gauge", "connections", "client connections open (logging in included)",
                    (double)entity_list_count(app->links));

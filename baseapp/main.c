@@ -105,7 +105,10 @@ static void baseapp_publish_stats(baseapp *app) {
     if (!app->registry) return;
     channel_stats *clients = &app->client_totals, *peers = &app->peer_totals;
     registry_set_stat(app->registry, "load", (int64_t)entity_list_count(app->links));
-    registry_set_stat(app->registry, "clients", (int64_t)entity_list_count(app->proxies));
+    /* Players: the accounts with an entity here (detached ones included);
+     * bases without an account (the demo's Census) are not clients. */
+    registry_set_stat(app->registry, "clients", (int64_t)id_map_count(&app->proxies_by_account));
+    registry_set_stat(app->registry, "bases", (int64_t)entity_list_count(app->proxies));
     registry_set_stat(app->registry, "connections", (int64_t)entity_list_count(app->links));
     registry_set_stat(app->registry, "reconnects", (int64_t)app->reconnects);
     registry_set_stat(app->registry, "writes", (int64_t)app->writes);

@@ -24,6 +24,7 @@
 #include "cellapp.h"
 #include "clock.h"
 #include "log.h"
+#include "method_call.h"
 #include "peer_message.h"
 #include "property_codec.h"
 
@@ -280,6 +281,51 @@ static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cl
     outbox_flush_cellapp(app, peer);
 }
 
+/* ---- calls to bases ---------------------------------------------------------- */
+
+static int cellapp_base_send(uint64_t baseapp_id, const Tessera__Cluster__BaseCall *call, void *user_data) {
+    cellapp *app = user_data;
+    return peer_send_base_call(app->peers, baseapp_id, call);
+}
+
+static void cellapp_base_failed(const Tessera__Cluster__EntityCallFailed *failed, void *user_data) {
+    cellapp *app = user_data;
+    app->base_calls_failed++;
+    log_info("a call of entity %" PRIu64 "'s base (by entity %" PRIu64 ") failed: %s", failed->entity_id,
+             failed->caller_id, failed->reason ? failed->reason : "");
+}
+
+base_mailbox *cellapp_base_mailbox_create(cellapp *app) {
+    return base_mailbox_create(app->redis, app->settings.process.cluster_name, cellapp_base_send, cellapp_base_failed,
+                               app);
+}
+
+int cellapp_call_base(cellapp *app, uint64_t caller_id, uint64_t target_id, const char *class_name,
+                      entity_def_part part, const char *method_name, const entity_state *args) {
+    const entity_def_class *cls = entity_def_registry_find_class(app->shared.definitions, class_name);
+    const entity_def_method *method = cls ? entity_def_class_find_method(cls, part, method_name) : NULL;
+    if (!method || !app->bases || (part != ENTITY_DEF_PART_BASE && part != ENTITY_DEF_PART_CLIENT)) return -1;
+    /* A real here knows its own base's baseapp: no lookup. */
+    cell_entity *target = cellapp_find_entity(app, target_id);
+    if (target && target->kind == CELL_ENTITY_REAL && target->baseapp_id)
+        base_mailbox_learn(app->bases, target_id, target->baseapp_id);
+    bit_writer w;
+    bit_writer_init(&w);
+    if (args) method_call_encode(args, &w);
+    Tessera__Cluster__BaseCall call = TESSERA__CLUSTER__BASE_CALL__INIT;
+    call.entity_id = target_id;
+    call.caller_id = caller_id;
+    call.method_id = method->id;
+    call.args.data = (uint8_t *)bit_writer_data(&w);
+    call.args.len = bit_writer_bytes(&w);
+    call.part = part == ENTITY_DEF_PART_CLIENT ? TESSERA__CLIENT__METHOD_PART__METHOD_PART_CLIENT
+                                               : TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE;
+    app->base_calls++;
+    base_mailbox_send(app->bases, &call);
+    bit_writer_close(&w);
+    return 0;
+}
+
 void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
                         const Tessera__Cluster__PeerMessage *message, void *user_data) {
     cellapp *app = user_data;
@@ -295,6 +341,9 @@ void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
         return;
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE_FAILED:
         mailbox_on_failed(app->mailbox, message->cell_message_failed);
+        return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_ENTITY_CALL_FAILED:
+        if (app->bases) base_mailbox_on_failed(app->bases, message->entity_call_failed);
         return;
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
         if (role == PEER_ROLE_CELLAPP) cellapp_on_cell_batch(app, process_id, message->cell_batch);

@@ -33,6 +33,7 @@
 #include "balance.h"
 #include "id_map.h"
 #include "latency_histogram.h"
+#include "base_mailbox.h"
 #include "mailbox.h"
 #include "peer_set.h"
 #include "process.h"
@@ -407,6 +408,8 @@ struct cellapp {
     ghost_order *ghost_order;        /* the incarnation books (haunt.c applies them) */
     ghost_route *route;              /* where departed reals went (ghost_route.c) */
     mailbox *mailbox;                /* this cellapp's streams to other entities */
+    base_mailbox *bases;             /* calls to entities' bases (cellapp_call_base) */
+    uint64_t base_calls, base_calls_failed;
     id_map pending_offloads;         /* entity id -> offload_pending (offload.c) */
     id_map peer_layouts;             /* cellapp id -> what it applied (spaces.c) */
     entity_timer_ids timer_ids;      /* every cell's timers take their ids here */
@@ -447,6 +450,14 @@ void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tesse
 /* Asks the baseapp of real `entity` to drop its client, which broke the
  * rules; the cell entity goes when the baseapp destroys it. */
 void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason);
+/* Calls method `method_name` (of class `class_name`, part BASE, or CLIENT:
+ * through the base to its client) of entity `target_id`'s base, wherever it
+ * is, for `caller_id`, with `args` (a state of the method's args_class;
+ * NULL: none). Returns 0 (a failure comes back, logged and counted), or -1
+ * when there is no such method. */
+int cellapp_call_base(cellapp *app, uint64_t caller_id, uint64_t target_id, const char *class_name,
+                      entity_def_part part, const char *method_name, const entity_state *args);
+base_mailbox *cellapp_base_mailbox_create(cellapp *app);
 /* Tells baseapp `baseapp_id` how entity `entity_id`'s cell part came out:
  * made (entity, with what its client needs) or refused (entity NULL,
  * `error`). Also the answer to a ClientBinding that attaches a client. */

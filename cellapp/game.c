@@ -169,6 +169,16 @@ void game_on_trap(cellapp *app, cell_entity *npc, uint32_t tag, cell_entity *vis
     game_set_uint(npc, g->npc_level, 0, level > 255 ? 255 : level);
     if (g->npc_scale.id >= 0)
         entity_state_set_float(npc->state, (uint16_t)g->npc_scale.id, 0, 0.5 + (double)(visitors % 151) * 0.01);
+    /* The NPC greets its visitor: a call of the visitor's base from this
+     * cell (Avatar.poked(from), which tells its client onPoked). Only the
+     * visitor's real's cellapp sends it, so a visit is greeted once. */
+    if (visitor->kind != CELL_ENTITY_REAL || npc->kind != CELL_ENTITY_REAL) return;
+    const entity_def_method *poked = entity_def_class_find_method(g->avatar, ENTITY_DEF_PART_BASE, "poked");
+    if (!poked) return;
+    entity_state *args = method_call_args_create(poked);
+    entity_state_set_entity(args, 0, 0, npc->id);
+    cellapp_call_base(app, npc->id, visitor->id, g->avatar->name, ENTITY_DEF_PART_BASE, "poked", args);
+    entity_state_free(args);
 }
 
 /* Spawns the NPCs still owed in the default space's spawn disc, as ids

@@ -216,6 +216,7 @@ static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user
     app->timer_ids.prefix = process_id;
     peer_set_set_process_id(app->peers, process_id);
     mailbox_set_self(app->mailbox, process_id);
+    base_mailbox_set_self(app->bases, process_id);
     id_block_refill(app->ids);
     app->random_state ^= process_id * 0x9E3779B97F4A7C15ull;
     cellapp_admin_publish(app->admin, reg);
@@ -273,6 +274,8 @@ static void cellapp_shutdown(cellapp *app) {
     id_block_free(app->ids);
     app->ids = NULL;
     mailbox_free(app->mailbox);
+    base_mailbox_free(app->bases);
+    app->bases = NULL;
     app->mailbox = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
@@ -473,6 +476,7 @@ int main(int argc, char **argv) {
     }
     app.mailbox = mailbox_create(app.redis, settings->process.cluster_name, cellapp_mailbox_send,
                                  cellapp_mailbox_failed, &app);
+    app.bases = cellapp_base_mailbox_create(&app);
     registry_options registry_settings = {
         .cluster_name = settings->process.cluster_name,
         .role = "cellapp",

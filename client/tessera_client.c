@@ -308,6 +308,16 @@ struct tessera_client {
      * cell part, or one whose EnteredSpace has not come): in the table
      * with no alias. NULL in a space. */
     struct tessera_client__entity *placeholder;
+    /* Lone client calls for the player's own entity that came before its
+     * ENTER (its base can call it the moment the login reply went, and the
+     * first view update follows at the cell's next tick): delivered right
+     * after the ENTER, in order. */
+    struct tessera_client__held_call {
+        uint32_t method_id;
+        uint8_t *args;
+        size_t length;
+    } *held_calls;
+    size_t held_count;
 };
 
 bool tessera_client_changing_space(const tessera_client *client) { return client->changing_space; }
@@ -423,6 +433,8 @@ static tessera_client__entity *tessera_client__entity_new(tessera_client *client
     return entity;
 }
 
+static void tessera_client__drop_held_calls(tessera_client *client);
+
 /* Everything the login reply made. The states refer to the definitions'
  * classes, so they go first. */
 static void tessera_client__free_world(tessera_client *client) {
@@ -432,6 +444,7 @@ static void tessera_client__free_world(tessera_client *client) {
     while (id_map_next(&client->entities, &cursor, &id, &value)) tessera_client__entity_free(value);
     id_map_close(&client->entities);
     client->placeholder = NULL;
+    tessera_client__drop_held_calls(client);
     for (size_t i = 0; i < client->spare.count; i++) tessera_client__entity_free(client->spare.items[i]);
     client->spare.count = 0;
     if (client->class_defaults && client->definitions) {
@@ -888,6 +901,7 @@ static void tessera_client__forget_view(tessera_client *client) {
     for (size_t i = 0; i < client->pending_count; i++) free(client->pending[i].data);
     client->pending_count = 0;
     client->pending_bytes = 0;
+    tessera_client__drop_held_calls(client);
 }
 
 static void tessera_client__on_login_redirect(tessera_client *client, const Tessera__Client__LoginRedirect *redirect) {
@@ -1339,11 +1353,57 @@ static int tessera_client__deliver_call(tessera_client *client, const Tessera__C
     return 0;
 }
 
+/* At most this many lone calls wait for the player's own ENTER. */
+#define TESSERA_CLIENT_MAX_HELD_CALLS 64
+
+static void tessera_client__drop_held_calls(tessera_client *client) {
+    for (size_t i = 0; i < client->held_count; i++) free(client->held_calls[i].args);
+    free(client->held_calls);
+    client->held_calls = NULL;
+    client->held_count = 0;
+}
+
+static void tessera_client__on_lone_call(tessera_client *client, const Tessera__Client__ClientCall *call);
+
+/* The player's own entity is in the table now: the calls that waited for
+ * it go, in order. */
+static void tessera_client__release_held_calls(tessera_client *client) {
+    if (!client->held_count || !id_map_get(&client->entities, client->login.entity_id)) return;
+    struct tessera_client__held_call *held = client->held_calls;
+    size_t count = client->held_count;
+    client->held_calls = NULL;
+    client->held_count = 0;
+    for (size_t i = 0; i < count; i++) {
+        Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+        call.entity_id = client->login.entity_id;
+        call.method_id = held[i].method_id;
+        call.args.data = held[i].args;
+        call.args.len = held[i].length;
+        if (tessera_client__in_world(client)) tessera_client__on_lone_call(client, &call);
+        free(held[i].args);
+    }
+    free(held);
+}
+
 /* A client call outside any view update (from the player's base): checked
  * and delivered as one in a ViewUpdate would be. */
 static void tessera_client__on_lone_call(tessera_client *client, const Tessera__Client__ClientCall *call) {
     if (client->state != TESSERA_CLIENT_IN_WORLD) {
         tessera_client__protocol_error(client, "client call before login completed");
+        return;
+    }
+    if (call->entity_id && call->entity_id == client->login.entity_id &&
+        !id_map_get(&client->entities, call->entity_id)) {
+        if (client->held_count >= TESSERA_CLIENT_MAX_HELD_CALLS) {
+            tessera_client__protocol_error(client, "too many client calls waiting for the player's entity");
+            return;
+        }
+        client->held_calls = xrealloc(client->held_calls, (client->held_count + 1) * sizeof *client->held_calls);
+        struct tessera_client__held_call *held = &client->held_calls[client->held_count++];
+        held->method_id = call->method_id;
+        held->length = call->args.len;
+        held->args = xmalloc(call->args.len ? call->args.len : 1);
+        if (call->args.len) memcpy(held->args, call->args.data, call->args.len);
         return;
     }
     Tessera__Client__ClientCall *calls[1] = {(Tessera__Client__ClientCall *)call};
@@ -1452,6 +1512,7 @@ static void tessera_client__on_view(tessera_client *client, const Tessera__Clien
     if (client->callbacks.on_frame_end) client->callbacks.on_frame_end(client, tick);
 done:
     tessera_client__end_frame(client);
+    if (tessera_client__in_world(client)) tessera_client__release_held_calls(client);
 }
 
 /* ---- receiving: base properties, corrections, errors ---------------------- */

@@ -8,7 +8,9 @@ caster's mana, buffs and secret note, and the target's health through its
 takeDamage, across cellapps when the target's real lives on the other one,
 with onDamage going to every client that sees the target). Walking raises
 an avatar's level and its near-only equipment; avatars stepping into an
-NPC's trap change its mood (other clients, medium detail), level and scale.
+NPC's trap change its mood (other clients, medium detail), level and scale,
+and are greeted: the NPC's cell calls the avatar's base (poked), which
+tells the avatar's client (onPoked).
 
 Then the bots stand still and stop calling: nothing in the demo game changes
 on a timer, so the world's state freezes. After three seconds (the budget
@@ -129,6 +131,10 @@ class Replication(unittest.TestCase):
         self.assertEqual(report.get("errors"), 0, text)
         self.assertGreater(report.get("property_updates", 0), 0, text)
         self.assertGreater(report.get("client_calls_in", 0), 0, "no onDamage reached a client:\n" + text)
+        # An NPC greets each avatar stepping into its trap from its cell, by
+        # calling the avatar's base (Avatar.poked), which tells the client.
+        self.assertGreater(report.get("client_calls_by_method", {}).get("onPoked", 0), 0,
+                           "no NPC greeting came through a base:\n" + text)
         self.compare(classes, snapshot, dumps)
 
     def dump_servers(self, cluster):
