@@ -23,21 +23,8 @@ int base_call(baseapp *app, uint64_t caller_id, uint64_t target_id, const char *
                  part == ENTITY_DEF_PART_CLIENT ? "client" : "base", class_name, method_name, target_id);
         return -1;
     }
-    bit_writer w;
-    bit_writer_init(&w);
-    if (args) method_call_encode(args, &w);
-    Tessera__Cluster__BaseCall call = TESSERA__CLUSTER__BASE_CALL__INIT;
-    call.entity_id = target_id;
-    call.caller_id = caller_id;
-    call.method_id = method->id;
-    call.args.data = (uint8_t *)bit_writer_data(&w);
-    call.args.len = bit_writer_bytes(&w);
-    call.part = part == ENTITY_DEF_PART_CLIENT ? TESSERA__CLIENT__METHOD_PART__METHOD_PART_CLIENT
-                                               : TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE;
     app->entity_calls++;
-    base_mailbox_send(app->bases, &call);
-    bit_writer_close(&w);
-    return 0;
+    return base_mailbox_call(app->bases, caller_id, target_id, method, args);
 }
 
 /* Answers the sender of `call` that it failed for `reason`. */

@@ -309,21 +309,8 @@ int cellapp_call_base(cellapp *app, uint64_t caller_id, uint64_t target_id, cons
     cell_entity *target = cellapp_find_entity(app, target_id);
     if (target && target->kind == CELL_ENTITY_REAL && target->baseapp_id)
         base_mailbox_learn(app->bases, target_id, target->baseapp_id);
-    bit_writer w;
-    bit_writer_init(&w);
-    if (args) method_call_encode(args, &w);
-    Tessera__Cluster__BaseCall call = TESSERA__CLUSTER__BASE_CALL__INIT;
-    call.entity_id = target_id;
-    call.caller_id = caller_id;
-    call.method_id = method->id;
-    call.args.data = (uint8_t *)bit_writer_data(&w);
-    call.args.len = bit_writer_bytes(&w);
-    call.part = part == ENTITY_DEF_PART_CLIENT ? TESSERA__CLIENT__METHOD_PART__METHOD_PART_CLIENT
-                                               : TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE;
     app->base_calls++;
-    base_mailbox_send(app->bases, &call);
-    bit_writer_close(&w);
-    return 0;
+    return base_mailbox_call(app->bases, caller_id, target_id, method, args);
 }
 
 void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bit_stream.h"
 #include "id_map.h"
 #include "log.h"
+#include "method_call.h"
 #include "redis_keys.h"
 
 struct base_mailbox {
@@ -147,6 +149,25 @@ void base_mailbox_send(base_mailbox *box, const Tessera__Cluster__BaseCall *call
         return;
     }
     id_map_put(&box->waiting, call.entity_id, queue);
+}
+
+int base_mailbox_call(base_mailbox *box, uint64_t caller_id, uint64_t target_id, const entity_def_method *method,
+                      const entity_state *args) {
+    if (method->part != ENTITY_DEF_PART_BASE && method->part != ENTITY_DEF_PART_CLIENT) return -1;
+    bit_writer w;
+    bit_writer_init(&w);
+    if (args) method_call_encode(args, &w);
+    Tessera__Cluster__BaseCall call = TESSERA__CLUSTER__BASE_CALL__INIT;
+    call.entity_id = target_id;
+    call.caller_id = caller_id;
+    call.method_id = method->id;
+    call.args.data = (uint8_t *)bit_writer_data(&w);
+    call.args.len = bit_writer_bytes(&w);
+    call.part = method->part == ENTITY_DEF_PART_CLIENT ? TESSERA__CLIENT__METHOD_PART__METHOD_PART_CLIENT
+                                                       : TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE;
+    base_mailbox_send(box, &call);
+    bit_writer_close(&w);
+    return 0;
 }
 
 void base_mailbox_on_failed(base_mailbox *box, const Tessera__Cluster__EntityCallFailed *failed) {
