@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""loadtest -- the load kit: one command starts a cluster, runs a named
+scenario with tessera-bots, and prints one table (and writes JSON).
+
+    bench/loadtest.py SCENARIO [--build /tmp/build-bench] [--json FILE] [--compare EARLIER.json]
+    bench/loadtest.py --list
+
+A scenario sets the bot count, the area (so the density), the walking speed,
+the method-call rate, the NPCs, the cellapp and baseapp counts, and the
+duration; `--list` prints them. The run:
+
+  - starts the cluster (scripts/cluster up, spawn disc and space bounds to
+    fit the area; one cell per cellapp) and the bots, which log in over
+    --login-spread seconds;
+  - once every bot is in the world and 5 s more (or, for the login storm,
+    from the first login), reads a steady window of utime+stime from
+    /proc/<pid>/stat for every cellapp, baseapp and the bots, their RSS
+    (VmRSS), and the baseapp's client bytes in and out (its /metrics);
+  - stops the bots, which report their latency (the cell's stamp of a move
+    to the bot receiving it), errors and logins.
+
+The table, one row per role: CPU per client-tick (cpu_s * 1e6 / (clients *
+10 ticks/s * window_s), in microseconds), cores, RSS per client (KB); then
+latency p50/p99/max, bytes per client per second in and out, errors and
+logins. --compare prints each figure's ratio to an earlier run's JSON (of
+the same scenario). Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO_ROOT, "scripts"))
+import tessera_cluster  # noqa: E402  (after the path is set)
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TICK_HZ = 10
+
+# bots, half-width of the walking area (m), speed (m/s), calls a second per
+# bot, NPCs per cellapp, cellapps, baseapps, steady window (s), login spread (s).
+SCENARIOS = {
+    "uniform-1k": dict(bots=1000, area=300, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
+                       spread=10, note="1,000 walkers in 600 x 600 m (about 34 in each view)"),
+    "uniform-2k": dict(bots=2000, area=424, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
+                       spread=20, note="2,000 walkers at the same density"),
+    "uniform-5k": dict(bots=5000, area=671, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
+                       spread=50, note="5,000 walkers at the same density"),
+    "crowd": dict(bots=1000, area=158, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10, spread=10,
+                  note="1,000 walkers about 100 in each view"),
+    "sparse-npcs": dict(bots=500, area=1000, speed=5, calls=0.2, npcs=5000, cellapps=2, baseapps=1, window=10,
+                        spread=5, note="500 players among 10,000 idle NPCs"),
+    "login-storm": dict(bots=2000, area=300, speed=0, calls=0, npcs=10, cellapps=2, baseapps=2, window=10,
+                        spread=5, storm=True, note="2,000 logins in 5 s over 2 baseapps"),
+}
+
+
+def cpu_ticks(pid):
+    with open("/proc/%d/stat" % pid, "rb") as f:
+        stat = f.read()
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def rss_kb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def metric(url, name, labels):
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as response:
+        text = response.read().decode()
+    match = re.search(r"^%s\{%s\} (\S+)$" % (re.escape(name), re.escape(labels)), text, re.M)
+    return float(match.group(1)) if match else 0.0
+
+
+def registry(redis, cluster):
+    return tessera_cluster.registry_entries(redis, cluster.get("cluster_name", "tessera"))
+
+
+def entry_of(redis, cluster, proc):
+    return tessera_cluster.match_entry(registry(redis, cluster), proc)
+
+
+def run(name, scenario, build):
+    run_dir = tempfile.mkdtemp(prefix="tessera-loadtest-")
+    bots_bin = os.path.join(build, "client", "tessera-bots")
+    area = scenario["area"]
+    overrides = {"cellapp.npc_count": scenario["npcs"], "baseapp.max_clients": scenario["bots"] + 100,
+                 "baseapp.login_timeout_ms": 120000, "cellapp.max_entities": 100000,
+                 "cellapp.balance_enabled": False}
+    bots = None
+    result = {"scenario": name, "settings": scenario}
+    try:
+        with open(os.devnull, "w") as quiet:
+            cluster = tessera_cluster.up(run_dir, baseapps=scenario["baseapps"], cellapps=scenario["cellapps"],
+                                         build=build, timeout=90, out=quiet,
+                                         bounds=(-area - 10, -area - 10, area + 10, area + 10),
+                                         spawn_radius=area,
+                                         overrides=tessera_cluster.parse_set(
+                                             ["%s=%s" % (k, json.dumps(v)) for k, v in overrides.items()]))
+        redis = tessera_cluster.Redis("127.0.0.1", cluster["redis_port"], timeout=10.0)
+        procs = [p for p in cluster["processes"] if p["role"] in ("cellapp", "baseapp")]
+        seconds = scenario["spread"] + scenario["window"] + 40
+        argv = [bots_bin, "--connect", cluster["login"], "--count", str(scenario["bots"]), "--seconds", str(seconds),
+                "--json", "--seed", "20240601", "--area", str(area), "--speed", str(scenario["speed"]),
+                "--calls-per-second", str(scenario["calls"]), "--login-spread-ms", str(scenario["spread"] * 1000)]
+        out_path = os.path.join(run_dir, "bots.json")
+        with open(out_path, "wb") as out, open(os.path.join(run_dir, "bots.log"), "wb") as err:
+            bots = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        started = time.monotonic()
+
+        def clients():
+            return sum(tessera_cluster.stat_int(entry_of(redis, cluster, p), "clients", 0)
+                       for p in procs if p["role"] == "baseapp")
+
+        if not scenario.get("storm"):
+            deadline = started + scenario["spread"] + 60
+            while clients() < scenario["bots"] and time.monotonic() < deadline:
+                time.sleep(0.5)
+            result["all_in_after_s"] = time.monotonic() - started
+            time.sleep(5.0)
+        base_urls = ["http://127.0.0.1:%d" % tessera_cluster.stat_int(entry_of(redis, cluster, p), "admin_port")
+                     for p in procs if p["role"] == "baseapp"]
+        before = {p["name"]: cpu_ticks(p["pid"]) for p in procs}
+        before["bots"] = cpu_ticks(bots.pid)
+        bytes_before = [sum(metric(u, "tessera_channel_bytes_%s_total" % d, 'side="clients"') for u in base_urls)
+                        for d in ("in", "out")]
+        t0 = time.monotonic()
+        time.sleep(scenario["window"])
+        window = time.monotonic() - t0
+        after = {p["name"]: cpu_ticks(p["pid"]) for p in procs}
+        after["bots"] = cpu_ticks(bots.pid)
+        bytes_after = [sum(metric(u, "tessera_channel_bytes_%s_total" % d, 'side="clients"') for u in base_urls)
+                       for d in ("in", "out")]
+        in_world = clients()
+        rss = {p["name"]: rss_kb(p["pid"]) for p in procs}
+        rss["bots"] = rss_kb(bots.pid)
+        if scenario.get("storm"):
+            deadline = started + 120
+            while clients() < scenario["bots"] and time.monotonic() < deadline:
+                time.sleep(0.2)
+            result["all_in_after_s"] = time.monotonic() - started
+        bots.send_signal(2)
+        bots.wait(timeout=60)
+        with open(out_path) as f:
+            text = f.read().strip()
+        report = json.loads(text[text.index("{"):]) if "{" in text else {}
+        n = max(1, in_world)
+        roles = {}
+        for role in ("cellapp", "baseapp", "bots"):
+            names = [p["name"] for p in procs if p["role"] == role] if role != "bots" else ["bots"]
+            cpu = sum(after[k] - before[k] for k in names) / CLK_TCK
+            roles[role] = {
+                "processes": len(names),
+                "cores": cpu / window,
+                "us_per_client_tick": cpu * 1e6 / (n * TICK_HZ * window),
+                "rss_kb_per_client": sum(rss[k] for k in names) / n,
+            }
+        result.update({
+            "clients": in_world,
+            "window_s": window,
+            "roles": roles,
+            "latency_p50_ms": report.get("latency_p50_ms"),
+            "latency_p99_ms": report.get("latency_p99_ms"),
+            "latency_max_ms": report.get("latency_max_ms"),
+            "bytes_in_per_client_s": (bytes_after[0] - bytes_before[0]) / n / window,
+            "bytes_out_per_client_s": (bytes_after[1] - bytes_before[1]) / n / window,
+            "errors": report.get("errors"),
+            "error_reasons": report.get("error_reasons"),
+            "logins": report.get("logged_in"),
+            "logins_per_second": (report.get("logged_in") or 0) / max(0.001, result["all_in_after_s"]),
+            "commit": subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"],
+                                     stdout=subprocess.PIPE, text=True).stdout.strip(),
+        })
+        redis.close()
+    finally:
+        if bots and bots.poll() is None:
+            bots.kill()
+        tessera_cluster.down(run_dir, grace=10.0, quiet=True)
+        subprocess.run(["rm", "-rf", run_dir])
+    return result
+
+
+def print_table(result, earlier=None):
+    def ratio(path):
+        if not earlier:
+            return ""
+        a, b = result, earlier
+        for key in path:
+            a, b = (a or {}).get(key), (b or {}).get(key)
+        return "  (%.2fx)" % (a / b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else ""
+
+    s = result["settings"]
+    print("%s: %s; %d bots, %d cellapps, %d baseapps, %.0f s window, commit %s" % (
+        result["scenario"], s["note"], s["bots"], s["cellapps"], s["baseapps"], result["window_s"], result["commit"]))
+    print("%-8s %9s %8s %22s %18s" % ("role", "processes", "cores", "us per client-tick", "RSS KB per client"))
+    for role, r in result["roles"].items():
+        print("%-8s %9d %8.2f %14.1f%-8s %10.1f%s" % (role, r["processes"], r["cores"], r["us_per_client_tick"],
+                                                     ratio(["roles", role, "us_per_client_tick"]),
+                                                     r["rss_kb_per_client"],
+                                                     ratio(["roles", role, "rss_kb_per_client"])))
+    fmt = lambda v: "-" if v is None else "%.1f" % v  # noqa: E731
+    print("latency p50 %s ms%s, p99 %s ms%s, max %s ms" % (
+        fmt(result["latency_p50_ms"]), ratio(["latency_p50_ms"]), fmt(result["latency_p99_ms"]),
+        ratio(["latency_p99_ms"]), fmt(result["latency_max_ms"])))
+    print("bytes per client per second: in %.0f, out %.0f%s" % (
+        result["bytes_in_per_client_s"], result["bytes_out_per_client_s"], ratio(["bytes_out_per_client_s"])))
+    print("clients %d, logins %s (%.0f/s, every bot in after %.1f s), errors %s %s" % (
+        result["clients"], result["logins"], result["logins_per_second"], result["all_in_after_s"],
+        result["errors"], result["error_reasons"] or ""))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("scenario", nargs="?")
+    parser.add_argument("--build", default="/tmp/build-bench")
+    parser.add_argument("--json", help="write the result here too")
+    parser.add_argument("--compare", help="an earlier run's JSON: print each figure's ratio to it")
+    parser.add_argument("--list", action="store_true")
+    args = parser.parse_args()
+    if args.list or not args.scenario:
+        for name, s in SCENARIOS.items():
+            print("%-12s %s" % (name, s["note"]))
+        return 0 if args.list else 2
+    if args.scenario not in SCENARIOS:
+        print("loadtest: no scenario '%s' (--list)" % args.scenario, file=sys.stderr)
+        return 2
+    result = run(args.scenario, SCENARIOS[args.scenario], os.path.abspath(args.build))
+    earlier = None
+    if args.compare:
+        with open(args.compare) as f:
+            earlier = json.load(f)
+    print_table(result, earlier)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
