@@ -125,6 +125,9 @@ void client_link_fail(client_link *link, Tessera__Client__ErrorCode code, const 
  * detail (an unknown account and a wrong password look alike to a client). */
 void client_link_fail_quietly(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,
                               const char *format, ...) __attribute__((format(printf, 4, 5)));
+/* The link leaves its proxy's cell: it no longer counts as congested
+ * (a new cell part hears afresh whether it reads). */
+void client_link_forget_congestion(client_link *link);
 /* Closes the link once what was sent is flushed, with no Error: a
  * LoginRedirect said where to go. Its proxy, if any, is detached. */
 void client_link_close_quietly(client_link *link, const char *reason);
@@ -227,6 +230,8 @@ void proxy_take_handover(client_link *link, uint64_t target_id);
  * destroyed or without a client (or one still entering), the target
  * missing (NULL), the source itself, destroyed, or holding a client. */
 const char *proxy_give_client_refusal(const proxy *from, const proxy *to);
+/* The rules about the source alone (a target elsewhere is checked there). */
+const char *proxy_give_client_source_refusal(const proxy *from);
 /* The password checked out (login.c): the account's existing proxy takes
  * the link, its old link is told ERROR_REPLACED; or the stored entity is
  * loaded and a new proxy made. */

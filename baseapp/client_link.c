@@ -44,14 +44,17 @@ void client_link_send(client_link *link, const Tessera__Client__ServerToClient *
     channel_send_message(link->ch, &message->base);
 }
 
+void client_link_forget_congestion(client_link *link) {
+    if (!link->congested) return;
+    link->congested = false;
+    link->app->congested_clients--;
+}
+
 /* Unbinds the link from its proxy, which learns its client is gone. */
 static void client_link_unbind(client_link *link) {
     proxy *player = link->proxy;
     if (!player) return;
-    if (link->congested) {
-        link->congested = false;
-        link->app->congested_clients--;
-    }
+    client_link_forget_congestion(link);
     link->proxy = NULL;
     if (player->link == link) proxy_on_link_lost(player);
 }

@@ -77,10 +77,8 @@ int proxy_give_client_to_entity(proxy *from, uint64_t target_id, char *why, size
     baseapp *app = from ? from->app : NULL;
     proxy *to = app ? proxy_find_by_entity(app, target_id) : NULL;
     if (!from || to) return proxy_give_client_to(from, to, why, why_size);
-    const char *refused = proxy_give_client_refusal(from, NULL);
-    /* Every rule about the source holds; "the target is missing" is for
-     * the directory to say. */
-    if (refused && strcmp(refused, "the target is missing") != 0) return proxy_give_client_to(from, NULL, why, why_size);
+    /* The source's rules are checked here; the target's, over there. */
+    if (proxy_give_client_source_refusal(from)) return proxy_give_client_to(from, NULL, why, why_size);
     if (from->handover_pending) {
         snprintf(why, why_size, "giveClientTo refused: the source is handing its client over already");
         return -1;
@@ -188,8 +186,8 @@ void handover_on_answer(baseapp *app, const Tessera__Cluster__HandoverAnswer *an
         handover_refused(app, source, target_id, answer->reason ? answer->reason : "refused");
         return;
     }
-    const char *refused = proxy_give_client_refusal(source, NULL);
-    if (refused && strcmp(refused, "the target is missing") != 0) {
+    const char *refused = proxy_give_client_source_refusal(source);
+    if (refused) {
         handover_refused(app, source, target_id, refused); /* its client left meanwhile */
         return;
     }

@@ -371,15 +371,43 @@ void proxy_login_here(client_link *link) {
     }
 }
 
-const char *proxy_give_client_refusal(const proxy *from, const proxy *to) {
+const char *proxy_give_client_source_refusal(const proxy *from) {
     if (!from || from->state == PROXY_DESTROYING) return "the source is destroyed";
     if (!from->link) return "the source has no client";
     if (from->link->state != CLIENT_LINK_IN_WORLD) return "the source's client has not entered the world yet";
+    return NULL;
+}
+
+const char *proxy_give_client_refusal(const proxy *from, const proxy *to) {
+    const char *source = proxy_give_client_source_refusal(from);
+    if (source) return source;
     if (!to) return "the target is missing";
     if (to == from) return "the target is the source";
     if (to->state == PROXY_DESTROYING) return "the target is destroyed";
     if (to->link) return "the target already has a client";
     return NULL;
+}
+
+/* giveClientTo's steps 1 and 2, wherever the target is: the source's cell
+ * loses its witness and the client destroys the old player entity. The
+ * source keeps living without a client (not waiting for a reconnect: the
+ * game decides its fate). Returns the link, now bound to nothing. */
+static client_link *proxy_let_go_of_client(proxy *from) {
+    client_link *link = from->link;
+    from->link = NULL;
+    from->detached_us = 0;
+    from->client_binding++;
+    from->space_pending = false;
+    proxy_sync_cell_binding(from);
+    link->proxy = NULL;
+    client_link_forget_congestion(link);
+    Tessera__Client__PlayerDestroyed destroyed = TESSERA__CLIENT__PLAYER_DESTROYED__INIT;
+    destroyed.entity_id = from->entity_id;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_DESTROYED;
+    message.player_destroyed = &destroyed;
+    client_link_send(link, &message);
+    return link;
 }
 
 int proxy_give_client_to(proxy *from, proxy *to, char *why, size_t why_size) {
@@ -391,27 +419,9 @@ int proxy_give_client_to(proxy *from, proxy *to, char *why, size_t why_size) {
         return -1;
     }
     baseapp *app = from->app;
-    client_link *link = from->link;
     uint64_t started_us = clock_monotonic_us();
-    /* 1. The source's cell loses its witness. The source keeps living
-     * without a client (not waiting for a reconnect): the game decides
-     * its fate. */
-    from->link = NULL;
-    from->detached_us = 0;
-    from->client_binding++;
-    from->space_pending = false;
-    proxy_sync_cell_binding(from);
-    if (link->congested) {
-        link->congested = false;
-        app->congested_clients--;
-    }
-    /* 2. The client destroys the old player entity. */
-    Tessera__Client__PlayerDestroyed destroyed = TESSERA__CLIENT__PLAYER_DESTROYED__INIT;
-    destroyed.entity_id = from->entity_id;
-    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_DESTROYED;
-    message.player_destroyed = &destroyed;
-    client_link_send(link, &message);
+    /* 1, 2. */
+    client_link *link = proxy_let_go_of_client(from);
     /* 3, 4. The link, the client type and the login data (the account, the
      * session) move to the target; the source has lost its client. */
     link->proxy = to;
@@ -426,7 +436,7 @@ int proxy_give_client_to(proxy *from, proxy *to, char *why, size_t why_size) {
     created.entity_id = to->entity_id;
     created.entity_type = (char *)to->cls->name;
     created.session_token = to->session_token;
-    message = (Tessera__Client__ServerToClient)TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_CREATED;
     message.player_created = &created;
     client_link_send(link, &message);
@@ -530,7 +540,6 @@ void proxy_free(proxy *player) {
 }
 
 void proxy_hand_off(proxy *player) {
-    baseapp *app = player->app;
     client_link *link = player->link;
     if (!link) {
         proxy_destroy(player, true, "the baseapp is stopping");
@@ -538,10 +547,7 @@ void proxy_hand_off(proxy *player) {
     }
     link->proxy = NULL;
     player->link = NULL;
-    if (link->congested) {
-        link->congested = false;
-        app->congested_clients--;
-    }
+    client_link_forget_congestion(link);
     link->state = CLIENT_LINK_HANDING_OFF;
     player->handoff_link = link->handle;
     proxy_destroy(player, true, "the baseapp is stopping: its client goes to another");
@@ -549,28 +555,10 @@ void proxy_hand_off(proxy *player) {
 
 void proxy_send_client_away(proxy *from, uint64_t target_id, const char *host, int port, const char *token) {
     baseapp *app = from->app;
-    client_link *link = from->link;
-    /* 1. The source's cell loses its witness; the source keeps living
-     * without a client. */
-    from->link = NULL;
-    from->detached_us = 0;
-    from->client_binding++;
-    from->space_pending = false;
-    proxy_sync_cell_binding(from);
-    link->proxy = NULL;
-    if (link->congested) {
-        link->congested = false;
-        app->congested_clients--;
-    }
+    /* 1, 2. */
+    client_link *link = proxy_let_go_of_client(from);
     uint64_t key = baseapp_account_key(from->account);
     if (id_map_get(&app->proxies_by_account, key) == from) id_map_remove(&app->proxies_by_account, key);
-    /* 2. The client destroys the old player entity. */
-    Tessera__Client__PlayerDestroyed destroyed = TESSERA__CLIENT__PLAYER_DESTROYED__INIT;
-    destroyed.entity_id = from->entity_id;
-    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_DESTROYED;
-    message.player_destroyed = &destroyed;
-    client_link_send(link, &message);
     /* 3, 4. The link goes to the target's baseapp, which binds it to the
      * target when its TokenLogin comes (proxy_take_handover). */
     Tessera__Client__LoginRedirect redirect = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
@@ -578,7 +566,7 @@ void proxy_send_client_away(proxy *from, uint64_t target_id, const char *host, i
     redirect.port = (uint32_t)port;
     redirect.token = (char *)token;
     redirect.reason = "giveClientTo: the entity you play now lives on another baseapp";
-    message = (Tessera__Client__ServerToClient)TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
     message.login_redirect = &redirect;
     client_link_send(link, &message);

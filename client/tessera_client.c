@@ -589,43 +589,40 @@ static void tessera_client__send_hello(tessera_client *client) {
     tessera_client__send(client, &message);
 }
 
-/* Without a channel (tessera_client_process_frame) the login is only
- * pretended: the state moves on and nothing is sent. */
+/* Sends the login the caller asked for: a TokenLogin after a redirect, a
+ * Reconnect with a session token, or the password. Without a channel
+ * (tessera_client_process_frame) the login is only pretended: the state
+ * moves on and nothing is sent. The secret is not needed any more after:
+ * it is not kept in memory. */
 static void tessera_client__send_login(tessera_client *client) {
+    Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
+    Tessera__Client__TokenLogin token_login = TESSERA__CLIENT__TOKEN_LOGIN__INIT;
+    Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
+    Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
+    char *secret;
+    size_t secret_size;
     if (client->login_token[0]) {
-        Tessera__Client__TokenLogin login = TESSERA__CLIENT__TOKEN_LOGIN__INIT;
-        login.account = client->account;
-        login.token = client->login_token;
-        Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
+        token_login.account = client->account;
+        token_login.token = secret = client->login_token;
+        secret_size = sizeof client->login_token;
         message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN;
-        message.token_login = &login;
-        client->state = TESSERA_CLIENT_LOGIN_SENT;
-        if (client->ch) tessera_client__send(client, &message);
-        memset(client->login_token, 0, sizeof client->login_token);
-        return;
-    }
-    if (client->session_token[0]) {
-        Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
+        message.token_login = &token_login;
+    } else if (client->session_token[0]) {
         reconnect.account = client->account;
-        reconnect.session_token = client->session_token;
-        Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
+        reconnect.session_token = secret = client->session_token;
+        secret_size = sizeof client->session_token;
         message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT;
         message.reconnect = &reconnect;
-        client->state = TESSERA_CLIENT_LOGIN_SENT;
-        if (client->ch) tessera_client__send(client, &message);
-        memset(client->session_token, 0, sizeof client->session_token);
-        return;
+    } else {
+        login.account = client->account;
+        login.password = secret = client->password;
+        secret_size = sizeof client->password;
+        message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN;
+        message.login = &login;
     }
-    Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
-    login.account = client->account;
-    login.password = client->password;
-    Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
-    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN;
-    message.login = &login;
     client->state = TESSERA_CLIENT_LOGIN_SENT;
     if (client->ch) tessera_client__send(client, &message);
-    /* The password is not needed any more; do not keep it in memory. */
-    memset(client->password, 0, sizeof client->password);
+    memset(secret, 0, secret_size);
 }
 
 /* The server does not echo the player's own moves: its entity in the table
