@@ -437,6 +437,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
                                            REPLICATION_OTHERS_AUDIENCES |
                                                (entity->witness ? 1u << REPLICATION_AUDIENCE_OWN : 0));
         }
+        witness_notify_changes(c);
         uint8_t *mine = NULL;
         size_t mine_length = 0;
         uint64_t tick_bytes = 0;
@@ -479,6 +480,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         coord_flush(c->coord);
         replication_begin_tick(shared.replication, ++shared.replication_tick);
         for (int e = 0; e < ENTITIES; e++) entities[e]->packed = false;
+        witness_notify_changes(c);
         uint8_t *payload;
         size_t length = witness_update(entities[0]->witness, c, entities[0], &payload);
         client->tick = (uint32_t)(ticks + warmup + t);

@@ -91,7 +91,31 @@ def entry_of(redis, cluster, proc):
     return tessera_cluster.match_entry(registry(redis, cluster), proc)
 
 
-def run(name, scenario, build):
+def start_profiles(profile_dir, procs, bots, seconds):
+    """perf record every cellapp, baseapp and the bots for the window (perf from linux-perf)."""
+    os.makedirs(profile_dir, exist_ok=True)
+    recorders = []
+    for name, pid in [(p["name"], p["pid"]) for p in procs] + [("bots", bots.pid)]:
+        out = os.path.join(profile_dir, name + ".perf.data")
+        recorders.append((name, out, subprocess.Popen(
+            ["perf", "record", "-F", os.environ.get("LOADTEST_PERF_HZ", "499"), "--call-graph", "fp", "-p", str(pid), "-o", out, "--", "sleep", str(seconds)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)))
+    return recorders
+
+
+def finish_profiles(recorders):
+    """Wait for the recorders and write each one's flat top 25 next to its data."""
+    for name, out, recorder in recorders:
+        recorder.wait(timeout=60)
+        report = subprocess.run(["perf", "report", "-i", out, "--no-children", "--stdio", "--percent-limit", "0.7",
+                                 "-g", "none", "--sort", "symbol"],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
+        lines = [line for line in report.splitlines() if line.strip() and not line.startswith("#")]
+        with open(out.replace(".perf.data", ".top.txt"), "w") as f:
+            f.write("\n".join(lines[:25]) + "\n")
+
+
+def run(name, scenario, build, profile_dir=None):
     run_dir = tempfile.mkdtemp(prefix="tessera-loadtest-")
     bots_bin = os.path.join(build, "client", "tessera-bots")
     area = scenario["area"]
@@ -135,6 +159,7 @@ def run(name, scenario, build):
         before["bots"] = cpu_ticks(bots.pid)
         bytes_before = [sum(metric(u, "tessera_channel_bytes_%s_total" % d, 'side="clients"') for u in base_urls)
                         for d in ("in", "out")]
+        recorders = start_profiles(profile_dir, procs, bots, scenario["window"]) if profile_dir else []
         t0 = time.monotonic()
         time.sleep(scenario["window"])
         window = time.monotonic() - t0
@@ -150,6 +175,7 @@ def run(name, scenario, build):
             while clients() < scenario["bots"] and time.monotonic() < deadline:
                 time.sleep(0.2)
             result["all_in_after_s"] = time.monotonic() - started
+        finish_profiles(recorders)
         bots.send_signal(2)
         bots.wait(timeout=60)
         with open(out_path) as f:
@@ -226,6 +252,8 @@ def main():
     parser.add_argument("--build", default="/tmp/build-bench")
     parser.add_argument("--json", help="write the result here too")
     parser.add_argument("--compare", help="an earlier run's JSON: print each figure's ratio to it")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="perf record each process over the window; DIR/<name>.top.txt has its top symbols")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list or not args.scenario:
@@ -235,7 +263,8 @@ def main():
     if args.scenario not in SCENARIOS:
         print("loadtest: no scenario '%s' (--list)" % args.scenario, file=sys.stderr)
         return 2
-    result = run(args.scenario, SCENARIOS[args.scenario], os.path.abspath(args.build))
+    result = run(args.scenario, SCENARIOS[args.scenario], os.path.abspath(args.build),
+                 os.path.abspath(args.profile) if args.profile else None)
     earlier = None
     if args.compare:
         with open(args.compare) as f:

@@ -91,6 +91,8 @@ static void cell_strip_real(cell *c, cell_entity *entity) {
 
 static void cell_free_entity(cell *c, cell_entity *entity) {
     cell_strip_real(c, entity);
+    witness_entity_gone(entity);
+    free(entity->observers);
     for (size_t i = 0; i < entity->broadcast_count; i++) free(entity->broadcast_calls[i].args.data);
     free(entity->broadcast_calls);
     free(entity->haunts);

@@ -317,15 +317,6 @@ void cell_message_call(cellapp *app, cell_entity *target, const entity_def_metho
     bit_writer_close(&w);
 }
 
-void cell_message_queue_for_observers(cell *c, uint64_t entity_id, uint32_t method_id, const uint8_t *args,
-                                      size_t length) {
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *observer = c->by_index[i];
-        if (observer->witness && !observer->destroyed && witness_sees(observer->witness, entity_id))
-            witness_queue_call(observer->witness, entity_id, method_id, args, length);
-    }
-}
-
 void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_def_method *method,
                               const entity_state *args, bool every_observer) {
     (void)app;
@@ -337,7 +328,7 @@ void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_de
     if (!every_observer) {
         if (entity->witness) witness_queue_call(entity->witness, entity->id, method->id, data, length);
     } else {
-        cell_message_queue_for_observers(entity->home, entity->id, method->id, data, length);
+        witness_queue_call_for_observers(entity, method->id, data, length);
         /* Observers in other cells see a ghost: the call goes with it. */
         if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) cell_queue_broadcast(entity, method->id, data, length);
     }

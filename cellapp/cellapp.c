@@ -381,6 +381,20 @@ void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, co
 
 /* ---- the tick ----------------------------------------------------------------- */
 
+/* Whether any of `audiences` receives a property in the entity's change
+ * list. */
+static bool cellapp_anyone_receives(const cellapp *app, const cell_entity *entity, unsigned audiences) {
+    const entity_state_mask *dirty = entity_state_dirty(entity->state);
+    for (unsigned audience = 0; audience < REPLICATION_AUDIENCE_COUNT; audience++) {
+        if (!(audiences & (1u << audience))) continue;
+        const entity_state_mask *mask = replication_schema_mask(app->shared.schema, entity->cls->id,
+                                                                (replication_audience)audience);
+        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
+            if (dirty->words[k] & mask->words[k]) return true;
+    }
+    return false;
+}
+
 static void cellapp_pack(cellapp *app, cell *c) {
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
@@ -391,9 +405,15 @@ static void cellapp_pack(cellapp *app, cell *c) {
         unsigned audiences = REPLICATION_OTHERS_AUDIENCES;
         if (entity->witness) audiences |= 1u << REPLICATION_AUDIENCE_OWN;
         if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
+        /* A change nobody receives (a cell-private counter that moves with
+         * every step) is not packed, and touches no witness. */
+        if (!cellapp_anyone_receives(app, entity, audiences)) continue;
         replication_pack_audiences(app->shared.replication, &entity->replication, audiences);
         entity->packed = true;
     }
+    /* Then tell the witnesses that see what changed: their updates look at
+     * nothing else. */
+    witness_notify_changes(c);
 }
 
 static void cellapp_witnesses(cellapp *app, cell *c) {
@@ -409,7 +429,7 @@ static void cellapp_witnesses(cellapp *app, cell *c) {
 static void cellapp_end_tick(cell *c) {
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
-        if (entity->packed) entity_state_clear_dirty(entity->state);
+        entity_state_clear_dirty(entity->state); /* packed, or received by nobody */
         for (size_t k = 0; k < entity->broadcast_count; k++) free(entity->broadcast_calls[k].args.data);
         entity->broadcast_count = 0;
     }

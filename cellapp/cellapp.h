@@ -138,6 +138,16 @@ static inline bool cell_change_count_ahead(uint32_t then, uint32_t now) {
     return ahead != 0 && ahead <= CELL_CHANGE_COUNT_MASK / 2;
 }
 
+/* One witness that has an entity in view: the entity's side of the pair,
+ * so that a change reaches exactly the clients that see it (witness.c). */
+typedef struct cell_observer {
+    witness *view;
+    uint32_t alias;                  /* the entity's alias in that witness */
+    /* That client is owed a MOVE of it already: a further move changes
+     * nothing there until the MOVE goes (then the witness clears this). */
+    bool move_owed;
+} cell_observer;
+
 typedef struct cell_entity {
     /* The packer's record (replication.h): first, so that its encodings
      * start on the allocation's alignment. */
@@ -165,6 +175,9 @@ typedef struct cell_entity {
     uint64_t allowance_us;           /* monotonic time of the last allowance update */
     uint32_t last_sequence;
     witness *witness;                /* NULL when nobody watches through this entity */
+    /* The witnesses that have it in view (their own entity included). */
+    cell_observer *observers;
+    uint32_t observer_count, observer_capacity;
     uint32_t coord_id;               /* this entity in the cell's coordinate system */
     size_t index;                    /* position in cell.by_index */
     /* Client calls to every client that sees this real, made this tick:
@@ -296,6 +309,16 @@ void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, c
  * While congested the witness sends only enters and leaves; movement and
  * property changes are held and go, current, once it drains. */
 void witness_set_congested(witness *view, bool congested);
+/* Once per tick, after coord_flush and the pack, before the witnesses'
+ * updates: every entity of `c` that moved or was packed tells the witnesses
+ * that have it in view, so that each update looks only at what changed in
+ * its view. */
+void witness_notify_changes(cell *c);
+/* `entity` is being freed: the witnesses that still have it in view forget
+ * it (its LEAVE follows from the coordinate system's leave). */
+void witness_entity_gone(cell_entity *entity);
+/* Queues a client call of `entity` for every client that sees it. */
+void witness_queue_call_for_observers(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length);
 /* Whether the client currently knows `entity_id` (has an alias for it, its
  * own entity included). */
 bool witness_sees(const witness *view, uint64_t entity_id);
@@ -609,9 +632,6 @@ void cell_message_call(cellapp *app, cell_entity *target, const entity_def_metho
  * every client that sees it (its own included), across cellapps. */
 void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_def_method *method,
                               const entity_state *args, bool every_observer);
-/* Queues a client call for every witness in `c` that sees `entity_id`. */
-void cell_message_queue_for_observers(cell *c, uint64_t entity_id, uint32_t method_id, const uint8_t *args,
-                                      size_t length);
 
 /* state_dump.c: every real's state to settings.state_dump_path as JSON. */
 int state_dump_write(const cellapp *app);

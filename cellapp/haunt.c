@@ -407,7 +407,7 @@ static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
     for (size_t i = 0; i < update->n_client_calls; i++) {
         const Tessera__Client__ClientCall *call = update->client_calls[i];
         if (call->entity_id != ghost->id) continue;
-        cell_message_queue_for_observers(c, ghost->id, call->method_id, call->args.data, call->args.len);
+        witness_queue_call_for_observers(ghost, call->method_id, call->args.data, call->args.len);
     }
 }
 

@@ -3,23 +3,30 @@
  *
  * The view is a watcher in the space's coordinate system (coord.h: a square
  * of half-side view_radius, left beyond view_radius + view_hysteresis); its
- * flush tells the witness who left, net for the tick, and the view itself
- * says who is in it. Each tick the witness:
+ * flush tells the witness who entered and who left, net for the tick. Every
+ * entity in view knows the witness (cell_entity.observers), and when it
+ * moves or its properties are packed it touches its alias here
+ * (witness_notify_changes) -- a mover whose MOVE is already owed to this
+ * client does not even do that. So a tick's work follows what changed in
+ * the view -- enters, leaves, movers, changed properties -- and what the
+ * budget finds due, not the view's size. Each tick the witness:
  *
  *   1. writes a LEAVE for every entity that left, and releases its alias
  *      (alias_table: it cools down before naming anything else);
- *   2. gives every entity in view without an alias one (the own entity
- *      first), to be ENTERed with its full state for the detail level its
- *      distance allows, and an absolute MOVE;
- *   3. for every other entity in view, works out what it owes the client:
- *      a property UPDATE (pack-once: the shared encoding of its audience,
+ *   2. gives every entity that entered an alias (the own entity first), to
+ *      be ENTERed with its full state for the detail level it is at, and
+ *      an absolute MOVE;
+ *   3. for every touched entity (and a tenth of the view, for detail
+ *      levels: see below), works out what it owes the client: a
+ *      property UPDATE (pack-once: the shared encoding of its audience,
  *      replication.c), properties the client lacks (a near-only property
  *      when the entity came near, or changes the budget held back), and a
  *      MOVE when it moved (volatile_codec.c: a small delta from what the
  *      client holds);
- *   4. offers all of it to the client's budget (witness_budget.c), which
- *      picks what goes this tick, nearer and staler first, enters and
- *      leaves always, nothing starving past a second;
+ *   4. offers it to the client's budget (witness_budget.c), where it stays
+ *      pending until it goes; the budget picks what goes this tick, nearer
+ *      and staler first, enters and leaves always, nothing starving past a
+ *      second;
  *   5. writes the chosen records in the budget's order, then END, and packs
  *      the stream and the queued client calls into one ViewUpdate.
  *
@@ -35,8 +42,16 @@
  * view: at most detail_near_distance is near, at most
  * detail_medium_distance medium, farther far. A client gets a finer level
  * as soon as it is near enough, and drops to a coarser one only
- * detail_hysteresis past the boundary. The own entity is always
- * sent at its own audience (replication.h's OWN).
+ * detail_hysteresis past the boundary. The level is rechecked whenever the
+ * entity is touched, and, because the viewer's own steps change it too,
+ * for a tenth of the view every tick (tick_hz ticks for all of it): an
+ * entity standing still is given a finer level within a second of the
+ * viewer walking up to it. The own entity is always sent at its own
+ * audience (replication.h's OWN).
+ *
+ * Pointers. A slot keeps its entity's pointer while the entity is in view;
+ * the entity clears it when it is freed (witness_entity_gone), before the
+ * coordinate system's leave reaches the witness.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -48,22 +63,32 @@
 #include "log.h"
 #include "witness_budget.h"
 
-/* What the client holds of one alias. */
+/* What the client holds of one alias. The fields every touch reads come
+ * first, so that a touch usually costs one cache line. */
 typedef struct witness_slot {
-    cell_entity *entity;        /* the entity, valid during witness_update only */
-    uint64_t entity_id;         /* 0: the alias names nothing */
-    volatile_track track;       /* the position and yaw the client holds */
-    entity_state_mask pending;  /* properties owed with their current values */
+    cell_entity *entity;        /* the entity; NULL once it is freed (its leave is coming) */
     uint8_t detail;             /* the entity_def_detail the client was last given */
     bool entering;              /* this tick: ENTER, then an absolute MOVE */
     bool move_pending;          /* the entity moved since the client's last MOVE */
+    bool touched;               /* in this tick's touched list */
     bool offered;               /* offered to the budget this tick */
     bool selected;              /* ... and selected */
     bool batched;               /* its shared UPDATE goes in this tick's batch */
+    uint32_t observer_index;    /* this pair in entity->observers */
+    uint32_t member_index;      /* this alias in the witness's members */
     uint32_t update_bits;       /* this tick: the size of that shared UPDATE's span */
-    float distance;
     uint32_t written_bits;      /* this tick: bits written for it so far */
+    float distance;
+    uint64_t entity_id;         /* 0: the alias names nothing */
+    volatile_track track;       /* the position and yaw the client holds */
+    entity_state_mask pending;  /* properties owed with their current values */
 } witness_slot;
+
+/* An entity in view that could not get an alias (the table was full). */
+typedef struct witness_waiting {
+    uint32_t coord_id;
+    uint64_t entity_id;
+} witness_waiting;
 
 /* A client call queued for the next update. */
 typedef struct witness_call {
@@ -76,6 +101,7 @@ typedef struct witness_call {
 struct witness {
     const cell *c;
     uint32_t watcher;
+    uint32_t self_alias;        /* the own entity's alias, ALIAS_NONE before its ENTER */
     uint64_t owner_id;
     alias_table *aliases;
     witness_budget *budget;
@@ -90,6 +116,15 @@ struct witness {
     uint64_t budget_tick;
     uint64_t *left;             /* entity ids reported leaving since the last update */
     size_t left_count, left_capacity;
+    uint32_t *entered;          /* coord ids reported entering since the last update */
+    size_t entered_count, entered_capacity;
+    uint32_t *members;          /* aliases in use, in no order (slot.member_index) */
+    size_t member_count, member_capacity;
+    size_t sweep_cursor;        /* where this tick's detail recheck starts in members */
+    uint32_t *touched;          /* aliases whose entity changed since the last update */
+    size_t touched_count, touched_capacity;
+    witness_waiting *waiting;   /* in view, without an alias yet */
+    size_t waiting_count, waiting_capacity;
     uint32_t *offered;          /* aliases offered this tick */
     size_t offered_count, offered_capacity;
     uint32_t *selected;         /* the budget's choice, in send order */
@@ -112,8 +147,10 @@ struct witness {
     } while (0)
 
 static void witness_on_enter(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
-    /* Entities in view are found by walking the view each tick. */
-    (void)cs, (void)watcher, (void)entity, (void)user_data;
+    witness *view = user_data;
+    (void)cs;
+    (void)watcher;
+    WITNESS_PUSH(view->entered, view->entered_count, view->entered_capacity, entity);
 }
 
 static void witness_on_leave(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
@@ -128,10 +165,85 @@ static const coord_watcher_callbacks witness_callbacks = {
     .on_leave = witness_on_leave,
 };
 
+/* ---- the pairs: which witnesses see an entity -------------------------------- */
+
+#define WITNESS_NO_OBSERVER UINT32_MAX
+
+/* Records that `view` has the entity of `alias` in view (slot->entity set). */
+static void witness_observe(witness *view, uint32_t alias) {
+    witness_slot *slot = &view->slots[alias];
+    cell_entity *entity = slot->entity;
+    if (entity->observer_count == entity->observer_capacity) {
+        entity->observer_capacity = entity->observer_capacity ? entity->observer_capacity * 2 : 8;
+        entity->observers = xrealloc(entity->observers, entity->observer_capacity * sizeof *entity->observers);
+    }
+    slot->observer_index = entity->observer_count;
+    entity->observers[entity->observer_count++] = (cell_observer){view, alias, slot->move_pending};
+}
+
+/* Undoes witness_observe, if the entity is still there. */
+static void witness_unobserve(witness *view, uint32_t alias) {
+    witness_slot *slot = &view->slots[alias];
+    cell_entity *entity = slot->entity;
+    if (!entity) return;
+    uint32_t index = slot->observer_index;
+    cell_observer last = entity->observers[--entity->observer_count];
+    if (index < entity->observer_count) {
+        entity->observers[index] = last;
+        last.view->slots[last.alias].observer_index = index;
+    }
+    slot->entity = NULL;
+    slot->observer_index = WITNESS_NO_OBSERVER;
+}
+
+/* Puts `alias` in the touched list (once a tick). */
+static void witness_touch(witness *view, uint32_t alias) {
+    witness_slot *slot = &view->slots[alias];
+    if (slot->touched) return;
+    slot->touched = true;
+    WITNESS_PUSH(view->touched, view->touched_count, view->touched_capacity, alias);
+}
+
+/* The MOVE owed for this slot went (or is no longer owed). */
+static void witness_move_settled(witness_slot *slot) {
+    slot->move_pending = false;
+    if (slot->entity) slot->entity->observers[slot->observer_index].move_owed = false;
+}
+
+void witness_notify_changes(cell *c) {
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
+        if (!(entity->moved || entity->packed) || entity->destroyed) continue;
+        for (uint32_t k = 0; k < entity->observer_count; k++) {
+            cell_observer *observer = &entity->observers[k];
+            /* A mover already owed to that client costs it nothing: the MOVE
+             * that goes will carry the position then current. */
+            if (!entity->packed && observer->move_owed) continue;
+            if (entity->moved) observer->move_owed = true;
+            witness_touch(observer->view, observer->alias);
+        }
+    }
+}
+
+void witness_entity_gone(cell_entity *entity) {
+    for (uint32_t i = 0; i < entity->observer_count; i++) {
+        witness_slot *slot = &entity->observers[i].view->slots[entity->observers[i].alias];
+        slot->entity = NULL;
+        slot->observer_index = WITNESS_NO_OBSERVER;
+    }
+    entity->observer_count = 0;
+}
+
+void witness_queue_call_for_observers(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length) {
+    for (uint32_t i = 0; i < entity->observer_count; i++)
+        witness_queue_call(entity->observers[i].view, entity->id, method_id, args, length);
+}
+
 /* A witness with its alias table and budget, no watcher yet. */
 static witness *witness_create(const witness_config *settings, uint64_t owner_id) {
     witness *view = xcalloc(1, sizeof *view);
     view->owner_id = owner_id;
+    view->self_alias = ALIAS_NONE;
     view->max_aliases = (uint32_t)settings->max_aliases;
     view->alias_bits = replication_alias_bits(view->max_aliases);
     view->aliases = alias_table_create(view->max_aliases, (uint64_t)settings->alias_cooldown_ms);
@@ -154,7 +266,8 @@ static void witness_watch(cell *c, cell_entity *entity, witness *view) {
     view->c = c;
     view->watcher = coord_add_watcher(c->coord, entity->coord_id, (float)settings->view_radius,
                                       (float)settings->view_hysteresis, &witness_callbacks, view);
-    if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
+    if (view->watcher == COORD_NONE)
+        log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
     entity->witness = view;
 }
 
@@ -169,12 +282,18 @@ static void witness_free_calls(witness *view) {
 }
 
 static void witness_free(witness *view) {
+    for (uint32_t alias = 0; alias < view->slot_capacity; alias++)
+        if (view->slots[alias].entity_id) witness_unobserve(view, alias);
     alias_table_free(view->aliases);
     witness_budget_free(view->budget);
     witness_free_calls(view);
     free(view->calls);
     free(view->slots);
     free(view->left);
+    free(view->entered);
+    free(view->members);
+    free(view->touched);
+    free(view->waiting);
     free(view->offered);
     free(view->selected);
     free(view->refs);
@@ -189,7 +308,10 @@ void witness_detach(cell *c, cell_entity *entity) {
     entity->witness = NULL;
 }
 
-void witness_set_congested(witness *view, bool congested) { view->congested = congested; }
+void witness_set_congested(witness *view, bool congested) {
+    view->congested = congested;
+    witness_budget_hold(view->budget, congested);
+}
 
 bool witness_sees(const witness *view, uint64_t entity_id) {
     return alias_table_find(view->aliases, entity_id) != ALIAS_NONE;
@@ -217,6 +339,18 @@ static entity_def_detail witness_detail_at(const cell *c, float distance) {
     if (distance <= settings->detail_near_distance) return ENTITY_DEF_DETAIL_NEAR;
     if (distance <= settings->detail_medium_distance) return ENTITY_DEF_DETAIL_MEDIUM;
     return ENTITY_DEF_DETAIL_FAR;
+}
+
+/* The level for a client that holds `held` and sees the entity at
+ * `distance`: finer at once, coarser only past the boundary by the
+ * hysteresis. */
+static entity_def_detail witness_detail_for(const cell *c, entity_def_detail held, float distance) {
+    entity_def_detail detail = witness_detail_at(c, distance);
+    if (detail > held) {
+        entity_def_detail beyond = witness_detail_at(c, distance - (float)c->shared->settings->witness.detail_hysteresis);
+        detail = beyond > held ? beyond : held;
+    }
+    return detail;
 }
 
 static const entity_state_mask *witness_audience_mask(const cell *c, const cell_entity *entity, bool is_owner,
@@ -250,6 +384,31 @@ static void witness_offer(witness *view, uint32_t alias, float distance, uint32_
     WITNESS_PUSH(view->offered, view->offered_count, view->offered_capacity, alias);
 }
 
+/* The members list: every alias in use, for the detail sweep. */
+static void witness_add_member(witness *view, uint32_t alias) {
+    view->slots[alias].member_index = (uint32_t)view->member_count;
+    WITNESS_PUSH(view->members, view->member_count, view->member_capacity, alias);
+}
+
+static void witness_remove_member(witness *view, uint32_t alias) {
+    uint32_t index = view->slots[alias].member_index;
+    if (index >= view->member_count || view->members[index] != alias) return;
+    uint32_t last = view->members[--view->member_count];
+    view->members[index] = last;
+    view->slots[last].member_index = index;
+}
+
+/* Makes room for slot `alias`. */
+static void witness_reserve_slot(witness *view, uint32_t alias) {
+    if (alias < view->slot_capacity) return;
+    uint32_t capacity = view->slot_capacity ? view->slot_capacity : 64;
+    while (capacity <= alias) capacity *= 2;
+    if (capacity > view->max_aliases) capacity = view->max_aliases;
+    view->slots = xrealloc(view->slots, (size_t)capacity * sizeof *view->slots);
+    memset(view->slots + view->slot_capacity, 0, (size_t)(capacity - view->slot_capacity) * sizeof *view->slots);
+    view->slot_capacity = capacity;
+}
+
 /* Gives `entity` an alias and schedules its ENTER. Returns false when the
  * client's alias table is full. */
 static bool witness_enter(witness *view, cell *c, cell_entity *entity, float distance, bool is_owner,
@@ -264,21 +423,17 @@ static bool witness_enter(witness *view, cell *c, cell_entity *entity, float dis
         }
         return false;
     }
-    if (alias >= view->slot_capacity) {
-        uint32_t capacity = view->slot_capacity ? view->slot_capacity : 64;
-        while (capacity <= alias) capacity *= 2;
-        if (capacity > view->max_aliases) capacity = view->max_aliases;
-        view->slots = xrealloc(view->slots, (size_t)capacity * sizeof *view->slots);
-        memset(view->slots + view->slot_capacity, 0, (size_t)(capacity - view->slot_capacity) * sizeof *view->slots);
-        view->slot_capacity = capacity;
-    }
+    witness_reserve_slot(view, alias);
     witness_slot *slot = &view->slots[alias];
     memset(slot, 0, sizeof *slot);
     slot->entity = entity;
     slot->entity_id = entity->id;
+    witness_observe(view, alias);
     volatile_track_init(&slot->track);
     slot->detail = (uint8_t)(is_owner ? ENTITY_DEF_DETAIL_NEAR : witness_detail_at(c, distance));
+    witness_add_member(view, alias);
     slot->entering = true;
+    if (is_owner) view->self_alias = alias;
     witness_budget_forget(view->budget, alias);
     replication_span span = replication_entity_span(c->shared->replication, &entity->replication,
                                                     replication_audience_for(is_owner, slot->detail), true);
@@ -286,33 +441,35 @@ static bool witness_enter(witness *view, cell *c, cell_entity *entity, float dis
     return true;
 }
 
-/* Works out what an entity already known to the client owes it, and
- * offers it. */
+/* Brings a slot's detail level to `detail`: what a finer level adds is
+ * owed, current; what a coarser one drops is not. */
+static void witness_set_detail(cell *c, witness_slot *slot, const cell_entity *entity, entity_def_detail detail) {
+    if (detail < slot->detail) {
+        const entity_state_mask *now = witness_audience_mask(c, entity, false, detail);
+        const entity_state_mask *before = witness_audience_mask(c, entity, false, slot->detail);
+        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) slot->pending.words[k] |= now->words[k] & ~before->words[k];
+    } else if (detail > slot->detail) {
+        entity_state_mask_intersect(&slot->pending, &slot->pending, witness_audience_mask(c, entity, false, detail));
+    }
+    slot->detail = (uint8_t)detail;
+}
+
+/* Works out what a touched entity, already known to the client, owes it,
+ * and offers it. */
 static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity *entity, float distance,
                              bool is_owner) {
     witness_slot *slot = &view->slots[alias];
-    slot->entity = entity;
+    bool news = false; /* something the budget does not know of yet */
     if (!is_owner) {
-        entity_def_detail detail = witness_detail_at(c, distance);
-        if (detail > slot->detail) {
-            /* Farther: only once past the boundary by the hysteresis. */
-            entity_def_detail held = witness_detail_at(c, distance - (float)c->shared->settings->witness.detail_hysteresis);
-            if (held > slot->detail) detail = held;
-            else detail = (entity_def_detail)slot->detail;
+        entity_def_detail detail = witness_detail_for(c, (entity_def_detail)slot->detail, distance);
+        if (detail != slot->detail) {
+            witness_set_detail(c, slot, entity, detail);
+            news = true;
         }
-        if (detail < slot->detail) {
-            /* Nearer: the properties of the finer level, current. */
-            const entity_state_mask *now = witness_audience_mask(c, entity, false, detail);
-            const entity_state_mask *before = witness_audience_mask(c, entity, false, slot->detail);
-            for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
-                slot->pending.words[k] |= now->words[k] & ~before->words[k];
-        } else if (detail > slot->detail) {
-            /* Farther: what the client no longer receives is no longer owed. */
-            entity_state_mask_intersect(&slot->pending, &slot->pending,
-                                        witness_audience_mask(c, entity, false, detail));
+        if (entity->moved && !slot->move_pending) {
+            slot->move_pending = true;
+            news = true;
         }
-        slot->detail = (uint8_t)detail;
-        if (entity->moved) slot->move_pending = true;
     }
     size_t update_bits = 0;
     if (entity->packed)
@@ -322,17 +479,8 @@ static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity
     slot->update_bits = (uint32_t)update_bits;
     bool owes_properties = update_bits > 0 || !entity_state_mask_empty(&slot->pending);
     if (!owes_properties && !slot->move_pending) return;
-    if (view->congested) {
-        /* Latest state wins: nothing is queued behind a client that does
-         * not read; what it is owed goes, current, once it drains. */
-        if (update_bits > 0) {
-            entity_state_mask owed;
-            witness_dirty_for(c, entity, is_owner, (entity_def_detail)slot->detail, &owed);
-            witness_mask_or(&slot->pending, &owed);
-        }
-        c->shared->witness_totals.records_held++;
-        return;
-    }
+    /* Already waiting in the budget with nothing new: it keeps its place. */
+    if (!news && update_bits == 0 && witness_budget_is_pending(view->budget, alias)) return;
     uint32_t bytes = (uint32_t)((update_bits + 7) / 8) + (slot->move_pending ? WITNESS_MOVE_ESTIMATE : 0) + 1;
     if (!entity_state_mask_empty(&slot->pending)) bytes += 4; /* a refresh: values not known in advance */
     witness_offer(view, alias, distance, bytes, false);
@@ -376,7 +524,7 @@ static size_t witness_write_first(witness *view, cell *c, uint32_t alias, bool i
 static size_t witness_write_move(witness *view, cell *c, uint32_t alias) {
     witness_slot *slot = &view->slots[alias];
     if (!slot->move_pending) return 0;
-    slot->move_pending = false;
+    witness_move_settled(slot);
     cell_entity *entity = slot->entity;
     /* The own client walks its entity itself: it gets its position once,
      * with the ENTER, and corrections when a move is refused. A position
@@ -392,6 +540,50 @@ static size_t witness_write_move(witness *view, cell *c, uint32_t alias) {
     return bit_writer_bits(w) - before;
 }
 
+/* Rechecks the detail level of a tenth of the view (tick_hz ticks make all
+ * of it), since the viewer's own steps change it: an entity whose level
+ * changed is touched, and owes what the finer level adds. */
+static void witness_sweep_details(witness *view, cell *c, const cell_entity *owner) {
+    size_t hz = (size_t)c->shared->settings->witness.tick_hz;
+    size_t count = (view->member_count + hz - 1) / hz;
+    for (size_t k = 0; k < count && view->member_count; k++) {
+        if (view->sweep_cursor >= view->member_count) view->sweep_cursor = 0;
+        uint32_t alias = view->members[view->sweep_cursor++];
+        witness_slot *slot = &view->slots[alias];
+        if (alias == view->self_alias || slot->touched || slot->entering || !slot->entity || slot->entity->destroyed)
+            continue;
+        float distance = witness_distance(c, owner, slot->entity);
+        if (witness_detail_for(c, (entity_def_detail)slot->detail, distance) != slot->detail) witness_touch(view, alias);
+    }
+}
+
+/* Gives the entities that entered the view (and those still waiting for
+ * an alias) their aliases and ENTERs. */
+static void witness_admit(witness *view, cell *c, cell_entity *owner, uint64_t now_ms) {
+    size_t still_waiting = 0;
+    for (size_t i = 0; i < view->waiting_count; i++) {
+        witness_waiting waiting = view->waiting[i];
+        cell_entity *other = coord_entity_user_data(c->coord, waiting.coord_id);
+        if (!other || other->id != waiting.entity_id || other->destroyed ||
+            !coord_watcher_sees(c->coord, view->watcher, waiting.coord_id) ||
+            alias_table_find(view->aliases, other->id) != ALIAS_NONE)
+            continue;
+        if (!witness_enter(view, c, other, witness_distance(c, owner, other), false, now_ms))
+            view->waiting[still_waiting++] = waiting;
+    }
+    view->waiting_count = still_waiting;
+    for (size_t i = 0; i < view->entered_count; i++) {
+        uint32_t coord_id = view->entered[i];
+        cell_entity *other = coord_entity_user_data(c->coord, coord_id);
+        if (!other || other->destroyed || alias_table_find(view->aliases, other->id) != ALIAS_NONE) continue;
+        if (!witness_enter(view, c, other, witness_distance(c, owner, other), false, now_ms)) {
+            witness_waiting waiting = {coord_id, other->id};
+            WITNESS_PUSH(view->waiting, view->waiting_count, view->waiting_capacity, waiting);
+        }
+    }
+    view->entered_count = 0;
+}
+
 size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payload) {
     *payload = NULL;
     uint64_t now_ms = clock_monotonic_us() / 1000;
@@ -405,7 +597,9 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     size_t records = 0;
     for (size_t i = 0; i < view->left_count; i++) {
         uint32_t alias = alias_table_release(view->aliases, view->left[i], now_ms);
-        if (alias == ALIAS_NONE) continue; /* never sent: its alias table was full */
+        if (alias == ALIAS_NONE) continue; /* never sent (its alias table was full), or already gone */
+        witness_unobserve(view, alias);
+        witness_remove_member(view, alias);
         memset(&view->slots[alias], 0, sizeof view->slots[alias]);
         witness_budget_forget(view->budget, alias);
         size_t bits = replication_append_leave(w, alias, view->alias_bits);
@@ -414,30 +608,29 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     }
     view->left_count = 0;
 
-    /* 2, 3. The own entity, then everything in view. */
-    uint32_t self = alias_table_find(view->aliases, owner->id);
-    if (self == ALIAS_NONE) {
-        witness_enter(view, c, owner, 0, true, now_ms);
-    } else {
-        witness_consider(view, c, self, owner, 0, true);
-    }
-    size_t cursor = 0;
-    uint32_t coord_id;
-    while ((coord_id = coord_watcher_next(c->coord, view->watcher, &cursor)) != COORD_NONE) {
-        cell_entity *other = coord_entity_user_data(c->coord, coord_id);
-        if (!other || other->destroyed) continue;
-        float distance = witness_distance(c, owner, other);
-        uint32_t alias = alias_table_find(view->aliases, other->id);
-        if (alias == ALIAS_NONE) {
-            witness_enter(view, c, other, distance, false, now_ms);
-        } else {
-            witness_consider(view, c, alias, other, distance, false);
-        }
-    }
+    /* 2. The own entity, then whatever entered. */
+    if (view->self_alias == ALIAS_NONE) witness_enter(view, c, owner, 0, true, now_ms);
+    witness_admit(view, c, owner, now_ms);
 
-    /* 4. The budget's choice. */
-    if (view->selected_capacity < view->offered_count) {
-        view->selected_capacity = view->offered_count * 2;
+    /* 3. What changed: this tick's tenth of the view for its detail levels,
+     * then every touched entity. */
+    witness_sweep_details(view, c, owner);
+    for (size_t i = 0; i < view->touched_count; i++) {
+        uint32_t alias = view->touched[i];
+        witness_slot *slot = &view->slots[alias];
+        if (!slot->touched) continue; /* left and released since */
+        slot->touched = false;
+        cell_entity *other = slot->entity;
+        if (!other || other->destroyed || slot->entering) continue;
+        bool is_owner = alias == view->self_alias;
+        witness_consider(view, c, alias, other, is_owner ? 0 : witness_distance(c, owner, other), is_owner);
+    }
+    view->touched_count = 0;
+
+    /* 4. The budget's choice, among everything pending. */
+    size_t room = view->offered_count + witness_budget_pending_count(view->budget);
+    if (view->selected_capacity < room) {
+        view->selected_capacity = room * 2;
         view->selected = xrealloc(view->selected, view->selected_capacity * sizeof *view->selected);
     }
     uint32_t chosen = 0;
@@ -446,7 +639,8 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
 
     /* 5. The chosen records, in the budget's order: enters and refreshes,
      * then the shared UPDATEs in one batch (replication's hot path), then
-     * the moves. */
+     * the moves. An entity freed since it was offered writes nothing (its
+     * LEAVE is coming). */
     if (view->ref_capacity < chosen) {
         view->ref_capacity = chosen * 2;
         view->refs = xrealloc(view->refs, view->ref_capacity * sizeof *view->refs);
@@ -456,38 +650,45 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
         uint32_t alias = view->selected[i];
         witness_slot *slot = &view->slots[alias];
         slot->selected = true;
-        if (slot->entity_id == 0) continue; /* a leave, already written */
-        slot->written_bits = (uint32_t)witness_write_first(view, c, alias, slot->entity == owner, &ref_count);
+        slot->written_bits = 0;
+        if (slot->entity_id == 0 || !slot->entity || slot->entity->destroyed) continue; /* a leave, or gone */
+        slot->written_bits = (uint32_t)witness_write_first(view, c, alias, alias == view->self_alias, &ref_count);
     }
     replication_append_updates(c->shared->replication, w, view->refs, ref_count, view->alias_bits);
     for (uint32_t i = 0; i < chosen; i++) {
         uint32_t alias = view->selected[i];
         witness_slot *slot = &view->slots[alias];
+        slot->selected = false;
         if (slot->entity_id == 0) continue;
-        size_t bits = slot->written_bits + witness_write_move(view, c, alias);
+        size_t bits = slot->written_bits;
+        if (slot->entity && !slot->entity->destroyed) bits += witness_write_move(view, c, alias);
         if (slot->batched) {
             /* The batch wrote kind and alias, then the span witness_consider
              * measured. */
             if (slot->update_bits) bits += slot->update_bits + 2 + view->alias_bits;
             slot->batched = false;
         }
-        witness_budget_commit(view->budget, alias, (uint32_t)((bits + 7) / 8));
-        if (bits) records++;
+        if (bits) {
+            witness_budget_commit(view->budget, alias, (uint32_t)((bits + 7) / 8));
+            records++;
+        } else {
+            witness_budget_withdraw(view->budget, alias); /* nothing to write after all */
+        }
     }
     /* What waits: the changes of this tick become owed properties. */
     for (size_t i = 0; i < view->offered_count; i++) {
         witness_slot *slot = &view->slots[view->offered[i]];
-        if (!slot->selected && slot->entity_id != 0) {
+        if (slot->entity_id != 0 && witness_budget_is_pending(view->budget, view->offered[i])) {
             c->shared->witness_totals.records_held++;
-            if (slot->entity->packed && !slot->entering) {
+            if (slot->update_bits && slot->entity && !slot->entering) {
                 entity_state_mask owed;
-                witness_dirty_for(c, slot->entity, slot->entity == owner, (entity_def_detail)slot->detail, &owed);
+                witness_dirty_for(c, slot->entity, view->offered[i] == view->self_alias,
+                                  (entity_def_detail)slot->detail, &owed);
                 witness_mask_or(&slot->pending, &owed);
             }
         }
         slot->offered = false;
-        slot->selected = false;
-        slot->entity = NULL;
+        slot->update_bits = 0;
     }
 
     if (records == 0 && view->call_count == 0) return 0;
@@ -719,17 +920,32 @@ int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__Witnes
     witness_watch(c, entity, view);
     /* The view starts with what the client knew: what is still within the
      * view here stays without a LEAVE or ENTER; what this cell does not
-     * hold leaves now. */
+     * hold leaves now. The detail watchers start from the levels the client
+     * was given, and correct them at the next flush. */
     for (size_t i = 0; i < state->n_aliases; i++) {
         const Tessera__Cluster__WitnessAlias *saved = state->aliases[i];
-        if (saved->entity_id == entity->id) continue;
+        witness_slot *slot = &view->slots[saved->alias];
+        if (saved->entity_id == entity->id) {
+            view->self_alias = saved->alias;
+            slot->entity = entity;
+            witness_observe(view, saved->alias);
+            witness_add_member(view, saved->alias);
+            continue;
+        }
         cell_entity *other = cell_find(c, saved->entity_id);
         if (!other || coord_watcher_seed(c->coord, view->watcher, other->coord_id) != 0) {
             WITNESS_PUSH(view->left, view->left_count, view->left_capacity, saved->entity_id);
             continue;
         }
+        slot->entity = other;
+        witness_observe(view, saved->alias);
+        witness_add_member(view, saved->alias);
         witness_catch_up(view, c, saved, other);
+        other->observers[slot->observer_index].move_owed = slot->move_pending;
+        /* What it still owes goes to the budget at the next update. */
+        if (slot->move_pending || !entity_state_mask_empty(&slot->pending)) witness_touch(view, saved->alias);
     }
+    witness_budget_hold(view->budget, view->congested);
     return 0;
 }
 

@@ -30,12 +30,17 @@
  *   d >= far:           tick_hz ticks (once a second, when it is forced
  *                       anyway)
  *
- * Staleness. The ticks the client's copy has been out of date: the length of
- * the current unbroken run of offers (a tick without an offer means nothing
- * was pending, and ends the run; a send ends it too). An alias offered
- * every tick since its last send at tick s has staleness t - s at tick t,
- * and is forced when its staleness reaches tick_hz: the gap between sends
- * is then at most tick_hz ticks.
+ * Staleness. The ticks the client's copy has been out of date: counted from
+ * the first offer after the alias's last send (an offer starts a run of
+ * pending ticks; only a send ends it). An alias pending since its last send
+ * at tick s has staleness t - s at tick t, and is forced when its staleness
+ * reaches tick_hz: the gap between sends is then at most tick_hz ticks.
+ *
+ * Work per tick. Pending aliases sit in a dense list; select walks it once,
+ * with integer tests only, to find the tick's candidates (mandatory,
+ * forced, or past their interval), and ranks those alone. An alias inside
+ * its interval costs one comparison; an alias with nothing pending costs
+ * nothing.
  *
  * Priority among the non-forced candidates: staleness / interval, highest
  * first ("how many of its own intervals it is overdue"), so at equal
@@ -45,7 +50,8 @@
  * deterministic. The same order ranks the forced records among themselves.
  * Candidates are taken greedily in that order: one that does not fit the
  * remaining credit is skipped and smaller ones after it may still go (it is
- * forced within the second anyway).
+ * forced within the second anyway). When the credit covers every optional
+ * candidate there is nothing to decide: they all go, unranked.
  */
 #include "witness_budget.h"
 
@@ -58,7 +64,7 @@
 /* Why 64: a typical witness has about 100 entities in view (issue 4's
  * workload), so the arrays usually grow once, to 128. */
 #define WITNESS_BUDGET_INITIAL_CANDIDATES 64
-#define WITNESS_BUDGET_NO_CANDIDATE UINT32_MAX
+#define WITNESS_BUDGET_NOT_PENDING UINT32_MAX
 
 typedef enum witness_budget_phase {
     WITNESS_BUDGET_PHASE_IDLE = 0,  /* created, no tick begun yet */
@@ -71,32 +77,49 @@ typedef enum witness_budget_class {
     WITNESS_BUDGET_CLASS_MANDATORY,   /* enter or leave */
     WITNESS_BUDGET_CLASS_FORCED,      /* pending for a second: the starvation bound */
     WITNESS_BUDGET_CLASS_OPTIONAL,    /* won its place on priority */
-    WITNESS_BUDGET_CLASS_WITHDRAWN,   /* forgotten after its offer */
 } witness_budget_class;
 
 /* What the scheduler remembers of one alias. */
 typedef struct witness_budget_alias {
     uint64_t last_sent;     /* tick of the last send; valid if has_sent */
-    uint64_t pending_since; /* first tick of the current run of offers */
+    uint64_t pending_since; /* first tick of the current run of pending ticks */
     uint64_t last_offered;  /* tick of the latest offer; valid if has_offered */
-    uint32_t candidate;     /* index into candidates when last_offered is this tick */
+    uint64_t selected_tick; /* tick it was last selected in (for commit) */
+    uint64_t listed_tick;   /* tick + 1 when it was last made a candidate */
+    uint32_t pending_index; /* index in the pending list, or WITNESS_BUDGET_NOT_PENDING */
+    uint32_t candidate;     /* index into candidates when selected_tick is this tick */
+    uint32_t bytes;         /* the latest offer's size */
+    uint32_t interval;      /* minimum ticks between non-forced sends, from the latest distance */
+    float distance;         /* the latest offer's distance */
     bool has_sent;
     bool has_offered;
+    bool mandatory;         /* pending as an enter or leave */
+    bool resume_run;        /* restored while pending: the next offer keeps pending_since */
 } witness_budget_alias;
 
-/* One offer of this tick. */
+/* A pending alias as the per-tick pass reads it: a copy of what decides
+ * whether it is a candidate, kept next to its neighbours so the pass never
+ * looks an alias up. */
+typedef struct witness_budget_waiting {
+    uint32_t alias;
+    bool mandatory;
+    uint64_t forced_at;   /* pending_since + tick_hz - 1: staleness reaches tick_hz */
+    uint64_t eligible_at; /* last_sent + interval, or 0 if never sent */
+} witness_budget_waiting;
+
+/* One candidate of this tick. */
 typedef struct witness_budget_candidate {
     uint32_t alias;
     uint32_t bytes;     /* offered; after select, what is charged */
     float distance;
-    uint32_t interval;  /* minimum ticks between non-forced sends */
+    uint32_t interval;
     uint64_t staleness; /* >= 1 */
-    bool mandatory;
     witness_budget_class class;
     /* The alias's history before select marked it sent, for commit(0). */
     uint64_t previous_last_sent;
     uint64_t previous_pending_since;
     bool previous_has_sent;
+    bool mandatory;
 } witness_budget_candidate;
 
 struct witness_budget {
@@ -105,11 +128,20 @@ struct witness_budget {
     uint64_t tick;
     int64_t credit;             /* negative: debt */
     uint64_t allowance_remainder; /* bytes_per_second * ticks mod tick_hz */
+    bool held;                  /* only mandatory records go */
+    double interval_scale;      /* (tick_hz - 1) / (far_distance - near_distance) */
     /* Per-alias memory, grown on demand up to max_aliases: aliases are
      * handed out lowest first, so it follows the largest view the client
      * has had rather than the table's size. */
     witness_budget_alias *aliases;
     uint32_t alias_capacity;
+    /* Aliases pending, in no particular order (swap-removed). */
+    witness_budget_waiting *pending;
+    uint32_t pending_count, pending_capacity;
+    /* Mandatory offers since the last select, in offer order (they are also
+     * in `pending`, flagged mandatory; select takes them all). */
+    uint32_t *mandatory;
+    uint32_t mandatory_count, mandatory_capacity;
     witness_budget_candidate *candidates;
     uint32_t candidate_count, candidate_capacity;
     uint32_t *order;            /* candidate indices being ranked */
@@ -125,16 +157,16 @@ witness_budget *witness_budget_create(const witness_budget_config *config) {
     witness_budget *budget = xcalloc(1, sizeof *budget);
     budget->config = *config;
     if (budget->config.carry_max_bytes == 0) budget->config.carry_max_bytes = config->bytes_per_second / 4;
-    budget->candidate_capacity = WITNESS_BUDGET_INITIAL_CANDIDATES;
-    budget->candidates = xmalloc(budget->candidate_capacity * sizeof *budget->candidates);
-    budget->order = xmalloc(budget->candidate_capacity * sizeof *budget->order);
-    budget->scratch = xmalloc(budget->candidate_capacity * sizeof *budget->scratch);
+    budget->interval_scale =
+        (double)(config->tick_hz - 1) / ((double)config->far_distance - (double)config->near_distance);
     return budget;
 }
 
 void witness_budget_free(witness_budget *budget) {
     if (!budget) return;
     free(budget->aliases);
+    free(budget->pending);
+    free(budget->mandatory);
     free(budget->candidates);
     free(budget->order);
     free(budget->scratch);
@@ -145,9 +177,8 @@ uint32_t witness_budget_interval(const witness_budget *budget, float distance) {
     const witness_budget_config *config = &budget->config;
     if (!(distance > config->near_distance)) return 1; /* also NaN, though offer rejects it */
     if (distance >= config->far_distance) return config->tick_hz;
-    double fraction = ((double)distance - config->near_distance) /
-                      ((double)config->far_distance - config->near_distance);
-    uint32_t interval = 1 + (uint32_t)floor((config->tick_hz - 1) * fraction);
+    /* Truncation is floor here: the product is positive. */
+    uint32_t interval = 1 + (uint32_t)(((double)distance - config->near_distance) * budget->interval_scale);
     return interval > config->tick_hz ? config->tick_hz : interval;
 }
 
@@ -182,16 +213,13 @@ int witness_budget_begin_tick(witness_budget *budget, uint64_t tick) {
     return 0;
 }
 
-/* Grows the per-tick arrays to hold one more candidate. Only during
- * warm-up: they never shrink. */
-static void witness_budget_reserve(witness_budget *budget) {
-    if (budget->candidate_count < budget->candidate_capacity) return;
-    if (budget->candidate_capacity > UINT32_MAX / 2) log_panic("witness_budget: too many offers in one tick");
-    uint32_t capacity = budget->candidate_capacity * 2;
-    budget->candidates = xrealloc(budget->candidates, capacity * sizeof *budget->candidates);
-    budget->order = xrealloc(budget->order, capacity * sizeof *budget->order);
-    budget->scratch = xrealloc(budget->scratch, capacity * sizeof *budget->scratch);
-    budget->candidate_capacity = capacity;
+/* Grows a uint32 array to hold one more. Only during warm-up: the arrays
+ * never shrink. */
+static void witness_budget_grow(uint32_t **array, uint32_t count, uint32_t *capacity) {
+    if (count < *capacity) return;
+    if (*capacity > UINT32_MAX / 2) log_panic("witness_budget: too many pending aliases");
+    *capacity = *capacity ? *capacity * 2 : WITNESS_BUDGET_INITIAL_CANDIDATES;
+    *array = xrealloc(*array, (size_t)*capacity * sizeof **array);
 }
 
 /* Makes room for the memory of `alias` (below max_aliases). */
@@ -201,9 +229,42 @@ static void witness_budget_reserve_alias(witness_budget *budget, uint32_t alias)
     while (capacity <= alias) capacity = capacity > UINT32_MAX / 2 ? UINT32_MAX : capacity * 2;
     if (capacity > budget->config.max_aliases) capacity = budget->config.max_aliases;
     budget->aliases = xrealloc(budget->aliases, (size_t)capacity * sizeof *budget->aliases);
-    memset(budget->aliases + budget->alias_capacity, 0,
-           (size_t)(capacity - budget->alias_capacity) * sizeof *budget->aliases);
+    for (uint32_t i = budget->alias_capacity; i < capacity; i++) {
+        memset(&budget->aliases[i], 0, sizeof budget->aliases[i]);
+        budget->aliases[i].pending_index = WITNESS_BUDGET_NOT_PENDING;
+    }
     budget->alias_capacity = capacity;
+}
+
+static void witness_budget_unpend(witness_budget *budget, witness_budget_alias *entry) {
+    uint32_t index = entry->pending_index;
+    if (index == WITNESS_BUDGET_NOT_PENDING) return;
+    witness_budget_waiting last = budget->pending[--budget->pending_count];
+    budget->pending[index] = last;
+    budget->aliases[last.alias].pending_index = index;
+    entry->pending_index = WITNESS_BUDGET_NOT_PENDING;
+    entry->mandatory = false;
+}
+
+/* Copies what decides candidacy from a pending alias's entry to its place
+ * in the pending list. */
+static void witness_budget_refresh(witness_budget *budget, const witness_budget_alias *entry) {
+    witness_budget_waiting *waiting = &budget->pending[entry->pending_index];
+    waiting->mandatory = entry->mandatory;
+    waiting->forced_at = entry->pending_since + budget->config.tick_hz - 1;
+    waiting->eligible_at = entry->has_sent ? entry->last_sent + entry->interval : 0;
+}
+
+static void witness_budget_pend(witness_budget *budget, uint32_t alias) {
+    witness_budget_alias *entry = &budget->aliases[alias];
+    if (entry->pending_index != WITNESS_BUDGET_NOT_PENDING) return;
+    if (budget->pending_count == budget->pending_capacity) {
+        budget->pending_capacity = budget->pending_capacity ? budget->pending_capacity * 2 : WITNESS_BUDGET_INITIAL_CANDIDATES;
+        budget->pending = xrealloc(budget->pending, budget->pending_capacity * sizeof *budget->pending);
+    }
+    entry->pending_index = budget->pending_count;
+    budget->pending[budget->pending_count++].alias = alias;
+    witness_budget_refresh(budget, entry);
 }
 
 int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes,
@@ -214,23 +275,22 @@ int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance,
     if (distance < 0) distance = 0;
     witness_budget_alias *entry = &budget->aliases[alias];
     if (entry->has_offered && entry->last_offered == budget->tick) return WITNESS_BUDGET_ERROR_DUPLICATE;
-    /* The run of offers continues only if the alias was offered (or sent,
-     * which sets pending_since to the tick after) in the tick just before. */
-    if (!entry->has_offered || entry->last_offered + 1 != budget->tick) entry->pending_since = budget->tick;
+    if (entry->pending_index == WITNESS_BUDGET_NOT_PENDING) {
+        if (!entry->resume_run) entry->pending_since = budget->tick;
+        entry->resume_run = false;
+        witness_budget_pend(budget, alias);
+    }
     entry->has_offered = true;
     entry->last_offered = budget->tick;
-
-    witness_budget_reserve(budget);
-    uint32_t index = budget->candidate_count++;
-    entry->candidate = index;
-    witness_budget_candidate *candidate = &budget->candidates[index];
-    candidate->alias = alias;
-    candidate->bytes = bytes;
-    candidate->distance = distance;
-    candidate->interval = witness_budget_interval(budget, distance);
-    candidate->staleness = budget->tick - entry->pending_since + 1;
-    candidate->mandatory = mandatory;
-    candidate->class = WITNESS_BUDGET_CLASS_SKIPPED;
+    entry->bytes = bytes;
+    entry->distance = distance;
+    entry->interval = witness_budget_interval(budget, distance);
+    if (mandatory && !entry->mandatory) {
+        entry->mandatory = true;
+        witness_budget_grow(&budget->mandatory, budget->mandatory_count, &budget->mandatory_capacity);
+        budget->mandatory[budget->mandatory_count++] = alias;
+    }
+    witness_budget_refresh(budget, entry);
     return 0;
 }
 
@@ -244,7 +304,8 @@ static bool witness_budget_before(const witness_budget_candidate *a, const witne
 }
 
 /* Sorts order[begin, end) by priority: a bottom-up merge sort into the
- * preallocated scratch array (qsort may allocate, and this runs per tick). */
+ * preallocated scratch array (qsort may allocate, and this runs per tick).
+ * Only the tick's candidates are ranked, usually a few. */
 static void witness_budget_sort(witness_budget *budget, uint32_t begin, uint32_t end) {
     uint32_t *from = budget->order + begin, *to = budget->scratch + begin;
     uint32_t n = end - begin;
@@ -266,28 +327,69 @@ static void witness_budget_sort(witness_budget *budget, uint32_t begin, uint32_t
     if (from != budget->order + begin) memcpy(budget->order + begin, from, n * sizeof *from);
 }
 
+/* Adds `alias` as a candidate of this tick. */
+static uint32_t witness_budget_add_candidate(witness_budget *budget, uint32_t alias) {
+    if (budget->candidate_count == budget->candidate_capacity) {
+        uint32_t capacity = budget->candidate_capacity ? budget->candidate_capacity * 2 : WITNESS_BUDGET_INITIAL_CANDIDATES;
+        budget->candidates = xrealloc(budget->candidates, capacity * sizeof *budget->candidates);
+        budget->order = xrealloc(budget->order, capacity * sizeof *budget->order);
+        budget->scratch = xrealloc(budget->scratch, capacity * sizeof *budget->scratch);
+        budget->candidate_capacity = capacity;
+    }
+    witness_budget_alias *entry = &budget->aliases[alias];
+    entry->listed_tick = budget->tick + 1;
+    uint32_t index = budget->candidate_count++;
+    witness_budget_candidate *candidate = &budget->candidates[index];
+    candidate->alias = alias;
+    candidate->bytes = entry->bytes;
+    candidate->distance = entry->distance;
+    candidate->interval = entry->interval;
+    candidate->staleness = budget->tick - entry->pending_since + 1;
+    candidate->mandatory = entry->mandatory;
+    candidate->class = WITNESS_BUDGET_CLASS_SKIPPED;
+    return index;
+}
+
 int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capacity, uint32_t *count) {
     if (budget->phase != WITNESS_BUDGET_PHASE_OFFERING) return WITNESS_BUDGET_ERROR_SEQUENCE;
     const uint64_t tick = budget->tick;
-    const uint64_t hz = budget->config.tick_hz;
-    witness_budget_candidate *c = budget->candidates;
+        witness_budget_candidate *c;
 
-    /* Rank: mandatory in offer order, then forced, then eligible others. */
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < budget->candidate_count; i++)
-        if (c[i].class != WITNESS_BUDGET_CLASS_WITHDRAWN && c[i].mandatory) budget->order[n++] = i;
-    uint32_t forced_begin = n;
-    for (uint32_t i = 0; i < budget->candidate_count; i++)
-        if (c[i].class != WITNESS_BUDGET_CLASS_WITHDRAWN && !c[i].mandatory && c[i].staleness >= hz)
-            budget->order[n++] = i;
-    uint32_t optional_begin = n;
-    for (uint32_t i = 0; i < budget->candidate_count; i++) {
-        if (c[i].class == WITNESS_BUDGET_CLASS_WITHDRAWN || c[i].mandatory || c[i].staleness >= hz) continue;
-        const witness_budget_alias *entry = &budget->aliases[c[i].alias];
-        if (!entry->has_sent || tick - entry->last_sent >= c[i].interval) budget->order[n++] = i;
+    /* The candidates: mandatory in offer order, then forced, then those
+     * past their interval. One pass over what is pending. */
+    budget->candidate_count = 0;
+    for (uint32_t i = 0; i < budget->mandatory_count; i++) {
+        const witness_budget_alias *entry = &budget->aliases[budget->mandatory[i]];
+        if (entry->mandatory && entry->pending_index != WITNESS_BUDGET_NOT_PENDING &&
+            entry->listed_tick != tick + 1)
+            witness_budget_add_candidate(budget, budget->mandatory[i]);
     }
+    uint32_t forced_begin = budget->candidate_count;
+    if (!budget->held) {
+        for (uint32_t i = 0; i < budget->pending_count; i++) {
+            const witness_budget_waiting *waiting = &budget->pending[i];
+            if (!waiting->mandatory && tick >= waiting->forced_at) witness_budget_add_candidate(budget, waiting->alias);
+        }
+    }
+    uint32_t optional_begin = budget->candidate_count;
+    if (!budget->held) {
+        for (uint32_t i = 0; i < budget->pending_count; i++) {
+            const witness_budget_waiting *waiting = &budget->pending[i];
+            if (waiting->mandatory || tick >= waiting->forced_at) continue;
+            if (tick >= waiting->eligible_at) witness_budget_add_candidate(budget, waiting->alias);
+        }
+    }
+    uint32_t n = budget->candidate_count;
+    c = budget->candidates;
+    for (uint32_t i = 0; i < n; i++) budget->order[i] = i;
     witness_budget_sort(budget, forced_begin, optional_begin);
-    witness_budget_sort(budget, optional_begin, n);
+    /* The optional candidates are ranked only when the credit left after
+     * the mandatory and forced ones does not cover them all: when it does,
+     * they all go, and their order does not matter. */
+    int64_t need = 0, left = budget->credit;
+    for (uint32_t i = 0; i < optional_begin; i++) left -= c[i].bytes;
+    for (uint32_t i = optional_begin; i < n && need <= left; i++) need += c[i].bytes;
+    if (need > left) witness_budget_sort(budget, optional_begin, n);
 
     /* Spend, on a copy of the credit until the output is known to fit. */
     int64_t credit = budget->credit;
@@ -308,27 +410,29 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
         selected++;
     }
     if (selected > capacity) {
-        for (uint32_t k = 0; k < n; k++) c[budget->order[k]].class = WITNESS_BUDGET_CLASS_SKIPPED;
+        for (uint32_t k = 0; k < n; k++) {
+            c[k].class = WITNESS_BUDGET_CLASS_SKIPPED;
+            budget->aliases[c[k].alias].listed_tick = 0;
+        }
         *count = 0;
         return WITNESS_BUDGET_ERROR_SPACE;
     }
 
-    /* Commit: charge, record the sends, count. */
+    /* Commit: charge, record the sends, count. Every mandatory offer went. */
     budget->credit = credit;
-    for (uint32_t i = 0; i < budget->candidate_count; i++) {
+    budget->mandatory_count = 0;
+    for (uint32_t i = 0; i < n; i++) {
         witness_budget_candidate *candidate = &c[i];
-        if (candidate->class == WITNESS_BUDGET_CLASS_WITHDRAWN) continue;
-        if (candidate->class == WITNESS_BUDGET_CLASS_SKIPPED) {
-            budget->stats.skipped_count++;
-            continue;
-        }
+        if (candidate->class == WITNESS_BUDGET_CLASS_SKIPPED) continue;
         witness_budget_alias *entry = &budget->aliases[candidate->alias];
         candidate->previous_last_sent = entry->last_sent;
         candidate->previous_has_sent = entry->has_sent;
         candidate->previous_pending_since = entry->pending_since;
         entry->last_sent = tick;
         entry->has_sent = true;
-        entry->pending_since = tick + 1; /* an offer next tick starts a fresh run */
+        entry->selected_tick = tick;
+        entry->candidate = i;
+        witness_budget_unpend(budget, entry);
         budget->stats.bytes_spent += candidate->bytes;
         budget->stats.sent_count++;
         if (candidate->class == WITNESS_BUDGET_CLASS_MANDATORY) {
@@ -339,6 +443,7 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
             budget->stats.forced_count++;
         }
     }
+    budget->stats.skipped_count += budget->pending_count;
     *count = selected;
     budget->phase = WITNESS_BUDGET_PHASE_SELECTED;
     return 0;
@@ -348,13 +453,14 @@ int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes
     if (alias >= budget->config.max_aliases) return WITNESS_BUDGET_ERROR_ARGUMENT;
     if (alias >= budget->alias_capacity) return WITNESS_BUDGET_ERROR_NOT_SELECTED; /* never offered */
     witness_budget_alias *entry = &budget->aliases[alias];
-    if (budget->phase != WITNESS_BUDGET_PHASE_SELECTED || !entry->has_offered ||
-        entry->last_offered != budget->tick)
+    if (budget->phase != WITNESS_BUDGET_PHASE_SELECTED || !entry->has_sent || entry->selected_tick != budget->tick ||
+        entry->candidate >= budget->candidate_count)
         return WITNESS_BUDGET_ERROR_NOT_SELECTED;
     witness_budget_candidate *candidate = &budget->candidates[entry->candidate];
     witness_budget_class class = candidate->class;
-    if (class != WITNESS_BUDGET_CLASS_MANDATORY && class != WITNESS_BUDGET_CLASS_FORCED &&
-        class != WITNESS_BUDGET_CLASS_OPTIONAL)
+    if (candidate->alias != alias ||
+        (class != WITNESS_BUDGET_CLASS_MANDATORY && class != WITNESS_BUDGET_CLASS_FORCED &&
+         class != WITNESS_BUDGET_CLASS_OPTIONAL))
         return WITNESS_BUDGET_ERROR_NOT_SELECTED;
 
     /* Unsigned wrap-around makes the delta a subtraction when negative. */
@@ -366,11 +472,18 @@ int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes
     candidate->bytes = bytes_sent;
     if (bytes_sent > 0) return 0;
 
-    /* Not sent after all: undo the send, so the alias stays as stale as it
-     * was and is forced on time. */
+    /* Not sent after all: undo the send, so the alias stays pending, as
+     * stale as it was, and is forced on time. */
     entry->last_sent = candidate->previous_last_sent;
     entry->has_sent = candidate->previous_has_sent;
     entry->pending_since = candidate->previous_pending_since;
+    witness_budget_pend(budget, alias);
+    entry->mandatory = candidate->mandatory;
+    witness_budget_refresh(budget, entry);
+    if (entry->mandatory) {
+        witness_budget_grow(&budget->mandatory, budget->mandatory_count, &budget->mandatory_capacity);
+        budget->mandatory[budget->mandatory_count++] = alias;
+    }
     candidate->class = WITNESS_BUDGET_CLASS_SKIPPED;
     budget->stats.sent_count--;
     budget->stats.skipped_count++;
@@ -382,10 +495,36 @@ int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes
 void witness_budget_forget(witness_budget *budget, uint32_t alias) {
     if (alias >= budget->alias_capacity) return; /* never offered: nothing to forget */
     witness_budget_alias *entry = &budget->aliases[alias];
-    if (budget->phase == WITNESS_BUDGET_PHASE_OFFERING && entry->has_offered &&
-        entry->last_offered == budget->tick)
-        budget->candidates[entry->candidate].class = WITNESS_BUDGET_CLASS_WITHDRAWN;
+    witness_budget_unpend(budget, entry);
     memset(entry, 0, sizeof *entry);
+    entry->pending_index = WITNESS_BUDGET_NOT_PENDING;
+}
+
+void witness_budget_withdraw(witness_budget *budget, uint32_t alias) {
+    if (alias >= budget->alias_capacity) return;
+    witness_budget_alias *entry = &budget->aliases[alias];
+    if (budget->phase == WITNESS_BUDGET_PHASE_SELECTED && entry->has_sent && entry->selected_tick == budget->tick &&
+        entry->candidate < budget->candidate_count && budget->candidates[entry->candidate].alias == alias &&
+        budget->candidates[entry->candidate].class != WITNESS_BUDGET_CLASS_SKIPPED)
+        witness_budget_commit(budget, alias, 0);
+    witness_budget_unpend(budget, entry);
+}
+
+bool witness_budget_is_pending(const witness_budget *budget, uint32_t alias) {
+    return alias < budget->alias_capacity && budget->aliases[alias].pending_index != WITNESS_BUDGET_NOT_PENDING;
+}
+
+uint32_t witness_budget_pending_count(const witness_budget *budget) { return budget->pending_count; }
+
+void witness_budget_hold(witness_budget *budget, bool held) {
+    if (budget->held && !held) {
+        for (uint32_t i = 0; i < budget->pending_count; i++) {
+            witness_budget_alias *entry = &budget->aliases[budget->pending[i].alias];
+            entry->pending_since = budget->tick;
+            witness_budget_refresh(budget, entry);
+        }
+    }
+    budget->held = held;
 }
 
 void witness_budget_get_stats(const witness_budget *budget, witness_budget_stats *out) {
@@ -406,7 +545,8 @@ void witness_budget_alias_save(const witness_budget *budget, uint32_t alias, wit
     const witness_budget_alias *a = &budget->aliases[alias];
     out->has_sent = a->has_sent;
     out->last_sent = a->last_sent;
-    out->has_offered = a->has_offered;
+    /* has_offered stands for "pending" in the saved form. */
+    out->has_offered = a->pending_index != WITNESS_BUDGET_NOT_PENDING;
     out->pending_since = a->pending_since;
     out->last_offered = a->last_offered;
 }
@@ -424,11 +564,15 @@ int witness_budget_alias_restore(witness_budget *budget, uint32_t alias, const w
     if (alias >= budget->config.max_aliases) return WITNESS_BUDGET_ERROR_ARGUMENT;
     witness_budget_reserve_alias(budget, alias);
     witness_budget_alias *a = &budget->aliases[alias];
+    witness_budget_unpend(budget, a);
     memset(a, 0, sizeof *a);
+    a->pending_index = WITNESS_BUDGET_NOT_PENDING;
     a->has_sent = state->has_sent;
     a->last_sent = state->last_sent;
-    a->has_offered = state->has_offered;
     a->pending_since = state->pending_since;
     a->last_offered = state->last_offered;
+    /* A pending alias is not pending here until the witness offers it
+     * again (with its distance here); its run of pending ticks goes on. */
+    a->resume_run = state->has_offered;
     return 0;
 }

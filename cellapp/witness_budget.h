@@ -2,9 +2,12 @@
  * of its witness's pending entity records go out, and in which order.
  *
  * It decides; it does not encode, send, or know entity ids. The witness
- * offers, per tick, every alias that has something to send (an enter or
- * leave record, a property delta, a movement update), with the entity's
- * distance to the viewer and the bytes the record would take now; the
+ * offers an alias when it has something to send (an enter or leave record,
+ * a property delta, a movement update), with the entity's distance to the
+ * viewer and the bytes the record would take now. An offered alias stays
+ * pending until it is selected (or forgotten): the witness offers again
+ * only when something new happens to it, so a tick's work follows what
+ * changed and what is due, not the size of the view. Each tick the
  * scheduler answers with the aliases to send, in send order, and charges
  * their bytes to the budget. It keeps its own per-alias memory (when each
  * alias was last sent, since when it has been pending) in a dense array
@@ -14,22 +17,26 @@
  * Rules (issue 4, "Bandwidth budget"):
  *   - Mandatory records (enter, leave) always go, first, in offer order,
  *     whatever the budget. Bytes beyond the credit become debt.
- *   - Nothing starves: an alias offered in every tick for tick_hz ticks
- *     without being sent is forced, and goes like a mandatory record (it
- *     can make debt too). So the gap between two sends of an alias that is
- *     continuously pending is at most tick_hz ticks: one second.
+ *   - Nothing starves: an alias pending for tick_hz ticks without being
+ *     sent is forced, and goes like a mandatory record (it can make debt
+ *     too). So the gap between two sends of an alias that is continuously
+ *     pending is at most tick_hz ticks: one second.
  *   - Everything else competes for the credit in priority order, nearer
  *     and staler first, and an alias is only a candidate once its minimum
  *     interval for its distance has passed since its last send (see
  *     witness_budget.c for the curve, the priority and the carry-over).
- *   - Latest state wins: a record not selected is not queued. The witness
- *     offers the alias again next tick, with its current size.
+ *     Only the candidates of the tick are ranked, never the whole view.
+ *   - Latest state wins: a record not selected is not queued. The alias
+ *     stays pending, and the witness writes it from its state then current
+ *     when it is selected.
+ *   - While held (witness_budget_hold: the client is not reading), only
+ *     mandatory records go; on release every pending alias's second starts
+ *     again, so what waited is spread by priority rather than all forced.
  *
- * Per tick:  witness_budget_begin_tick, witness_budget_offer for each
- * candidate, witness_budget_select, then optionally witness_budget_commit
- * for records whose real size differs from the offer (or were not sent).
- * After warm-up (the largest number of offers seen in one tick) no call
- * allocates.
+ * Per tick:  witness_budget_begin_tick, witness_budget_offer for what is new,
+ * witness_budget_select, then optionally witness_budget_commit for records
+ * whose real size differs from the offer (or were not sent). After warm-up
+ * (the largest number of pending aliases seen) no call allocates.
  */
 #ifndef TESSERA_WITNESS_BUDGET_H
 #define TESSERA_WITNESS_BUDGET_H
@@ -71,7 +78,7 @@ typedef struct witness_budget_stats {
     uint64_t sent_count;      /* records selected, lifetime */
     uint64_t mandatory_count;
     uint64_t forced_count;
-    uint64_t skipped_count;   /* offers not selected, lifetime */
+    uint64_t skipped_count;   /* pending aliases not selected, per tick, lifetime */
     uint64_t debt;            /* bytes owed now, paid back from later ticks */
     uint64_t credit;          /* unspent bytes available now */
 } witness_budget_stats;
@@ -88,19 +95,21 @@ void witness_budget_free(witness_budget *budget);
  * Returns 0, or WITNESS_BUDGET_ERROR_SEQUENCE if `tick` does not advance. */
 int witness_budget_begin_tick(witness_budget *budget, uint64_t tick);
 
-/* Offers `alias` for this tick: it has a record of `bytes` bytes to send,
- * and is `distance` away from the viewer (negative counts as 0). Mandatory
- * records are enter and leave. Offer every alias that has something
- * pending, every tick: an alias not offered in a tick is taken to have had
- * nothing pending, and its staleness starts again when next offered.
- * Returns 0, or WITNESS_BUDGET_ERROR_ARGUMENT, _DUPLICATE, or _SEQUENCE
- * (not between begin_tick and select). */
+/* Offers `alias`: it has a record of `bytes` bytes to send, and is
+ * `distance` away from the viewer (negative counts as 0). Mandatory records
+ * are enter and leave. The alias stays pending until selected; offering a
+ * pending alias again (at most once a tick) updates its distance and size,
+ * and a mandatory offer makes it mandatory. Its staleness counts from the
+ * first offer after its last send.
+ * Returns 0, or WITNESS_BUDGET_ERROR_ARGUMENT, _DUPLICATE (offered twice in
+ * one tick), or _SEQUENCE (not between begin_tick and select). */
 int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes,
                          bool mandatory);
 
 /* Chooses this tick's records: writes their aliases to `out` in send order
- * (mandatory in offer order, then forced, then the rest, each group by
- * priority), sets *count, charges their offered bytes, and records them as
+ * (mandatory in offer order, then forced by priority, then the rest: by
+ * priority when the credit does not cover them all, otherwise all of them,
+ * unranked), sets *count, charges their offered bytes, and records them as
  * sent. `out` needs room for every record selected; the number of offers
  * this tick always suffices. Returns 0; WITNESS_BUDGET_ERROR_SPACE if
  * `capacity` is too small (nothing is selected or charged; call again with
@@ -115,9 +124,25 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
 int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes_sent);
 
 /* Forgets everything about `alias` (the entity left view; the alias may
- * later name another entity). An offer of it this tick, if select has not
- * run yet, is withdrawn. Idempotent; out-of-range aliases are ignored. */
+ * later name another entity): it is no longer pending, and an offer of it
+ * this tick, if select has not run yet, is withdrawn. Idempotent;
+ * out-of-range aliases are ignored. */
 void witness_budget_forget(witness_budget *budget, uint32_t alias);
+
+/* The witness has nothing to send for `alias` after all: it is no longer
+ * pending, and if it was selected this tick the send is undone and its
+ * charge refunded (its history stays). Idempotent. */
+void witness_budget_withdraw(witness_budget *budget, uint32_t alias);
+
+/* Whether `alias` waits to be sent (offered and not yet selected). */
+bool witness_budget_is_pending(const witness_budget *budget, uint32_t alias);
+/* Aliases waiting now. */
+uint32_t witness_budget_pending_count(const witness_budget *budget);
+
+/* Holds (true) or releases the budget: while held only mandatory records
+ * are selected. Releasing restarts every pending alias's second at the
+ * current tick. */
+void witness_budget_hold(witness_budget *budget, bool held);
 
 void witness_budget_get_stats(const witness_budget *budget, witness_budget_stats *out);
 
@@ -128,7 +153,7 @@ void witness_budget_get_stats(const witness_budget *budget, witness_budget_stats
 typedef struct witness_budget_alias_state {
     bool has_sent;
     uint64_t last_sent;
-    bool has_offered;
+    bool has_offered; /* pending: offered and not sent since */
     uint64_t pending_since;
     uint64_t last_offered;
 } witness_budget_alias_state;

@@ -319,12 +319,83 @@ static void test_priority_order_within_tick(void **state) {
     assert_int_equal(witness_budget_offer(budget, 6, 5.0f, 10, false), 0);
     assert_int_equal(witness_budget_offer(budget, 1, 5.0f, 10, false), 0);
     assert_int_equal(witness_budget_select(budget, out, 32, &count), 0);
+    /* The credit covers everything: the optional ones go unranked. */
     const uint32_t expected[] = {10, 5, 6, 0, 1, 4, 2, 3, 8};
     assert_int_equal(count, 9);
-    for (uint32_t i = 0; i < count; i++) assert_int_equal(out[i], expected[i]);
+    for (uint32_t i = 0; i < 4; i++) assert_int_equal(out[i], expected[i]);
+    for (uint32_t i = 4; i < 9; i++) assert_true(contains(out + 4, 5, expected[i]));
     witness_budget_stats stats;
     witness_budget_get_stats(budget, &stats);
     assert_int_equal(stats.forced_count, 2);
+    witness_budget_free(budget);
+}
+
+/* When the credit does not cover every optional candidate they are ranked:
+ * staleness/interval, then nearer, then lower alias; the greedy cut skips
+ * the last. */
+static void test_ranked_when_short(void **state) {
+    (void)state;
+    witness_budget_config config = config_with(160, 4); /* 40 B a tick, carry cap 40 */
+    witness_budget *budget = witness_budget_create(&config);
+    uint32_t out[8], count;
+    assert_int_equal(witness_budget_begin_tick(budget, 0), 0);
+    assert_int_equal(witness_budget_offer(budget, 7, 85.0f, 10, false), 0); /* interval 3 */
+    assert_int_equal(witness_budget_offer(budget, 3, 5.0f, 10, false), 0);
+    assert_int_equal(witness_budget_offer(budget, 9, 55.0f, 10, false), 0); /* interval 2 */
+    assert_int_equal(witness_budget_offer(budget, 1, 8.0f, 10, false), 0);
+    assert_int_equal(witness_budget_offer(budget, 4, 5.0f, 10, false), 0);
+    assert_int_equal(witness_budget_select(budget, out, 8, &count), 0);
+    const uint32_t expected[] = {3, 4, 1, 9};
+    assert_int_equal(count, 4);
+    for (uint32_t i = 0; i < count; i++) assert_int_equal(out[i], expected[i]);
+    /* 7 is still pending, without being offered again: it goes when its
+     * interval allows and the credit does. */
+    assert_true(witness_budget_is_pending(budget, 7));
+    assert_int_equal(witness_budget_pending_count(budget), 1);
+    assert_int_equal(witness_budget_begin_tick(budget, 1), 0);
+    assert_int_equal(witness_budget_select(budget, out, 8, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(out[0], 7);
+    assert_false(witness_budget_is_pending(budget, 7));
+    witness_budget_free(budget);
+}
+
+/* An alias offered once stays pending until it goes: with no credit at all
+ * it is forced a second after its offer, without being offered again. While
+ * the budget is held only mandatory records go; releasing it restarts the
+ * second. */
+static void test_pending_persists_and_hold(void **state) {
+    (void)state;
+    witness_budget_config config = config_with(0, HZ);
+    witness_budget *budget = witness_budget_create(&config);
+    uint32_t out[4], count;
+    assert_int_equal(witness_budget_begin_tick(budget, 1), 0);
+    assert_int_equal(witness_budget_offer(budget, 2, 5.0f, 10, false), 0);
+    assert_int_equal(witness_budget_select(budget, out, 4, &count), 0);
+    assert_int_equal(count, 0);
+    for (uint64_t tick = 2; tick <= HZ; tick++) {
+        assert_int_equal(witness_budget_begin_tick(budget, tick), 0);
+        assert_int_equal(witness_budget_select(budget, out, 4, &count), 0);
+        assert_int_equal(count, tick == HZ ? 1 : 0); /* staleness HZ at tick HZ */
+    }
+    witness_budget_hold(budget, true);
+    assert_int_equal(witness_budget_begin_tick(budget, 20), 0);
+    assert_int_equal(witness_budget_offer(budget, 2, 5.0f, 10, false), 0);
+    assert_int_equal(witness_budget_offer(budget, 3, 5.0f, 10, true), 0);
+    assert_int_equal(witness_budget_select(budget, out, 4, &count), 0);
+    assert_int_equal(count, 1);
+    assert_int_equal(out[0], 3);
+    for (uint64_t tick = 21; tick <= 40; tick++) {
+        assert_int_equal(witness_budget_begin_tick(budget, tick), 0);
+        assert_int_equal(witness_budget_select(budget, out, 4, &count), 0);
+        assert_int_equal(count, 0); /* held: not even forced */
+    }
+    witness_budget_hold(budget, false); /* pending since 40 now */
+    for (uint64_t tick = 41; tick <= 49; tick++) {
+        assert_int_equal(witness_budget_begin_tick(budget, tick), 0);
+        assert_int_equal(witness_budget_select(budget, out, 4, &count), 0);
+        assert_int_equal(count, tick == 49 ? 1 : 0);
+    }
     witness_budget_free(budget);
 }
 
@@ -516,6 +587,8 @@ int main(void) {
         cmocka_unit_test(test_starvation_bound_randomized),
         cmocka_unit_test(test_nearer_sent_more),
         cmocka_unit_test(test_priority_order_within_tick),
+        cmocka_unit_test(test_ranked_when_short),
+        cmocka_unit_test(test_pending_persists_and_hold),
         cmocka_unit_test(test_forget_resets_alias),
         cmocka_unit_test(test_generous_budget_sends_all),
         cmocka_unit_test(test_deterministic),
