@@ -27,6 +27,7 @@ the same scenario). Python 3 standard library only.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import re
@@ -263,6 +264,10 @@ def main():
     if args.scenario not in SCENARIOS:
         print("loadtest: no scenario '%s' (--list)" % args.scenario, file=sys.stderr)
         return 2
+    # One load test at a time on a box: two would share its cores and both
+    # figures would be wrong. A second run waits for the first.
+    lock = open(os.path.join(tempfile.gettempdir(), "tessera-loadtest.lock"), "w")
+    fcntl.flock(lock, fcntl.LOCK_EX)
     result = run(args.scenario, SCENARIOS[args.scenario], os.path.abspath(args.build),
                  os.path.abspath(args.profile) if args.profile else None)
     earlier = None
