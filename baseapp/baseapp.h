@@ -22,6 +22,7 @@
 
 #include "bit_stream.h"
 #include "cell_address.h"
+#include "arena.h"
 #include "channel.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
@@ -416,6 +417,9 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
 
 struct baseapp {
     uv_loop_t *loop;
+    /* Client messages are decoded here and released after their handler:
+     * no allocation per move. */
+    arena client_arena;
     baseapp_settings settings;
     redis_client *redis;
     registry *registry;

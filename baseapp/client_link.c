@@ -294,8 +294,12 @@ static bool client_link_before_world(const client_link *link) {
 static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t length) {
     client_link *link = channel_user_data(ch);
     if (link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) return;
-    Tessera__Client__ClientToServer *message = tessera__client__client_to_server__unpack(NULL, length, frame);
+    arena *decode = &link->app->client_arena;
+    arena_mark mark = arena_save(decode);
+    Tessera__Client__ClientToServer *message =
+        tessera__client__client_to_server__unpack(arena_protobuf(decode), length, frame);
     if (!message) {
+        arena_release(decode, mark);
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,
                          "a %zu-byte frame is not a valid ClientToServer message", length);
         return;
@@ -331,7 +335,7 @@ static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t lengt
                          "unknown message type (no known field set in ClientToServer)");
         break;
     }
-    tessera__client__client_to_server__free_unpacked(message, NULL);
+    arena_release(decode, mark);
 }
 
 static void client_link_on_oversized_frame(channel *ch, uint32_t declared_length) {

@@ -270,6 +270,7 @@ static void baseapp_shutdown(baseapp *app) {
     app->bases = NULL;
     peer_set_free(app->peers);
     redis_client_free(app->redis);
+    arena_close(&app->client_arena);
 }
 
 /* SIGHUP: log_level and log_format again from the config. */
@@ -356,6 +357,7 @@ int main(int argc, char **argv) {
 
     app.loop = uv_default_loop();
     app.links = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
+    arena_init(&app.client_arena);
     app.proxies = entity_list_create(BASEAPP_MAX_PROXY_SLOTS, 32);
     latency_histogram_init(&app.write_latency, 100, 10000000);
     latency_histogram_init(&app.handover_latency, 100, 10000000);

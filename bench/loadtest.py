@@ -20,7 +20,8 @@ duration; `--list` prints them. The run:
     to the bot receiving it), errors and logins.
 
 The table, one row per role: CPU per client-tick (cpu_s * 1e6 / (clients *
-10 ticks/s * window_s), in microseconds), cores, RSS per client (KB); then
+10 ticks/s * window_s), in microseconds), cores, RSS per client (KB), how
+often each process slept and woke (voluntary context switches a second); then
 latency p50/p99/max, bytes per client per second in and out, errors and
 logins. --compare prints each figure's ratio to an earlier run's JSON (of
 the same scenario). Python 3 standard library only.
@@ -73,6 +74,15 @@ def rss_kb(pid):
     with open("/proc/%d/status" % pid) as f:
         for line in f:
             if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def wakeups(pid):
+    """Voluntary context switches so far: how often the process slept and woke."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
                 return int(line.split()[1])
     return 0
 
@@ -158,6 +168,8 @@ def run(name, scenario, build, profile_dir=None):
                      for p in procs if p["role"] == "baseapp"]
         before = {p["name"]: cpu_ticks(p["pid"]) for p in procs}
         before["bots"] = cpu_ticks(bots.pid)
+        woke_before = {p["name"]: wakeups(p["pid"]) for p in procs}
+        woke_before["bots"] = wakeups(bots.pid)
         bytes_before = [sum(metric(u, "tessera_channel_bytes_%s_total" % d, 'side="clients"') for u in base_urls)
                         for d in ("in", "out")]
         recorders = start_profiles(profile_dir, procs, bots, scenario["window"]) if profile_dir else []
@@ -166,6 +178,8 @@ def run(name, scenario, build, profile_dir=None):
         window = time.monotonic() - t0
         after = {p["name"]: cpu_ticks(p["pid"]) for p in procs}
         after["bots"] = cpu_ticks(bots.pid)
+        woke_after = {p["name"]: wakeups(p["pid"]) for p in procs}
+        woke_after["bots"] = wakeups(bots.pid)
         bytes_after = [sum(metric(u, "tessera_channel_bytes_%s_total" % d, 'side="clients"') for u in base_urls)
                        for d in ("in", "out")]
         in_world = clients()
@@ -192,6 +206,7 @@ def run(name, scenario, build, profile_dir=None):
                 "cores": cpu / window,
                 "us_per_client_tick": cpu * 1e6 / (n * TICK_HZ * window),
                 "rss_kb_per_client": sum(rss[k] for k in names) / n,
+                "wakeups_per_second": sum(woke_after[k] - woke_before[k] for k in names) / window / len(names),
             }
         result.update({
             "clients": in_world,
@@ -230,12 +245,12 @@ def print_table(result, earlier=None):
     s = result["settings"]
     print("%s: %s; %d bots, %d cellapps, %d baseapps, %.0f s window, commit %s" % (
         result["scenario"], s["note"], s["bots"], s["cellapps"], s["baseapps"], result["window_s"], result["commit"]))
-    print("%-8s %9s %8s %22s %18s" % ("role", "processes", "cores", "us per client-tick", "RSS KB per client"))
+    print("%-8s %9s %8s %22s %18s %18s" % ("role", "processes", "cores", "us per client-tick", "RSS KB per client",
+                                           "wakeups/s each"))
     for role, r in result["roles"].items():
-        print("%-8s %9d %8.2f %14.1f%-8s %10.1f%s" % (role, r["processes"], r["cores"], r["us_per_client_tick"],
-                                                     ratio(["roles", role, "us_per_client_tick"]),
-                                                     r["rss_kb_per_client"],
-                                                     ratio(["roles", role, "rss_kb_per_client"])))
+        print("%-8s %9d %8.2f %14.1f%-8s %10.1f%-8s %10.0f" % (
+            role, r["processes"], r["cores"], r["us_per_client_tick"], ratio(["roles", role, "us_per_client_tick"]),
+            r["rss_kb_per_client"], ratio(["roles", role, "rss_kb_per_client"]), r.get("wakeups_per_second", 0)))
     fmt = lambda v: "-" if v is None else "%.1f" % v  # noqa: E731
     print("latency p50 %s ms%s, p99 %s ms%s, max %s ms" % (
         fmt(result["latency_p50_ms"]), ratio(["latency_p50_ms"]), fmt(result["latency_p99_ms"]),

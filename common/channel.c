@@ -27,6 +27,9 @@ struct channel {
     /* Frames sent since the loop last went to poll, gathered into one write
      * that the prepare handle hands to libuv before the loop blocks. */
     struct channel_write *gathering;
+    /* The buffer of the last finished write, kept for the next one (NULL:
+     * none kept). */
+    struct channel_write *spare;
     uv_prepare_t flush_prepare;
     int reading;                  /* uv_read_start is in effect */
     int paused_for_backpressure;
@@ -50,6 +53,14 @@ typedef struct channel_write {
     size_t capacity;
     uint8_t data[];
 } channel_write;
+
+/* A finished write's buffer is kept for the next one when it is at most
+ * this large: a client's tick of updates is a few hundred bytes, a
+ * cellapp's batch tens of kilobytes, and reusing them means no allocation
+ * per write; a rare huge write is returned. */
+#define CHANNEL_SPARE_MAX_BYTES (1024u * 1024u)
+/* The first buffer of a channel: a client's usual tick fits. */
+#define CHANNEL_FIRST_WRITE_BYTES 1024u
 
 /* A gathering write goes at once when it reaches this much: a burst of
  * sends does not wait for the loop, and one write stays modest. */
@@ -79,6 +90,7 @@ static void channel_release(channel *ch) {
     if (--ch->open_handles > 0) return;
     frame_reader_close(&ch->reader);
     free(ch->gathering);
+    free(ch->spare);
     free(ch);
 }
 
@@ -245,7 +257,8 @@ static void channel_on_write_done(uv_write_t *request, int status) {
     channel_write *write = (channel_write *)request;
     channel *ch = request->handle->data;
     ch->queued_bytes -= write->bytes;
-    free(write);
+    if (!ch->spare && write->capacity <= CHANNEL_SPARE_MAX_BYTES && ch->state != CHANNEL_CLOSING) ch->spare = write;
+    else free(write);
     if (ch->state == CHANNEL_CLOSING) return;
     if (status < 0) {
         char reason[128];
@@ -265,7 +278,15 @@ static channel_write *channel_gathering_reserve(channel *ch, size_t more) {
     channel_write *write = ch->gathering;
     size_t need = (write ? write->bytes : 0) + more;
     if (write && need <= write->capacity) return write;
-    size_t capacity = write ? write->capacity * 2 : 4096;
+    if (!write && ch->spare) {
+        /* The last finished write's buffer, grown below if too small. */
+        write = ch->spare;
+        ch->spare = NULL;
+        write->bytes = 0;
+        ch->gathering = write;
+        if (need <= write->capacity) return write;
+    }
+    size_t capacity = write ? write->capacity * 2 : CHANNEL_FIRST_WRITE_BYTES;
     while (capacity < need) capacity *= 2;
     write = xrealloc(write, sizeof *write + capacity);
     if (!ch->gathering) write->bytes = 0;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arena.h"
 #include "clock.h"
 #include "log.h"
 
@@ -46,6 +47,9 @@ struct peer_set {
     peer_link **links;
     size_t link_count, link_capacity;
     int freeing;
+    /* Peer messages are decoded here and released after their handler:
+     * no allocation per message on the relay path. */
+    arena decode_arena;
 };
 
 const char *peer_role_name(peer_role role) { return role == PEER_ROLE_BASEAPP ? "baseapp" : "cellapp"; }
@@ -66,6 +70,7 @@ peer_set *peer_set_create(uv_loop_t *loop, peer_role role, const char *cluster_n
     set->callbacks = *callbacks;
     set->user_data = user_data;
     set->options = channel_default_peer_options();
+    arena_init(&set->decode_arena);
     set->options.totals = totals;
     return set;
 }
@@ -122,6 +127,7 @@ static void peer_set_on_close(channel *ch, const char *reason) {
     free(link);
     if (set->freeing && set->link_count == 0) {
         free(set->links);
+        arena_close(&set->decode_arena);
         free(set);
     }
 }
@@ -165,8 +171,11 @@ static void peer_set_on_hello(peer_set *set, peer_link *link, const Tessera__Clu
 static void peer_set_on_frame(channel *ch, const uint8_t *frame, size_t length) {
     peer_link *link = channel_user_data(ch);
     peer_set *set = link->set;
-    Tessera__Cluster__PeerMessage *message = tessera__cluster__peer_message__unpack(NULL, length, frame);
+    arena_mark mark = arena_save(&set->decode_arena);
+    Tessera__Cluster__PeerMessage *message =
+        tessera__cluster__peer_message__unpack(arena_protobuf(&set->decode_arena), length, frame);
     if (!message) {
+        arena_release(&set->decode_arena, mark);
         log_warn("peer %s (%" PRIu64 ") sent a frame that is not a PeerMessage: disconnecting",
                  channel_peer_name(ch), link->process_id);
         channel_close(ch, "malformed frame");
@@ -184,7 +193,7 @@ static void peer_set_on_frame(channel *ch, const uint8_t *frame, size_t length) 
     } else if (set->callbacks.on_message) {
         set->callbacks.on_message(set, link->process_id, link->role, message, set->user_data);
     }
-    tessera__cluster__peer_message__free_unpacked(message, NULL);
+    arena_release(&set->decode_arena, mark);
 }
 
 static void peer_set_on_connect(channel *ch, int status) {
@@ -307,6 +316,7 @@ void peer_set_free(peer_set *set) {
     set->freeing = 1;
     if (set->link_count == 0) {
         free(set->links);
+        arena_close(&set->decode_arena);
         free(set);
         return;
     }
