@@ -50,6 +50,8 @@ TICK_HZ = 10
 SCENARIOS = {
     "uniform-1k": dict(bots=1000, area=300, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
                        spread=10, note="1,000 walkers in 600 x 600 m (about 34 in each view)"),
+    "uniform-1k-1cell": dict(bots=1000, area=300, speed=5, calls=0.2, npcs=20, cellapps=1, baseapps=1, window=10,
+                             spread=10, note="uniform-1k on one cellapp: the scaling baseline"),
     "uniform-2k": dict(bots=2000, area=424, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
                        spread=20, note="2,000 walkers at the same density"),
     "uniform-5k": dict(bots=5000, area=671, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,

@@ -5,6 +5,7 @@
 #include "alias_table.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "id_map.h"
 #include "log.h"
@@ -16,6 +17,10 @@ typedef struct alias_cooling {
 
 struct alias_table {
     uint32_t max_aliases;
+    /* The arrays below hold `capacity` entries, grown up to max_aliases as
+     * next_unused reaches it: aliases are handed out lowest first, and a
+     * client usually sees a few dozen entities, not max_aliases. */
+    uint32_t capacity;
     uint64_t cooldown_ms;
     uint64_t *entity_of;      /* alias -> entity id, 0 when free or cooling */
     uint32_t next_unused;     /* aliases at or above this were never handed out */
@@ -27,14 +32,36 @@ struct alias_table {
     uint32_t in_use;
 };
 
+/* Why 64: about twice the entities a client of a uniform crowd sees. */
+#define ALIAS_TABLE_FIRST_CAPACITY 64u
+
+/* Makes room for aliases below `needed` (at most max_aliases). */
+static void alias_table_reserve(alias_table *table, uint32_t needed) {
+    if (needed <= table->capacity) return;
+    uint32_t capacity = table->capacity;
+    while (capacity < needed) capacity = capacity > table->max_aliases / 2 ? table->max_aliases : capacity * 2;
+    table->entity_of = xrealloc(table->entity_of, capacity * sizeof *table->entity_of);
+    memset(table->entity_of + table->capacity, 0, (capacity - table->capacity) * sizeof *table->entity_of);
+    table->free_heap = xrealloc(table->free_heap, capacity * sizeof *table->free_heap);
+    /* The cooling ring, unwrapped into the new array oldest first. */
+    alias_cooling *cooling = xmalloc(capacity * sizeof *cooling);
+    for (uint32_t i = 0; i < table->cooling_count; i++)
+        cooling[i] = table->cooling[(table->cooling_head + i) % table->capacity];
+    free(table->cooling);
+    table->cooling = cooling;
+    table->cooling_head = 0;
+    table->capacity = capacity;
+}
+
 alias_table *alias_table_create(uint32_t max_aliases, uint64_t cooldown_ms) {
     if (max_aliases == 0 || max_aliases == ALIAS_NONE) return NULL;
     alias_table *table = xcalloc(1, sizeof *table);
     table->max_aliases = max_aliases;
     table->cooldown_ms = cooldown_ms;
-    table->entity_of = xcalloc(max_aliases, sizeof *table->entity_of);
-    table->free_heap = xmalloc(max_aliases * sizeof *table->free_heap);
-    table->cooling = xmalloc(max_aliases * sizeof *table->cooling);
+    table->capacity = max_aliases < ALIAS_TABLE_FIRST_CAPACITY ? max_aliases : ALIAS_TABLE_FIRST_CAPACITY;
+    table->entity_of = xcalloc(table->capacity, sizeof *table->entity_of);
+    table->free_heap = xmalloc(table->capacity * sizeof *table->free_heap);
+    table->cooling = xmalloc(table->capacity * sizeof *table->cooling);
     id_map_init(&table->alias_of);
     return table;
 }
@@ -79,7 +106,7 @@ static uint32_t alias_heap_pop(alias_table *table) {
 static void alias_table_cool(alias_table *table, uint64_t now_ms) {
     while (table->cooling_count > 0 && table->cooling[table->cooling_head].free_at_ms <= now_ms) {
         alias_heap_push(table, table->cooling[table->cooling_head].alias);
-        table->cooling_head = (table->cooling_head + 1) % table->max_aliases;
+        table->cooling_head = (table->cooling_head + 1) % table->capacity;
         table->cooling_count--;
     }
 }
@@ -98,10 +125,12 @@ uint32_t alias_table_assign(alias_table *table, uint64_t entity_id, uint64_t now
     /* Every cooled alias is below next_unused, so the heap comes first. */
     if (table->free_count > 0)
         alias = alias_heap_pop(table);
-    else if (table->next_unused < table->max_aliases)
+    else if (table->next_unused < table->max_aliases) {
+        alias_table_reserve(table, table->next_unused + 1);
         alias = table->next_unused++;
-    else
+    } else {
         return ALIAS_NONE;
+    }
     table->entity_of[alias] = entity_id;
     id_map_put(&table->alias_of, entity_id, (void *)(uintptr_t)(alias + 1));
     table->in_use++;
@@ -113,7 +142,7 @@ uint32_t alias_table_release(alias_table *table, uint64_t entity_id, uint64_t no
     if (!stored) return ALIAS_NONE;
     uint32_t alias = (uint32_t)(stored - 1);
     table->entity_of[alias] = 0;
-    uint32_t tail = (table->cooling_head + table->cooling_count) % table->max_aliases;
+    uint32_t tail = (table->cooling_head + table->cooling_count) % table->capacity;
     table->cooling[tail].alias = alias;
     table->cooling[tail].free_at_ms = now_ms + table->cooldown_ms;
     table->cooling_count++;
@@ -122,7 +151,7 @@ uint32_t alias_table_release(alias_table *table, uint64_t entity_id, uint64_t no
 }
 
 uint64_t alias_table_entity(const alias_table *table, uint32_t alias) {
-    return alias < table->max_aliases ? table->entity_of[alias] : 0;
+    return alias < table->next_unused ? table->entity_of[alias] : 0;
 }
 
 uint32_t alias_table_in_use(const alias_table *table) { return table->in_use; }
@@ -131,7 +160,7 @@ uint32_t alias_table_next_unused(const alias_table *table) { return table->next_
 
 uint32_t alias_table_cooling(const alias_table *table, uint64_t now_ms, alias_table_cooling_entry *out, uint32_t cap) {
     for (uint32_t i = 0; i < table->cooling_count && i < cap; i++) {
-        const alias_cooling *c = &table->cooling[(table->cooling_head + i) % table->max_aliases];
+        const alias_cooling *c = &table->cooling[(table->cooling_head + i) % table->capacity];
         out[i].alias = c->alias;
         out[i].remaining_ms = c->free_at_ms > now_ms ? c->free_at_ms - now_ms : 0;
     }
@@ -144,6 +173,7 @@ alias_table *alias_table_restore(uint32_t max_aliases, uint64_t cooldown_ms, uin
     if (next_unused > max_aliases || cooling_count > next_unused) return NULL;
     alias_table *table = alias_table_create(max_aliases, cooldown_ms);
     if (!table) return NULL;
+    alias_table_reserve(table, next_unused);
     table->next_unused = next_unused;
     /* 1: in use, 2: cooling; what is neither is free. */
     uint8_t *taken = xcalloc(next_unused ? next_unused : 1, 1);

@@ -61,9 +61,10 @@
 
 #include "log.h"
 
-/* Why 64: a typical witness has about 100 entities in view (issue 4's
- * workload), so the arrays usually grow once, to 128. */
-#define WITNESS_BUDGET_INITIAL_CANDIDATES 64
+/* Why 16: the arrays grow on demand, and a tick's candidates are the few
+ * aliases that came due, not the view (the pending list, which follows
+ * the view under load, grows to it once). */
+#define WITNESS_BUDGET_INITIAL_CANDIDATES 16
 #define WITNESS_BUDGET_NOT_PENDING UINT32_MAX
 
 typedef enum witness_budget_phase {
