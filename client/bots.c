@@ -154,9 +154,17 @@ typedef struct bot {
      * in on_closed before the client frees the definitions. */
     entity_state *chat_args, *spell_args, *ping_args, *teleport_args;
     uint64_t calls_made;         /* for the chat text */
-    /* What it saw of each entity in view (bot_seen), for the flicker and
-     * update-gap checks; entries go when the entity leaves. */
-    id_map view;
+    /* What it saw of each entity in view, for the flicker and update-gap
+     * checks: one bot_seen per alias its stream uses (view_capacity of
+     * them, grown as aliases appear; owned), so that a MOVE finds its entry
+     * by index. An entry goes when its entity leaves. */
+    struct bot_seen *view;
+    uint32_t view_capacity;
+    /* Latency samples of the update being applied, added to the run's
+     * histogram once per update (bots_flush_latency): every MOVE of one
+     * update has the same stamp and the same receipt time. */
+    uint32_t latency_pending;
+    uint64_t latency_stamp_us;
     char space[64];              /* the space it is in */
     id_map old_space;            /* ids it saw before its last change of space */
     uint64_t pings_sent;         /* the last numbered call's number */
@@ -174,13 +182,22 @@ typedef struct bot {
     bool ever_in_world;          /* it has been in the world through some connection */
 } bot;
 
-/* An entity in a bot's view: the stamp of its last update and where it
- * was then. */
+/* An entity in a bot's view, in the slot of the alias the bot's stream
+ * names it by: the stamp of its last update and where it was then. */
 typedef struct bot_seen {
+    uint64_t entity_id;          /* 0: a free slot */
     uint64_t stamp_us;
     uint32_t tick;               /* the cell tick of that update */
+    /* The bot that plays it, as index + 1 (0: none found yet), so that a
+     * MOVE need not look it up by id; checked against that bot's entity
+     * id before use (bots_seen_bot). */
+    uint32_t other_plus_one;
     float x, z;
 } bot_seen;
+
+/* A bot's view slots cover aliases below this: the SDK's own bound on
+ * max_aliases (tessera_client.h). */
+#define BOTS_MAX_ALIASES 65536u
 
 /* A named counter: error reasons, client calls received per method. */
 typedef struct bots_reason {
@@ -252,6 +269,7 @@ typedef struct bots_run {
     uint64_t redirects;           /* LoginRedirects followed, at login or in the world */
     uint64_t start_wall_us;
     id_map bots_by_entity;        /* entity id -> bot, once logged in */
+    double settle_at_ms;          /* bots_settle_at_ms, fixed once the options are read */
     /* The entity definitions the bots received at login: the first digest,
      * how many types it declares, and how many bots got a different one. */
     char definitions_digest[65];
@@ -487,14 +505,70 @@ static unsigned bots_calls_due(bot *b, double rate, double dt) {
 
 static void bots_on_reconnect_timer(uv_timer_t *timer);
 
-/* Forgets what the bot saw through its connection (the view goes with it). */
+/* Forgets what the bot saw through its connection (the view goes with it;
+ * the slots' memory is kept for the next one). */
 static void bots_forget_view(bot *b) {
-    size_t cursor = 0;
-    uint64_t id;
-    void *value;
-    while (id_map_next(&b->view, &cursor, &id, &value)) free(value);
-    id_map_close(&b->view);
-    id_map_init(&b->view);
+    if (b->view) memset(b->view, 0, b->view_capacity * sizeof b->view[0]);
+}
+
+/* The slot of `alias`, the array grown to hold it; NULL for an alias beyond
+ * any stream's (then the entity goes unwatched). */
+static bot_seen *bots_view_slot(bot *b, uint32_t alias) {
+    if (alias >= BOTS_MAX_ALIASES) return NULL;
+    if (alias >= b->view_capacity) {
+        /* Aliases are handed out from 0 up: the array grows with the view. */
+        uint32_t capacity = b->view_capacity ? b->view_capacity : 64;
+        while (capacity <= alias) capacity *= 2;
+        b->view = xrealloc(b->view, capacity * sizeof b->view[0]);
+        memset(b->view + b->view_capacity, 0, (capacity - b->view_capacity) * sizeof b->view[0]);
+        b->view_capacity = capacity;
+    }
+    return &b->view[alias];
+}
+
+/* The entry of `entity` (by its alias), or NULL when the bot has none. */
+static bot_seen *bots_view_find(bot *b, const tessera_client_entity *entity) {
+    if (entity->alias >= b->view_capacity) return NULL;
+    bot_seen *seen = &b->view[entity->alias];
+    return seen->entity_id == entity->id ? seen : NULL;
+}
+
+/* Takes the entry of `entity_id` out of the view into *out. Returns false
+ * when there is none. A leave names the entity by id only, and its alias is
+ * gone by then: a walk over the slots, which leaves are rare enough for. */
+static bool bots_view_take(bot *b, uint64_t entity_id, bot_seen *out) {
+    for (uint32_t i = 0; i < b->view_capacity; i++) {
+        if (b->view[i].entity_id != entity_id) continue;
+        *out = b->view[i];
+        memset(&b->view[i], 0, sizeof b->view[i]);
+        return true;
+    }
+    return false;
+}
+
+/* The bot that plays the entity of `seen`, or NULL (an NPC, or a bot not
+ * logged in yet): the one bots_by_entity names, remembered in the slot and
+ * looked up again only when that bot no longer plays this entity. */
+static const bot *bots_seen_bot(bots_run *run, bot_seen *seen) {
+    if (seen->other_plus_one) {
+        const bot *other = &run->bots[seen->other_plus_one - 1];
+        if (other->entity_id == seen->entity_id) return other;
+    }
+    const bot *other = id_map_get(&run->bots_by_entity, seen->entity_id);
+    seen->other_plus_one = other ? other->index + 1 : 0;
+    return other;
+}
+
+/* Adds the latency samples of the update just applied to the run's
+ * histogram: receipt time minus the cell's stamp, once per MOVE. */
+static void bots_flush_latency(bot *b) {
+    if (!b->latency_pending) return;
+    bots_run *run = b->run;
+    uint64_t latency = 0;
+    if (b->frame_wall_us >= b->latency_stamp_us) latency = b->frame_wall_us - b->latency_stamp_us;
+    else run->latency_clock_skew += b->latency_pending; /* counted as 0 */
+    for (uint32_t i = 0; i < b->latency_pending; i++) latency_histogram_add(&run->latency, latency);
+    b->latency_pending = 0;
 }
 
 /* --reconnect-at: the bot drops its connection as a lost network would
@@ -513,11 +587,13 @@ static void bots_drop_connection(bot *b) {
 /* When the bots stop walking and calling, in ms after the start: the last
  * --settle-seconds, and with --verify-aoi at least the last 1.5 s (negative
  * for runs shorter than that: from the start). */
-static double bots_settle_at_ms(const bots_run *run) {
+static double bots_settle_at_ms_of(const bots_run *run) {
     double settle_ms = run->options.settle_seconds * 1000.0;
     if (run->options.verify_aoi && settle_ms < BOTS_SETTLE_MS) settle_ms = BOTS_SETTLE_MS;
     return run->options.seconds * 1000.0 - settle_ms;
 }
+
+static double bots_settle_at_ms(const bots_run *run) { return run->settle_at_ms; }
 
 static void bots_on_tick(uv_timer_t *timer) {
     bots_run *run = timer->data;
@@ -654,9 +730,15 @@ static void bots_on_entered_space(tessera_client *client, const tessera_client_l
 
 static void bots_on_frame_begin(tessera_client *client, uint32_t tick) {
     bot *b = tessera_client_user_data(client);
+    bots_flush_latency(b); /* an update whose end was skipped (the client closed) */
     /* One clock read per update: every move in it arrived at this moment. */
     b->frame_wall_us = clock_wall_us();
     b->frame_tick = tick;
+}
+
+static void bots_on_frame_end(tessera_client *client, uint32_t tick) {
+    (void)tick;
+    bots_flush_latency(tessera_client_user_data(client));
 }
 
 static void bots_on_enter(tessera_client *client, const tessera_client_entity *entity) {
@@ -671,13 +753,12 @@ static void bots_on_enter(tessera_client *client, const tessera_client_entity *e
         log_warn("bot %u: entity %" PRIu64 " of the space it left entered its view in '%s'", b->index, entity->id,
                  b->space);
     }
-    bot_seen *seen = id_map_get(&b->view, entity->id);
-    if (!seen) {
-        seen = xmalloc(sizeof *seen);
-        id_map_put(&b->view, entity->id, seen);
-    }
+    bot_seen *seen = bots_view_slot(b, entity->alias);
+    if (!seen) return;
+    seen->entity_id = entity->id;
     seen->stamp_us = entity->last_move_stamp_us;
     seen->tick = b->frame_tick;
+    seen->other_plus_one = other_bot ? other_bot->index + 1 : 0;
     seen->x = entity->x;
     seen->z = entity->z;
 }
@@ -692,7 +773,8 @@ static bool bots_walking_at(const bots_run *run, const bot *other, uint64_t stam
 static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
-    bot_seen *seen = id_map_remove(&b->view, entity_id);
+    bot_seen taken;
+    bot_seen *seen = bots_view_take(b, entity_id, &taken) ? &taken : NULL;
     const bot *mover = id_map_get(&run->bots_by_entity, entity_id);
     uint64_t now_ms = uv_now(&run->loop) - run->start_ms;
     /* A teleport empties views and fills them anew: what leaves around one
@@ -700,10 +782,7 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
     bool teleporting = tessera_client_changing_space(client) ||
                        (b->teleported_at_ms && now_ms - b->teleported_at_ms < 2000) ||
                        (mover && mover->teleported_at_ms && now_ms - mover->teleported_at_ms < 2000);
-    if (teleporting) {
-        free(seen);
-        return;
-    }
+    if (teleporting) return;
     if (entity_id == b->entity_id) {
         run->flickers++;
         log_warn("bot %u: its own entity left its view", b->index);
@@ -726,16 +805,15 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
                          entity_id, distance, (double)b->view_radius);
         }
     }
-    free(seen);
 }
 
 static void bots_on_move(tessera_client *client, const tessera_client_entity *entity, uint64_t stamp_us) {
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
     if (stamp_us == 0) return; /* not stamped: nothing to measure */
-    bot_seen *seen = id_map_get(&b->view, entity->id);
+    bot_seen *seen = bots_view_find(b, entity);
     if (seen) {
-        const bot *other = id_map_get(&run->bots_by_entity, entity->id);
+        const bot *other = bots_seen_bot(run, seen);
         if (seen->stamp_us && stamp_us > seen->stamp_us && other && other != b &&
             bots_walking_at(run, other, seen->stamp_us) && bots_walking_at(run, other, stamp_us) &&
             bots_walking_at(run, b, seen->stamp_us)) {
@@ -763,12 +841,9 @@ static void bots_on_move(tessera_client *client, const tessera_client_entity *en
         seen->x = entity->x;
         seen->z = entity->z;
     }
-    if (b->frame_wall_us >= stamp_us) {
-        latency_histogram_add(&run->latency, b->frame_wall_us - stamp_us);
-    } else {
-        run->latency_clock_skew++;
-        latency_histogram_add(&run->latency, 0);
-    }
+    if (b->latency_pending && b->latency_stamp_us != stamp_us) bots_flush_latency(b);
+    b->latency_stamp_us = stamp_us;
+    b->latency_pending++;
 }
 
 static void bots_on_client_call(tessera_client *client, const tessera_client_entity *entity,
@@ -826,6 +901,7 @@ static void bots_on_error(tessera_client *client, int code, const char *message)
 static void bots_on_closed(tessera_client *client, tessera_client_close_cause cause, const char *reason) {
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
+    bots_flush_latency(b);
     tessera_client_stats stats;
     tessera_client_get_stats(client, &stats);
     run->msgs_in += stats.frames_in;
@@ -875,6 +951,7 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
 static const tessera_client_callbacks bots_client_callbacks = {
     .on_logged_in = bots_on_logged_in,
     .on_frame_begin = bots_on_frame_begin,
+    .on_frame_end = bots_on_frame_end,
     .on_enter = bots_on_enter,
     .on_move = bots_on_move,
     .on_leave = bots_on_leave,
@@ -1811,9 +1888,9 @@ int main(int argc, char **argv) {
         b->rng = bots_splitmix64(run.options.seed + (uint64_t)i * UINT64_C(0x9e3779b97f4a7c15));
         if (b->rng == 0) b->rng = 1; /* xorshift must not start at 0 */
         id_map_init(&b->seen);
-        id_map_init(&b->view);
         id_map_init(&b->old_space);
     }
+    run.settle_at_ms = bots_settle_at_ms_of(&run);
     id_map_init(&run.bots_by_entity);
 
     uv_timer_init(&run.loop, &run.tick_timer);
@@ -1852,11 +1929,7 @@ int main(int argc, char **argv) {
         bot *b = &run.bots[i];
         id_map_close(&b->seen);
         id_map_close(&b->old_space);
-        size_t cursor = 0;
-        uint64_t id;
-        void *value;
-        while (id_map_next(&b->view, &cursor, &id, &value)) free(value);
-        id_map_close(&b->view);
+        free(b->view);
     }
     id_map_close(&run.bots_by_entity);
     free(run.bots);

@@ -195,12 +195,14 @@ static void tessera_client__arena_close(tessera_client__arena *arena) {
 
 /* ---- the entity table ----------------------------------------------------- */
 
-/* What the client keeps per entity: the public part and its stream state. */
+/* What the client keeps per entity: the public part and its stream state.
+ * A MOVE touches pub, track and events, so they come first and together;
+ * `changed`, needed only for UPDATE records, is last. */
 typedef struct tessera_client__entity {
     tessera_client_entity pub;  /* first: &entity->pub and entity are one address */
     volatile_track track;       /* the position last received, in units: the base of the next delta */
-    entity_state_mask changed;  /* properties changed in the current frame */
     unsigned events;            /* TESSERA_CLIENT__EVENT_* noted in the current frame */
+    entity_state_mask changed;  /* properties changed in the current frame */
 } tessera_client__entity;
 
 /* What happened to an entity during the frame being applied. */
@@ -280,6 +282,12 @@ struct tessera_client {
 
     /* The view. An entity is in both maps or in neither. */
     id_map entities;                /* entity id -> tessera_client__entity*, owned */
+    /* The player's own entity while it is in the table (entered with an
+     * alias, or the placeholder), else NULL: every move sent updates it,
+     * and this spares that a lookup by id. Set where an entity joins the
+     * table (tessera_client__stream_enter, tessera_client__place_player),
+     * cleared where one leaves it. */
+    struct tessera_client__entity *own;
     tessera_client__entity **aliases; /* alias -> entity or NULL; grows up to max_aliases slots */
     uint32_t alias_capacity;
 
@@ -444,6 +452,7 @@ static void tessera_client__free_world(tessera_client *client) {
     while (id_map_next(&client->entities, &cursor, &id, &value)) tessera_client__entity_free(value);
     id_map_close(&client->entities);
     client->placeholder = NULL;
+    client->own = NULL;
     tessera_client__drop_held_calls(client);
     for (size_t i = 0; i < client->spare.count; i++) tessera_client__entity_free(client->spare.items[i]);
     client->spare.count = 0;
@@ -571,10 +580,13 @@ static void tessera_client__protocol_error(tessera_client *client, const char *w
  * then closes, and its on_close reports why). */
 static int tessera_client__send(tessera_client *client, const Tessera__Client__ClientToServer *message) {
     if (!client->ch) return -1;
-    size_t length = tessera__client__client_to_server__get_packed_size(message);
+    /* The channel counts what it frames (length prefix included): its
+     * counter's growth is this message's size, which spares protobuf-c a
+     * second walk of the message to size it. */
+    uint64_t before = channel_get_stats(client->ch)->bytes_out;
     if (channel_send_message(client->ch, &message->base) != 0) return -1;
     client->stats.frames_out++;
-    client->stats.bytes_out += length + FRAME_HEADER_BYTES;
+    client->stats.bytes_out += channel_get_stats(client->ch)->bytes_out - before;
     return 0;
 }
 
@@ -629,7 +641,7 @@ static void tessera_client__send_login(tessera_client *client) {
  * is where the player last said (or was put back). The volatile track is
  * left alone, since it mirrors what the server sent. */
 static void tessera_client__place_own(tessera_client *client, float x, float y, float z, float yaw) {
-    tessera_client__entity *own = id_map_get(&client->entities, client->login.entity_id);
+    tessera_client__entity *own = client->own;
     if (!own) return;
     own->pub.x = x;
     own->pub.y = y;
@@ -884,6 +896,7 @@ static void tessera_client__forget_view(tessera_client *client) {
     if (client->placeholder) {
         tessera_client__entity *own = client->placeholder;
         client->placeholder = NULL;
+        if (client->own == own) client->own = NULL;
         id_map_remove(&client->entities, own->pub.id);
         own->events |= TESSERA_CLIENT__EVENT_DEPARTED;
         tessera_client__list_push(&client->frame.departed, own);
@@ -955,6 +968,7 @@ static int tessera_client__place_player(tessera_client *client) {
     volatile_track_init(&entity->track);
     if (id_map_put(&client->entities, entity->pub.id, entity) != 0) log_panic("id_map_put failed");
     client->placeholder = entity;
+    client->own = entity;
     if (client->pending_count > 0) tessera_client__apply_pending_base(client, entity);
     entity_state_clear_dirty(entity->pub.state);
     return 0;
@@ -967,6 +981,7 @@ static int tessera_client__unplace_player(tessera_client *client) {
     tessera_client__entity *entity = client->placeholder;
     if (!entity) return 0;
     client->placeholder = NULL;
+    if (client->own == entity) client->own = NULL;
     id_map_remove(&client->entities, entity->pub.id);
     int rc = 0;
     const entity_state_mask *base = &client->base_masks[entity->pub.cls->id];
@@ -1163,6 +1178,7 @@ static entity_state *tessera_client__stream_enter(void *ctx, uint32_t alias, uin
     volatile_track_init(&entity->track);
     if (id_map_put(&client->entities, entity_id, entity) != 0) log_panic("id_map_put failed");
     client->aliases[alias] = entity;
+    if (entity_id == client->login.entity_id) client->own = entity;
     entity->events = TESSERA_CLIENT__EVENT_ENTERED;
     tessera_client__list_push(&client->frame.entered, entity);
     client->stats.enters++;
@@ -1216,6 +1232,7 @@ static void tessera_client__stream_leave(void *ctx, uint32_t alias) {
     }
     client->aliases[alias] = NULL;
     id_map_remove(&client->entities, entity->pub.id);
+    if (client->own == entity) client->own = NULL;
     if (entity->pub.id == client->login.entity_id) {
         /* The cell never sends the base's properties: keep them for when
          * the player's entity comes back, as if BaseProperties said so. */
@@ -1698,10 +1715,9 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
         tessera_client__protocol_error(client, "a frame with no body this client knows");
         break;
     }
-    /* Walks the message and frees nothing: the arena is rewound for the
-     * next frame. Kept so that the message is released the way protobuf-c
-     * expects whatever allocator it was unpacked with. */
-    tessera__client__server_to_client__free_unpacked(message, &client->arena.allocator);
+    /* No free_unpacked: every byte of the message is the arena's, taken
+     * back whole at the next rewind, and protobuf-c's walk of the message
+     * would only call the arena's no-op free for each part. */
 }
 
 static void tessera_client__on_frame(channel *ch, const uint8_t *frame, size_t length) {
@@ -1809,6 +1825,7 @@ const char *tessera_client_server_name(const tessera_client *client) { return cl
 
 const tessera_client_entity *tessera_client_entity_find(const tessera_client *client, uint64_t entity_id) {
     if (entity_id == 0) return NULL;
+    if (client->own && client->own->pub.id == entity_id) return &client->own->pub;
     const tessera_client__entity *entity = id_map_get(&client->entities, entity_id);
     return entity ? &entity->pub : NULL;
 }
