@@ -59,6 +59,11 @@ typedef struct channel_write {
  * cellapp's batch tens of kilobytes, and reusing them means no allocation
  * per write; a rare huge write is returned. */
 #define CHANNEL_SPARE_MAX_BYTES (1024u * 1024u)
+/* A write this small is tried straight away (uv_try_write): a client's
+ * tick, a handful of peer messages. Larger ones, a batch for thousands of
+ * clients, would rarely fit the socket buffer whole and go through libuv's
+ * queue, which is also what the queue limits are measured against. */
+#define CHANNEL_TRY_WRITE_MAX_BYTES (64u * 1024u)
 /* The first buffer of a channel: a client's usual tick fits. */
 #define CHANNEL_FIRST_WRITE_BYTES 1024u
 
@@ -253,6 +258,15 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
 
 uint64_t channel_incomplete_frame_since_us(const channel *ch) { return ch->incomplete_since_us; }
 
+/* Reading paused for backpressure starts again once the queue is down to
+ * half the high-water mark. */
+static void channel_resume_if_drained(channel *ch) {
+    if (ch->paused_for_backpressure && ch->queued_bytes <= ch->options.write_high_water_bytes / 2) {
+        ch->paused_for_backpressure = 0;
+        channel_update_reading(ch);
+    }
+}
+
 static void channel_on_write_done(uv_write_t *request, int status) {
     channel_write *write = (channel_write *)request;
     channel *ch = request->handle->data;
@@ -266,10 +280,7 @@ static void channel_on_write_done(uv_write_t *request, int status) {
         channel_close(ch, reason);
         return;
     }
-    if (ch->paused_for_backpressure && ch->queued_bytes <= ch->options.write_high_water_bytes / 2) {
-        ch->paused_for_backpressure = 0;
-        channel_update_reading(ch);
-    }
+    channel_resume_if_drained(ch);
 }
 
 /* The gathering write with room for `more` bytes, created or grown. It is
@@ -302,7 +313,36 @@ int channel_flush(channel *ch) {
     if (!write) return 0;
     ch->gathering = NULL;
     uv_prepare_stop(&ch->flush_prepare);
-    uv_buf_t buf = uv_buf_init((char *)write->data, (unsigned)write->bytes);
+    size_t offset = 0;
+    if (ch->state == CHANNEL_OPEN && write->bytes <= CHANNEL_TRY_WRITE_MAX_BYTES) {
+        /* Straight to the kernel when nothing is queued ahead (the usual
+         * case): no write request, and libuv does not re-arm the socket in
+         * epoll after every write. What does not fit goes the queued way. */
+        int written = uv_try_write((uv_stream_t *)&ch->tcp, &(uv_buf_t){(char *)write->data, write->bytes}, 1);
+        if (written > 0) {
+            offset = (size_t)written;
+            ch->queued_bytes -= offset;
+            ch->stats.writes++;
+            if (ch->options.totals) ch->options.totals->writes++;
+            if (offset == write->bytes) {
+                if (!ch->spare && write->capacity <= CHANNEL_SPARE_MAX_BYTES) ch->spare = write;
+                else free(write);
+                channel_resume_if_drained(ch);
+                return 0;
+            }
+        } else if (written != UV_EAGAIN) {
+            ch->queued_bytes -= write->bytes;
+            free(write);
+            char reason[128];
+            snprintf(reason, sizeof reason, "write failed: %s", uv_strerror(written));
+            channel_close(ch, reason);
+            return -1;
+        }
+    }
+    /* The rest is libuv's until on_write_done: write->bytes is what it
+     * still owes. */
+    write->bytes -= offset;
+    uv_buf_t buf = uv_buf_init((char *)write->data + offset, (unsigned)write->bytes);
     int rc = uv_write(&write->request, (uv_stream_t *)&ch->tcp, &buf, 1, channel_on_write_done);
     if (rc < 0) {
         ch->queued_bytes -= write->bytes;

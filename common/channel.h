@@ -13,7 +13,10 @@
  *    and handed to the kernel as one write just before the loop next waits
  *    for events (a prepare handle), or at once past 256 KiB: a process that
  *    answers many requests in one loop iteration writes each peer once, and
- *    the peer wakes once. channel_flush writes them now.
+ *    the peer wakes once. channel_flush writes them now. A small write
+ *    goes straight to the kernel (uv_try_write) when nothing is queued
+ *    ahead of it, and its buffer is kept for the next one: a relay writes
+ *    its clients without a write request or an allocation per write.
  *  - Lifecycle. CONNECTING -> OPEN -> CLOSING -> (freed). channel_close is
  *    idempotent and safe inside any callback of the channel; the memory is
  *    released only in libuv's close callback, after on_close has run, so a
