@@ -16,7 +16,8 @@
  *   2. gives every entity that entered an alias (the own entity first), to
  *      be ENTERed with its full state for the detail level it is at, and
  *      an absolute MOVE;
- *   3. for every touched entity (and a tenth of the view, for detail
+ *   3. for every entity that changed (worked out when it reports the
+ *      change, while it is in cache; and a tenth of the view, for detail
  *      levels: see below), works out what it owes the client: a
  *      property UPDATE (pack-once: the shared encoding of its audience,
  *      replication.c), properties the client lacks (a near-only property
@@ -100,6 +101,8 @@ typedef struct witness_call {
 
 struct witness {
     const cell *c;
+    cell_entity *owner;         /* the entity it watches through (it goes before its owner) */
+    bool tick_begun;            /* this tick's budget tick has begun (notify or update) */
     uint32_t watcher;
     uint32_t self_alias;        /* the own entity's alias, ALIAS_NONE before its ENTER */
     uint64_t owner_id;
@@ -210,6 +213,20 @@ static void witness_move_settled(witness_slot *slot) {
     if (slot->entity) slot->entity->observers[slot->observer_index].move_owed = false;
 }
 
+/* Starts this tick's budget tick, once: at the first change an entity in
+ * view reports, or at the update. */
+static void witness_begin(witness *view) {
+    if (view->tick_begun) return;
+    if (witness_budget_begin_tick(view->budget, ++view->budget_tick) != 0)
+        log_panic("entity %llu: budget tick out of order", (unsigned long long)view->owner_id);
+    view->offered_count = 0;
+    view->tick_begun = true;
+}
+
+static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity *entity, float distance,
+                             bool is_owner);
+static float witness_distance(const cell *c, const cell_entity *a, const cell_entity *b);
+
 /* How far ahead the loops over pairs fetch: a pair's slot and entity sit in
  * memory nothing else of the tick touches, so without this each pair waits
  * for main memory twice. The slot is fetched this many pairs ahead, the
@@ -245,7 +262,13 @@ void witness_notify_changes(cell *c) {
              * that goes will carry the position then current. */
             if (!entity->packed && observer->move_owed) continue;
             if (entity->moved) observer->move_owed = true;
-            witness_touch(observer->view, observer->alias);
+            /* What it owes that client is worked out now, while the entity
+             * is in cache, rather than in a second pass over the pairs. */
+            witness *view = observer->view;
+            witness_begin(view);
+            bool is_owner = observer->alias == view->self_alias;
+            witness_consider(view, c, observer->alias, entity,
+                             is_owner ? 0 : witness_distance(c, view->owner, entity), is_owner);
         }
     }
 }
@@ -289,6 +312,7 @@ static witness *witness_create(const witness_config *settings, uint64_t owner_id
 static void witness_watch(cell *c, cell_entity *entity, witness *view) {
     const witness_config *settings = &c->shared->settings->witness;
     view->c = c;
+    view->owner = entity;
     view->watcher = coord_add_watcher(c->coord, entity->coord_id, (float)settings->view_radius,
                                       (float)settings->view_hysteresis, &witness_callbacks, view);
     if (view->watcher == COORD_NONE)
@@ -615,9 +639,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     uint64_t now_ms = clock_monotonic_us() / 1000;
     bit_writer *w = &c->shared->stream;
     bit_writer_reset(w);
-    if (witness_budget_begin_tick(view->budget, ++view->budget_tick) != 0)
-        log_panic("entity %llu: budget tick out of order", (unsigned long long)view->owner_id);
-    view->offered_count = 0;
+    witness_begin(view);
 
     /* 1. Leaves: mandatory, written first. */
     size_t records = 0;
@@ -719,6 +741,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
         slot->update_bits = 0;
     }
 
+    view->tick_begun = false;
     if (records == 0 && view->call_count == 0) return 0;
     replication_append_end(w);
     c->shared->witness_totals.stream_bytes += bit_writer_bytes(w);
@@ -795,6 +818,9 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
         saved->has_offered = history.has_offered;
         saved->pending_since = history.pending_since;
         saved->last_offered = history.last_offered;
+        saved->offered_bytes = history.offered_bytes;
+        saved->offered_distance = history.offered_distance;
+        saved->pending_order = history.pending_order;
         const cell_entity *copy = cell_find(c, entity_id);
         if (copy) {
             saved->move_count = copy->move_count;
@@ -906,8 +932,9 @@ static int witness_restore_tables(witness *view, const witness_config *settings,
         slot->track.y = saved->track_y;
         slot->track.z = saved->track_z;
         slot->track.yaw = saved->track_yaw;
-        witness_budget_alias_state history = {saved->has_sent, saved->last_sent, saved->has_offered,
-                                              saved->pending_since, saved->last_offered};
+        witness_budget_alias_state history = {saved->has_sent,      saved->last_sent,        saved->has_offered,
+                                              saved->pending_since, saved->last_offered,     saved->offered_bytes,
+                                              saved->offered_distance, saved->pending_order};
         witness_budget_alias_restore(view->budget, saved->alias, &history);
     }
     return 0;

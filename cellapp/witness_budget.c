@@ -87,6 +87,7 @@ typedef struct witness_budget_alias {
     uint64_t last_offered;  /* tick of the latest offer; valid if has_offered */
     uint64_t selected_tick; /* tick it was last selected in (for commit) */
     uint64_t listed_tick;   /* tick + 1 when it was last made a candidate */
+    uint32_t restored_order; /* its place in the pending list it was saved from */
     uint32_t pending_index; /* index in the pending list, or WITNESS_BUDGET_NOT_PENDING */
     uint32_t candidate;     /* index into candidates when selected_tick is this tick */
     uint32_t bytes;         /* the latest offer's size */
@@ -95,7 +96,6 @@ typedef struct witness_budget_alias {
     bool has_sent;
     bool has_offered;
     bool mandatory;         /* pending as an enter or leave */
-    bool resume_run;        /* restored while pending: the next offer keeps pending_since */
 } witness_budget_alias;
 
 /* A pending alias as the per-tick pass reads it: a copy of what decides
@@ -277,8 +277,7 @@ int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance,
     witness_budget_alias *entry = &budget->aliases[alias];
     if (entry->has_offered && entry->last_offered == budget->tick) return WITNESS_BUDGET_ERROR_DUPLICATE;
     if (entry->pending_index == WITNESS_BUDGET_NOT_PENDING) {
-        if (!entry->resume_run) entry->pending_since = budget->tick;
-        entry->resume_run = false;
+        entry->pending_since = budget->tick;
         witness_budget_pend(budget, alias);
     }
     entry->has_offered = true;
@@ -550,6 +549,11 @@ void witness_budget_alias_save(const witness_budget *budget, uint32_t alias, wit
     out->has_offered = a->pending_index != WITNESS_BUDGET_NOT_PENDING;
     out->pending_since = a->pending_since;
     out->last_offered = a->last_offered;
+    if (out->has_offered) {
+        out->offered_bytes = a->bytes;
+        out->offered_distance = a->distance;
+        out->pending_order = a->pending_index;
+    }
 }
 
 void witness_budget_restore(witness_budget *budget, uint64_t tick, int64_t credit, uint64_t remainder) {
@@ -572,8 +576,26 @@ int witness_budget_alias_restore(witness_budget *budget, uint32_t alias, const w
     a->last_sent = state->last_sent;
     a->pending_since = state->pending_since;
     a->last_offered = state->last_offered;
-    /* A pending alias is not pending here until the witness offers it
-     * again (with its distance here); its run of pending ticks goes on. */
-    a->resume_run = state->has_offered;
+    if (state->has_offered) {
+        /* Pending here as it was there, with its latest offer. */
+        a->has_offered = true;
+        a->bytes = state->offered_bytes;
+        a->distance = isfinite(state->offered_distance) && state->offered_distance > 0 ? state->offered_distance : 0;
+        a->interval = witness_budget_interval(budget, a->distance);
+        a->restored_order = state->pending_order;
+        witness_budget_pend(budget, alias);
+        /* Into its saved place among the aliases restored so far, so the
+         * list is in the order it was, whatever order they come in. */
+        uint32_t index = a->pending_index;
+        while (index > 0 && budget->aliases[budget->pending[index - 1].alias].restored_order > a->restored_order) {
+            witness_budget_waiting moved = budget->pending[index - 1];
+            budget->pending[index] = moved;
+            budget->aliases[moved.alias].pending_index = index;
+            index--;
+        }
+        budget->pending[index].alias = alias;
+        a->pending_index = index;
+        witness_budget_refresh(budget, a);
+    }
     return 0;
 }

@@ -156,6 +156,11 @@ typedef struct witness_budget_alias_state {
     bool has_offered; /* pending: offered and not sent since */
     uint64_t pending_since;
     uint64_t last_offered;
+    /* When pending: the latest offer, and the alias's place in the pending
+     * list (restore them in this order to choose exactly as before). */
+    uint32_t offered_bytes;
+    float offered_distance;
+    uint32_t pending_order;
 } witness_budget_alias_state;
 
 void witness_budget_save(const witness_budget *budget, uint64_t *tick, int64_t *credit, uint64_t *remainder);
@@ -163,8 +168,9 @@ void witness_budget_save(const witness_budget *budget, uint64_t *tick, int64_t *
 void witness_budget_alias_save(const witness_budget *budget, uint32_t alias, witness_budget_alias_state *out);
 /* Sets the counters; the next begin_tick must pass a later tick. */
 void witness_budget_restore(witness_budget *budget, uint64_t tick, int64_t credit, uint64_t remainder);
-/* Sets the history of `alias`. Returns 0, or WITNESS_BUDGET_ERROR_ARGUMENT
- * for an alias out of range. */
+/* Sets the history of `alias`; a pending one is pending again, with its
+ * latest offer (restore pending aliases in their pending_order). Returns 0,
+ * or WITNESS_BUDGET_ERROR_ARGUMENT for an alias out of range. */
 int witness_budget_alias_restore(witness_budget *budget, uint32_t alias, const witness_budget_alias_state *state);
 
 /* The minimum interval, in ticks, between two non-forced sends of an entity

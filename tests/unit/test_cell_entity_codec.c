@@ -257,6 +257,7 @@ static void tick(cell *c, cell_entity *viewer) {
             replication_pack_audiences(shared->replication, &e->replication,
                                        REPLICATION_OTHERS_AUDIENCES | (e->witness ? 1u << REPLICATION_AUDIENCE_OWN : 0));
     }
+    witness_notify_changes(c);
     uint8_t *payload;
     size_t length = witness_update(viewer->witness, c, viewer, &payload);
     if (length) {
