@@ -679,7 +679,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     /* 4. The budget's choice, among everything pending. */
     size_t room = view->offered_count + witness_budget_pending_count(view->budget);
     if (view->selected_capacity < room) {
-        view->selected_capacity = room * 2;
+        view->selected_capacity = room + room / 4;
         view->selected = xrealloc(view->selected, view->selected_capacity * sizeof *view->selected);
     }
     uint32_t chosen = 0;
@@ -691,7 +691,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
      * the moves. An entity freed since it was offered writes nothing (its
      * LEAVE is coming). */
     if (view->ref_capacity < chosen) {
-        view->ref_capacity = chosen * 2;
+        view->ref_capacity = chosen + chosen / 4;
         view->refs = xrealloc(view->refs, view->ref_capacity * sizeof *view->refs);
     }
     size_t ref_count = 0;

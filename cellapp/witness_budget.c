@@ -82,11 +82,14 @@ typedef enum witness_budget_class {
 
 /* What the scheduler remembers of one alias. */
 typedef struct witness_budget_alias {
-    uint64_t last_sent;     /* tick of the last send; valid if has_sent */
-    uint64_t pending_since; /* first tick of the current run of pending ticks */
-    uint64_t last_offered;  /* tick of the latest offer; valid if has_offered */
-    uint64_t selected_tick; /* tick it was last selected in (for commit) */
-    uint64_t listed_tick;   /* tick + 1 when it was last made a candidate */
+    /* Ticks are kept as their low 32 bits (witness_budget_widen gives the
+     * whole tick back): 13 years at 10 Hz before two ticks share them, and
+     * an entry half the size for every alias of every client. */
+    uint32_t last_sent;     /* tick of the last send; valid if has_sent */
+    uint32_t pending_since; /* first tick of the current run of pending ticks */
+    uint32_t last_offered;  /* tick of the latest offer; valid if has_offered */
+    uint32_t selected_tick; /* tick it was last selected in (for commit) */
+    uint32_t listed_tick;   /* tick + 1 when it was last made a candidate */
     uint32_t restored_order; /* its place in the pending list it was saved from */
     uint32_t pending_index; /* index in the pending list, or WITNESS_BUDGET_NOT_PENDING */
     uint32_t candidate;     /* index into candidates when selected_tick is this tick */
@@ -117,8 +120,8 @@ typedef struct witness_budget_candidate {
     uint64_t staleness; /* >= 1 */
     witness_budget_class class;
     /* The alias's history before select marked it sent, for commit(0). */
-    uint64_t previous_last_sent;
-    uint64_t previous_pending_since;
+    uint32_t previous_last_sent;
+    uint32_t previous_pending_since;
     bool previous_has_sent;
     bool mandatory;
 } witness_budget_candidate;
@@ -214,6 +217,12 @@ int witness_budget_begin_tick(witness_budget *budget, uint64_t tick) {
     return 0;
 }
 
+/* The whole tick whose low 32 bits are `low`, at or before the current
+ * tick (every stored tick is). */
+static uint64_t witness_budget_widen(const witness_budget *budget, uint32_t low) {
+    return budget->tick - (uint32_t)((uint32_t)budget->tick - low);
+}
+
 /* Grows a uint32 array to hold one more. Only during warm-up: the arrays
  * never shrink. */
 static void witness_budget_grow(uint32_t **array, uint32_t count, uint32_t *capacity) {
@@ -252,8 +261,8 @@ static void witness_budget_unpend(witness_budget *budget, witness_budget_alias *
 static void witness_budget_refresh(witness_budget *budget, const witness_budget_alias *entry) {
     witness_budget_waiting *waiting = &budget->pending[entry->pending_index];
     waiting->mandatory = entry->mandatory;
-    waiting->forced_at = entry->pending_since + budget->config.tick_hz - 1;
-    waiting->eligible_at = entry->has_sent ? entry->last_sent + entry->interval : 0;
+    waiting->forced_at = witness_budget_widen(budget, entry->pending_since) + budget->config.tick_hz - 1;
+    waiting->eligible_at = entry->has_sent ? witness_budget_widen(budget, entry->last_sent) + entry->interval : 0;
 }
 
 static void witness_budget_pend(witness_budget *budget, uint32_t alias) {
@@ -275,13 +284,13 @@ int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance,
     witness_budget_reserve_alias(budget, alias);
     if (distance < 0) distance = 0;
     witness_budget_alias *entry = &budget->aliases[alias];
-    if (entry->has_offered && entry->last_offered == budget->tick) return WITNESS_BUDGET_ERROR_DUPLICATE;
+    if (entry->has_offered && entry->last_offered == (uint32_t)budget->tick) return WITNESS_BUDGET_ERROR_DUPLICATE;
     if (entry->pending_index == WITNESS_BUDGET_NOT_PENDING) {
-        entry->pending_since = budget->tick;
+        entry->pending_since = (uint32_t)budget->tick;
         witness_budget_pend(budget, alias);
     }
     entry->has_offered = true;
-    entry->last_offered = budget->tick;
+    entry->last_offered = (uint32_t)budget->tick;
     entry->bytes = bytes;
     entry->distance = distance;
     entry->interval = witness_budget_interval(budget, distance);
@@ -337,14 +346,14 @@ static uint32_t witness_budget_add_candidate(witness_budget *budget, uint32_t al
         budget->candidate_capacity = capacity;
     }
     witness_budget_alias *entry = &budget->aliases[alias];
-    entry->listed_tick = budget->tick + 1;
+    entry->listed_tick = (uint32_t)(budget->tick + 1);
     uint32_t index = budget->candidate_count++;
     witness_budget_candidate *candidate = &budget->candidates[index];
     candidate->alias = alias;
     candidate->bytes = entry->bytes;
     candidate->distance = entry->distance;
     candidate->interval = entry->interval;
-    candidate->staleness = budget->tick - entry->pending_since + 1;
+    candidate->staleness = (uint32_t)((uint32_t)budget->tick - entry->pending_since) + 1u;
     candidate->mandatory = entry->mandatory;
     candidate->class = WITNESS_BUDGET_CLASS_SKIPPED;
     return index;
@@ -361,7 +370,7 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
     for (uint32_t i = 0; i < budget->mandatory_count; i++) {
         const witness_budget_alias *entry = &budget->aliases[budget->mandatory[i]];
         if (entry->mandatory && entry->pending_index != WITNESS_BUDGET_NOT_PENDING &&
-            entry->listed_tick != tick + 1)
+            entry->listed_tick != (uint32_t)(tick + 1))
             witness_budget_add_candidate(budget, budget->mandatory[i]);
     }
     uint32_t forced_begin = budget->candidate_count;
@@ -428,9 +437,9 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
         candidate->previous_last_sent = entry->last_sent;
         candidate->previous_has_sent = entry->has_sent;
         candidate->previous_pending_since = entry->pending_since;
-        entry->last_sent = tick;
+        entry->last_sent = (uint32_t)tick;
         entry->has_sent = true;
-        entry->selected_tick = tick;
+        entry->selected_tick = (uint32_t)tick;
         entry->candidate = i;
         witness_budget_unpend(budget, entry);
         budget->stats.bytes_spent += candidate->bytes;
@@ -453,7 +462,8 @@ int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes
     if (alias >= budget->config.max_aliases) return WITNESS_BUDGET_ERROR_ARGUMENT;
     if (alias >= budget->alias_capacity) return WITNESS_BUDGET_ERROR_NOT_SELECTED; /* never offered */
     witness_budget_alias *entry = &budget->aliases[alias];
-    if (budget->phase != WITNESS_BUDGET_PHASE_SELECTED || !entry->has_sent || entry->selected_tick != budget->tick ||
+    if (budget->phase != WITNESS_BUDGET_PHASE_SELECTED || !entry->has_sent ||
+        entry->selected_tick != (uint32_t)budget->tick ||
         entry->candidate >= budget->candidate_count)
         return WITNESS_BUDGET_ERROR_NOT_SELECTED;
     witness_budget_candidate *candidate = &budget->candidates[entry->candidate];
@@ -503,7 +513,8 @@ void witness_budget_forget(witness_budget *budget, uint32_t alias) {
 void witness_budget_withdraw(witness_budget *budget, uint32_t alias) {
     if (alias >= budget->alias_capacity) return;
     witness_budget_alias *entry = &budget->aliases[alias];
-    if (budget->phase == WITNESS_BUDGET_PHASE_SELECTED && entry->has_sent && entry->selected_tick == budget->tick &&
+    if (budget->phase == WITNESS_BUDGET_PHASE_SELECTED && entry->has_sent &&
+        entry->selected_tick == (uint32_t)budget->tick &&
         entry->candidate < budget->candidate_count && budget->candidates[entry->candidate].alias == alias &&
         budget->candidates[entry->candidate].class != WITNESS_BUDGET_CLASS_SKIPPED)
         witness_budget_commit(budget, alias, 0);
@@ -520,7 +531,7 @@ void witness_budget_hold(witness_budget *budget, bool held) {
     if (budget->held && !held) {
         for (uint32_t i = 0; i < budget->pending_count; i++) {
             witness_budget_alias *entry = &budget->aliases[budget->pending[i].alias];
-            entry->pending_since = budget->tick;
+            entry->pending_since = (uint32_t)budget->tick;
             witness_budget_refresh(budget, entry);
         }
     }
@@ -544,11 +555,11 @@ void witness_budget_alias_save(const witness_budget *budget, uint32_t alias, wit
     if (alias >= budget->alias_capacity) return;
     const witness_budget_alias *a = &budget->aliases[alias];
     out->has_sent = a->has_sent;
-    out->last_sent = a->last_sent;
+    out->last_sent = a->has_sent ? witness_budget_widen(budget, a->last_sent) : 0;
     /* has_offered stands for "pending" in the saved form. */
     out->has_offered = a->pending_index != WITNESS_BUDGET_NOT_PENDING;
-    out->pending_since = a->pending_since;
-    out->last_offered = a->last_offered;
+    out->pending_since = witness_budget_widen(budget, a->pending_since);
+    out->last_offered = witness_budget_widen(budget, a->last_offered);
     if (out->has_offered) {
         out->offered_bytes = a->bytes;
         out->offered_distance = a->distance;
@@ -573,9 +584,9 @@ int witness_budget_alias_restore(witness_budget *budget, uint32_t alias, const w
     memset(a, 0, sizeof *a);
     a->pending_index = WITNESS_BUDGET_NOT_PENDING;
     a->has_sent = state->has_sent;
-    a->last_sent = state->last_sent;
-    a->pending_since = state->pending_since;
-    a->last_offered = state->last_offered;
+    a->last_sent = (uint32_t)state->last_sent;
+    a->pending_since = (uint32_t)state->pending_since;
+    a->last_offered = (uint32_t)state->last_offered;
     if (state->has_offered) {
         /* Pending here as it was there, with its latest offer. */
         a->has_offered = true;
