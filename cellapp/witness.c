@@ -79,7 +79,6 @@ typedef struct witness_slot {
     uint32_t member_index;      /* this alias in the witness's members */
     uint32_t update_bits;       /* this tick: the size of that shared UPDATE's span */
     uint32_t written_bits;      /* this tick: bits written for it so far */
-    float distance;
     uint64_t entity_id;         /* 0: the alias names nothing */
     volatile_track track;       /* the position and yaw the client holds */
     entity_state_mask pending;  /* properties owed with their current values */
@@ -429,7 +428,6 @@ static void witness_offer(witness *view, uint32_t alias, float distance, uint32_
     if (witness_budget_offer(view->budget, alias, distance, bytes ? bytes : 1, mandatory) != 0)
         log_panic("entity %llu: the budget refused alias %u", (unsigned long long)view->owner_id, alias);
     slot->offered = true;
-    slot->distance = distance;
     WITNESS_PUSH(view->offered, view->offered_count, view->offered_capacity, alias);
 }
 
