@@ -96,6 +96,18 @@ def metric(url, name, labels):
     return float(match.group(1)) if match else 0.0
 
 
+def build_commit(build):
+    """The commit the build was made from (its meson source tree), not this script's."""
+    source = REPO_ROOT
+    try:
+        with open(os.path.join(build, "meson-info", "meson-info.json")) as f:
+            source = json.load(f)["directories"]["source"]
+    except (OSError, ValueError, KeyError):
+        pass
+    return subprocess.run(["git", "-C", source, "rev-parse", "--short", "HEAD"],
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.strip()
+
+
 def registry(redis, cluster):
     return tessera_cluster.registry_entries(redis, cluster.get("cluster_name", "tessera"))
 
@@ -223,8 +235,7 @@ def run(name, scenario, build, profile_dir=None):
             "error_reasons": report.get("error_reasons"),
             "logins": report.get("logged_in"),
             "logins_per_second": (report.get("logged_in") or 0) / max(0.001, result["all_in_after_s"]),
-            "commit": subprocess.run(["git", "-C", REPO_ROOT, "rev-parse", "--short", "HEAD"],
-                                     stdout=subprocess.PIPE, text=True).stdout.strip(),
+            "commit": build_commit(build),
         })
         redis.close()
     finally:
