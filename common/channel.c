@@ -306,6 +306,17 @@ static channel_write *channel_gathering_reserve(channel *ch, size_t more) {
     return write;
 }
 
+/* A write libuv refused: its bytes leave the queue and the channel closes.
+ * Returns -1. */
+static int channel_write_failed(channel *ch, channel_write *write, int error) {
+    ch->queued_bytes -= write->bytes;
+    free(write);
+    char reason[128];
+    snprintf(reason, sizeof reason, "write failed: %s", uv_strerror(error));
+    channel_close(ch, reason);
+    return -1;
+}
+
 /* Hands the gathered frames to libuv as one write. Returns 0, or -1 when
  * the write failed and the channel is closing. */
 int channel_flush(channel *ch) {
@@ -331,12 +342,7 @@ int channel_flush(channel *ch) {
                 return 0;
             }
         } else if (written != UV_EAGAIN) {
-            ch->queued_bytes -= write->bytes;
-            free(write);
-            char reason[128];
-            snprintf(reason, sizeof reason, "write failed: %s", uv_strerror(written));
-            channel_close(ch, reason);
-            return -1;
+            return channel_write_failed(ch, write, written);
         }
     }
     /* The rest is libuv's until on_write_done: write->bytes is what it
@@ -344,14 +350,7 @@ int channel_flush(channel *ch) {
     write->bytes -= offset;
     uv_buf_t buf = uv_buf_init((char *)write->data + offset, (unsigned)write->bytes);
     int rc = uv_write(&write->request, (uv_stream_t *)&ch->tcp, &buf, 1, channel_on_write_done);
-    if (rc < 0) {
-        ch->queued_bytes -= write->bytes;
-        free(write);
-        char reason[128];
-        snprintf(reason, sizeof reason, "write failed: %s", uv_strerror(rc));
-        channel_close(ch, reason);
-        return -1;
-    }
+    if (rc < 0) return channel_write_failed(ch, write, rc);
     ch->stats.writes++;
     if (ch->options.totals) ch->options.totals->writes++;
     return 0;
