@@ -5,11 +5,11 @@
  * of half-side view_radius, left beyond view_radius + view_hysteresis); its
  * flush tells the witness who entered and who left, net for the tick. Every
  * entity in view knows the witness (cell_entity.observers), and when it
- * moves or its properties are packed it touches its alias here
- * (witness_notify_changes) -- a mover whose MOVE is already owed to this
- * client does not even do that. So a tick's work follows what changed in
- * the view -- enters, leaves, movers, changed properties -- and what the
- * budget finds due, not the view's size. Each tick the witness:
+ * moves or its properties are packed it works out what it owes this client
+ * and offers it (witness_notify_changes) -- a mover whose MOVE is already
+ * owed to this client does not even do that. So a tick's work follows what
+ * changed in the view -- enters, leaves, movers, changed properties -- and
+ * what the budget finds due, not the view's size. Each tick the witness:
  *
  *   1. writes a LEAVE for every entity that left, and releases its alias
  *      (alias_table: it cools down before naming anything else);
