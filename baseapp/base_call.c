@@ -29,12 +29,7 @@ int base_call(baseapp *app, uint64_t caller_id, uint64_t target_id, const char *
 
 /* Answers the sender of `call` that it failed for `reason`. */
 static void base_call_fail(baseapp *app, const Tessera__Cluster__BaseCall *call, const char *reason) {
-    Tessera__Cluster__EntityCallFailed failed = TESSERA__CLUSTER__ENTITY_CALL_FAILED__INIT;
-    failed.entity_id = call->entity_id;
-    failed.caller_id = call->caller_id;
-    failed.method_id = call->method_id;
-    failed.part = call->part;
-    failed.reason = (char *)reason;
+    Tessera__Cluster__EntityCallFailed failed = base_mailbox_failure(call, reason);
     if (call->sender_id == app->process_id || call->sender_id == 0) {
         base_mailbox_on_failed(app->bases, &failed);
         return;

@@ -429,15 +429,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         uint64_t start = now_ns();
         coord_flush(c->coord);
         replication_begin_tick(shared.replication, ++shared.replication_tick);
-        for (int e = 0; e < ENTITIES; e++) {
-            cell_entity *entity = entities[e];
-            entity->packed = !entity_state_mask_empty(entity_state_dirty(entity->state));
-            if (entity->packed)
-                replication_pack_audiences(shared.replication, &entity->replication,
-                                           REPLICATION_OTHERS_AUDIENCES |
-                                               (entity->witness ? 1u << REPLICATION_AUDIENCE_OWN : 0));
-        }
-        witness_notify_changes(c);
+        cell_pack(c);
         uint8_t *mine = NULL;
         size_t mine_length = 0;
         uint64_t tick_bytes = 0;

@@ -73,21 +73,22 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def rss_kb(pid):
+def status_field(pid, name):
+    """One number from /proc/<pid>/status (0 when absent)."""
     with open("/proc/%d/status" % pid) as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(name + ":"):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kb(pid):
+    return status_field(pid, "VmRSS")
 
 
 def wakeups(pid):
     """Voluntary context switches so far: how often the process slept and woke."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split()[1])
-    return 0
+    return status_field(pid, "voluntary_ctxt_switches")
 
 
 def metric(url, name, labels):

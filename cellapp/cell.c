@@ -193,6 +193,41 @@ void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t inca
     entity->teleported = entity->space_changed = false;
 }
 
+/* Whether any of `audiences` receives a property in the entity's change
+ * list. */
+static bool cell_anyone_receives(const cell *c, const cell_entity *entity, unsigned audiences) {
+    const entity_state_mask *dirty = entity_state_dirty(entity->state);
+    for (unsigned audience = 0; audience < REPLICATION_AUDIENCE_COUNT; audience++) {
+        if (!(audiences & (1u << audience))) continue;
+        const entity_state_mask *mask = replication_schema_mask(c->shared->schema, entity->cls->id,
+                                                                (replication_audience)audience);
+        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
+            if (dirty->words[k] & mask->words[k]) return true;
+    }
+    return false;
+}
+
+void cell_pack(cell *c) {
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
+        entity->packed = false;
+        if (entity->destroyed || entity_state_mask_empty(entity_state_dirty(entity->state))) continue;
+        /* Only the audiences someone receives: the own client's when there
+         * is one, the ghosts' when it has ghosts. */
+        unsigned audiences = REPLICATION_OTHERS_AUDIENCES;
+        if (entity->witness) audiences |= 1u << REPLICATION_AUDIENCE_OWN;
+        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
+        /* A change nobody receives (a cell-private counter that moves with
+         * every step) is not packed, and touches no witness. */
+        if (!cell_anyone_receives(c, entity, audiences)) continue;
+        replication_pack_audiences(c->shared->replication, &entity->replication, audiences);
+        entity->packed = true;
+    }
+    /* Then tell the witnesses that see what changed: their updates look at
+     * nothing else. */
+    witness_notify_changes(c);
+}
+
 void cell_end_tick(cell *c) {
     size_t i = 0;
     while (i < c->count) {

@@ -381,41 +381,6 @@ void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, co
 
 /* ---- the tick ----------------------------------------------------------------- */
 
-/* Whether any of `audiences` receives a property in the entity's change
- * list. */
-static bool cellapp_anyone_receives(const cellapp *app, const cell_entity *entity, unsigned audiences) {
-    const entity_state_mask *dirty = entity_state_dirty(entity->state);
-    for (unsigned audience = 0; audience < REPLICATION_AUDIENCE_COUNT; audience++) {
-        if (!(audiences & (1u << audience))) continue;
-        const entity_state_mask *mask = replication_schema_mask(app->shared.schema, entity->cls->id,
-                                                                (replication_audience)audience);
-        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
-            if (dirty->words[k] & mask->words[k]) return true;
-    }
-    return false;
-}
-
-static void cellapp_pack(cellapp *app, cell *c) {
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
-        entity->packed = false;
-        if (entity->destroyed || entity_state_mask_empty(entity_state_dirty(entity->state))) continue;
-        /* Only the audiences someone receives: the own client's when there
-         * is one, the ghosts' when it has ghosts. */
-        unsigned audiences = REPLICATION_OTHERS_AUDIENCES;
-        if (entity->witness) audiences |= 1u << REPLICATION_AUDIENCE_OWN;
-        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
-        /* A change nobody receives (a cell-private counter that moves with
-         * every step) is not packed, and touches no witness. */
-        if (!cellapp_anyone_receives(app, entity, audiences)) continue;
-        replication_pack_audiences(app->shared.replication, &entity->replication, audiences);
-        entity->packed = true;
-    }
-    /* Then tell the witnesses that see what changed: their updates look at
-     * nothing else. */
-    witness_notify_changes(c);
-}
-
 static void cellapp_witnesses(cellapp *app, cell *c) {
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
@@ -454,7 +419,7 @@ void cellapp_tick(cellapp *app) {
          * leaves and fires the traps (whose game rules may change
          * properties). Then pack once. */
         coord_flush(c->coord);
-        cellapp_pack(app, c);
+        cell_pack(c);
         cellapp_witnesses(app, c);
     }
     outbox_flush_clients(app);

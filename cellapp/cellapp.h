@@ -273,6 +273,11 @@ void cell_destroy(cell *c, cell_entity *entity);
  * makes it a ghost of `owner` at `incarnation`. */
 void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t incarnation);
 /* Frees the entities marked destroyed and clears per-tick flags. */
+/* Once per tick, after coord_flush: encodes every changed entity once per
+ * audience that receives something of the change (replication.h), marks it
+ * packed, and tells the witnesses that see what changed
+ * (witness_notify_changes). Then the witnesses' updates. */
+void cell_pack(cell *c);
 void cell_end_tick(cell *c);
 /* The entity id behind a coord id, valid for ids the coordinate system has
  * reported, even after the entity left. */

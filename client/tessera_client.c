@@ -820,6 +820,19 @@ static void tessera_client__apply_pending_base(tessera_client *client, tessera_c
 static void tessera_client__stream_leave(void *ctx, uint32_t alias);
 static void tessera_client__end_frame(tessera_client *client);
 
+/* The whole view went (the player was destroyed, or left the space): tells
+ * the game every departed entity, as a change of space (which a callback
+ * may end by leaving the world), then closes the frame. */
+static void tessera_client__report_departures(tessera_client *client) {
+    client->changing_space = true;
+    for (size_t i = 0; i < client->frame.departed.count; i++) {
+        if (client->callbacks.on_leave) client->callbacks.on_leave(client, client->frame.departed.items[i]->pub.id);
+        if (!tessera_client__in_world(client)) break;
+    }
+    client->changing_space = false;
+    tessera_client__end_frame(client);
+}
+
 static void tessera_client__on_login_reply(tessera_client *client, const Tessera__Client__LoginReply *reply) {
     int expected = client->state == TESSERA_CLIENT_LOGIN_SENT ||
                    (tessera_client__detached(client) && client->state == TESSERA_CLIENT_AWAITING_LOGIN);
@@ -901,13 +914,7 @@ static void tessera_client__forget_view(tessera_client *client) {
         own->events |= TESSERA_CLIENT__EVENT_DEPARTED;
         tessera_client__list_push(&client->frame.departed, own);
     }
-    client->changing_space = true;
-    for (size_t i = 0; i < client->frame.departed.count; i++) {
-        if (client->callbacks.on_leave) client->callbacks.on_leave(client, client->frame.departed.items[i]->pub.id);
-        if (!tessera_client__in_world(client)) break;
-    }
-    client->changing_space = false;
-    tessera_client__end_frame(client);
+    tessera_client__report_departures(client);
     for (size_t i = 0; i < client->pending_count; i++) free(client->pending[i].data);
     client->pending_count = 0;
     client->pending_bytes = 0;
@@ -1621,13 +1628,7 @@ static void tessera_client__on_teleported(tessera_client *client, const Tessera_
         /* Every entity of the old space goes, as if each had left. */
         for (uint32_t alias = 0; alias < client->alias_capacity; alias++)
             if (client->aliases[alias]) tessera_client__stream_leave(client, alias);
-        client->changing_space = true;
-        for (size_t i = 0; i < client->frame.departed.count; i++) {
-            if (client->callbacks.on_leave) client->callbacks.on_leave(client, client->frame.departed.items[i]->pub.id);
-            if (!tessera_client__in_world(client)) break;
-        }
-        client->changing_space = false;
-        tessera_client__end_frame(client);
+        tessera_client__report_departures(client);
         if (!tessera_client__in_world(client)) return;
         snprintf(info.space_name, sizeof info.space_name, "%s", message->space_name ? message->space_name : "");
         info.position_precision = message->position_precision;

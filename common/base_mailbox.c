@@ -50,13 +50,18 @@ base_mailbox *base_mailbox_create(redis_client *redis, const char *cluster_name,
 void base_mailbox_set_self(base_mailbox *box, uint64_t self_id) { box->self = self_id; }
 
 /* Tells the owner `call` failed for `reason`. */
-static void base_mailbox_report(base_mailbox *box, const Tessera__Cluster__BaseCall *call, const char *reason) {
+Tessera__Cluster__EntityCallFailed base_mailbox_failure(const Tessera__Cluster__BaseCall *call, const char *reason) {
     Tessera__Cluster__EntityCallFailed failed = TESSERA__CLUSTER__ENTITY_CALL_FAILED__INIT;
     failed.entity_id = call->entity_id;
     failed.caller_id = call->caller_id;
     failed.method_id = call->method_id;
     failed.part = call->part;
     failed.reason = (char *)reason;
+    return failed;
+}
+
+static void base_mailbox_report(base_mailbox *box, const Tessera__Cluster__BaseCall *call, const char *reason) {
+    Tessera__Cluster__EntityCallFailed failed = base_mailbox_failure(call, reason);
     box->failed(&failed, box->user_data);
 }
 

@@ -56,6 +56,8 @@ int base_mailbox_call(base_mailbox *box, uint64_t caller_id, uint64_t target_id,
 /* The answer to a call that did not reach its base (from the baseapp that
  * was asked, or made here): forgets where that base was, and reports it. */
 void base_mailbox_on_failed(base_mailbox *box, const Tessera__Cluster__EntityCallFailed *failed);
+/* The failure report of `call` for `reason` (which must outlive it). */
+Tessera__Cluster__EntityCallFailed base_mailbox_failure(const Tessera__Cluster__BaseCall *call, const char *reason);
 /* The base of `entity_id` is on `baseapp_id` (known without asking). */
 void base_mailbox_learn(base_mailbox *box, uint64_t entity_id, uint64_t baseapp_id);
 

@@ -250,14 +250,7 @@ static void tick(cell *c, cell_entity *viewer) {
     cell_shared *shared = c->shared;
     coord_flush(c->coord);
     replication_begin_tick(shared->replication, ++shared->replication_tick);
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *e = c->by_index[i];
-        e->packed = !e->destroyed && !entity_state_mask_empty(entity_state_dirty(e->state));
-        if (e->packed)
-            replication_pack_audiences(shared->replication, &e->replication,
-                                       REPLICATION_OTHERS_AUDIENCES | (e->witness ? 1u << REPLICATION_AUDIENCE_OWN : 0));
-    }
-    witness_notify_changes(c);
+    cell_pack(c);
     uint8_t *payload;
     size_t length = witness_update(viewer->witness, c, viewer, &payload);
     if (length) {
