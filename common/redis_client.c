@@ -5,7 +5,6 @@
 
 #include "clock.h"
 
-#include <hiredis/adapters/libuv.h>
 #include <hiredis/async.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "redis_libuv.h"
 
 struct redis_client {
     uv_loop_t *loop;
@@ -40,10 +40,9 @@ typedef struct redis_request {
 
 static void redis_client_connect_now(redis_client *client);
 
-/* How long one connection attempt may take. hiredis's libuv adapter drops
- * poll errors on the floor, so a refused connection is never reported to
- * the connect callback; and a firewall that drops SYNs would stall just the
- * same. The deadline turns both into an ordinary failed attempt. */
+/* How long one connection attempt may take. A firewall that drops SYNs
+ * never answers at all; the deadline turns that into an ordinary failed
+ * attempt. */
 #define REDIS_CONNECT_TIMEOUT_MS 1000
 
 static void redis_client_schedule_retry(redis_client *client);
@@ -139,8 +138,14 @@ static void redis_client_connect_now(redis_client *client) {
         return;
     }
     context->data = client;
-    if (redisLibuvAttach(context, client->loop) != REDIS_OK) {
-        log_panic("redis %s: cannot attach to the libuv loop", client->address);
+    if (redis_libuv_attach(context, client->loop) != 0) {
+        client->failed_attempts++;
+        log_warn("redis %s: connect attempt %u failed: cannot watch its socket; retrying in %u ms", client->address,
+                 client->failed_attempts, client->retry_ms);
+        redisAsyncFree(context);
+        redis_client_report(client);
+        redis_client_schedule_retry(client);
+        return;
     }
     redisAsyncSetConnectCallback(context, redis_client_on_connect);
     redisAsyncSetDisconnectCallback(context, redis_client_on_disconnect);

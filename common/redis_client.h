@@ -1,7 +1,8 @@
 /* redis_client.h -- one asynchronous Redis connection on the libuv loop,
  * with reconnection.
  *
- * Built on hiredis's async API and its own libuv adapter. When the
+ * Built on hiredis's async API, attached to the loop by redis_libuv.h
+ * (which sees a connection reset that hiredis's own adapter misses). When the
  * connection drops or an attempt fails, the client logs it and tries again
  * every retry_ms, forever; the owner learns of each change through the
  * state callback and decides whether a failure is fatal (processes give up

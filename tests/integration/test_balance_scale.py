@@ -32,10 +32,14 @@ class BalanceScale(unittest.TestCase):
     def test_add_then_drain_a_cellapp(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         settings = ["cellapp.npc_count=%d" % NPCS, "cellapp.balance_retire_below=0",
-                    # The cluster's loads are small here (a few bots on a
-                    # shared machine): a small margin still tells a space
-                    # that could use the new cellapp.
-                    "cellapp.balance_add_margin=0.005", "cellapp.balance_cell_change_ms=2000",
+                    # The cluster's loads are small here (a hundred bots):
+                    # the two busy cellapps run at a few per cent, and the
+                    # idle one's own tick (Redis, heartbeats, and under
+                    # ASan or a loaded machine more) is near that, so any
+                    # positive margin can hide the difference. With none,
+                    # the space's cellapps only have to be busier than the
+                    # cluster's average, which an idle cellapp makes them.
+                    "cellapp.balance_add_margin=0", "cellapp.balance_cell_change_ms=2000",
                     "cellapp.drain_timeout_ms=40000"]
         with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings, balance=True, timeout=60,
                              bounds=(-200, -200, 200, 200), spawn_radius=150) as cluster:
