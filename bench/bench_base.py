@@ -132,7 +132,7 @@ def main():
     run_dir = tempfile.mkdtemp(prefix="tessera-bench-base-")
     overrides = {"baseapp.autosave_interval_ms": 0, "baseapp.client_detached_grace_ms": 60000,
                  "baseapp.max_clients": args.bots + 100, "baseapp.login_timeout_ms": 300000, "cellapp.balance_enabled": False,
-                 "cellapp.npc_count": 0}
+                 "cellapp.game.npc_count": 0}
     results = {"bots": args.bots, "rounds": args.rounds}
     bots = None
     try:

@@ -142,7 +142,7 @@ def main():
 
     results = {}
     settings = ["baseapp.login_redirect=false", "baseapp.client_calls_per_second=10000",
-                "baseapp.client_detached_grace_ms=600000", "cellapp.npc_count=0"]
+                "baseapp.client_detached_grace_ms=600000", "cellapp.game.npc_count=0"]
     with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
         first, second = cluster.baseapps
         a_sock, a = harness.login(first, "alice", "pw")
@@ -214,7 +214,7 @@ def main():
     # Logins through the redirect against logins that stay.
     rates = {}
     for redirect in (False, True):
-        extra = ["baseapp.login_redirect=%s" % ("true" if redirect else "false"), "cellapp.npc_count=0",
+        extra = ["baseapp.login_redirect=%s" % ("true" if redirect else "false"), "cellapp.game.npc_count=0",
                  "baseapp.max_clients=%d" % (args.bots + 100), "baseapp.login_timeout_ms=120000"]
         with harness.Cluster(baseapps=2, cellapps=1, extra_set=extra, timeout=60) as cluster:
             t0 = time.monotonic()

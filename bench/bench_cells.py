@@ -595,7 +595,7 @@ def run_offloads(build_dir, run_root):
     shutil.rmtree(run_dir, ignore_errors=True)
     os.makedirs(run_dir)
     bots_bin = os.path.join(build_dir, "client", "tessera-bots")
-    up_extra = ["--spawn-radius", str(OFFLOAD_SPAWN_RADIUS), "--set", "cellapp.npc_count=%d" % NPCS_PER_CELLAPP,
+    up_extra = ["--spawn-radius", str(OFFLOAD_SPAWN_RADIUS), "--set", "cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP,
                 "--set", "heartbeat_ms=%d" % OFFLOAD_HEARTBEAT_MS]
     cluster = None
     bots = None
@@ -892,7 +892,7 @@ def main(argv=None):
     try:
         new_bots = os.path.join(build, "client", "tessera-bots")
         new_extra = ["--spawn-radius", str(SPAWN_RADIUS), "--bounds=%d,%d,%d,%d" % (-AREA, -AREA, AREA, AREA),
-                     "--set", "cellapp.npc_count=%d" % NPCS_PER_CELLAPP]
+                     "--set", "cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP]
         # Rounds of every count (1, 2, 4, 1, 2, 4): a passing disturbance
         # then hits one run of a configuration, not all of them.
         counts = [int(v) for v in args.cellapps.split(",") if v.strip()]
@@ -913,7 +913,7 @@ def main(argv=None):
             old_extra = ["--set", "cellapp.spawn_radius=%d" % SPAWN_RADIUS,
                          "--set", "cellapp.world_min_x=%d" % -AREA, "--set", "cellapp.world_max_x=%d" % AREA,
                          "--set", "cellapp.world_min_z=%d" % -AREA, "--set", "cellapp.world_max_z=%d" % AREA,
-                         "--set", "cellapp.npc_count=%d" % NPCS_PER_CELLAPP]
+                         "--set", "cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP]
             counts = [2] if args.no_baseline_one else [1, 2]
             runs = {n: [] for n in counts}
             for k in range(args.repeat):

@@ -146,7 +146,7 @@ def run(name, scenario, build, profile_dir=None):
     run_dir = tempfile.mkdtemp(prefix="tessera-loadtest-")
     bots_bin = os.path.join(build, "client", "tessera-bots")
     area = scenario["area"]
-    overrides = {"cellapp.npc_count": scenario["npcs"], "baseapp.max_clients": scenario["bots"] + 100,
+    overrides = {"cellapp.game.npc_count": scenario["npcs"], "baseapp.max_clients": scenario["bots"] + 100,
                  "baseapp.login_timeout_ms": 120000, "cellapp.max_entities": 100000,
                  "cellapp.balance_enabled": False}
     bots = None

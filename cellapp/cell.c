@@ -87,6 +87,8 @@ static void cell_strip_real(cell *c, cell_entity *entity) {
     mailbox_inbox_free(entity->inbox);
     entity->inbox = NULL;
     entity->haunt_count = 0;
+    free(entity->game_data);
+    entity->game_data = NULL;
 }
 
 static void cell_free_entity(cell *c, cell_entity *entity) {

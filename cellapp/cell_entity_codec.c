@@ -2,7 +2,8 @@
  * (proto/cluster.proto, CellEntityState), and back: properties (all of
  * them), position, movement allowance, timers, traps and what is inside
  * them, the witness (aliases, cooldowns, budget, per-alias state, queued
- * calls), and the order of the messages sent to it. An offload moves
+ * calls), the order of the messages sent to it, and the game's
+ * per-entity data (game_host.c). An offload moves
  * exactly this; anything a real gains later must join it here. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -13,7 +14,6 @@
 #include "log.h"
 
 void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
-    (void)app;
     cell *c = entity->home;
     uint64_t now_us = clock_monotonic_us();
     tessera__cluster__cell_entity_state__init(out);
@@ -97,6 +97,7 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
     out->sent_wall_us = clock_wall_us();
     out->teleported = entity->teleported;
     out->offloads = entity->offloads;
+    game_host_save(app->game, entity, out);
 }
 
 void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
@@ -115,6 +116,7 @@ void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
         free(state->witness);
     }
     if (state->inbox) mailbox_inbox_saved_free(state->inbox, state->n_inbox);
+    game_host_saved_free(state);
     tessera__cluster__cell_entity_state__init(state);
 }
 
@@ -219,6 +221,7 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
                      (double)trap->radius);
     }
     if (state->witness) witness_restore(c, entity, state->witness);
+    game_host_restore(app->game, entity, state);
     if (state->n_inbox) {
         mailbox_inbox_free(entity->inbox);
         entity->inbox = mailbox_inbox_restore(state->inbox, state->n_inbox, now_us);

@@ -62,7 +62,7 @@ static void cell_message_move(cellapp *app, cell_entity *entity, const Tessera__
         double metres = hypot(hypot((double)x - entity->x, (double)y - entity->y), (double)z - entity->z);
         cell_move(c, entity, x, y, z, move->yaw);
         entity->move_stamp_us = clock_wall_us();
-        game_on_moved(app, entity, metres);
+        game_host_moved(app->game, entity, metres);
         return;
     }
     app->counters.moves_refused++;
@@ -120,7 +120,7 @@ static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity 
         log_warn("process %" PRIu64 ": call on entity %" PRIu64 " dropped: %s", sender, target->id, reason);
         return;
     }
-    game_run_method(app, target, method, call->caller_id, args);
+    game_host_call(app->game, target, method, call->caller_id, args);
     entity_state_free(args);
 }
 
@@ -130,11 +130,15 @@ static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity 
 static void cell_message_client_binding(cellapp *app, cell_entity *entity, const Tessera__Cluster__ClientBinding *binding) {
     entity->client_binding = binding->binding;
     if (!binding->attached) {
+        bool had = entity->witness != NULL;
         witness_detach(entity->home, entity);
+        if (had) game_host_witness(app->game, entity, false);
         log_debug("entity %" PRIu64 ": its client left (binding %u): no witness", entity->id, binding->binding);
         return;
     }
+    bool had = entity->witness != NULL;
     witness_reset(entity->home, entity);
+    if (!had) game_host_witness(app->game, entity, true);
     log_debug("entity %" PRIu64 ": a client attached (binding %u): a fresh witness", entity->id, binding->binding);
     cellapp_reply_created(app, entity->baseapp_id, entity->id, entity, NULL);
 }
@@ -297,7 +301,7 @@ void cell_message_tick(cellapp *app, cell *c) {
 void cell_message_call(cellapp *app, cell_entity *target, const entity_def_method *method, uint64_t caller_id,
                        const entity_state *args) {
     if (target->kind == CELL_ENTITY_REAL) {
-        game_run_method(app, target, method, caller_id, args);
+        game_host_call(app->game, target, method, caller_id, args);
         return;
     }
     /* A ghost: the method runs where the real is. */

@@ -82,6 +82,7 @@ cell_entity *cellapp_create_real(cellapp *app, cell *c, uint64_t id, const entit
 
 void cellapp_destroy_real(cellapp *app, cell_entity *entity) {
     if (entity->destroyed || entity->kind != CELL_ENTITY_REAL) return;
+    game_host_destroyed(app->game, entity);
     haunt_destroyed(app, entity);
     mailbox_directory_remove(app->redis, app->settings.process.cluster_name, entity->id, app->process_id,
                              entity->incarnation);
@@ -227,7 +228,8 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
         entity->client_binding = request->client_binding;
         witness_attach(c, entity);
     }
-    game_on_real_created(app, entity);
+    game_host_created(app->game, entity);
+    if (entity->witness) game_host_witness(app->game, entity, true);
     log_debug("created %s %" PRIu64 " for baseapp %" PRIu64 " in space '%s' at (%.1f, %.1f)", cls->name, entity->id,
               baseapp_id, c->space_name, (double)x, (double)z);
     cellapp_reply_created(app, baseapp_id, request->entity_id, entity, NULL);
@@ -404,11 +406,11 @@ static void cellapp_end_tick(cell *c) {
 void cellapp_tick(cellapp *app) {
     uint64_t started = clock_monotonic_us();
     spaces_apply_pending(app);
-    game_tick(app);
+    game_host_tick(app->game);
     size_t cursor = 0;
     cell *c;
     while ((c = spaces_next_cell(app, &cursor)) != NULL) {
-        entity_timers_run(c->timers, started, c, cell_find, game_on_timer, app);
+        entity_timers_run(c->timers, started, c, cell_find, game_host_timer, app);
         cell_message_tick(app, c);
     }
     replication_begin_tick(app->shared.replication, ++app->shared.replication_tick);

@@ -28,6 +28,7 @@
 #include "coord.h"
 #include "entity_def.h"
 #include "entity_state.h"
+#include "game_host.h"
 #include "ghost_order.h"
 #include "id_block.h"
 #include "balance.h"
@@ -96,9 +97,9 @@ typedef struct cellapp_settings {
     int64_t ghost_route_ms;
     int64_t cell_stream_gap_ms;
     balancer_settings balance;
-    /* The demo game (game.c). */
-    int64_t npc_count;
-    double npc_trap_radius;
+    /* The game module (game_host.c) and its own settings. */
+    char game_module[256];
+    config_group game;
     char state_dump_path[256];
 } cellapp_settings;
 
@@ -158,6 +159,7 @@ typedef struct cell_entity {
     const entity_def_class *cls;     /* its class in the definitions */
     entity_state *state;             /* its properties: all on a real, the ghosts' ones kept on a ghost */
     bool packed;                     /* replication_pack ran for it this tick */
+    void *game_data;                 /* reals: the game's per-entity data (game_host.c), NULL until asked */
     float x, y, z, yaw;
     uint64_t move_stamp_us;          /* wall clock when the real applied its last move */
     bool moved;                      /* position changed since the last tick */
@@ -386,7 +388,6 @@ typedef struct cellapp_load {
     double load;                     /* smoothed, a fraction of one core */
     double transient;                /* smoothed likewise */
 } cellapp_load;
-typedef struct game game;
 typedef struct ghost_route ghost_route;
 
 /* Counters the cellapp publishes (registry) and prints. */
@@ -450,8 +451,9 @@ struct cellapp {
     uint64_t drain_started_us;
     int shutting_down;
     int exit_code;
-    id_block *ids;                   /* entity ids for what the cellapp creates itself (NPCs) */
-    game *game;
+    id_block *ids;                   /* entity ids for what the game spawns */
+    game_host *game;                 /* the game module (never NULL once running) */
+    game_host *game_loading;         /* while the module's cell_init runs */
 };
 
 /* cellapp.c: what peers ask of the cellapp, and the tick. */
@@ -682,23 +684,5 @@ typedef struct balancer_figures {
     uint64_t passes, line_moves, cell_changes, writes_refused;
 } balancer_figures;
 void balancer_stats(const balancer *b, balancer_figures *out);
-
-/* game.c: the demo game's rules (Avatar and Npc from demo/entities). Each
- * is a no-op when the definitions lack the class or member it uses. */
-game *game_create(cellapp *app);
-void game_free(game *g);
-/* Once per tick, before the flush: spawns the NPCs still owed. */
-void game_tick(cellapp *app);
-/* A real was created (its cell properties already set). */
-void game_on_real_created(cellapp *app, cell_entity *entity);
-/* A real's accepted move covered `metres`. */
-void game_on_moved(cellapp *app, cell_entity *entity, double metres);
-/* Runs a cell method on a real (checks done by the caller). */
-void game_run_method(cellapp *app, cell_entity *entity, const entity_def_method *method, uint64_t caller_id,
-                     const entity_state *args);
-/* A trap of `owner` with the game's `tag`: `visitor` stepped in or out. */
-void game_on_trap(cellapp *app, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered);
-/* A timer of `entity` fired. */
-void game_on_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context);
 
 #endif

@@ -113,10 +113,12 @@ static const config_key cellapp_config_keys[] = {
     {"balance_retire_below", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.retire_below), 0, 0, 100,
      "0.02", "a space whose whole load, spread over one cellapp fewer, stays below this per cellapp retires its "
      "coolest cell (0: never)"},
-    {"npc_count", CONFIG_INT, offsetof(cellapp_settings, npc_count), 0, 0, 1000000, "20",
-     "demo game: stationary NPC guards this cellapp spawns in the default space's spawn disc"},
-    {"npc_trap_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, npc_trap_radius), 0, 0, 1e4, "8",
-     "demo game: an avatar this close to an NPC (on X and Z) counts as its visitor"},
+    {"game_module", CONFIG_STRING, offsetof(cellapp_settings, game_module),
+     sizeof(((cellapp_settings *)0)->game_module), 0, 0, "",
+     "the game module (a .so built against include/tessera/game.h) whose rules the entities follow; empty: the "
+     "definitions alone"},
+    {"game", CONFIG_GROUP, offsetof(cellapp_settings, game), 0, 0, 0, NULL,
+     "the game module's own settings (an object; on the command line game.NAME=VALUE)"},
     {"state_dump_path", CONFIG_STRING, offsetof(cellapp_settings, state_dump_path),
      sizeof(((cellapp_settings *)0)->state_dump_path), 0, 0, "",
      "where SIGUSR1 writes every real's properties as JSON (empty: SIGUSR1 only logs)"},
@@ -364,7 +366,8 @@ static void cellapp_drain_check(cellapp *app) {
 
 /* The cell tells the cellapp what a trap saw; the game decides. */
 static void cellapp_on_trap(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered) {
-    game_on_trap(host, owner, tag, visitor, entered);
+    cellapp *app = host;
+    game_host_trap(app->game, owner, tag, visitor, entered);
 }
 
 /* The mailbox's wire: straight to the process that holds the real. */
@@ -432,6 +435,14 @@ int main(int argc, char **argv) {
     app.shared.on_trap = cellapp_on_trap;
     app.shared.timer_ids = &app.timer_ids;
     app.shared.host = &app;
+    app.game = game_host_load(&app, settings->game_module, &settings->game, err, sizeof err);
+    if (!app.game) {
+        fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
+        replication_free(app.shared.replication);
+        replication_schema_free(app.shared.schema);
+        entity_def_registry_free(app.shared.definitions);
+        return 1;
+    }
     bit_writer_init(&app.shared.stream);
 
     app.loop = uv_default_loop();
@@ -489,9 +500,9 @@ int main(int argc, char **argv) {
         .user_data = &app,
     };
     app.registry = registry_create(app.loop, app.redis, &registry_settings);
-    /* NPC ids: a small block, since a cellapp creates few entities itself. */
+    /* Ids for what the game spawns: a small block, since a cellapp
+     * creates few entities itself. */
     app.ids = id_block_create(app.redis, settings->process.cluster_name, 256);
-    app.game = game_create(&app);
     if (settings->balance.enabled) app.balancer = balancer_create(&app);
     app.admin = cellapp_admin_start(&app, err, sizeof err);
     if (!app.admin && err[0]) {
@@ -544,7 +555,7 @@ int main(int argc, char **argv) {
     ghost_order_free(app.ghost_order);
     latency_histogram_close(&app.counters.offload_latency);
     latency_histogram_close(&app.counters.tick_time);
-    game_free(app.game);
+    game_host_free(app.game);
     balancer_free(app.balancer);
     bit_writer_close(&app.shared.stream);
     replication_free(app.shared.replication);

@@ -220,6 +220,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
 }
 
 void offload_send(cellapp *app, cell_entity *entity, uint64_t target) {
+    game_host_leaving(app->game, entity);
     Tessera__Cluster__CellEntityState state;
     cell_entity_save(app, entity, &state);
     state.incarnation = entity->incarnation + 1;
@@ -246,6 +247,7 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
                  entity->teleport_space);
         return;
     }
+    game_host_leaving(app->game, entity);
     Tessera__Cluster__CellEntityState state;
     cell_entity_save(app, entity, &state);
     size_t kept_length;
@@ -337,6 +339,8 @@ static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Te
         offload_tell_client_teleported(app, entity, true);
     }
     (void)from;
+    game_host_arrived(app->game, entity);
+    if (state->space_changed) game_host_teleported(app->game, entity, true);
     return 0;
 }
 
@@ -535,5 +539,6 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
     movement_reset(&app->settings.movement, entity, clock_monotonic_us());
     offload_tell_client_teleported(app, entity, false);
     app->counters.teleports++;
+    game_host_teleported(app->game, entity, false);
     return 0;
 }

@@ -85,6 +85,8 @@ static const char *config__type_expected(config_type type) {
         return "a boolean (true or false)";
     case CONFIG_STRING:
         return "a string";
+    case CONFIG_GROUP:
+        return "an object of numbers, strings and booleans";
     }
     return "a value";
 }
@@ -133,6 +135,44 @@ static int config__store_string(const config_key *key, void *settings, const cha
         return -1;
     }
     memcpy(config__field(settings, key), value, len + 1);
+    return 0;
+}
+
+const char *config_group_find(const config_group *group, const char *name) {
+    for (size_t i = 0; group && i < group->count; i++)
+        if (strcmp(group->items[i].name, name) == 0) return group->items[i].value;
+    return NULL;
+}
+
+/* Sets `name` in the group of `key` (replacing an earlier value). */
+static int config__store_group_item(const config_key *key, void *settings, const char *name, size_t name_len,
+                                    const char *value, const char *source, char *err, size_t errlen) {
+    config_group *group = (config_group *)(void *)config__field(settings, key);
+    if (name_len == 0 || name_len >= CONFIG_GROUP_NAME_MAX) {
+        config__error(err, errlen, "config %s: key '%s.%.*s': the name must be 1 to %d bytes", source, key->name,
+                      (int)name_len, name, CONFIG_GROUP_NAME_MAX - 1);
+        return -1;
+    }
+    if (strlen(value) >= CONFIG_GROUP_VALUE_MAX) {
+        config__error(err, errlen, "config %s: key '%s.%.*s' is too long (at most %d bytes)", source, key->name,
+                      (int)name_len, name, CONFIG_GROUP_VALUE_MAX - 1);
+        return -1;
+    }
+    struct config_group_item *item = NULL;
+    for (size_t i = 0; i < group->count && !item; i++)
+        if (strlen(group->items[i].name) == name_len && memcmp(group->items[i].name, name, name_len) == 0)
+            item = &group->items[i];
+    if (!item) {
+        if (group->count == CONFIG_GROUP_MAX) {
+            config__error(err, errlen, "config %s: key '%s' holds at most %d settings", source, key->name,
+                          CONFIG_GROUP_MAX);
+            return -1;
+        }
+        item = &group->items[group->count++];
+        memcpy(item->name, name, name_len);
+        item->name[name_len] = '\0';
+    }
+    snprintf(item->value, sizeof item->value, "%s", value);
     return 0;
 }
 
@@ -185,6 +225,10 @@ static int config__apply_text(const config_key *key, void *settings, const char 
     }
     case CONFIG_STRING:
         return config__store_string(key, settings, text, source, err, errlen);
+    case CONFIG_GROUP:
+        /* A group starts empty; its items come by name. */
+        memset(config__field(settings, key), 0, sizeof(config_group));
+        return 0;
     }
     config__error(err, errlen, "config %s: key '%s' has an unknown type %d", source, key->name,
                   (int)key->type);
@@ -233,6 +277,11 @@ static int config__apply_json(const config_key *key, void *settings, const cJSON
     case CONFIG_STRING:
         ok = cJSON_IsString(item) && item->valuestring != NULL;
         break;
+    case CONFIG_GROUP:
+        ok = cJSON_IsObject(item);
+        for (const cJSON *member = ok ? item->child : NULL; member != NULL; member = member->next)
+            if (!cJSON_IsNumber(member) && !cJSON_IsBool(member) && !cJSON_IsString(member)) ok = false;
+        break;
     default:
         ok = false;
         break;
@@ -256,6 +305,20 @@ static int config__apply_json(const config_key *key, void *settings, const cJSON
     }
     case CONFIG_STRING:
         return config__store_string(key, settings, item->valuestring, path, err, errlen);
+    case CONFIG_GROUP:
+        for (const cJSON *member = item->child; member != NULL; member = member->next) {
+            char text[CONFIG__NUMBER_TEXT];
+            const char *value = text;
+            if (cJSON_IsNumber(member))
+                config__format_double(member->valuedouble, text, sizeof(text));
+            else if (cJSON_IsBool(member))
+                snprintf(text, sizeof text, "%s", cJSON_IsTrue(member) ? "true" : "false");
+            else
+                value = member->valuestring;
+            const char *name = member->string ? member->string : "";
+            if (config__store_group_item(key, settings, name, strlen(name), value, path, err, errlen) != 0) return -1;
+        }
+        return 0;
     }
     return -1;
 }
@@ -328,6 +391,9 @@ int config_load(const config_key *keys, size_t key_count, void *settings, const 
                 if (key->size > 0)
                     config__field(settings, key)[0] = '\0';
                 break;
+            case CONFIG_GROUP:
+                memset(config__field(settings, key), 0, sizeof(config_group));
+                break;
             }
             continue;
         }
@@ -348,6 +414,17 @@ int config_load(const config_key *keys, size_t key_count, void *settings, const 
             return -1;
         }
         const config_key *key = config__find(keys, key_count, arg, (size_t)(eq - arg));
+        const char *dot = memchr(arg, '.', (size_t)(eq - arg));
+        if (key == NULL && dot != NULL) {
+            /* "group.name=value" */
+            const config_key *group = config__find(keys, key_count, arg, (size_t)(dot - arg));
+            if (group != NULL && group->type == CONFIG_GROUP) {
+                if (config__store_group_item(group, settings, dot + 1, (size_t)(eq - dot - 1), eq + 1,
+                                             CONFIG__SOURCE_COMMAND_LINE, err, errlen) != 0)
+                    return -1;
+                continue;
+            }
+        }
         if (key == NULL) {
             config__error(err, errlen, "config %s: unknown key '%.*s'",
                           CONFIG__SOURCE_COMMAND_LINE, (int)(eq - arg), arg);
@@ -408,6 +485,14 @@ void config_print(const config_key *keys, size_t key_count, const void *settings
         case CONFIG_STRING:
             config__print_string(f, field, key->size);
             break;
+        case CONFIG_GROUP: {
+            const config_group *group = (const config_group *)(const void *)field;
+            fputc('{', f);
+            for (size_t k = 0; k < group->count; k++)
+                fprintf(f, "%s%s: %s", k ? ", " : "", group->items[k].name, group->items[k].value);
+            fputc('}', f);
+            break;
+        }
         }
         if (key->help != NULL && key->help[0] != '\0')
             fprintf(f, "  # %s", key->help);

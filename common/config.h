@@ -5,7 +5,8 @@
  * bounds, default, where the value lives in the program's settings struct,
  * and what it does). config_load fills the struct in three layers: the
  * defaults in the table, then the JSON file (a flat object whose keys are
- * the table's names), then `key=value` overrides from the command line.
+ * the table's names; a CONFIG_GROUP key's value is an object), then
+ * `key=value` overrides from the command line.
  * Every error names the key and the source (file path or "command line"):
  * an unknown key, a wrong JSON type, a number out of bounds, a string too
  * long, a file that is missing or not valid JSON.
@@ -20,7 +21,27 @@ typedef enum config_type {
     CONFIG_DOUBLE,  /* double field; JSON number; bounds inclusive */
     CONFIG_BOOL,    /* bool field; JSON true/false; "true"/"false"/"1"/"0" on the command line */
     CONFIG_STRING,  /* char[size] field; JSON string; at most size-1 bytes */
+    CONFIG_GROUP,   /* config_group field: an open set of named values that
+                     * the program does not declare (a game's own settings);
+                     * JSON: an object of numbers, strings and booleans;
+                     * command line: "<key>.<name>=value" */
 } config_type;
+
+/* What a CONFIG_GROUP key holds: names and their values as text (numbers
+ * as JSON writes them, booleans as true/false). */
+#define CONFIG_GROUP_MAX 32
+#define CONFIG_GROUP_NAME_MAX 48
+#define CONFIG_GROUP_VALUE_MAX 128
+typedef struct config_group {
+    size_t count;
+    struct config_group_item {
+        char name[CONFIG_GROUP_NAME_MAX];
+        char value[CONFIG_GROUP_VALUE_MAX];
+    } items[CONFIG_GROUP_MAX];
+} config_group;
+
+/* The value of `name` in a group, or NULL. */
+const char *config_group_find(const config_group *group, const char *name);
 
 typedef struct config_key {
     const char *name;

@@ -56,6 +56,8 @@ ROLE_BINARIES = {
     "cellapp": os.path.join("cellapp", "tessera-cellapp"),
 }
 ADMIN_BINARY = os.path.join("client", "tessera-admin")
+# The demo game's module (demo/meson.build), which the cellapps load.
+DEMO_MODULE = os.path.join("demo", "libtessera_demo.so")
 
 # The space every cluster starts with (the demo's world): -500 .. 500 on X
 # and Z, split into one cell per cellapp.
@@ -477,16 +479,31 @@ def parse_set(items):
 
 def overrides_for(role, overrides):
     """The overrides that apply to a process of `role`: plain keys apply to
-    every process, "cellapp.KEY" and "baseapp.KEY" to that role only."""
+    every process, "cellapp.KEY" and "baseapp.KEY" to that role only. A key
+    with a dot left ("game.npc_count") names a member of an object setting
+    (the game module's "game" object)."""
     out = {}
     for key, value in overrides.items():
         prefix, dot, rest = key.partition(".")
         if dot and prefix in ("baseapp", "cellapp"):
-            if prefix == role:
-                out[rest] = value
+            if prefix != role:
+                continue
+            key = rest
+        group, dot, member = key.partition(".")
+        if dot:
+            out.setdefault(group, {})[member] = value
         else:
             out[key] = value
     return out
+
+
+def apply_overrides(conf, overrides):
+    """conf.update(overrides), merging object settings member by member."""
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(conf.get(key), dict):
+            conf[key].update(value)
+        else:
+            conf[key] = value
 
 
 def _signal(name, pid, sig):
@@ -693,6 +710,11 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                 # Where SIGUSR1 writes the process's entity state.
                 "state_dump_path": rd.state_dump(name),
             }
+            if role == "cellapp":
+                # The demo game's rules, as the module scripts/build made;
+                # its own settings go in "game" (--set cellapp.game.NAME=V).
+                conf["game_module"] = os.path.join(build_dir, DEMO_MODULE)
+                conf["game"] = {}
             if role == "baseapp":
                 conf.update({
                     "client_host": "127.0.0.1",
@@ -702,7 +724,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                     "password_ops_limit": 1,
                     "password_mem_limit_kib": 8192,
                 })
-            conf.update(overrides_for(role, overrides))
+            apply_overrides(conf, overrides_for(role, overrides))
             with open(rd.config(name), "w") as f:
                 json.dump(conf, f, indent=2)
                 f.write("\n")
@@ -861,7 +883,7 @@ def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
     (port,) = free_ports(1)
     conf["internal_port"] = port
     conf["state_dump_path"] = rd.state_dump(name)
-    conf.update(overrides_for("cellapp", dict(overrides or {})))
+    apply_overrides(conf, overrides_for("cellapp", dict(overrides or {})))
     with open(rd.config(name), "w") as f:
         json.dump(conf, f, indent=2)
         f.write("\n")

@@ -31,7 +31,7 @@ PERIOD_MS = 1000
 class BalanceFailover(unittest.TestCase):
     def test_leader_killed(self):
         harness.require_binaries(harness.CELLAPP_BIN, os.path.join(harness.BUILD_DIR, "client", "tessera-admin"))
-        settings = ["cellapp.npc_count=5", "cellapp.balance_retire_below=0", "cellapp.balance_lease_ms=%d" % LEASE_MS,
+        settings = ["cellapp.game.npc_count=5", "cellapp.balance_retire_below=0", "cellapp.balance_lease_ms=%d" % LEASE_MS,
                     "cellapp.balance_period_ms=%d" % PERIOD_MS]
         with harness.Cluster(baseapps=1, cellapps=3, extra_set=settings, balance=True, timeout=60) as cluster:
             ids = {cluster.registry_id(n): n for n in cluster.names("cellapp")}

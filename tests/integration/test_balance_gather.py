@@ -44,7 +44,7 @@ CORNER_HALF = 25
 class BalanceGather(unittest.TestCase):
     def test_lines_follow_a_crowd(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
-        settings = ["cellapp.npc_count=0", "cellapp.balance_retire_below=0",
+        settings = ["cellapp.game.npc_count=0", "cellapp.balance_retire_below=0",
                     # The corner is far from the centre: let the bots walk
                     # there at the most the cell allows.
                     "cellapp.max_speed=12"]

@@ -31,7 +31,7 @@ NPCS = 5
 class BalanceScale(unittest.TestCase):
     def test_add_then_drain_a_cellapp(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
-        settings = ["cellapp.npc_count=%d" % NPCS, "cellapp.balance_retire_below=0",
+        settings = ["cellapp.game.npc_count=%d" % NPCS, "cellapp.balance_retire_below=0",
                     # The cluster's loads are small here (a hundred bots):
                     # the two busy cellapps run at a few per cent, and the
                     # idle one's own tick (Redis, heartbeats, and under

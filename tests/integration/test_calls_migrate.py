@@ -58,7 +58,7 @@ class CallsMigrate(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", spawn_radius=AREA,
                              # Every bot calls PING_RATE times a second: above
                              # the default rate limit, which is not under test.
-                             extra_set=["cellapp.npc_count=0",
+                             extra_set=["cellapp.game.npc_count=0",
                                         "baseapp.client_calls_per_second=%d" % (PING_RATE * 4)]) as cluster:
             snapshot = os.path.join(cluster.dir, "bots-snapshot.json")
             mover = LineMover(cluster)

@@ -57,7 +57,7 @@ class EntityCalls(unittest.TestCase):
     def test_calls_across_baseapps(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
         # No NPCs: their greetings (onPoked from an NPC) would mix with the pokes.
-        settings = ["baseapp.login_redirect=false", "baseapp.client_detached_grace_ms=0", "cellapp.npc_count=0"]
+        settings = ["baseapp.login_redirect=false", "baseapp.client_detached_grace_ms=0", "cellapp.game.npc_count=0"]
         with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
             globals_key = "tessera:%s:globals" % cluster.info.get("cluster_name", "tessera")
             harness.wait_for(lambda: cluster.redis.execute("HGET", globals_key, "census"), 15.0,

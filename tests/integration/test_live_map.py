@@ -249,7 +249,7 @@ class LiveMap(unittest.TestCase):
             raise AssertionError("no Chromium at %s (apt-get install chromium, or set TESSERA_CHROMIUM)" % CHROMIUM)
         expected_reals = BOTS + NPCS_PER_CELLAPP * CELLAPPS
         with harness.Cluster(baseapps=1, cellapps=CELLAPPS,
-                             extra_set=["cellapp.npc_count=%d" % NPCS_PER_CELLAPP]) as cluster:
+                             extra_set=["cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP]) as cluster:
             cellapps = cluster.names("cellapp")
             bots = harness.start_bots(cluster, BOTS, 40, ["--speed", 0])
             chromium = None

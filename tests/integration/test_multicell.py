@@ -48,7 +48,7 @@ def distance_to_region(cell, x, z):
 class MultiCell(unittest.TestCase):
     def test_crossing_without_a_trace(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
-        settings = ["cellapp.npc_count=%d" % NPCS_PER_CELLAPP]
+        settings = ["cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP]
         with harness.Cluster(baseapps=1, cellapps=4, extra_set=settings, spawn_radius=AREA,
                              timeout=60) as cluster:
             layout = cluster.admin("show", "default")

@@ -38,7 +38,7 @@ class OffloadFaults(unittest.TestCase):
 
     def test_destination_dies_mid_offload(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
-        settings = ["cellapp.npc_count=%d" % NPCS_PER_CELLAPP, "baseapp.cell_lost_grace_ms=10000"]
+        settings = ["cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP, "baseapp.cell_lost_grace_ms=10000"]
         with harness.Cluster(baseapps=1, cellapps=3, grid="3x1", spawn_radius=40, extra_set=settings) as cluster:
             everyone = BOTS + 3 * NPCS_PER_CELLAPP
             bots = harness.start_bots(cluster, BOTS, SECONDS,

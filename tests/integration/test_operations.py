@@ -58,7 +58,7 @@ def raw(port, data):
 class Operations(unittest.TestCase):
     def test_operator_tools(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
-        settings = ["log_format=json", "cellapp.npc_count=%d" % NPCS, "cellapp.balance_retire_below=0"]
+        settings = ["log_format=json", "cellapp.game.npc_count=%d" % NPCS, "cellapp.balance_retire_below=0"]
         with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings, balance=True) as cluster:
             sockets = []
             for i in range(PLAYERS):

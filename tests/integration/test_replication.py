@@ -112,7 +112,7 @@ def same_value(a, b, quantum):
 class Replication(unittest.TestCase):
     def test_clients_hold_the_servers_values(self):
         classes = load_classes()
-        settings = ["cellapp.npc_count=%d" % NPCS_PER_CELLAPP]
+        settings = ["cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP]
         with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings, spawn_radius=AREA) as cluster:
             snapshot_path = os.path.join(cluster.dir, "bots-snapshot.json")
             bots = harness.start_bots(cluster, BOTS, SECONDS, [

@@ -27,7 +27,7 @@ class SlowClient(unittest.TestCase):
     def test_stalled_client_is_held_then_resumed(self):
         settings = ["baseapp.client_congestion_bytes=%d" % CONGESTION_BYTES,
                     "baseapp.client_send_buffer_bytes=4096",
-                    "cellapp.npc_count=20",
+                    "cellapp.game.npc_count=20",
                     # Every change every tick: enough traffic to fill the
                     # small buffers within the stall.
                     "cellapp.client_bytes_per_second=100000", "cellapp.update_near_distance=1000",

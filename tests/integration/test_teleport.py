@@ -33,7 +33,7 @@ class Teleport(unittest.TestCase):
     def test_teleports(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", spawn_radius=30,
-                             extra_set=["cellapp.npc_count=5"]) as cluster:
+                             extra_set=["cellapp.game.npc_count=5"]) as cluster:
             east = cluster.registry_id("cellapp-2")
             cluster.admin("create", "dungeon", "--bounds", "-100,-100,100,100", "--spawn", "0,0,10", "--cellapps", east)
             harness.wait_for(lambda: (cluster.stat("cellapp-2", "cells") or 0) == 2, 15,

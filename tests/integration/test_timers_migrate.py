@@ -25,7 +25,7 @@ class TimersMigrate(unittest.TestCase):
     def test_heartbeat_count_exact_across_offloads(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", spawn_radius=10,
-                             extra_set=["cellapp.npc_count=0"]) as cluster:
+                             extra_set=["cellapp.game.npc_count=0"]) as cluster:
             seconds = 60
             bots = harness.start_bots(cluster, BOTS, seconds, ["--area", 10, "--speed", 0, "--calls-per-second", 0])
             try:

@@ -25,6 +25,7 @@ typedef struct test_settings {
     bool verbose;
     char name[8];
     int64_t workers;
+    config_group game;
 } test_settings;
 
 static const config_key test_keys[] = {
@@ -34,6 +35,7 @@ static const config_key test_keys[] = {
     {"name", CONFIG_STRING, offsetof(test_settings, name), sizeof(((test_settings *)0)->name), 0,
      0, "cell", "process name"},
     {"workers", CONFIG_INT, offsetof(test_settings, workers), 0, 1, 64, "4", "worker threads"},
+    {"game", CONFIG_GROUP, offsetof(test_settings, game), 0, 0, 0, NULL, "the game's own"},
 };
 #define N_KEYS (sizeof(test_keys) / sizeof(test_keys[0]))
 
@@ -305,8 +307,33 @@ static void test_print(void **state) {
                              "rate = 0.1  # ticks per second\n"
                              "verbose = true  # log more\n"
                              "name = \"a\\\"b\"  # process name\n"
-                             "workers = 4  # worker threads\n");
+                             "workers = 4  # worker threads\n"
+                             "game = {}  # the game's own\n");
     free(buf);
+}
+
+/* A group holds what the program does not declare: from JSON (numbers,
+ * strings, booleans) and from "group.name=value" on the command line,
+ * which replaces a value of the file; anything else is an error naming
+ * the key. */
+static void test_group(void **state) {
+    test_settings s;
+    char err[256];
+    const char *path = write_json(state, "{\"game\": {\"npc_count\": 40, \"mode\": \"pvp\", \"night\": true}}");
+    assert_int_equal(load(path, ARGS("game.npc_count=5", "game.radius=2.5"), &s, err, sizeof(err)), 0);
+    assert_int_equal(s.game.count, 4);
+    assert_string_equal(config_group_find(&s.game, "npc_count"), "5");
+    assert_string_equal(config_group_find(&s.game, "mode"), "pvp");
+    assert_string_equal(config_group_find(&s.game, "night"), "true");
+    assert_string_equal(config_group_find(&s.game, "radius"), "2.5");
+    assert_null(config_group_find(&s.game, "missing"));
+    /* With no file and no override, it is empty. */
+    assert_int_equal(load(NULL, NULL, 0, &s, err, sizeof(err)), 0);
+    assert_int_equal(s.game.count, 0);
+    expect_error(state, "{\"game\": 5}", NULL, 0, NEEDLES("game", "an object"));
+    expect_error(state, "{\"game\": {\"a\": [1]}}", NULL, 0, NEEDLES("game", "an object"));
+    expect_error(state, NULL, ARGS("game.=1"), NEEDLES("command line", "game."));
+    expect_error(state, NULL, ARGS("other.x=1"), NEEDLES("unknown key 'other.x'"));
 }
 
 int main(void) {
@@ -321,6 +348,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_command_line_errors, test_teardown),
         cmocka_unit_test_teardown(test_bad_default_in_table, test_teardown),
         cmocka_unit_test_teardown(test_print, test_teardown),
+        cmocka_unit_test_teardown(test_group, test_teardown),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

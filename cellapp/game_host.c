@@ -1,0 +1,821 @@
+/* game_host.c -- owns the loaded game module (dlopen handle, its state)
+ * and what it registered, and implements the engine services of
+ * include/tessera/game.h on top of the cellapp's modules: the entity's
+ * typed properties (entity_state), its timers (entity_timer), traps and
+ * calls (cell.c, cell_message.c, cellapp_call_base), spawning and
+ * teleporting. Every other file reaches game code through the
+ * game_host_* events here.
+ *
+ * The ABI's opaque types are the engine's own: a tessera_cellapp is the
+ * cellapp, a tessera_entity a cell_entity, a tessera_args an entity_state
+ * of a method's arguments, a tessera_class this file's game_host_class.
+ */
+#include "game_host.h"
+
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tessera/game.h>
+
+#include "cellapp.h"
+#include "clock.h"
+#include "log.h"
+#include "method_call.h"
+
+/* What the game registered for one class of the definitions. */
+struct tessera_class {
+    const entity_def_class *cls;
+    bool registered;
+    tessera_cell_hooks hooks;
+    size_t data_size;
+    tessera_field *fields;
+    size_t field_count;
+    tessera_cell_method *methods;    /* by cell method id; NULL: no body */
+};
+
+struct game_host {
+    cellapp *app;
+    char path[256];
+    void *library;                   /* dlopen handle; NULL without a module */
+    const tessera_game_module *module;
+    void *game;                      /* what cell_init stored */
+    bool initialising;               /* registration is open */
+    tessera_cell_tick tick;
+    tessera_cell_context context;    /* handed to every hook */
+    const config_group *settings;
+    tessera_class *classes;          /* by entity_def_class id */
+    size_t class_count;
+};
+
+static tessera_cellapp *game_host_app_handle(cellapp *app) { return (tessera_cellapp *)(void *)app; }
+static cellapp *game_host_app_of(tessera_cellapp *app) { return (cellapp *)(void *)app; }
+static cell_entity *game_host_entity_of(const tessera_entity *entity) { return (cell_entity *)(void *)entity; }
+static tessera_entity *game_host_entity_handle(cell_entity *entity) { return (tessera_entity *)(void *)entity; }
+static entity_state *game_host_args_of(const tessera_args *args) { return (entity_state *)(void *)args; }
+static cellapp *game_host_app_of_entity(const cell_entity *entity) { return entity->home->shared->host; }
+
+static tessera_class *game_host_class_of(game_host *host, const entity_def_class *cls) {
+    return host && cls && cls->id < host->class_count ? &host->classes[cls->id] : NULL;
+}
+
+/* A real that game code may change. */
+static bool game_host_writable(const cell_entity *entity, const char *what) {
+    if (entity->kind == CELL_ENTITY_REAL && !entity->destroyed) return true;
+    log_warn("game: entity %" PRIu64 " (%s): %s refused: it is %s here", entity->id, entity->cls->name, what,
+             entity->destroyed ? "destroyed" : "a ghost (its real is on another cell)");
+    return false;
+}
+
+/* ---- the per-entity data ----------------------------------------------------- */
+
+static size_t game_host_field_type_size(tessera_field_type type) {
+    switch (type) {
+    case TESSERA_FIELD_INT32:
+    case TESSERA_FIELD_UINT32:
+    case TESSERA_FIELD_FLOAT: return 4;
+    case TESSERA_FIELD_INT64:
+    case TESSERA_FIELD_UINT64:
+    case TESSERA_FIELD_DOUBLE:
+    case TESSERA_FIELD_HANDLE: return 8;
+    case TESSERA_FIELD_BOOL: return sizeof(bool);
+    case TESSERA_FIELD_VECTOR3: return 3 * sizeof(float);
+    case TESSERA_FIELD_STRING: return 0; /* any size of at least 1 */
+    }
+    return SIZE_MAX;
+}
+
+/* The entity's data, made (zeroed) the first time a real asks. */
+static void *game_host_data_of(cell_entity *entity) {
+    if (entity->kind != CELL_ENTITY_REAL) return NULL;
+    if (entity->game_data) return entity->game_data;
+    cellapp *app = game_host_app_of_entity(entity);
+    tessera_class *cls = game_host_class_of(app->game, entity->cls);
+    if (!cls || cls->data_size == 0) return NULL;
+    entity->game_data = xcalloc(1, cls->data_size);
+    return entity->game_data;
+}
+
+void game_host_save(game_host *host, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
+    tessera_class *cls = game_host_class_of(host, entity->cls);
+    if (!cls || cls->field_count == 0 || !entity->game_data) return;
+    out->game_fields = xcalloc(cls->field_count, sizeof *out->game_fields);
+    for (size_t i = 0; i < cls->field_count; i++) {
+        const tessera_field *field = &cls->fields[i];
+        const uint8_t *at = (const uint8_t *)entity->game_data + field->offset;
+        Tessera__Cluster__GameField *saved = xmalloc(sizeof *saved);
+        tessera__cluster__game_field__init(saved);
+        saved->name = (char *)field->name;
+        saved->type = (uint32_t)field->type;
+        size_t length = field->type == TESSERA_FIELD_STRING ? strnlen((const char *)at, field->size) : field->size;
+        saved->value.len = length;
+        saved->value.data = xmalloc(length ? length : 1);
+        memcpy(saved->value.data, at, length);
+        out->game_fields[out->n_game_fields++] = saved;
+    }
+}
+
+void game_host_saved_free(Tessera__Cluster__CellEntityState *state) {
+    for (size_t i = 0; i < state->n_game_fields; i++) {
+        free(state->game_fields[i]->value.data);
+        free(state->game_fields[i]);
+    }
+    free(state->game_fields);
+    state->game_fields = NULL;
+    state->n_game_fields = 0;
+}
+
+void game_host_restore(game_host *host, cell_entity *entity, const Tessera__Cluster__CellEntityState *state) {
+    tessera_class *cls = game_host_class_of(host, entity->cls);
+    if (!cls || state->n_game_fields == 0) return;
+    uint8_t *data = game_host_data_of(entity);
+    for (size_t i = 0; i < state->n_game_fields; i++) {
+        const Tessera__Cluster__GameField *saved = state->game_fields[i];
+        const tessera_field *field = NULL;
+        for (size_t k = 0; data && k < cls->field_count && !field; k++)
+            if (saved->name && strcmp(cls->fields[k].name, saved->name) == 0) field = &cls->fields[k];
+        if (!field) {
+            log_info("game: entity %" PRIu64 " (%s): saved field '%s' is not in this module's table: skipped",
+                     entity->id, entity->cls->name, saved->name ? saved->name : "");
+            continue;
+        }
+        bool fits = field->type == TESSERA_FIELD_STRING ? saved->value.len < field->size
+                                                        : saved->value.len == field->size;
+        if (saved->type != (uint32_t)field->type || !fits) {
+            log_warn("game: entity %" PRIu64 " (%s): saved field '%s' (type %u, %zu bytes) does not fit this "
+                     "module's (type %u, %zu bytes): it starts at zero",
+                     entity->id, entity->cls->name, field->name, saved->type, saved->value.len,
+                     (unsigned)field->type, field->size);
+            continue;
+        }
+        memset(data + field->offset, 0, field->size);
+        memcpy(data + field->offset, saved->value.data, saved->value.len);
+    }
+}
+
+/* ---- registration -------------------------------------------------------------- */
+
+static int game_host_check_fields(const char *class_name, size_t data_size, const tessera_field *fields,
+                                  size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        const tessera_field *field = &fields[i];
+        size_t expected = game_host_field_type_size(field->type);
+        if (!field->name || !field->name[0]) {
+            log_warn("game: class %s: field %zu has no name", class_name, i);
+            return -1;
+        }
+        if (expected == SIZE_MAX || (expected && field->size != expected) || field->size == 0) {
+            log_warn("game: class %s: field '%s' has type %d and %zu bytes, which do not match", class_name,
+                     field->name, (int)field->type, field->size);
+            return -1;
+        }
+        if (field->offset > data_size || field->size > data_size - field->offset) {
+            log_warn("game: class %s: field '%s' (offset %zu, %zu bytes) lies outside its %zu bytes of data",
+                     class_name, field->name, field->offset, field->size, data_size);
+            return -1;
+        }
+        for (size_t k = 0; k < i; k++)
+            if (strcmp(fields[k].name, field->name) == 0) {
+                log_warn("game: class %s: field '%s' is declared twice", class_name, field->name);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+static tessera_class *game_api_register_class(tessera_cellapp *handle, const char *class_name,
+                                              const tessera_cell_hooks *hooks, size_t data_size,
+                                              const tessera_field *fields, size_t field_count) {
+    game_host *host = game_host_app_of(handle)->game_loading;
+    if (!host || !host->initialising) {
+        log_warn("game: register_class('%s') outside cell_init: refused", class_name ? class_name : "");
+        return NULL;
+    }
+    const entity_def_class *def =
+        class_name ? entity_def_registry_find_class(host->app->shared.definitions, class_name) : NULL;
+    if (!def) {
+        log_warn("game: register_class: the definitions declare no class '%s'", class_name ? class_name : "");
+        return NULL;
+    }
+    tessera_class *cls = &host->classes[def->id];
+    if (cls->registered) {
+        log_warn("game: class %s is registered twice", class_name);
+        return NULL;
+    }
+    if (field_count && !fields) return NULL;
+    if (game_host_check_fields(class_name, data_size, fields, field_count) != 0) return NULL;
+    cls->registered = true;
+    if (hooks) cls->hooks = *hooks;
+    cls->data_size = data_size;
+    if (field_count) {
+        cls->fields = xcalloc(field_count, sizeof *cls->fields);
+        memcpy(cls->fields, fields, field_count * sizeof *fields);
+        for (size_t i = 0; i < field_count; i++) cls->fields[i].name = xstrdup(fields[i].name);
+    }
+    cls->field_count = field_count;
+    return cls;
+}
+
+static int game_api_register_method(tessera_cellapp *handle, tessera_class *cls, const char *method_name,
+                                    tessera_cell_method body) {
+    game_host *host = game_host_app_of(handle)->game_loading;
+    if (!host || !host->initialising || !cls || !body) return -1;
+    const entity_def_method *method =
+        method_name ? entity_def_class_find_method(cls->cls, ENTITY_DEF_PART_CELL, method_name) : NULL;
+    if (!method) {
+        log_warn("game: class %s has no cell method '%s'", cls->cls->name, method_name ? method_name : "");
+        return -1;
+    }
+    if (cls->methods[method->id]) {
+        log_warn("game: %s.%s has a body already", cls->cls->name, method_name);
+        return -1;
+    }
+    cls->methods[method->id] = body;
+    return 0;
+}
+
+static void game_api_set_tick(tessera_cellapp *handle, tessera_cell_tick tick) {
+    game_host *host = game_host_app_of(handle)->game_loading;
+    if (host && host->initialising) host->tick = tick;
+}
+
+static double game_api_setting_number(tessera_cellapp *handle, const char *name, double otherwise) {
+    cellapp *app = game_host_app_of(handle);
+    game_host *host = app->game_loading ? app->game_loading : app->game;
+    const char *text = host && name ? config_group_find(host->settings, name) : NULL;
+    if (!text) return otherwise;
+    char *end;
+    double value = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(value)) {
+        log_warn("game: setting '%s' = '%s' is not a number: %g is used", name, text, otherwise);
+        return otherwise;
+    }
+    return value;
+}
+
+/* ---- classes and properties ---------------------------------------------------- */
+
+static tessera_class *game_api_find_class(tessera_cellapp *handle, const char *class_name) {
+    cellapp *app = game_host_app_of(handle);
+    game_host *host = app->game_loading ? app->game_loading : app->game;
+    const entity_def_class *def = class_name ? entity_def_registry_find_class(app->shared.definitions, class_name)
+                                             : NULL;
+    tessera_class *cls = game_host_class_of(host, def);
+    return cls && cls->registered ? cls : NULL;
+}
+
+static int game_api_property_id(const tessera_class *cls, const char *name) {
+    const entity_def_property *p = cls && name ? entity_def_class_find_property(cls->cls, name) : NULL;
+    return p ? (int)p->id : -1;
+}
+
+static bool game_host_property_ok(const entity_def_class *cls, int property) {
+    return property >= 0 && (size_t)property < cls->property_count;
+}
+
+static int game_api_property_index(const tessera_class *cls, int property, const char *path, uint32_t *index) {
+    if (!cls || !path || !index || !game_host_property_ok(cls->cls, property)) return -1;
+    return entity_state_index(cls->cls, (uint16_t)property, path, index) == 0 ? 0 : -1;
+}
+
+/* ---- entities --------------------------------------------------------------------- */
+
+static tessera_entity *game_api_resolve(tessera_cellapp *handle, tessera_handle id) {
+    cell_entity *entity = id ? cellapp_find_entity(game_host_app_of(handle), id) : NULL;
+    return entity ? game_host_entity_handle(entity) : NULL;
+}
+
+static tessera_handle game_api_handle(const tessera_entity *entity) {
+    return entity ? game_host_entity_of(entity)->id : TESSERA_HANDLE_NONE;
+}
+
+static tessera_class *game_api_class_of(const tessera_entity *entity) {
+    const cell_entity *e = game_host_entity_of(entity);
+    return game_host_class_of(game_host_app_of_entity(e)->game, e->cls);
+}
+
+static const char *game_api_class_name(const tessera_entity *entity) {
+    return game_host_entity_of(entity)->cls->name;
+}
+
+static void *game_api_data(tessera_entity *entity) { return game_host_data_of(game_host_entity_of(entity)); }
+
+static bool game_api_is_real(const tessera_entity *entity) {
+    const cell_entity *e = game_host_entity_of(entity);
+    return e->kind == CELL_ENTITY_REAL && !e->destroyed;
+}
+
+static bool game_api_has_client(const tessera_entity *entity) { return game_host_entity_of(entity)->witness != NULL; }
+
+static void game_api_position(const tessera_entity *entity, float position[3], float *yaw) {
+    const cell_entity *e = game_host_entity_of(entity);
+    if (position) {
+        position[0] = e->x;
+        position[1] = e->y;
+        position[2] = e->z;
+    }
+    if (yaw) *yaw = e->yaw;
+}
+
+static uint32_t game_api_tick(const tessera_entity *entity) { return game_host_entity_of(entity)->home->tick; }
+static uint64_t game_api_now_ms(tessera_cellapp *handle) {
+    (void)handle;
+    return clock_monotonic_us() / 1000;
+}
+static uint64_t game_api_wall_ms(tessera_cellapp *handle) {
+    (void)handle;
+    return clock_wall_us() / 1000;
+}
+static double game_api_random_unit(tessera_cellapp *handle) { return cellapp_random_unit(game_host_app_of(handle)); }
+
+/* ---- properties --------------------------------------------------------------------- */
+
+/* Logs a refused write, naming the entity and the property. */
+static int game_host_set_result(const cell_entity *entity, int property, int rc) {
+    if (rc == 0) return 0;
+    log_warn("game: entity %" PRIu64 " %s.%s: the value is refused: %s", entity->id, entity->cls->name,
+             entity->cls->properties[property].name, entity_state_strerror(rc));
+    return -1;
+}
+
+#define GAME_HOST_GETTER(name, type, getter)                                                                    \
+    static int game_api_get_##name(const tessera_entity *entity, int property, uint32_t index, type *value) { \
+        const cell_entity *e = game_host_entity_of(entity);                                                   \
+        if (!game_host_property_ok(e->cls, property)) return -1;                                              \
+        return getter(e->state, (uint16_t)property, index, value) == 0 ? 0 : -1;                              \
+    }
+GAME_HOST_GETTER(int, int64_t, entity_state_get_int)
+GAME_HOST_GETTER(uint, uint64_t, entity_state_get_uint)
+GAME_HOST_GETTER(float, double, entity_state_get_float)
+GAME_HOST_GETTER(handle, tessera_handle, entity_state_get_entity)
+
+static int game_api_get_string(const tessera_entity *entity, int property, uint32_t index, const char **value,
+                               size_t *length) {
+    const cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_property_ok(e->cls, property)) return -1;
+    return entity_state_get_string(e->state, (uint16_t)property, index, value, length) == 0 ? 0 : -1;
+}
+
+#define GAME_HOST_SETTER(name, type, setter)                                                                  \
+    static int game_api_set_##name(tessera_entity *entity, int property, uint32_t index, type value) {      \
+        cell_entity *e = game_host_entity_of(entity);                                                       \
+        if (!game_host_property_ok(e->cls, property) || !game_host_writable(e, "a property write")) return -1; \
+        return game_host_set_result(e, property, setter(e->state, (uint16_t)property, index, value));       \
+    }
+GAME_HOST_SETTER(int, int64_t, entity_state_set_int)
+GAME_HOST_SETTER(uint, uint64_t, entity_state_set_uint)
+GAME_HOST_SETTER(float, double, entity_state_set_float)
+GAME_HOST_SETTER(handle, tessera_handle, entity_state_set_entity)
+
+static int game_api_set_string(tessera_entity *entity, int property, uint32_t index, const char *value,
+                               size_t length) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!value || !game_host_property_ok(e->cls, property) || !game_host_writable(e, "a property write")) return -1;
+    return game_host_set_result(e, property, entity_state_set_string(e->state, (uint16_t)property, index, value,
+                                                                     length));
+}
+
+/* ---- timers and traps --------------------------------------------------------------- */
+
+static uint64_t game_api_add_timer(tessera_entity *entity, uint64_t delay_ms, uint64_t repeat_ms, uint32_t tag,
+                                   uint64_t user_data) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a timer")) return 0;
+    return entity_timers_add(e->home->timers, e->id, clock_monotonic_us(), delay_ms * 1000, repeat_ms * 1000, tag,
+                             user_data);
+}
+
+static int game_api_cancel_timer(tessera_entity *entity, uint64_t timer_id) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (e->kind != CELL_ENTITY_REAL) return -1;
+    return entity_timers_cancel(e->home->timers, timer_id);
+}
+
+static int game_api_add_trap(tessera_entity *entity, uint32_t tag, float radius) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a trap")) return -1;
+    if (!isfinite(radius) || radius <= 0) {
+        log_warn("game: entity %" PRIu64 ": a trap of radius %g refused", e->id, (double)radius);
+        return -1;
+    }
+    return cell_add_trap(e->home, e, tag, radius, NULL, 0);
+}
+
+/* ---- reach -------------------------------------------------------------------------- */
+
+static bool game_api_in_view(const tessera_entity *viewer, const tessera_entity *target) {
+    const cell_entity *v = game_host_entity_of(viewer), *t = game_host_entity_of(target);
+    if (!v->witness) return false;
+    return v == t || witness_sees(v->witness, t->id);
+}
+
+static double game_api_distance(const tessera_entity *a, const tessera_entity *b) {
+    const cell_entity *x = game_host_entity_of(a), *y = game_host_entity_of(b);
+    return hypot((double)x->x - (double)y->x, (double)x->z - (double)y->z);
+}
+
+/* ---- arguments and calls ------------------------------------------------------------ */
+
+static tessera_args *game_api_args_create(const tessera_class *cls, tessera_part part, const char *method_name) {
+    if (!cls || !method_name || (unsigned)part >= ENTITY_DEF_PART_COUNT) return NULL;
+    const entity_def_method *method = entity_def_class_find_method(cls->cls, (entity_def_part)part, method_name);
+    if (!method) {
+        log_warn("game: class %s has no %s method '%s'", cls->cls->name, entity_def_part_name((entity_def_part)part),
+                 method_name);
+        return NULL;
+    }
+    return (tessera_args *)(void *)method_call_args_create(method);
+}
+
+static void game_api_args_free(tessera_args *args) { entity_state_free(game_host_args_of(args)); }
+
+static bool game_host_arg_ok(const entity_state *args, unsigned index) {
+    return args && index < entity_state_class(args)->property_count;
+}
+
+#define GAME_HOST_ARG_GETTER(name, type, getter)                                                   \
+    static int game_api_arg_get_##name(const tessera_args *args, unsigned index, type *value) { \
+        const entity_state *state = game_host_args_of(args);                                     \
+        if (!game_host_arg_ok(state, index)) return -1;                                          \
+        return getter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;                           \
+    }
+GAME_HOST_ARG_GETTER(int, int64_t, entity_state_get_int)
+GAME_HOST_ARG_GETTER(uint, uint64_t, entity_state_get_uint)
+GAME_HOST_ARG_GETTER(float, double, entity_state_get_float)
+GAME_HOST_ARG_GETTER(handle, tessera_handle, entity_state_get_entity)
+
+static int game_api_arg_get_string(const tessera_args *args, unsigned index, const char **value, size_t *length) {
+    const entity_state *state = game_host_args_of(args);
+    if (!game_host_arg_ok(state, index)) return -1;
+    return entity_state_get_string(state, (uint16_t)index, 0, value, length) == 0 ? 0 : -1;
+}
+
+#define GAME_HOST_ARG_SETTER(name, type, setter)                                          \
+    static int game_api_arg_set_##name(tessera_args *args, unsigned index, type value) { \
+        entity_state *state = game_host_args_of(args);                                  \
+        if (!game_host_arg_ok(state, index)) return -1;                                 \
+        return setter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;                  \
+    }
+GAME_HOST_ARG_SETTER(int, int64_t, entity_state_set_int)
+GAME_HOST_ARG_SETTER(uint, uint64_t, entity_state_set_uint)
+GAME_HOST_ARG_SETTER(float, double, entity_state_set_float)
+GAME_HOST_ARG_SETTER(handle, tessera_handle, entity_state_set_entity)
+
+static int game_api_arg_set_string(tessera_args *args, unsigned index, const char *value, size_t length) {
+    entity_state *state = game_host_args_of(args);
+    if (!value || !game_host_arg_ok(state, index)) return -1;
+    return entity_state_set_string(state, (uint16_t)index, 0, value, length) == 0 ? 0 : -1;
+}
+
+/* The method of `cls` a call names, with arguments built for it. */
+static const entity_def_method *game_host_method_for(const entity_def_class *cls, entity_def_part part,
+                                                     const char *method_name, const tessera_args *args) {
+    const entity_def_method *method = method_name ? entity_def_class_find_method(cls, part, method_name) : NULL;
+    if (!method) {
+        log_warn("game: class %s has no %s method '%s'", cls->name, entity_def_part_name(part),
+                 method_name ? method_name : "");
+        return NULL;
+    }
+    if (method->arg_count && (!args || entity_state_class(game_host_args_of(args)) != &method->args_class)) {
+        log_warn("game: %s.%s called with arguments made for another method", cls->name, method->name);
+        return NULL;
+    }
+    return method;
+}
+
+static int game_api_call_cell(tessera_entity *from, tessera_entity *target, const char *method_name,
+                              const tessera_args *args) {
+    if (!target) return -1;
+    cell_entity *t = game_host_entity_of(target);
+    const entity_def_method *method = game_host_method_for(t->cls, ENTITY_DEF_PART_CELL, method_name, args);
+    if (!method) return -1;
+    entity_state *owned = NULL;
+    if (!args) owned = method_call_args_create(method);
+    cell_message_call(game_host_app_of_entity(t), t, method, from ? game_host_entity_of(from)->id : 0,
+                      args ? game_host_args_of(args) : owned);
+    entity_state_free(owned);
+    return 0;
+}
+
+static int game_api_call_base(tessera_entity *from, tessera_handle target, const char *class_name, tessera_part part,
+                              const char *method_name, const tessera_args *args) {
+    if (!from || !class_name || !method_name || (part != TESSERA_PART_BASE && part != TESSERA_PART_CLIENT)) return -1;
+    cell_entity *f = game_host_entity_of(from);
+    cellapp *app = game_host_app_of_entity(f);
+    const entity_def_class *cls = entity_def_registry_find_class(app->shared.definitions, class_name);
+    if (!cls || !game_host_method_for(cls, (entity_def_part)part, method_name, args)) return -1;
+    return cellapp_call_base(app, f->id, target, class_name, (entity_def_part)part, method_name,
+                             args ? game_host_args_of(args) : NULL);
+}
+
+static int game_api_call_clients(tessera_entity *entity, const char *method_name, const tessera_args *args,
+                                 bool every_observer) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a client call")) return -1;
+    const entity_def_method *method = game_host_method_for(e->cls, ENTITY_DEF_PART_CLIENT, method_name, args);
+    if (!method) return -1;
+    entity_state *owned = NULL;
+    if (!args) owned = method_call_args_create(method);
+    cell_message_call_client(game_host_app_of_entity(e), e, method, args ? game_host_args_of(args) : owned,
+                             every_observer);
+    entity_state_free(owned);
+    return 0;
+}
+
+/* ---- the world ------------------------------------------------------------------------ */
+
+static const char *game_api_default_space(tessera_cellapp *handle) {
+    return game_host_app_of(handle)->settings.default_space;
+}
+
+static int game_api_spawn_area(tessera_cellapp *handle, const char *space, float *x, float *z, float *radius) {
+    const space_layout *layout = spaces_layout(game_host_app_of(handle), space);
+    if (!layout) return -1;
+    if (x) *x = (float)layout->spawn_x;
+    if (z) *z = (float)layout->spawn_z;
+    if (radius) *radius = (float)layout->spawn_radius;
+    return 0;
+}
+
+static tessera_handle game_api_spawn(tessera_cellapp *handle, const char *class_name, const char *space, float x,
+                                     float y, float z, float yaw) {
+    cellapp *app = game_host_app_of(handle);
+    const entity_def_class *cls = class_name ? entity_def_registry_find_class(app->shared.definitions, class_name)
+                                             : NULL;
+    if (!cls) {
+        log_warn("game: spawn: no class '%s'", class_name ? class_name : "");
+        return TESSERA_HANDLE_NONE;
+    }
+    cell *c = space && spaces_layout(app, space) ? spaces_cell(app, space, true) : NULL;
+    if (!c || !app->ids) return TESSERA_HANDLE_NONE;
+    if (!cell_in_bounds(c, x, y, z) || !isfinite(yaw)) {
+        log_warn("game: spawn of a %s at (%.1f, %.1f, %.1f): outside space '%s'", class_name, (double)x, (double)y,
+                 (double)z, space);
+        return TESSERA_HANDLE_NONE;
+    }
+    uint64_t id;
+    if (id_block_take(app->ids, &id) != 0) {
+        id_block_refill(app->ids);
+        return TESSERA_HANDLE_NONE;
+    }
+    id_block_refill(app->ids);
+    cell_entity *entity = cellapp_create_real(app, c, id, cls, x, y, z, yaw, 0);
+    if (!entity) log_panic("spawn: entity id %" PRIu64 " from a fresh block is taken", id);
+    game_host_created(app->game, entity);
+    return id;
+}
+
+static int game_api_teleport(tessera_entity *entity, const char *space, float x, float y, float z) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a teleport")) return -1;
+    char err[256];
+    if (offload_teleport(game_host_app_of_entity(e), e, space ? space : "", x, y, z, e->yaw, err, sizeof err) != 0) {
+        log_info("game: entity %" PRIu64 ": teleport refused: %s", e->id, err);
+        return -1;
+    }
+    return 0;
+}
+
+static void game_api_log(tessera_cellapp *handle, tessera_log_level level, const tessera_entity *entity,
+                         const char *format, ...) {
+    (void)handle;
+    char text[1024];
+    va_list args;
+    va_start(args, format);
+    vsnprintf(text, sizeof text, format, args);
+    va_end(args);
+    log_level engine_level = level == TESSERA_LOG_DEBUG ? LOG_LEVEL_DEBUG
+                             : level == TESSERA_LOG_INFO ? LOG_LEVEL_INFO
+                                                         : LOG_LEVEL_WARN;
+    if (entity) {
+        const cell_entity *e = game_host_entity_of(entity);
+        log_write(engine_level, "game: entity %" PRIu64 " (%s): %s", e->id, e->cls->name, text);
+    } else {
+        log_write(engine_level, "game: %s", text);
+    }
+}
+
+static const tessera_cell_api game_host_api = {
+    .abi_version = TESSERA_GAME_ABI_VERSION,
+    .register_class = game_api_register_class,
+    .register_method = game_api_register_method,
+    .set_tick = game_api_set_tick,
+    .setting_number = game_api_setting_number,
+    .find_class = game_api_find_class,
+    .property_id = game_api_property_id,
+    .property_index = game_api_property_index,
+    .resolve = game_api_resolve,
+    .handle = game_api_handle,
+    .class_of = game_api_class_of,
+    .class_name = game_api_class_name,
+    .data = game_api_data,
+    .is_real = game_api_is_real,
+    .has_client = game_api_has_client,
+    .position = game_api_position,
+    .tick = game_api_tick,
+    .now_ms = game_api_now_ms,
+    .wall_ms = game_api_wall_ms,
+    .random_unit = game_api_random_unit,
+    .get_int = game_api_get_int,
+    .get_uint = game_api_get_uint,
+    .get_float = game_api_get_float,
+    .get_handle = game_api_get_handle,
+    .get_string = game_api_get_string,
+    .set_int = game_api_set_int,
+    .set_uint = game_api_set_uint,
+    .set_float = game_api_set_float,
+    .set_handle = game_api_set_handle,
+    .set_string = game_api_set_string,
+    .add_timer = game_api_add_timer,
+    .cancel_timer = game_api_cancel_timer,
+    .add_trap = game_api_add_trap,
+    .in_view = game_api_in_view,
+    .distance = game_api_distance,
+    .args_create = game_api_args_create,
+    .args_free = game_api_args_free,
+    .arg_get_int = game_api_arg_get_int,
+    .arg_get_uint = game_api_arg_get_uint,
+    .arg_get_float = game_api_arg_get_float,
+    .arg_get_handle = game_api_arg_get_handle,
+    .arg_get_string = game_api_arg_get_string,
+    .arg_set_int = game_api_arg_set_int,
+    .arg_set_uint = game_api_arg_set_uint,
+    .arg_set_float = game_api_arg_set_float,
+    .arg_set_handle = game_api_arg_set_handle,
+    .arg_set_string = game_api_arg_set_string,
+    .call_cell = game_api_call_cell,
+    .call_base = game_api_call_base,
+    .call_clients = game_api_call_clients,
+    .default_space = game_api_default_space,
+    .spawn_area = game_api_spawn_area,
+    .spawn = game_api_spawn,
+    .teleport = game_api_teleport,
+    .log = game_api_log,
+};
+
+/* ---- loading ---------------------------------------------------------------------------- */
+
+static game_host *game_host_new(cellapp *app, const char *path, const config_group *settings) {
+    game_host *host = xcalloc(1, sizeof *host);
+    host->app = app;
+    snprintf(host->path, sizeof host->path, "%s", path ? path : "");
+    host->settings = settings;
+    host->context.app = game_host_app_handle(app);
+    host->context.api = &game_host_api;
+    host->class_count = entity_def_registry_class_count(app->shared.definitions);
+    host->classes = xcalloc(host->class_count ? host->class_count : 1, sizeof *host->classes);
+    for (size_t i = 0; i < host->class_count; i++) {
+        const entity_def_class *cls = entity_def_registry_class(app->shared.definitions, i);
+        host->classes[cls->id].cls = cls;
+        size_t methods = cls->method_count[ENTITY_DEF_PART_CELL];
+        host->classes[cls->id].methods = xcalloc(methods ? methods : 1, sizeof(tessera_cell_method));
+    }
+    return host;
+}
+
+static void game_host_release(game_host *host) {
+    for (size_t i = 0; i < host->class_count; i++) {
+        tessera_class *cls = &host->classes[i];
+        for (size_t k = 0; k < cls->field_count; k++) free((char *)cls->fields[k].name);
+        free(cls->fields);
+        free(cls->methods);
+    }
+    free(host->classes);
+    if (host->library) dlclose(host->library);
+    free(host);
+}
+
+game_host *game_host_load(cellapp *app, const char *path, const config_group *settings, char *err, size_t errlen) {
+    game_host *host = game_host_new(app, path, settings);
+    if (!path || !path[0]) return host;
+    dlerror();
+    host->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!host->library) {
+        snprintf(err, errlen, "game_module '%s' does not load: %s", path, dlerror());
+        game_host_release(host);
+        return NULL;
+    }
+    const tessera_game_module *module = dlsym(host->library, TESSERA_GAME_SYMBOL);
+    if (!module) {
+        snprintf(err, errlen, "game_module '%s' has no '%s' symbol: is it a Tessera game (TESSERA_GAME_EXPORT)?",
+                 path, TESSERA_GAME_SYMBOL);
+        game_host_release(host);
+        return NULL;
+    }
+    if (module->abi_version != TESSERA_GAME_ABI_VERSION) {
+        snprintf(err, errlen,
+                 "game_module '%s' (%s) is built for game ABI version %u, and this cellapp speaks version %u: "
+                 "rebuild it against this engine's include/tessera/game.h",
+                 path, module->name ? module->name : "unnamed", module->abi_version, TESSERA_GAME_ABI_VERSION);
+        game_host_release(host);
+        return NULL;
+    }
+    host->module = module;
+    if (module->cell_init) {
+        host->initialising = true;
+        app->game_loading = host;
+        int rc = module->cell_init(game_host_app_handle(app), &game_host_api, &host->game);
+        host->context.game = host->game;
+        app->game_loading = NULL;
+        host->initialising = false;
+        if (rc != 0) {
+            snprintf(err, errlen, "game_module '%s' (%s): its cell_init failed (returned %d; its log lines say why)",
+                     path, module->name ? module->name : "unnamed", rc);
+            if (module->cell_shutdown) module->cell_shutdown(game_host_app_handle(app), host->game);
+            game_host_release(host);
+            return NULL;
+        }
+    }
+    size_t registered = 0;
+    for (size_t i = 0; i < host->class_count; i++) registered += host->classes[i].registered;
+    log_info("game module '%s' loaded from %s: %zu classes with rules", module->name ? module->name : "unnamed", path,
+             registered);
+    return host;
+}
+
+void game_host_free(game_host *host) {
+    if (!host) return;
+    if (host->module && host->module->cell_shutdown)
+        host->module->cell_shutdown(game_host_app_handle(host->app), host->game);
+    game_host_release(host);
+}
+
+const char *game_host_name(const game_host *host) {
+    return host && host->module && host->module->name ? host->module->name : "";
+}
+
+/* ---- events ------------------------------------------------------------------------------ */
+
+/* The hooks of a real's class, or NULL when the game has none for it. */
+static const tessera_cell_hooks *game_host_hooks(game_host *host, const cell_entity *entity) {
+    if (!host || entity->kind != CELL_ENTITY_REAL) return NULL;
+    tessera_class *cls = game_host_class_of(host, entity->cls);
+    return cls && cls->registered ? &cls->hooks : NULL;
+}
+
+#define GAME_HOST_CALL(host, entity, hook, ...)                                                               \
+    do {                                                                                                      \
+        const tessera_cell_hooks *hooks_ = game_host_hooks(host, entity);                                     \
+        if (hooks_ && hooks_->hook)                                                                           \
+            hooks_->hook(&(host)->context, game_host_entity_handle(entity), game_host_data_of(entity),        \
+                         ##__VA_ARGS__);                                                                      \
+    } while (0)
+
+void game_host_tick(game_host *host) {
+    if (host && host->tick) host->tick(&host->context);
+}
+
+void game_host_created(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, created); }
+void game_host_destroyed(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, destroyed); }
+void game_host_leaving(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, leaving); }
+void game_host_arrived(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, arrived); }
+
+void game_host_teleported(game_host *host, cell_entity *entity, bool space_changed) {
+    GAME_HOST_CALL(host, entity, teleported, space_changed);
+}
+
+void game_host_moved(game_host *host, cell_entity *entity, double metres) {
+    if (isfinite(metres)) GAME_HOST_CALL(host, entity, moved, metres);
+}
+
+void game_host_witness(game_host *host, cell_entity *entity, bool got) {
+    if (got)
+        GAME_HOST_CALL(host, entity, got_witness);
+    else
+        GAME_HOST_CALL(host, entity, lost_witness);
+}
+
+void game_host_trap(game_host *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered) {
+    if (entered)
+        GAME_HOST_CALL(host, owner, entered_trap, tag, game_host_entity_handle(visitor));
+    else
+        GAME_HOST_CALL(host, owner, left_trap, tag, game_host_entity_handle(visitor));
+}
+
+void game_host_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
+                     void *context) {
+    cellapp *app = context;
+    (void)c;
+    GAME_HOST_CALL(app->game, entity, timer, timer_id, tag, user_data);
+}
+
+bool game_host_call(game_host *host, cell_entity *entity, const entity_def_method *method, uint64_t caller_id,
+                    const entity_state *args) {
+    tessera_class *cls = game_host_class_of(host, entity->cls);
+    tessera_cell_method body = cls && method->part == ENTITY_DEF_PART_CELL &&
+                                       method->id < entity->cls->method_count[ENTITY_DEF_PART_CELL]
+                                   ? cls->methods[method->id]
+                                   : NULL;
+    if (!body || entity->kind != CELL_ENTITY_REAL) {
+        log_info("entity %" PRIu64 ": %s.%s has no body in this game: ignored", entity->id, entity->cls->name,
+                 method->name);
+        return false;
+    }
+    body(&host->context, game_host_entity_handle(entity), game_host_data_of(entity), caller_id,
+         (const tessera_args *)(const void *)args);
+    return true;
+}

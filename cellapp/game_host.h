@@ -1,0 +1,68 @@
+/* game_host.h -- the cellapp's side of the game ABI (include/tessera/game.h):
+ * loads the game module, keeps what it registered (per class: hooks, the
+ * per-entity data's size and field table, method bodies), and is the one
+ * place the engine calls into game code.
+ *
+ * With no module configured the cellapp runs the definitions alone: every
+ * entity has its properties, replication, persistence and movement, and
+ * a cell method a client calls is checked and then logged as having no
+ * body.
+ */
+#ifndef TESSERA_GAME_HOST_H
+#define TESSERA_GAME_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.pb-c.h"
+#include "config.h"
+#include "entity_def.h"
+#include "entity_state.h"
+
+typedef struct game_host game_host;
+struct cellapp;
+struct cell;
+struct cell_entity;
+
+/* Loads the module at `path` ("" for none) and runs its cell_init with
+ * `settings` (the config's "game" group). NULL with why in err: the file
+ * does not load, it has no tessera_game symbol, its ABI version differs
+ * from this engine's, a registration failed, or its cell_init did. */
+game_host *game_host_load(struct cellapp *app, const char *path, const config_group *settings, char *err,
+                          size_t errlen);
+/* Runs the module's cell_shutdown and unloads it. NULL is ignored. */
+void game_host_free(game_host *host);
+/* The module's name ("" with none). */
+const char *game_host_name(const game_host *host);
+
+/* ---- events (reals only; each hook is optional) ---------------------------- */
+
+void game_host_tick(game_host *host);
+void game_host_created(game_host *host, struct cell_entity *entity);
+void game_host_destroyed(game_host *host, struct cell_entity *entity);
+void game_host_leaving(game_host *host, struct cell_entity *entity);
+void game_host_arrived(game_host *host, struct cell_entity *entity);
+void game_host_teleported(game_host *host, struct cell_entity *entity, bool space_changed);
+void game_host_moved(game_host *host, struct cell_entity *entity, double metres);
+void game_host_witness(game_host *host, struct cell_entity *entity, bool got);
+void game_host_trap(game_host *host, struct cell_entity *owner, uint32_t tag, struct cell_entity *visitor,
+                    bool entered);
+/* An entity_timer_callback (entity_timer.h); context is the cellapp. */
+void game_host_timer(struct cell *c, struct cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
+                     void *context);
+/* Runs the body of cell method `method` of `entity` for `caller_id`.
+ * Returns false (logged) when the game gave it none. */
+bool game_host_call(game_host *host, struct cell_entity *entity, const entity_def_method *method, uint64_t caller_id,
+                    const entity_state *args);
+
+/* ---- the per-entity data on an offload ------------------------------------- */
+
+/* Adds the entity's saved fields to `out` (allocated; freed by
+ * game_host_saved_free). */
+void game_host_save(game_host *host, const struct cell_entity *entity, Tessera__Cluster__CellEntityState *out);
+void game_host_saved_free(Tessera__Cluster__CellEntityState *state);
+/* Fills the entity's data from `state`'s fields, by name and type. */
+void game_host_restore(game_host *host, struct cell_entity *entity, const Tessera__Cluster__CellEntityState *state);
+
+#endif
