@@ -24,7 +24,7 @@ int base_call(baseapp *app, uint64_t caller_id, uint64_t target_id, const char *
         return -1;
     }
     app->entity_calls++;
-    return base_mailbox_call(app->bases, caller_id, target_id, method, args);
+    return base_mailbox_call(app->bases, caller_id, target_id, class_name, method, args);
 }
 
 /* Answers the sender of `call` that it failed for `reason`. */
@@ -59,7 +59,7 @@ void base_call_on_call(baseapp *app, const Tessera__Cluster__BaseCall *call) {
     }
     app->entity_calls_received++;
     if (!to_client) {
-        base_entity_run(target, method, args, call->caller_id);
+        base_game_call(app->game, target, method, args, call->caller_id);
         entity_state_free(args);
         return;
     }
@@ -94,7 +94,10 @@ static void base_call_failed(const Tessera__Cluster__EntityCallFailed *failed, v
     app->entity_calls_failed++;
     log_info("a call of entity %" PRIu64 " (by entity %" PRIu64 ") failed: %s", failed->entity_id, failed->caller_id,
              failed->reason ? failed->reason : "");
-    base_entity_on_call_failed(app, failed);
+    base_game_call_failed(app->game, failed->caller_id, failed->entity_id, failed->class_name,
+                          failed->part == TESSERA__CLIENT__METHOD_PART__METHOD_PART_CLIENT ? ENTITY_DEF_PART_CLIENT
+                                                                                          : ENTITY_DEF_PART_BASE,
+                          failed->method_id);
 }
 
 base_mailbox *base_call_mailbox_create(baseapp *app) {

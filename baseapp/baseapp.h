@@ -33,6 +33,8 @@
 #include "id_map.h"
 #include "latency_histogram.h"
 #include "base_mailbox.h"
+#include "base_game.h"
+#include "config.h"
 #include "login_throttle.h"
 #include "mailbox.h"
 #include "peer_set.h"
@@ -62,6 +64,8 @@ typedef struct baseapp_settings {
     char entity_definitions[256];
     double client_moves_per_second;
     char state_dump_path[256];
+    char game_module[256];             /* the game module (base_game.c); empty: none */
+    config_group game;                 /* its own settings */
     int64_t client_congestion_bytes;
     int64_t client_send_buffer_bytes;
     int64_t cell_lost_grace_ms;
@@ -173,7 +177,7 @@ struct proxy {
      * rebinding the client), since when. */
     bool space_pending;
     uint64_t handover_started_us;
-    bool entering;             /* the demo's Account.enterWorld: its Avatar is being loaded */
+    bool entering;             /* game code is loading a base for it (load_base): one at a time */
     entity_handle handoff_link; /* draining: the link sent to another baseapp once this entity is written */
     bool handover_pending;      /* its client is offered to an entity on another baseapp (handover.c) */
     uint64_t handover_reserved_until_us; /* a client from another baseapp is on its way to it */
@@ -274,8 +278,6 @@ void proxy_sync_cell_binding(proxy *player);
 void base_entity_create(proxy *player, const entity_def_class *cls);
 /* Whether entities of `cls` have a cell part (a cell property or method). */
 bool base_entity_has_cell(const entity_def_class *cls);
-/* giveClientTo's step 6: the target has a client now. */
-void base_entity_on_client_enabled(proxy *player);
 void base_entity_free(proxy *player);
 /* Appends the cell properties the base sets (CreateCellEntity's
  * cell_properties), byte-aligned. */
@@ -287,21 +289,6 @@ void base_entity_send_properties(proxy *player, bool all);
  * cell methods relayed to the cell. A call the client may not make drops
  * it. */
 void base_entity_on_call(proxy *player, const Tessera__Client__EntityCall *call);
-/* Runs base method `method` of `player` (checked already) for `caller_id`
- * (0: the server; the player's own id for its client's calls). */
-void base_entity_run(proxy *player, const entity_def_method *method, const entity_state *args, uint64_t caller_id);
-/* A giveClientTo to an entity on another baseapp was refused (`rule`). */
-void base_entity_on_handover_refused(proxy *source, uint64_t target_id, const char *rule);
-/* A call this baseapp's game code made did not reach its entity. */
-void base_entity_on_call_failed(baseapp *app, const Tessera__Cluster__EntityCallFailed *failed);
-/* The demo's per-base hooks: a base was made, or is going. */
-void base_entity_on_created(proxy *player);
-void base_entity_on_destroyed(proxy *player);
-/* The demo game's sweep (its global Census). */
-void base_entity_sweep(baseapp *app);
-/* The game learns how a write of its entity went: written (ok), or failed
- * and to be retried (`detail` says why). */
-void base_entity_on_written(proxy *player, bool ok, const char *detail);
 /* Writes every base's properties to settings.state_dump_path as JSON.
  * Returns 0 or -1 (logged). */
 int base_entity_dump(const baseapp *app);
@@ -474,10 +461,8 @@ struct baseapp {
     uint64_t redirects, token_logins;
     base_mailbox *bases;               /* entity calls to bases, by id (base_call.c) */
     uint64_t entity_calls, entity_calls_received, entity_calls_failed;
-    /* The demo game's global Census: its entity (0: not known yet) and
-     * whether a lookup or registration is under way. */
-    uint64_t census_id;
-    bool census_pending;
+    base_game *game;                   /* the game module's base rules (never NULL once running) */
+    base_game *game_loading;           /* while its base_init runs */
     uint64_t errors_sent[32];          /* client errors sent, by ErrorCode (larger codes in the last) */
     bool draining;                     /* SIGTERM: no new logins; clients told to go; then stop */
     uint64_t drain_started_us;

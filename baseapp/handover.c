@@ -14,7 +14,7 @@
  * again: the token stands for the login.
  *
  * A refusal comes before anything changed, so the client stays with the
- * source; the game learns why (base_entity_on_handover_refused). */
+ * source; the game learns why (base_game_handover_refused). */
 #include <inttypes.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -37,7 +37,7 @@ typedef struct handover_pending {
 static void handover_refused(baseapp *app, proxy *source, uint64_t target_id, const char *rule) {
     log_info("entity %" PRIu64 ": giveClientTo entity %" PRIu64 " refused: %s", source ? source->entity_id : 0,
              target_id, rule);
-    if (source) base_entity_on_handover_refused(source, target_id, rule);
+    if (source) base_game_handover_refused(app->game, source, target_id, rule);
     app->handovers_refused++;
 }
 

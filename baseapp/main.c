@@ -53,13 +53,20 @@ static const config_key baseapp_config_keys[] = {
     {"entity_id_block", CONFIG_INT, offsetof(baseapp_settings, entity_id_block), 0, 1, 1000000, "1000",
      "entity ids reserved from Redis at a time"},
     {"player_entity_type", CONFIG_STRING, offsetof(baseapp_settings, player_entity_type),
-     sizeof(((baseapp_settings *)0)->player_entity_type), 0, 0, "Avatar", "entity type of a player's entity"},
+     sizeof(((baseapp_settings *)0)->player_entity_type), 0, 0, "",
+     "the class of the entity a login gets (a class of the entity definitions; required)"},
     {"entity_definitions", CONFIG_STRING, offsetof(baseapp_settings, entity_definitions),
      sizeof(((baseapp_settings *)0)->entity_definitions), 0, 0, "demo/entities",
      "directory of the game's entity definitions (*.json); sent to clients at login"},
     {"state_dump_path", CONFIG_STRING, offsetof(baseapp_settings, state_dump_path),
      sizeof(((baseapp_settings *)0)->state_dump_path), 0, 0, "",
      "where SIGUSR1 writes every base's properties as JSON (empty: SIGUSR1 only logs)"},
+    {"game_module", CONFIG_STRING, offsetof(baseapp_settings, game_module),
+     sizeof(((baseapp_settings *)0)->game_module), 0, 0, "",
+     "the game module (a .so built against include/tessera/game.h) whose base rules the bases follow; empty: the "
+     "definitions alone"},
+    {"game", CONFIG_GROUP, offsetof(baseapp_settings, game), 0, 0, 0, NULL,
+     "the game module's own settings (an object; on the command line game.NAME=VALUE)"},
     {"cell_lost_grace_ms", CONFIG_INT, offsetof(baseapp_settings, cell_lost_grace_ms), 0, 100, 600000, "5000",
      "when the cellapp holding a player's cell part goes away, how long the client waits for the cellapp it was "
      "leaving to take it back before it is told to log in again"},
@@ -171,7 +178,7 @@ static void baseapp_on_sweep_timer(uv_timer_t *timer) {
     login_throttle_sweep(&((baseapp *)timer->data)->throttle, clock_monotonic_us());
     client_link_sweep(timer->data);
     proxy_sweep(timer->data);
-    base_entity_sweep(timer->data);
+    base_game_tick(((baseapp *)timer->data)->game);
     cell_link_sweep(timer->data);
     mailbox_sweep(((baseapp *)timer->data)->mailbox, clock_monotonic_us() / 1000);
 }
@@ -348,8 +355,20 @@ int main(int argc, char **argv) {
     }
     app.definitions_text = entity_def_registry_describe(app.definitions);
     if (!entity_def_registry_find_class(app.definitions, settings->player_entity_type)) {
-        fprintf(stderr, "tessera-baseapp: configuration error: player_entity_type '%s' is not defined in %s\n",
-                settings->player_entity_type, settings->entity_definitions);
+        if (!settings->player_entity_type[0])
+            fprintf(stderr, "tessera-baseapp: configuration error: player_entity_type is not set: name the class of "
+                            "%s that a login gets\n",
+                    settings->entity_definitions);
+        else
+            fprintf(stderr, "tessera-baseapp: configuration error: player_entity_type '%s' is not defined in %s\n",
+                    settings->player_entity_type, settings->entity_definitions);
+        entity_def_registry_free(app.definitions);
+        free(app.definitions_text);
+        return 1;
+    }
+    app.game = base_game_load(&app, settings->game_module, &settings->game, err, sizeof err);
+    if (!app.game) {
+        fprintf(stderr, "tessera-baseapp: configuration error: %s\n", err);
         entity_def_registry_free(app.definitions);
         free(app.definitions_text);
         return 1;
@@ -476,6 +495,7 @@ int main(int argc, char **argv) {
     entity_list_free(app.links);
     latency_histogram_close(&app.write_latency);
     latency_histogram_close(&app.handover_latency);
+    base_game_free(app.game);
     entity_def_registry_free(app.definitions);
     free(app.definitions_text);
     log_info("stopped");

@@ -17,7 +17,7 @@
  *
  * Writes are never silently lost: one write per proxy is in flight at a
  * time (a save asked meanwhile follows it), a failed write is reported to
- * the game (base_entity_on_written) and retried every write_retry_ms with
+ * the game (base_game_written) and retried every write_retry_ms with
  * the latest state, and a proxy that is going is freed only once its last
  * write is acknowledged. Redis itself keeps acknowledged writes across a
  * restart when it runs with appendonly and appendfsync always (the scripts'
@@ -237,7 +237,7 @@ static void persistence_write_failed(proxy *player, const char *detail) {
     app->write_failures++;
     log_warn("entity %" PRIu64 " (account '%s'): write %u failed (%s): retrying in %lld ms", player->entity_id,
              player->account, saved->write_failures, detail, (long long)app->settings.write_retry_ms);
-    base_entity_on_written(player, false, detail);
+    base_game_written(player->app->game, player, false, detail);
 }
 
 static void persistence_on_written(redis_client *redis, redisReply *reply, void *user_data) {
@@ -260,7 +260,7 @@ static void persistence_on_written(redis_client *redis, redisReply *reply, void 
     saved->writes++;
     app->writes++;
     latency_histogram_add(&app->write_latency, took_us);
-    base_entity_on_written(player, true, NULL);
+    base_game_written(player->app->game, player, true, NULL);
     if (saved->write_again) {
         saved->write_again = false;
         persistence_write(player);

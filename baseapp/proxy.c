@@ -242,7 +242,7 @@ proxy *proxy_make(baseapp *app, const entity_def_class *cls, const char *account
     base_entity_create(player, cls);
     persistence_restore(player, stored);
     base_mailbox_claim(app->bases, entity_id);
-    base_entity_on_created(player);
+    base_game_created(app->game, player);
     return player;
 }
 
@@ -442,7 +442,7 @@ int proxy_give_client_to(proxy *from, proxy *to, char *why, size_t why_size) {
     client_link_send(link, &message);
     base_entity_send_properties(to, true);
     /* 6. The target's game code learns it has a client. */
-    base_entity_on_client_enabled(to);
+    base_game_client_enabled(to->app->game, to);
     /* 7. With a cell part, the cell rebinds the client and builds a fresh
      * witness, and the client hears its space (proxy_on_cell_ready); a
      * target whose cell part is still being made does it when it is. */
@@ -514,7 +514,7 @@ void proxy_destroy(proxy *player, bool save, const char *reason) {
 
 void proxy_free(proxy *player) {
     baseapp *app = player->app;
-    base_entity_on_destroyed(player);
+    base_game_destroyed(app->game, player);
     if (app->bases) base_mailbox_release(app->bases, player->entity_id);
     if (player->link) {
         player->link->proxy = NULL;

@@ -310,9 +310,16 @@ def log_problems(cluster, sizes=None, limit=12):
     return out
 
 
+def demo_calls(bots_bin):
+    """The demo's random calls, for bots that take them by name (--call);
+    older bots made the same two calls of their own accord."""
+    usage = subprocess.run([bots_bin, "--help"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True).stdout
+    return ["--call", "base:chat", "--call", "cell:castSpell"] if "--call PART:METHOD" in usage else []
+
+
 def start_bots(bots_bin, login, run_dir, extra):
     argv = [bots_bin, "--connect", login, "--count", str(BOTS), "--seconds", "600", "--json",
-            "--seed", str(SEED)] + [str(a) for a in extra]
+            "--seed", str(SEED)] + demo_calls(bots_bin) + [str(a) for a in extra]
     say("bots: %s" % " ".join(argv))
     out = open(os.path.join(run_dir, "bots.json"), "wb")
     err = open(os.path.join(run_dir, "bots.log"), "wb")

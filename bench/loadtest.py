@@ -164,7 +164,8 @@ def run(name, scenario, build, profile_dir=None):
         seconds = scenario["spread"] + scenario["window"] + 40
         argv = [bots_bin, "--connect", cluster["login"], "--count", str(scenario["bots"]), "--seconds", str(seconds),
                 "--json", "--seed", "20240601", "--area", str(area), "--speed", str(scenario["speed"]),
-                "--calls-per-second", str(scenario["calls"]), "--login-spread-ms", str(scenario["spread"] * 1000)]
+                "--calls-per-second", str(scenario["calls"]), "--login-spread-ms", str(scenario["spread"] * 1000),
+                "--call", "base:chat", "--call", "cell:castSpell"]
         out_path = os.path.join(run_dir, "bots.json")
         with open(out_path, "wb") as out, open(os.path.join(run_dir, "bots.log"), "wb") as err:
             bots = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)

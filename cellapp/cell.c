@@ -89,6 +89,7 @@ static void cell_strip_real(cell *c, cell_entity *entity) {
     entity->haunt_count = 0;
     free(entity->game_data);
     entity->game_data = NULL;
+    controller_release(entity);
 }
 
 static void cell_free_entity(cell *c, cell_entity *entity) {
@@ -111,6 +112,7 @@ void cell_free(cell *c) {
     coord_free(c->coord);
     entity_timers_free(c->timers);
     free(c->entity_id_of);
+    free(c->chained);
     free(c);
 }
 
@@ -279,8 +281,8 @@ static const coord_watcher_callbacks cell_trap_callbacks = {
     .on_leave = cell_on_trap_leave,
 };
 
-int cell_add_trap(cell *c, cell_entity *entity, uint32_t tag, float radius, const uint64_t *members,
-                  size_t member_count) {
+int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, float radius,
+                  const uint64_t *members, size_t member_count) {
     cell_trap_binding *binding = xmalloc(sizeof *binding);
     binding->c = c;
     binding->owner_id = entity->id;
@@ -298,8 +300,20 @@ int cell_add_trap(cell *c, cell_entity *entity, uint32_t tag, float radius, cons
         entity->trap_capacity = entity->trap_capacity ? entity->trap_capacity * 2 : 2;
         entity->traps = xrealloc(entity->traps, entity->trap_capacity * sizeof *entity->traps);
     }
-    entity->traps[entity->trap_count++] = (cell_trap){watcher, tag, radius, binding};
+    entity->traps[entity->trap_count++] = (cell_trap){watcher, controller_id, tag, radius, binding};
     return 0;
+}
+
+int cell_remove_trap(cell *c, cell_entity *entity, uint32_t controller_id) {
+    for (uint32_t i = 0; i < entity->trap_count; i++) {
+        if (entity->traps[i].controller_id != controller_id) continue;
+        coord_remove_watcher(c->coord, entity->traps[i].watcher);
+        free(entity->traps[i].binding);
+        memmove(&entity->traps[i], &entity->traps[i + 1], (entity->trap_count - i - 1) * sizeof *entity->traps);
+        entity->trap_count--;
+        return 0;
+    }
+    return -1;
 }
 
 void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length) {

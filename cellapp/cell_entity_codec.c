@@ -75,6 +75,7 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
             Tessera__Cluster__TrapState *saved = xmalloc(sizeof *saved);
             tessera__cluster__trap_state__init(saved);
             saved->tag = trap->tag;
+            saved->controller_id = trap->controller_id;
             saved->radius = trap->radius;
             size_t members = coord_watcher_view_size(c->coord, trap->watcher);
             saved->members = xcalloc(members ? members : 1, sizeof *saved->members);
@@ -97,6 +98,7 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
     out->sent_wall_us = clock_wall_us();
     out->teleported = entity->teleported;
     out->offloads = entity->offloads;
+    out->controllers = controller_save(entity);
     game_host_save(app->game, entity, out);
 }
 
@@ -117,6 +119,7 @@ void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
     }
     if (state->inbox) mailbox_inbox_saved_free(state->inbox, state->n_inbox);
     game_host_saved_free(state);
+    controller_saved_free(state->controllers);
     tessera__cluster__cell_entity_state__init(state);
 }
 
@@ -214,9 +217,11 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
         entity_timers_put(c->timers, entity->id, now_us, timers, state->n_timers);
         free(timers);
     }
+    controller_restore(c, entity, state->controllers);
     for (size_t t = 0; t < state->n_traps; t++) {
         const Tessera__Cluster__TrapState *trap = state->traps[t];
-        if (cell_add_trap(c, entity, trap->tag, trap->radius, trap->members, trap->n_members) != 0)
+        uint32_t controller_id = trap->controller_id ? trap->controller_id : controller_new_id(entity);
+        if (cell_add_trap(c, entity, controller_id, trap->tag, trap->radius, trap->members, trap->n_members) != 0)
             log_warn("entity %" PRIu64 ": its trap %u (radius %g) could not be set again", entity->id, trap->tag,
                      (double)trap->radius);
     }

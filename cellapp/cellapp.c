@@ -312,7 +312,7 @@ int cellapp_call_base(cellapp *app, uint64_t caller_id, uint64_t target_id, cons
     if (target && target->kind == CELL_ENTITY_REAL && target->baseapp_id)
         base_mailbox_learn(app->bases, target_id, target->baseapp_id);
     app->base_calls++;
-    return base_mailbox_call(app->bases, caller_id, target_id, method, args);
+    return base_mailbox_call(app->bases, caller_id, target_id, class_name, method, args);
 }
 
 void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
@@ -412,6 +412,7 @@ void cellapp_tick(cellapp *app) {
     while ((c = spaces_next_cell(app, &cursor)) != NULL) {
         entity_timers_run(c->timers, started, c, cell_find, game_host_timer, app);
         cell_message_tick(app, c);
+        controller_tick(c, 1.0 / (double)app->settings.tick_hz, game_host_controller_event, app);
     }
     replication_begin_tick(app->shared.replication, ++app->shared.replication_tick);
     cursor = 0;

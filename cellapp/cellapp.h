@@ -25,6 +25,7 @@
 #include "clock.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
+#include "controller.h"
 #include "coord.h"
 #include "entity_def.h"
 #include "entity_state.h"
@@ -124,6 +125,7 @@ typedef struct cell_haunt {
  * means to the game. */
 typedef struct cell_trap {
     uint32_t watcher;
+    uint32_t controller_id;          /* its id among the entity's controllers (controller.h) */
     uint32_t tag;
     float radius;
     struct cell_trap_binding *binding; /* the watcher's user data */
@@ -194,6 +196,7 @@ typedef struct cell_entity {
     /* Reals: traps, messages to it, and its history. */
     cell_trap *traps;
     uint32_t trap_count, trap_capacity;
+    controller_chain controllers;    /* its movement chain and controller ids (controller.c) */
     mailbox_inbox *inbox;            /* NULL until the first message */
     uint32_t offloads;               /* times it moved between cellapps */
     bool teleported;                 /* game code moved it this tick */
@@ -251,6 +254,8 @@ struct cell {
     size_t entity_id_capacity;
     entity_timers *timers;
     bool layout_changed;             /* since the last tick: every real rechecks */
+    uint64_t *chained;               /* ids of the entities with a movement chain (controller.c) */
+    size_t chained_count, chained_capacity;
 };
 
 /* A cell of space `layout` (its bounds, 3D flag; the region it owns, if
@@ -288,11 +293,13 @@ uint64_t cell_entity_id_of(const cell *c, uint32_t coord_id);
 bool cell_region_holds(const cell *c, double x, double z, double margin);
 /* Whether a position lies inside the space's bounds (and is finite). */
 bool cell_in_bounds(const cell *c, float x, float y, float z);
-/* Adds a trap of `radius` with the game's `tag` to a real; its members
- * start as `members` (ids, after a move between cellapps; NULL: empty).
- * Returns 0 or -1. */
-int cell_add_trap(cell *c, cell_entity *entity, uint32_t tag, float radius, const uint64_t *members,
-                  size_t member_count);
+/* Adds a trap of `radius` with the game's `tag` to a real, named
+ * `controller_id` among its controllers; its members start as `members`
+ * (ids, after a move between cellapps; NULL: empty). Returns 0 or -1. */
+int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, float radius,
+                  const uint64_t *members, size_t member_count);
+/* Removes the trap named `controller_id`. Returns 0, or -1 if it has none. */
+int cell_remove_trap(cell *c, cell_entity *entity, uint32_t controller_id);
 /* Adds a property-free client call of `entity` for its haunts to relay. */
 void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length);
 

@@ -24,6 +24,8 @@
 
 #include "cellapp.h"
 #include "clock.h"
+#include "game_args.h"
+#include "game_module.h"
 #include "log.h"
 #include "method_call.h"
 
@@ -56,7 +58,7 @@ static tessera_cellapp *game_host_app_handle(cellapp *app) { return (tessera_cel
 static cellapp *game_host_app_of(tessera_cellapp *app) { return (cellapp *)(void *)app; }
 static cell_entity *game_host_entity_of(const tessera_entity *entity) { return (cell_entity *)(void *)entity; }
 static tessera_entity *game_host_entity_handle(cell_entity *entity) { return (tessera_entity *)(void *)entity; }
-static entity_state *game_host_args_of(const tessera_args *args) { return (entity_state *)(void *)args; }
+static entity_state *game_host_args_of(const tessera_args *args) { return game_args_state(args); }
 static cellapp *game_host_app_of_entity(const cell_entity *entity) { return entity->home->shared->host; }
 
 static tessera_class *game_host_class_of(game_host *host, const entity_def_class *cls) {
@@ -224,12 +226,8 @@ static int game_api_register_method(tessera_cellapp *handle, tessera_class *cls,
                                     tessera_cell_method body) {
     game_host *host = game_host_app_of(handle)->game_loading;
     if (!host || !host->initialising || !cls || !body) return -1;
-    const entity_def_method *method =
-        method_name ? entity_def_class_find_method(cls->cls, ENTITY_DEF_PART_CELL, method_name) : NULL;
-    if (!method) {
-        log_warn("game: class %s has no cell method '%s'", cls->cls->name, method_name ? method_name : "");
-        return -1;
-    }
+    const entity_def_method *method = game_module_find_method(cls->cls, ENTITY_DEF_PART_CELL, method_name);
+    if (!method) return -1;
     if (cls->methods[method->id]) {
         log_warn("game: %s.%s has a body already", cls->cls->name, method_name);
         return -1;
@@ -246,15 +244,7 @@ static void game_api_set_tick(tessera_cellapp *handle, tessera_cell_tick tick) {
 static double game_api_setting_number(tessera_cellapp *handle, const char *name, double otherwise) {
     cellapp *app = game_host_app_of(handle);
     game_host *host = app->game_loading ? app->game_loading : app->game;
-    const char *text = host && name ? config_group_find(host->settings, name) : NULL;
-    if (!text) return otherwise;
-    char *end;
-    double value = strtod(text, &end);
-    if (end == text || *end != '\0' || !isfinite(value)) {
-        log_warn("game: setting '%s' = '%s' is not a number: %g is used", name, text, otherwise);
-        return otherwise;
-    }
-    return value;
+    return game_module_setting_number(host ? host->settings : NULL, name, otherwise);
 }
 
 /* ---- classes and properties ---------------------------------------------------- */
@@ -352,6 +342,7 @@ GAME_HOST_GETTER(int, int64_t, entity_state_get_int)
 GAME_HOST_GETTER(uint, uint64_t, entity_state_get_uint)
 GAME_HOST_GETTER(float, double, entity_state_get_float)
 GAME_HOST_GETTER(handle, tessera_handle, entity_state_get_entity)
+GAME_HOST_GETTER(bool, bool, entity_state_get_bool)
 
 static int game_api_get_string(const tessera_entity *entity, int property, uint32_t index, const char **value,
                                size_t *length) {
@@ -370,6 +361,7 @@ GAME_HOST_SETTER(int, int64_t, entity_state_set_int)
 GAME_HOST_SETTER(uint, uint64_t, entity_state_set_uint)
 GAME_HOST_SETTER(float, double, entity_state_set_float)
 GAME_HOST_SETTER(handle, tessera_handle, entity_state_set_entity)
+GAME_HOST_SETTER(bool, bool, entity_state_set_bool)
 
 static int game_api_set_string(tessera_entity *entity, int property, uint32_t index, const char *value,
                                size_t length) {
@@ -395,14 +387,54 @@ static int game_api_cancel_timer(tessera_entity *entity, uint64_t timer_id) {
     return entity_timers_cancel(e->home->timers, timer_id);
 }
 
-static int game_api_add_trap(tessera_entity *entity, uint32_t tag, float radius) {
+static uint32_t game_api_add_trap(tessera_entity *entity, uint32_t tag, float radius) {
     cell_entity *e = game_host_entity_of(entity);
-    if (!game_host_writable(e, "a trap")) return -1;
+    if (!game_host_writable(e, "a trap")) return 0;
     if (!isfinite(radius) || radius <= 0) {
         log_warn("game: entity %" PRIu64 ": a trap of radius %g refused", e->id, (double)radius);
-        return -1;
+        return 0;
     }
-    return cell_add_trap(e->home, e, tag, radius, NULL, 0);
+    uint32_t id = controller_new_id(e);
+    return cell_add_trap(e->home, e, id, tag, radius, NULL, 0) == 0 ? id : 0;
+}
+
+/* ---- controllers ---------------------------------------------------------------------- */
+
+static uint32_t game_api_move_to_point(tessera_entity *entity, const float destination[3], float speed,
+                                       float distance, bool face, uint64_t user_data) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a move")) return 0;
+    uint32_t id = controller_move_to_point(e->home, e, destination, speed, distance, face, user_data);
+    if (!id) log_info("game: entity %" PRIu64 ": move_to_point refused (a bad speed or distance, or a point outside "
+                      "the space)", e->id);
+    return id;
+}
+
+static uint32_t game_api_move_to_entity(tessera_entity *entity, tessera_handle target, float speed, float distance,
+                                        bool face, uint64_t user_data) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a move")) return 0;
+    uint32_t id = controller_move_to_entity(e->home, e, target, speed, distance, face, user_data);
+    if (!id) log_info("game: entity %" PRIu64 ": move_to_entity %" PRIu64 " refused (not in this cell, itself, or a "
+                      "bad speed or distance)", e->id, target);
+    return id;
+}
+
+static uint32_t game_api_turn_to(tessera_entity *entity, float yaw, float speed, uint64_t user_data) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a turn")) return 0;
+    return controller_turn_to(e->home, e, yaw, speed, user_data);
+}
+
+static int game_api_cancel_controller(tessera_entity *entity, uint32_t controller_id) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (e->kind != CELL_ENTITY_REAL) return -1;
+    return controller_cancel(e->home, e, controller_id);
+}
+
+static void game_api_stop_movement(tessera_entity *entity) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (e->kind == CELL_ENTITY_REAL) controller_stop(e);
 }
 
 /* ---- reach -------------------------------------------------------------------------- */
@@ -421,66 +453,14 @@ static double game_api_distance(const tessera_entity *a, const tessera_entity *b
 /* ---- arguments and calls ------------------------------------------------------------ */
 
 static tessera_args *game_api_args_create(const tessera_class *cls, tessera_part part, const char *method_name) {
-    if (!cls || !method_name || (unsigned)part >= ENTITY_DEF_PART_COUNT) return NULL;
-    const entity_def_method *method = entity_def_class_find_method(cls->cls, (entity_def_part)part, method_name);
-    if (!method) {
-        log_warn("game: class %s has no %s method '%s'", cls->cls->name, entity_def_part_name((entity_def_part)part),
-                 method_name);
-        return NULL;
-    }
-    return (tessera_args *)(void *)method_call_args_create(method);
-}
-
-static void game_api_args_free(tessera_args *args) { entity_state_free(game_host_args_of(args)); }
-
-static bool game_host_arg_ok(const entity_state *args, unsigned index) {
-    return args && index < entity_state_class(args)->property_count;
-}
-
-#define GAME_HOST_ARG_GETTER(name, type, getter)                                                   \
-    static int game_api_arg_get_##name(const tessera_args *args, unsigned index, type *value) { \
-        const entity_state *state = game_host_args_of(args);                                     \
-        if (!game_host_arg_ok(state, index)) return -1;                                          \
-        return getter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;                           \
-    }
-GAME_HOST_ARG_GETTER(int, int64_t, entity_state_get_int)
-GAME_HOST_ARG_GETTER(uint, uint64_t, entity_state_get_uint)
-GAME_HOST_ARG_GETTER(float, double, entity_state_get_float)
-GAME_HOST_ARG_GETTER(handle, tessera_handle, entity_state_get_entity)
-
-static int game_api_arg_get_string(const tessera_args *args, unsigned index, const char **value, size_t *length) {
-    const entity_state *state = game_host_args_of(args);
-    if (!game_host_arg_ok(state, index)) return -1;
-    return entity_state_get_string(state, (uint16_t)index, 0, value, length) == 0 ? 0 : -1;
-}
-
-#define GAME_HOST_ARG_SETTER(name, type, setter)                                          \
-    static int game_api_arg_set_##name(tessera_args *args, unsigned index, type value) { \
-        entity_state *state = game_host_args_of(args);                                  \
-        if (!game_host_arg_ok(state, index)) return -1;                                 \
-        return setter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;                  \
-    }
-GAME_HOST_ARG_SETTER(int, int64_t, entity_state_set_int)
-GAME_HOST_ARG_SETTER(uint, uint64_t, entity_state_set_uint)
-GAME_HOST_ARG_SETTER(float, double, entity_state_set_float)
-GAME_HOST_ARG_SETTER(handle, tessera_handle, entity_state_set_entity)
-
-static int game_api_arg_set_string(tessera_args *args, unsigned index, const char *value, size_t length) {
-    entity_state *state = game_host_args_of(args);
-    if (!value || !game_host_arg_ok(state, index)) return -1;
-    return entity_state_set_string(state, (uint16_t)index, 0, value, length) == 0 ? 0 : -1;
+    return cls ? game_module_args_create(cls->cls, part, method_name) : NULL;
 }
 
 /* The method of `cls` a call names, with arguments built for it. */
 static const entity_def_method *game_host_method_for(const entity_def_class *cls, entity_def_part part,
                                                      const char *method_name, const tessera_args *args) {
-    const entity_def_method *method = method_name ? entity_def_class_find_method(cls, part, method_name) : NULL;
-    if (!method) {
-        log_warn("game: class %s has no %s method '%s'", cls->name, entity_def_part_name(part),
-                 method_name ? method_name : "");
-        return NULL;
-    }
-    if (method->arg_count && (!args || entity_state_class(game_host_args_of(args)) != &method->args_class)) {
+    const entity_def_method *method = game_module_find_method(cls, part, method_name);
+    if (method && !game_module_args_fit(method, args)) {
         log_warn("game: %s.%s called with arguments made for another method", cls->name, method->name);
         return NULL;
     }
@@ -583,20 +563,15 @@ static int game_api_teleport(tessera_entity *entity, const char *space, float x,
 static void game_api_log(tessera_cellapp *handle, tessera_log_level level, const tessera_entity *entity,
                          const char *format, ...) {
     (void)handle;
-    char text[1024];
-    va_list args;
-    va_start(args, format);
-    vsnprintf(text, sizeof text, format, args);
-    va_end(args);
-    log_level engine_level = level == TESSERA_LOG_DEBUG ? LOG_LEVEL_DEBUG
-                             : level == TESSERA_LOG_INFO ? LOG_LEVEL_INFO
-                                                         : LOG_LEVEL_WARN;
+    char subject[96];
     if (entity) {
         const cell_entity *e = game_host_entity_of(entity);
-        log_write(engine_level, "game: entity %" PRIu64 " (%s): %s", e->id, e->cls->name, text);
-    } else {
-        log_write(engine_level, "game: %s", text);
+        snprintf(subject, sizeof subject, "entity %" PRIu64 " (%s)", e->id, e->cls->name);
     }
+    va_list args;
+    va_start(args, format);
+    game_module_log(level, entity ? subject : NULL, format, args);
+    va_end(args);
 }
 
 static const tessera_cell_api game_host_api = {
@@ -624,29 +599,26 @@ static const tessera_cell_api game_host_api = {
     .get_uint = game_api_get_uint,
     .get_float = game_api_get_float,
     .get_handle = game_api_get_handle,
+    .get_bool = game_api_get_bool,
     .get_string = game_api_get_string,
     .set_int = game_api_set_int,
     .set_uint = game_api_set_uint,
     .set_float = game_api_set_float,
     .set_handle = game_api_set_handle,
+    .set_bool = game_api_set_bool,
     .set_string = game_api_set_string,
     .add_timer = game_api_add_timer,
     .cancel_timer = game_api_cancel_timer,
     .add_trap = game_api_add_trap,
+    .move_to_point = game_api_move_to_point,
+    .move_to_entity = game_api_move_to_entity,
+    .turn_to = game_api_turn_to,
+    .cancel_controller = game_api_cancel_controller,
+    .stop_movement = game_api_stop_movement,
     .in_view = game_api_in_view,
     .distance = game_api_distance,
     .args_create = game_api_args_create,
-    .args_free = game_api_args_free,
-    .arg_get_int = game_api_arg_get_int,
-    .arg_get_uint = game_api_arg_get_uint,
-    .arg_get_float = game_api_arg_get_float,
-    .arg_get_handle = game_api_arg_get_handle,
-    .arg_get_string = game_api_arg_get_string,
-    .arg_set_int = game_api_arg_set_int,
-    .arg_set_uint = game_api_arg_set_uint,
-    .arg_set_float = game_api_arg_set_float,
-    .arg_set_handle = game_api_arg_set_handle,
-    .arg_set_string = game_api_arg_set_string,
+    .args = &game_args_api,
     .call_cell = game_api_call_cell,
     .call_base = game_api_call_base,
     .call_clients = game_api_call_clients,
@@ -692,25 +664,8 @@ static void game_host_release(game_host *host) {
 game_host *game_host_load(cellapp *app, const char *path, const config_group *settings, char *err, size_t errlen) {
     game_host *host = game_host_new(app, path, settings);
     if (!path || !path[0]) return host;
-    dlerror();
-    host->library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!host->library) {
-        snprintf(err, errlen, "game_module '%s' does not load: %s", path, dlerror());
-        game_host_release(host);
-        return NULL;
-    }
-    const tessera_game_module *module = dlsym(host->library, TESSERA_GAME_SYMBOL);
+    const tessera_game_module *module = game_module_open(path, "cellapp", &host->library, err, errlen);
     if (!module) {
-        snprintf(err, errlen, "game_module '%s' has no '%s' symbol: is it a Tessera game (TESSERA_GAME_EXPORT)?",
-                 path, TESSERA_GAME_SYMBOL);
-        game_host_release(host);
-        return NULL;
-    }
-    if (module->abi_version != TESSERA_GAME_ABI_VERSION) {
-        snprintf(err, errlen,
-                 "game_module '%s' (%s) is built for game ABI version %u, and this cellapp speaks version %u: "
-                 "rebuild it against this engine's include/tessera/game.h",
-                 path, module->name ? module->name : "unnamed", module->abi_version, TESSERA_GAME_ABI_VERSION);
         game_host_release(host);
         return NULL;
     }
@@ -724,7 +679,7 @@ game_host *game_host_load(cellapp *app, const char *path, const config_group *se
         host->initialising = false;
         if (rc != 0) {
             snprintf(err, errlen, "game_module '%s' (%s): its cell_init failed (returned %d; its log lines say why)",
-                     path, module->name ? module->name : "unnamed", rc);
+                     path, game_module_name(module), rc);
             if (module->cell_shutdown) module->cell_shutdown(game_host_app_handle(app), host->game);
             game_host_release(host);
             return NULL;
@@ -732,8 +687,7 @@ game_host *game_host_load(cellapp *app, const char *path, const config_group *se
     }
     size_t registered = 0;
     for (size_t i = 0; i < host->class_count; i++) registered += host->classes[i].registered;
-    log_info("game module '%s' loaded from %s: %zu classes with rules", module->name ? module->name : "unnamed", path,
-             registered);
+    log_info("game module '%s' loaded from %s: %zu classes with rules", game_module_name(module), path, registered);
     return host;
 }
 
@@ -801,6 +755,19 @@ void game_host_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t t
     cellapp *app = context;
     (void)c;
     GAME_HOST_CALL(app->game, entity, timer, timer_id, tag, user_data);
+}
+
+void game_host_controller_event(cell *c, cell_entity *entity, controller_event event, uint32_t controller_id,
+                                uint64_t user_data, const char *reason, void *context) {
+    cellapp *app = context;
+    (void)c;
+    switch (event) {
+    case CONTROLLER_MOVED: GAME_HOST_CALL(app->game, entity, controller_moved, controller_id, user_data); break;
+    case CONTROLLER_ARRIVED: GAME_HOST_CALL(app->game, entity, controller_arrived, controller_id, user_data); break;
+    case CONTROLLER_FAILED:
+        GAME_HOST_CALL(app->game, entity, controller_failed, controller_id, user_data, reason ? reason : "");
+        break;
+    }
 }
 
 bool game_host_call(game_host *host, cell_entity *entity, const entity_def_method *method, uint64_t caller_id,

@@ -17,6 +17,7 @@
 
 #include "cluster.pb-c.h"
 #include "config.h"
+#include "controller.h"
 #include "entity_def.h"
 #include "entity_state.h"
 
@@ -51,6 +52,9 @@ void game_host_trap(game_host *host, struct cell_entity *owner, uint32_t tag, st
 /* An entity_timer_callback (entity_timer.h); context is the cellapp. */
 void game_host_timer(struct cell *c, struct cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
                      void *context);
+/* A controller_event_callback (controller.h); context is the cellapp. */
+void game_host_controller_event(struct cell *c, struct cell_entity *entity, controller_event event,
+                                uint32_t controller_id, uint64_t user_data, const char *reason, void *context);
 /* Runs the body of cell method `method` of `entity` for `caller_id`.
  * Returns false (logged) when the game gave it none. */
 bool game_host_call(game_host *host, struct cell_entity *entity, const entity_def_method *method, uint64_t caller_id,

@@ -60,11 +60,10 @@
  * tick and for the resulting enters/leaves to come back, with slack for a
  * loaded host: the least settling time --verify-aoi takes. */
 #define BOTS_SETTLE_MS 1500
-/* The demo's exposed methods the bots call (demo/entities/Avatar.json):
- * chat(text) on the base, castSpell(spell_id, target) on the cell. */
-#define BOTS_CHAT_METHOD "chat"
-#define BOTS_SPELL_METHOD "castSpell"
-#define BOTS_SPELL_ID_MAX 20
+/* The most methods --call and --ping-call may name. */
+#define BOTS_MAX_CALLS 8
+/* Numbers a random call fills in: 1 .. this, within the declared range. */
+#define BOTS_CALL_NUMBER_MAX 20
 /* Latency buckets: 10 us wide up to 2 s (200,000 counters, 1.6 MB); slower
  * updates land in the overflow bucket and are reported by the maximum. */
 #define BOTS_LATENCY_BUCKET_US 10
@@ -75,15 +74,17 @@
 #define BOTS_SPARE_FDS 64
 /* The most teleports --teleport may schedule. */
 #define BOTS_MAX_TELEPORTS 8
-/* The numbered calls (--ping-rate): the cell's ping(n) and the base's
- * relayPing(n), which calls ping from the base. */
-#define BOTS_PING_METHOD "ping"
-#define BOTS_RELAY_PING_METHOD "relayPing"
-#define BOTS_TELEPORT_METHOD "teleport"
 /* How far a leave may be inside the view before it is a flicker: two
  * entities each move speed x this long between a position being sent and
  * the cell acting on it (a move's trip, a tick, the stream's trip back). */
 #define BOTS_FLICKER_SLACK_S 0.3
+
+/* A method the bots call on their own entity (--call, --ping-call,
+ * --teleport-call): its part and name, as the definitions declare it. */
+typedef struct bots_method {
+    entity_def_part part;
+    char name[ENTITY_DEF_NAME_MAX + 1];
+} bots_method;
 
 typedef struct bots_teleport {
     double at_seconds;
@@ -125,6 +126,11 @@ typedef struct bots_options {
     uint32_t reconnect_bots;
     double reconnect_delay_ms;
     const char *enter_method;    /* --enter: the base method a spaceless login entity is asked to enter with */
+    bots_method calls[BOTS_MAX_CALLS];      /* --call: random calls pick one */
+    uint32_t call_count;
+    bots_method ping_calls[BOTS_MAX_CALLS]; /* --ping-call: numbered calls go round them */
+    uint32_t ping_call_count;
+    bots_method teleport_call;              /* --teleport-call (cell) */
 } bots_options;
 
 struct bots_run;
@@ -152,7 +158,7 @@ typedef struct bot {
     /* Argument states of the methods it calls, of its client's definitions
      * (each client has its own registry): created on the first call, freed
      * in on_closed before the client frees the definitions. */
-    entity_state *chat_args, *spell_args, *ping_args, *teleport_args;
+    entity_state *call_args[BOTS_MAX_CALLS], *ping_args, *teleport_args;
     uint64_t calls_made;         /* for the chat text */
     /* What it saw of each entity in view, for the flicker and update-gap
      * checks: one bot_seen per alias its stream uses (view_capacity of
@@ -213,6 +219,7 @@ typedef struct bots_counters {
 typedef struct bots_run {
     uv_loop_t loop;
     bots_options options;
+    bool method_missing_logged;  /* a --call the class lacks was reported */
     bot *bots;
     uint32_t next_launch;        /* index of the next bot to log in */
     uint64_t start_ms;           /* uv_now at the start */
@@ -405,67 +412,90 @@ static entity_state *bots_args(entity_state **slot, const entity_def_method *met
     return *slot;
 }
 
-/* One call on the bot's own entity: chat(text) on its base or
- * castSpell(spell_id, target) on its cell, whichever its class has (a coin
- * toss when it has both). Nothing when its entity has not entered yet or
- * its class has neither. */
+/* The exposed method `m` of the bot's own class, or NULL (logged once per
+ * run: the definitions do not give the bots' class what was asked). */
+static const entity_def_method *bots_find_method(bot *b, const entity_def_class *cls, const bots_method *m) {
+    const entity_def_method *method = entity_def_class_find_method(cls, m->part, m->name);
+    if (method && method->exposed) return method;
+    if (!b->run->method_missing_logged) {
+        b->run->method_missing_logged = true;
+        log_warn("bot %u: its class %s has no exposed %s method '%s': such calls are skipped", b->index, cls->name,
+                 entity_def_part_name(m->part), m->name);
+    }
+    return NULL;
+}
+
+/* Fills every argument of a random call from its declared type: numbers
+ * 1 .. BOTS_CALL_NUMBER_MAX (within range), text naming the bot, an entity
+ * it sees (or 0). */
+static void bots_fill_arguments(bot *b, const entity_def_method *method, entity_state *args) {
+    for (uint16_t i = 0; i < method->arg_count; i++) {
+        const entity_def_type *type = &method->args[i].type;
+        uint64_t number = 1 + (uint64_t)(bots_random_unit(&b->rng) * BOTS_CALL_NUMBER_MAX);
+        switch (type->kind) {
+        case ENTITY_DEF_STRING: {
+            char line[64];
+            int n = snprintf(line, sizeof line, "hello from bot %u (%" PRIu64 ")", b->index, b->calls_made);
+            size_t length = (size_t)n < type->max_length ? (size_t)n : type->max_length;
+            entity_state_set_string(args, i, 0, line, length);
+            break;
+        }
+        case ENTITY_DEF_ENTITY: entity_state_set_entity(args, i, 0, bots_random_target(b)); break;
+        case ENTITY_DEF_FLOAT:
+        case ENTITY_DEF_DOUBLE: entity_state_set_float(args, i, 0, (double)number); break;
+        case ENTITY_DEF_BOOL: entity_state_set_bool(args, i, 0, number & 1); break;
+        default:
+            if (entity_state_set_uint(args, i, 0, number) != 0) entity_state_set_int(args, i, 0, (int64_t)number);
+            break;
+        }
+    }
+}
+
+/* One call on the bot's own entity: one of the --call methods, at random,
+ * with its arguments filled in. Nothing when its entity has not entered
+ * yet or no --call was given. */
 static void bots_call(bot *b) {
     bots_run *run = b->run;
+    if (run->options.call_count == 0) return;
     const tessera_client_entity *own = tessera_client_entity_find(b->client, b->entity_id);
     if (!own) return;
-    const entity_def_method *chat = entity_def_class_find_method(own->cls, ENTITY_DEF_PART_BASE, BOTS_CHAT_METHOD);
-    const entity_def_method *spell = entity_def_class_find_method(own->cls, ENTITY_DEF_PART_CELL, BOTS_SPELL_METHOD);
-    if (chat && !chat->exposed) chat = NULL;
-    if (spell && !spell->exposed) spell = NULL;
-    if (!chat && !spell) return;
-    int use_chat = chat && (!spell || bots_random_unit(&b->rng) < 0.5);
-    int rc;
-    if (use_chat) {
-        entity_state *args = bots_args(&b->chat_args, chat);
-        const entity_def_property *text = entity_def_class_find_property(&chat->args_class, "text");
-        if (text) {
-            char line[64];
-            int n = snprintf(line, sizeof line, "hello from bot %u (%" PRIu64 ")", b->index, ++b->calls_made);
-            entity_state_set_string(args, text->id, 0, line, (size_t)n);
-        }
-        rc = tessera_client_call(b->client, b->entity_id, ENTITY_DEF_PART_BASE, BOTS_CHAT_METHOD, args);
-    } else {
-        entity_state *args = bots_args(&b->spell_args, spell);
-        const entity_def_property *spell_id = entity_def_class_find_property(&spell->args_class, "spell_id");
-        const entity_def_property *target = entity_def_class_find_property(&spell->args_class, "target");
-        if (spell_id)
-            entity_state_set_uint(args, spell_id->id, 0,
-                                  1 + (uint64_t)(bots_random_unit(&b->rng) * BOTS_SPELL_ID_MAX));
-        if (target) entity_state_set_entity(args, target->id, 0, bots_random_target(b));
-        rc = tessera_client_call(b->client, b->entity_id, ENTITY_DEF_PART_CELL, BOTS_SPELL_METHOD, args);
-    }
+    uint32_t pick = (uint32_t)(bots_random_unit(&b->rng) * run->options.call_count);
+    if (pick >= run->options.call_count) pick = run->options.call_count - 1;
+    const bots_method *m = &run->options.calls[pick];
+    const entity_def_method *method = bots_find_method(b, own->cls, m);
+    if (!method) return;
+    entity_state *args = bots_args(&b->call_args[pick], method);
+    b->calls_made++;
+    bots_fill_arguments(b, method, args);
+    int rc = tessera_client_call(b->client, b->entity_id, m->part, m->name, args);
     /* Counted in calls_out by the SDK when sent; a refusal here means the
      * declared arguments are not what the bots fill in. */
     if (rc != 0 && tessera_client_get_state(b->client) == TESSERA_CLIENT_IN_WORLD) run->call_failures++;
 }
 
 /* Numbered calls on the bot's own entity, `due` more of them (fractions
- * carried): n = 1, 2, 3 ... alternating the cell's ping(n), straight from
- * the client, and the base's relayPing(n), which the base turns into the
- * cell's ping(n). Both go on the entity's one stream from its base, so the
- * cell must see every n once, in order, wherever its real is. */
+ * carried): n = 1, 2, 3 ... going round the --ping-call methods (the
+ * demo's: the cell's ping(n), straight from the client, and the base's
+ * relayPing(n), which the base turns into the cell's ping(n)). All go on
+ * the entity's one stream from its base, so the cell must see every n
+ * once, in order, wherever its real is. Each method takes one number. */
 static void bots_ping(bot *b, double due) {
+    const bots_options *options = &b->run->options;
     const tessera_client_entity *own = tessera_client_entity_find(b->client, b->entity_id);
-    if (!own) return; /* its ENTER has not come yet: the calls wait */
-    const entity_def_method *ping = entity_def_class_find_method(own->cls, ENTITY_DEF_PART_CELL, BOTS_PING_METHOD);
-    const entity_def_method *relay =
-        entity_def_class_find_method(own->cls, ENTITY_DEF_PART_BASE, BOTS_RELAY_PING_METHOD);
-    if (!ping || !relay || ping->arg_count != 1 || relay->arg_count != 1) return;
+    if (!own || options->ping_call_count == 0) return; /* its ENTER has not come yet: the calls wait */
+    const entity_def_method *methods[BOTS_MAX_CALLS];
+    for (uint32_t i = 0; i < options->ping_call_count; i++) {
+        methods[i] = bots_find_method(b, own->cls, &options->ping_calls[i]);
+        if (!methods[i] || methods[i]->arg_count != 1) return;
+    }
     b->ping_owed += due;
     while (b->ping_owed >= 1.0 && b->in_world) {
         uint64_t n = b->pings_sent + 1;
-        bool via_base = n % 2 == 0;
-        const entity_def_method *method = via_base ? relay : ping;
+        uint32_t turn = (uint32_t)((n - 1) % options->ping_call_count);
+        const entity_def_method *method = methods[turn];
         entity_state *args = bots_args(&b->ping_args, method);
         entity_state_set_uint(args, 0, 0, n);
-        if (tessera_client_call(b->client, b->entity_id, via_base ? ENTITY_DEF_PART_BASE : ENTITY_DEF_PART_CELL,
-                                method->name, args) != 0)
-            return;
+        if (tessera_client_call(b->client, b->entity_id, method->part, method->name, args) != 0) return;
         b->pings_sent = n;
         b->run->pings_sent++;
         b->ping_owed -= 1.0;
@@ -475,11 +505,11 @@ static void bots_ping(bot *b, double due) {
 /* A --teleport entry: the bot asks its cell to move it. */
 static void bots_teleport_now(bot *b, const bots_teleport *teleport) {
     const tessera_client_entity *own = tessera_client_entity_find(b->client, b->entity_id);
-    const entity_def_method *method =
-        own ? entity_def_class_find_method(own->cls, ENTITY_DEF_PART_CELL, BOTS_TELEPORT_METHOD) : NULL;
+    const bots_method *m = &b->run->options.teleport_call;
+    const entity_def_method *method = own ? bots_find_method(b, own->cls, m) : NULL;
     if (!method || method->arg_count != 4) {
-        log_warn("bot %u: cannot teleport (no exposed %s(space, x, y, z) on its entity)", b->index,
-                 BOTS_TELEPORT_METHOD);
+        log_warn("bot %u: cannot teleport (no exposed cell method %s(space, x, y, z) on its entity)", b->index,
+                 m->name);
         return;
     }
     entity_state *args = bots_args(&b->teleport_args, method);
@@ -487,7 +517,7 @@ static void bots_teleport_now(bot *b, const bots_teleport *teleport) {
     entity_state_set_float(args, 1, 0, teleport->x);
     entity_state_set_float(args, 2, 0, teleport->y);
     entity_state_set_float(args, 3, 0, teleport->z);
-    if (tessera_client_call(b->client, b->entity_id, ENTITY_DEF_PART_CELL, BOTS_TELEPORT_METHOD, args) == 0)
+    if (tessera_client_call(b->client, b->entity_id, ENTITY_DEF_PART_CELL, m->name, args) == 0)
         log_info("bot %u: teleporting to space '%s' (%.1f, %.1f, %.1f)", b->index,
                  teleport->space[0] ? teleport->space : b->space, (double)teleport->x, (double)teleport->y,
                  (double)teleport->z);
@@ -695,11 +725,13 @@ static void bots_on_logged_in(tessera_client *client, const tessera_client_login
 /* The argument states of the methods the bot calls (of its client's
  * definitions). */
 static void bots_free_args(bot *b) {
-    entity_state_free(b->chat_args);
-    entity_state_free(b->spell_args);
+    for (uint32_t i = 0; i < BOTS_MAX_CALLS; i++) {
+        entity_state_free(b->call_args[i]);
+        b->call_args[i] = NULL;
+    }
     entity_state_free(b->ping_args);
     entity_state_free(b->teleport_args);
-    b->chat_args = b->spell_args = b->ping_args = b->teleport_args = NULL;
+    b->ping_args = b->teleport_args = NULL;
 }
 
 static void bots_on_redirected(tessera_client *client, const char *reason) {
@@ -1461,9 +1493,12 @@ static void bots_usage(FILE *out) {
             "                           belongs to this run. Bots that log in while the others\n"
             "                           settle are left out (aoi_late).\n"
             "  --calls-per-second F     each bot's average rate of calls while walking, random\n"
-            "                           (default 0.2): chat(text) on its base or\n"
-            "                           castSpell(spell_id 1..20, target: an entity it sees or 0)\n"
-            "                           on its cell, on its own entity, when its class has them\n"
+            "                           (default 0.2), of the --call methods\n"
+            "  --call PART:METHOD       an exposed base or cell method of the bots' own class\n"
+            "                           (base:chat, cell:castSpell) the random calls pick from,\n"
+            "                           with arguments filled from the definitions: numbers\n"
+            "                           1..20, text naming the bot, an entity it sees (or 0);\n"
+            "                           up to 8 (none: no calls)\n"
             "  --settle-seconds S       stop walking and calling for the last S seconds (the bots\n"
             "                           stay connected; default 0)\n"
             "  --snapshot-file PATH     write what every bot sees once, as JSON (PATH.tmp, then\n"
@@ -1483,16 +1518,18 @@ static void bots_usage(FILE *out) {
             "  --seed S                 random seed (default: from the clock)\n"
             "  --login-spread-ms MS     spread the logins over MS milliseconds (default 1000)\n"
             "  --ping-rate R            each bot's numbered calls a second while walking: n = 1,\n"
-            "                           2, 3 ..., the cell's ping(n) and the base's relayPing(n)\n"
-            "                           in turn (the cell counts them: pings, ping_disorder)\n"
+            "                           2, 3 ..., to the --ping-call methods in turn\n"
+            "  --ping-call PART:METHOD  a method taking one number for the numbered calls (the\n"
+            "                           demo: cell:ping, base:relayPing; its cell counts them)\n"
             "  --gap-limit-ms MS        a walking bot in view with no update for more than a\n"
             "                           second and a tick of its cell's ticks counts in update_gaps,\n"
             "                           or, across a move of the observer's real to another cellapp,\n"
             "                           for longer than MS of time (default 1200)\n"
             "  --teleport AT:SPACE:X:Y:Z\n"
             "                           at AT seconds, the first --teleport-bots bots (default 1)\n"
-            "                           call teleport(SPACE, X, Y, Z) on their cell (SPACE empty:\n"
-            "                           their own); up to 8, in time order\n"
+            "                           call the --teleport-call method (SPACE, X, Y, Z) on their\n"
+            "                           cell (SPACE empty: their own); up to 8, in time order\n"
+            "  --teleport-call METHOD   the cell method --teleport calls (the demo's: teleport)\n"
             "  --reconnect-at T         at T seconds the first --reconnect-bots bots (default all)\n"
             "                           drop their connection and, --reconnect-delay-ms later\n"
             "                           (default 200), take their entity back with their session\n"
@@ -1613,8 +1650,24 @@ enum {
     BOTS_OPTION_RECONNECT_BOTS,
     BOTS_OPTION_RECONNECT_DELAY,
     BOTS_OPTION_ENTER,
+    BOTS_OPTION_CALL,
+    BOTS_OPTION_PING_CALL,
+    BOTS_OPTION_TELEPORT_CALL,
     BOTS_OPTION_HELP,
 };
+
+/* "base:NAME" or "cell:NAME" into `out`. Returns 0 or -1. */
+static int bots_parse_method(const char *text, bots_method *out) {
+    const char *colon = strchr(text, ':');
+    if (!colon) return -1;
+    size_t part_length = (size_t)(colon - text), name_length = strlen(colon + 1);
+    if (part_length == 4 && memcmp(text, "base", 4) == 0) out->part = ENTITY_DEF_PART_BASE;
+    else if (part_length == 4 && memcmp(text, "cell", 4) == 0) out->part = ENTITY_DEF_PART_CELL;
+    else return -1;
+    if (name_length == 0 || name_length > ENTITY_DEF_NAME_MAX) return -1;
+    memcpy(out->name, colon + 1, name_length + 1);
+    return 0;
+}
 
 /* Fills `options` from argv, with `host_name` receiving the host as given.
  * Returns 0, 1 for --help (usage printed), or -1 after printing what is
@@ -1646,6 +1699,9 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"reconnect-bots", required_argument, NULL, BOTS_OPTION_RECONNECT_BOTS},
         {"reconnect-delay-ms", required_argument, NULL, BOTS_OPTION_RECONNECT_DELAY},
         {"enter", required_argument, NULL, BOTS_OPTION_ENTER},
+        {"call", required_argument, NULL, BOTS_OPTION_CALL},
+        {"ping-call", required_argument, NULL, BOTS_OPTION_PING_CALL},
+        {"teleport-call", required_argument, NULL, BOTS_OPTION_TELEPORT_CALL},
         {"help", no_argument, NULL, BOTS_OPTION_HELP},
         {NULL, 0, NULL, 0},
     };
@@ -1800,6 +1856,26 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
                 return bots_bad_argument("--teleport-bots wants a count (got '%s')", optarg);
             options->teleport_bots = (uint32_t)value;
             break;
+        case BOTS_OPTION_CALL:
+            if (options->call_count == BOTS_MAX_CALLS ||
+                bots_parse_method(optarg, &options->calls[options->call_count]) != 0)
+                return bots_bad_argument("--call wants base:METHOD or cell:METHOD, at most %d (got '%s')",
+                                         BOTS_MAX_CALLS, optarg);
+            options->call_count++;
+            break;
+        case BOTS_OPTION_PING_CALL:
+            if (options->ping_call_count == BOTS_MAX_CALLS ||
+                bots_parse_method(optarg, &options->ping_calls[options->ping_call_count]) != 0)
+                return bots_bad_argument("--ping-call wants base:METHOD or cell:METHOD, at most %d (got '%s')",
+                                         BOTS_MAX_CALLS, optarg);
+            options->ping_call_count++;
+            break;
+        case BOTS_OPTION_TELEPORT_CALL:
+            if (strlen(optarg) == 0 || strlen(optarg) > ENTITY_DEF_NAME_MAX)
+                return bots_bad_argument("--teleport-call wants a cell method name (got '%s')", optarg);
+            options->teleport_call.part = ENTITY_DEF_PART_CELL;
+            snprintf(options->teleport_call.name, sizeof options->teleport_call.name, "%s", optarg);
+            break;
         case BOTS_OPTION_HELP: bots_usage(stdout); return 1;
         default:
             return bots_bad_argument("unknown or incomplete option '%s'", argv[optind - 1]);
@@ -1809,6 +1885,10 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     if (!have_connect) return bots_bad_argument("--connect HOST:PORT is required");
     if (!have_count) return bots_bad_argument("--count N is required");
     if (!have_seconds) return bots_bad_argument("--seconds S is required");
+    if (options->ping_rate > 0 && options->ping_call_count == 0)
+        return bots_bad_argument("--ping-rate needs the methods to number: --ping-call base:M or cell:M");
+    if (options->teleport_count > 0 && !options->teleport_call.name[0])
+        return bots_bad_argument("--teleport needs the cell method to call: --teleport-call METHOD");
     if (have_snapshot_at && !options->snapshot_file)
         return bots_bad_argument("--snapshot-at-seconds needs --snapshot-file");
     if (!have_snapshot_at) options->snapshot_at_seconds = options->seconds > 1.0 ? options->seconds - 1.0 : 0.0;

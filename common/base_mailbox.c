@@ -57,6 +57,7 @@ Tessera__Cluster__EntityCallFailed base_mailbox_failure(const Tessera__Cluster__
     failed.method_id = call->method_id;
     failed.part = call->part;
     failed.reason = (char *)reason;
+    failed.class_name = call->class_name;
     return failed;
 }
 
@@ -156,8 +157,8 @@ void base_mailbox_send(base_mailbox *box, const Tessera__Cluster__BaseCall *call
     id_map_put(&box->waiting, call.entity_id, queue);
 }
 
-int base_mailbox_call(base_mailbox *box, uint64_t caller_id, uint64_t target_id, const entity_def_method *method,
-                      const entity_state *args) {
+int base_mailbox_call(base_mailbox *box, uint64_t caller_id, uint64_t target_id, const char *class_name,
+                      const entity_def_method *method, const entity_state *args) {
     if (method->part != ENTITY_DEF_PART_BASE && method->part != ENTITY_DEF_PART_CLIENT) return -1;
     bit_writer w;
     bit_writer_init(&w);
@@ -166,6 +167,7 @@ int base_mailbox_call(base_mailbox *box, uint64_t caller_id, uint64_t target_id,
     call.entity_id = target_id;
     call.caller_id = caller_id;
     call.method_id = method->id;
+    call.class_name = (char *)(class_name ? class_name : "");
     call.args.data = (uint8_t *)bit_writer_data(&w);
     call.args.len = bit_writer_bytes(&w);
     call.part = method->part == ENTITY_DEF_PART_CLIENT ? TESSERA__CLIENT__METHOD_PART__METHOD_PART_CLIENT

@@ -47,12 +47,13 @@ void base_mailbox_set_self(base_mailbox *box, uint64_t self_id);
 /* Sends `call` (everything but sender_id set by the caller) to the base of
  * call->entity_id, wherever it is. The call is copied. */
 void base_mailbox_send(base_mailbox *box, const Tessera__Cluster__BaseCall *call);
-/* The same, built from a method of part BASE or CLIENT (of the target's
- * class) and its arguments (a state of method->args_class; NULL: none),
- * for `caller_id` (0: the server). Returns 0, or -1 for a method of another
+/* The same, built from a method of part BASE or CLIENT of class
+ * `class_name` (the target's, as the caller names it; a failure carries it
+ * back) and its arguments (a state of method->args_class; NULL: none), for
+ * `caller_id` (0: the server). Returns 0, or -1 for a method of another
  * part (nothing sent). */
-int base_mailbox_call(base_mailbox *box, uint64_t caller_id, uint64_t target_id, const entity_def_method *method,
-                      const entity_state *args);
+int base_mailbox_call(base_mailbox *box, uint64_t caller_id, uint64_t target_id, const char *class_name,
+                      const entity_def_method *method, const entity_state *args);
 /* The answer to a call that did not reach its base (from the baseapp that
  * was asked, or made here): forgets where that base was, and reports it. */
 void base_mailbox_on_failed(base_mailbox *box, const Tessera__Cluster__EntityCallFailed *failed);

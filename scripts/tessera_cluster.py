@@ -56,8 +56,13 @@ ROLE_BINARIES = {
     "cellapp": os.path.join("cellapp", "tessera-cellapp"),
 }
 ADMIN_BINARY = os.path.join("client", "tessera-admin")
-# The demo game's module (demo/meson.build), which the cellapps load.
+# The demo game's module (demo/meson.build), which every process loads.
 DEMO_MODULE = os.path.join("demo", "libtessera_demo.so")
+# What tessera-bots calls in the demo game (demo/entities/Avatar.json):
+# chat and castSpell at random, the numbered ping and relayPing, and the
+# GM teleport. The bots know no game; these name the demo's methods.
+DEMO_BOT_ARGS = ["--call", "base:chat", "--call", "cell:castSpell", "--ping-call", "cell:ping",
+                 "--ping-call", "base:relayPing", "--teleport-call", "teleport"]
 
 # The space every cluster starts with (the demo's world): -500 .. 500 on X
 # and Z, split into one cell per cellapp.
@@ -710,13 +715,13 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                 # Where SIGUSR1 writes the process's entity state.
                 "state_dump_path": rd.state_dump(name),
             }
-            if role == "cellapp":
-                # The demo game's rules, as the module scripts/build made;
-                # its own settings go in "game" (--set cellapp.game.NAME=V).
-                conf["game_module"] = os.path.join(build_dir, DEMO_MODULE)
-                conf["game"] = {}
+            # The demo game's rules, as the module scripts/build made; its
+            # own settings go in "game" (--set cellapp.game.NAME=V).
+            conf["game_module"] = os.path.join(build_dir, DEMO_MODULE)
+            conf["game"] = {}
             if role == "baseapp":
                 conf.update({
+                    "player_entity_type": "Avatar",
                     "client_host": "127.0.0.1",
                     "client_port": next(ports),
                     "auto_create_accounts": bool(auto_create_accounts),

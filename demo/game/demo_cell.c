@@ -1,6 +1,7 @@
-/* demo_cell.c -- the cell rules of the demo game (demo/entities), as a game
- * module: the file a studio copies to start its own. It includes nothing
- * of the engine but <tessera/game.h>, and keeps nothing between calls but
+/* demo_cell.c -- the cell rules of the demo game (demo/entities), the
+ * cellapp's half of the demo module: with demo_base.c and demo.c, what a
+ * studio copies to start its own. It includes nothing of the engine but
+ * <tessera/game.h>, and keeps nothing between calls but
  * what the engine stores for it (properties, timers, traps, the per-entity
  * data below).
  *
@@ -28,6 +29,15 @@
  *           its base, Avatar.poked(from). The guard remembers its last
  *           visitor and how many it greeted in its per-entity data, which
  *           travels with it between cellapps.
+ *           With `npc_patrol_speed` above 0 (a game setting; 0 by
+ *           default, so that the world stands still for the tests that
+ *           compare views) a guard patrols: moveToPoint to random points
+ *           within `npc_patrol_radius` of its post, one after the other.
+ *           With `npc_chase_speed` above 0 it chases, with moveToEntity,
+ *           an avatar that steps into its trap, until it leaves the trap
+ *           or is caught (within 2 m), then walks its patrol again. Its
+ *           post and its quarry are in its per-entity data; its move is
+ *           the engine's, and goes on across cellapps.
  *   both    takeDamage(amount, attacker), not exposed: `health` drops (and
  *           resets to 100 at 0), and onDamage(amount) goes to every client
  *           that sees the entity.
@@ -45,10 +55,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <tessera/game.h>
+#include "demo.h"
 
 enum { DEMO_TRAP_VISITORS = 1 };
 enum { DEMO_TIMER_HEARTBEAT = 1 };
+/* What a guard's move is for (its user data). */
+enum { DEMO_MOVE_PATROL = 1, DEMO_MOVE_CHASE = 2 };
+#define DEMO_CATCH_DISTANCE 2.0f
 /* Half a second: often enough for the timer test to see dozens of firings
  * across offloads, rare enough to cost nothing. */
 #define DEMO_HEARTBEAT_MS 500
@@ -58,11 +71,15 @@ enum { DEMO_TIMER_HEARTBEAT = 1 };
 typedef struct demo_npc {
     tessera_handle last_visitor;
     uint32_t greeted;
+    float post[3];                   /* where it was spawned: its patrol's centre */
+    tessera_handle chasing;          /* the avatar it chases (NONE: patrolling) */
 } demo_npc;
 
 static const tessera_field demo_npc_fields[] = {
     TESSERA_FIELD(demo_npc, last_visitor, TESSERA_FIELD_HANDLE),
     TESSERA_FIELD(demo_npc, greeted, TESSERA_FIELD_UINT32),
+    TESSERA_FIELD(demo_npc, post, TESSERA_FIELD_VECTOR3),
+    TESSERA_FIELD(demo_npc, chasing, TESSERA_FIELD_HANDLE),
 };
 
 /* The game's state: classes and property ids, looked up once. */
@@ -74,6 +91,7 @@ typedef struct demo_game {
     int npc_name, npc_level, npc_health, npc_mood, npc_scale, npc_visitors;
     int64_t npc_count, npcs_spawned;
     float npc_trap_radius;
+    float patrol_speed, patrol_radius, chase_speed;
 } demo_game;
 
 static int demo_property(tessera_cellapp *app, const tessera_cell_api *api, const tessera_class *cls,
@@ -104,12 +122,51 @@ static void demo_set_uint(const tessera_cell_context *ctx, tessera_entity *e, in
 
 /* ---- NPCs -------------------------------------------------------------------- */
 
+/* The next leg of a guard's patrol: a random point near its post. */
+static void demo_npc_patrol(const tessera_cell_context *ctx, tessera_entity *npc, demo_npc *self) {
+    demo_game *g = ctx->game;
+    const tessera_cell_api *api = ctx->api;
+    self->chasing = TESSERA_HANDLE_NONE;
+    if (g->patrol_speed <= 0) return;
+    double angle = api->random_unit(ctx->app) * 2.0 * M_PI;
+    double distance = sqrt(api->random_unit(ctx->app)) * g->patrol_radius;
+    float point[3] = {(float)(self->post[0] + distance * cos(angle)), self->post[1],
+                      (float)(self->post[2] + distance * sin(angle))};
+    if (!api->move_to_point(npc, point, g->patrol_speed, 0, true, DEMO_MOVE_PATROL)) {
+        /* Off the edge of the world: back to the post itself. */
+        api->move_to_point(npc, self->post, g->patrol_speed, 0, true, DEMO_MOVE_PATROL);
+    }
+}
+
+static void demo_npc_arrived(const tessera_cell_context *ctx, tessera_entity *npc, void *data,
+                             uint32_t controller_id, uint64_t user_data) {
+    (void)controller_id, (void)user_data;
+    /* A patrol leg done, or its quarry caught: on with the patrol. */
+    demo_npc_patrol(ctx, npc, data);
+}
+
+static void demo_npc_move_failed(const tessera_cell_context *ctx, tessera_entity *npc, void *data,
+                                 uint32_t controller_id, uint64_t user_data, const char *reason) {
+    (void)controller_id, (void)user_data, (void)reason;
+    demo_npc_patrol(ctx, npc, data); /* its quarry went away */
+}
+
+static void demo_npc_left_trap(const tessera_cell_context *ctx, tessera_entity *npc, void *data, uint32_t tag,
+                               tessera_entity *visitor) {
+    demo_npc *self = data;
+    if (tag == DEMO_TRAP_VISITORS && self->chasing && ctx->api->handle(visitor) == self->chasing)
+        demo_npc_patrol(ctx, npc, self); /* it got away */
+}
+
 static void demo_npc_entered_trap(const tessera_cell_context *ctx, tessera_entity *npc, void *data, uint32_t tag,
                                   tessera_entity *visitor) {
     demo_game *g = ctx->game;
     const tessera_cell_api *api = ctx->api;
     demo_npc *self = data;
     if (tag != DEMO_TRAP_VISITORS || api->class_of(visitor) != g->avatar) return;
+    if (g->chase_speed > 0 && !self->chasing &&
+        api->move_to_entity(npc, api->handle(visitor), g->chase_speed, DEMO_CATCH_DISTANCE, true, DEMO_MOVE_CHASE))
+        self->chasing = api->handle(visitor);
     uint64_t visitors = demo_get_uint(ctx, npc, g->npc_visitors) + 1;
     demo_set_uint(ctx, npc, g->npc_visitors, 0, visitors > UINT32_MAX ? UINT32_MAX : visitors);
     demo_set_uint(ctx, npc, g->npc_mood, 0, visitors % 256);
@@ -123,9 +180,9 @@ static void demo_npc_entered_trap(const tessera_cell_context *ctx, tessera_entit
     self->last_visitor = api->handle(visitor);
     tessera_args *args = api->args_create(g->avatar, TESSERA_PART_BASE, "poked");
     if (!args) return;
-    api->arg_set_handle(args, 0, api->handle(npc));
+    api->args->set_handle(args, 0, api->handle(npc));
     if (api->call_base(npc, api->handle(visitor), "Avatar", TESSERA_PART_BASE, "poked", args) == 0) self->greeted++;
-    api->args_free(args);
+    api->args->free(args);
 }
 
 /* Spawns the guards still owed in the default space's spawn disc, as ids
@@ -153,13 +210,15 @@ static void demo_tick(const tessera_cell_context *ctx) {
 static void demo_npc_created(const tessera_cell_context *ctx, tessera_entity *npc, void *data) {
     demo_game *g = ctx->game;
     const tessera_cell_api *api = ctx->api;
-    (void)data;
+    demo_npc *self = data;
+    api->position(npc, self->post, NULL);
     if (g->npc_name >= 0) {
         char name[32];
         snprintf(name, sizeof name, "Guard-%llu", (unsigned long long)api->handle(npc));
         api->set_string(npc, g->npc_name, 0, name, strlen(name));
     }
     api->add_trap(npc, DEMO_TRAP_VISITORS, g->npc_trap_radius);
+    demo_npc_patrol(ctx, npc, self);
 }
 
 /* ---- avatars ------------------------------------------------------------------ */
@@ -211,8 +270,8 @@ static void demo_cast_spell(const tessera_cell_context *ctx, tessera_entity *cas
     if (caller != api->handle(caster)) return; /* only the caster casts */
     uint64_t spell_id = 0;
     tessera_handle target_id = TESSERA_HANDLE_NONE;
-    api->arg_get_uint(args, 0, &spell_id);
-    api->arg_get_handle(args, 1, &target_id);
+    api->args->get_uint(args, 0, &spell_id);
+    api->args->get_handle(args, 1, &target_id);
     tessera_entity *target = api->resolve(ctx->app, target_id);
     /* The reach rule: a target is one the caster's client can see. */
     if (target_id != TESSERA_HANDLE_NONE && (!target || !api->in_view(caster, target))) {
@@ -232,10 +291,10 @@ static void demo_cast_spell(const tessera_cell_context *ctx, tessera_entity *cas
     if (!target || target == caster) return;
     tessera_args *damage = api->args_create(api->class_of(target), TESSERA_PART_CELL, "takeDamage");
     if (!damage) return;
-    api->arg_set_int(damage, 0, (int64_t)(spell_id % 20) + 1);
-    api->arg_set_handle(damage, 1, api->handle(caster));
+    api->args->set_int(damage, 0, (int64_t)(spell_id % 20) + 1);
+    api->args->set_handle(damage, 1, api->handle(caster));
     api->call_cell(caster, target, "takeDamage", damage);
-    api->args_free(damage);
+    api->args->free(damage);
 }
 
 static void demo_take_damage(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
@@ -244,7 +303,7 @@ static void demo_take_damage(const tessera_cell_context *ctx, tessera_entity *en
     const tessera_cell_api *api = ctx->api;
     (void)data, (void)caller;
     int64_t amount = 0;
-    api->arg_get_int(args, 0, &amount);
+    api->args->get_int(args, 0, &amount);
     int health = api->class_of(entity) == g->avatar ? g->avatar_health : g->npc_health;
     if (health >= 0) {
         int64_t now = demo_get_int(ctx, entity, health) - amount;
@@ -252,9 +311,9 @@ static void demo_take_damage(const tessera_cell_context *ctx, tessera_entity *en
     }
     tessera_args *notice = api->args_create(api->class_of(entity), TESSERA_PART_CLIENT, "onDamage");
     if (!notice) return;
-    api->arg_set_int(notice, 0, amount);
+    api->args->set_int(notice, 0, amount);
     api->call_clients(entity, "onDamage", notice, true);
-    api->args_free(notice);
+    api->args->free(notice);
 }
 
 /* A numbered call: from the avatar's own client (through its base) or its
@@ -265,7 +324,7 @@ static void demo_ping(const tessera_cell_context *ctx, tessera_entity *avatar, v
     (void)data;
     if (caller != ctx->api->handle(avatar)) return;
     uint64_t n = 0;
-    ctx->api->arg_get_uint(args, 0, &n);
+    ctx->api->args->get_uint(args, 0, &n);
     uint64_t last = demo_get_uint(ctx, avatar, g->avatar_ping_last);
     if (n != last + 1) {
         demo_set_uint(ctx, avatar, g->avatar_ping_disorder, 0, demo_get_uint(ctx, avatar, g->avatar_ping_disorder) + 1);
@@ -282,10 +341,10 @@ static void demo_teleport(const tessera_cell_context *ctx, tessera_entity *avata
     if (caller != ctx->api->handle(avatar)) return;
     const char *space = "";
     double x = 0, y = 0, z = 0;
-    ctx->api->arg_get_string(args, 0, &space, NULL);
-    ctx->api->arg_get_float(args, 1, &x);
-    ctx->api->arg_get_float(args, 2, &y);
-    ctx->api->arg_get_float(args, 3, &z);
+    ctx->api->args->get_string(args, 0, &space, NULL);
+    ctx->api->args->get_float(args, 1, &x);
+    ctx->api->args->get_float(args, 2, &y);
+    ctx->api->args->get_float(args, 3, &z);
     ctx->api->teleport(avatar, space, (float)x, (float)y, (float)z);
 }
 
@@ -331,6 +390,9 @@ static int demo_register_npc(tessera_cellapp *app, const tessera_cell_api *api, 
     tessera_cell_hooks hooks = {
         .created = demo_npc_created,
         .entered_trap = demo_npc_entered_trap,
+        .left_trap = demo_npc_left_trap,
+        .controller_arrived = demo_npc_arrived,
+        .controller_failed = demo_npc_move_failed,
     };
     g->npc = api->register_class(app, "Npc", &hooks, sizeof(demo_npc), demo_npc_fields,
                                  sizeof demo_npc_fields / sizeof demo_npc_fields[0]);
@@ -346,7 +408,7 @@ static int demo_register_npc(tessera_cellapp *app, const tessera_cell_api *api, 
     return 0;
 }
 
-static int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **game) {
+int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **game) {
     demo_game *g = calloc(1, sizeof *g);
     if (!g) return -1;
     *game = g;
@@ -354,22 +416,21 @@ static int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, voi
     if (demo_register_avatar(app, api, g) != 0 || demo_register_npc(app, api, g) != 0) return -1;
     g->npc_count = (int64_t)api->setting_number(app, "npc_count", 20);
     g->npc_trap_radius = (float)api->setting_number(app, "npc_trap_radius", 8);
-    if (g->npc_count < 0 || g->npc_count > 1000000 || !(g->npc_trap_radius > 0)) {
-        api->log(app, TESSERA_LOG_WARN, NULL, "demo: npc_count must be 0..1000000 and npc_trap_radius above 0");
+    g->patrol_speed = (float)api->setting_number(app, "npc_patrol_speed", 0);
+    g->patrol_radius = (float)api->setting_number(app, "npc_patrol_radius", 15);
+    g->chase_speed = (float)api->setting_number(app, "npc_chase_speed", 0);
+    if (g->npc_count < 0 || g->npc_count > 1000000 || !(g->npc_trap_radius > 0) || !(g->patrol_speed >= 0) ||
+        !(g->patrol_radius >= 0) || !(g->chase_speed >= 0)) {
+        api->log(app, TESSERA_LOG_WARN, NULL,
+                 "demo: npc_count must be 0..1000000, npc_trap_radius above 0, and the patrol and chase settings 0 "
+                 "or more");
         return -1;
     }
     api->set_tick(app, demo_tick);
     return 0;
 }
 
-static void demo_cell_shutdown(tessera_cellapp *app, void *game) {
+void demo_cell_shutdown(tessera_cellapp *app, void *game) {
     (void)app;
     free(game);
 }
-
-TESSERA_GAME_EXPORT const tessera_game_module tessera_game = {
-    .abi_version = TESSERA_GAME_ABI_VERSION,
-    .name = "demo",
-    .cell_init = demo_cell_init,
-    .cell_shutdown = demo_cell_shutdown,
-};

@@ -1,7 +1,7 @@
 /* tessera/game.h -- the game ABI: the only header a game module includes.
  *
- * A game is a shared object (a .so) that the cellapp loads with dlopen.
- * Its config names it next to the entity definitions:
+ * A game is a shared object (a .so) that the cellapp and the baseapp load
+ * with dlopen. Their configs name it next to the entity definitions:
  *
  *     "entity_definitions": "demo/entities",
  *     "game_module": "build/demo/libtessera_demo.so",
@@ -59,6 +59,21 @@
  *   - Hooks run on the process's one thread; they must not block.
  *   - Every api function that can fail returns 0 or a value, and -1 (or
  *     NULL) with the reason logged by the engine; none aborts.
+ *
+ * A cellapp tick runs, in this order (steps 2 to 7 cell by cell):
+ *   1. the game's tick (set_tick), once;
+ *   2. the timers that are due (the timer hook), in (due time, id) order;
+ *   3. the messages that arrived: method calls from clients, bases and
+ *      other cells (method bodies);
+ *   4. the controllers: every movement chain advances one tick (the
+ *      controller hooks);
+ *   5. the flush: traps learn who crossed them since the last tick, moves
+ *      of steps 3 and 4 included (the trap hooks);
+ *   6. the pack: what changed is encoded once per audience, and every
+ *      witness streams its client its view;
+ *   7. reals past their cell's edge move to the cellapp that holds the
+ *      point (leaving here, arrived there, from its next tick on).
+ * A change made at any step before 6 reaches the clients this tick.
  *
  * Versioning: TESSERA_GAME_ABI_VERSION changes whenever a struct here
  * changes shape or meaning. The engine refuses a module built against
@@ -182,11 +197,22 @@ typedef struct tessera_cell_hooks {
     /* A timer set with api->add_timer fired. */
     void (*timer)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, uint64_t timer_id, uint32_t tag,
                   uint64_t user_data);
+    /* Controllers (api->move_to_point and the rest): a move moved it this
+     * tick; a move reached its destination or a turn its yaw (the
+     * controller is over); a move failed (its target is gone, its next
+     * step leaves the space: the chain is stopped). Each may start, stop
+     * or cancel controllers. */
+    void (*controller_moved)(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
+                             uint32_t controller_id, uint64_t user_data);
+    void (*controller_arrived)(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
+                               uint32_t controller_id, uint64_t user_data);
+    void (*controller_failed)(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
+                              uint32_t controller_id, uint64_t user_data, const char *reason);
 } tessera_cell_hooks;
 
 /* The body of a cell method: `caller` is the entity that called it (its
  * handle; for a call from a client, the client's own entity), `args` its
- * arguments as the definitions type them (read with api->arg_*). The
+ * arguments as the definitions type them (read with api->args). The
  * engine has checked exposure and argument types already; what only the
  * game can judge (may the caller reach that target?) is the method's. */
 typedef void (*tessera_cell_method)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_handle caller,
@@ -195,6 +221,29 @@ typedef void (*tessera_cell_method)(const tessera_cell_context *ctx, tessera_ent
 /* Called once per tick, before timers and messages, for the game as a
  * whole (spawning, world rules). */
 typedef void (*tessera_cell_tick)(const tessera_cell_context *ctx);
+
+/* ---- method arguments (both sides) ------------------------------------------ */
+
+/* A method's arguments, by position (0 = the first declared), typed as
+ * the definitions declare them. A getter or setter of the wrong type, an
+ * index past the last argument, or a value outside the declared range
+ * returns -1. */
+typedef struct tessera_args_api {
+    void (*free)(tessera_args *args);
+    int (*get_int)(const tessera_args *args, unsigned index, int64_t *value);
+    int (*get_uint)(const tessera_args *args, unsigned index, uint64_t *value);
+    int (*get_float)(const tessera_args *args, unsigned index, double *value);
+    int (*get_handle)(const tessera_args *args, unsigned index, tessera_handle *value);
+    int (*get_bool)(const tessera_args *args, unsigned index, bool *value);
+    /* *value points into the arguments, valid while they live. */
+    int (*get_string)(const tessera_args *args, unsigned index, const char **value, size_t *length);
+    int (*set_int)(tessera_args *args, unsigned index, int64_t value);
+    int (*set_uint)(tessera_args *args, unsigned index, uint64_t value);
+    int (*set_float)(tessera_args *args, unsigned index, double value);
+    int (*set_handle)(tessera_args *args, unsigned index, tessera_handle value);
+    int (*set_bool)(tessera_args *args, unsigned index, bool value);
+    int (*set_string)(tessera_args *args, unsigned index, const char *value, size_t length);
+} tessera_args_api;
 
 /* ---- engine services (cell side) -------------------------------------------- */
 
@@ -262,6 +311,7 @@ struct tessera_cell_api {
     int (*get_uint)(const tessera_entity *entity, int property, uint32_t index, uint64_t *value);
     int (*get_float)(const tessera_entity *entity, int property, uint32_t index, double *value);
     int (*get_handle)(const tessera_entity *entity, int property, uint32_t index, tessera_handle *value);
+    int (*get_bool)(const tessera_entity *entity, int property, uint32_t index, bool *value);
     /* *value points into the entity's storage, valid until it is next set. */
     int (*get_string)(const tessera_entity *entity, int property, uint32_t index, const char **value,
                       size_t *length);
@@ -269,6 +319,7 @@ struct tessera_cell_api {
     int (*set_uint)(tessera_entity *entity, int property, uint32_t index, uint64_t value);
     int (*set_float)(tessera_entity *entity, int property, uint32_t index, double value);
     int (*set_handle)(tessera_entity *entity, int property, uint32_t index, tessera_handle value);
+    int (*set_bool)(tessera_entity *entity, int property, uint32_t index, bool value);
     int (*set_string)(tessera_entity *entity, int property, uint32_t index, const char *value, size_t length);
 
     /* -- timers (they travel with the entity) -- */
@@ -285,8 +336,32 @@ struct tessera_cell_api {
 
     /* A square trap of half-side `radius` around the entity; every entity
      * crossing into it or out of it calls the class's trap hooks with
-     * `tag`. Returns 0, or -1 (a ghost, a bad radius). */
-    int (*add_trap)(tessera_entity *entity, uint32_t tag, float radius);
+     * `tag`. Returns its controller id (> 0; cancel_controller removes
+     * it), or 0 (a ghost, a bad radius). */
+    uint32_t (*add_trap)(tessera_entity *entity, uint32_t tag, float radius);
+
+    /* -- controllers (seed 004): one movement chain per entity, which
+     *    travels with it to other cellapps -- */
+
+    /* Moves the entity at `speed` m/s to `destination`, to within
+     * `distance` of it; `face`: it turns the way it goes. Any move or turn
+     * under way stops first. Returns the controller's id (> 0), or 0 (a
+     * ghost, a bad speed, a point outside the space). */
+    uint32_t (*move_to_point)(tessera_entity *entity, const float destination[3], float speed, float distance,
+                              bool face, uint64_t user_data);
+    /* The same towards `target` (an entity in this cell: real or ghost),
+     * followed as it moves; it fails if the target goes. */
+    uint32_t (*move_to_entity)(tessera_entity *entity, tessera_handle target, float speed, float distance, bool face,
+                               uint64_t user_data);
+    /* Turns the entity to `yaw` (radians) at `speed` radians a second; any
+     * move or turn under way stops first. */
+    uint32_t (*turn_to)(tessera_entity *entity, float yaw, float speed, uint64_t user_data);
+    /* Cancels a controller by id: the move's or the turn's id stops the
+     * whole movement chain; a trap's removes that trap alone. -1 if the
+     * entity has no such controller. No hook runs. */
+    int (*cancel_controller)(tessera_entity *entity, uint32_t controller_id);
+    /* cancelController("Movement"): stops the movement chain, if any. */
+    void (*stop_movement)(tessera_entity *entity);
 
     /* -- reach: what an exposed method must check before it acts on an
      *    entity a client named -- */
@@ -297,23 +372,14 @@ struct tessera_cell_api {
     /* The distance between two entities on the ground (x, z), in metres. */
     double (*distance)(const tessera_entity *a, const tessera_entity *b);
 
-    /* -- calls: arguments are built for one method and freed by the
-     *    caller after the call (the call copies them) -- */
+    /* -- calls: arguments are built for one method, filled and read with
+     *    the `args` table, and freed by the caller after the call (the
+     *    call copies them) -- */
 
     /* Arguments for method `method_name` of `part` of `cls`, every one at
      * its default; NULL if there is no such method. */
     tessera_args *(*args_create)(const tessera_class *cls, tessera_part part, const char *method_name);
-    void (*args_free)(tessera_args *args);
-    int (*arg_get_int)(const tessera_args *args, unsigned index, int64_t *value);
-    int (*arg_get_uint)(const tessera_args *args, unsigned index, uint64_t *value);
-    int (*arg_get_float)(const tessera_args *args, unsigned index, double *value);
-    int (*arg_get_handle)(const tessera_args *args, unsigned index, tessera_handle *value);
-    int (*arg_get_string)(const tessera_args *args, unsigned index, const char **value, size_t *length);
-    int (*arg_set_int)(tessera_args *args, unsigned index, int64_t value);
-    int (*arg_set_uint)(tessera_args *args, unsigned index, uint64_t value);
-    int (*arg_set_float)(tessera_args *args, unsigned index, double value);
-    int (*arg_set_handle)(tessera_args *args, unsigned index, tessera_handle value);
-    int (*arg_set_string)(tessera_args *args, unsigned index, const char *value, size_t length);
+    const tessera_args_api *args;
 
     /* Calls cell method `method_name` of `target` for `from`: at once when
      * the target is a real here, else on its cellapp, wherever it is.
@@ -358,6 +424,150 @@ struct tessera_cell_api {
         __attribute__((format(printf, 4, 5)));
 };
 
+
+/* ---- the base side ---------------------------------------------------------------
+ *
+ * The baseapp loads the same module (its own config's game_module) and
+ * runs base_init. A base is the persistent part of an entity: its BASE
+ * properties (saved to the database with it), and, for a player, its
+ * client. Base code is what a client's base methods run, what entity
+ * calls between bases run, and the long-lived logic of the game (a guild,
+ * an auction house, a census). */
+
+typedef struct tessera_baseapp tessera_baseapp;       /* the baseapp, opaque */
+typedef struct tessera_base tessera_base;             /* a base here, valid for one hook call */
+typedef struct tessera_base_class tessera_base_class; /* a registered class, base side */
+typedef struct tessera_base_api tessera_base_api;
+
+typedef struct tessera_base_context {
+    tessera_baseapp *app;
+    const tessera_base_api *api;
+    void *game;                 /* what base_init stored */
+} tessera_base_context;
+
+/* What the engine tells the game about one base of a class (each
+ * optional). Base properties the game sets are sent to the entity's own
+ * client (the BASE_AND_CLIENT ones) when the hook returns. */
+typedef struct tessera_base_hooks {
+    /* Made: logged in, loaded, or created by game code. */
+    void (*created)(const tessera_base_context *ctx, tessera_base *base);
+    /* Going: it stays resolvable until this returns. */
+    void (*destroyed)(const tessera_base_context *ctx, tessera_base *base);
+    /* A client was given to it and may now call it (a login, a reconnect,
+     * a giveClientTo). */
+    void (*client_enabled)(const tessera_base_context *ctx, tessera_base *base);
+    /* A write to the database finished (a failed one is retried by the
+     * engine with the latest state; `detail` says why it failed). */
+    void (*written)(const tessera_base_context *ctx, tessera_base *base, bool ok, const char *detail);
+    /* A call this base made could not be delivered: its target is gone or
+     * unknown. */
+    void (*call_failed)(const tessera_base_context *ctx, tessera_base *base, tessera_handle target,
+                        tessera_part part, const char *method_name);
+    /* A giveClientTo from this base was refused by `rule`; it keeps its
+     * client. */
+    void (*handover_refused)(const tessera_base_context *ctx, tessera_base *base, tessera_handle target,
+                             const char *rule);
+} tessera_base_hooks;
+
+/* The body of a base method: `caller` is the calling entity (for a
+ * client's call, its own). Exposure and argument types are checked. */
+typedef void (*tessera_base_method)(const tessera_base_context *ctx, tessera_base *base, tessera_handle caller,
+                                    const tessera_args *args);
+/* About once a second while the baseapp runs (not while it drains). */
+typedef void (*tessera_base_tick)(const tessera_base_context *ctx);
+/* The answer of a global-name registration or look-up: `holder` is the
+ * base that holds the name (NONE: nobody), `ok` whether this call got
+ * what it asked (registered, or found). */
+typedef void (*tessera_global_callback)(const tessera_base_context *ctx, bool ok, tessera_handle holder,
+                                        void *user_data);
+/* A base loaded from the database (or made new, the first time): its
+ * handle, or NONE with `why`. */
+typedef void (*tessera_loaded_callback)(const tessera_base_context *ctx, tessera_handle loaded, const char *why,
+                                        void *user_data);
+
+struct tessera_base_api {
+    uint32_t abi_version;
+
+    /* -- registration: only while base_init runs -- */
+    tessera_base_class *(*register_class)(tessera_baseapp *app, const char *class_name,
+                                          const tessera_base_hooks *hooks);
+    int (*register_method)(tessera_baseapp *app, tessera_base_class *cls, const char *method_name,
+                           tessera_base_method body);
+    void (*set_tick)(tessera_baseapp *app, tessera_base_tick tick);
+    /* The baseapp config's "game" object, as on the cell side. */
+    double (*setting_number)(tessera_baseapp *app, const char *name, double otherwise);
+
+    /* -- classes, bases, properties -- */
+    tessera_base_class *(*find_class)(tessera_baseapp *app, const char *class_name);
+    int (*property_id)(const tessera_base_class *cls, const char *property_name);
+    /* A base on this baseapp, or NULL (gone, or held by another baseapp:
+     * reach those with call_base). */
+    tessera_base *(*resolve)(tessera_baseapp *app, tessera_handle handle);
+    tessera_handle (*handle)(const tessera_base *base);
+    tessera_base_class *(*class_of)(const tessera_base *base);
+    const char *(*class_name)(const tessera_base *base);
+    /* The account (or key) it was made for. */
+    const char *(*account)(const tessera_base *base);
+    bool (*has_client)(const tessera_base *base);
+    /* The baseapp is draining or stopping: make nothing new. */
+    bool (*stopping)(tessera_baseapp *app);
+
+    int (*get_int)(const tessera_base *base, int property, uint32_t index, int64_t *value);
+    int (*get_uint)(const tessera_base *base, int property, uint32_t index, uint64_t *value);
+    int (*get_float)(const tessera_base *base, int property, uint32_t index, double *value);
+    int (*get_handle)(const tessera_base *base, int property, uint32_t index, tessera_handle *value);
+    int (*get_bool)(const tessera_base *base, int property, uint32_t index, bool *value);
+    int (*get_string)(const tessera_base *base, int property, uint32_t index, const char **value, size_t *length);
+    int (*set_int)(tessera_base *base, int property, uint32_t index, int64_t value);
+    int (*set_uint)(tessera_base *base, int property, uint32_t index, uint64_t value);
+    int (*set_float)(tessera_base *base, int property, uint32_t index, double value);
+    int (*set_handle)(tessera_base *base, int property, uint32_t index, tessera_handle value);
+    int (*set_bool)(tessera_base *base, int property, uint32_t index, bool value);
+    int (*set_string)(tessera_base *base, int property, uint32_t index, const char *value, size_t length);
+
+    /* -- calls -- */
+    tessera_args *(*args_create)(const tessera_base_class *cls, tessera_part part, const char *method_name);
+    const tessera_args_api *args;
+    /* Calls cell method `method_name` of the base's own cell part. */
+    int (*call_cell)(tessera_base *base, const char *method_name, const tessera_args *args);
+    /* Calls base method `method_name` (part BASE), or through the base its
+     * client's (part CLIENT), of entity `target` of `class_name`, wherever
+     * its base is; an undeliverable call comes back as call_failed. */
+    int (*call_base)(tessera_base *from, tessera_handle target, const char *class_name, tessera_part part,
+                     const char *method_name, const tessera_args *args);
+
+    /* -- global names: one base per name in the cluster (KBEngine's
+     *    globalBases) -- */
+    /* Claims `name` for `base`; `done` says whether it got it or who holds
+     * it. -1 (and no callback) when Redis is not connected. */
+    int (*register_global)(tessera_baseapp *app, const char *name, tessera_base *base, tessera_global_callback done,
+                           void *user_data);
+    int (*find_global)(tessera_baseapp *app, const char *name, tessera_global_callback done, void *user_data);
+    /* Gives the name up if `holder` holds it. */
+    void (*unregister_global)(tessera_baseapp *app, const char *name, tessera_handle holder);
+
+    /* -- lifecycle -- */
+    /* A new base of `class_name` here, for `key` (its account field),
+     * with its cell part asked for if the class has one. NONE if the
+     * class is unknown or the baseapp is full. */
+    tessera_handle (*create_base)(tessera_baseapp *app, const char *class_name, const char *key);
+    /* Loads the base of `class_name` saved for `key` (or makes it, the
+     * first time) with its cell part, for `from`; `done` hands it over.
+     * One load at a time per `from`: -1 while one is in flight, or when
+     * Redis is not connected. */
+    int (*load_base)(tessera_base *from, const char *class_name, const char *key, tessera_loaded_callback done,
+                     void *user_data);
+    /* giveClientTo: moves `from`'s client to `to` (on this baseapp). -1
+     * with the rule logged if refused. */
+    int (*give_client)(tessera_base *from, tessera_base *to);
+    /* Destroys the base (written first when `write`); its destroyed hook
+     * runs. */
+    void (*destroy)(tessera_base *base, bool write, const char *reason);
+
+    void (*log)(tessera_baseapp *app, tessera_log_level level, const tessera_base *base, const char *format, ...)
+        __attribute__((format(printf, 4, 5)));
+};
+
 /* ---- the module --------------------------------------------------------------- */
 
 typedef struct tessera_game_module {
@@ -370,6 +580,10 @@ typedef struct tessera_game_module {
     int (*cell_init)(tessera_cellapp *app, const tessera_cell_api *api, void **game);
     /* The cellapp is stopping: free what cell_init made. May be NULL. */
     void (*cell_shutdown)(tessera_cellapp *app, void *game);
+    /* The same for the baseapp (either pair may be NULL: a module with
+     * only cell rules, or only base rules). */
+    int (*base_init)(tessera_baseapp *app, const tessera_base_api *api, void **game);
+    void (*base_shutdown)(tessera_baseapp *app, void *game);
 } tessera_game_module;
 
 #ifdef __cplusplus

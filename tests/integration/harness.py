@@ -467,7 +467,7 @@ def _hostport(text):
 def bots_argv(cluster, count, seconds, extra_args=()):
     host, port = cluster.login
     return [BOTS_BIN, "--connect", "%s:%d" % (host, port), "--count", str(count), "--seconds", str(seconds),
-            "--json"] + [str(a) for a in extra_args]
+            "--json"] + tessera_cluster.DEMO_BOT_ARGS + [str(a) for a in extra_args]
 
 
 def start_bots(cluster, count, seconds, extra_args=()):

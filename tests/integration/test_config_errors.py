@@ -123,7 +123,8 @@ class ConfigErrors(unittest.TestCase):
                     "entity_definitions": DEMO_ENTITIES,
                 }
                 if role == "baseapp":
-                    conf.update({"client_host": "127.0.0.1", "client_port": client_port})
+                    conf.update({"client_host": "127.0.0.1", "client_port": client_port,
+                                 "player_entity_type": "Avatar"})
                 path = self.write("noredis-%s.json" % role, json.dumps(conf))
                 err, ctx = self.run_program(role, path, timeout=REDIS_GIVE_UP_S)
                 self.assert_mentions(err, ["redis"], ctx)

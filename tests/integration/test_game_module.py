@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """test_game_module -- the game as a loadable module (include/tessera/game.h).
 
-  - A module the cellapp must refuse stops it at start-up with an error
-    that names the module and the reason, and exits nonzero (and clean
+  - A module the cellapp or the baseapp must refuse stops it at start-up
+    with an error
+    that names the module and the reason, and it exits nonzero (and clean
     under ASan): a file that does not load, a shared object without the
     tessera_game symbol, one built for another game ABI version (both
     versions named), and one whose cell_init fails (it registers a class
     the definitions do not declare: the class is named).
-  - The engine code holds no demo names: no string literal in cellapp/ or
-    common/ is the name of a class, method or property of demo/entities
-    (baseapp/ and the bots still dispatch the demo's base methods by name:
-    moving them into the module is the next step).
+  - The engine code holds no demo names: no string literal in baseapp/,
+    cellapp/, common/, the bots or the client SDK is the name of a class,
+    method or property of demo/entities.
   - The demo's exposed castSpell(spell, target) checks its reach through
     the API: a target in the caster's view takes the damage; once the
     target has walked out of view, the same call is refused (logged), and
@@ -36,20 +36,24 @@ CAST_SPELL = 0  # Avatar's cell method 0: castSpell(uint16 spell_id, entity targ
 
 
 class ModuleRefused(unittest.TestCase):
+    PROGRAMS = {"cellapp": harness.CELLAPP_BIN, "baseapp": harness.BASEAPP_BIN}
+
     def setUp(self):
-        harness.require_binaries(harness.CELLAPP_BIN)
+        harness.require_binaries(*self.PROGRAMS.values())
         self.tmp = tempfile.mkdtemp(prefix="tessera-game-")
         self.addCleanup(shutil.rmtree, self.tmp, True)
 
-    def start_with(self, module):
-        closed_port, internal_port = harness.free_ports(2)
+    def start_with(self, role, module):
+        closed_port, internal_port, client_port = harness.free_ports(3)
         conf = {"redis_host": "127.0.0.1", "redis_port": closed_port, "internal_host": "127.0.0.1",
                 "internal_port": internal_port, "entity_definitions": DEMO_ENTITIES, "game_module": module}
-        path = os.path.join(self.tmp, "cellapp.json")
+        if role == "baseapp":
+            conf.update({"client_host": "127.0.0.1", "client_port": client_port, "player_entity_type": "Avatar"})
+        path = os.path.join(self.tmp, role + ".json")
         with open(path, "w") as f:
             json.dump(conf, f)
-        rc, out, err, took = harness.run_with_timeout([harness.CELLAPP_BIN, "--config", path], QUICK_S)
-        context = "exit %s after %.1f s\nstderr:\n%s" % (rc, took, err[-3000:])
+        rc, out, err, took = harness.run_with_timeout([self.PROGRAMS[role], "--config", path], QUICK_S)
+        context = "tessera-%s: exit %s after %.1f s\nstderr:\n%s" % (role, rc, took, err[-3000:])
         self.assertIsNotNone(rc, "did not exit: " + context)
         self.assertNotEqual(rc, 0, context)
         self.assertEqual(harness.sanitizer_report(err), "", context)
@@ -57,18 +61,21 @@ class ModuleRefused(unittest.TestCase):
 
     def test_refusals(self):
         cases = [
-            (os.path.join(self.tmp, "no-such-game.so"), ["no-such-game.so", "does not load"]),
-            (os.path.join(TEST_MODULES, "libtest_game_no_symbol.so"), ["no 'tessera_game' symbol"]),
-            (os.path.join(TEST_MODULES, "libtest_game_wrong_abi.so"),
+            ("both", os.path.join(self.tmp, "no-such-game.so"), ["no-such-game.so", "does not load"]),
+            ("both", os.path.join(TEST_MODULES, "libtest_game_no_symbol.so"), ["no 'tessera_game' symbol"]),
+            ("both", os.path.join(TEST_MODULES, "libtest_game_wrong_abi.so"),
              ["wrong-abi", "built for game ABI version 2", "speaks version 1"]),
-            (os.path.join(TEST_MODULES, "libtest_game_failing_init.so"),
+            # Its cell rules register a class the definitions lack (it has
+            # no base rules: the baseapp would run it).
+            ("cellapp", os.path.join(TEST_MODULES, "libtest_game_failing_init.so"),
              ["failing-init", "cell_init failed", "no class 'Dragon'"]),
         ]
-        for module, needles in cases:
-            with self.subTest(module=os.path.basename(module)):
-                err, context = self.start_with(module)
-                for needle in needles:
-                    self.assertIn(needle, err, context)
+        for roles, module, needles in cases:
+            for role in (("cellapp", "baseapp") if roles == "both" else (roles,)):
+                with self.subTest(program=role, module=os.path.basename(module)):
+                    err, context = self.start_with(role, module)
+                    for needle in needles:
+                        self.assertIn(needle, err, context)
 
 
 def string_literals(path):
@@ -77,6 +84,9 @@ def string_literals(path):
         text = f.read()
     text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
     text = re.sub(r"//[^\n]*", " ", text)
+    text = re.sub(r'"\s*"', "", text)  # "one " "literal" split over lines
+    # A command-line option's own name ({"teleport", required_argument, ...}).
+    text = re.sub(r'"[^"\n]*"\s*,\s*(required|no|optional)_argument', " ", text)
     return re.findall(r'"((?:[^"\\\n]|\\.)*)"', text)
 
 
@@ -108,8 +118,14 @@ class NoDemoInTheEngine(unittest.TestCase):
         # ("count": an array's size) that the engine's loader reads.
         demo_names = names - {"name"} - format_keys
         found = []
-        for directory in ("cellapp", "common"):
-            for path in sorted(glob.glob(os.path.join(harness.SOURCE_DIR, directory, "*.[ch]"))):
+        # The engine, and the bots and the client SDK: they learn a game
+        # from its definitions (the bots' calls are named on their command
+        # line). The admin tool's "health" is a process's, not the demo's.
+        paths = [p for d in ("baseapp", "cellapp", "common", "client")
+                 for p in glob.glob(os.path.join(harness.SOURCE_DIR, d, "*.[ch]"))
+                 if not os.path.basename(p).startswith("admin")]
+        for path in sorted(paths):
+            if True:
                 for literal in string_literals(path):
                     if literal in demo_names:
                         found.append("%s: \"%s\" names the demo's %s" % (os.path.relpath(path, harness.SOURCE_DIR),

@@ -153,6 +153,7 @@ typedef struct world {
     const entity_def_class *avatar, *crate;
     client cl;
     unsigned trap_enters, trap_leaves;
+    uint32_t trap_id, move_id;
     /* What the scenario built in A. */
     cell_entity *e;
     uint64_t timer_repeat, timer_once;
@@ -366,7 +367,12 @@ static void build_in_a(void) {
     e->allowance_us = W.allowance_us = now - 200000;
     e->last_sequence = 17;
     witness_attach(a, e);
-    assert_int_equal(cell_add_trap(a, e, TRAP_TAG, TRAP_RADIUS, NULL, 0), 0);
+    W.trap_id = controller_new_id(e);
+    assert_int_equal(cell_add_trap(a, e, W.trap_id, TRAP_TAG, TRAP_RADIUS, NULL, 0), 0);
+    /* A move under way along a path (its controllers travel too). */
+    const float path[] = {10, 0, 10, 20, 0, 10};
+    W.move_id = controller_follow_path(a, e, path, 2, 3.5f, 1.0f, true, 0xabcULL);
+    assert_true(W.move_id > W.trap_id);
 
     /* Timers: one repeating, one once. */
     now = clock_monotonic_us();
@@ -643,6 +649,17 @@ static void test_round_trip(void **state) {
     /* The trap, with its members in it already. */
     assert_int_equal(r->trap_count, 1);
     assert_int_equal(r->traps[0].tag, TRAP_TAG);
+    assert_int_equal(r->traps[0].controller_id, W.trap_id);
+    /* The move, as it was: same id, path, point reached, speed, user data. */
+    const struct controller_move *move = &r->controllers.move;
+    assert_int_equal(move->id, W.move_id);
+    assert_int_equal(move->kind, CONTROLLER_MOVE_PATH);
+    assert_int_equal(move->path_count, 2);
+    assert_true(move->path[3] == 20.0f && move->path[5] == 10.0f);
+    assert_true(move->speed == 3.5f && move->distance == 1.0f && move->face);
+    assert_int_equal(move->user_data, 0xabcULL);
+    assert_int_equal(r->controllers.next_id, W.move_id);
+    assert_true(r->controllers.listed);
     assert_true(r->traps[0].radius == TRAP_RADIUS);
     uint32_t trap = r->traps[0].watcher;
     assert_int_equal(coord_watcher_view_size(b->coord, trap), 2);

@@ -1,0 +1,87 @@
+/* game_module.c -- opening a game module and the small services both game
+ * hosts give it alike (game_module.h). */
+#include "game_module.h"
+
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "game_args.h"
+#include "log.h"
+#include "method_call.h"
+
+const tessera_game_module *game_module_open(const char *path, const char *program, void **library, char *err,
+                                            size_t errlen) {
+    *library = NULL;
+    dlerror();
+    void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char *why = dlerror();
+        snprintf(err, errlen, "game_module '%s' does not load: %s", path, why ? why : "unknown error");
+        return NULL;
+    }
+    const tessera_game_module *module = dlsym(handle, TESSERA_GAME_SYMBOL);
+    if (!module) {
+        snprintf(err, errlen, "game_module '%s' has no '%s' symbol: is it a Tessera game (TESSERA_GAME_EXPORT)?",
+                 path, TESSERA_GAME_SYMBOL);
+        dlclose(handle);
+        return NULL;
+    }
+    if (module->abi_version != TESSERA_GAME_ABI_VERSION) {
+        snprintf(err, errlen,
+                 "game_module '%s' (%s) is built for game ABI version %u, and this %s speaks version %u: rebuild it "
+                 "against this engine's include/tessera/game.h",
+                 path, game_module_name(module), module->abi_version, program, TESSERA_GAME_ABI_VERSION);
+        dlclose(handle);
+        return NULL;
+    }
+    *library = handle;
+    return module;
+}
+
+const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part,
+                                                 const char *name) {
+    if (!cls || (unsigned)part >= ENTITY_DEF_PART_COUNT) return NULL;
+    const entity_def_method *method = name ? entity_def_class_find_method(cls, part, name) : NULL;
+    if (!method) log_warn("game: class %s has no %s method '%s'", cls->name, entity_def_part_name(part), name ? name : "");
+    return method;
+}
+
+tessera_args *game_module_args_create(const entity_def_class *cls, tessera_part part, const char *name) {
+    const entity_def_method *method = game_module_find_method(cls, (entity_def_part)part, name);
+    return method ? game_args_of(method_call_args_create(method)) : NULL;
+}
+
+bool game_module_args_fit(const entity_def_method *method, const tessera_args *args) {
+    if (!method->arg_count) return true;
+    return args && entity_state_class(game_args_state(args)) == &method->args_class;
+}
+
+const char *game_module_name(const tessera_game_module *module) {
+    return module && module->name ? module->name : "unnamed";
+}
+
+double game_module_setting_number(const config_group *settings, const char *name, double otherwise) {
+    const char *text = settings && name ? config_group_find(settings, name) : NULL;
+    if (!text) return otherwise;
+    char *end;
+    double value = strtod(text, &end);
+    if (end == text || *end != '\0' || !isfinite(value)) {
+        log_warn("game: setting '%s' = '%s' is not a number: %g is used", name, text, otherwise);
+        return otherwise;
+    }
+    return value;
+}
+
+void game_module_log(tessera_log_level level, const char *subject, const char *format, va_list args) {
+    char text[1024];
+    vsnprintf(text, sizeof text, format, args);
+    log_level engine_level = level == TESSERA_LOG_DEBUG ? LOG_LEVEL_DEBUG
+                             : level == TESSERA_LOG_INFO ? LOG_LEVEL_INFO
+                                                         : LOG_LEVEL_WARN;
+    if (subject)
+        log_write(engine_level, "game: %s: %s", subject, text);
+    else
+        log_write(engine_level, "game: %s", text);
+}

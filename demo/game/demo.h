@@ -1,0 +1,13 @@
+/* demo.h -- the demo module's two halves, as demo.c puts them together:
+ * the cell rules (demo_cell.c) and the base rules (demo_base.c). */
+#ifndef TESSERA_DEMO_H
+#define TESSERA_DEMO_H
+
+#include <tessera/game.h>
+
+int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **game);
+void demo_cell_shutdown(tessera_cellapp *app, void *game);
+int demo_base_init(tessera_baseapp *app, const tessera_base_api *api, void **game);
+void demo_base_shutdown(tessera_baseapp *app, void *game);
+
+#endif

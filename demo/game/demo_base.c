@@ -1,0 +1,338 @@
+/* demo_base.c -- the base rules of the demo game (demo/entities), the
+ * baseapp's half of the demo module:
+ *
+ *   Account   enterWorld(): the account's Avatar is loaded (or made, the
+ *             first time) with its cell part, the Account gives it its
+ *             client (giveClientTo) and goes. `visits` counts the entries.
+ *   Avatar    chat(text) earns a gold coin (`gold`, BASE_AND_CLIENT: only
+ *             the player's own client sees it). relayPing(n) calls the
+ *             cell's ping(n) from the base, so numbered calls reach the
+ *             cell on the base's stream as well as the client's.
+ *             Entity calls across baseapps: poke(target) calls target's
+ *             poked(from), which tells its client onPoked(from); a poke
+ *             that cannot be delivered tells the poker's client
+ *             onCallFailed(target). echoTo(target, n) calls target's
+ *             echo(n, from), which calls from's echoed(n), which tells its
+ *             client onEcho(n): a round trip (bench/bench_base.py).
+ *             census() asks the global Census, which answers the asker's
+ *             client with onCensus(players).
+ *   Census    one base in the whole cluster, under the global name
+ *             "census": every Avatar made tells it joined(who), every one
+ *             destroyed left(who). Whichever baseapp finds no census makes
+ *             one and claims the name; if another claimed it first, its
+ *             own goes. When the census is gone (its baseapp with it), the
+ *             next baseapp to notice makes a new one.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "demo.h"
+
+#define DEMO_CENSUS_NAME "census"
+
+typedef struct demo_base {
+    tessera_base_class *account, *avatar, *census;
+    int account_visits, avatar_gold, census_players;
+    tessera_handle census_id;        /* the global Census (NONE: not known yet) */
+    bool census_pending;             /* a look-up or a claim is under way */
+} demo_base;
+
+/* Calls `method_name` of `part` of `target` (of `class_name`) from `from`
+ * with one entity argument and, when `number` is not NULL, a uint32
+ * first: the demo's calls all have one of those two shapes. */
+static void demo_base_call(const tessera_base_context *ctx, tessera_base *from, tessera_handle target,
+                           tessera_base_class *cls, const char *class_name, tessera_part part,
+                           const char *method_name, const uint64_t *number, tessera_handle entity_argument) {
+    const tessera_base_api *api = ctx->api;
+    tessera_args *args = api->args_create(cls, part, method_name);
+    if (!args) return;
+    unsigned next = 0;
+    if (number) api->args->set_uint(args, next++, *number);
+    api->args->set_handle(args, next, entity_argument); /* -1 (ignored) for a call without one */
+    api->call_base(from, target, class_name, part, method_name, args);
+    api->args->free(args);
+}
+
+static tessera_handle demo_base_entity_arg(const tessera_base_context *ctx, const tessera_args *args, unsigned index) {
+    tessera_handle id = TESSERA_HANDLE_NONE;
+    ctx->api->args->get_handle(args, index, &id);
+    return id;
+}
+
+static uint64_t demo_base_uint_arg(const tessera_base_context *ctx, const tessera_args *args, unsigned index) {
+    uint64_t n = 0;
+    ctx->api->args->get_uint(args, index, &n);
+    return n;
+}
+
+/* ---- Account ------------------------------------------------------------------ */
+
+static void demo_on_avatar_loaded(const tessera_base_context *ctx, tessera_handle loaded, const char *why,
+                                  void *user_data) {
+    const tessera_base_api *api = ctx->api;
+    tessera_handle account_id = (tessera_handle)(uintptr_t)user_data;
+    tessera_base *account = api->resolve(ctx->app, account_id);
+    tessera_base *avatar = api->resolve(ctx->app, loaded);
+    if (!account || !api->has_client(account)) {
+        if (avatar) api->destroy(avatar, true, "its account left before it was ready");
+        return;
+    }
+    if (!avatar) {
+        api->log(ctx->app, TESSERA_LOG_WARN, account, "its Avatar could not be loaded (%s): it stays on its Account",
+                 why);
+        return;
+    }
+    if (api->give_client(account, avatar) != 0) {
+        api->destroy(avatar, false, "its account could not give it the client");
+        return;
+    }
+    api->destroy(account, true, "its client went to its Avatar");
+}
+
+static void demo_enter_world(const tessera_base_context *ctx, tessera_base *account, tessera_handle caller,
+                             const tessera_args *args) {
+    demo_base *g = ctx->game;
+    const tessera_base_api *api = ctx->api;
+    (void)caller, (void)args;
+    uint64_t visits = 0;
+    api->get_uint(account, g->account_visits, 0, &visits);
+    api->set_uint(account, g->account_visits, 0, visits + 1);
+    if (api->load_base(account, "Avatar", api->account(account), demo_on_avatar_loaded,
+                       (void *)(uintptr_t)api->handle(account)) != 0)
+        api->log(ctx->app, TESSERA_LOG_INFO, account, "enterWorld: a load is under way or Redis is unavailable");
+}
+
+/* ---- Avatar -------------------------------------------------------------------- */
+
+static void demo_chat(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                      const tessera_args *args) {
+    demo_base *g = ctx->game;
+    const tessera_base_api *api = ctx->api;
+    (void)caller;
+    const char *text = "";
+    api->args->get_string(args, 0, &text, NULL);
+    api->log(ctx->app, TESSERA_LOG_DEBUG, avatar, "says: %s", text);
+    uint64_t coins = 0;
+    if (api->get_uint(avatar, g->avatar_gold, 0, &coins) == 0) api->set_uint(avatar, g->avatar_gold, 0, coins + 1);
+}
+
+static void demo_relay_ping(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                            const tessera_args *args) {
+    demo_base *g = ctx->game;
+    const tessera_base_api *api = ctx->api;
+    (void)caller;
+    tessera_args *ping = api->args_create(g->avatar, TESSERA_PART_CELL, "ping");
+    if (!ping) return;
+    api->args->set_uint(ping, 0, demo_base_uint_arg(ctx, args, 0));
+    api->call_cell(avatar, "ping", ping);
+    api->args->free(ping);
+}
+
+static void demo_poke(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                      const tessera_args *args) {
+    demo_base *g = ctx->game;
+    (void)caller;
+    demo_base_call(ctx, avatar, demo_base_entity_arg(ctx, args, 0), g->avatar, "Avatar", TESSERA_PART_BASE, "poked",
+                   NULL, ctx->api->handle(avatar));
+}
+
+static void demo_poked(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                       const tessera_args *args) {
+    demo_base *g = ctx->game;
+    (void)caller;
+    demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT, "onPoked", NULL,
+                   demo_base_entity_arg(ctx, args, 0));
+}
+
+static void demo_echo_to(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                         const tessera_args *args) {
+    demo_base *g = ctx->game;
+    (void)caller;
+    uint64_t n = demo_base_uint_arg(ctx, args, 1);
+    demo_base_call(ctx, avatar, demo_base_entity_arg(ctx, args, 0), g->avatar, "Avatar", TESSERA_PART_BASE, "echo",
+                   &n, ctx->api->handle(avatar));
+}
+
+static void demo_echo(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                      const tessera_args *args) {
+    demo_base *g = ctx->game;
+    (void)caller;
+    uint64_t n = demo_base_uint_arg(ctx, args, 0);
+    demo_base_call(ctx, avatar, demo_base_entity_arg(ctx, args, 1), g->avatar, "Avatar", TESSERA_PART_BASE, "echoed",
+                   &n, TESSERA_HANDLE_NONE);
+}
+
+static void demo_echoed(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                        const tessera_args *args) {
+    demo_base *g = ctx->game;
+    (void)caller;
+    uint64_t n = demo_base_uint_arg(ctx, args, 0);
+    demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT, "onEcho", &n,
+                   TESSERA_HANDLE_NONE);
+}
+
+static void demo_ask_census(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
+                            const tessera_args *args) {
+    demo_base *g = ctx->game;
+    (void)caller, (void)args;
+    if (g->census_id)
+        demo_base_call(ctx, avatar, g->census_id, g->census, "Census", TESSERA_PART_BASE, "count", NULL,
+                       ctx->api->handle(avatar));
+}
+
+static void demo_avatar_created(const tessera_base_context *ctx, tessera_base *avatar) {
+    demo_base *g = ctx->game;
+    if (g->census_id)
+        demo_base_call(ctx, avatar, g->census_id, g->census, "Census", TESSERA_PART_BASE, "joined", NULL,
+                       ctx->api->handle(avatar));
+}
+
+static void demo_avatar_destroyed(const tessera_base_context *ctx, tessera_base *avatar) {
+    demo_base *g = ctx->game;
+    if (g->census_id && !ctx->api->stopping(ctx->app))
+        demo_base_call(ctx, avatar, g->census_id, g->census, "Census", TESSERA_PART_BASE, "left", NULL,
+                       ctx->api->handle(avatar));
+}
+
+/* The census is gone (its baseapp with it): its name is given up, and the
+ * tick makes a new one. A poke that did not arrive tells the poker. */
+static void demo_avatar_call_failed(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle target,
+                                    tessera_part part, const char *method_name) {
+    demo_base *g = ctx->game;
+    if (target == g->census_id && g->census_id) {
+        ctx->api->unregister_global(ctx->app, DEMO_CENSUS_NAME, g->census_id);
+        g->census_id = TESSERA_HANDLE_NONE;
+    }
+    if (part == TESSERA_PART_BASE && strcmp(method_name, "poked") == 0)
+        demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT,
+                       "onCallFailed", NULL, target);
+}
+
+/* ---- Census ---------------------------------------------------------------------- */
+
+static void demo_census_count_change(const tessera_base_context *ctx, tessera_base *census, int delta) {
+    demo_base *g = ctx->game;
+    uint64_t players = 0;
+    ctx->api->get_uint(census, g->census_players, 0, &players);
+    if (delta > 0) players++;
+    else if (delta < 0 && players > 0) players--;
+    ctx->api->set_uint(census, g->census_players, 0, players);
+}
+
+static void demo_census_joined(const tessera_base_context *ctx, tessera_base *census, tessera_handle caller,
+                               const tessera_args *args) {
+    (void)caller, (void)args;
+    demo_census_count_change(ctx, census, +1);
+}
+
+static void demo_census_left(const tessera_base_context *ctx, tessera_base *census, tessera_handle caller,
+                             const tessera_args *args) {
+    (void)caller, (void)args;
+    demo_census_count_change(ctx, census, -1);
+}
+
+static void demo_census_count(const tessera_base_context *ctx, tessera_base *census, tessera_handle caller,
+                              const tessera_args *args) {
+    demo_base *g = ctx->game;
+    (void)caller;
+    uint64_t players = 0;
+    ctx->api->get_uint(census, g->census_players, 0, &players);
+    demo_base_call(ctx, census, demo_base_entity_arg(ctx, args, 0), g->avatar, "Avatar", TESSERA_PART_CLIENT,
+                   "onCensus", &players, TESSERA_HANDLE_NONE);
+}
+
+static void demo_census_destroyed(const tessera_base_context *ctx, tessera_base *census) {
+    demo_base *g = ctx->game;
+    tessera_handle id = ctx->api->handle(census);
+    ctx->api->unregister_global(ctx->app, DEMO_CENSUS_NAME, id);
+    if (g->census_id == id) g->census_id = TESSERA_HANDLE_NONE;
+}
+
+static void demo_on_census_registered(const tessera_base_context *ctx, bool ok, tessera_handle holder,
+                                      void *user_data) {
+    demo_base *g = ctx->game;
+    tessera_handle ours = (tessera_handle)(uintptr_t)user_data;
+    g->census_pending = false;
+    g->census_id = holder;
+    if (ok) {
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "the Census is entity %llu here", (unsigned long long)holder);
+        return;
+    }
+    /* Another baseapp's holds the name: ours goes. */
+    tessera_base *census = ctx->api->resolve(ctx->app, ours);
+    if (census) ctx->api->destroy(census, false, "another baseapp holds the census");
+}
+
+static void demo_on_census_found(const tessera_base_context *ctx, bool ok, tessera_handle holder, void *user_data) {
+    demo_base *g = ctx->game;
+    const tessera_base_api *api = ctx->api;
+    (void)user_data;
+    if (ok) {
+        g->census_id = holder;
+        g->census_pending = false;
+        return;
+    }
+    if (api->stopping(ctx->app)) {
+        g->census_pending = false;
+        return;
+    }
+    /* None yet: make one here and claim the name. */
+    tessera_handle made = api->create_base(ctx->app, "Census", DEMO_CENSUS_NAME);
+    tessera_base *census = api->resolve(ctx->app, made);
+    if (!census ||
+        api->register_global(ctx->app, DEMO_CENSUS_NAME, census, demo_on_census_registered, (void *)(uintptr_t)made) !=
+            0) {
+        if (census) api->destroy(census, false, "Redis is not connected");
+        g->census_pending = false;
+    }
+}
+
+static void demo_base_tick(const tessera_base_context *ctx) {
+    demo_base *g = ctx->game;
+    if (g->census_id || g->census_pending) return;
+    if (ctx->api->find_global(ctx->app, DEMO_CENSUS_NAME, demo_on_census_found, NULL) == 0) g->census_pending = true;
+}
+
+/* ---- registration ------------------------------------------------------------------ */
+
+int demo_base_init(tessera_baseapp *app, const tessera_base_api *api, void **game) {
+    demo_base *g = calloc(1, sizeof *g);
+    if (!g) return -1;
+    *game = g;
+    tessera_base_hooks no_hooks = {0};
+    tessera_base_hooks avatar_hooks = {
+        .created = demo_avatar_created,
+        .destroyed = demo_avatar_destroyed,
+        .call_failed = demo_avatar_call_failed,
+    };
+    tessera_base_hooks census_hooks = {.destroyed = demo_census_destroyed};
+    g->account = api->register_class(app, "Account", &no_hooks);
+    g->avatar = api->register_class(app, "Avatar", &avatar_hooks);
+    g->census = api->register_class(app, "Census", &census_hooks);
+    if (!g->account || !g->avatar || !g->census) return -1;
+    g->account_visits = api->property_id(g->account, "visits");
+    g->avatar_gold = api->property_id(g->avatar, "gold");
+    g->census_players = api->property_id(g->census, "players");
+    int failures = 0;
+    failures += api->register_method(app, g->account, "enterWorld", demo_enter_world) != 0;
+    failures += api->register_method(app, g->avatar, "chat", demo_chat) != 0;
+    failures += api->register_method(app, g->avatar, "relayPing", demo_relay_ping) != 0;
+    failures += api->register_method(app, g->avatar, "poke", demo_poke) != 0;
+    failures += api->register_method(app, g->avatar, "poked", demo_poked) != 0;
+    failures += api->register_method(app, g->avatar, "echoTo", demo_echo_to) != 0;
+    failures += api->register_method(app, g->avatar, "echo", demo_echo) != 0;
+    failures += api->register_method(app, g->avatar, "echoed", demo_echoed) != 0;
+    failures += api->register_method(app, g->avatar, "census", demo_ask_census) != 0;
+    failures += api->register_method(app, g->census, "joined", demo_census_joined) != 0;
+    failures += api->register_method(app, g->census, "left", demo_census_left) != 0;
+    failures += api->register_method(app, g->census, "count", demo_census_count) != 0;
+    if (failures) return -1;
+    api->set_tick(app, demo_base_tick);
+    return 0;
+}
+
+void demo_base_shutdown(tessera_baseapp *app, void *game) {
+    (void)app;
+    free(game);
+}
