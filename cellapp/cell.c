@@ -113,6 +113,7 @@ void cell_free(cell *c) {
     entity_timers_free(c->timers);
     free(c->entity_id_of);
     free(c->chained);
+    free(c->doomed);
     free(c);
 }
 
@@ -302,6 +303,16 @@ int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t
     }
     entity->traps[entity->trap_count++] = (cell_trap){watcher, controller_id, tag, radius, binding};
     return 0;
+}
+
+void cell_doom(cell *c, cell_entity *entity) {
+    if (entity->doomed || entity->destroyed) return;
+    entity->doomed = true;
+    if (c->doomed_count == c->doomed_capacity) {
+        c->doomed_capacity = c->doomed_capacity ? c->doomed_capacity * 2 : 16;
+        c->doomed = xrealloc(c->doomed, c->doomed_capacity * sizeof *c->doomed);
+    }
+    c->doomed[c->doomed_count++] = entity->id;
 }
 
 int cell_remove_trap(cell *c, cell_entity *entity, uint32_t controller_id) {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cellapp.h"
+#include "space_map.h"
 #include "clock.h"
 #include "log.h"
 #include "method_call.h"
@@ -88,6 +89,48 @@ void cellapp_destroy_real(cellapp *app, cell_entity *entity) {
                              entity->incarnation);
     ghost_order_forget(app->ghost_order, entity->id, clock_monotonic_us());
     cell_destroy(entity->home, entity);
+}
+
+/* ---- navigation meshes ------------------------------------------------------ */
+
+const navmesh *cellapp_navmesh_of(const cellapp *app, const char *space) {
+    for (size_t i = 0; space && i < app->navmesh_count; i++)
+        if (strcmp(app->navmeshes[i].space, space) == 0) return app->navmeshes[i].mesh;
+    return NULL;
+}
+
+int cellapp_load_navmeshes(cellapp *app, char *err, size_t errlen) {
+    const config_group *maps = &app->settings.maps;
+    app->navmeshes = xcalloc(maps->count ? maps->count : 1, sizeof *app->navmeshes);
+    navmesh_config config = navmesh_default_config();
+    config.cell_size = (float)app->settings.navmesh_cell_size;
+    for (size_t i = 0; i < maps->count; i++) {
+        const char *space = maps->items[i].name, *path = maps->items[i].value;
+        if (strlen(space) >= SPACE_LAYOUT_NAME_MAX) {
+            snprintf(err, errlen, "maps.%s: the space name is too long", space);
+            return -1;
+        }
+        uint64_t began = clock_monotonic_us();
+        char why[512];
+        navmesh *mesh = space_map_navmesh(path, &config, why, sizeof why);
+        if (!mesh) {
+            snprintf(err, errlen, "maps.%s: %s", space, why);
+            return -1;
+        }
+        struct cellapp_navmesh *entry = &app->navmeshes[app->navmesh_count++];
+        snprintf(entry->space, sizeof entry->space, "%s", space);
+        entry->mesh = mesh;
+        log_info("space '%s': navigation mesh from %s, %d polygons, in %.0f ms", space, path,
+                 navmesh_polygon_count(mesh), (double)(clock_monotonic_us() - began) / 1000.0);
+    }
+    return 0;
+}
+
+void cellapp_free_navmeshes(cellapp *app) {
+    for (size_t i = 0; i < app->navmesh_count; i++) navmesh_free(app->navmeshes[i].mesh);
+    free(app->navmeshes);
+    app->navmeshes = NULL;
+    app->navmesh_count = 0;
 }
 
 /* ---- creating entities ---------------------------------------------------- */
@@ -424,6 +467,16 @@ void cellapp_tick(cellapp *app) {
         coord_flush(c->coord);
         cell_pack(c);
         cellapp_witnesses(app, c);
+    }
+    /* The end of the tick for what game code destroyed: each goes now, its
+     * destroyed hook told once; witnesses see it leave at the next flush. */
+    cursor = 0;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        for (size_t i = 0; i < c->doomed_count; i++) {
+            cell_entity *doomed = cell_find(c, c->doomed[i]);
+            if (doomed && doomed->doomed) cellapp_destroy_real(app, doomed);
+        }
+        c->doomed_count = 0;
     }
     outbox_flush_clients(app);
     cursor = 0;

@@ -37,6 +37,7 @@
 #include "latency_histogram.h"
 #include "base_mailbox.h"
 #include "mailbox.h"
+#include "navmesh.h"
 #include "peer_set.h"
 #include "process.h"
 #include "redis_client.h"
@@ -101,6 +102,9 @@ typedef struct cellapp_settings {
     /* The game module (game_host.c) and its own settings. */
     char game_module[256];
     config_group game;
+    /* Map files by space name (space_map.h): their navigation meshes. */
+    config_group maps;
+    double navmesh_cell_size;
     char state_dump_path[256];
 } cellapp_settings;
 
@@ -167,6 +171,7 @@ typedef struct cell_entity {
     bool moved;                      /* position changed since the last tick */
     bool is_new;                     /* created here since the last tick */
     bool destroyed;                  /* deferred deletion: reaped at the end of the tick */
+    bool doomed;                     /* game code destroyed it: it goes at the end of this tick (cell_doom) */
     uint32_t incarnation;            /* of the real (ghosts: of the real they copy) */
     /* The real's change counters (cell_change_count_ahead): ticks in which
      * it moved, and in which a ghost property changed; ghosts copy them. */
@@ -256,6 +261,8 @@ struct cell {
     bool layout_changed;             /* since the last tick: every real rechecks */
     uint64_t *chained;               /* ids of the entities with a movement chain (controller.c) */
     size_t chained_count, chained_capacity;
+    uint64_t *doomed;                /* ids of the reals to destroy at the end of this tick (cell_doom) */
+    size_t doomed_count, doomed_capacity;
 };
 
 /* A cell of space `layout` (its bounds, 3D flag; the region it owns, if
@@ -298,6 +305,9 @@ bool cell_in_bounds(const cell *c, float x, float y, float z);
  * (ids, after a move between cellapps; NULL: empty). Returns 0 or -1. */
 int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, float radius,
                   const uint64_t *members, size_t member_count);
+/* Marks a real for destruction at the end of the tick (idempotent); it
+ * stays in the cell and resolves until cellapp_tick reaps it. */
+void cell_doom(cell *c, cell_entity *entity);
 /* Removes the trap named `controller_id`. Returns 0, or -1 if it has none. */
 int cell_remove_trap(cell *c, cell_entity *entity, uint32_t controller_id);
 /* Adds a property-free client call of `entity` for its haunts to relay. */
@@ -460,6 +470,11 @@ struct cellapp {
     int exit_code;
     id_block *ids;                   /* entity ids for what the game spawns */
     game_host *game;                 /* the game module (never NULL once running) */
+    struct cellapp_navmesh {         /* each mapped space's navigation mesh (settings.maps) */
+        char space[SPACE_LAYOUT_NAME_MAX];
+        navmesh *mesh;
+    } *navmeshes;
+    size_t navmesh_count;
     game_host *game_loading;         /* while the module's cell_init runs */
 };
 
@@ -470,6 +485,12 @@ void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
                         const Tessera__Cluster__PeerMessage *message, void *user_data);
 /* Runs one simulation tick of every cell. */
 void cellapp_tick(cellapp *app);
+/* The navigation mesh of space `space` (NULL: it has no map). */
+const navmesh *cellapp_navmesh_of(const cellapp *app, const char *space);
+/* Builds (or loads) the mesh of every space in settings.maps. Returns 0,
+ * or -1 with why in err. */
+int cellapp_load_navmeshes(cellapp *app, char *err, size_t errlen);
+void cellapp_free_navmeshes(cellapp *app);
 /* The entity with this id in any cell here, or NULL. */
 cell_entity *cellapp_find_entity(const cellapp *app, uint64_t entity_id);
 /* A pseudo-random number in [0, 1) (spawn points: spread, not secrecy). */

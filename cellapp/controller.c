@@ -196,6 +196,7 @@ static bool controller_step_turn(cell *c, cell_entity *entity, double seconds) {
 }
 
 void controller_tick(cell *c, double seconds, controller_event_callback callback, void *context) {
+    if (c->chained_count == 0) return;
     /* The list as it stands: callbacks may start chains (appended, run from
      * the next tick) or end them. */
     size_t count = c->chained_count, kept = 0;
@@ -226,7 +227,8 @@ void controller_tick(cell *c, double seconds, controller_event_callback callback
         }
     }
     /* Appended by callbacks meanwhile: kept after the ones that stay. */
-    memmove(c->chained + kept, c->chained + count, (c->chained_count - count) * sizeof *c->chained);
+    if (c->chained_count > count)
+        memmove(c->chained + kept, c->chained + count, (c->chained_count - count) * sizeof *c->chained);
     c->chained_count = kept + (c->chained_count - count);
 }
 

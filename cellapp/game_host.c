@@ -29,6 +29,10 @@
 #include "log.h"
 #include "method_call.h"
 
+#define GAME_HOST_MAX_THINKS 16
+/* A pending think is a timer with this tag plus its index. */
+#define GAME_HOST_THINK_TAG TESSERA_TIMER_TAG_LIMIT
+
 /* What the game registered for one class of the definitions. */
 struct tessera_class {
     const entity_def_class *cls;
@@ -38,6 +42,11 @@ struct tessera_class {
     tessera_field *fields;
     size_t field_count;
     tessera_cell_method *methods;    /* by cell method id; NULL: no body */
+    struct game_host_think {         /* thinks by registration order: timer tag THINK_TAG + index */
+        char name[48];
+        tessera_cell_think think;
+    } thinks[GAME_HOST_MAX_THINKS];
+    size_t think_count;
 };
 
 struct game_host {
@@ -155,7 +164,7 @@ void game_host_restore(game_host *host, cell_entity *entity, const Tessera__Clus
             continue;
         }
         memset(data + field->offset, 0, field->size);
-        memcpy(data + field->offset, saved->value.data, saved->value.len);
+        if (saved->value.len) memcpy(data + field->offset, saved->value.data, saved->value.len);
     }
 }
 
@@ -233,6 +242,27 @@ static int game_api_register_method(tessera_cellapp *handle, tessera_class *cls,
         return -1;
     }
     cls->methods[method->id] = body;
+    return 0;
+}
+
+static int game_api_register_think(tessera_cellapp *handle, tessera_class *cls, const char *name,
+                                   tessera_cell_think think) {
+    game_host *host = game_host_app_of(handle)->game_loading;
+    if (!host || !host->initialising || !cls || !think || !name || !name[0] ||
+        strlen(name) >= sizeof cls->thinks[0].name)
+        return -1;
+    for (size_t i = 0; i < cls->think_count; i++)
+        if (strcmp(cls->thinks[i].name, name) == 0) {
+            log_warn("game: class %s has a think '%s' already", cls->cls->name, name);
+            return -1;
+        }
+    if (cls->think_count == GAME_HOST_MAX_THINKS) {
+        log_warn("game: class %s has %d thinks: '%s' is one too many", cls->cls->name, GAME_HOST_MAX_THINKS, name);
+        return -1;
+    }
+    struct game_host_think *slot = &cls->thinks[cls->think_count++];
+    snprintf(slot->name, sizeof slot->name, "%s", name);
+    slot->think = think;
     return 0;
 }
 
@@ -377,6 +407,11 @@ static uint64_t game_api_add_timer(tessera_entity *entity, uint64_t delay_ms, ui
                                    uint64_t user_data) {
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a timer")) return 0;
+    if (tag >= TESSERA_TIMER_TAG_LIMIT) {
+        log_warn("game: entity %" PRIu64 ": timer tag %u is the engine's (at most %u)", e->id, tag,
+                 TESSERA_TIMER_TAG_LIMIT - 1);
+        return 0;
+    }
     return entity_timers_add(e->home->timers, e->id, clock_monotonic_us(), delay_ms * 1000, repeat_ms * 1000, tag,
                              user_data);
 }
@@ -385,6 +420,45 @@ static int game_api_cancel_timer(tessera_entity *entity, uint64_t timer_id) {
     cell_entity *e = game_host_entity_of(entity);
     if (e->kind != CELL_ENTITY_REAL) return -1;
     return entity_timers_cancel(e->home->timers, timer_id);
+}
+
+/* The index of think `name` of the entity's class, or -1. */
+static int game_host_think_index(const cell_entity *e, const char *name) {
+    const tessera_class *cls = game_host_class_of(game_host_app_of_entity(e)->game, e->cls);
+    for (size_t i = 0; cls && name && i < cls->think_count; i++)
+        if (strcmp(cls->thinks[i].name, name) == 0) return (int)i;
+    return -1;
+}
+
+/* Cancels the entity's pending think of tag `tag`. Returns 0, or -1. */
+static int game_host_cancel_tagged(cell_entity *e, uint32_t tag) {
+    entity_timer_state timers[64];
+    size_t count = entity_timers_of(e->home->timers, e->id, clock_monotonic_us(), timers, 64);
+    if (count > 64) count = 64;
+    for (size_t i = 0; i < count; i++)
+        if (timers[i].tag == tag) return entity_timers_cancel(e->home->timers, timers[i].timer_id);
+    return -1;
+}
+
+static int game_api_set_think(tessera_entity *entity, const char *name, uint64_t delay_ms) {
+    cell_entity *e = game_host_entity_of(entity);
+    int index = game_host_think_index(e, name);
+    if (index < 0) {
+        log_warn("game: entity %" PRIu64 " (%s): no think '%s'", e->id, e->cls->name, name ? name : "");
+        return -1;
+    }
+    if (!game_host_writable(e, "a think")) return -1;
+    uint32_t tag = GAME_HOST_THINK_TAG + (uint32_t)index;
+    game_host_cancel_tagged(e, tag);
+    entity_timers_add(e->home->timers, e->id, clock_monotonic_us(), delay_ms * 1000, 0, tag, 0);
+    return 0;
+}
+
+static int game_api_cancel_think(tessera_entity *entity, const char *name) {
+    cell_entity *e = game_host_entity_of(entity);
+    int index = game_host_think_index(e, name);
+    if (index < 0 || e->kind != CELL_ENTITY_REAL) return -1;
+    return game_host_cancel_tagged(e, GAME_HOST_THINK_TAG + (uint32_t)index);
 }
 
 static uint32_t game_api_add_trap(tessera_entity *entity, uint32_t tag, float radius) {
@@ -417,6 +491,36 @@ static uint32_t game_api_move_to_entity(tessera_entity *entity, tessera_handle t
     uint32_t id = controller_move_to_entity(e->home, e, target, speed, distance, face, user_data);
     if (!id) log_info("game: entity %" PRIu64 ": move_to_entity %" PRIu64 " refused (not in this cell, itself, or a "
                       "bad speed or distance)", e->id, target);
+    return id;
+}
+
+/* The most corners a navigate follows. */
+#define GAME_HOST_PATH_POINTS 256
+
+static uint32_t game_api_navigate(tessera_entity *entity, const float destination[3], float speed, float distance,
+                                  bool face, uint64_t user_data, char *why, size_t why_size) {
+    cell_entity *e = game_host_entity_of(entity);
+    char reason[160] = "";
+    uint32_t id = 0;
+    const navmesh *mesh = cellapp_navmesh_of(game_host_app_of_entity(e), e->home->space_name);
+    float points[3 * GAME_HOST_PATH_POINTS];
+    size_t count = 0;
+    if (!game_host_writable(e, "a navigate")) {
+        snprintf(reason, sizeof reason, "the entity is not a real here");
+    } else if (!destination) {
+        snprintf(reason, sizeof reason, "no destination");
+    } else if (!mesh) {
+        snprintf(reason, sizeof reason, "space '%s' has no navigation mesh (no map in the cellapp's maps)",
+                 e->home->space_name);
+    } else if (navmesh_find_path(mesh, (const float[3]){e->x, e->y, e->z}, destination, points, GAME_HOST_PATH_POINTS,
+                                 &count, reason, sizeof reason) == 0) {
+        /* The first corner is where it stands. */
+        const float *corners = count > 1 ? points + 3 : points;
+        size_t corner_count = count > 1 ? count - 1 : 1;
+        id = controller_follow_path(e->home, e, corners, corner_count, speed, distance, face, user_data);
+        if (!id) snprintf(reason, sizeof reason, "a bad speed or distance, or a corner outside the space");
+    }
+    if (!id && why && why_size) snprintf(why, why_size, "%s", reason);
     return id;
 }
 
@@ -549,6 +653,17 @@ static tessera_handle game_api_spawn(tessera_cellapp *handle, const char *class_
     return id;
 }
 
+static int game_api_destroy(tessera_entity *entity) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (e->kind != CELL_ENTITY_REAL || e->baseapp_id) {
+        log_warn("game: entity %" PRIu64 " (%s): destroy refused: %s", e->id, e->cls->name,
+                 e->kind != CELL_ENTITY_REAL ? "it is a ghost here" : "a player's entity is destroyed by its base");
+        return -1;
+    }
+    cell_doom(e->home, e);
+    return 0;
+}
+
 static int game_api_teleport(tessera_entity *entity, const char *space, float x, float y, float z) {
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a teleport")) return -1;
@@ -579,6 +694,7 @@ static const tessera_cell_api game_host_api = {
     .register_class = game_api_register_class,
     .register_method = game_api_register_method,
     .set_tick = game_api_set_tick,
+    .register_think = game_api_register_think,
     .setting_number = game_api_setting_number,
     .find_class = game_api_find_class,
     .property_id = game_api_property_id,
@@ -609,9 +725,12 @@ static const tessera_cell_api game_host_api = {
     .set_string = game_api_set_string,
     .add_timer = game_api_add_timer,
     .cancel_timer = game_api_cancel_timer,
+    .set_think = game_api_set_think,
+    .cancel_think = game_api_cancel_think,
     .add_trap = game_api_add_trap,
     .move_to_point = game_api_move_to_point,
     .move_to_entity = game_api_move_to_entity,
+    .navigate = game_api_navigate,
     .turn_to = game_api_turn_to,
     .cancel_controller = game_api_cancel_controller,
     .stop_movement = game_api_stop_movement,
@@ -625,6 +744,7 @@ static const tessera_cell_api game_host_api = {
     .default_space = game_api_default_space,
     .spawn_area = game_api_spawn_area,
     .spawn = game_api_spawn,
+    .destroy = game_api_destroy,
     .teleport = game_api_teleport,
     .log = game_api_log,
 };
@@ -754,6 +874,13 @@ void game_host_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t t
                      void *context) {
     cellapp *app = context;
     (void)c;
+    if (tag >= GAME_HOST_THINK_TAG) {
+        tessera_class *cls = game_host_class_of(app->game, entity->cls);
+        size_t index = tag - GAME_HOST_THINK_TAG;
+        if (cls && entity->kind == CELL_ENTITY_REAL && index < cls->think_count)
+            cls->thinks[index].think(&app->game->context, game_host_entity_handle(entity), game_host_data_of(entity));
+        return;
+    }
     GAME_HOST_CALL(app->game, entity, timer, timer_id, tag, user_data);
 }
 

@@ -119,6 +119,11 @@ static const config_key cellapp_config_keys[] = {
      "definitions alone"},
     {"game", CONFIG_GROUP, offsetof(cellapp_settings, game), 0, 0, 0, NULL,
      "the game module's own settings (an object; on the command line game.NAME=VALUE)"},
+    {"maps", CONFIG_GROUP, offsetof(cellapp_settings, maps), 0, 0, 0, NULL,
+     "map files by space name ({\"default\": \"demo/maps/arena.json\"}): each space's walkable geometry, from "
+     "which its navigation mesh is built at start-up (or loaded, prebuilt)"},
+    {"navmesh_cell_size", CONFIG_DOUBLE, offsetof(cellapp_settings, navmesh_cell_size), 0, 0.05, 10, "0.5",
+     "metres: the voxel a navigation mesh is built at (larger: a faster build, a coarser mesh)"},
     {"state_dump_path", CONFIG_STRING, offsetof(cellapp_settings, state_dump_path),
      sizeof(((cellapp_settings *)0)->state_dump_path), 0, 0, "",
      "where SIGUSR1 writes every real's properties as JSON (empty: SIGUSR1 only logs)"},
@@ -438,6 +443,16 @@ int main(int argc, char **argv) {
     app.game = game_host_load(&app, settings->game_module, &settings->game, err, sizeof err);
     if (!app.game) {
         fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
+        replication_free(app.shared.replication);
+        replication_schema_free(app.shared.schema);
+        entity_def_registry_free(app.shared.definitions);
+        return 1;
+    }
+    if (cellapp_load_navmeshes(&app, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
+        cellapp_free_navmeshes(&app);
+        game_host_free(app.game);
+    cellapp_free_navmeshes(&app);
         replication_free(app.shared.replication);
         replication_schema_free(app.shared.schema);
         entity_def_registry_free(app.shared.definitions);

@@ -31,8 +31,10 @@
  *           travels with it between cellapps.
  *           With `npc_patrol_speed` above 0 (a game setting; 0 by
  *           default, so that the world stands still for the tests that
- *           compare views) a guard patrols: moveToPoint to random points
- *           within `npc_patrol_radius` of its post, one after the other.
+ *           compare views) a guard patrols: it navigates (a path on the
+ *           space's navigation mesh, around the map's walls) to random
+ *           points within `npc_patrol_radius` of its post, one after the
+ *           other; in a space without a map it walks straight there.
  *           With `npc_chase_speed` above 0 it chases, with moveToEntity,
  *           an avatar that steps into its trap, until it leaves the trap
  *           or is caught (within 2 m), then walks its patrol again. Its
@@ -128,14 +130,22 @@ static void demo_npc_patrol(const tessera_cell_context *ctx, tessera_entity *npc
     const tessera_cell_api *api = ctx->api;
     self->chasing = TESSERA_HANDLE_NONE;
     if (g->patrol_speed <= 0) return;
-    double angle = api->random_unit(ctx->app) * 2.0 * M_PI;
-    double distance = sqrt(api->random_unit(ctx->app)) * g->patrol_radius;
-    float point[3] = {(float)(self->post[0] + distance * cos(angle)), self->post[1],
-                      (float)(self->post[2] + distance * sin(angle))};
-    if (!api->move_to_point(npc, point, g->patrol_speed, 0, true, DEMO_MOVE_PATROL)) {
-        /* Off the edge of the world: back to the post itself. */
-        api->move_to_point(npc, self->post, g->patrol_speed, 0, true, DEMO_MOVE_PATROL);
+    /* A few tries: a point may lie in a wall, or in a courtyard no path
+     * reaches. */
+    for (int attempt = 0; attempt < 4; attempt++) {
+        double angle = api->random_unit(ctx->app) * 2.0 * M_PI;
+        double distance = sqrt(api->random_unit(ctx->app)) * g->patrol_radius;
+        float point[3] = {(float)(self->post[0] + distance * cos(angle)), self->post[1],
+                          (float)(self->post[2] + distance * sin(angle))};
+        char why[160];
+        if (api->navigate(npc, point, g->patrol_speed, 0, true, DEMO_MOVE_PATROL, why, sizeof why)) return;
+        /* A space without a map: straight there. */
+        if (strstr(why, "no navigation mesh") &&
+            api->move_to_point(npc, point, g->patrol_speed, 0, true, DEMO_MOVE_PATROL))
+            return;
     }
+    /* Nowhere to go from here: back to the post itself, straight. */
+    api->move_to_point(npc, self->post, g->patrol_speed, 0, true, DEMO_MOVE_PATROL);
 }
 
 static void demo_npc_arrived(const tessera_cell_context *ctx, tessera_entity *npc, void *data,

@@ -112,6 +112,9 @@ typedef struct tessera_cell_context {
     void *game;
 } tessera_cell_context;
 
+/* Timer tags from this up are the engine's (thinks). */
+#define TESSERA_TIMER_TAG_LIMIT 0x80000000u
+
 /* An entity across ticks: its id. 0 is no entity. */
 typedef uint64_t tessera_handle;
 #define TESSERA_HANDLE_NONE ((tessera_handle)0)
@@ -218,6 +221,11 @@ typedef struct tessera_cell_hooks {
 typedef void (*tessera_cell_method)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_handle caller,
                                     const tessera_args *args);
 
+/* A think (Source's SetContextThink): a function the game names at
+ * registration and schedules by that name on an entity; each name is one
+ * context, so an entity has as many pending thinks as names. */
+typedef void (*tessera_cell_think)(const tessera_cell_context *ctx, tessera_entity *entity, void *data);
+
 /* Called once per tick, before timers and messages, for the game as a
  * whole (spawning, world rules). */
 typedef void (*tessera_cell_tick)(const tessera_cell_context *ctx);
@@ -263,6 +271,10 @@ struct tessera_cell_api {
      * has no such cell method, or it has a body already. */
     int (*register_method)(tessera_cellapp *app, tessera_class *cls, const char *method_name,
                            tessera_cell_method body);
+    /* Names think `name` of `cls` (at most 16 per class; the same names in
+     * the same order on every cellapp, since a pending think travels with
+     * its entity by its place in this list). -1 if taken or full. */
+    int (*register_think)(tessera_cellapp *app, tessera_class *cls, const char *name, tessera_cell_think think);
     /* The game's tick (NULL: none). */
     void (*set_tick)(tessera_cellapp *app, tessera_cell_tick tick);
 
@@ -325,12 +337,21 @@ struct tessera_cell_api {
     /* -- timers (they travel with the entity) -- */
 
     /* Fires the class's timer hook `delay_ms` from now, then every
-     * `repeat_ms` (0: once), with `tag` and `user_data`. Returns the
-     * timer's id (> 0), or 0 for a ghost. */
+     * `repeat_ms` (0: once), with `tag` (below TESSERA_TIMER_TAG_LIMIT)
+     * and `user_data`. Returns the timer's id (> 0), or 0 for a ghost or a
+     * tag out of range. All timers and thinks run on the tick (step 2),
+     * in (due time, id) order, from one scheduler per cell: a tick on
+     * which none is due costs nothing, however many wait. */
     uint64_t (*add_timer)(tessera_entity *entity, uint64_t delay_ms, uint64_t repeat_ms, uint32_t tag,
                           uint64_t user_data);
     /* -1 if no such timer is pending. */
     int (*cancel_timer)(tessera_entity *entity, uint64_t timer_id);
+    /* Runs think `name` (register_think) `delay_ms` from now, once,
+     * replacing the one pending under that name. -1 for a ghost or an
+     * unknown name. */
+    int (*set_think)(tessera_entity *entity, const char *name, uint64_t delay_ms);
+    /* Cancels the pending think `name`. -1 if none is pending. */
+    int (*cancel_think)(tessera_entity *entity, const char *name);
 
     /* -- traps (they travel with the entity) -- */
 
@@ -353,6 +374,15 @@ struct tessera_cell_api {
      * followed as it moves; it fails if the target goes. */
     uint32_t (*move_to_entity)(tessera_entity *entity, tessera_handle target, float speed, float distance, bool face,
                                uint64_t user_data);
+    /* Walks the entity the shortest walkable way to `destination`: a path
+     * on its space's navigation mesh (built from the space's map, the
+     * cellapp's "maps" setting), followed by one move controller through
+     * every corner, which goes on across cellapps like any move. Returns
+     * the controller's id, or 0 with why in `why` (the space has no map,
+     * the entity or the destination is off the mesh, no path joins them):
+     * then no controller is made, and a move under way goes on. */
+    uint32_t (*navigate)(tessera_entity *entity, const float destination[3], float speed, float distance, bool face,
+                         uint64_t user_data, char *why, size_t why_size);
     /* Turns the entity to `yaw` (radians) at `speed` radians a second; any
      * move or turn under way stops first. */
     uint32_t (*turn_to)(tessera_entity *entity, float yaw, float speed, uint64_t user_data);
@@ -412,6 +442,12 @@ struct tessera_cell_api {
      * or the point is outside the space. */
     tessera_handle (*spawn)(tessera_cellapp *app, const char *class_name, const char *space, float x, float y,
                             float z, float yaw);
+    /* Destroys an entity without a base (one the game spawned) at the end
+     * of this tick: until then it resolves and runs as before; then its
+     * destroyed hook runs, once, however often destroy was called, and
+     * its handle resolves to NULL. -1 for a ghost or a player's entity
+     * (its base destroys it). */
+    int (*destroy)(tessera_entity *entity);
     /* Moves the entity to a point in this space (space NULL or "") or
      * another. Within the space it is there when this returns (the
      * teleported hook has run); into another space it goes at the end of

@@ -1,14 +1,18 @@
 #!/usr/bin/env python3
-"""test_controllers_migrate -- the demo's guards patrol with moveToPoint
-across cell lines, and their moves go on where they arrive.
+"""test_controllers_migrate -- the demo's guards patrol with navigate across
+cell lines, round the demo map's walls, and their moves go on where they
+arrive.
 
 Three cellapps hold the default space in three columns (-150 .. 150 on X,
-split at -50 and 50); each spawns four guards near the centre, which patrol
+split at -50 and 50), with the demo map (demo/maps/arena.json: walls at
+x = -100 and 100 and either side of the centre) as its navigation mesh.
+Each cellapp spawns four guards near the centre, which patrol
 (game.npc_patrol_speed 8 m/s) to random points up to 120 m from their
-posts, so that most legs cross a line and the guard moves to another
-cellapp in the middle of a move. A guard gets its next leg only when a
-move arrives: one whose chain were lost on the way would stand where it
-arrived for ever. The test checks, from every cellapp's state dumps:
+posts along paths on the mesh, so that most legs cross a line and the
+guard moves to another cellapp in the middle of a multi-segment move. A
+guard gets its next leg only when a move arrives: one whose chain were lost
+on the way would stand where it arrived for ever. The test checks, from
+every cellapp's state dumps:
   - every guard is real exactly once (nothing lost or doubled);
   - guards did move between cellapps (offloads, and guards real on every
     cellapp at some point);
@@ -16,10 +20,13 @@ arrived for ever. The test checks, from every cellapp's state dumps:
     position changes between two dumps a second and a half apart;
   - every process is alive at the end.
 """
+import os
 import time
 import unittest
 
 import harness
+
+ARENA = os.path.join(harness.SOURCE_DIR, "demo", "maps", "arena.json")
 
 NPCS_PER_CELLAPP = 4
 CELLAPPS = 3
@@ -42,7 +49,8 @@ class ControllersMigrate(unittest.TestCase):
     def test_patrols_cross_cellapps(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
         settings = ["cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP, "cellapp.game.npc_patrol_speed=8",
-                    "cellapp.game.npc_patrol_radius=120", "cellapp.max_speed=12"]
+                    "cellapp.game.npc_patrol_radius=120", "cellapp.max_speed=12",
+                    "cellapp.maps.default=" + ARENA, "cellapp.navmesh_cell_size=1"]
         with harness.Cluster(baseapps=1, cellapps=CELLAPPS, grid="3x1", bounds=(-150, -150, 150, 150),
                              spawn_radius=20, extra_set=settings, timeout=60) as cluster:
             expected = NPCS_PER_CELLAPP * CELLAPPS
@@ -69,6 +77,8 @@ class ControllersMigrate(unittest.TestCase):
                         % (len(after), len(offloaded), sorted(holders), standing))
             self.assertEqual(standing, [], "guards whose move stopped after moving between cellapps")
             self.assertTrue(cluster.all_alive())
+            for name in cluster.names("cellapp"):
+                self.assertIn("navigation mesh from", cluster.log(name))
 
 
 if __name__ == "__main__":

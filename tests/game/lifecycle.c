@@ -1,0 +1,106 @@
+/* lifecycle.c -- a game module for test_game_lifecycle.py, over the demo's
+ * definitions: named thinks and deferred deletion, reported in log lines
+ * the test reads ("lifecycle: ...").
+ *
+ * The game's tick spawns two Npcs. Each, when created, schedules think
+ * "a" in 100 ms, think "b" in 300 ms, and think "a" again in 200 ms, which
+ * replaces the first "a" (one pending think per name): "a" runs once, at
+ * about 200 ms, then "b" once. Think "b" destroys the entity twice and
+ * checks that it still resolves and takes a write; the next tick checks
+ * that its handle resolves to NULL. The destroyed hook logs each time it
+ * runs: once per entity is right. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <tessera/game.h>
+
+typedef struct lifecycle {
+    tessera_class *npc;
+    int visitors;                   /* a cell-private property to write */
+    int spawned;
+    tessera_handle doomed[2];
+    int doomed_count;
+    uint32_t doomed_tick[2];
+} lifecycle;
+
+static void lifecycle_think_a(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
+    (void)data;
+    ctx->api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: think a at %llu ms",
+                  (unsigned long long)ctx->api->now_ms(ctx->app));
+}
+
+static void lifecycle_think_b(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
+    lifecycle *g = ctx->game;
+    const tessera_cell_api *api = ctx->api;
+    (void)data;
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: think b at %llu ms", (unsigned long long)api->now_ms(ctx->app));
+    tessera_handle self = api->handle(e);
+    int first = api->destroy(e), second = api->destroy(e);
+    bool resolves = api->resolve(ctx->app, self) == e;
+    int wrote = api->set_uint(e, g->visitors, 0, 7);
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: destroyed %d %d, still resolves %s, write %d", first, second,
+             resolves ? "yes" : "no", wrote);
+    if (g->doomed_count < 2) {
+        g->doomed_tick[g->doomed_count] = api->tick(e);
+        g->doomed[g->doomed_count++] = self;
+    }
+}
+
+static void lifecycle_created(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
+    const tessera_cell_api *api = ctx->api;
+    (void)data;
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: created at %llu ms", (unsigned long long)api->now_ms(ctx->app));
+    int rc = api->set_think(e, "a", 100) | api->set_think(e, "b", 300) | api->set_think(e, "a", 200);
+    int unknown = api->set_think(e, "c", 10);
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: thinks set %d, unknown %d", rc, unknown);
+}
+
+static void lifecycle_destroyed(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
+    (void)data;
+    ctx->api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: destroyed hook");
+}
+
+static void lifecycle_tick(const tessera_cell_context *ctx) {
+    lifecycle *g = ctx->game;
+    const tessera_cell_api *api = ctx->api;
+    float x, z, radius;
+    const char *space = api->default_space(ctx->app);
+    while (g->spawned < 2 && api->spawn_area(ctx->app, space, &x, &z, &radius) == 0 &&
+           api->spawn(ctx->app, "Npc", space, x + 2.0f * (float)g->spawned, 0, z, 0) != TESSERA_HANDLE_NONE)
+        g->spawned++;
+    for (int i = 0; i < g->doomed_count; i++) {
+        if (!g->doomed[i]) continue;
+        tessera_entity *e = api->resolve(ctx->app, g->doomed[i]);
+        api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: entity %llu a tick later resolves %s",
+                 (unsigned long long)g->doomed[i], e ? "yes" : "no");
+        g->doomed[i] = TESSERA_HANDLE_NONE;
+    }
+}
+
+static int lifecycle_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **game) {
+    lifecycle *g = calloc(1, sizeof *g);
+    if (!g) return -1;
+    *game = g;
+    tessera_cell_hooks hooks = {.created = lifecycle_created, .destroyed = lifecycle_destroyed};
+    g->npc = api->register_class(app, "Npc", &hooks, 0, NULL, 0);
+    if (!g->npc) return -1;
+    g->visitors = api->property_id(g->npc, "visitors");
+    if (api->register_think(app, g->npc, "a", lifecycle_think_a) != 0 ||
+        api->register_think(app, g->npc, "b", lifecycle_think_b) != 0 ||
+        api->register_think(app, g->npc, "a", lifecycle_think_a) == 0) /* a name is taken once */
+        return -1;
+    api->set_tick(app, lifecycle_tick);
+    return 0;
+}
+
+static void lifecycle_cell_shutdown(tessera_cellapp *app, void *game) {
+    (void)app;
+    free(game);
+}
+
+TESSERA_GAME_EXPORT const tessera_game_module tessera_game = {
+    .abi_version = TESSERA_GAME_ABI_VERSION,
+    .name = "lifecycle",
+    .cell_init = lifecycle_cell_init,
+    .cell_shutdown = lifecycle_cell_shutdown,
+};

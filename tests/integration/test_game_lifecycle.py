@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""test_game_lifecycle -- named thinks and deferred deletion, through a real
+cellapp running tests/game/lifecycle.c (a game module over the demo's
+definitions that reports what it sees in its log).
+
+Two Npcs are spawned; each schedules think "a" (100 ms), think "b"
+(300 ms), then think "a" again (200 ms), and an unknown think "c":
+  - the unknown name is refused (-1), the others accepted;
+  - "a" runs exactly once (the second replaced the first: one pending think
+    per name), "b" exactly once, and "a" before "b" (by due time, whatever
+    the ticks' timing);
+  - "b" destroys its entity twice (both accepted), after which the entity
+    still resolves and takes a property write for the rest of the tick;
+  - the destroyed hook runs exactly once per entity, and a tick later the
+    handle resolves to nothing;
+  - the cellapp stays up.
+"""
+import os
+import re
+import unittest
+
+import harness
+
+MODULE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_lifecycle.so")
+
+
+class GameLifecycle(unittest.TestCase):
+    def test_thinks_and_deferred_deletion(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, MODULE)
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=["cellapp.game_module=" + MODULE]) as cluster:
+            def lines():
+                return [l for l in cluster.log("cellapp-1").splitlines() if "lifecycle:" in l]
+
+            def done():
+                return len([l for l in lines() if "a tick later" in l]) >= 2
+            harness.wait_for(done, 20, "both Npcs' thinks, destruction and the tick after")
+            text = lines()
+            entities = sorted(set(int(m.group(1)) for l in text for m in [re.search(r"entity (\d+) \(Npc\)", l)] if m))
+            self.assertEqual(len(entities), 2, "\n".join(text))
+            for entity in entities:
+                mine = [l for l in text if "entity %d (Npc)" % entity in l]
+                kinds = [l.split("lifecycle: ", 1)[1] for l in mine]
+                self.assertIn("thinks set 0, unknown -1", kinds, mine)
+                a = [i for i, k in enumerate(kinds) if k.startswith("think a")]
+                b = [i for i, k in enumerate(kinds) if k.startswith("think b")]
+                self.assertEqual(len(a), 1, mine)
+                self.assertEqual(len(b), 1, mine)
+                self.assertLess(a[0], b[0], mine)
+                self.assertIn("destroyed 0 0, still resolves yes, write 0", kinds, mine)
+                self.assertEqual(kinds.count("destroyed hook"), 1, mine)
+                later = [l for l in text if "entity %d a tick later" % entity in l]
+                self.assertEqual(len(later), 1, text)
+                self.assertTrue(later[0].endswith("resolves no"), later)
+            self.assertTrue(cluster.all_alive())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
