@@ -90,6 +90,7 @@ static void cell_strip_real(cell *c, cell_entity *entity) {
     free(entity->game_data);
     entity->game_data = NULL;
     controller_release(entity);
+    entity_io_outputs_free(&entity->outputs);
 }
 
 static void cell_free_entity(cell *c, cell_entity *entity) {

@@ -99,6 +99,8 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
     out->teleported = entity->teleported;
     out->offloads = entity->offloads;
     out->controllers = controller_save(entity);
+    out->entity_name = (char *)entity->name;
+    entity_io_save(&entity->outputs, &out->connections, &out->n_connections);
     game_host_save(app->game, entity, out);
 }
 
@@ -120,6 +122,7 @@ void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
     if (state->inbox) mailbox_inbox_saved_free(state->inbox, state->n_inbox);
     game_host_saved_free(state);
     controller_saved_free(state->controllers);
+    entity_io_saved_free(state->connections, state->n_connections);
     tessera__cluster__cell_entity_state__init(state);
 }
 
@@ -218,6 +221,8 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
         free(timers);
     }
     controller_restore(c, entity, state->controllers);
+    snprintf(entity->name, sizeof entity->name, "%s", state->entity_name ? state->entity_name : "");
+    entity_io_restore(&entity->outputs, state->connections, state->n_connections);
     for (size_t t = 0; t < state->n_traps; t++) {
         const Tessera__Cluster__TrapState *trap = state->traps[t];
         uint32_t controller_id = trap->controller_id ? trap->controller_id : controller_new_id(entity);

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cellapp.h"
+#include "map_entities.h"
 #include "space_map.h"
 #include "clock.h"
 #include "log.h"
@@ -450,10 +451,15 @@ void cellapp_tick(cellapp *app) {
     uint64_t started = clock_monotonic_us();
     spaces_apply_pending(app);
     game_host_tick(app->game);
+    map_entities_tick(app);
     size_t cursor = 0;
     cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app, &cursor)) != NULL)
         entity_timers_run(c->timers, started, c, cell_find, game_host_timer, app);
+    /* Entity I/O: the events that are due, after the thinks and timers. */
+    if (app->io) entity_io_service(app->io, started / 1000, game_host_io_deliver, app);
+    cursor = 0;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
         cell_message_tick(app, c);
         controller_tick(c, 1.0 / (double)app->settings.tick_hz, game_host_controller_event, app);
     }

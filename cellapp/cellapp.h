@@ -26,6 +26,7 @@
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
 #include "controller.h"
+#include "entity_io.h"
 #include "coord.h"
 #include "entity_def.h"
 #include "entity_state.h"
@@ -202,6 +203,8 @@ typedef struct cell_entity {
     cell_trap *traps;
     uint32_t trap_count, trap_capacity;
     controller_chain controllers;    /* its movement chain and controller ids (controller.c) */
+    char name[ENTITY_IO_NAME_MAX];   /* its name for entity I/O and look-ups ("": none) */
+    entity_io_outputs outputs;       /* reals: its outputs' connections (entity_io.h) */
     mailbox_inbox *inbox;            /* NULL until the first message */
     uint32_t offloads;               /* times it moved between cellapps */
     bool teleported;                 /* game code moved it this tick */
@@ -470,6 +473,9 @@ struct cellapp {
     int exit_code;
     id_block *ids;                   /* entity ids for what the game spawns */
     game_host *game;                 /* the game module (never NULL once running) */
+    entity_io *io;                   /* the queue of entity I/O events (entity_io.h) */
+    struct cellapp_map_claim *map_claims; /* per mapped space: who spawns its entities (map_entities.c) */
+    size_t map_claim_count;
     struct cellapp_navmesh {         /* each mapped space's navigation mesh (settings.maps) */
         char space[SPACE_LAYOUT_NAME_MAX];
         navmesh *mesh;

@@ -30,6 +30,7 @@
 #include "method_call.h"
 
 #define GAME_HOST_MAX_THINKS 16
+#define GAME_HOST_MAX_INPUTS 32
 /* A pending think is a timer with this tag plus its index. */
 #define GAME_HOST_THINK_TAG TESSERA_TIMER_TAG_LIMIT
 
@@ -47,7 +48,20 @@ struct tessera_class {
         tessera_cell_think think;
     } thinks[GAME_HOST_MAX_THINKS];
     size_t think_count;
+    struct game_host_input {         /* entity I/O inputs by name */
+        char name[ENTITY_IO_NAME_MAX];
+        tessera_field_type type;
+        tessera_cell_input input;
+    } inputs[GAME_HOST_MAX_INPUTS];
+    size_t input_count;
+    id_map members;                  /* the reals here of this class (id -> the entity) */
 };
+
+/* The reals here that bear one name (hash of the name -> this). */
+typedef struct game_host_named {
+    uint64_t *ids;
+    size_t count, capacity;
+} game_host_named;
 
 struct game_host {
     cellapp *app;
@@ -61,6 +75,7 @@ struct game_host {
     const config_group *settings;
     tessera_class *classes;          /* by entity_def_class id */
     size_t class_count;
+    id_map names;                    /* hash of a name -> game_host_named */
 };
 
 static tessera_cellapp *game_host_app_handle(cellapp *app) { return (tessera_cellapp *)(void *)app; }
@@ -689,12 +704,226 @@ static void game_api_log(tessera_cellapp *handle, tessera_log_level level, const
     va_end(args);
 }
 
+/* ---- names, classes, entity I/O ------------------------------------------------------- */
+
+static uint64_t game_host_name_hash(const char *name) {
+    uint64_t hash = 14695981039346656037ull; /* FNV-1a */
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++) hash = (hash ^ *p) * 1099511628211ull;
+    return hash ? hash : 1;
+}
+
+static void game_host_index_name(game_host *host, const cell_entity *entity) {
+    if (!entity->name[0]) return;
+    uint64_t key = game_host_name_hash(entity->name);
+    game_host_named *named = id_map_get(&host->names, key);
+    if (!named) {
+        named = xcalloc(1, sizeof *named);
+        id_map_put(&host->names, key, named);
+    }
+    for (size_t i = 0; i < named->count; i++)
+        if (named->ids[i] == entity->id) return;
+    if (named->count == named->capacity) {
+        named->capacity = named->capacity ? named->capacity * 2 : 4;
+        named->ids = xrealloc(named->ids, named->capacity * sizeof *named->ids);
+    }
+    named->ids[named->count++] = entity->id;
+}
+
+static void game_host_unindex_name(game_host *host, const cell_entity *entity) {
+    if (!entity->name[0]) return;
+    uint64_t key = game_host_name_hash(entity->name);
+    game_host_named *named = id_map_get(&host->names, key);
+    for (size_t i = 0; named && i < named->count; i++)
+        if (named->ids[i] == entity->id) {
+            named->ids[i] = named->ids[--named->count];
+            break;
+        }
+    if (named && named->count == 0) {
+        id_map_remove(&host->names, key);
+        free(named->ids);
+        free(named);
+    }
+}
+
+/* The entity is a real here now (created, arrived), or no longer. */
+static void game_host_index(game_host *host, cell_entity *entity, bool here) {
+    tessera_class *cls = game_host_class_of(host, entity->cls);
+    if (!cls) return;
+    if (here) {
+        id_map_put(&cls->members, entity->id, entity);
+        game_host_index_name(host, entity);
+    } else {
+        id_map_remove(&cls->members, entity->id);
+        game_host_unindex_name(host, entity);
+    }
+}
+
+static int game_api_set_name(tessera_entity *entity, const char *name) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!name || strlen(name) >= sizeof e->name || !game_host_writable(e, "a name")) return -1;
+    game_host *host = game_host_app_of_entity(e)->game;
+    game_host_unindex_name(host, e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    game_host_index_name(host, e);
+    return 0;
+}
+
+static const char *game_api_name(const tessera_entity *entity) { return game_host_entity_of(entity)->name; }
+
+static size_t game_api_find_by_name(tessera_cellapp *handle, const char *name, tessera_handle *out, size_t max) {
+    cellapp *app = game_host_app_of(handle);
+    game_host_named *named = name && name[0] ? id_map_get(&app->game->names, game_host_name_hash(name)) : NULL;
+    size_t found = 0;
+    for (size_t i = 0; named && i < named->count; i++) {
+        const cell_entity *e = cellapp_find_entity(app, named->ids[i]);
+        if (!e || e->kind != CELL_ENTITY_REAL || strcmp(e->name, name) != 0) continue; /* another name, same hash */
+        if (found < max && out) out[found] = e->id;
+        found++;
+    }
+    return found;
+}
+
+static size_t game_api_find_by_class(tessera_cellapp *handle, const char *class_name, tessera_handle *out, size_t max) {
+    cellapp *app = game_host_app_of(handle);
+    const entity_def_class *def = class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
+    tessera_class *cls = game_host_class_of(app->game, def);
+    if (!cls) return 0;
+    size_t found = 0, cursor = 0;
+    uint64_t id;
+    void *value;
+    while (id_map_next(&cls->members, &cursor, &id, &value)) {
+        if (found < max && out) out[found] = id;
+        found++;
+    }
+    return found;
+}
+
+static int game_api_register_input(tessera_cellapp *handle, tessera_class *cls, const char *name,
+                                   tessera_field_type type, tessera_cell_input input) {
+    game_host *host = game_host_app_of(handle)->game_loading;
+    if (!host || !host->initialising || !cls || !input || !name || !name[0] || strlen(name) >= ENTITY_IO_NAME_MAX ||
+        type > TESSERA_FIELD_STRING || cls->input_count == GAME_HOST_MAX_INPUTS)
+        return -1;
+    for (size_t i = 0; i < cls->input_count; i++)
+        if (strcmp(cls->inputs[i].name, name) == 0) return -1;
+    struct game_host_input *slot = &cls->inputs[cls->input_count++];
+    snprintf(slot->name, sizeof slot->name, "%s", name);
+    slot->type = type;
+    slot->input = input;
+    return 0;
+}
+
+static int game_api_connect(tessera_entity *entity, const char *output, const char *target, const char *input,
+                            const char *parameter, uint32_t delay_ms, int32_t times) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (!game_host_writable(e, "a connection")) return -1;
+    if (entity_io_connect(&e->outputs, output, target, input, parameter, delay_ms, times) != 0) {
+        log_warn("game: entity %" PRIu64 ": connection %s -> %s.%s refused (an empty or long name, or times 0)", e->id,
+                 output ? output : "", target ? target : "", input ? input : "");
+        return -1;
+    }
+    return 0;
+}
+
+static size_t game_api_fire_output(tessera_entity *entity, const char *output, tessera_handle activator,
+                                   tessera_handle caller, const char *parameter) {
+    cell_entity *e = game_host_entity_of(entity);
+    if (e->kind != CELL_ENTITY_REAL) return 0;
+    cellapp *app = game_host_app_of_entity(e);
+    return entity_io_fire(app->io, &e->outputs, e->id, output, activator, caller, parameter,
+                          clock_monotonic_us() / 1000);
+}
+
+/* A parameter's text as `type`. Returns 0, or -1 if it does not convert. */
+static int game_host_convert(const char *text, tessera_field_type type, tessera_value *out) {
+    memset(out, 0, sizeof *out);
+    out->type = type;
+    out->s = text;
+    char *end = NULL;
+    switch (type) {
+    case TESSERA_FIELD_INT32:
+    case TESSERA_FIELD_INT64: out->i = strtoll(text, &end, 10); break;
+    case TESSERA_FIELD_UINT32:
+    case TESSERA_FIELD_UINT64:
+    case TESSERA_FIELD_HANDLE:
+        if (text[0] == '-') return -1;
+        out->u = strtoull(text, &end, 10);
+        out->h = out->u;
+        break;
+    case TESSERA_FIELD_FLOAT:
+    case TESSERA_FIELD_DOUBLE:
+        out->f = strtod(text, &end);
+        if (!isfinite(out->f)) return -1;
+        break;
+    case TESSERA_FIELD_BOOL:
+        if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0) out->b = true;
+        else if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0) out->b = false;
+        else return -1;
+        return 0;
+    case TESSERA_FIELD_VECTOR3: {
+        char tail;
+        return sscanf(text, "%f %f %f%c", &out->v[0], &out->v[1], &out->v[2], &tail) == 3 ? 0 : -1;
+    }
+    case TESSERA_FIELD_STRING: return 0;
+    }
+    return end && end != text && *end == '\0' ? 0 : -1;
+}
+
+/* Input `input` of one target, with the parameter converted. */
+static void game_host_io_call(cellapp *app, cell_entity *target, uint64_t activator_id, uint64_t self_id,
+                              const char *input, const char *parameter) {
+    tessera_class *cls = game_host_class_of(app->game, target->cls);
+    const struct game_host_input *slot = NULL;
+    for (size_t i = 0; cls && i < cls->input_count && !slot; i++)
+        if (strcmp(cls->inputs[i].name, input) == 0) slot = &cls->inputs[i];
+    if (!slot) {
+        log_warn("entity I/O: entity %" PRIu64 " (%s) has no input '%s': event skipped", target->id, target->cls->name,
+                 input);
+        return;
+    }
+    tessera_value value;
+    if (game_host_convert(parameter, slot->type, &value) != 0) {
+        log_warn("entity I/O: entity %" PRIu64 " (%s) input '%s': parameter '%s' does not convert: event skipped",
+                 target->id, target->cls->name, input, parameter);
+        return;
+    }
+    slot->input(&app->game->context, game_host_entity_handle(target), game_host_data_of(target), activator_id, self_id,
+                &value);
+}
+
+void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activator_id, uint64_t caller_id,
+                          const char *input, const char *parameter, void *context) {
+    cellapp *app = context;
+    if (!app->game) return;
+    uint64_t single = 0;
+    if (strcmp(target, "!self") == 0) single = self_id;
+    else if (strcmp(target, "!activator") == 0) single = activator_id;
+    else if (strcmp(target, "!caller") == 0) single = caller_id;
+    if (target[0] == '!') {
+        cell_entity *e = single ? cellapp_find_entity(app, single) : NULL;
+        if (e && e->kind == CELL_ENTITY_REAL) game_host_io_call(app, e, activator_id, self_id, input, parameter);
+        else if (!single || !e)
+            log_info("entity I/O: %s (entity %" PRIu64 ") is not a real here: '%s' skipped", target, single, input);
+        return;
+    }
+    tessera_cellapp *handle = game_host_app_handle(app);
+    tessera_handle ids[64];
+    size_t count = game_api_find_by_name(handle, target, ids, 64);
+    if (count == 0) count = game_api_find_by_class(handle, target, ids, 64);
+    if (count == 0) log_info("entity I/O: no entity here is named '%s': '%s' skipped", target, input);
+    for (size_t i = 0; i < count && i < 64; i++) {
+        cell_entity *e = cellapp_find_entity(app, ids[i]);
+        if (e && e->kind == CELL_ENTITY_REAL) game_host_io_call(app, e, activator_id, self_id, input, parameter);
+    }
+}
+
 static const tessera_cell_api game_host_api = {
     .abi_version = TESSERA_GAME_ABI_VERSION,
     .register_class = game_api_register_class,
     .register_method = game_api_register_method,
     .set_tick = game_api_set_tick,
     .register_think = game_api_register_think,
+    .register_input = game_api_register_input,
     .setting_number = game_api_setting_number,
     .find_class = game_api_find_class,
     .property_id = game_api_property_id,
@@ -744,6 +973,12 @@ static const tessera_cell_api game_host_api = {
     .default_space = game_api_default_space,
     .spawn_area = game_api_spawn_area,
     .spawn = game_api_spawn,
+    .set_name = game_api_set_name,
+    .name = game_api_name,
+    .find_by_name = game_api_find_by_name,
+    .find_by_class = game_api_find_by_class,
+    .connect = game_api_connect,
+    .fire_output = game_api_fire_output,
     .destroy = game_api_destroy,
     .teleport = game_api_teleport,
     .log = game_api_log,
@@ -758,11 +993,13 @@ static game_host *game_host_new(cellapp *app, const char *path, const config_gro
     host->settings = settings;
     host->context.app = game_host_app_handle(app);
     host->context.api = &game_host_api;
+    id_map_init(&host->names);
     host->class_count = entity_def_registry_class_count(app->shared.definitions);
     host->classes = xcalloc(host->class_count ? host->class_count : 1, sizeof *host->classes);
     for (size_t i = 0; i < host->class_count; i++) {
         const entity_def_class *cls = entity_def_registry_class(app->shared.definitions, i);
         host->classes[cls->id].cls = cls;
+        id_map_init(&host->classes[cls->id].members);
         size_t methods = cls->method_count[ENTITY_DEF_PART_CELL];
         host->classes[cls->id].methods = xcalloc(methods ? methods : 1, sizeof(tessera_cell_method));
     }
@@ -775,8 +1012,18 @@ static void game_host_release(game_host *host) {
         for (size_t k = 0; k < cls->field_count; k++) free((char *)cls->fields[k].name);
         free(cls->fields);
         free(cls->methods);
+        id_map_close(&cls->members);
     }
     free(host->classes);
+    size_t cursor = 0;
+    uint64_t key;
+    void *value;
+    while (id_map_next(&host->names, &cursor, &key, &value)) {
+        game_host_named *named = value;
+        free(named->ids);
+        free(named);
+    }
+    id_map_close(&host->names);
     if (host->library) dlclose(host->library);
     free(host);
 }
@@ -843,10 +1090,25 @@ void game_host_tick(game_host *host) {
     if (host && host->tick) host->tick(&host->context);
 }
 
-void game_host_created(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, created); }
-void game_host_destroyed(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, destroyed); }
-void game_host_leaving(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, leaving); }
-void game_host_arrived(game_host *host, cell_entity *entity) { GAME_HOST_CALL(host, entity, arrived); }
+void game_host_created(game_host *host, cell_entity *entity) {
+    if (host) game_host_index(host, entity, true);
+    GAME_HOST_CALL(host, entity, created);
+}
+
+void game_host_destroyed(game_host *host, cell_entity *entity) {
+    GAME_HOST_CALL(host, entity, destroyed);
+    if (host) game_host_index(host, entity, false);
+}
+
+void game_host_leaving(game_host *host, cell_entity *entity) {
+    GAME_HOST_CALL(host, entity, leaving);
+    if (host) game_host_index(host, entity, false);
+}
+
+void game_host_arrived(game_host *host, cell_entity *entity) {
+    if (host) game_host_index(host, entity, true);
+    GAME_HOST_CALL(host, entity, arrived);
+}
 
 void game_host_teleported(game_host *host, cell_entity *entity, bool space_changed) {
     GAME_HOST_CALL(host, entity, teleported, space_changed);

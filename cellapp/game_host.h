@@ -55,6 +55,9 @@ void game_host_timer(struct cell *c, struct cell_entity *entity, uint64_t timer_
 /* A controller_event_callback (controller.h); context is the cellapp. */
 void game_host_controller_event(struct cell *c, struct cell_entity *entity, controller_event event,
                                 uint32_t controller_id, uint64_t user_data, const char *reason, void *context);
+/* An entity_io_deliver (entity_io.h); context is the cellapp. */
+void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activator_id, uint64_t caller_id,
+                          const char *input, const char *parameter, void *context);
 /* Runs the body of cell method `method` of `entity` for `caller_id`.
  * Returns false (logged) when the game gave it none. */
 bool game_host_call(game_host *host, struct cell_entity *entity, const entity_def_method *method, uint64_t caller_id,

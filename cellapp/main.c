@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cellapp.h"
+#include "map_entities.h"
 #include "clock.h"
 #include "log.h"
 #include "peer_message.h"
@@ -440,9 +441,11 @@ int main(int argc, char **argv) {
     app.shared.on_trap = cellapp_on_trap;
     app.shared.timer_ids = &app.timer_ids;
     app.shared.host = &app;
+    app.io = entity_io_create();
     app.game = game_host_load(&app, settings->game_module, &settings->game, err, sizeof err);
     if (!app.game) {
         fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
+        entity_io_free(app.io);
         replication_free(app.shared.replication);
         replication_schema_free(app.shared.schema);
         entity_def_registry_free(app.shared.definitions);
@@ -452,7 +455,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
         cellapp_free_navmeshes(&app);
         game_host_free(app.game);
-    cellapp_free_navmeshes(&app);
+        entity_io_free(app.io);
         replication_free(app.shared.replication);
         replication_schema_free(app.shared.schema);
         entity_def_registry_free(app.shared.definitions);
@@ -571,6 +574,9 @@ int main(int argc, char **argv) {
     latency_histogram_close(&app.counters.offload_latency);
     latency_histogram_close(&app.counters.tick_time);
     game_host_free(app.game);
+    entity_io_free(app.io);
+    cellapp_free_navmeshes(&app);
+    map_entities_free(&app);
     balancer_free(app.balancer);
     bit_writer_close(&app.shared.stream);
     replication_free(app.shared.replication);

@@ -55,6 +55,8 @@ char *redis_key_globals(char *out, const char *cluster);
 char *redis_key_login_token(char *out, const char *cluster, const char *token);
 char *redis_key_spaces(char *out, const char *cluster);
 char *redis_key_space(char *out, const char *cluster, const char *space_name);
+/* The cellapp that spawned the entities of a space's map (SET NX). */
+char *redis_key_space_map(char *out, const char *cluster, const char *space_name);
 char *redis_key_cell_directory(char *out, const char *cluster);
 char *redis_key_balancer_lease(char *out, const char *cluster);
 char *redis_key_balancer_fence(char *out, const char *cluster);

@@ -6,6 +6,12 @@
 #include <tessera/game.h>
 
 int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **game);
+
+/* The map's doors, triggers and logic timers (demo_world.c); their ids
+ * live in the cell game's state, which demo_world_state finds. */
+typedef struct demo_world demo_world;
+demo_world *demo_world_register(tessera_cellapp *app, const tessera_cell_api *api, tessera_class *avatar);
+const demo_world *demo_world_state(const void *game);
 void demo_cell_shutdown(tessera_cellapp *app, void *game);
 int demo_base_init(tessera_baseapp *app, const tessera_base_api *api, void **game);
 void demo_base_shutdown(tessera_baseapp *app, void *game);

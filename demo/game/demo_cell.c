@@ -94,7 +94,10 @@ typedef struct demo_game {
     int64_t npc_count, npcs_spawned;
     float npc_trap_radius;
     float patrol_speed, patrol_radius, chase_speed;
+    demo_world *world;               /* the map's working parts (demo_world.c) */
 } demo_game;
+
+const demo_world *demo_world_state(const void *game) { return ((const demo_game *)game)->world; }
 
 static int demo_property(tessera_cellapp *app, const tessera_cell_api *api, const tessera_class *cls,
                          const char *class_name, const char *name) {
@@ -424,6 +427,8 @@ int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **gam
     *game = g;
     g->avatar_level = g->npc_name = -1;
     if (demo_register_avatar(app, api, g) != 0 || demo_register_npc(app, api, g) != 0) return -1;
+    g->world = demo_world_register(app, api, g->avatar);
+    if (!g->world) return -1;
     g->npc_count = (int64_t)api->setting_number(app, "npc_count", 20);
     g->npc_trap_radius = (float)api->setting_number(app, "npc_trap_radius", 8);
     g->patrol_speed = (float)api->setting_number(app, "npc_patrol_speed", 0);
@@ -442,5 +447,6 @@ int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **gam
 
 void demo_cell_shutdown(tessera_cellapp *app, void *game) {
     (void)app;
+    if (game) free(((demo_game *)game)->world);
     free(game);
 }

@@ -62,7 +62,9 @@
  *
  * A cellapp tick runs, in this order (steps 2 to 7 cell by cell):
  *   1. the game's tick (set_tick), once;
- *   2. the timers that are due (the timer hook), in (due time, id) order;
+ *   2. the timers and thinks that are due (the timer hook, the thinks), in
+ *      (due time, id) order; then the entity I/O events that are due (the
+ *      inputs), in (due time, firing) order;
  *   3. the messages that arrived: method calls from clients, bases and
  *      other cells (method bodies);
  *   4. the controllers: every movement chain advances one tick (the
@@ -226,6 +228,25 @@ typedef void (*tessera_cell_method)(const tessera_cell_context *ctx, tessera_ent
  * context, so an entity has as many pending thinks as names. */
 typedef void (*tessera_cell_think)(const tessera_cell_context *ctx, tessera_entity *entity, void *data);
 
+/* An input's parameter, converted from the firing's text to the type the
+ * input was registered with (TESSERA_FIELD_STRING: the text itself). */
+typedef struct tessera_value {
+    tessera_field_type type;
+    int64_t i;                  /* INT32, INT64 */
+    uint64_t u;                 /* UINT32, UINT64 */
+    double f;                   /* FLOAT, DOUBLE */
+    bool b;                     /* BOOL: "1", "0", "true", "false" */
+    tessera_handle h;           /* HANDLE: an entity id */
+    float v[3];                 /* VECTOR3: "x y z" */
+    const char *s;              /* the text (every type) */
+} tessera_value;
+
+/* An input (Source's entity I/O): what an output connected to it makes the
+ * entity do. `activator` set the chain off; `caller` is the entity whose
+ * output fired. */
+typedef void (*tessera_cell_input)(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
+                                   tessera_handle activator, tessera_handle caller, const tessera_value *value);
+
 /* Called once per tick, before timers and messages, for the game as a
  * whole (spawning, world rules). */
 typedef void (*tessera_cell_tick)(const tessera_cell_context *ctx);
@@ -275,6 +296,10 @@ struct tessera_cell_api {
      * the same order on every cellapp, since a pending think travels with
      * its entity by its place in this list). -1 if taken or full. */
     int (*register_think)(tessera_cellapp *app, tessera_class *cls, const char *name, tessera_cell_think think);
+    /* Names input `name` of `cls`, taking a parameter of `type` (at most
+     * 32 per class). -1 if taken or full. */
+    int (*register_input)(tessera_cellapp *app, tessera_class *cls, const char *name, tessera_field_type type,
+                          tessera_cell_input input);
     /* The game's tick (NULL: none). */
     void (*set_tick)(tessera_cellapp *app, tessera_cell_tick tick);
 
@@ -427,6 +452,33 @@ struct tessera_cell_api {
      * only, or on every client that sees it (its own included). */
     int (*call_clients)(tessera_entity *entity, const char *method_name, const tessera_args *args,
                         bool every_observer);
+
+    /* -- names and look-ups (a map's "name", or set_name; several may
+     *    share one). Both look-ups are hash indexes over the reals of this
+     *    cellapp: no scan -- */
+
+    int (*set_name)(tessera_entity *entity, const char *name);
+    const char *(*name)(const tessera_entity *entity);
+    /* The reals here named `name`, or of class `class_name`: up to `max`
+     * handles in `out`; returns how many there are. */
+    size_t (*find_by_name)(tessera_cellapp *app, const char *name, tessera_handle *out, size_t max);
+    size_t (*find_by_class)(tessera_cellapp *app, const char *class_name, tessera_handle *out, size_t max);
+
+    /* -- entity I/O (Source's outputs and inputs; the rules are in
+     *    cellapp/entity_io.h): an output holds connections, firing it
+     *    queues one event per connection, and the tick runs the events
+     *    that are due after the timers and thinks (step 2) -- */
+
+    /* Connects output `output` of the entity to input `input` of what
+     * `target` names: "!self", "!activator", "!caller", or a name (else a
+     * class of that name). `parameter` overrides the firing's (NULL or "":
+     * keep it); `delay_ms` after each firing; `times` firings (-1:
+     * unlimited). Connections travel with the entity. */
+    int (*connect)(tessera_entity *entity, const char *output, const char *target, const char *input,
+                   const char *parameter, uint32_t delay_ms, int32_t times);
+    /* Fires the output: returns the events queued. */
+    size_t (*fire_output)(tessera_entity *entity, const char *output, tessera_handle activator,
+                          tessera_handle caller, const char *parameter);
 
     /* -- the world -- */
 

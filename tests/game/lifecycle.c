@@ -8,7 +8,8 @@
  * about 200 ms, then "b" once. Think "b" destroys the entity twice and
  * checks that it still resolves and takes a write; the next tick checks
  * that its handle resolves to NULL. The destroyed hook logs each time it
- * runs: once per entity is right. */
+ * runs: once per entity is right. The created line names the entity, so
+ * that a map's spawn order can be read (test_entity_io.py). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -49,7 +50,8 @@ static void lifecycle_think_b(const tessera_cell_context *ctx, tessera_entity *e
 static void lifecycle_created(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
     const tessera_cell_api *api = ctx->api;
     (void)data;
-    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: created at %llu ms", (unsigned long long)api->now_ms(ctx->app));
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: created at %llu ms, named '%s'",
+             (unsigned long long)api->now_ms(ctx->app), api->name(e));
     int rc = api->set_think(e, "a", 100) | api->set_think(e, "b", 300) | api->set_think(e, "a", 200);
     int unknown = api->set_think(e, "c", 10);
     api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: thinks set %d, unknown %d", rc, unknown);

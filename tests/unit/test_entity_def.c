@@ -996,11 +996,13 @@ static void test_demo_entities(void **state) {
     assert_non_null(account);
     assert_non_null(avatar);
     assert_non_null(npc);
-    /* In file name order: Account, Avatar, Census, Npc. */
+    /* In file name order: Account, Avatar, Census, Door, LogicTimer, Npc,
+     * Trigger. */
     assert_int_equal(account->id, 0);
     assert_int_equal(avatar->id, 1);
     assert_int_equal(census->id, 2);
-    assert_int_equal(npc->id, 3);
+    assert_int_equal(npc->id, 5);
+    assert_int_equal(entity_def_registry_class_count(reg), 7);
     /* The Account is base-only: no cell part. */
     assert_int_equal(account->method_count[ENTITY_DEF_PART_CELL], 0);
     assert_non_null(entity_def_class_find_method(account, ENTITY_DEF_PART_BASE, "enterWorld"));

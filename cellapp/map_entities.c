@@ -1,0 +1,296 @@
+/* map_entities.c -- claims each mapped space's entities for this cellapp
+ * and spawns them (map_entities.h): the claim in Redis, reading the map's
+ * "entities", the two spawn passes, and the errors. It owns the per-space
+ * claim state (cellapp.map_claims). */
+#include "map_entities.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "cellapp.h"
+#include "entity_state_json.h"
+#include "json_file.h"
+#include "log.h"
+#include "redis_keys.h"
+
+/* Where a space's map stands on this cellapp. */
+typedef enum map_claim_state {
+    MAP_CLAIM_NONE,        /* not asked yet */
+    MAP_CLAIM_ASKING,      /* the SET NX is in flight */
+    MAP_CLAIM_OURS,        /* ours to spawn (spawned, or waiting for ids) */
+    MAP_CLAIM_DONE,        /* spawned here, or another cellapp's */
+} map_claim_state;
+
+struct cellapp_map_claim {
+    char space[SPACE_LAYOUT_NAME_MAX];
+    map_claim_state state;
+};
+
+/* One entity of the map while it spawns. */
+typedef struct map_entity {
+    const cJSON *json;
+    const entity_def_class *cls;
+    const char *name, *parent;
+    uint64_t id;                     /* once created */
+    bool spawned;
+} map_entity;
+
+/* Why an entity is skipped, for entity_state_from_json's problems. */
+typedef struct map_problem {
+    char text[256];
+} map_problem;
+
+static void map_entities_on_problem(const char *name, const char *why, void *context) {
+    map_problem *problem = context;
+    if (!problem->text[0]) snprintf(problem->text, sizeof problem->text, "key '%s': %s", name, why);
+}
+
+static const char *map_entities_string(const cJSON *object, const char *key) {
+    const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
+    return cJSON_IsString(item) ? item->valuestring : NULL;
+}
+
+/* Checks one entity: its class and keyvalues. Returns 0, or -1 with why. */
+static int map_entities_check(cellapp *app, map_entity *e, char *why, size_t why_size) {
+    const char *classname = map_entities_string(e->json, "classname");
+    e->cls = classname ? entity_def_registry_find_class(app->shared.definitions, classname) : NULL;
+    if (!classname) {
+        snprintf(why, why_size, "it has no \"classname\"");
+        return -1;
+    }
+    if (!e->cls) {
+        snprintf(why, why_size, "class '%s' is not in the entity definitions", classname);
+        return -1;
+    }
+    e->name = map_entities_string(e->json, "name");
+    e->parent = map_entities_string(e->json, "parent");
+    if (e->name && strlen(e->name) >= ENTITY_IO_NAME_MAX) {
+        snprintf(why, why_size, "its name is longer than %d bytes", ENTITY_IO_NAME_MAX - 1);
+        return -1;
+    }
+    const cJSON *origin = cJSON_GetObjectItemCaseSensitive(e->json, "origin");
+    if (origin && (!cJSON_IsArray(origin) || cJSON_GetArraySize(origin) != 3)) {
+        snprintf(why, why_size, "key 'origin' is not [x, y, z]");
+        return -1;
+    }
+    const cJSON *keyvalues = cJSON_GetObjectItemCaseSensitive(e->json, "keyvalues");
+    if (keyvalues) {
+        if (!cJSON_IsObject(keyvalues)) {
+            snprintf(why, why_size, "\"keyvalues\" is not an object");
+            return -1;
+        }
+        entity_state *scratch = entity_state_create(e->cls);
+        map_problem problem = {{0}};
+        entity_state_from_json(scratch, keyvalues, NULL, map_entities_on_problem, &problem);
+        entity_state_free(scratch);
+        if (problem.text[0]) {
+            snprintf(why, why_size, "%s", problem.text);
+            return -1;
+        }
+    }
+    const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(e->json, "outputs");
+    const cJSON *output;
+    size_t index = 0;
+    if (outputs && !cJSON_IsArray(outputs)) {
+        snprintf(why, why_size, "\"outputs\" is not an array");
+        return -1;
+    }
+    cJSON_ArrayForEach(output, outputs) {
+        const cJSON *delay = cJSON_GetObjectItemCaseSensitive(output, "delay");
+        const cJSON *times = cJSON_GetObjectItemCaseSensitive(output, "times");
+        entity_io_outputs check = {0};
+        int rc = entity_io_connect(&check, map_entities_string(output, "output"), map_entities_string(output, "target"),
+                                   map_entities_string(output, "input"), map_entities_string(output, "parameter"),
+                                   0, times && cJSON_IsNumber(times) ? (int32_t)times->valuedouble : -1);
+        entity_io_outputs_free(&check);
+        if (rc != 0 || (delay && (!cJSON_IsNumber(delay) || !(delay->valuedouble >= 0))) ||
+            (times && !cJSON_IsNumber(times))) {
+            snprintf(why, why_size, "outputs[%zu] needs \"output\", \"target\" and \"input\" names, a delay in seconds "
+                     "of 0 or more and times -1 or above 0", index);
+            return -1;
+        }
+        index++;
+    }
+    return 0;
+}
+
+/* Pass 1 for one entity: the real, its name, keyvalues and outputs. */
+static int map_entities_create(cellapp *app, cell *c, map_entity *e) {
+    uint64_t id;
+    if (id_block_take(app->ids, &id) != 0) return -1;
+    float origin[3] = {0, 0, 0};
+    const cJSON *o = cJSON_GetObjectItemCaseSensitive(e->json, "origin");
+    for (int k = 0; o && k < 3; k++) {
+        const cJSON *v = cJSON_GetArrayItem(o, k);
+        origin[k] = cJSON_IsNumber(v) ? (float)v->valuedouble : 0;
+    }
+    const cJSON *yaw = cJSON_GetObjectItemCaseSensitive(e->json, "yaw");
+    cell_entity *entity = cellapp_create_real(app, c, id, e->cls, origin[0], origin[1], origin[2],
+                                              cJSON_IsNumber(yaw) ? (float)yaw->valuedouble : 0, 0);
+    if (!entity) log_panic("map entity %" PRIu64 ": a fresh id is taken", id);
+    if (e->name) snprintf(entity->name, sizeof entity->name, "%s", e->name);
+    const cJSON *keyvalues = cJSON_GetObjectItemCaseSensitive(e->json, "keyvalues");
+    if (keyvalues) entity_state_from_json(entity->state, keyvalues, NULL, NULL, NULL);
+    const cJSON *output;
+    cJSON_ArrayForEach(output, cJSON_GetObjectItemCaseSensitive(e->json, "outputs")) {
+        const cJSON *delay = cJSON_GetObjectItemCaseSensitive(output, "delay");
+        const cJSON *times = cJSON_GetObjectItemCaseSensitive(output, "times");
+        entity_io_connect(&entity->outputs, map_entities_string(output, "output"), map_entities_string(output, "target"),
+                          map_entities_string(output, "input"), map_entities_string(output, "parameter"),
+                          delay ? (uint32_t)llround(delay->valuedouble * 1000.0) : 0,
+                          times ? (int32_t)times->valuedouble : -1);
+    }
+    e->id = id;
+    return 0;
+}
+
+/* Pass 2, parents first: an entity's created hook runs once its parent's
+ * has (a parent the map does not name is reported, and counts as none). */
+static void map_entities_spawn_order(cellapp *app, map_entity *entities, size_t count, const char *path) {
+    size_t spawned = 0;
+    while (spawned < count) {
+        size_t progress = 0;
+        for (size_t i = 0; i < count; i++) {
+            map_entity *e = &entities[i];
+            if (e->spawned || !e->id) continue;
+            bool parent_waits = false;
+            for (size_t k = 0; e->parent && k < count && !parent_waits; k++)
+                parent_waits = k != i && entities[k].name && entities[k].id && !entities[k].spawned &&
+                               strcmp(entities[k].name, e->parent) == 0;
+            if (parent_waits) continue;
+            e->spawned = true;
+            cell_entity *real = cellapp_find_entity(app, e->id);
+            if (real) game_host_created(app->game, real);
+            progress++;
+            spawned++;
+        }
+        if (progress == 0) {
+            /* A cycle of parents: the rest spawn in map order. */
+            log_warn("map %s: its entities' parents form a cycle: the rest spawn in the map's order", path);
+            for (size_t i = 0; i < count; i++)
+                if (!entities[i].spawned && entities[i].id) {
+                    entities[i].spawned = true;
+                    cell_entity *real = cellapp_find_entity(app, entities[i].id);
+                    if (real) game_host_created(app->game, real);
+                    spawned++;
+                }
+            break;
+        }
+    }
+}
+
+/* Spawns the map of `space`. Returns 0 when done, -1 to try again next
+ * tick (not enough entity ids yet). */
+static int map_entities_spawn(cellapp *app, const char *space, const char *path) {
+    cell *c = spaces_cell(app, space, true);
+    if (!c || !app->ids) return -1;
+    size_t length;
+    char problem[256];
+    char *text = json_file_read(path, &length, problem, sizeof problem);
+    cJSON *root = text ? json_file_parse(text, length, problem, sizeof problem) : NULL;
+    free(text);
+    if (!root) {
+        log_warn("map %s: %s: no entities spawned", path, problem);
+        return 0;
+    }
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(root, "entities");
+    size_t count = cJSON_IsArray(list) ? (size_t)cJSON_GetArraySize(list) : 0;
+    map_entity *entities = xcalloc(count ? count : 1, sizeof *entities);
+    size_t i = 0, skipped = 0, created = 0;
+    const cJSON *item;
+    cJSON_ArrayForEach(item, list) {
+        map_entity *e = &entities[i];
+        e->json = item;
+        char why[320];
+        if (!cJSON_IsObject(item) || map_entities_check(app, e, why, sizeof why) != 0) {
+            const char *name = cJSON_IsObject(item) ? map_entities_string(item, "name") : NULL;
+            log_warn("map %s: entity %zu%s%s%s: %s: skipped", path, i, name ? " ('" : "", name ? name : "",
+                     name ? "')" : "", cJSON_IsObject(item) ? why : "it is not an object");
+            e->cls = NULL;
+            skipped++;
+        } else if (map_entities_create(app, c, e) != 0) {
+            /* Out of ids: what was made goes; all of it again next tick. */
+            for (size_t k = 0; k < i; k++)
+                if (entities[k].id) {
+                    cell_entity *made = cellapp_find_entity(app, entities[k].id);
+                    if (made) cellapp_destroy_real(app, made);
+                }
+            id_block_refill(app->ids);
+            free(entities);
+            cJSON_Delete(root);
+            return -1;
+        } else {
+            created++;
+        }
+        i++;
+    }
+    id_block_refill(app->ids);
+    map_entities_spawn_order(app, entities, count, path);
+    log_info("map %s: %zu entities spawned in space '%s', %zu skipped", path, created, space, skipped);
+    free(entities);
+    cJSON_Delete(root);
+    return 0;
+}
+
+static void map_entities_on_claim(redis_client *redis, redisReply *reply, void *user_data) {
+    (void)redis;
+    struct map_claim_reply {
+        cellapp *app;
+        char space[SPACE_LAYOUT_NAME_MAX];
+    } *request = user_data;
+    cellapp *app = request->app;
+    for (size_t i = 0; i < app->map_claim_count; i++) {
+        struct cellapp_map_claim *claim = &app->map_claims[i];
+        if (strcmp(claim->space, request->space) != 0 || claim->state != MAP_CLAIM_ASKING) continue;
+        if (!reply || reply->type == REDIS_REPLY_ERROR) claim->state = MAP_CLAIM_NONE; /* ask again */
+        else claim->state = reply->type == REDIS_REPLY_STATUS ? MAP_CLAIM_OURS : MAP_CLAIM_DONE;
+    }
+    free(request);
+}
+
+void map_entities_tick(cellapp *app) {
+    const config_group *maps = &app->settings.maps;
+    if (!app->map_claims && maps->count) app->map_claims = xcalloc(maps->count, sizeof *app->map_claims);
+    if (!app->process_id || !app->redis) return;
+    for (size_t i = 0; i < maps->count; i++) {
+        struct cellapp_map_claim *claim = &app->map_claims[i];
+        const char *space = maps->items[i].name, *path = maps->items[i].value;
+        if (!claim->space[0]) {
+            snprintf(claim->space, sizeof claim->space, "%s", space);
+            app->map_claim_count = i + 1;
+        }
+        if (claim->state == MAP_CLAIM_OURS) {
+            if (map_entities_spawn(app, space, path) == 0) claim->state = MAP_CLAIM_DONE;
+            continue;
+        }
+        if (claim->state != MAP_CLAIM_NONE) continue;
+        /* Only a cellapp with a cell of the space claims it. */
+        cell *c = spaces_cell(app, space, false);
+        if (!c || !c->has_region) continue;
+        char key[REDIS_KEY_MAX], holder[24];
+        redis_key_space_map(key, app->settings.process.cluster_name, space);
+        snprintf(holder, sizeof holder, "%" PRIu64, app->process_id);
+        struct map_claim_reply {
+            cellapp *app;
+            char space[SPACE_LAYOUT_NAME_MAX];
+        } *request = xmalloc(sizeof *request);
+        request->app = app;
+        snprintf(request->space, sizeof request->space, "%s", space);
+        if (redis_client_command(app->redis, map_entities_on_claim, request, "SET %s %s NX", key, holder) != 0) {
+            free(request);
+            continue;
+        }
+        claim->state = MAP_CLAIM_ASKING;
+    }
+}
+
+void map_entities_free(cellapp *app) {
+    free(app->map_claims);
+    app->map_claims = NULL;
+    app->map_claim_count = 0;
+}

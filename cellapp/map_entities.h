@@ -1,0 +1,34 @@
+/* map_entities.h -- the entities a space's map lists (Source's map entity
+ * parsing), spawned once for the whole cluster.
+ *
+ * A map's "entities" array (space_map.h has the rest of the file):
+ *
+ *   { "classname": "Door", "name": "gate", "parent": "gatehouse",
+ *     "origin": [x, y, z], "yaw": 0,
+ *     "keyvalues": { "open": false },              properties, by name
+ *     "outputs": [ { "output": "OnOpened", "target": "lamp", "input": "TurnOn",
+ *                    "parameter": "", "delay": 0.5, "times": -1 } ] }
+ *
+ * For every space in the cellapp's "maps" that has a cell here, the first
+ * cellapp to claim the space's map in Redis (SET NX) spawns its entities,
+ * all of them on this cellapp (each moves to the cell that holds its
+ * origin at the end of the tick). Spawning is two passes, as in Source:
+ * every entity is created first (its class, name, keyvalues, outputs),
+ * then the game's created hooks run, parents before their children, so a
+ * child's spawn can find its parent by name.
+ *
+ * An entity of a class the definitions lack, or that the game gave no
+ * rules, or with a keyvalue that names no property or does not convert, is
+ * skipped with an error naming the map, the entity and the key; the rest
+ * still spawn, and a summary line counts what was skipped.
+ */
+#ifndef TESSERA_MAP_ENTITIES_H
+#define TESSERA_MAP_ENTITIES_H
+
+struct cellapp;
+
+/* Once a tick: claims and spawns the maps this cellapp should. */
+void map_entities_tick(struct cellapp *app);
+void map_entities_free(struct cellapp *app);
+
+#endif

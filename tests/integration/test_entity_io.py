@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""test_entity_io -- a map's entities and entity I/O on a real cluster.
+
+The demo map (demo/maps/arena.json) wires a pressure plate (Trigger, 4 m
+around (0, 12)) to the gate (Door) with a one-second delay, and the gate's
+LogicTimer closes it every ten seconds. A client walks onto the plate:
+  - the map's three entities spawn once, with nothing skipped;
+  - the plate fires OnTrigger, and the gate opens no earlier than the
+    connection's delay after it (an event never runs early), which every
+    process can see in the state dumps (Door.open, Trigger.entered);
+  - the timer's OnTimer closes the gate again.
+
+A map with mistakes (tests/maps/parents.json, under tests/game/lifecycle.c,
+whose Npc logs its created hook with the entity's name): an unknown class,
+a keyvalue that does not convert, and a key no property has are each
+reported, naming the map, the entity and the key, and skipped; the other
+two spawn, and the parent ("root", listed last) spawns before its child
+("child", listed first)."""
+import datetime
+import os
+import re
+import time
+import unittest
+
+import harness
+
+ARENA = os.path.join(harness.SOURCE_DIR, "demo", "maps", "arena.json")
+PARENTS = os.path.join(harness.SOURCE_DIR, "tests", "maps", "parents.json")
+LIFECYCLE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_lifecycle.so")
+
+
+def stamp(line):
+    """The log line's time, in seconds."""
+    text = line.split(" ", 1)[0].rstrip("Z")
+    return datetime.datetime.fromisoformat(text).timestamp()
+
+
+class EntityIo(unittest.TestCase):
+    def entity(self, cluster, cls):
+        for dump in cluster.dump_states(cluster.names("cellapp")).values():
+            for entity in dump["entities"]:
+                if entity["class"] == cls:
+                    return entity
+        return None
+
+    def test_a_plate_opens_the_gate(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
+        settings = ["cellapp.game.npc_count=0", "cellapp.maps.default=" + ARENA, "cellapp.navmesh_cell_size=1"]
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, spawn_radius=0) as cluster:
+            harness.wait_for(lambda: "3 entities spawned in space 'default', 0 skipped" in cluster.log("cellapp-1"), 20,
+                             "the map's entities")
+            self.assertEqual(self.entity(cluster, "Door")["properties"]["open"], False)
+            sock, reply = harness.login(cluster.login, "walker", "pw")
+            self.addCleanup(sock.close)
+            time.sleep(1.0)  # its cell part made (the moves before that are its base's to drop)
+            for step in range(1, 13):  # onto the plate, a metre a tenth of a second
+                sock.sendall(harness.frame(harness.msg_move(0, 0, float(step), 0, step)))
+                time.sleep(0.1)
+            harness.wait_for(lambda: "the door opens" in cluster.log("cellapp-1"), 10, "the gate to open")
+            log = cluster.log("cellapp-1").splitlines()
+            fired = [l for l in log if "fires OnTrigger" in l]
+            opened = [l for l in log if "the door opens" in l]
+            self.assertTrue(fired and opened, log[-20:])
+            self.assertGreaterEqual(stamp(opened[0]) - stamp(fired[0]), 0.95, (fired[0], opened[0]))
+            door, plate = self.entity(cluster, "Door"), self.entity(cluster, "Trigger")
+            self.assertEqual(door["properties"]["open"], True)
+            self.assertGreaterEqual(door["properties"]["opened_count"], 1)
+            self.assertGreaterEqual(plate["properties"]["entered"], 1)
+            harness.wait_for(lambda: "the door closes" in cluster.log("cellapp-1"), 15, "the timer to close the gate")
+            self.assertTrue(cluster.all_alive())
+
+    def test_a_broken_map_spawns_the_rest_parents_first(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, LIFECYCLE)
+        settings = ["cellapp.game_module=" + LIFECYCLE, "cellapp.maps.default=" + PARENTS,
+                    "cellapp.navmesh_cell_size=1"]
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings) as cluster:
+            harness.wait_for(lambda: "2 entities spawned in space 'default', 3 skipped" in cluster.log("cellapp-1"),
+                             20, "the map's summary")
+            log = cluster.log("cellapp-1")
+            self.assertRegex(log, r"parents\.json: entity 1 \('smaug'\): class 'Dragon' is not in the entity "
+                                  r"definitions: skipped")
+            self.assertRegex(log, r"parents\.json: entity 2 \('moody'\): key 'mood': .*: skipped")
+            self.assertRegex(log, r"parents\.json: entity 3 \('nosy'\): key 'nose': .*: skipped")
+            created = re.findall(r"lifecycle: created at \d+ ms, named '(\w+)'", log)
+            self.assertEqual(created, ["root", "child"], log[-3000:])
+            self.assertTrue(cluster.all_alive())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
