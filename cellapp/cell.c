@@ -115,6 +115,7 @@ void cell_free(cell *c) {
     free(c->entity_id_of);
     free(c->chained);
     free(c->doomed);
+    free(c->view_events);
     free(c);
 }
 
@@ -304,6 +305,14 @@ int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t
     }
     entity->traps[entity->trap_count++] = (cell_trap){watcher, controller_id, tag, radius, binding};
     return 0;
+}
+
+void cell_note_view(cell *c, uint64_t owner_id, uint64_t other_id, bool entered) {
+    if (c->view_event_count == c->view_event_capacity) {
+        c->view_event_capacity = c->view_event_capacity ? c->view_event_capacity * 2 : 64;
+        c->view_events = xrealloc(c->view_events, c->view_event_capacity * sizeof *c->view_events);
+    }
+    c->view_events[c->view_event_count++] = (struct cell_view_event){owner_id, other_id, entered};
 }
 
 void cell_doom(cell *c, cell_entity *entity) {

@@ -474,6 +474,17 @@ void cellapp_tick(cellapp *app) {
         cell_pack(c);
         cellapp_witnesses(app, c);
     }
+    /* The game hears of this tick's view changes once every witness has
+     * written its stream. */
+    cursor = 0;
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+        for (size_t i = 0; i < c->view_event_count; i++) {
+            cell_entity *owner = cell_find(c, c->view_events[i].owner_id);
+            if (owner && owner->kind == CELL_ENTITY_REAL)
+                game_host_view(app->game, owner, c->view_events[i].other_id, c->view_events[i].entered);
+        }
+        c->view_event_count = 0;
+    }
     /* The end of the tick for what game code destroyed: each goes now, its
      * destroyed hook told once; witnesses see it leave at the next flush. */
     cursor = 0;

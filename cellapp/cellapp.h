@@ -235,6 +235,8 @@ typedef struct cell_shared {
     /* What a cell tells its cellapp: a trap of `owner` saw `visitor` step
      * in or out. */
     void (*on_trap)(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered);
+    /* The game listens to views entering and leaving (cell_note_view). */
+    bool report_views;
     void *host;
 } cell_shared;
 
@@ -266,6 +268,13 @@ struct cell {
     size_t chained_count, chained_capacity;
     uint64_t *doomed;                /* ids of the reals to destroy at the end of this tick (cell_doom) */
     size_t doomed_count, doomed_capacity;
+    /* This tick's enters and leaves of the witnesses' views, for the game
+     * once every witness is done (cell_note_view). */
+    struct cell_view_event {
+        uint64_t owner_id, other_id;
+        bool entered;
+    } *view_events;
+    size_t view_event_count, view_event_capacity;
 };
 
 /* A cell of space `layout` (its bounds, 3D flag; the region it owns, if
@@ -308,6 +317,9 @@ bool cell_in_bounds(const cell *c, float x, float y, float z);
  * (ids, after a move between cellapps; NULL: empty). Returns 0 or -1. */
 int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, float radius,
                   const uint64_t *members, size_t member_count);
+/* Notes that `other_id` entered (or left) the view of `owner_id`'s
+ * witness, for the game's view hooks after the witnesses' pass. */
+void cell_note_view(cell *c, uint64_t owner_id, uint64_t other_id, bool entered);
 /* Marks a real for destruction at the end of the tick (idempotent); it
  * stays in the cell and resolves until cellapp_tick reaps it. */
 void cell_doom(cell *c, cell_entity *entity);

@@ -1125,6 +1125,22 @@ void game_host_witness(game_host *host, cell_entity *entity, bool got) {
         GAME_HOST_CALL(host, entity, lost_witness);
 }
 
+void game_host_view(game_host *host, cell_entity *owner, uint64_t other_id, bool entered) {
+    if (entered) {
+        cell_entity *other = cellapp_find_entity(host->app, other_id);
+        if (other) GAME_HOST_CALL(host, owner, entered_view, game_host_entity_handle(other));
+    } else {
+        GAME_HOST_CALL(host, owner, left_view, other_id);
+    }
+}
+
+bool game_host_wants_views(const game_host *host) {
+    for (size_t i = 0; host && i < host->class_count; i++)
+        if (host->classes[i].registered && (host->classes[i].hooks.entered_view || host->classes[i].hooks.left_view))
+            return true;
+    return false;
+}
+
 void game_host_trap(game_host *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered) {
     if (entered)
         GAME_HOST_CALL(host, owner, entered_trap, tag, game_host_entity_handle(visitor));

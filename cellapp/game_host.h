@@ -47,6 +47,10 @@ void game_host_arrived(game_host *host, struct cell_entity *entity);
 void game_host_teleported(game_host *host, struct cell_entity *entity, bool space_changed);
 void game_host_moved(game_host *host, struct cell_entity *entity, double metres);
 void game_host_witness(game_host *host, struct cell_entity *entity, bool got);
+/* `other_id` entered (or left) the view of real `owner`'s client. */
+void game_host_view(game_host *host, struct cell_entity *owner, uint64_t other_id, bool entered);
+/* Whether any class has a view hook (so that witnesses report views). */
+bool game_host_wants_views(const game_host *host);
 void game_host_trap(game_host *host, struct cell_entity *owner, uint32_t tag, struct cell_entity *visitor,
                     bool entered);
 /* An entity_timer_callback (entity_timer.h); context is the cellapp. */

@@ -451,6 +451,7 @@ int main(int argc, char **argv) {
         entity_def_registry_free(app.shared.definitions);
         return 1;
     }
+    app.shared.report_views = game_host_wants_views(app.game);
     if (cellapp_load_navmeshes(&app, err, sizeof err) != 0) {
         fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
         cellapp_free_navmeshes(&app);

@@ -485,6 +485,7 @@ static bool witness_enter(witness *view, cell *c, cell_entity *entity, float dis
     replication_span span = replication_entity_span(c->shared->replication, &entity->replication,
                                                     replication_audience_for(is_owner, slot->detail), true);
     witness_offer(view, alias, distance, (uint32_t)(span.bits / 8) + 2 + WITNESS_MOVE_ESTIMATE, true);
+    if (c->shared->report_views && !is_owner) cell_note_view(c, view->owner_id, entity->id, true);
     return true;
 }
 
@@ -651,6 +652,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
         size_t bits = replication_append_leave(w, alias, view->alias_bits);
         witness_offer(view, alias, 0, (uint32_t)((bits + 7) / 8), true);
         records++;
+        if (c->shared->report_views) cell_note_view(c, view->owner_id, view->left[i], false);
     }
     view->left_count = 0;
 

@@ -190,6 +190,11 @@ typedef struct tessera_cell_hooks {
     void (*teleported)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, bool space_changed);
     /* Its client's moves were applied this tick: `metres` in all. */
     void (*moved)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, double metres);
+    /* Its client's view gained `other` (it will be sent its ENTER), or lost
+     * the entity `other` (its LEAVE went out). Run once every witness of
+     * the tick has written its stream (after step 6). */
+    void (*entered_view)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_entity *other);
+    void (*left_view)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_handle other);
     /* It got a client's view (a witness), or lost it. */
     void (*got_witness)(const tessera_cell_context *ctx, tessera_entity *entity, void *data);
     void (*lost_witness)(const tessera_cell_context *ctx, tessera_entity *entity, void *data);

@@ -8,7 +8,8 @@
  * about 200 ms, then "b" once. Think "b" destroys the entity twice and
  * checks that it still resolves and takes a write; the next tick checks
  * that its handle resolves to NULL. The destroyed hook logs each time it
- * runs: once per entity is right. The created line names the entity, so
+ * runs: once per entity is right. An Avatar logs what enters and leaves
+ * its client's view. The created line names the entity, so
  * that a map's spawn order can be read (test_entity_io.py). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,19 @@ static void lifecycle_destroyed(const tessera_cell_context *ctx, tessera_entity 
     ctx->api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: destroyed hook");
 }
 
+/* Views: an Avatar's client gains or loses an entity. */
+static void lifecycle_entered_view(const tessera_cell_context *ctx, tessera_entity *e, void *data,
+                                   tessera_entity *other) {
+    (void)data;
+    ctx->api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: sees %llu (%s)",
+                  (unsigned long long)ctx->api->handle(other), ctx->api->class_name(other));
+}
+
+static void lifecycle_left_view(const tessera_cell_context *ctx, tessera_entity *e, void *data, tessera_handle other) {
+    (void)data;
+    ctx->api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: no longer sees %llu", (unsigned long long)other);
+}
+
 static void lifecycle_tick(const tessera_cell_context *ctx) {
     lifecycle *g = ctx->game;
     const tessera_cell_api *api = ctx->api;
@@ -87,6 +101,8 @@ static int lifecycle_cell_init(tessera_cellapp *app, const tessera_cell_api *api
     g->npc = api->register_class(app, "Npc", &hooks, 0, NULL, 0);
     if (!g->npc) return -1;
     g->visitors = api->property_id(g->npc, "visitors");
+    tessera_cell_hooks avatar = {.entered_view = lifecycle_entered_view, .left_view = lifecycle_left_view};
+    if (!api->register_class(app, "Avatar", &avatar, 0, NULL, 0)) return -1;
     if (api->register_think(app, g->npc, "a", lifecycle_think_a) != 0 ||
         api->register_think(app, g->npc, "b", lifecycle_think_b) != 0 ||
         api->register_think(app, g->npc, "a", lifecycle_think_a) == 0) /* a name is taken once */

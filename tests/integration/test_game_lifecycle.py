@@ -13,6 +13,9 @@ Two Npcs are spawned; each schedules think "a" (100 ms), think "b"
     still resolves and takes a property write for the rest of the tick;
   - the destroyed hook runs exactly once per entity, and a tick later the
     handle resolves to nothing;
+  - two players logged in side by side each see the other enter their
+    view (the entered_view hook), and when one logs out the other's
+    left_view names it, once;
   - the cellapp stays up.
 """
 import os
@@ -27,7 +30,8 @@ MODULE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_lifecycle.so")
 class GameLifecycle(unittest.TestCase):
     def test_thinks_and_deferred_deletion(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, MODULE)
-        with harness.Cluster(baseapps=1, cellapps=1, extra_set=["cellapp.game_module=" + MODULE]) as cluster:
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=["cellapp.game_module=" + MODULE,
+                                                                "baseapp.client_detached_grace_ms=0"]) as cluster:
             def lines():
                 return [l for l in cluster.log("cellapp-1").splitlines() if "lifecycle:" in l]
 
@@ -51,6 +55,18 @@ class GameLifecycle(unittest.TestCase):
                 later = [l for l in text if "entity %d a tick later" % entity in l]
                 self.assertEqual(len(later), 1, text)
                 self.assertTrue(later[0].endswith("resolves no"), later)
+            # Views.
+            a_sock, a = harness.login(cluster.login, "viewer-a", "pw")
+            b_sock, b = harness.login(cluster.login, "viewer-b", "pw")
+            self.addCleanup(a_sock.close)
+            alice, bob = a["entity_id"], b["entity_id"]
+            harness.wait_for(lambda: "entity %d (Avatar): lifecycle: sees %d (Avatar)" % (alice, bob) in
+                             cluster.log("cellapp-1") and "entity %d (Avatar): lifecycle: sees %d (Avatar)" % (bob, alice)
+                             in cluster.log("cellapp-1"), 10, "each to see the other")
+            b_sock.close()
+            gone = "entity %d (Avatar): lifecycle: no longer sees %d" % (alice, bob)
+            harness.wait_for(lambda: gone in cluster.log("cellapp-1"), 40, "alice's view to lose bob")
+            self.assertEqual(cluster.log("cellapp-1").count(gone), 1)
             self.assertTrue(cluster.all_alive())
 
 
