@@ -454,10 +454,12 @@ void cellapp_tick(cellapp *app) {
     map_entities_tick(app);
     size_t cursor = 0;
     cell *c;
+    game_host_before_thinks(app->game);
     while ((c = spaces_next_cell(app, &cursor)) != NULL)
         entity_timers_run(c->timers, started, c, cell_find, game_host_timer, app);
     /* Entity I/O: the events that are due, after the thinks and timers. */
     if (app->io) entity_io_service(app->io, started / 1000, game_host_io_deliver, app);
+    game_host_after_thinks(app->game);
     cursor = 0;
     while ((c = spaces_next_cell(app, &cursor)) != NULL) {
         cell_message_tick(app, c);

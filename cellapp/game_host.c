@@ -31,6 +31,7 @@
 
 #define GAME_HOST_MAX_THINKS 16
 #define GAME_HOST_MAX_INPUTS 32
+#define GAME_HOST_MAX_SYSTEMS 16
 /* A pending think is a timer with this tag plus its index. */
 #define GAME_HOST_THINK_TAG TESSERA_TIMER_TAG_LIMIT
 
@@ -76,6 +77,9 @@ struct game_host {
     tessera_class *classes;          /* by entity_def_class id */
     size_t class_count;
     id_map names;                    /* hash of a name -> game_host_named */
+    tessera_system systems[GAME_HOST_MAX_SYSTEMS];
+    char system_names[GAME_HOST_MAX_SYSTEMS][48];
+    size_t system_count, systems_started;
 };
 
 static tessera_cellapp *game_host_app_handle(cellapp *app) { return (tessera_cellapp *)(void *)app; }
@@ -278,6 +282,18 @@ static int game_api_register_think(tessera_cellapp *handle, tessera_class *cls, 
     struct game_host_think *slot = &cls->thinks[cls->think_count++];
     snprintf(slot->name, sizeof slot->name, "%s", name);
     slot->think = think;
+    return 0;
+}
+
+static int game_api_register_system(tessera_cellapp *handle, const tessera_system *system) {
+    game_host *host = game_host_app_of(handle)->game_loading;
+    if (!host || !host->initialising || !system || !system->name || !system->name[0] ||
+        host->system_count == GAME_HOST_MAX_SYSTEMS)
+        return -1;
+    size_t i = host->system_count++;
+    host->systems[i] = *system;
+    snprintf(host->system_names[i], sizeof host->system_names[i], "%s", system->name);
+    host->systems[i].name = host->system_names[i];
     return 0;
 }
 
@@ -924,6 +940,7 @@ static const tessera_cell_api game_host_api = {
     .set_tick = game_api_set_tick,
     .register_think = game_api_register_think,
     .register_input = game_api_register_input,
+    .register_system = game_api_register_system,
     .setting_number = game_api_setting_number,
     .find_class = game_api_find_class,
     .property_id = game_api_property_id,
@@ -1006,6 +1023,15 @@ static game_host *game_host_new(cellapp *app, const char *path, const config_gro
     return host;
 }
 
+/* Stops the started systems, last first. */
+static void game_host_stop_systems(game_host *host) {
+    while (host->systems_started > 0) {
+        const tessera_system *system = &host->systems[--host->systems_started];
+        if (system->shutdown) system->shutdown(&host->context);
+        log_info("game system '%s' stopped", system->name);
+    }
+}
+
 static void game_host_release(game_host *host) {
     for (size_t i = 0; i < host->class_count; i++) {
         tessera_class *cls = &host->classes[i];
@@ -1052,14 +1078,30 @@ game_host *game_host_load(cellapp *app, const char *path, const config_group *se
             return NULL;
         }
     }
+    /* Its systems, in order; one that fails stops the start. */
+    for (size_t i = 0; i < host->system_count; i++) {
+        const tessera_system *system = &host->systems[i];
+        if (system->init && system->init(&host->context) != 0) {
+            snprintf(err, errlen, "game_module '%s' (%s): game system '%s' failed to start", path,
+                     game_module_name(module), system->name);
+            game_host_stop_systems(host);
+            if (module->cell_shutdown) module->cell_shutdown(game_host_app_handle(app), host->game);
+            game_host_release(host);
+            return NULL;
+        }
+        host->systems_started = i + 1;
+        log_info("game system '%s' started", system->name);
+    }
     size_t registered = 0;
     for (size_t i = 0; i < host->class_count; i++) registered += host->classes[i].registered;
-    log_info("game module '%s' loaded from %s: %zu classes with rules", game_module_name(module), path, registered);
+    log_info("game module '%s' loaded from %s: %zu classes with rules, %zu systems", game_module_name(module), path,
+             registered, host->system_count);
     return host;
 }
 
 void game_host_free(game_host *host) {
     if (!host) return;
+    game_host_stop_systems(host);
     if (host->module && host->module->cell_shutdown)
         host->module->cell_shutdown(game_host_app_handle(host->app), host->game);
     game_host_release(host);
@@ -1088,6 +1130,16 @@ static const tessera_cell_hooks *game_host_hooks(game_host *host, const cell_ent
 
 void game_host_tick(game_host *host) {
     if (host && host->tick) host->tick(&host->context);
+}
+
+void game_host_before_thinks(game_host *host) {
+    for (size_t i = 0; host && i < host->systems_started; i++)
+        if (host->systems[i].before_thinks) host->systems[i].before_thinks(&host->context);
+}
+
+void game_host_after_thinks(game_host *host) {
+    for (size_t i = 0; host && i < host->systems_started; i++)
+        if (host->systems[i].after_thinks) host->systems[i].after_thinks(&host->context);
 }
 
 void game_host_created(game_host *host, cell_entity *entity) {

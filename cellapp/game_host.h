@@ -40,6 +40,9 @@ const char *game_host_name(const game_host *host);
 /* ---- events (reals only; each hook is optional) ---------------------------- */
 
 void game_host_tick(game_host *host);
+/* The game systems' per-tick hooks, in their order. */
+void game_host_before_thinks(game_host *host);
+void game_host_after_thinks(game_host *host);
 void game_host_created(game_host *host, struct cell_entity *entity);
 void game_host_destroyed(game_host *host, struct cell_entity *entity);
 void game_host_leaving(game_host *host, struct cell_entity *entity);

@@ -252,6 +252,20 @@ typedef struct tessera_value {
 typedef void (*tessera_cell_input)(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
                                    tessera_handle activator, tessera_handle caller, const tessera_value *value);
 
+/* A game system (Source's IGameSystem): a part of the game with a start,
+ * an end and per-tick work of its own (a weather system, a quest book).
+ * Systems start in the order they were registered, once cell_init has
+ * returned, and stop in the reverse order; one whose init fails stops the
+ * cellapp from starting, naming it (the ones already started are stopped
+ * first). Each hook may be NULL. */
+typedef struct tessera_system {
+    const char *name;
+    int (*init)(const tessera_cell_context *ctx);
+    void (*shutdown)(const tessera_cell_context *ctx);
+    void (*before_thinks)(const tessera_cell_context *ctx); /* each tick, before the timers and thinks (step 2) */
+    void (*after_thinks)(const tessera_cell_context *ctx);  /* each tick, after them and the I/O events */
+} tessera_system;
+
 /* Called once per tick, before timers and messages, for the game as a
  * whole (spawning, world rules). */
 typedef void (*tessera_cell_tick)(const tessera_cell_context *ctx);
@@ -305,6 +319,9 @@ struct tessera_cell_api {
      * 32 per class). -1 if taken or full. */
     int (*register_input)(tessera_cellapp *app, tessera_class *cls, const char *name, tessera_field_type type,
                           tessera_cell_input input);
+    /* Registers a game system (copied; at most 16). -1 without a name, or
+     * when full. */
+    int (*register_system)(tessera_cellapp *app, const tessera_system *system);
     /* The game's tick (NULL: none). */
     void (*set_tick)(tessera_cellapp *app, tessera_cell_tick tick);
 

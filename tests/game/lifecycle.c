@@ -13,10 +13,20 @@
  * that a map's spawn order can be read (test_entity_io.py). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <tessera/game.h>
 
+/* Three game systems, "first", "second" and "third", that log their start,
+ * their stop and their first tick's hooks; the game setting fail_system
+ * (1 .. 3) makes that one's start fail. */
+typedef struct lifecycle_system_state {
+    bool before_logged, after_logged;
+} lifecycle_system_state;
+
 typedef struct lifecycle {
+    lifecycle_system_state systems[3];
+    int fail_system;
     tessera_class *npc;
     int visitors;                   /* a cell-private property to write */
     int spawned;
@@ -93,6 +103,38 @@ static void lifecycle_tick(const tessera_cell_context *ctx) {
     }
 }
 
+static int lifecycle_system_index(const char *name) {
+    return strcmp(name, "first") == 0 ? 0 : strcmp(name, "second") == 0 ? 1 : 2;
+}
+
+#define LIFECYCLE_SYSTEM(NAME)                                                                                  \
+    static int lifecycle_##NAME##_init(const tessera_cell_context *ctx) {                                       \
+        lifecycle *g = ctx->game;                                                                               \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " init");                    \
+        return g->fail_system == lifecycle_system_index(#NAME) + 1 ? -1 : 0;                                    \
+    }                                                                                                           \
+    static void lifecycle_##NAME##_shutdown(const tessera_cell_context *ctx) {                                  \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " shutdown");                \
+    }                                                                                                           \
+    static void lifecycle_##NAME##_before(const tessera_cell_context *ctx) {                                    \
+        lifecycle *g = ctx->game;                                                                               \
+        if (g->systems[lifecycle_system_index(#NAME)].before_logged) return;                                   \
+        g->systems[lifecycle_system_index(#NAME)].before_logged = true;                                        \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " before thinks");           \
+    }                                                                                                           \
+    static void lifecycle_##NAME##_after(const tessera_cell_context *ctx) {                                     \
+        lifecycle *g = ctx->game;                                                                               \
+        if (g->systems[lifecycle_system_index(#NAME)].after_logged) return;                                    \
+        g->systems[lifecycle_system_index(#NAME)].after_logged = true;                                         \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " after thinks");            \
+    }                                                                                                           \
+    static const tessera_system lifecycle_##NAME##_system = {#NAME, lifecycle_##NAME##_init,                    \
+                                                             lifecycle_##NAME##_shutdown, lifecycle_##NAME##_before, \
+                                                             lifecycle_##NAME##_after};
+LIFECYCLE_SYSTEM(first)
+LIFECYCLE_SYSTEM(second)
+LIFECYCLE_SYSTEM(third)
+
 static int lifecycle_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **game) {
     lifecycle *g = calloc(1, sizeof *g);
     if (!g) return -1;
@@ -106,6 +148,11 @@ static int lifecycle_cell_init(tessera_cellapp *app, const tessera_cell_api *api
     if (api->register_think(app, g->npc, "a", lifecycle_think_a) != 0 ||
         api->register_think(app, g->npc, "b", lifecycle_think_b) != 0 ||
         api->register_think(app, g->npc, "a", lifecycle_think_a) == 0) /* a name is taken once */
+        return -1;
+    g->fail_system = (int)api->setting_number(app, "fail_system", 0);
+    if (api->register_system(app, &lifecycle_first_system) != 0 ||
+        api->register_system(app, &lifecycle_second_system) != 0 ||
+        api->register_system(app, &lifecycle_third_system) != 0)
         return -1;
     api->set_tick(app, lifecycle_tick);
     return 0;

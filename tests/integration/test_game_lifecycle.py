@@ -16,10 +16,18 @@ Two Npcs are spawned; each schedules think "a" (100 ms), think "b"
   - two players logged in side by side each see the other enter their
     view (the entered_view hook), and when one logs out the other's
     left_view names it, once;
+  - its three game systems start in order, run their per-tick hooks in
+    order (before the thinks, then after them), and stop in the reverse
+    order when the cellapp stops;
+  - a system whose start fails stops the cellapp from starting, naming
+    the system, after stopping the ones already started;
   - the cellapp stays up.
 """
+import json
 import os
 import re
+import shutil
+import tempfile
 import unittest
 
 import harness
@@ -68,6 +76,33 @@ class GameLifecycle(unittest.TestCase):
             harness.wait_for(lambda: gone in cluster.log("cellapp-1"), 40, "alice's view to lose bob")
             self.assertEqual(cluster.log("cellapp-1").count(gone), 1)
             self.assertTrue(cluster.all_alive())
+            cluster.stop()
+            systems = [l.split("lifecycle: system ", 1)[1] for l in cluster.log("cellapp-1").splitlines()
+                       if "lifecycle: system " in l]
+            self.assertEqual(systems[:3], ["first init", "second init", "third init"], systems)
+            self.assertEqual(systems[3:9], ["first before thinks", "second before thinks", "third before thinks",
+                                            "first after thinks", "second after thinks", "third after thinks"],
+                             systems)
+            self.assertEqual(systems[-3:], ["third shutdown", "second shutdown", "first shutdown"], systems)
+
+    def test_a_system_that_fails_to_start(self):
+        harness.require_binaries(harness.CELLAPP_BIN, MODULE)
+        tmp = tempfile.mkdtemp(prefix="tessera-systems-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        closed_port, internal_port = harness.free_ports(2)
+        path = os.path.join(tmp, "cellapp.json")
+        with open(path, "w") as f:
+            json.dump({"redis_host": "127.0.0.1", "redis_port": closed_port, "internal_host": "127.0.0.1",
+                       "internal_port": internal_port,
+                       "entity_definitions": os.path.join(harness.SOURCE_DIR, "demo", "entities"),
+                       "game_module": MODULE, "game": {"fail_system": 2}}, f)
+        rc, out, err, took = harness.run_with_timeout([harness.CELLAPP_BIN, "--config", path], 20)
+        self.assertIsNotNone(rc, err)
+        self.assertNotEqual(rc, 0, err)
+        self.assertIn("game system 'second' failed to start", err)
+        self.assertEqual(harness.sanitizer_report(err), "", err)
+        started = [l.split("lifecycle: system ", 1)[1] for l in (out + err).splitlines() if "lifecycle: system " in l]
+        self.assertEqual(started, ["first init", "second init", "first shutdown"], out + err)
 
 
 if __name__ == "__main__":

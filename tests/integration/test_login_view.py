@@ -29,7 +29,8 @@ class LoginView(unittest.TestCase):
             # Every bot received the game's entity definitions at login, the
             # same ones, checked against their digest by the SDK.
             self.assertRegex(report.get("definitions_digest", ""), r"^[0-9a-f]{64}$", text)
-            self.assertEqual(report.get("definition_classes"), 4, text)  # Account, Avatar, Census, Npc
+            # Account, Avatar, Census, Door, LogicTimer, Npc, Trigger
+            self.assertEqual(report.get("definition_classes"), 7, text)
             self.assertEqual(report.get("definitions_differ"), 0, text)
             self.assertTrue(cluster.all_alive(), "a process died:\n" + json.dumps(cluster.status(), indent=2))
 
