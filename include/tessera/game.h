@@ -16,7 +16,9 @@
  * own, described by a field table so that the engine can carry it along
  * when the entity moves to another cellapp.
  *
- * A module in five steps (demo/game/demo_cell.c is the full example):
+ * A module in five steps (demo/game/ is the full example: demo.c, the cell
+ * rules in demo_cell.c and demo_world.c, the base rules in demo_base.c;
+ * demo/README.md walks through adding a class):
  *
  *     #include <tessera/game.h>
  *
@@ -26,7 +28,8 @@
  *     };
  *
  *     static void guard_created(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
- *         guard *g = data;
+ *         guard *g = data;                              // zeroed by the engine
+ *         g->alarms = 0;
  *         ctx->api->add_timer(e, 1000, 1000, 1, 0);     // the timer hook, every second
  *     }
  *
@@ -50,10 +53,11 @@
  *     entity's 64-bit id, never reused in a cluster. api->resolve turns one
  *     back into a pointer, or NULL once the entity is destroyed or is no
  *     longer on this cellapp (it moved away: its new cellapp runs it now).
- *   - Everything an entity is must be in its properties, timers, traps and
- *     its saved fields: an entity may leave for another cellapp at the end
- *     of any tick, and only those travel. The game keeps no per-entity
- *     state of its own beside them.
+ *   - Everything an entity is must be in what the engine keeps for it: its
+ *     properties, timers and thinks, traps, controllers, name and output
+ *     connections, and its per-entity data (the field table). An entity
+ *     may leave for another cellapp at the end of any tick, and only those
+ *     travel. The game keeps no per-entity state of its own beside them.
  *   - A ghost (a read-only copy of an entity whose real is on another
  *     cell) can be read, not written: setters and timers refuse it.
  *   - Hooks run on the process's one thread; they must not block.
