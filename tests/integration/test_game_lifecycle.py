@@ -38,8 +38,9 @@ MODULE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_lifecycle.so")
 class GameLifecycle(unittest.TestCase):
     def test_thinks_and_deferred_deletion(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, MODULE)
-        with harness.Cluster(baseapps=1, cellapps=1, extra_set=["cellapp.game_module=" + MODULE,
-                                                                "baseapp.client_detached_grace_ms=0"]) as cluster:
+        # Side by side: the two players must spawn in each other's view.
+        settings = ["cellapp.game_module=" + MODULE, "baseapp.client_detached_grace_ms=0"]
+        with harness.Cluster(baseapps=1, cellapps=1, spawn_radius=5, extra_set=settings) as cluster:
             def lines():
                 return [l for l in cluster.log("cellapp-1").splitlines() if "lifecycle:" in l]
 
