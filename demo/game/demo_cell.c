@@ -301,7 +301,8 @@ static void demo_cast_spell(const tessera_cell_context *ctx, tessera_entity *cas
         snprintf(note, sizeof note, "spell %llu at tick %u", (unsigned long long)spell_id, api->tick(caster));
         api->set_string(caster, g->avatar_secret_note, 0, note, strlen(note));
     }
-    if (!target || target == caster) return;
+    /* Avatars and guards take damage; doors, plates and timers do not. */
+    if (!target || target == caster || (api->class_of(target) != g->avatar && api->class_of(target) != g->npc)) return;
     tessera_args *damage = api->args_create(api->class_of(target), TESSERA_PART_CELL, "takeDamage");
     if (!damage) return;
     api->args->set_int(damage, 0, (int64_t)(spell_id % 20) + 1);
