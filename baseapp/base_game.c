@@ -66,10 +66,12 @@ static proxy *base_game_live(tessera_base *base) {
 }
 
 /* After game code ran on `handle`'s base: what it set of its
- * BASE_AND_CLIENT properties goes to its client. */
+ * BASE_AND_CLIENT properties goes to its client, once the client is in
+ * the world (before that, the login sends them all). */
 static void base_game_flush(baseapp *app, entity_handle handle) {
     proxy *player = entity_list_get(app->proxies, handle);
-    if (player) base_entity_send_properties(player, false);
+    if (player && player->link && player->link->state == CLIENT_LINK_IN_WORLD)
+        base_entity_send_properties(player, false);
 }
 
 /* ---- registration ------------------------------------------------------------------ */
