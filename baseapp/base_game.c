@@ -21,8 +21,10 @@
 
 #include <tessera/game.h>
 
+#include "base_event.h"
 #include "baseapp.h"
 #include "game_args.h"
+#include "game_event.h"
 #include "game_module.h"
 #include "log.h"
 #include "method_call.h"
@@ -45,6 +47,7 @@ struct base_game {
     const config_group *settings;
     tessera_base_class *classes;     /* by entity_def_class id */
     size_t class_count;
+    game_event_listeners listeners;
 };
 
 static tessera_baseapp *base_game_app_handle(baseapp *app) { return (tessera_baseapp *)(void *)app; }
@@ -417,6 +420,93 @@ static void base_api_log(tessera_baseapp *handle, tessera_log_level level, const
     va_end(args);
 }
 
+/* ---- game events ------------------------------------------------------------------------------ */
+
+static tessera_args *base_api_event_args_create(tessera_baseapp *handle, const char *name) {
+    const entity_def_method *event = game_event_find(base_game_app_of(handle)->definitions, name, "baseapp");
+    return event ? game_args_of(method_call_args_create(event)) : NULL;
+}
+
+static int base_api_listen_event(tessera_baseapp *handle, const char *name, tessera_base_event_listener listener,
+                                 void *user_data) {
+    baseapp *app = base_game_app_of(handle);
+    base_game *game = base_game_of(app);
+    const entity_def_method *event = game_event_find(app->definitions, name, "baseapp");
+    if (!game || !event || !listener) return -1;
+    return game_event_listen(&game->listeners, event, (void (*)(void))listener, user_data);
+}
+
+void base_game_event_heard(base_game *game, const entity_def_method *event, uint64_t source_id,
+                           const entity_state *fields) {
+    if (!game) return;
+    game->listeners.depth++;
+    for (size_t i = 0; i < game->listeners.count; i++) {
+        const game_event_listener *entry = &game->listeners.entries[i];
+        if (entry->event_id != event->id) continue;
+        ((tessera_base_event_listener)entry->function)(&game->context, event->name, source_id,
+                                                       (const tessera_args *)(const void *)fields, entry->user_data);
+    }
+    game->listeners.depth--;
+}
+
+/* The event and its fields, checked; NULL (logged) when refused. */
+static entity_state *base_game_event_checks(baseapp *app, const char *name, const tessera_args *fields,
+                                            const entity_def_method **event, entity_state **owned) {
+    *owned = NULL;
+    *event = game_event_find(app->definitions, name, "baseapp");
+    if (!*event || !app->game) return NULL;
+    if (app->game->listeners.depth >= GAME_EVENT_MAX_DEPTH) {
+        log_warn("game: event '%s' fired %d deep inside event listeners: refused (a loop of events?)", name,
+                 GAME_EVENT_MAX_DEPTH);
+        return NULL;
+    }
+    return game_event_fields(*event, fields, owned);
+}
+
+static int base_api_fire_event(tessera_baseapp *handle, tessera_base *source, const char *name,
+                               const tessera_args *fields, tessera_event_scope scope) {
+    baseapp *app = base_game_app_of(handle);
+    if (scope != TESSERA_EVENT_SERVER && scope != TESSERA_EVENT_EVERYONE) {
+        log_warn("game: event '%s' fired from a base to a scope other than SERVER or EVERYONE (%d): refused",
+                 name ? name : "(null)", (int)scope);
+        return -1;
+    }
+    const entity_def_method *event;
+    entity_state *owned;
+    entity_state *state = base_game_event_checks(app, name, fields, &event, &owned);
+    if (!state) return -1;
+    uint64_t source_id = source ? base_game_proxy_of(source)->entity_id : 0;
+    base_game_event_heard(app->game, event, source_id, state);
+    if (scope == TESSERA_EVENT_EVERYONE) {
+        Tessera__Client__GameEvent coded;
+        game_event_encode(event, source_id, state, &coded);
+        base_event_fire_everyone(app, &coded);
+        free(coded.args.data);
+    }
+    entity_state_free(owned);
+    return 0;
+}
+
+static int base_api_send_event(tessera_base *base, const char *name, const tessera_args *fields) {
+    proxy *player = base_game_live(base);
+    if (!player) return -1;
+    baseapp *app = player->app;
+    const entity_def_method *event;
+    entity_state *owned;
+    entity_state *state = base_game_event_checks(app, name, fields, &event, &owned);
+    if (!state) return -1;
+    int rc = -1;
+    if (player->link && player->link->state == CLIENT_LINK_IN_WORLD) {
+        Tessera__Client__GameEvent coded;
+        game_event_encode(event, player->entity_id, state, &coded);
+        base_event_to_client(player->link, &coded);
+        free(coded.args.data);
+        rc = 0;
+    }
+    entity_state_free(owned);
+    return rc;
+}
+
 static const tessera_base_api base_game_api = {
     .abi_version = TESSERA_GAME_ABI_VERSION,
     .register_class = base_api_register_class,
@@ -456,6 +546,10 @@ static const tessera_base_api base_game_api = {
     .give_client = base_api_give_client,
     .destroy = base_api_destroy,
     .log = base_api_log,
+    .event_args_create = base_api_event_args_create,
+    .listen_event = base_api_listen_event,
+    .fire_event = base_api_fire_event,
+    .send_event = base_api_send_event,
 };
 
 /* ---- loading ------------------------------------------------------------------------------- */

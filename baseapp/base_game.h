@@ -40,6 +40,10 @@ void base_game_handover_refused(base_game *game, struct proxy *base, uint64_t ta
  * class, part and id). */
 void base_game_call_failed(base_game *game, uint64_t caller_id, uint64_t target_id, const char *class_name,
                            entity_def_part part, uint32_t method_id);
+/* The game event `event` was fired here or arrived here: its listeners
+ * hear it. */
+void base_game_event_heard(base_game *game, const entity_def_method *event, uint64_t source_id,
+                           const entity_state *fields);
 /* Runs the body of base method `method` of `base` for `caller_id`.
  * Returns false (logged) when the game gave it none. */
 bool base_game_call(base_game *game, struct proxy *base, const entity_def_method *method, const entity_state *args,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base_event.h"
 #include "baseapp.h"
 #include "clock.h"
 #include "log.h"
@@ -180,6 +181,10 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
     }
     if (message->body_case == TESSERA__CLUSTER__PEER_MESSAGE__BODY_ENTITY_CALL_FAILED) {
         base_mailbox_on_failed(app->bases, message->entity_call_failed);
+        return;
+    }
+    if (message->body_case == TESSERA__CLUSTER__PEER_MESSAGE__BODY_GAME_EVENT) {
+        base_event_on_broadcast(app, process_id, message->game_event);
         return;
     }
     if (message->body_case == TESSERA__CLUSTER__PEER_MESSAGE__BODY_HANDOVER_OFFER) {

@@ -97,8 +97,9 @@ static void cell_free_entity(cell *c, cell_entity *entity) {
     cell_strip_real(c, entity);
     witness_entity_gone(entity);
     free(entity->observers);
-    for (size_t i = 0; i < entity->broadcast_count; i++) free(entity->broadcast_calls[i].args.data);
+    cell_clear_broadcasts(entity);
     free(entity->broadcast_calls);
+    free(entity->broadcast_events);
     free(entity->haunts);
     free(entity->traps);
     entity_state_free(entity->state);
@@ -350,4 +351,26 @@ void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t
     if (length) memcpy(call.args.data, args, length);
     call.args.len = length;
     entity->broadcast_calls[entity->broadcast_count++] = call;
+}
+
+void cell_queue_broadcast_event(cell_entity *entity, uint32_t event_id, const uint8_t *args, size_t length) {
+    if (entity->broadcast_event_count == entity->broadcast_event_capacity) {
+        entity->broadcast_event_capacity = entity->broadcast_event_capacity ? entity->broadcast_event_capacity * 2 : 4;
+        entity->broadcast_events =
+            xrealloc(entity->broadcast_events, entity->broadcast_event_capacity * sizeof *entity->broadcast_events);
+    }
+    Tessera__Client__GameEvent event = TESSERA__CLIENT__GAME_EVENT__INIT;
+    event.event_id = event_id;
+    event.source_id = entity->id;
+    event.args.data = xmalloc(length ? length : 1);
+    if (length) memcpy(event.args.data, args, length);
+    event.args.len = length;
+    entity->broadcast_events[entity->broadcast_event_count++] = event;
+}
+
+void cell_clear_broadcasts(cell_entity *entity) {
+    for (size_t i = 0; i < entity->broadcast_count; i++) free(entity->broadcast_calls[i].args.data);
+    entity->broadcast_count = 0;
+    for (size_t i = 0; i < entity->broadcast_event_count; i++) free(entity->broadcast_events[i].args.data);
+    entity->broadcast_event_count = 0;
 }

@@ -12,6 +12,7 @@
 
 #include "cellapp.h"
 #include "clock.h"
+#include "event_route.h"
 #include "log.h"
 #include "method_call.h"
 #include "peer_message.h"
@@ -203,6 +204,9 @@ static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tesse
     case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION:
         if (from_base && entity->witness) witness_set_congested(entity->witness, message->congestion->congested);
         break;
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT:
+        event_route_on_message(app, entity, message->event);
+        return;
     default:
         log_warn("process %" PRIu64 ": a message for entity %" PRIu64 " with no body: ignored", message->sender_id,
                  entity->id);

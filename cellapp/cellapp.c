@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cellapp.h"
+#include "event_route.h"
 #include "map_entities.h"
 #include "space_map.h"
 #include "clock.h"
@@ -378,6 +379,9 @@ void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_ENTITY_CALL_FAILED:
         if (app->bases) base_mailbox_on_failed(app->bases, message->entity_call_failed);
         return;
+    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_GAME_EVENT:
+        event_route_on_broadcast(app, process_id, message->game_event);
+        return;
     case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
         if (role == PEER_ROLE_CELLAPP) cellapp_on_cell_batch(app, process_id, message->cell_batch);
         return;
@@ -441,8 +445,7 @@ static void cellapp_end_tick(cell *c) {
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
         entity_state_clear_dirty(entity->state); /* packed, or received by nobody */
-        for (size_t k = 0; k < entity->broadcast_count; k++) free(entity->broadcast_calls[k].args.data);
-        entity->broadcast_count = 0;
+        cell_clear_broadcasts(entity);
     }
     cell_end_tick(c);
 }

@@ -194,6 +194,10 @@ typedef struct cell_entity {
      * sent to its haunts with its next ghost update. */
     Tessera__Client__ClientCall *broadcast_calls;
     size_t broadcast_count, broadcast_capacity;
+    /* Game events to the viewers of this real, fired this tick: they go
+     * to its haunts the same way (game_event.c). */
+    Tessera__Client__GameEvent *broadcast_events;
+    size_t broadcast_event_count, broadcast_event_capacity;
     /* Reals: where its ghosts are (haunt.c). */
     cell_haunt *haunts;
     uint32_t haunt_count, haunt_capacity;
@@ -327,6 +331,10 @@ void cell_doom(cell *c, cell_entity *entity);
 int cell_remove_trap(cell *c, cell_entity *entity, uint32_t controller_id);
 /* Adds a property-free client call of `entity` for its haunts to relay. */
 void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length);
+/* The same for a game event fired to the viewers of the real. */
+void cell_queue_broadcast_event(cell_entity *entity, uint32_t event_id, const uint8_t *args, size_t length);
+/* Forgets this tick's broadcast calls and events (sent, or nobody to send to). */
+void cell_clear_broadcasts(cell_entity *entity);
 
 /* ---- witnesses (witness.c) ---------------------------------------------- */
 
@@ -358,6 +366,12 @@ void witness_notify_changes(cell *c);
 void witness_entity_gone(cell_entity *entity);
 /* Queues a client call of `entity` for every client that sees it. */
 void witness_queue_call_for_observers(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length);
+/* Queues game event `event_id` (fields coded in `args`) from `source_id` for
+ * the next update; needs_view: only if the client sees the source by then. */
+void witness_queue_event(witness *view, uint64_t source_id, uint32_t event_id, const uint8_t *args, size_t length,
+                         bool needs_view);
+/* Queues it for every witness that sees `entity` here (needs_view). */
+void witness_queue_event_for_observers(cell_entity *entity, uint32_t event_id, const uint8_t *args, size_t length);
 /* Whether the client currently knows `entity_id` (has an alias for it, its
  * own entity included). */
 bool witness_sees(const witness *view, uint64_t entity_id);
@@ -425,6 +439,7 @@ typedef struct ghost_route ghost_route;
 /* Counters the cellapp publishes (registry) and prints. */
 typedef struct cellapp_counters {
     uint64_t offloads_out, offloads_in;     /* reals sent to and taken from other cellapps */
+    uint64_t game_events;                    /* game events and user messages fired here */
     uint64_t offloads_refused, offloads_reclaimed;
     uint64_t ghosts_created, ghosts_deleted;  /* ghosts of our reals made and removed elsewhere */
     uint64_t ghost_bytes;                     /* GhostMessage bytes sent */

@@ -221,6 +221,8 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
                           (double)n->ghosts_created);
     metrics_single(m, "counter", "ghosts_deleted_total", "ghosts of our reals removed from other cellapps",
                           (double)n->ghosts_deleted);
+    metrics_single(m, "counter", "game_events_total", "game events and user messages the game fired here",
+                   (double)n->game_events);
     metrics_single(m, "counter", "witness_bytes_total", "entity stream bytes sent to clients",
                           (double)app->shared.witness_totals.stream_bytes);
     metrics_single(m, "counter", "witness_records_held_total", "records a client's budget held to a later tick",

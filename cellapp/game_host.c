@@ -24,7 +24,9 @@
 
 #include "cellapp.h"
 #include "clock.h"
+#include "event_route.h"
 #include "game_args.h"
+#include "game_event.h"
 #include "game_module.h"
 #include "log.h"
 #include "method_call.h"
@@ -80,6 +82,7 @@ struct game_host {
     tessera_system systems[GAME_HOST_MAX_SYSTEMS];
     char system_names[GAME_HOST_MAX_SYSTEMS][48];
     size_t system_count, systems_started;
+    game_event_listeners listeners;
 };
 
 static tessera_cellapp *game_host_app_handle(cellapp *app) { return (tessera_cellapp *)(void *)app; }
@@ -641,6 +644,100 @@ static int game_api_call_clients(tessera_entity *entity, const char *method_name
     return 0;
 }
 
+/* ---- game events and user messages ------------------------------------------------------ */
+
+static tessera_args *game_api_event_args_create(tessera_cellapp *handle, const char *name) {
+    const entity_def_method *event = game_event_find(game_host_app_of(handle)->shared.definitions, name, "cellapp");
+    return event ? game_args_of(method_call_args_create(event)) : NULL;
+}
+
+/* The host, whether cell_init is running or not. */
+static game_host *game_host_of(cellapp *app) { return app->game_loading ? app->game_loading : app->game; }
+
+static int game_api_listen_event(tessera_cellapp *handle, const char *name, tessera_cell_event_listener listener,
+                                 void *user_data) {
+    cellapp *app = game_host_app_of(handle);
+    game_host *host = game_host_of(app);
+    const entity_def_method *event = game_event_find(app->shared.definitions, name, "cellapp");
+    if (!host || !event || !listener) return -1;
+    return game_event_listen(&host->listeners, event, (void (*)(void))listener, user_data);
+}
+
+void game_host_event_heard(game_host *host, const entity_def_method *event, uint64_t source_id,
+                           const entity_state *fields) {
+    if (!host) return;
+    host->listeners.depth++;
+    for (size_t i = 0; i < host->listeners.count; i++) {
+        const game_event_listener *entry = &host->listeners.entries[i];
+        if (entry->event_id != event->id) continue;
+        ((tessera_cell_event_listener)entry->function)(&host->context, event->name, source_id,
+                                                       (const tessera_args *)(const void *)fields, entry->user_data);
+    }
+    host->listeners.depth--;
+}
+
+/* What fire_event and send_event check alike: the event, its fields, the
+ * source. Returns the fields to code (*owned to free), or NULL. */
+static entity_state *game_host_event_checks(cellapp *app, tessera_entity *source, const char *name,
+                                            const tessera_args *fields, const entity_def_method **event,
+                                            entity_state **owned) {
+    *owned = NULL;
+    game_host *host = app->game;
+    *event = game_event_find(app->shared.definitions, name, "cellapp");
+    if (!*event || !host) return NULL;
+    if (source && !game_host_writable(game_host_entity_of(source), "firing an event")) return NULL;
+    if (host->listeners.depth >= GAME_EVENT_MAX_DEPTH) {
+        log_warn("game: event '%s' fired %d deep inside event listeners: refused (a loop of events?)", name,
+                 GAME_EVENT_MAX_DEPTH);
+        return NULL;
+    }
+    return game_event_fields(*event, fields, owned);
+}
+
+static int game_api_fire_event(tessera_cellapp *handle, tessera_entity *source, const char *name,
+                               const tessera_args *fields, tessera_event_scope scope) {
+    cellapp *app = game_host_app_of(handle);
+    if (!source && (scope == TESSERA_EVENT_VIEWERS || scope == TESSERA_EVENT_SPACE)) {
+        log_warn("game: event '%s' fired to %s without a source: refused", name ? name : "(null)",
+                 scope == TESSERA_EVENT_VIEWERS ? "the viewers" : "a space");
+        return -1;
+    }
+    if ((unsigned)scope > TESSERA_EVENT_EVERYONE) {
+        log_warn("game: event '%s' fired to an unknown scope %d: refused", name ? name : "(null)", (int)scope);
+        return -1;
+    }
+    const entity_def_method *event;
+    entity_state *owned;
+    entity_state *state = game_host_event_checks(app, source, name, fields, &event, &owned);
+    if (!state) return -1;
+    cell_entity *s = source ? game_host_entity_of(source) : NULL;
+    game_host_event_heard(app->game, event, s ? s->id : 0, state);
+    Tessera__Client__GameEvent coded;
+    game_event_encode(event, s ? s->id : 0, state, &coded);
+    event_route_fire(app, s, scope, &coded);
+    free(coded.args.data);
+    entity_state_free(owned);
+    app->counters.game_events++;
+    return 0;
+}
+
+static int game_api_send_event(tessera_cellapp *handle, tessera_entity *source, const char *name,
+                               const tessera_args *fields, const tessera_handle *recipients, size_t count) {
+    cellapp *app = game_host_app_of(handle);
+    if (count && !recipients) return -1;
+    const entity_def_method *event;
+    entity_state *owned;
+    entity_state *state = game_host_event_checks(app, source, name, fields, &event, &owned);
+    if (!state) return -1;
+    Tessera__Client__GameEvent coded;
+    game_event_encode(event, source ? game_host_entity_of(source)->id : 0, state, &coded);
+    size_t sent = event_route_send(app, &coded, recipients, count);
+    free(coded.args.data);
+    entity_state_free(owned);
+    app->counters.game_events++;
+    return (int)(sent > INT32_MAX ? INT32_MAX : sent);
+}
+
 /* ---- the world ------------------------------------------------------------------------ */
 
 static const char *game_api_default_space(tessera_cellapp *handle) {
@@ -999,6 +1096,10 @@ static const tessera_cell_api game_host_api = {
     .destroy = game_api_destroy,
     .teleport = game_api_teleport,
     .log = game_api_log,
+    .event_args_create = game_api_event_args_create,
+    .listen_event = game_api_listen_event,
+    .fire_event = game_api_fire_event,
+    .send_event = game_api_send_event,
 };
 
 /* ---- loading ---------------------------------------------------------------------------- */

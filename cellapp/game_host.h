@@ -74,6 +74,11 @@ bool game_host_call(game_host *host, struct cell_entity *entity, const entity_de
 
 /* Adds the entity's saved fields to `out` (allocated; freed by
  * game_host_saved_free). */
+/* The game event `event` was fired here or arrived here: its listeners
+ * hear it (a firing this deep in listeners is refused: game_event.h). */
+void game_host_event_heard(game_host *host, const entity_def_method *event, uint64_t source_id,
+                           const entity_state *fields);
+
 void game_host_save(game_host *host, const struct cell_entity *entity, Tessera__Cluster__CellEntityState *out);
 void game_host_saved_free(Tessera__Cluster__CellEntityState *state);
 /* Fills the entity's data from `state`'s fields, by name and type. */

@@ -244,8 +244,9 @@ void haunt_free(cellapp *app) {
  * the haunt's GhostMoves. */
 static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_state_mask *changed) {
     bool has_properties = !entity_state_mask_empty(changed);
-    if (!entity->moved && !has_properties && entity->broadcast_count == 0) return;
-    if (!has_properties && entity->broadcast_count == 0) {
+    bool has_broadcasts = entity->broadcast_count || entity->broadcast_event_count;
+    if (!entity->moved && !has_properties && !has_broadcasts) return;
+    if (!has_properties && !has_broadcasts) {
         for (uint32_t i = 0; i < entity->haunt_count; i++) haunt_add_move(app, entity->haunts[i].cellapp_id, entity);
         return;
     }
@@ -277,6 +278,13 @@ static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_st
         update.n_client_calls = entity->broadcast_count;
         update.client_calls = calls;
     }
+    Tessera__Client__GameEvent **events = NULL;
+    if (entity->broadcast_event_count) {
+        events = xcalloc(entity->broadcast_event_count, sizeof *events);
+        for (size_t i = 0; i < entity->broadcast_event_count; i++) events[i] = &entity->broadcast_events[i];
+        update.n_events = entity->broadcast_event_count;
+        update.events = events;
+    }
     Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
     message.entity_id = entity->id;
     message.incarnation = entity->incarnation;
@@ -284,6 +292,7 @@ static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_st
     message.update = &update;
     for (uint32_t i = 0; i < entity->haunt_count; i++) haunt_send(app, entity->haunts[i].cellapp_id, &message);
     free(calls);
+    free(events);
     bit_writer_close(&w);
 }
 
@@ -408,6 +417,11 @@ static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
         const Tessera__Client__ClientCall *call = update->client_calls[i];
         if (call->entity_id != ghost->id) continue;
         witness_queue_call_for_observers(ghost, call->method_id, call->args.data, call->args.len);
+    }
+    for (size_t i = 0; i < update->n_events; i++) {
+        const Tessera__Client__GameEvent *event = update->events[i];
+        if (event->source_id != ghost->id) continue;
+        witness_queue_event_for_observers(ghost, event->event_id, event->args.data, event->args.len);
     }
 }
 

@@ -98,6 +98,15 @@ typedef struct witness_call {
     size_t length;
 } witness_call;
 
+/* A game event waiting for the next update (cellapp/game_event.h). */
+typedef struct witness_event {
+    uint64_t source_id;
+    uint32_t event_id;
+    bool needs_view;            /* a viewers' event: only while the client sees its source */
+    uint8_t *args;
+    size_t length;
+} witness_event;
+
 struct witness {
     const cell *c;
     cell_entity *owner;         /* the entity it watches through (it goes before its owner) */
@@ -135,6 +144,8 @@ struct witness {
     size_t ref_capacity;
     witness_call *calls;
     size_t call_count, call_capacity;
+    witness_event *events;
+    size_t event_count, event_capacity;
     bool warned_exhausted;
     bool congested;             /* the client is not reading: hold all but enters and leaves */
 };
@@ -286,6 +297,11 @@ void witness_queue_call_for_observers(cell_entity *entity, uint32_t method_id, c
         witness_queue_call(entity->observers[i].view, entity->id, method_id, args, length);
 }
 
+void witness_queue_event_for_observers(cell_entity *entity, uint32_t event_id, const uint8_t *args, size_t length) {
+    for (uint32_t i = 0; i < entity->observer_count; i++)
+        witness_queue_event(entity->observers[i].view, entity->id, event_id, args, length, true);
+}
+
 /* A witness with its alias table and budget, no watcher yet. */
 static witness *witness_create(const witness_config *settings, uint64_t owner_id) {
     witness *view = xcalloc(1, sizeof *view);
@@ -327,6 +343,8 @@ void witness_attach(cell *c, cell_entity *entity) {
 static void witness_free_calls(witness *view) {
     for (size_t i = 0; i < view->call_count; i++) free(view->calls[i].args);
     view->call_count = 0;
+    for (size_t i = 0; i < view->event_count; i++) free(view->events[i].args);
+    view->event_count = 0;
 }
 
 static void witness_free(witness *view) {
@@ -336,6 +354,7 @@ static void witness_free(witness *view) {
     witness_budget_free(view->budget);
     witness_free_calls(view);
     free(view->calls);
+    free(view->events);
     free(view->slots);
     free(view->left);
     free(view->entered);
@@ -372,6 +391,14 @@ void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, c
     call.args = xmalloc(length ? length : 1);
     if (length) memcpy(call.args, args, length);
     WITNESS_PUSH(view->calls, view->call_count, view->call_capacity, call);
+}
+
+void witness_queue_event(witness *view, uint64_t source_id, uint32_t event_id, const uint8_t *args, size_t length,
+                         bool needs_view) {
+    witness_event event = {source_id, event_id, needs_view, NULL, length};
+    event.args = xmalloc(length ? length : 1);
+    if (length) memcpy(event.args, args, length);
+    WITNESS_PUSH(view->events, view->event_count, view->event_capacity, event);
 }
 
 /* The distance the view and the detail levels use: the largest of the
@@ -742,7 +769,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     }
 
     view->tick_begun = false;
-    if (records == 0 && view->call_count == 0) return 0;
+    if (records == 0 && view->call_count == 0 && view->event_count == 0) return 0;
     replication_append_end(w);
     c->shared->witness_totals.stream_bytes += bit_writer_bytes(w);
 
@@ -772,6 +799,26 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
         update.n_calls = kept;
         update.calls = call_pointers;
     }
+    Tessera__Client__GameEvent *events = NULL, **event_pointers = NULL;
+    if (view->event_count) {
+        events = xcalloc(view->event_count, sizeof *events);
+        event_pointers = xcalloc(view->event_count, sizeof *event_pointers);
+        size_t kept = 0;
+        for (size_t i = 0; i < view->event_count; i++) {
+            const witness_event *queued = &view->events[i];
+            if (queued->needs_view && !witness_sees(view, queued->source_id)) continue;
+            Tessera__Client__GameEvent init = TESSERA__CLIENT__GAME_EVENT__INIT;
+            events[kept] = init;
+            events[kept].event_id = queued->event_id;
+            events[kept].source_id = queued->source_id;
+            events[kept].args.data = queued->args;
+            events[kept].args.len = queued->length;
+            event_pointers[kept] = &events[kept];
+            kept++;
+        }
+        update.n_events = kept;
+        update.events = event_pointers;
+    }
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
     message.view = &update;
@@ -780,6 +827,8 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     tessera__client__server_to_client__pack(&message, *payload);
     free(calls);
     free(call_pointers);
+    free(events);
+    free(event_pointers);
     witness_free_calls(view);
     return length;
 }
@@ -861,6 +910,26 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
         }
         out->n_calls = view->call_count;
     }
+    if (view->event_count) {
+        out->events = xcalloc(view->event_count, sizeof *out->events);
+        for (size_t i = 0; i < view->event_count; i++) {
+            /* One allocation holds the queued entry and its event. */
+            struct {
+                Tessera__Cluster__QueuedEvent queued;
+                Tessera__Client__GameEvent event;
+            } *saved = xmalloc(sizeof *saved);
+            tessera__cluster__queued_event__init(&saved->queued);
+            tessera__client__game_event__init(&saved->event);
+            saved->event.event_id = view->events[i].event_id;
+            saved->event.source_id = view->events[i].source_id;
+            saved->event.args.data = view->events[i].args;
+            saved->event.args.len = view->events[i].length;
+            saved->queued.event = &saved->event;
+            saved->queued.needs_view = view->events[i].needs_view;
+            out->events[i] = &saved->queued;
+        }
+        out->n_events = view->event_count;
+    }
     out->congested = view->congested;
     if (view->left_count) {
         out->left = xmalloc(view->left_count * sizeof *out->left);
@@ -879,6 +948,8 @@ void witness_saved_free(Tessera__Cluster__WitnessState *state) {
     free(state->cooling);
     for (size_t i = 0; i < state->n_calls; i++) free(state->calls[i]); /* args belong to the witness */
     free(state->calls);
+    for (size_t i = 0; i < state->n_events; i++) free(state->events[i]); /* the event shares it; args are the witness's */
+    free(state->events);
     free(state->left);
     tessera__cluster__witness_state__init(state);
 }
@@ -969,6 +1040,12 @@ int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__Witnes
     for (size_t i = 0; i < state->n_calls; i++)
         witness_queue_call(view, state->calls[i]->entity_id, state->calls[i]->method_id, state->calls[i]->args.data,
                            state->calls[i]->args.len);
+    for (size_t i = 0; i < state->n_events; i++) {
+        const Tessera__Cluster__QueuedEvent *queued = state->events[i];
+        if (!queued->event) continue;
+        witness_queue_event(view, queued->event->source_id, queued->event->event_id, queued->event->args.data,
+                            queued->event->args.len, queued->needs_view);
+    }
     view->congested = state->congested;
     for (size_t i = 0; i < state->n_left; i++)
         WITNESS_PUSH(view->left, view->left_count, view->left_capacity, state->left[i]);

@@ -244,6 +244,7 @@ typedef struct bots_run {
     uint64_t errors;
     bots_counters reasons;
     bots_counters client_calls;   /* client calls received, by method name */
+    bots_counters game_events;    /* game events and user messages received, by event name */
     latency_histogram latency;
     uint64_t latency_clock_skew;  /* stamps from the future (other host's clock ahead): counted as 0 */
 
@@ -886,6 +887,14 @@ static void bots_on_client_call(tessera_client *client, const tessera_client_ent
     bots_counters_add(&b->run->client_calls, method->name);
 }
 
+static void bots_on_event(tessera_client *client, const entity_def_method *event, uint64_t source_id,
+                          const entity_state *fields) {
+    (void)source_id;
+    (void)fields;
+    bot *b = tessera_client_user_data(client);
+    bots_counters_add(&b->run->game_events, event->name);
+}
+
 static void bots_on_teleported(tessera_client *client, const tessera_client_teleport *teleport) {
     bot *b = tessera_client_user_data(client);
     b->x = teleport->x;
@@ -988,6 +997,7 @@ static const tessera_client_callbacks bots_client_callbacks = {
     .on_move = bots_on_move,
     .on_leave = bots_on_leave,
     .on_client_call = bots_on_client_call,
+    .on_event = bots_on_event,
     .on_correction = bots_on_correction,
     .on_teleported = bots_on_teleported,
     .on_error = bots_on_error,
@@ -1382,6 +1392,8 @@ static void bots_print_json(FILE *out, const bots_run *run) {
                  ",\"stale_calls\":%" PRIu64 ",\"client_calls_by_method\":",
             run->calls_out, run->call_failures, run->client_calls_in, run->stale_calls);
     bots_print_counters_json(out, &run->client_calls);
+    fprintf(out, ",\"game_events_by_name\":");
+    bots_print_counters_json(out, &run->game_events);
     fprintf(out, ",\"latency_samples\":%" PRIu64, run->latency.count);
     bots_print_latency_json(out, "latency_p50_ms", run, 50.0);
     bots_print_latency_json(out, "latency_p99_ms", run, 99.0);
@@ -1435,6 +1447,11 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
             run->calls_out, run->call_failures, run->client_calls_in, run->stale_calls);
     for (size_t i = 0; i < run->client_calls.count; i++)
         fprintf(out, "    %-28s %" PRIu64 "\n", run->client_calls.items[i].name, run->client_calls.items[i].count);
+    uint64_t events = 0;
+    for (size_t i = 0; i < run->game_events.count; i++) events += run->game_events.items[i].count;
+    fprintf(out, "  game events    %" PRIu64 " received\n", events);
+    for (size_t i = 0; i < run->game_events.count; i++)
+        fprintf(out, "    %-28s %" PRIu64 "\n", run->game_events.items[i].name, run->game_events.items[i].count);
     fprintf(out, "  view           %" PRIu64 " distinct entities seen (summed over bots), %" PRIu64 " enters, %" PRIu64
                  " leaves, %" PRIu64 " moves, %" PRIu64 " stale ids ignored\n",
             bots_entities_seen(run), run->enter, run->leave, run->moves, run->stale_ignored);
@@ -2015,6 +2032,7 @@ int main(int argc, char **argv) {
     free(run.bots);
     free(run.reasons.items);
     free(run.client_calls.items);
+    free(run.game_events.items);
     latency_histogram_close(&run.latency);
     return 0;
 }

@@ -1374,6 +1374,59 @@ static int tessera_client__deliver_call(tessera_client *client, const Tessera__C
     return 0;
 }
 
+/* Checks game events before any is delivered (as calls are). Returns 0, or
+ * -1 with the client closing. */
+static int tessera_client__check_events(tessera_client *client, Tessera__Client__GameEvent *const *events,
+                                        size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        char what[160];
+        const entity_def_method *event =
+            events[i] ? entity_def_registry_event(client->definitions, events[i]->event_id) : NULL;
+        if (!event) {
+            snprintf(what, sizeof what, "game event %u, which the definitions (%zu events) do not declare",
+                     events[i] ? events[i]->event_id : 0, entity_def_registry_event_count(client->definitions));
+            tessera_client__protocol_error(client, what);
+            return -1;
+        }
+        int rc = method_call_check(event, events[i]->args.data, events[i]->args.len);
+        if (rc != 0) {
+            snprintf(what, sizeof what, "game event %s with fields that are not its declared types: %s",
+                     event->name, method_call_strerror(rc));
+            tessera_client__protocol_error(client, what);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Delivers one checked game event. */
+static int tessera_client__deliver_event(tessera_client *client, const Tessera__Client__GameEvent *coded) {
+    const entity_def_method *event = entity_def_registry_event(client->definitions, coded->event_id);
+    entity_state *fields = method_call_args_create(event);
+    int rc = method_call_decode(fields, coded->args.data, coded->args.len);
+    if (rc != 0) {
+        entity_state_free(fields);
+        tessera_client__protocol_error(client, "game event fields that check but do not decode");
+        return -1;
+    }
+    client->stats.game_events++;
+    if (client->callbacks.on_event) client->callbacks.on_event(client, event, coded->source_id, fields);
+    entity_state_free(fields);
+    return 0;
+}
+
+/* A GameEvent outside any view update (a cluster event, or a user message
+ * from the player's base). */
+static void tessera_client__on_lone_event(tessera_client *client, const Tessera__Client__GameEvent *event) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD) {
+        tessera_client__protocol_error(client, "game event before login completed");
+        return;
+    }
+    Tessera__Client__GameEvent *events[1] = {(Tessera__Client__GameEvent *)event};
+    if (tessera_client__check_events(client, events, 1) != 0) return;
+    tessera_client__deliver_event(client, event);
+}
+
 /* At most this many lone calls wait for the player's own ENTER. */
 #define TESSERA_CLIENT_MAX_HELD_CALLS 64
 
@@ -1475,6 +1528,10 @@ static int tessera_client__fire_frame(tessera_client *client, const Tessera__Cli
         if (tessera_client__deliver_call(client, view->calls[i]) != 0) return -1;
         if (!tessera_client__in_world(client)) return -1;
     }
+    for (size_t i = 0; i < view->n_events; i++) {
+        if (tessera_client__deliver_event(client, view->events[i]) != 0) return -1;
+        if (!tessera_client__in_world(client)) return -1;
+    }
     return 0;
 }
 
@@ -1529,6 +1586,7 @@ static void tessera_client__on_view(tessera_client *client, const Tessera__Clien
         goto done;
     }
     if (tessera_client__check_calls(client, view) != 0) goto done;
+    if (tessera_client__check_events(client, view->events, view->n_events) != 0) goto done;
     if (tessera_client__fire_frame(client, view) != 0) goto done;
     if (client->callbacks.on_frame_end) client->callbacks.on_frame_end(client, tick);
 done:
@@ -1711,6 +1769,9 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
         break;
     case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CALL:
         tessera_client__on_lone_call(client, message->call);
+        break;
+    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_EVENT:
+        tessera_client__on_lone_event(client, message->event);
         break;
     default:
         tessera_client__protocol_error(client, "a frame with no body this client knows");

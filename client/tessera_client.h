@@ -190,6 +190,7 @@ typedef struct tessera_client_stats {
     uint64_t stale_leaves;       /* LEAVE records for an alias not in the table: ignored */
     uint64_t client_calls;       /* ClientCalls received and delivered */
     uint64_t stale_calls;        /* ClientCalls for an entity that left in the same update: dropped */
+    uint64_t game_events;        /* GameEvents received and delivered (in view updates and alone) */
     uint64_t base_property_updates; /* BaseProperties messages received */
     uint64_t calls_out;          /* EntityCalls sent */
     uint64_t corrections;
@@ -244,6 +245,16 @@ typedef struct tessera_client_callbacks {
      * method or bad arguments closes the client with CLOSED_PROTOCOL. */
     void (*on_client_call)(tessera_client *client, const tessera_client_entity *entity,
                            const entity_def_method *method, const entity_state *args);
+    /* The server fired game event `event` (a declared event of the
+     * definitions: entity_def_registry_event), or sent it to this client
+     * as a user message, from `source_id` (0: the game as a whole; it may
+     * be an entity the client does not see). `fields` is a state of
+     * event->args_class (read with entity_state_get_*), valid during the
+     * call only. In a view update events come after the calls; a cluster
+     * event comes alone. An unknown event or fields that are not its
+     * declared types close the client with CLOSED_PROTOCOL. */
+    void (*on_event)(tessera_client *client, const entity_def_method *event, uint64_t source_id,
+                     const entity_state *fields);
     /* The cell refused a move and put the player back. */
     void (*on_correction)(tessera_client *client, const tessera_client_correction *correction);
     /* The player's entity was teleported. Its position in the table is the

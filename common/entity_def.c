@@ -11,7 +11,8 @@
  *     "types":    [ { "name": S, "fields": [FIELD...] } ... ],      optional
  *     "entities": [ { "name": C, "properties": [PROP...],           optional
  *                     "base_methods": [M...], "cell_methods": [M...],
- *                     "client_methods": [M...] } ... ] }
+ *                     "client_methods": [M...] } ... ],
+ *     "events":   [ { "name": E, "args": [ARG...] } ... ] }             optional
  *   PROP  = { "name", TYPE..., "flags": "ALL_CLIENTS", "persistent": bool,
  *             "detail": "near"|"medium"|"far", "default": VALUE }
  *   FIELD = { "name", TYPE..., "default": VALUE }
@@ -47,6 +48,10 @@
  *       per property: str name, TYPE, u8 flags, u8 persistent, u8 detail, VALUE(default)
  *       per part (base, cell, client): u32 method count,
  *           per method: str name, u8 exposed, u32 arg count, per arg: str name, TYPE
+ *   and only when there are game events (so that definitions without any
+ *   keep the digest they had before events existed):
+ *   str "events", u32 event count, per event in id order: str name,
+ *       u32 arg count, per arg: str name, TYPE
  *   TYPE  = u8 kind, then: integers u32 bits; float/double/vectors u8 quantized
  *           and, if quantized, double min, max, precision; string/bytes
  *           u32 max_length; array u32 count and the element's TYPE; struct
@@ -195,7 +200,7 @@ static const char *const entity_def__part_sections[] = {
 
 /* The keys each kind of object may hold ("type" for a type spec; the type's
  * own keys are added by the type). */
-static const char *const entity_def__document_keys[] = {"format", "types", "entities", NULL};
+static const char *const entity_def__document_keys[] = {"format", "types", "entities", "events", NULL};
 static const char *const entity_def__struct_keys[] = {"name", "fields", NULL};
 static const char *const entity_def__field_keys[] = {"name", "type", "default", NULL};
 static const char *const entity_def__class_keys[] = {
@@ -217,6 +222,10 @@ struct entity_def_registry {
     size_t struct_count;
     entity_def_class *classes; /* by id */
     size_t class_count;
+    /* The game events, as the client methods of a class of their own named
+     * "events" (id UINT16_MAX): an event is declared, checked, coded and
+     * described exactly as a client method is. */
+    entity_def_class events;
     uint8_t digest[ENTITY_DEF_DIGEST_BYTES];
     char digest_hex[ENTITY_DEF_DIGEST_BYTES * 2 + 1];
 };
@@ -1127,21 +1136,31 @@ static int entity_def__parse_method(entity_def__loader *L, const char *source,
                                     entity_def_class *cls, entity_def_part part, size_t index,
                                     const cJSON *item) {
     entity_def_method *method = &cls->methods[part][index];
+    bool is_event = cls == &L->reg->events;
     char where[ENTITY_DEF__WHERE];
     const char *name;
-    entity_def__where(where, "%s.%s[%zu]", cls->name, entity_def__part_sections[part], index);
+    if (is_event)
+        entity_def__where(where, "events[%zu]", index);
+    else
+        entity_def__where(where, "%s.%s[%zu]", cls->name, entity_def__part_sections[part], index);
     if (entity_def__name(L, source, where, item, &name) != 0)
         return -1;
     entity_def__where(where, "%s.%s", cls->name, name);
     for (size_t j = 0; j < index; j++) {
-        if (strcmp(cls->methods[part][j].name, name) == 0)
-            return entity_def__fail(L, source, where, "duplicate %s method name (also method %zu)",
-                                    entity_def__part_names[part], j);
+        if (strcmp(cls->methods[part][j].name, name) != 0)
+            continue;
+        if (is_event)
+            return entity_def__fail(L, source, where, "duplicate event name (also event %zu)", j);
+        return entity_def__fail(L, source, where, "duplicate %s method name (also method %zu)",
+                                entity_def__part_names[part], j);
     }
     method->name = xstrdup(name);
     method->id = (uint16_t)index;
     method->part = part;
     const cJSON *exposed = cJSON_GetObjectItemCaseSensitive(item, "exposed");
+    if (is_event && exposed != NULL)
+        return entity_def__fail(L, source, where,
+                                "events cannot be exposed: only the server fires them");
     if (part == ENTITY_DEF_PART_CLIENT && exposed != NULL)
         return entity_def__fail(L, source, where,
                                 "client methods cannot be exposed: only base and cell methods "
@@ -1359,6 +1378,15 @@ static void entity_def__h_value(crypto_generichash_state *h, const entity_def_ty
     }
 }
 
+/* A method's (or an event's) arguments: u32 count, per arg str name, TYPE. */
+static void entity_def__h_args(crypto_generichash_state *h, const entity_def_method *method) {
+    entity_def__h_u32(h, (uint32_t)method->arg_count);
+    for (size_t a = 0; a < method->arg_count; a++) {
+        entity_def__h_str(h, method->args[a].name);
+        entity_def__h_type(h, &method->args[a].type);
+    }
+}
+
 static void entity_def__compute_digest(entity_def_registry *reg) {
     if (sodium_init() < 0)
         log_panic("entity_def: libsodium failed to initialise");
@@ -1396,12 +1424,17 @@ static void entity_def__compute_digest(entity_def_registry *reg) {
                 const entity_def_method *method = &cls->methods[part][m];
                 entity_def__h_str(&h, method->name);
                 entity_def__h_u8(&h, method->exposed);
-                entity_def__h_u32(&h, (uint32_t)method->arg_count);
-                for (size_t a = 0; a < method->arg_count; a++) {
-                    entity_def__h_str(&h, method->args[a].name);
-                    entity_def__h_type(&h, &method->args[a].type);
-                }
+                entity_def__h_args(&h, method);
             }
+        }
+    }
+    const entity_def_class *events = &reg->events;
+    if (events->method_count[ENTITY_DEF_PART_CLIENT] > 0) {
+        entity_def__h_str(&h, "events");
+        entity_def__h_u32(&h, (uint32_t)events->method_count[ENTITY_DEF_PART_CLIENT]);
+        for (size_t e = 0; e < events->method_count[ENTITY_DEF_PART_CLIENT]; e++) {
+            entity_def__h_str(&h, events->methods[ENTITY_DEF_PART_CLIENT][e].name);
+            entity_def__h_args(&h, &events->methods[ENTITY_DEF_PART_CLIENT][e]);
         }
     }
     crypto_generichash_final(&h, reg->digest, ENTITY_DEF_DIGEST_BYTES);
@@ -1440,7 +1473,7 @@ static cJSON *entity_def__parse_document(entity_def__loader *L, const char *sour
  * described at the top of the file, then the digest. */
 static int entity_def__build(entity_def__loader *L) {
     entity_def_registry *reg = L->reg;
-    size_t struct_count = 0, class_count = 0;
+    size_t struct_count = 0, class_count = 0, event_count = 0;
     for (size_t s = 0; s < reg->source_count; s++) {
         const char *source = reg->sources[s];
         const cJSON *root = L->roots[s];
@@ -1450,14 +1483,19 @@ static int entity_def__build(entity_def__loader *L) {
         const cJSON *format = cJSON_GetObjectItemCaseSensitive(root, "format");
         if (format != NULL && !(cJSON_IsNumber(format) && format->valuedouble == ENTITY_DEF__FORMAT))
             return entity_def__fail(L, source, NULL, "'format' must be %d", ENTITY_DEF__FORMAT);
-        const cJSON *types, *entities;
+        const cJSON *types, *entities, *events;
         if (entity_def__array(L, source, NULL, root, "types", ENTITY_DEF__MAX_CLASSES, &types) != 0 ||
             entity_def__array(L, source, NULL, root, "entities", ENTITY_DEF__MAX_CLASSES,
-                              &entities) != 0)
+                              &entities) != 0 ||
+            entity_def__array(L, source, NULL, root, "events", ENTITY_DEF_MAX_EVENTS, &events) != 0)
             return -1;
         struct_count += types != NULL ? (size_t)cJSON_GetArraySize(types) : 0;
         class_count += entities != NULL ? (size_t)cJSON_GetArraySize(entities) : 0;
+        event_count += events != NULL ? (size_t)cJSON_GetArraySize(events) : 0;
     }
+    if (event_count > ENTITY_DEF_MAX_EVENTS)
+        return entity_def__fail(L, reg->sources[0], NULL, "more than %d events in all",
+                                ENTITY_DEF_MAX_EVENTS);
     if (struct_count > ENTITY_DEF__MAX_CLASSES)
         return entity_def__fail(L, reg->sources[0], NULL, "more than %d structs in all",
                                 ENTITY_DEF__MAX_CLASSES);
@@ -1520,6 +1558,23 @@ static int entity_def__build(entity_def__loader *L) {
         for (const cJSON *item = entities != NULL ? entities->child : NULL; item != NULL;
              item = item->next, position++, k++) {
             if (entity_def__parse_class(L, reg->sources[s], k, position, item) != 0)
+                return -1;
+        }
+    }
+
+    /* Pass 4: the game events, in document order. */
+    entity_def_class *events = &reg->events;
+    events->name = xstrdup("events");
+    events->id = UINT16_MAX;
+    events->source = reg->sources[0];
+    events->methods[ENTITY_DEF_PART_CLIENT] =
+        event_count > 0 ? xcalloc(event_count, sizeof(entity_def_method)) : NULL;
+    events->method_count[ENTITY_DEF_PART_CLIENT] = event_count;
+    k = 0;
+    for (size_t s = 0; s < reg->source_count; s++) {
+        const cJSON *list = cJSON_GetObjectItemCaseSensitive(L->roots[s], "events");
+        for (const cJSON *item = list != NULL ? list->child : NULL; item != NULL; item = item->next, k++) {
+            if (entity_def__parse_method(L, reg->sources[s], events, ENTITY_DEF_PART_CLIENT, k, item) != 0)
                 return -1;
         }
     }
@@ -1658,6 +1713,26 @@ int entity_def_load_directory(const char *path, entity_def_registry **out, char 
     return rc;
 }
 
+/* Frees the methods of every part of `cls` (not the class itself). */
+static void entity_def__free_methods(entity_def_class *cls) {
+    for (int part = 0; part < ENTITY_DEF_PART_COUNT; part++) {
+        for (size_t m = 0; m < cls->method_count[part]; m++) {
+            entity_def_method *method = &cls->methods[part][m];
+            for (size_t a = 0; a < method->arg_count; a++) {
+                free(method->args[a].name);
+                entity_def__type_clear(&method->args[a].type);
+            }
+            /* Its properties borrow the arguments' names and types. */
+            for (size_t a = 0; a < method->args_class.property_count; a++)
+                cJSON_Delete(method->args_class.properties[a].default_value);
+            free(method->args_class.properties);
+            free(method->args);
+            free(method->name);
+        }
+        free(cls->methods[part]);
+    }
+}
+
 void entity_def_registry_free(entity_def_registry *reg) {
     if (reg == NULL)
         return;
@@ -1680,25 +1755,12 @@ void entity_def_registry_free(entity_def_registry *reg) {
             cJSON_Delete(cls->properties[p].default_value);
         }
         free(cls->properties);
-        for (int part = 0; part < ENTITY_DEF_PART_COUNT; part++) {
-            for (size_t m = 0; m < cls->method_count[part]; m++) {
-                entity_def_method *method = &cls->methods[part][m];
-                for (size_t a = 0; a < method->arg_count; a++) {
-                    free(method->args[a].name);
-                    entity_def__type_clear(&method->args[a].type);
-                }
-                /* Its properties borrow the arguments' names and types. */
-                for (size_t a = 0; a < method->args_class.property_count; a++)
-                    cJSON_Delete(method->args_class.properties[a].default_value);
-                free(method->args_class.properties);
-                free(method->args);
-                free(method->name);
-            }
-            free(cls->methods[part]);
-        }
+        entity_def__free_methods(cls);
         free(cls->name);
     }
     free(reg->classes);
+    entity_def__free_methods(&reg->events);
+    free(reg->events.name);
     for (size_t s = 0; s < reg->source_count; s++)
         free(reg->sources[s]);
     free(reg->sources);
@@ -1809,6 +1871,25 @@ static void entity_def__describe_default(cJSON *object, const entity_def_type *t
     cJSON_Delete(zero);
 }
 
+/* A method (or an event) as the loader reads it. */
+static cJSON *entity_def__describe_method(const entity_def_method *method) {
+    cJSON *json = entity_def__json(cJSON_CreateObject());
+    entity_def__add(json, "name", cJSON_CreateString(method->name));
+    if (method->exposed)
+        entity_def__add(json, "exposed", cJSON_CreateTrue());
+    if (method->arg_count > 0) {
+        cJSON *args = entity_def__json(cJSON_CreateArray());
+        for (size_t a = 0; a < method->arg_count; a++) {
+            cJSON *arg = entity_def__json(cJSON_CreateObject());
+            entity_def__add(arg, "name", cJSON_CreateString(method->args[a].name));
+            entity_def__describe_type(arg, &method->args[a].type);
+            entity_def__append(args, arg);
+        }
+        entity_def__add(json, "args", args);
+    }
+    return json;
+}
+
 static cJSON *entity_def__describe_document(const entity_def_registry *reg) {
     cJSON *doc = entity_def__json(cJSON_CreateObject());
     entity_def__add(doc, "format", entity_def__number(ENTITY_DEF__FORMAT));
@@ -1860,29 +1941,20 @@ static cJSON *entity_def__describe_document(const entity_def_registry *reg) {
             if (cls->method_count[part] == 0)
                 continue;
             cJSON *methods = entity_def__json(cJSON_CreateArray());
-            for (size_t m = 0; m < cls->method_count[part]; m++) {
-                const entity_def_method *method = &cls->methods[part][m];
-                cJSON *json = entity_def__json(cJSON_CreateObject());
-                entity_def__add(json, "name", cJSON_CreateString(method->name));
-                if (method->exposed)
-                    entity_def__add(json, "exposed", cJSON_CreateTrue());
-                if (method->arg_count > 0) {
-                    cJSON *args = entity_def__json(cJSON_CreateArray());
-                    for (size_t a = 0; a < method->arg_count; a++) {
-                        cJSON *arg = entity_def__json(cJSON_CreateObject());
-                        entity_def__add(arg, "name", cJSON_CreateString(method->args[a].name));
-                        entity_def__describe_type(arg, &method->args[a].type);
-                        entity_def__append(args, arg);
-                    }
-                    entity_def__add(json, "args", args);
-                }
-                entity_def__append(methods, json);
-            }
+            for (size_t m = 0; m < cls->method_count[part]; m++)
+                entity_def__append(methods, entity_def__describe_method(&cls->methods[part][m]));
             entity_def__add(item, entity_def__part_sections[part], methods);
         }
         entity_def__append(entities, item);
     }
     entity_def__add(doc, "entities", entities);
+    const entity_def_class *events = &reg->events;
+    if (events->method_count[ENTITY_DEF_PART_CLIENT] > 0) {
+        cJSON *list = entity_def__json(cJSON_CreateArray());
+        for (size_t e = 0; e < events->method_count[ENTITY_DEF_PART_CLIENT]; e++)
+            entity_def__append(list, entity_def__describe_method(&events->methods[ENTITY_DEF_PART_CLIENT][e]));
+        entity_def__add(doc, "events", list);
+    }
     return doc;
 }
 
@@ -1965,4 +2037,16 @@ const entity_def_method *entity_def_class_find_method(const entity_def_class *cl
             return &cls->methods[part][i];
     }
     return NULL;
+}
+
+size_t entity_def_registry_event_count(const entity_def_registry *reg) {
+    return reg->events.method_count[ENTITY_DEF_PART_CLIENT];
+}
+
+const entity_def_method *entity_def_registry_event(const entity_def_registry *reg, uint32_t id) {
+    return id <= UINT16_MAX ? entity_def_class_method(&reg->events, ENTITY_DEF_PART_CLIENT, (uint16_t)id) : NULL;
+}
+
+const entity_def_method *entity_def_registry_find_event(const entity_def_registry *reg, const char *name) {
+    return name ? entity_def_class_find_method(&reg->events, ENTITY_DEF_PART_CLIENT, name) : NULL;
 }

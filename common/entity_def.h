@@ -34,6 +34,10 @@
  * class's change mask is at most 32 bytes. */
 #define ENTITY_DEF_MAX_MEMBERS 256
 
+/* At most 4096 game events (a document's "events"): Source games declare a
+ * few hundred; the id travels as a varint. */
+#define ENTITY_DEF_MAX_EVENTS 4096
+
 /* String and bytes max_length is 1..65535: the length prefix on the wire is
  * 16 bits at most. */
 #define ENTITY_DEF_MAX_LENGTH 65535
@@ -295,6 +299,17 @@ const entity_def_method *entity_def_class_method(const entity_def_class *cls,
                                                  entity_def_part part, uint16_t id);
 const entity_def_method *entity_def_class_find_method(const entity_def_class *cls,
                                                       entity_def_part part, const char *name);
+
+/* Game events: named, typed messages the server fires (cellapp/game_event.h).
+ * Each is an entity_def_method of part CLIENT, never exposed, whose args are
+ * the event's fields and whose id is its place in document order, so an
+ * entity_state of its args_class holds one firing's fields and
+ * method_call_encode codes them. */
+size_t entity_def_registry_event_count(const entity_def_registry *registry);
+/* The event with this id, or NULL when out of range. */
+const entity_def_method *entity_def_registry_event(const entity_def_registry *registry, uint32_t id);
+/* The event with this name, or NULL (also for a NULL name). */
+const entity_def_method *entity_def_registry_find_event(const entity_def_registry *registry, const char *name);
 
 /* ---- helpers ---------------------------------------------------------- */
 

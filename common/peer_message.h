@@ -29,7 +29,8 @@
     X(base_call, BASE_CALL, Tessera__Cluster__BaseCall)                         \
     X(entity_call_failed, ENTITY_CALL_FAILED, Tessera__Cluster__EntityCallFailed) \
     X(handover_offer, HANDOVER_OFFER, Tessera__Cluster__HandoverOffer)          \
-    X(handover_answer, HANDOVER_ANSWER, Tessera__Cluster__HandoverAnswer)
+    X(handover_answer, HANDOVER_ANSWER, Tessera__Cluster__HandoverAnswer)      \
+    X(game_event, GAME_EVENT, Tessera__Cluster__GameEventBroadcast)
 
 #define PEER_MESSAGE_SENDER(name, kind, type)                                                             \
     static inline int peer_send_##name(peer_set *peers, uint64_t to, const type *body) {                  \

@@ -16,6 +16,9 @@
  *             client onEcho(n): a round trip (bench/bench_base.py).
  *             census() asks the global Census, which answers the asker's
  *             client with onCensus(players).
+ *             Each Avatar made fires the game event
+ *             player_joined(player, account) to everyone: every client
+ *             of the cluster, every process's listeners.
  *   Census    one base in the whole cluster, under the global name
  *             "census": every Avatar made tells it joined(who), every one
  *             destroyed left(who). Whichever baseapp finds no census makes
@@ -183,9 +186,18 @@ static void demo_ask_census(const tessera_base_context *ctx, tessera_base *avata
 
 static void demo_avatar_created(const tessera_base_context *ctx, tessera_base *avatar) {
     demo_base *g = ctx->game;
+    const tessera_base_api *api = ctx->api;
     if (g->census_id)
         demo_base_call(ctx, avatar, g->census_id, g->census, "Census", TESSERA_PART_BASE, "joined", NULL,
-                       ctx->api->handle(avatar));
+                       api->handle(avatar));
+    /* Every client of the cluster, and every process's listeners, hear it. */
+    tessera_args *fields = api->event_args_create(ctx->app, "player_joined");
+    if (!fields) return;
+    api->args->set_handle(fields, 0, api->handle(avatar));
+    const char *account = api->account(avatar);
+    api->args->set_string(fields, 1, account, strlen(account));
+    api->fire_event(ctx->app, avatar, "player_joined", fields, TESSERA_EVENT_EVERYONE);
+    api->args->free(fields);
 }
 
 static void demo_avatar_destroyed(const tessera_base_context *ctx, tessera_base *avatar) {

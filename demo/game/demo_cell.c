@@ -12,7 +12,9 @@
  *           `secret_note` (cell only), and calls target.takeDamage -- but
  *           only on a target the caster's client can see: a client names
  *           entities by id, and ids are sequential, so without the check
- *           anyone could hit anything anywhere.
+ *           anyone could hit anything anywhere. A hit is a user message,
+ *           spell_hit(caster, target, spell_id, amount), to the caster's
+ *           client and a player target's.
  *           Every half second a heartbeat timer counts in `heartbeats`
  *           (cell only); `born_ms` is when it started. ping(n), exposed,
  *           and the base's relayPing(n) count numbered calls: `pings`,
@@ -21,6 +23,8 @@
  *           teleport(space, x, y, z), exposed (a GM command of the demo:
  *           a real game would keep it to its own code), moves the avatar
  *           there, in this space (empty name) or another.
+ *   events  every cellapp listens for player_joined (fired by the base
+ *           to everyone) and counts the players it heard of.
  *   Npc     stationary guards, `npc_count` of them (a game setting) per
  *           cellapp in the default space's spawn disc. Each has a trap of
  *           `npc_trap_radius`: every avatar stepping in counts as a
@@ -95,6 +99,7 @@ typedef struct demo_game {
     float npc_trap_radius;
     float patrol_speed, patrol_radius, chase_speed;
     demo_world *world;               /* the map's working parts (demo_world.c) */
+    uint64_t players_heard;          /* player_joined events this cellapp heard */
 } demo_game;
 
 const demo_world *demo_world_state(const void *game) { return ((const demo_game *)game)->world; }
@@ -309,6 +314,17 @@ static void demo_cast_spell(const tessera_cell_context *ctx, tessera_entity *cas
     api->args->set_handle(damage, 1, api->handle(caster));
     api->call_cell(caster, target, "takeDamage", damage);
     api->args->free(damage);
+    /* A user message: the caster's client and the target's (if it is a
+     * player) hear of the hit, wherever the target's real is. */
+    tessera_args *hit = api->event_args_create(ctx->app, "spell_hit");
+    if (!hit) return;
+    api->args->set_handle(hit, 0, api->handle(caster));
+    api->args->set_handle(hit, 1, target_id);
+    api->args->set_uint(hit, 2, spell_id);
+    api->args->set_int(hit, 3, (int64_t)(spell_id % 20) + 1);
+    tessera_handle recipients[2] = {api->handle(caster), target_id};
+    api->send_event(ctx->app, caster, "spell_hit", hit, recipients, api->class_of(target) == g->avatar ? 2 : 1);
+    api->args->free(hit);
 }
 
 static void demo_take_damage(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
@@ -360,6 +376,20 @@ static void demo_teleport(const tessera_cell_context *ctx, tessera_entity *avata
     ctx->api->args->get_float(args, 2, &y);
     ctx->api->args->get_float(args, 3, &z);
     ctx->api->teleport(avatar, space, (float)x, (float)y, (float)z);
+}
+
+/* A server listener: the cellapp hears of every player who joins the
+ * cluster, wherever they log in (a game would greet, or count, here). */
+static void demo_heard_player_joined(const tessera_cell_context *ctx, const char *event, tessera_handle source,
+                                     const tessera_args *fields, void *user_data) {
+    demo_game *g = user_data;
+    (void)event, (void)source;
+    const char *account = "";
+    ctx->api->args->get_string(fields, 1, &account, NULL);
+    g->players_heard++;
+    if (g->players_heard == 1 || g->players_heard % 100 == 0)
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "demo: %s joined (%llu players heard of so far)", account,
+                      (unsigned long long)g->players_heard);
 }
 
 /* ---- registration -------------------------------------------------------------- */
@@ -442,6 +472,8 @@ int demo_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **gam
                  "or more");
         return -1;
     }
+    /* The base fires player_joined to everyone: every cellapp hears it. */
+    api->listen_event(app, "player_joined", demo_heard_player_joined, g);
     api->set_tick(app, demo_tick);
     return 0;
 }

@@ -1,7 +1,10 @@
 /* demo_world.c -- the demo map's working parts, in entity I/O (seed 002):
  *
  *   Door        inputs Open, Close and Toggle set `open` (every client
- *               sees it) and fire OnOpened or OnClosed.
+ *               that sees it gets the property) and fire OnOpened or
+ *               OnClosed; the game event door_changed(door, open) goes to
+ *               every client in the space (the gate is heard, not only
+ *               seen).
  *   Trigger     a zone of `size` (a keyvalue) around it: an avatar
  *               stepping in fires OnTrigger, with the avatar as the
  *               activator. If the map gives it a parent, it looks the
@@ -44,6 +47,12 @@ static void demo_door_set(const tessera_cell_context *ctx, tessera_entity *door,
     }
     api->log(ctx->app, TESSERA_LOG_INFO, door, "the door %s", open ? "opens" : "closes");
     api->fire_output(door, open ? "OnOpened" : "OnClosed", activator, api->handle(door), NULL);
+    tessera_args *fields = api->event_args_create(ctx->app, "door_changed");
+    if (!fields) return;
+    api->args->set_handle(fields, 0, api->handle(door));
+    api->args->set_bool(fields, 1, open);
+    api->fire_event(ctx->app, door, "door_changed", fields, TESSERA_EVENT_SPACE);
+    api->args->free(fields);
 }
 
 static void demo_door_open(const tessera_cell_context *ctx, tessera_entity *door, void *data, tessera_handle activator,

@@ -274,6 +274,11 @@ typedef struct tessera_system {
  * whole (spawning, world rules). */
 typedef void (*tessera_cell_tick)(const tessera_cell_context *ctx);
 
+/* A server listener of a game event: `source` fired it (NONE: the game as
+ * a whole); `fields` are valid during the call only. */
+typedef void (*tessera_cell_event_listener)(const tessera_cell_context *ctx, const char *event,
+                                            tessera_handle source, const tessera_args *fields, void *user_data);
+
 /* ---- method arguments (both sides) ------------------------------------------ */
 
 /* A method's arguments, by position (0 = the first declared), typed as
@@ -296,6 +301,40 @@ typedef struct tessera_args_api {
     int (*set_bool)(tessera_args *args, unsigned index, bool value);
     int (*set_string)(tessera_args *args, unsigned index, const char *value, size_t length);
 } tessera_args_api;
+
+/* ---- game events (both sides) ----------------------------------------------
+ *
+ * Source's game events and user messages. An event is declared in the
+ * definitions' JSON, next to the entities, with typed fields:
+ *
+ *     "events": [ { "name": "player_joined",
+ *                   "args": [ { "name": "player", "type": "entity" },
+ *                             { "name": "name", "type": "string", "max_length": 32 } ] } ]
+ *
+ * Game code builds one firing's fields with event_args_create and the args
+ * table (a field of the wrong type is a -1 from the setter), then fires it
+ * to a scope, or sends it to chosen clients (a user message). Firing an
+ * event the definitions do not declare, or with fields built for another
+ * event or method, is refused with -1 and the reason logged. Clients
+ * receive the fields coded as a method call's arguments (proto/client.proto:
+ * GameEvent) and decode them from the definitions they got at login. */
+
+/* Who hears a fired event. Every scope includes the ones above it, and
+ * the listeners of the process that fires it hear it at once, before
+ * fire_event returns (a listener may fire events of its own, 8 deep). */
+typedef enum tessera_event_scope {
+    /* The listeners of this process only: no client. */
+    TESSERA_EVENT_SERVER = 0,
+    /* The clients that see the source when their next update goes (its
+     * own client included), wherever they are in the space. */
+    TESSERA_EVENT_VIEWERS = 1,
+    /* Every client in the source's space, and the listeners of every
+     * cellapp that holds a cell of it. Cell side only. */
+    TESSERA_EVENT_SPACE = 2,
+    /* Every client of the cluster (those without a space too), and the
+     * listeners of every cellapp and baseapp. */
+    TESSERA_EVENT_EVERYONE = 3,
+} tessera_event_scope;
 
 /* ---- engine services (cell side) -------------------------------------------- */
 
@@ -536,6 +575,31 @@ struct tessera_cell_api {
     /* Logs a line with the cellapp's prefix; `entity` may be NULL. */
     void (*log)(tessera_cellapp *app, tessera_log_level level, const tessera_entity *entity, const char *format, ...)
         __attribute__((format(printf, 4, 5)));
+
+    /* -- game events and user messages (the rules are above, at
+     *    tessera_event_scope) -- */
+
+    /* The fields of event `event`, every one at its default, for the args
+     * table; freed by the caller. NULL (logged) if the definitions declare
+     * no such event. */
+    tessera_args *(*event_args_create)(tessera_cellapp *app, const char *event);
+    /* Calls `listener` whenever this cellapp hears `event` (at most 64
+     * listeners). -1 if there is no such event, or when full. */
+    int (*listen_event)(tessera_cellapp *app, const char *event, tessera_cell_event_listener listener,
+                        void *user_data);
+    /* Fires `event` from `source` (NULL: the game as a whole, for the
+     * SERVER and EVERYONE scopes) to `scope`. `fields` NULL: every field
+     * at its default. -1 for an unknown event, fields made for something
+     * else, a ghost source, or a scope that needs a source without one. */
+    int (*fire_event)(tessera_cellapp *app, tessera_entity *source, const char *event, const tessera_args *fields,
+                      tessera_event_scope scope);
+    /* A user message: sends `event` to the clients of the `count` entities
+     * in `recipients`, wherever their reals are (an entity without a client
+     * gets nothing), with `source` (may be NULL) as its source, whether or
+     * not they see it. No listener hears it. Returns how many were sent
+     * on (here, or toward another cellapp), or -1 as fire_event does. */
+    int (*send_event)(tessera_cellapp *app, tessera_entity *source, const char *event, const tessera_args *fields,
+                      const tessera_handle *recipients, size_t count);
 };
 
 
@@ -594,6 +658,10 @@ typedef void (*tessera_base_tick)(const tessera_base_context *ctx);
  * what it asked (registered, or found). */
 typedef void (*tessera_global_callback)(const tessera_base_context *ctx, bool ok, tessera_handle holder,
                                         void *user_data);
+/* A server listener of a game event on the baseapp: it hears the events
+ * fired here and those fired to everyone anywhere. */
+typedef void (*tessera_base_event_listener)(const tessera_base_context *ctx, const char *event,
+                                            tessera_handle source, const tessera_args *fields, void *user_data);
 /* A base loaded from the database (or made new, the first time): its
  * handle, or NONE with `why`. */
 typedef void (*tessera_loaded_callback)(const tessera_base_context *ctx, tessera_handle loaded, const char *why,
@@ -680,6 +748,17 @@ struct tessera_base_api {
 
     void (*log)(tessera_baseapp *app, tessera_log_level level, const tessera_base *base, const char *format, ...)
         __attribute__((format(printf, 4, 5)));
+
+    /* -- game events, as on the cell side -- */
+    tessera_args *(*event_args_create)(tessera_baseapp *app, const char *event);
+    int (*listen_event)(tessera_baseapp *app, const char *event, tessera_base_event_listener listener,
+                        void *user_data);
+    /* Scopes SERVER and EVERYONE only (a base is in no space); `source`
+     * may be NULL. */
+    int (*fire_event)(tessera_baseapp *app, tessera_base *source, const char *event, const tessera_args *fields,
+                      tessera_event_scope scope);
+    /* A user message to the base's own client: -1 if it has none. */
+    int (*send_event)(tessera_base *base, const char *event, const tessera_args *fields);
 };
 
 /* ---- the module --------------------------------------------------------------- */

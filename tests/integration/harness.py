@@ -687,7 +687,7 @@ def _vector(raw):
 
 SERVER_BODIES = {1: "hello", 2: "login_reply", 3: "view", 4: "correction", 5: "error", 6: "base_properties",
                  7: "teleported", 8: "player_destroyed", 9: "player_created", 10: "entered_space",
-                 11: "login_redirect", 12: "call"}
+                 11: "login_redirect", 12: "call", 13: "event"}
 ERROR_CODES = {
     "MALFORMED_FRAME": 1, "FRAME_TOO_LARGE": 2, "UNKNOWN_MESSAGE": 3, "NOT_LOGGED_IN": 4,
     "PROTOCOL_VERSION_MISMATCH": 5, "BAD_CREDENTIALS": 6, "UNAVAILABLE": 7, "OUT_OF_ORDER": 8,
@@ -699,18 +699,25 @@ ERROR_CODES = {
 PART_BASE, PART_CELL, PART_CLIENT = 0, 1, 2
 
 
+def _game_event(raw):
+    """A GameEvent's (event_id, source_id, args bytes)."""
+    fields = parse_fields(raw)
+    return (_first(fields, 1, 0), _first(fields, 2, 0), _first(fields, 3, b"") or b"")
+
+
 def decode_server(body):
     """Decodes a ServerToClient body into a dict: {"field": N, "kind":
     "hello"/"login_reply"/"view"/"correction"/"error"/None, ...}; for error
     also "code" and "message"; for login_reply "entity_id" and "position";
     for correction "position", "sequence" and "reason"; for hello
-    "protocol_version"."""
+    "protocol_version"; for view "events" and for event "event", game
+    events as (event_id, source_id, args)."""
     fields = parse_fields(body)
     out = {"field": None, "kind": None}
     for number, wt, value in fields:
         if number in SERVER_BODIES and wt == WT_LEN:
             out["field"], out["kind"] = number, SERVER_BODIES[number]
-            inner = parse_fields(value)
+            raw, inner = value, parse_fields(value)
             break
     else:
         if fields:
@@ -734,6 +741,11 @@ def decode_server(body):
         out["detached_grace_ms"] = _first(inner, 26, 0)
         out["reconnected"] = bool(_first(inner, 27, 0))
         out["no_space"] = bool(_first(inner, 28, 0))
+    elif kind == "view":
+        # GameEvents (ViewUpdate.events): (event_id, source_id, args).
+        out["events"] = [_game_event(value) for number, wt, value in inner if number == 8 and wt == WT_LEN]
+    elif kind == "event":
+        out["event"] = _game_event(raw)
     elif kind == "call":
         out["entity_id"] = _first(inner, 1, 0)
         out["method_id"] = _first(inner, 2, 0)

@@ -1,0 +1,135 @@
+/* event_route.c -- owns the paths of game events on the cellapp
+ * (event_route.h): queueing them on witnesses, handing viewers' events to
+ * the source's ghosts, broadcasting space and cluster events to the peers,
+ * and taking in what the peers broadcast or the mailbox delivers.
+ *
+ * A witness holds a queued event until its next update, which writes it
+ * after the stream and the calls (proto/client.proto: ViewUpdate.events),
+ * so a viewers' event about an entity always follows that entity's ENTER.
+ * Clients of no space hear cluster events from their baseapp. */
+#include "event_route.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "clock.h"
+#include "game_event.h"
+#include "game_host.h"
+#include "log.h"
+#include "method_call.h"
+#include "peer_message.h"
+
+/* Every real with a client in this cellapp's cell of `space`. */
+static void event_route_to_space_here(cellapp *app, const char *space, const Tessera__Client__GameEvent *event) {
+    cell *c = spaces_cell(app, space, false);
+    if (!c) return;
+    for (size_t i = 0; i < c->count; i++) {
+        cell_entity *entity = c->by_index[i];
+        if (entity->kind == CELL_ENTITY_REAL && entity->witness && !entity->destroyed)
+            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data,
+                                event->args.len, false);
+    }
+}
+
+/* A broadcast to every up peer of `role`. */
+static void event_route_to_peers(cellapp *app, peer_role role, const char *space,
+                                 const Tessera__Client__GameEvent *event) {
+    Tessera__Cluster__GameEventBroadcast broadcast = TESSERA__CLUSTER__GAME_EVENT_BROADCAST__INIT;
+    broadcast.space_name = (char *)(space ? space : "");
+    broadcast.event = (Tessera__Client__GameEvent *)event;
+    size_t cursor = 0;
+    uint64_t peer;
+    while ((peer = peer_set_next_up(app->peers, role, &cursor)) != 0) {
+        if (peer_send_game_event(app->peers, peer, &broadcast) != 0)
+            log_info("game event %u: %s %" PRIu64 " went down before it was sent", event->event_id,
+                     peer_role_name(role), peer);
+    }
+}
+
+void event_route_fire(cellapp *app, cell_entity *source, tessera_event_scope scope,
+                      const Tessera__Client__GameEvent *event) {
+    switch (scope) {
+    case TESSERA_EVENT_SERVER: return;
+    case TESSERA_EVENT_VIEWERS:
+        if (!source) return;
+        /* Its own client is among its observers: it sees itself. */
+        witness_queue_event_for_observers(source, event->event_id, event->args.data, event->args.len);
+        /* Viewers in other cells see a ghost: the event goes with it. */
+        if (source->haunt_count) cell_queue_broadcast_event(source, event->event_id, event->args.data, event->args.len);
+        return;
+    case TESSERA_EVENT_SPACE:
+        if (!source) return;
+        event_route_to_space_here(app, source->home->space_name, event);
+        event_route_to_peers(app, PEER_ROLE_CELLAPP, source->home->space_name, event);
+        return;
+    case TESSERA_EVENT_EVERYONE:
+        event_route_to_peers(app, PEER_ROLE_CELLAPP, "", event);
+        event_route_to_peers(app, PEER_ROLE_BASEAPP, "", event);
+        return;
+    }
+}
+
+size_t event_route_send(cellapp *app, const Tessera__Client__GameEvent *event, const uint64_t *recipients,
+                        size_t count) {
+    size_t sent = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (!recipients[i]) continue;
+        cell_entity *entity = cellapp_find_entity(app, recipients[i]);
+        if (entity && entity->kind == CELL_ENTITY_REAL) {
+            if (!entity->witness) continue;
+            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data,
+                                event->args.len, false);
+            sent++;
+            continue;
+        }
+        /* Its real is elsewhere: the mailbox finds it (a ghost here knows
+         * its cellapp; otherwise the cell directory does). */
+        Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+        message.entity_id = recipients[i];
+        message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT;
+        message.event = (Tessera__Client__GameEvent *)event;
+        if (mailbox_send_cell(app->mailbox, &message, entity ? entity->owner_cellapp : 0,
+                              clock_monotonic_us() / 1000) != 0)
+            sent++;
+    }
+    return sent;
+}
+
+void event_route_on_broadcast(cellapp *app, uint64_t from, const Tessera__Cluster__GameEventBroadcast *broadcast) {
+    if (!broadcast->event) return;
+    const entity_def_method *event;
+    char why[160];
+    entity_state *fields = game_event_decode(app->shared.definitions, broadcast->event, &event, why, sizeof why);
+    if (!fields) {
+        log_warn("process %" PRIu64 ": a game event broadcast refused: %s", from, why);
+        return;
+    }
+    const char *space = broadcast->space_name ? broadcast->space_name : "";
+    if (space[0]) {
+        /* A space's event: only where the space has a cell here. */
+        if (!spaces_cell(app, space, false)) {
+            entity_state_free(fields);
+            return;
+        }
+        event_route_to_space_here(app, space, broadcast->event);
+    }
+    game_host_event_heard(app->game, event, broadcast->event->source_id, fields);
+    entity_state_free(fields);
+}
+
+void event_route_on_message(cellapp *app, cell_entity *recipient, const Tessera__Client__GameEvent *event) {
+    const entity_def_method *declared = entity_def_registry_event(app->shared.definitions, event->event_id);
+    if (!declared || method_call_check(declared, event->args.data, event->args.len) != 0) {
+        log_warn("entity %" PRIu64 ": a user message of event %u with fields that are not its declared types: "
+                 "dropped",
+                 recipient->id, event->event_id);
+        return;
+    }
+    if (!recipient->witness) {
+        log_debug("entity %" PRIu64 ": a user message '%s' for an entity without a client: dropped", recipient->id,
+                  declared->name);
+        return;
+    }
+    witness_queue_event(recipient->witness, event->source_id, event->event_id, event->args.data, event->args.len,
+                        false);
+}
