@@ -13,6 +13,7 @@
 #include "cellapp.h"
 #include "clock.h"
 #include "event_route.h"
+#include "io_route.h"
 #include "log.h"
 #include "method_call.h"
 #include "peer_message.h"
@@ -206,6 +207,9 @@ static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tesse
         break;
     case TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT:
         event_route_on_message(app, entity, message->event);
+        return;
+    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_IO_INPUT:
+        io_route_on_message(app, entity, message->io_input);
         return;
     default:
         log_warn("process %" PRIu64 ": a message for entity %" PRIu64 " with no body: ignored", message->sender_id,

@@ -25,6 +25,7 @@
 #include "cellapp.h"
 #include "clock.h"
 #include "event_route.h"
+#include "io_route.h"
 #include "game_args.h"
 #include "game_event.h"
 #include "game_module.h"
@@ -874,10 +875,13 @@ static void game_host_index(game_host *host, cell_entity *entity, bool here) {
 static int game_api_set_name(tessera_entity *entity, const char *name) {
     cell_entity *e = game_host_entity_of(entity);
     if (!name || strlen(name) >= sizeof e->name || !game_host_writable(e, "a name")) return -1;
-    game_host *host = game_host_app_of_entity(e)->game;
-    game_host_unindex_name(host, e);
+    cellapp *app = game_host_app_of_entity(e);
+    char old[sizeof e->name];
+    snprintf(old, sizeof old, "%s", e->name);
+    game_host_unindex_name(app->game, e);
     snprintf(e->name, sizeof e->name, "%s", name);
-    game_host_index_name(host, e);
+    game_host_index_name(app->game, e);
+    if (strcmp(old, e->name) != 0) io_route_named(app, e, old);
     return 0;
 }
 
@@ -983,8 +987,9 @@ static int game_host_convert(const char *text, tessera_field_type type, tessera_
 }
 
 /* Input `input` of one target, with the parameter converted. */
-static void game_host_io_call(cellapp *app, cell_entity *target, uint64_t activator_id, uint64_t self_id,
-                              const char *input, const char *parameter) {
+void game_host_io_input(cellapp *app, cell_entity *target, uint64_t activator_id, uint64_t self_id,
+                        const char *input, const char *parameter) {
+    if (!app->game || target->kind != CELL_ENTITY_REAL || target->destroyed) return;
     tessera_class *cls = game_host_class_of(app->game, target->cls);
     const struct game_host_input *slot = NULL;
     for (size_t i = 0; cls && i < cls->input_count && !slot; i++)
@@ -1013,21 +1018,35 @@ void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activat
     else if (strcmp(target, "!activator") == 0) single = activator_id;
     else if (strcmp(target, "!caller") == 0) single = caller_id;
     if (target[0] == '!') {
-        cell_entity *e = single ? cellapp_find_entity(app, single) : NULL;
-        if (e && e->kind == CELL_ENTITY_REAL) game_host_io_call(app, e, activator_id, self_id, input, parameter);
-        else if (!single || !e)
-            log_info("entity I/O: %s (entity %" PRIu64 ") is not a real here: '%s' skipped", target, single, input);
+        if (!single) {
+            log_info("entity I/O: %s is nobody: '%s' skipped", target, input);
+            return;
+        }
+        /* Here, or wherever its real is. */
+        io_route_to_entity(app, single, activator_id, self_id, input, parameter);
         return;
     }
     tessera_cellapp *handle = game_host_app_handle(app);
     tessera_handle ids[64];
     size_t count = game_api_find_by_name(handle, target, ids, 64);
-    if (count == 0) count = game_api_find_by_class(handle, target, ids, 64);
-    if (count == 0) log_info("entity I/O: no entity here is named '%s': '%s' skipped", target, input);
-    for (size_t i = 0; i < count && i < 64; i++) {
-        cell_entity *e = cellapp_find_entity(app, ids[i]);
-        if (e && e->kind == CELL_ENTITY_REAL) game_host_io_call(app, e, activator_id, self_id, input, parameter);
+    if (count == 0 && entity_def_registry_find_class(app->shared.definitions, target)) {
+        /* No entity here bears the name, and it is a class: the class's
+         * entities here. */
+        count = game_api_find_by_class(handle, target, ids, 64);
+        if (count == 0) log_info("entity I/O: no entity here is named or of class '%s': '%s' skipped", target, input);
+        for (size_t i = 0; i < count && i < 64; i++) {
+            cell_entity *e = cellapp_find_entity(app, ids[i]);
+            if (e) game_host_io_input(app, e, activator_id, self_id, input, parameter);
+        }
+        return;
     }
+    if (count > 64) count = 64;
+    for (size_t i = 0; i < count; i++) {
+        cell_entity *e = cellapp_find_entity(app, ids[i]);
+        if (e) game_host_io_input(app, e, activator_id, self_id, input, parameter);
+    }
+    /* Those of the name elsewhere in the cluster. */
+    io_route_to_name(app, target, ids, count, activator_id, self_id, input, parameter);
 }
 
 static const tessera_cell_api game_host_api = {
@@ -1244,13 +1263,19 @@ void game_host_after_thinks(game_host *host) {
 }
 
 void game_host_created(game_host *host, cell_entity *entity) {
-    if (host) game_host_index(host, entity, true);
+    if (host) {
+        game_host_index(host, entity, true);
+        if (entity->name[0]) io_route_named(host->app, entity, NULL);
+    }
     GAME_HOST_CALL(host, entity, created);
 }
 
 void game_host_destroyed(game_host *host, cell_entity *entity) {
     GAME_HOST_CALL(host, entity, destroyed);
-    if (host) game_host_index(host, entity, false);
+    if (host) {
+        game_host_index(host, entity, false);
+        io_route_unnamed(host->app, entity);
+    }
 }
 
 void game_host_leaving(game_host *host, cell_entity *entity) {

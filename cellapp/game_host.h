@@ -65,6 +65,11 @@ void game_host_controller_event(struct cell *c, struct cell_entity *entity, cont
 /* An entity_io_deliver (entity_io.h); context is the cellapp. */
 void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activator_id, uint64_t caller_id,
                           const char *input, const char *parameter, void *context);
+/* Runs input `input` of the real `target` with `parameter` converted to
+ * the input's type (a missing input or a failed conversion warns and
+ * skips), fired by `self_id` with `activator_id` as its activator. */
+void game_host_io_input(struct cellapp *app, struct cell_entity *target, uint64_t activator_id, uint64_t self_id,
+                        const char *input, const char *parameter);
 /* Runs the body of cell method `method` of `entity` for `caller_id`.
  * Returns false (logged) when the game gave it none. */
 bool game_host_call(game_host *host, struct cell_entity *entity, const entity_def_method *method, uint64_t caller_id,

@@ -63,3 +63,8 @@ char *redis_key_space_map(char *out, const char *cluster, const char *space_name
     snprintf(out, REDIS_KEY_MAX, "tessera:%s:space_map:%s", cluster, space_name);
     return out;
 }
+
+char *redis_key_entity_name(char *out, const char *cluster, const char *name) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:entity_name:%s", cluster, name);
+    return out;
+}

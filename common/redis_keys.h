@@ -31,6 +31,11 @@
  *                            lease); layouts of older fences are refused
  *   P cell_loads             HASH cellapp id -> its load report, JSON
  *                            (cellapp/balancer.c)
+ *   P space_map:<space>      STRING the cellapp that spawned the space's map
+ *                            entities (SET NX), with a TTL its cellapps
+ *                            renew while they run (cellapp/map_entities.h)
+ *   P entity_name:<name>     SET the ids of the entities named <name>, for
+ *                            entity I/O across cellapps (cellapp/io_route.h)
  *
  * Each function writes the key into `out` (REDIS_KEY_MAX bytes) and returns
  * `out`, so a call can be an argument. A name too long is cut at
@@ -57,6 +62,8 @@ char *redis_key_spaces(char *out, const char *cluster);
 char *redis_key_space(char *out, const char *cluster, const char *space_name);
 /* The cellapp that spawned the entities of a space's map (SET NX). */
 char *redis_key_space_map(char *out, const char *cluster, const char *space_name);
+/* The set of the ids of the entities named `name` (cellapp/io_route.h). */
+char *redis_key_entity_name(char *out, const char *cluster, const char *name);
 char *redis_key_cell_directory(char *out, const char *cluster);
 char *redis_key_balancer_lease(char *out, const char *cluster);
 char *redis_key_balancer_fence(char *out, const char *cluster);

@@ -10,6 +10,10 @@ LogicTimer closes it every ten seconds. A client walks onto the plate:
     process can see in the state dumps (Door.open, Trigger.entered);
   - the timer's OnTimer closes the gate again.
 
+The same across cellapps (tests/maps/split.json, grid 2x1): a plate west
+of the line opens a gate east of it, through the name directory and the
+mailbox, no earlier than its delay; "!activator" is served where it is.
+
 A map with mistakes (tests/maps/parents.json, under tests/game/lifecycle.c,
 whose Npc logs its created hook with the entity's name): an unknown class,
 a keyvalue that does not convert, and a key no property has are each
@@ -26,6 +30,7 @@ import harness
 
 ARENA = os.path.join(harness.SOURCE_DIR, "demo", "maps", "arena.json")
 PARENTS = os.path.join(harness.SOURCE_DIR, "tests", "maps", "parents.json")
+SPLIT = os.path.join(harness.SOURCE_DIR, "tests", "maps", "split.json")
 LIFECYCLE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_lifecycle.so")
 
 
@@ -67,6 +72,44 @@ class EntityIo(unittest.TestCase):
             self.assertGreaterEqual(door["properties"]["opened_count"], 1)
             self.assertGreaterEqual(plate["properties"]["entered"], 1)
             harness.wait_for(lambda: "the door closes" in cluster.log("cellapp-1"), 15, "the timer to close the gate")
+            self.assertTrue(cluster.all_alive())
+
+    def test_a_plate_opens_a_gate_on_another_cellapp(self):
+        # tests/maps/split.json: the plate at x = -20 and the gate it opens
+        # at x = +20, on either side of the line at x = 0 (grid 2x1): the
+        # event reaches the gate through the name directory and the mailbox.
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
+        settings = ["cellapp.game.npc_count=0", "cellapp.maps.default=" + SPLIT, "cellapp.navmesh_cell_size=1"]
+        with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", extra_set=settings, spawn_radius=0) as cluster:
+            logs = lambda: cluster.log("cellapp-1") + cluster.log("cellapp-2")
+            harness.wait_for(lambda: "2 entities spawned in space 'default', 0 skipped" in logs(), 20,
+                             "the map's entities")
+            def holders():
+                found = {}
+                for name, dump in cluster.dump_states(cluster.names("cellapp")).items():
+                    for entity in dump["entities"]:
+                        if entity["class"] in ("Door", "Trigger") and entity.get("kind", "real") == "real":
+                            found[entity["class"]] = name
+                return found
+            harness.wait_for(lambda: len(set(holders().values())) == 2, 20, "plate and gate on different cellapps")
+            gate_holder = holders()["Door"]
+            sock, reply = harness.login(cluster.login, "walker", "pw")
+            self.addCleanup(sock.close)
+            time.sleep(1.0)  # its cell part made
+            for step in range(1, 21):  # west onto the plate, a metre a tenth of a second
+                sock.sendall(harness.frame(harness.msg_move(-float(step), 0, 0, 0, step)))
+                time.sleep(0.1)
+            harness.wait_for(lambda: "the door opens" in cluster.log(gate_holder), 10, "the far gate to open")
+            fired = [l for l in logs().splitlines() if "fires OnTrigger" in l]
+            opened = [l for l in cluster.log(gate_holder).splitlines() if "the door opens" in l]
+            self.assertTrue(fired and opened)
+            self.assertGreaterEqual(stamp(opened[0]) - stamp(fired[0]), 0.45, (fired[0], opened[0]))
+            # "!activator" (the walker, a real on the plate's cellapp) was
+            # served too: it has no input "Nothing", which is said.
+            harness.wait_for(lambda: "has no input 'Nothing'" in logs(), 5, "the activator's input")
+            door = [e for d in cluster.dump_states([gate_holder]).values() for e in d["entities"]
+                    if e["class"] == "Door"][0]
+            self.assertEqual(door["properties"]["open"], True)
             self.assertTrue(cluster.all_alive())
 
     def test_a_broken_map_spawns_the_rest_parents_first(self):
