@@ -13,6 +13,7 @@
 #include <cJSON.h>
 
 #include "cellapp.h"
+#include "clock.h"
 #include "entity_state_json.h"
 #include "json_file.h"
 #include "log.h"
@@ -23,12 +24,15 @@ typedef enum map_claim_state {
     MAP_CLAIM_NONE,        /* not asked yet */
     MAP_CLAIM_ASKING,      /* the SET NX is in flight */
     MAP_CLAIM_OURS,        /* ours to spawn (spawned, or waiting for ids) */
-    MAP_CLAIM_DONE,        /* spawned here, or another cellapp's */
+    MAP_CLAIM_DONE,        /* spawned, by us or a live cellapp: we renew it */
+    MAP_CLAIM_WAITING,     /* held by a cellapp not (yet) seen alive: it lapses, or its holder shows up */
+    MAP_CLAIM_CHECKING,    /* the GET of the holder is in flight */
 } map_claim_state;
 
 struct cellapp_map_claim {
     char space[SPACE_LAYOUT_NAME_MAX];
     map_claim_state state;
+    uint64_t renewed_ms;             /* monotonic, the claim's last renewal from here */
 };
 
 /* One entity of the map while it spawns. */
@@ -237,18 +241,52 @@ static int map_entities_spawn(cellapp *app, const char *space, const char *path)
     return 0;
 }
 
+/* A claim command in flight, for the space it concerns. */
+typedef struct map_claim_request {
+    cellapp *app;
+    char space[SPACE_LAYOUT_NAME_MAX];
+} map_claim_request;
+
+static struct cellapp_map_claim *map_entities_claim_of(cellapp *app, const char *space, map_claim_state state) {
+    for (size_t i = 0; i < app->map_claim_count; i++)
+        if (strcmp(app->map_claims[i].space, space) == 0 && app->map_claims[i].state == state)
+            return &app->map_claims[i];
+    return NULL;
+}
+
 static void map_entities_on_claim(redis_client *redis, redisReply *reply, void *user_data) {
     (void)redis;
-    struct map_claim_reply {
-        cellapp *app;
-        char space[SPACE_LAYOUT_NAME_MAX];
-    } *request = user_data;
-    cellapp *app = request->app;
-    for (size_t i = 0; i < app->map_claim_count; i++) {
-        struct cellapp_map_claim *claim = &app->map_claims[i];
-        if (strcmp(claim->space, request->space) != 0 || claim->state != MAP_CLAIM_ASKING) continue;
+    map_claim_request *request = user_data;
+    struct cellapp_map_claim *claim = map_entities_claim_of(request->app, request->space, MAP_CLAIM_ASKING);
+    if (claim) {
         if (!reply || reply->type == REDIS_REPLY_ERROR) claim->state = MAP_CLAIM_NONE; /* ask again */
-        else claim->state = reply->type == REDIS_REPLY_STATUS ? MAP_CLAIM_OURS : MAP_CLAIM_DONE;
+        else claim->state = reply->type == REDIS_REPLY_STATUS ? MAP_CLAIM_OURS : MAP_CLAIM_WAITING;
+    }
+    free(request);
+}
+
+/* Who holds a claim we did not get: a live cellapp (this cluster's: its
+ * entities live, we renew it with it), nobody any more (we claim it), or a
+ * process not alive (a stopped cluster's: we let it lapse). */
+static void map_entities_on_holder(redis_client *redis, redisReply *reply, void *user_data) {
+    (void)redis;
+    map_claim_request *request = user_data;
+    cellapp *app = request->app;
+    struct cellapp_map_claim *claim = map_entities_claim_of(app, request->space, MAP_CLAIM_CHECKING);
+    if (claim) {
+        if (reply && reply->type == REDIS_REPLY_NIL) {
+            claim->state = MAP_CLAIM_NONE;
+        } else if (reply && reply->type == REDIS_REPLY_STRING) {
+            uint64_t holder = strtoull(reply->str, NULL, 10);
+            bool alive = holder == app->process_id || (app->peers && peer_set_is_up(app->peers, holder));
+            claim->state = alive ? MAP_CLAIM_DONE : MAP_CLAIM_WAITING;
+            if (!alive)
+                log_debug("space '%s': its map was claimed by process %" PRIu64 ", not alive: waiting for the claim "
+                          "to lapse",
+                          claim->space, holder);
+        } else {
+            claim->state = MAP_CLAIM_WAITING;
+        }
     }
     free(request);
 }
@@ -268,20 +306,37 @@ void map_entities_tick(cellapp *app) {
             if (map_entities_spawn(app, space, path) == 0) claim->state = MAP_CLAIM_DONE;
             continue;
         }
-        if (claim->state != MAP_CLAIM_NONE) continue;
-        /* Only a cellapp with a cell of the space claims it. */
+        if (claim->state == MAP_CLAIM_ASKING || claim->state == MAP_CLAIM_CHECKING) continue;
+        /* Only a cellapp with a cell of the space claims it, or renews it. */
         cell *c = spaces_cell(app, space, false);
         if (!c || !c->has_region) continue;
         char key[REDIS_KEY_MAX], holder[24];
         redis_key_space_map(key, app->settings.process.cluster_name, space);
         snprintf(holder, sizeof holder, "%" PRIu64, app->process_id);
-        struct map_claim_reply {
-            cellapp *app;
-            char space[SPACE_LAYOUT_NAME_MAX];
-        } *request = xmalloc(sizeof *request);
+        uint64_t now_ms = clock_monotonic_us() / 1000;
+        if (claim->state == MAP_CLAIM_DONE) {
+            /* The map's entities live while the space's cellapps do: they
+             * keep the claim alive together. */
+            if (now_ms - claim->renewed_ms < MAP_CLAIM_RENEW_MS) continue;
+            claim->renewed_ms = now_ms;
+            redis_client_command(app->redis, NULL, NULL, "SET %s %s PX %d", key, holder, MAP_CLAIM_TTL_MS);
+            continue;
+        }
+        if (claim->state == MAP_CLAIM_WAITING && now_ms - claim->renewed_ms < MAP_CLAIM_RENEW_MS) continue;
+        claim->renewed_ms = now_ms;
+        map_claim_request *request = xmalloc(sizeof *request);
         request->app = app;
         snprintf(request->space, sizeof request->space, "%s", space);
-        if (redis_client_command(app->redis, map_entities_on_claim, request, "SET %s %s NX", key, holder) != 0) {
+        if (claim->state == MAP_CLAIM_WAITING) {
+            if (redis_client_command(app->redis, map_entities_on_holder, request, "GET %s", key) != 0) {
+                free(request);
+                continue;
+            }
+            claim->state = MAP_CLAIM_CHECKING;
+            continue;
+        }
+        if (redis_client_command(app->redis, map_entities_on_claim, request, "SET %s %s NX PX %d", key, holder,
+                                 MAP_CLAIM_TTL_MS) != 0) {
             free(request);
             continue;
         }

@@ -10,7 +10,9 @@
  *                    "parameter": "", "delay": 0.5, "times": -1 } ] }
  *
  * For every space in the cellapp's "maps" that has a cell here, the first
- * cellapp to claim the space's map in Redis (SET NX) spawns its entities,
+ * cellapp to claim the space's map in Redis (SET NX, a lease its cellapps
+ * renew: MAP_CLAIM_TTL_MS below; a claim held by a process that is not
+ * alive, a stopped cluster's, is left to lapse) spawns its entities,
  * all of them on this cellapp (each moves to the cell that holds its
  * origin at the end of the tick). Spawning is two passes, as in Source:
  * every entity is created first (its class, name, keyvalues, outputs),
@@ -24,6 +26,14 @@
  */
 #ifndef TESSERA_MAP_ENTITIES_H
 #define TESSERA_MAP_ENTITIES_H
+
+/* The claim lives MAP_CLAIM_TTL_MS and every cellapp with a cell of the
+ * space renews it each MAP_CLAIM_RENEW_MS: while any of them runs, the
+ * map's entities are not spawned again; once the last has stopped (a
+ * cluster restarted on the same Redis), the claim lapses and the next
+ * cellapp of the space spawns them afresh. */
+#define MAP_CLAIM_TTL_MS 5000
+#define MAP_CLAIM_RENEW_MS 1000
 
 struct cellapp;
 

@@ -23,6 +23,8 @@ two spawn, and the parent ("root", listed last) spawns before its child
 import datetime
 import os
 import re
+import shutil
+import tempfile
 import time
 import unittest
 
@@ -110,6 +112,27 @@ class EntityIo(unittest.TestCase):
             door = [e for d in cluster.dump_states([gate_holder]).values() for e in d["entities"]
                     if e["class"] == "Door"][0]
             self.assertEqual(door["properties"]["open"], True)
+            self.assertTrue(cluster.all_alive())
+
+    def test_a_restarted_cluster_spawns_its_map_again(self):
+        # The claim on a space's map lapses once the last cellapp of the
+        # space has stopped: the same Redis, a new cluster, the map's
+        # entities once more (and once only).
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
+        run_dir = tempfile.mkdtemp(prefix="tessera-it-maps-")
+        self.addCleanup(shutil.rmtree, run_dir, True)
+        settings = ["cellapp.game.npc_count=0", "cellapp.maps.default=" + ARENA, "cellapp.navmesh_cell_size=1"]
+        spawned = "3 entities spawned in space 'default', 0 skipped"
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, run_dir=run_dir) as cluster:
+            harness.wait_for(lambda: spawned in cluster.log("cellapp-1"), 20, "the map's entities")
+            cluster.stop()
+        # Each cluster writes its logs afresh.
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, run_dir=run_dir) as cluster:
+            harness.wait_for(lambda: spawned in cluster.log("cellapp-1"), 30, "the map's entities again")
+            time.sleep(2.0)  # a second spawn would come within a renewal or two
+            doors = [e for d in cluster.dump_states(cluster.names("cellapp")).values() for e in d["entities"]
+                     if e["class"] == "Door"]
+            self.assertEqual(len(doors), 1, doors)
             self.assertTrue(cluster.all_alive())
 
     def test_a_broken_map_spawns_the_rest_parents_first(self):
