@@ -191,6 +191,15 @@ void game_host_restore(game_host *host, cell_entity *entity, const Tessera__Clus
     }
 }
 
+const tessera_field *game_host_find_field(game_host *host, const entity_def_class *cls, const char *name) {
+    tessera_class *registered = game_host_class_of(host, cls);
+    for (size_t i = 0; registered && name && i < registered->field_count; i++)
+        if (strcmp(registered->fields[i].name, name) == 0) return &registered->fields[i];
+    return NULL;
+}
+
+void *game_host_data(cell_entity *entity) { return game_host_data_of(entity); }
+
 /* ---- registration -------------------------------------------------------------- */
 
 static int game_host_check_fields(const char *class_name, size_t data_size, const tessera_field *fields,
@@ -952,7 +961,7 @@ static size_t game_api_fire_output(tessera_entity *entity, const char *output, t
 }
 
 /* A parameter's text as `type`. Returns 0, or -1 if it does not convert. */
-static int game_host_convert(const char *text, tessera_field_type type, tessera_value *out) {
+int game_host_convert(const char *text, tessera_field_type type, tessera_value *out) {
     memset(out, 0, sizeof *out);
     out->type = type;
     out->s = text;

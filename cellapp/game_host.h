@@ -21,6 +21,8 @@
 #include "entity_def.h"
 #include "entity_state.h"
 
+#include <tessera/game.h>
+
 typedef struct game_host game_host;
 struct cellapp;
 struct cell;
@@ -65,6 +67,17 @@ void game_host_controller_event(struct cell *c, struct cell_entity *entity, cont
 /* An entity_io_deliver (entity_io.h); context is the cellapp. */
 void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activator_id, uint64_t caller_id,
                           const char *input, const char *parameter, void *context);
+/* The field `name` of the per-entity data the game registered for `cls`,
+ * or NULL. */
+const tessera_field *game_host_find_field(game_host *host, const entity_def_class *cls, const char *name);
+/* A real's per-entity data (made, zeroed, on first use), or NULL when its
+ * class has none. */
+void *game_host_data(struct cell_entity *entity);
+/* Converts text to a value of `type` (an input's parameter, a map's
+ * keyvalue): decimal numbers, "1"/"0"/"true"/"false", "x y z". Returns 0,
+ * or -1 when it does not convert. */
+int game_host_convert(const char *text, tessera_field_type type, tessera_value *out);
+
 /* Runs input `input` of the real `target` with `parameter` converted to
  * the input's type (a missing input or a failed conversion warns and
  * skips), fired by `self_id` with `activator_id` as its activator. */

@@ -16,6 +16,7 @@
 #include "clock.h"
 #include "entity_state_json.h"
 #include "json_file.h"
+#include "map_keyvalues.h"
 #include "log.h"
 #include "redis_keys.h"
 
@@ -43,16 +44,6 @@ typedef struct map_entity {
     uint64_t id;                     /* once created */
     bool spawned;
 } map_entity;
-
-/* Why an entity is skipped, for entity_state_from_json's problems. */
-typedef struct map_problem {
-    char text[256];
-} map_problem;
-
-static void map_entities_on_problem(const char *name, const char *why, void *context) {
-    map_problem *problem = context;
-    if (!problem->text[0]) snprintf(problem->text, sizeof problem->text, "key '%s': %s", name, why);
-}
 
 static const char *map_entities_string(const cJSON *object, const char *key) {
     const cJSON *item = cJSON_GetObjectItemCaseSensitive(object, key);
@@ -83,20 +74,7 @@ static int map_entities_check(cellapp *app, map_entity *e, char *why, size_t why
         return -1;
     }
     const cJSON *keyvalues = cJSON_GetObjectItemCaseSensitive(e->json, "keyvalues");
-    if (keyvalues) {
-        if (!cJSON_IsObject(keyvalues)) {
-            snprintf(why, why_size, "\"keyvalues\" is not an object");
-            return -1;
-        }
-        entity_state *scratch = entity_state_create(e->cls);
-        map_problem problem = {{0}};
-        entity_state_from_json(scratch, keyvalues, NULL, map_entities_on_problem, &problem);
-        entity_state_free(scratch);
-        if (problem.text[0]) {
-            snprintf(why, why_size, "%s", problem.text);
-            return -1;
-        }
-    }
+    if (keyvalues && map_keyvalues_check(app, e->cls, keyvalues, why, why_size) != 0) return -1;
     const cJSON *outputs = cJSON_GetObjectItemCaseSensitive(e->json, "outputs");
     const cJSON *output;
     size_t index = 0;
@@ -139,7 +117,7 @@ static int map_entities_create(cellapp *app, cell *c, map_entity *e) {
     if (!entity) log_panic("map entity %" PRIu64 ": a fresh id is taken", id);
     if (e->name) snprintf(entity->name, sizeof entity->name, "%s", e->name);
     const cJSON *keyvalues = cJSON_GetObjectItemCaseSensitive(e->json, "keyvalues");
-    if (keyvalues) entity_state_from_json(entity->state, keyvalues, NULL, NULL, NULL);
+    if (keyvalues) map_keyvalues_apply(app, entity, keyvalues);
     const cJSON *output;
     cJSON_ArrayForEach(output, cJSON_GetObjectItemCaseSensitive(e->json, "outputs")) {
         const cJSON *delay = cJSON_GetObjectItemCaseSensitive(output, "delay");
@@ -156,8 +134,9 @@ static int map_entities_create(cellapp *app, cell *c, map_entity *e) {
 /* Pass 2, parents first: an entity's created hook runs once its parent's
  * has (a parent the map does not name is reported, and counts as none). */
 static void map_entities_spawn_order(cellapp *app, map_entity *entities, size_t count, const char *path) {
-    size_t spawned = 0;
-    while (spawned < count) {
+    size_t spawned = 0, created = 0;
+    for (size_t i = 0; i < count; i++) created += entities[i].id != 0; /* the skipped ones never spawn */
+    while (spawned < created) {
         size_t progress = 0;
         for (size_t i = 0; i < count; i++) {
             map_entity *e = &entities[i];

@@ -5,7 +5,9 @@
  *
  *   { "classname": "Door", "name": "gate", "parent": "gatehouse",
  *     "origin": [x, y, z], "yaw": 0,
- *     "keyvalues": { "open": false },              properties, by name
+ *     "keyvalues": { "open": false, "courage": 5 },  properties by name, else
+ *                                                   fields of the game's data
+ *                                                   (map_keyvalues.h)
  *     "outputs": [ { "output": "OnOpened", "target": "lamp", "input": "TurnOn",
  *                    "parameter": "", "delay": 0.5, "times": -1 } ] }
  *
@@ -20,7 +22,8 @@
  * child's spawn can find its parent by name.
  *
  * An entity of a class the definitions lack, or that the game gave no
- * rules, or with a keyvalue that names no property or does not convert, is
+ * rules, or with a keyvalue that names no property nor game field, or does
+ * not convert, is
  * skipped with an error naming the map, the entity and the key; the rest
  * still spawn, and a summary line counts what was skipped.
  */

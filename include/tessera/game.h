@@ -146,7 +146,12 @@ typedef enum tessera_log_level {
  * arrives, frees it when the entity goes, and saves every field in the
  * table, by name, when the entity moves to another cellapp: the receiving
  * cellapp restores them by name, so a field the new module dropped is
- * skipped with a log line and a new one starts at zero. */
+ * skipped with a log line and a new one starts at zero. The table is also
+ * Source's datadesc for maps: a map entity's keyvalue that names no
+ * property of its class but names a field here sets that field before the
+ * created hook runs ("courage": 5, "motto": "hold", "home": [1, 2, 3], or
+ * any of them as text: "5"); one that does not convert or fit skips the
+ * entity, naming the key. */
 typedef enum tessera_field_type {
     TESSERA_FIELD_INT32,
     TESSERA_FIELD_UINT32,

@@ -58,11 +58,26 @@ static void lifecycle_think_b(const tessera_cell_context *ctx, tessera_entity *e
     }
 }
 
+/* An Npc's data: a map's keyvalues may set it (the field table). */
+typedef struct lifecycle_npc {
+    int32_t courage;
+    char motto[16];
+    float home[3];
+} lifecycle_npc;
+
+static const tessera_field lifecycle_npc_fields[] = {
+    TESSERA_FIELD(lifecycle_npc, courage, TESSERA_FIELD_INT32),
+    TESSERA_FIELD(lifecycle_npc, motto, TESSERA_FIELD_STRING),
+    TESSERA_FIELD(lifecycle_npc, home, TESSERA_FIELD_VECTOR3),
+};
+
 static void lifecycle_created(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
     const tessera_cell_api *api = ctx->api;
-    (void)data;
-    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: created at %llu ms, named '%s'",
-             (unsigned long long)api->now_ms(ctx->app), api->name(e));
+    const lifecycle_npc *npc = data;
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: created at %llu ms, named '%s', courage %d, motto '%s', "
+             "home %.1f %.1f %.1f",
+             (unsigned long long)api->now_ms(ctx->app), api->name(e), npc ? npc->courage : -1, npc ? npc->motto : "",
+             npc ? npc->home[0] : 0, npc ? npc->home[1] : 0, npc ? npc->home[2] : 0);
     int rc = api->set_think(e, "a", 100) | api->set_think(e, "b", 300) | api->set_think(e, "a", 200);
     int unknown = api->set_think(e, "c", 10);
     api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: thinks set %d, unknown %d", rc, unknown);
@@ -140,7 +155,8 @@ static int lifecycle_cell_init(tessera_cellapp *app, const tessera_cell_api *api
     if (!g) return -1;
     *game = g;
     tessera_cell_hooks hooks = {.created = lifecycle_created, .destroyed = lifecycle_destroyed};
-    g->npc = api->register_class(app, "Npc", &hooks, 0, NULL, 0);
+    g->npc = api->register_class(app, "Npc", &hooks, sizeof(lifecycle_npc), lifecycle_npc_fields,
+                                 sizeof lifecycle_npc_fields / sizeof lifecycle_npc_fields[0]);
     if (!g->npc) return -1;
     g->visitors = api->property_id(g->npc, "visitors");
     tessera_cell_hooks avatar = {.entered_view = lifecycle_entered_view, .left_view = lifecycle_left_view};

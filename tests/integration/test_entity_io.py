@@ -15,11 +15,13 @@ of the line opens a gate east of it, through the name directory and the
 mailbox, no earlier than its delay; "!activator" is served where it is.
 
 A map with mistakes (tests/maps/parents.json, under tests/game/lifecycle.c,
-whose Npc logs its created hook with the entity's name): an unknown class,
-a keyvalue that does not convert, and a key no property has are each
-reported, naming the map, the entity and the key, and skipped; the other
-two spawn, and the parent ("root", listed last) spawns before its child
-("child", listed first)."""
+whose Npc logs its created hook with the entity's name and its per-entity
+data): an unknown class, a keyvalue that does not convert, a key that names
+neither a property nor a field of the game's data, a field value that is
+not whole, and one too long are each reported, naming the map, the entity
+and the key, and skipped; the other three spawn, with their fields set from
+their keyvalues, and the parent ("root", listed after it) spawns before its
+child ("child", listed first)."""
 import datetime
 import os
 import re
@@ -140,15 +142,24 @@ class EntityIo(unittest.TestCase):
         settings = ["cellapp.game_module=" + LIFECYCLE, "cellapp.maps.default=" + PARENTS,
                     "cellapp.navmesh_cell_size=1"]
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings) as cluster:
-            harness.wait_for(lambda: "2 entities spawned in space 'default', 3 skipped" in cluster.log("cellapp-1"),
+            harness.wait_for(lambda: "3 entities spawned in space 'default', 5 skipped" in cluster.log("cellapp-1"),
                              20, "the map's summary")
             log = cluster.log("cellapp-1")
             self.assertRegex(log, r"parents\.json: entity 1 \('smaug'\): class 'Dragon' is not in the entity "
                                   r"definitions: skipped")
             self.assertRegex(log, r"parents\.json: entity 2 \('moody'\): key 'mood': .*: skipped")
             self.assertRegex(log, r"parents\.json: entity 3 \('nosy'\): key 'nose': .*: skipped")
+            self.assertRegex(log, r"parents\.json: entity 6 \('coward'\): key 'courage': 1\.5 does not convert to "
+                                  r"field 'courage': skipped")
+            self.assertRegex(log, r"parents\.json: entity 7 \('boaster'\): key 'motto': longer than the 15 bytes of "
+                                  r"field 'motto': skipped")
             created = re.findall(r"lifecycle: created at \d+ ms, named '(\w+)'", log)
-            self.assertEqual(created, ["root", "child"], log[-3000:])
+            self.assertEqual(created, ["root", "brave", "child"], log[-3000:])
+            # Keyvalues that name no property fill the game's data (its field table).
+            self.assertIn("named 'root', courage 5, motto 'hold the line', home 1.0 2.0 3.0", log)
+            self.assertIn("named 'brave', courage 12, motto '', home 0.0 0.0 0.0", log)
+            self.assertIn("named 'child', courage 0,", log)
+            self.assertNotIn("form a cycle", log)
             self.assertTrue(cluster.all_alive())
 
 
