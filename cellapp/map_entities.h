@@ -22,10 +22,10 @@
  * child's spawn can find its parent by name.
  *
  * An entity of a class the definitions lack, or that the game gave no
- * rules, or with a keyvalue that names no property nor game field, or does
- * not convert, is
- * skipped with an error naming the map, the entity and the key; the rest
- * still spawn, and a summary line counts what was skipped.
+ * rules, or with a keyvalue that names neither a property nor a game field
+ * or that does not convert, is skipped with an error naming the map, the
+ * entity and the key; the rest still spawn, and a summary line counts what
+ * was skipped.
  */
 #ifndef TESSERA_MAP_ENTITIES_H
 #define TESSERA_MAP_ENTITIES_H

@@ -1,8 +1,9 @@
 /* test_entity_def.c -- unit tests for entity_def: every type, defaults,
  * every loader error (each must return -1 and name the file and the member),
  * the audience of each flag, quantization bit counts, the digest, the
- * describe -> load round trip, directory loading, and the demo's own
- * definitions.
+ * describe -> load round trip, directory loading, game events (ids across
+ * files, their errors, the digest with and without them), and the demo's
+ * own definitions.
  *
  * Files are written into a mkdtemp directory that the group teardown
  * removes. The demo directory is $TESSERA_SOURCE_DIR/demo/entities, or
@@ -960,6 +961,413 @@ static void test_lookup_methods(void **state) {
     entity_def_registry_free(NULL);
 }
 
+/* ---- events ----------------------------------------------------------- */
+
+/* Four events of every sort of argument; the Avatar has a client method of
+ * the same name as an event, which is no clash. */
+static const char events_doc[] =
+    "{\"types\": [{\"name\": \"Loot\", \"fields\": [{\"name\": \"item\", \"type\": \"uint16\"},"
+    "                                            {\"name\": \"count\", \"type\": \"uint8\"}]}],"
+    " \"entities\": [{\"name\": \"Avatar\", \"client_methods\": [{\"name\": \"spell_hit\","
+    "   \"args\": [{\"name\": \"x\", \"type\": \"bool\"}]}]}],"
+    " \"events\": ["
+    "  {\"name\": \"spell_hit\", \"args\": ["
+    "    {\"name\": \"caster\", \"type\": \"entity\"},"
+    "    {\"name\": \"spell_id\", \"type\": \"uint16\"},"
+    "    {\"name\": \"amount\", \"type\": \"int16\", \"bits\": 12},"
+    "    {\"name\": \"where\", \"type\": \"vector3\","
+    "     \"quantize\": {\"min\": -1, \"max\": 1, \"precision\": 0.001}}]},"
+    "  {\"name\": \"chat_line\", \"args\": ["
+    "    {\"name\": \"text\", \"type\": \"string\", \"max_length\": 40},"
+    "    {\"name\": \"tags\", \"type\": \"array\", \"count\": 3, \"element\": \"uint8\"}]},"
+    "  {\"name\": \"round_over\"},"
+    "  {\"name\": \"loot_dropped\", \"args\": [{\"name\": \"loot\", \"type\": \"Loot\"}]}"
+    "]}";
+
+/* `base` (a document ending in '}') with an "events" section holding
+ * `events` (the inside of the array). Static buffer. */
+static const char *with_events(const char *base, const char *events) {
+    static char text[8192];
+    size_t n = strlen(base);
+    assert_true(n > 0 && base[n - 1] == '}');
+    int written = snprintf(text, sizeof text, "%.*s, \"events\": [%s]}", (int)(n - 1), base, events);
+    assert_true(written > 0 && (size_t)written < sizeof text);
+    return text;
+}
+
+/* A document of `count` events named <prefix>0, <prefix>1, ... (malloc'd). */
+static char *many_events(const char *prefix, size_t count) {
+    size_t size = 32 + count * (24 + strlen(prefix));
+    char *text = malloc(size);
+    assert_non_null(text);
+    size_t at = (size_t)snprintf(text, size, "{\"events\": [");
+    for (size_t i = 0; i < count; i++)
+        at += (size_t)snprintf(text + at, size - at, "%s{\"name\": \"%s%zu\"}", i > 0 ? "," : "", prefix, i);
+    snprintf(text + at, size - at, "]}");
+    return text;
+}
+
+static void test_events_parse(void **state) {
+    entity_def_registry *reg = load_ok(events_doc);
+    static const char *const names[] = {"spell_hit", "chat_line", "round_over", "loot_dropped"};
+    static const size_t arg_counts[] = {4, 2, 0, 1};
+    assert_int_equal(entity_def_registry_event_count(reg), 4);
+    for (uint32_t i = 0; i < 4; i++) {
+        const entity_def_method *e = entity_def_registry_event(reg, i);
+        assert_non_null(e);
+        assert_string_equal(e->name, names[i]);
+        assert_int_equal(e->id, i);
+        assert_int_equal(e->part, ENTITY_DEF_PART_CLIENT);
+        assert_false(e->exposed);
+        assert_int_equal(e->arg_count, arg_counts[i]);
+        assert_ptr_equal(entity_def_registry_find_event(reg, names[i]), e);
+        /* the args as a class of their own, for entity_state and method_call */
+        assert_int_equal(e->args_class.id, UINT16_MAX);
+        assert_int_equal(e->args_class.property_count, e->arg_count);
+        for (uint16_t a = 0; a < e->arg_count; a++) {
+            assert_string_equal(e->args_class.properties[a].name, e->args[a].name);
+            assert_int_equal(e->args_class.properties[a].id, a);
+            assert_int_equal(e->args_class.properties[a].type.kind, e->args[a].type.kind);
+            assert_non_null(e->args_class.properties[a].default_value);
+        }
+    }
+    assert_null(entity_def_registry_event(reg, 4));
+    assert_null(entity_def_registry_event(reg, 65536)); /* not event 0 by truncation */
+    assert_null(entity_def_registry_event(reg, UINT32_MAX));
+    assert_null(entity_def_registry_find_event(reg, "nope"));
+    assert_null(entity_def_registry_find_event(reg, "Avatar"));
+    assert_null(entity_def_registry_find_event(reg, NULL));
+
+    /* the argument types */
+    const entity_def_method *e = entity_def_registry_find_event(reg, "spell_hit");
+    assert_string_equal(e->args[0].name, "caster");
+    assert_int_equal(e->args[0].type.kind, ENTITY_DEF_ENTITY);
+    assert_string_equal(e->args[1].name, "spell_id");
+    assert_int_equal(e->args[1].type.kind, ENTITY_DEF_UINT16);
+    assert_int_equal(e->args[1].type.bits, 16);
+    assert_true(e->args[1].type.int_max == 65535);
+    assert_string_equal(e->args[2].name, "amount");
+    assert_int_equal(e->args[2].type.kind, ENTITY_DEF_INT16);
+    assert_int_equal(e->args[2].type.bits, 12);
+    assert_int_equal(e->args[2].type.int_min, -2048);
+    assert_int_equal(e->args[2].type.int_max, 2047);
+    assert_int_equal(e->args[3].type.kind, ENTITY_DEF_VECTOR3);
+    assert_true(e->args[3].type.quantized);
+    assert_int_equal(e->args[3].type.bits, 11);
+    e = entity_def_registry_find_event(reg, "chat_line");
+    assert_int_equal(e->args[0].type.kind, ENTITY_DEF_STRING);
+    assert_int_equal(e->args[0].type.max_length, 40);
+    assert_int_equal(e->args[1].type.kind, ENTITY_DEF_ARRAY);
+    assert_int_equal(e->args[1].type.count, 3);
+    assert_int_equal(e->args[1].type.element->kind, ENTITY_DEF_UINT8);
+    assert_int_equal(e->args[1].type.value_count, 3);
+    e = entity_def_registry_find_event(reg, "loot_dropped");
+    assert_int_equal(e->args[0].type.kind, ENTITY_DEF_STRUCT);
+    assert_ptr_equal(e->args[0].type.structure, entity_def_registry_find_struct(reg, "Loot"));
+
+    /* events are no class, and an event and a client method of the same
+     * name are two things */
+    assert_int_equal(entity_def_registry_class_count(reg), 1);
+    assert_null(entity_def_registry_find_class(reg, "events"));
+    const entity_def_method *m = entity_def_class_find_method(entity_def_registry_find_class(reg, "Avatar"),
+                                                              ENTITY_DEF_PART_CLIENT, "spell_hit");
+    assert_non_null(m);
+    assert_true(m != entity_def_registry_find_event(reg, "spell_hit"));
+    assert_int_equal(m->arg_count, 1);
+    assert_int_equal(m->args[0].type.kind, ENTITY_DEF_BOOL);
+    entity_def_registry_free(reg);
+
+    /* no events: none, and an empty section is the same */
+    reg = load_ok(digest_base);
+    assert_int_equal(entity_def_registry_event_count(reg), 0);
+    assert_null(entity_def_registry_event(reg, 0));
+    assert_null(entity_def_registry_find_event(reg, "go"));
+    entity_def_registry_free(reg);
+    reg = load_ok(with_events(digest_base, ""));
+    assert_int_equal(entity_def_registry_event_count(reg), 0);
+    assert_null(entity_def_registry_event(reg, 0));
+    entity_def_registry_free(reg);
+    /* a document of events only */
+    reg = load_ok("{\"events\": [{\"name\": \"alone\", \"args\": []}]}");
+    assert_int_equal(entity_def_registry_class_count(reg), 0);
+    assert_int_equal(entity_def_registry_event_count(reg), 1);
+    assert_int_equal(entity_def_registry_event(reg, 0)->arg_count, 0);
+    entity_def_registry_free(reg);
+}
+
+static void test_events_directory(void **state) {
+    const char *dir = env_of(state)->dir;
+    /* ids follow the file order, then the order within a file; an event's
+     * arg may be a struct declared in a later file */
+    write_file(state, "a.json",
+               "{\"events\": [{\"name\": \"first\"},"
+               " {\"name\": \"second\", \"args\": [{\"name\": \"n\", \"type\": \"uint8\"}]}]}");
+    write_file(state, "b.json",
+               "{\"entities\": [{\"name\": \"Bee\"}],"
+               " \"events\": [{\"name\": \"third\", \"args\": [{\"name\": \"s\", \"type\": \"Shared\"}]}]}");
+    write_file(state, "c.json",
+               "{\"types\": [{\"name\": \"Shared\", \"fields\": [{\"name\": \"x\", \"type\": \"bool\"}]}],"
+               " \"events\": [{\"name\": \"fourth\"}]}");
+    entity_def_registry *reg = NULL;
+    char err[512] = "";
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    static const char *const order[] = {"first", "second", "third", "fourth"};
+    assert_int_equal(entity_def_registry_event_count(reg), 4);
+    for (uint32_t i = 0; i < 4; i++) {
+        const entity_def_method *e = entity_def_registry_event(reg, i);
+        assert_non_null(e);
+        assert_string_equal(e->name, order[i]);
+        assert_int_equal(e->id, i);
+        assert_ptr_equal(entity_def_registry_find_event(reg, order[i]), e);
+    }
+    const entity_def_method *third = entity_def_registry_event(reg, 2);
+    assert_ptr_equal(third->args[0].type.structure, entity_def_registry_find_struct(reg, "Shared"));
+    assert_non_null(strstr(third->args_class.source, "b.json"));
+    assert_non_null(strstr(entity_def_registry_event(reg, 3)->args_class.source, "c.json"));
+    assert_int_equal(entity_def_registry_event(reg, 1)->args[0].type.kind, ENTITY_DEF_UINT8);
+    check_round_trip(reg);
+    /* the same definitions in one document: the same digest */
+    char split[65];
+    memcpy(split, entity_def_registry_digest_hex(reg), 65);
+    entity_def_registry_free(reg);
+    char whole[65];
+    digest_of("{\"types\": [{\"name\": \"Shared\", \"fields\": [{\"name\": \"x\", \"type\": \"bool\"}]}],"
+              " \"entities\": [{\"name\": \"Bee\"}],"
+              " \"events\": [{\"name\": \"first\"},"
+              "  {\"name\": \"second\", \"args\": [{\"name\": \"n\", \"type\": \"uint8\"}]},"
+              "  {\"name\": \"third\", \"args\": [{\"name\": \"s\", \"type\": \"Shared\"}]},"
+              "  {\"name\": \"fourth\"}]}",
+              whole);
+    assert_string_equal(split, whole);
+
+    /* a name used again in a later file */
+    write_file(state, "d.json", "{\"events\": [{\"name\": \"first\"}]}");
+    reg = (entity_def_registry *)0x1;
+    assert_int_equal(entity_def_load_directory(dir, &reg, err, sizeof err), -1);
+    assert_null(reg);
+    if (strstr(err, "d.json: events.first: duplicate event name") == NULL)
+        fail_msg("unexpected error: %s", err);
+    empty_dir(dir, false);
+
+    /* at most ENTITY_DEF_MAX_EVENTS in all, whatever the files */
+    char *half = many_events("a", ENTITY_DEF_MAX_EVENTS / 2);
+    char *rest = many_events("b", ENTITY_DEF_MAX_EVENTS / 2);
+    write_file(state, "a.json", half);
+    write_file(state, "b.json", rest);
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    assert_int_equal(entity_def_registry_event_count(reg), ENTITY_DEF_MAX_EVENTS);
+    const entity_def_method *last = entity_def_registry_event(reg, ENTITY_DEF_MAX_EVENTS - 1);
+    assert_non_null(last);
+    char name[32];
+    snprintf(name, sizeof name, "b%d", ENTITY_DEF_MAX_EVENTS / 2 - 1);
+    assert_string_equal(last->name, name);
+    assert_int_equal(last->id, ENTITY_DEF_MAX_EVENTS - 1);
+    assert_null(entity_def_registry_event(reg, ENTITY_DEF_MAX_EVENTS));
+    entity_def_registry_free(reg);
+    free(rest);
+    rest = many_events("b", ENTITY_DEF_MAX_EVENTS / 2 + 1);
+    write_file(state, "b.json", rest);
+    assert_int_equal(entity_def_load_directory(dir, &reg, err, sizeof err), -1);
+    assert_null(reg);
+    if (strstr(err, "more than 4096 events in all") == NULL)
+        fail_msg("unexpected error: %s", err);
+    free(half);
+    free(rest);
+    /* and one document of too many */
+    char *all = many_events("e", ENTITY_DEF_MAX_EVENTS + 1);
+    expect_error(state, all, NEEDLES("'events' has 4097 entries, more than 4096"));
+    free(all);
+}
+
+static void test_error_events(void **state) {
+    expect_error(state, "{\"events\": [{\"name\": \"a\"}, {\"name\": \"b\"}, {\"name\": \"a\"}]}",
+                 NEEDLES("events.a", "duplicate event name", "also event 0"));
+    expect_error(state, "{\"events\": [{\"name\": \"a\", \"exposed\": true}]}",
+                 NEEDLES("events.a", "events cannot be exposed"));
+    expect_error(state, "{\"events\": [{\"name\": \"a\", \"exposed\": false}]}",
+                 NEEDLES("events.a", "events cannot be exposed"));
+    expect_error(state, "{\"events\": [{\"name\": \"a\", \"colour\": 1}]}",
+                 NEEDLES("events.a", "unknown key 'colour'"));
+    expect_error(state, "{\"events\": [{\"name\": \"a\", \"args\": [], \"args\": []}]}",
+                 NEEDLES("events.a", "duplicate key 'args'"));
+    expect_error(state, "{\"events\": [{\"args\": []}]}", NEEDLES("events[0]", "missing 'name'"));
+    expect_error(state, "{\"events\": [{\"name\": \"a\"}, {\"args\": []}]}",
+                 NEEDLES("events[1]", "missing 'name'"));
+    expect_error(state, "{\"events\": [{\"name\": \"9a\"}]}", NEEDLES("events[0]", "not an identifier"));
+    expect_error(state, "{\"events\": [{\"name\": 5}]}", NEEDLES("events[0]", "'name' must be a string"));
+    expect_error(state, "{\"events\": {}}", NEEDLES("'events' must be an array"));
+    expect_error(state, "{\"events\": [1]}", NEEDLES("'events'[0] must be an object"));
+    expect_error(state, "{\"events\": [{\"name\": \"a\", \"args\": {}}]}",
+                 NEEDLES("events.a", "'args' must be an array"));
+    /* the arguments, as a method's */
+    static const struct {
+        const char *args;
+        const char *where;
+        const char *needle;
+    } cases[] = {
+        {"{\"name\": \"text\", \"type\": \"string\"}", "events.a(text)", "needs 'max_length'"},
+        {"{\"name\": \"n\", \"type\": \"int17\"}", "events.a(n)", "unknown type 'int17'"},
+        {"{\"name\": \"n\", \"type\": \"Nowhere\"}", "events.a(n)", "unknown type 'Nowhere'"},
+        {"{\"name\": \"n\"}", "events.a(n)", "missing 'type'"},
+        {"{\"name\": \"n\", \"type\": \"int16\", \"bits\": 40}", "events.a(n)",
+         "bit width 40 does not fit type int16"},
+        {"{\"name\": \"n\", \"type\": \"uint8\", \"flags\": \"BASE\"}", "events.a(n)", "unknown key 'flags'"},
+        {"{\"name\": \"n\", \"type\": \"uint8\", \"default\": 1}", "events.a(n)", "unknown key 'default'"},
+        {"{\"name\": \"n\", \"type\": \"uint8\"}, {\"name\": \"n\", \"type\": \"bool\"}", "events.a(n)",
+         "duplicate argument name"},
+        {"{\"type\": \"uint8\"}", "events.a(args[0])", "missing 'name'"},
+        {"{\"name\": \"p\", \"type\": \"vector2\", \"quantize\": {\"min\": 0, \"max\": 1, \"precision\": 0}}",
+         "events.a(p)", "precision (0) must be greater than 0"},
+        {"{\"name\": \"l\", \"type\": \"array\", \"element\": \"uint8\", \"count\": 1025}", "events.a(l)",
+         "count must be an integer from 1 to 1024"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[1024];
+        snprintf(text, sizeof text, "{\"events\": [{\"name\": \"ok\"}, {\"name\": \"a\", \"args\": [%s]}]}",
+                 cases[i].args);
+        expect_error(state, text, NEEDLES(cases[i].where, cases[i].needle));
+    }
+}
+
+/* The digest of digest_base as computed before events existed (commit
+ * adda89f): definitions without events must keep it. */
+static const char digest_base_hex[] = "c6cdc0a25ce9deffe976961fbe803810c285457ce022e5d5a60b8d790277df45";
+
+static void test_events_digest(void **state) {
+    char none[65], empty[65], b[65];
+    digest_of(digest_base, none);
+    assert_string_equal(none, digest_base_hex);
+    digest_of(with_events(digest_base, ""), empty);
+    assert_string_equal(none, empty);
+
+    /* each a change of meaning: all different, and none the base's */
+    static const char *const variants[] = {
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}",
+        "{\"name\": \"hat\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}",          /* renamed */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint32\"}]}",          /* arg type */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"int16\"}]}",           /* arg type */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\", \"bits\": 12}]}", /* bits */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"m\", \"type\": \"uint16\"}]}",          /* arg name */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"},"
+        " {\"name\": \"t\", \"type\": \"entity\"}]}",                                        /* an arg more */
+        "{\"name\": \"hit\"}",                                                               /* no args */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"string\", \"max_length\": 8}]}",
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"string\", \"max_length\": 9}]}",
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"Eq\"}]}",              /* a struct */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}, {\"name\": \"miss\"}", /* added */
+        "{\"name\": \"miss\"}, {\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}", /* ids */
+    };
+    enum { VARIANTS = sizeof variants / sizeof variants[0] };
+    char digests[VARIANTS][65];
+    for (size_t i = 0; i < VARIANTS; i++) {
+        digest_of(with_events(digest_base, variants[i]), digests[i]);
+        if (strcmp(digests[i], none) == 0)
+            fail_msg("events [%s] kept the digest of no events", variants[i]);
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(digests[i], digests[j]) == 0)
+                fail_msg("events [%s] and [%s] have the same digest", variants[i], variants[j]);
+        }
+    }
+    /* a change to the classes still shows with events present */
+    static const char renamed[] = "\"name\": \"Avatar\"";
+    char text[sizeof digest_base + 64];
+    const char *at = strstr(digest_base, renamed);
+    assert_non_null(at);
+    snprintf(text, sizeof text, "%.*s\"name\": \"Player\"%s", (int)(at - digest_base), digest_base,
+             at + strlen(renamed));
+    digest_of(with_events(text, variants[0]), b);
+    assert_string_not_equal(b, digests[0]);
+    /* an event is not a client method of the same shape */
+    static const char cell[] = "\"cell_methods\"";
+    at = strstr(digest_base, cell);
+    assert_non_null(at);
+    snprintf(text, sizeof text, "%.*s\"client_methods\": [{\"name\": \"hit\"}], %s", (int)(at - digest_base),
+             digest_base, at);
+    digest_of(text, b);
+    assert_string_not_equal(b, digests[7]);
+    assert_string_not_equal(b, none);
+
+    /* how an event is written does not count */
+    digest_of(with_events(digest_base, "{ \"args\": [ { \"type\": \"uint16\", \"name\": \"n\" } ], \"name\": \"hit\" }"),
+              b);
+    assert_string_equal(b, digests[0]);
+    digest_of(with_events(digest_base, "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\", \"bits\": 16}]}"),
+              b);
+    assert_string_equal(b, digests[0]);
+    digest_of(with_events(digest_base, "{\"name\": \"hit\", \"args\": []}"), b);
+    assert_string_equal(b, digests[7]);
+}
+
+/* Loads the description of `reg` and checks that every event came back the
+ * same: id, name, and each argument's name and type. */
+static void check_events_round_trip(const entity_def_registry *reg) {
+    char *text = entity_def_registry_describe(reg);
+    assert_non_null(text);
+    entity_def_registry *again = NULL;
+    char err[512];
+    if (entity_def_load_string(text, "description", &again, err, sizeof err) != 0)
+        fail_msg("description does not load: %s\n%s", err, text);
+    assert_string_equal(entity_def_registry_digest_hex(reg), entity_def_registry_digest_hex(again));
+    assert_int_equal(entity_def_registry_event_count(again), entity_def_registry_event_count(reg));
+    for (uint32_t i = 0; i < entity_def_registry_event_count(reg); i++) {
+        const entity_def_method *x = entity_def_registry_event(reg, i);
+        const entity_def_method *y = entity_def_registry_event(again, i);
+        assert_non_null(y);
+        assert_string_equal(x->name, y->name);
+        assert_int_equal(y->id, i);
+        assert_false(y->exposed);
+        assert_int_equal(x->arg_count, y->arg_count);
+        for (size_t a = 0; a < x->arg_count; a++) {
+            const entity_def_type *tx = &x->args[a].type, *ty = &y->args[a].type;
+            assert_string_equal(x->args[a].name, y->args[a].name);
+            assert_int_equal(tx->kind, ty->kind);
+            assert_int_equal(tx->bits, ty->bits);
+            assert_int_equal(tx->max_length, ty->max_length);
+            assert_int_equal(tx->count, ty->count);
+            assert_int_equal(tx->quantized, ty->quantized);
+            assert_int_equal(tx->value_count, ty->value_count);
+            if (tx->kind == ENTITY_DEF_STRUCT)
+                assert_string_equal(tx->structure->name, ty->structure->name);
+        }
+    }
+    free(text);
+    entity_def_registry_free(again);
+}
+
+static void test_events_describe(void **state) {
+    entity_def_registry *reg = load_ok(events_doc);
+    check_round_trip(reg);
+    check_events_round_trip(reg);
+    char *text = entity_def_registry_describe(reg);
+    assert_non_null(strstr(text, "\"events\":[{\"name\":\"spell_hit\""));
+    assert_non_null(strstr(text, "{\"name\":\"round_over\"}"));
+    assert_non_null(strstr(text, "\"bits\":12"));
+    assert_null(strstr(text, "\"exposed\""));
+    /* in id order */
+    const char *p1 = strstr(text, "\"name\":\"chat_line\"");
+    const char *p2 = strstr(text, "\"name\":\"round_over\"");
+    const char *p3 = strstr(text, "\"name\":\"loot_dropped\"");
+    assert_true(p1 != NULL && p2 != NULL && p3 != NULL && p1 < p2 && p2 < p3);
+    free(text);
+    entity_def_registry_free(reg);
+
+    /* no events: no section, and the digest of before */
+    reg = load_ok(with_events(digest_base, ""));
+    text = entity_def_registry_describe(reg);
+    assert_null(strstr(text, "\"events\""));
+    free(text);
+    check_round_trip(reg);
+    assert_string_equal(entity_def_registry_digest_hex(reg), digest_base_hex);
+    entity_def_registry_free(reg);
+
+    /* events only */
+    reg = load_ok("{\"events\": [{\"name\": \"e\", \"args\": [{\"name\": \"s\", \"type\": \"bytes\", \"max_length\": 3}]}]}");
+    check_events_round_trip(reg);
+    entity_def_registry_free(reg);
+}
+
 /* ---- the demo --------------------------------------------------------- */
 
 static void demo_dir(char *buf, size_t len) {
@@ -1072,6 +1480,32 @@ static void test_demo_entities(void **state) {
     entity_def_registry_free(reg);
 }
 
+/* The demo's events (demo/entities/events.json), in file order. */
+static void test_demo_events(void **state) {
+    char dir[512];
+    demo_dir(dir, sizeof dir);
+    entity_def_registry *reg = NULL;
+    char err[512] = "";
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
+        fail_msg("loading %s: %s", dir, err);
+    assert_int_equal(entity_def_registry_event_count(reg), 3);
+    assert_string_equal(entity_def_registry_event(reg, 0)->name, "player_joined");
+    assert_string_equal(entity_def_registry_event(reg, 1)->name, "door_changed");
+    const entity_def_method *e = entity_def_registry_find_event(reg, "spell_hit");
+    assert_non_null(e);
+    assert_int_equal(e->id, 2);
+    assert_int_equal(e->arg_count, 4);
+    assert_int_equal(e->args[0].type.kind, ENTITY_DEF_ENTITY);
+    assert_int_equal(e->args[1].type.kind, ENTITY_DEF_ENTITY);
+    assert_int_equal(e->args[2].type.kind, ENTITY_DEF_UINT16);
+    assert_int_equal(e->args[3].type.kind, ENTITY_DEF_INT16);
+    e = entity_def_registry_find_event(reg, "player_joined");
+    assert_int_equal(e->args[1].type.kind, ENTITY_DEF_STRING);
+    assert_int_equal(e->args[1].type.max_length, 64);
+    check_events_round_trip(reg);
+    entity_def_registry_free(reg);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_every_type_parses, test_teardown),
@@ -1100,7 +1534,13 @@ int main(void) {
         cmocka_unit_test(test_describe_round_trip),
         cmocka_unit_test_teardown(test_directory, test_teardown),
         cmocka_unit_test(test_lookup_methods),
+        cmocka_unit_test(test_events_parse),
+        cmocka_unit_test_teardown(test_events_directory, test_teardown),
+        cmocka_unit_test_teardown(test_error_events, test_teardown),
+        cmocka_unit_test(test_events_digest),
+        cmocka_unit_test(test_events_describe),
         cmocka_unit_test(test_demo_entities),
+        cmocka_unit_test(test_demo_events),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -3,13 +3,16 @@
  * reply's checks, the entity stream (enters, moves, property updates,
  * leaves, stale aliases), BaseProperties before and after the player's
  * entity entered, client calls, the order of the callbacks, what closes the
- * client with CLOSED_PROTOCOL, and the number of heap allocations per
+ * client with CLOSED_PROTOCOL, game events (in a ViewUpdate after the calls,
+ * and alone; an unknown id or fields not of the declared types close the
+ * client), and the number of heap allocations per
  * ViewUpdate (malloc, calloc and realloc are wrapped at link time, which
  * counts every allocation of the SDK and of common/, both linked statically).
  *
  * The server side of each frame is built with the same modules the cellapp
  * uses (replication's packer, volatile_codec, property_codec, method_call).
  */
+#include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -52,23 +55,36 @@ void *__wrap_realloc(void *pointer, size_t size) {
 
 /* ---- the game ------------------------------------------------------------- */
 
-static const char *const DEFINITIONS =
-    "{\"format\":1,\"entities\":["
-    "{\"name\":\"Avatar\",\"properties\":["
-    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"},"
-    "{\"name\":\"health\",\"type\":\"int16\",\"flags\":\"CELL_PUBLIC_AND_OWN\",\"default\":100},"
-    "{\"name\":\"gold\",\"type\":\"uint32\",\"flags\":\"BASE_AND_CLIENT\"},"
-    "{\"name\":\"secret\",\"type\":\"uint8\",\"flags\":\"BASE\"}],"
-    "\"base_methods\":[{\"name\":\"chat\",\"exposed\":true,"
-    "\"args\":[{\"name\":\"text\",\"type\":\"string\",\"max_length\":200}]}],"
-    "\"cell_methods\":[{\"name\":\"castSpell\",\"exposed\":true,\"args\":["
-    "{\"name\":\"spell_id\",\"type\":\"uint16\"},{\"name\":\"target\",\"type\":\"entity\"}]},"
-    "{\"name\":\"hidden\",\"args\":[]}],"
-    "\"client_methods\":[{\"name\":\"onDamage\",\"args\":[{\"name\":\"amount\",\"type\":\"int16\"}]}]},"
-    "{\"name\":\"Npc\",\"properties\":["
-    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"},"
+/* The fixture's classes: the inside of "entities". */
+#define FIXTURE_ENTITIES \
+    "{\"name\":\"Avatar\",\"properties\":[" \
+    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"}," \
+    "{\"name\":\"health\",\"type\":\"int16\",\"flags\":\"CELL_PUBLIC_AND_OWN\",\"default\":100}," \
+    "{\"name\":\"gold\",\"type\":\"uint32\",\"flags\":\"BASE_AND_CLIENT\"}," \
+    "{\"name\":\"secret\",\"type\":\"uint8\",\"flags\":\"BASE\"}]," \
+    "\"base_methods\":[{\"name\":\"chat\",\"exposed\":true," \
+    "\"args\":[{\"name\":\"text\",\"type\":\"string\",\"max_length\":200}]}]," \
+    "\"cell_methods\":[{\"name\":\"castSpell\",\"exposed\":true,\"args\":[" \
+    "{\"name\":\"spell_id\",\"type\":\"uint16\"},{\"name\":\"target\",\"type\":\"entity\"}]}," \
+    "{\"name\":\"hidden\",\"args\":[]}]," \
+    "\"client_methods\":[{\"name\":\"onDamage\",\"args\":[{\"name\":\"amount\",\"type\":\"int16\"}]}]}," \
+    "{\"name\":\"Npc\",\"properties\":[" \
+    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"}," \
     "{\"name\":\"mood\",\"type\":\"uint8\",\"flags\":\"OTHER_CLIENTS\"}]}"
+
+static const char *const DEFINITIONS = "{\"format\":1,\"entities\":[" FIXTURE_ENTITIES "]}";
+
+/* The same classes with game events, for the tests of on_event (setup_events). */
+static const char *const EVENT_DEFINITIONS =
+    "{\"format\":1,\"entities\":[" FIXTURE_ENTITIES "],"
+    "\"events\":["
+    "{\"name\":\"spell_hit\",\"args\":[{\"name\":\"caster\",\"type\":\"entity\"},"
+    "{\"name\":\"spell_id\",\"type\":\"uint16\"},{\"name\":\"amount\",\"type\":\"int16\",\"bits\":12}]},"
+    "{\"name\":\"announce\",\"args\":[{\"name\":\"text\",\"type\":\"string\",\"max_length\":32}]},"
+    "{\"name\":\"round_over\"}"
     "]}";
+
+enum { EVENT_SPELL_HIT = 0, EVENT_ANNOUNCE = 1, EVENT_ROUND_OVER = 2, EVENT_COUNT = 3 };
 
 #define PLAYER_ID 7
 #define NPC_ID 9000
@@ -77,6 +93,16 @@ static const char *const DEFINITIONS =
 #define YAW_STEPS 1024
 
 enum { AVATAR_NAME = 0, AVATAR_HEALTH = 1, AVATAR_GOLD = 2, NPC_NAME = 0, NPC_MOOD = 1 };
+
+/* One game event as on_event saw it: its fields printed "name=value,...". */
+typedef struct seen_event {
+    char name[64];
+    uint16_t id;
+    uint64_t source;
+    char fields[160];
+} seen_event;
+
+#define MAX_SEEN_EVENTS 8
 
 /* What the callbacks saw, in order: one letter per callback. */
 typedef struct seen {
@@ -92,6 +118,8 @@ typedef struct seen {
     int64_t last_damage;
     uint64_t gold_at_enter;
     int close_in_enter; /* tessera_client_close inside on_enter */
+    int events;         /* on_event calls; the first MAX_SEEN_EVENTS in event_log */
+    seen_event event_log[MAX_SEEN_EVENTS];
 } seen;
 
 static void note(seen *s, char c) {
@@ -157,6 +185,58 @@ static void on_client_call(tessera_client *client, const tessera_client_entity *
     assert_string_equal(method->name, "onDamage");
     assert_int_equal(entity_state_get_int(args, 0, 0, &s->last_damage), 0);
 }
+static void on_event(tessera_client *client, const entity_def_method *event, uint64_t source_id,
+                     const entity_state *fields) {
+    seen *s = tessera_client_user_data(client);
+    note(s, 'V');
+    assert_ptr_equal(entity_state_class(fields), &event->args_class);
+    assert_ptr_equal(entity_def_registry_event(tessera_client_definitions(client), event->id), event);
+    if (s->events < MAX_SEEN_EVENTS) {
+        seen_event *e = &s->event_log[s->events];
+        snprintf(e->name, sizeof e->name, "%s", event->name);
+        e->id = event->id;
+        e->source = source_id;
+        size_t at = 0;
+        e->fields[0] = '\0';
+        for (uint16_t a = 0; a < event->arg_count; a++) {
+            char value[80];
+            uint64_t u;
+            int64_t i;
+            const char *text;
+            switch (event->args[a].type.kind) {
+            case ENTITY_DEF_ENTITY:
+                assert_int_equal(entity_state_get_entity(fields, a, 0, &u), 0);
+                snprintf(value, sizeof value, "#%" PRIu64, u);
+                break;
+            case ENTITY_DEF_UINT8:
+            case ENTITY_DEF_UINT16:
+            case ENTITY_DEF_UINT32:
+            case ENTITY_DEF_UINT64:
+                assert_int_equal(entity_state_get_uint(fields, a, 0, &u), 0);
+                snprintf(value, sizeof value, "%" PRIu64, u);
+                break;
+            case ENTITY_DEF_INT8:
+            case ENTITY_DEF_INT16:
+            case ENTITY_DEF_INT32:
+            case ENTITY_DEF_INT64:
+                assert_int_equal(entity_state_get_int(fields, a, 0, &i), 0);
+                snprintf(value, sizeof value, "%" PRId64, i);
+                break;
+            case ENTITY_DEF_STRING:
+                assert_int_equal(entity_state_get_string(fields, a, 0, &text, NULL), 0);
+                snprintf(value, sizeof value, "'%s'", text);
+                break;
+            default:
+                snprintf(value, sizeof value, "?");
+                break;
+            }
+            at += (size_t)snprintf(e->fields + at, sizeof e->fields - at, "%s%s=%s", a > 0 ? "," : "",
+                                   event->args[a].name, value);
+            assert_true(at < sizeof e->fields);
+        }
+    }
+    s->events++;
+}
 static void on_closed(tessera_client *client, tessera_client_close_cause cause, const char *reason) {
     seen *s = tessera_client_user_data(client);
     s->closed++;
@@ -173,6 +253,7 @@ static const tessera_client_callbacks callbacks = {
     .on_move = on_move,
     .on_properties_changed = on_properties_changed,
     .on_client_call = on_client_call,
+    .on_event = on_event,
     .on_closed = on_closed,
 };
 
@@ -245,9 +326,9 @@ static void pack_login(fixture *fx, uint32_t max_aliases, double precision) {
 }
 
 /* A ViewUpdate of the stream built so far (END appended here unless
- * `no_end`) and `calls`. */
-static void pack_view_raw(fixture *fx, uint64_t stamp_us, Tessera__Client__ClientCall **calls, size_t n_calls,
-                          int no_end) {
+ * `no_end`), `calls` and `events`. */
+static void pack_view_full(fixture *fx, uint64_t stamp_us, Tessera__Client__ClientCall **calls, size_t n_calls,
+                           Tessera__Client__GameEvent **events, size_t n_events, int no_end) {
     if (!no_end) replication_append_end(&fx->stream);
     Tessera__Client__ViewUpdate view = TESSERA__CLIENT__VIEW_UPDATE__INIT;
     view.tick = (uint32_t)fx->tick;
@@ -256,10 +337,19 @@ static void pack_view_raw(fixture *fx, uint64_t stamp_us, Tessera__Client__Clien
     view.stamp_us = stamp_us;
     view.calls = calls;
     view.n_calls = n_calls;
+    view.events = events;
+    view.n_events = n_events;
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
     message.view = &view;
     pack(fx, &message);
+}
+
+/* A ViewUpdate of the stream built so far (END appended here unless
+ * `no_end`) and `calls`. */
+static void pack_view_raw(fixture *fx, uint64_t stamp_us, Tessera__Client__ClientCall **calls, size_t n_calls,
+                          int no_end) {
+    pack_view_full(fx, stamp_us, calls, n_calls, NULL, 0, no_end);
 }
 
 static void pack_view(fixture *fx, uint64_t stamp_us, Tessera__Client__ClientCall **calls, size_t n_calls) {
@@ -304,10 +394,10 @@ static void pack_base_properties(fixture *fx, uint64_t entity_id, uint32_t gold)
     entity_state_free(state);
 }
 
-static int setup(void **state) {
+static int setup_with(void **state, const char *definitions) {
     fixture *fx = calloc(1, sizeof *fx);
     char err[256];
-    if (entity_def_load_string(DEFINITIONS, "test", &fx->registry, err, sizeof err) != 0) fail_msg("%s", err);
+    if (entity_def_load_string(definitions, "test", &fx->registry, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(uv_loop_init(&fx->loop), 0);
     fx->client = tessera_client_create(&fx->loop, &callbacks, &fx->seen);
     fx->schema = replication_schema_create(fx->registry);
@@ -326,6 +416,11 @@ static int setup(void **state) {
     *state = fx;
     return 0;
 }
+
+static int setup(void **state) { return setup_with(state, DEFINITIONS); }
+
+/* The fixture with game events in its definitions. */
+static int setup_events(void **state) { return setup_with(state, EVENT_DEFINITIONS); }
 
 /* Runs the loop until the client's on_closed ran (it fires from the loop). */
 static void close_and_drain(fixture *fx) {
@@ -771,6 +866,350 @@ static void test_garbled_updates(void **state) {
     fx->client = tessera_client_create(&fx->loop, &callbacks, &fx->seen);
 }
 
+/* ---- game events ---------------------------------------------------------- */
+
+/* One GameEvent as the server codes it: its message and the bits of its
+ * fields, which the message points at. */
+typedef struct coded_event {
+    Tessera__Client__GameEvent message;
+    bit_writer args;
+} coded_event;
+
+/* A state for the fields of the fixture's event `name`, at their defaults. */
+static entity_state *event_fields(fixture *fx, const char *name) {
+    const entity_def_method *event = entity_def_registry_find_event(fx->registry, name);
+    assert_non_null(event);
+    return method_call_args_create(event);
+}
+
+/* Codes `fields` (a state of event `name`'s fields; NULL: the defaults) as
+ * a GameEvent of `name` from `source_id`, as the cellapp does. */
+static void code_event(fixture *fx, coded_event *out, const char *name, uint64_t source_id,
+                       const entity_state *fields) {
+    const entity_def_method *event = entity_def_registry_find_event(fx->registry, name);
+    assert_non_null(event);
+    entity_state *defaults = fields ? NULL : method_call_args_create(event);
+    bit_writer_init(&out->args);
+    method_call_encode(fields ? fields : defaults, &out->args);
+    entity_state_free(defaults);
+    out->message = (Tessera__Client__GameEvent)TESSERA__CLIENT__GAME_EVENT__INIT;
+    out->message.event_id = event->id;
+    out->message.source_id = source_id;
+    out->message.args.data = (uint8_t *)bit_writer_data(&out->args);
+    out->message.args.len = bit_writer_bytes(&out->args);
+}
+
+static void coded_event_free(coded_event *coded) { bit_writer_close(&coded->args); }
+
+static void code_spell_hit(fixture *fx, coded_event *out, uint64_t source_id, uint64_t caster, uint64_t spell_id,
+                           int64_t amount) {
+    entity_state *fields = event_fields(fx, "spell_hit");
+    assert_int_equal(entity_state_set_entity(fields, 0, 0, caster), 0);
+    assert_int_equal(entity_state_set_uint(fields, 1, 0, spell_id), 0);
+    assert_int_equal(entity_state_set_int(fields, 2, 0, amount), 0);
+    code_event(fx, out, "spell_hit", source_id, fields);
+    entity_state_free(fields);
+}
+
+static void code_announce(fixture *fx, coded_event *out, uint64_t source_id, const char *text) {
+    entity_state *fields = event_fields(fx, "announce");
+    assert_int_equal(entity_state_set_string(fields, 0, 0, text, strlen(text)), 0);
+    code_event(fx, out, "announce", source_id, fields);
+    entity_state_free(fields);
+}
+
+/* A ServerToClient holding `event` alone (field 13). */
+static void pack_lone_event(fixture *fx, Tessera__Client__GameEvent *event) {
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_EVENT;
+    message.event = event;
+    pack(fx, &message);
+}
+
+static uint64_t game_events_counted(fixture *fx) {
+    tessera_client_stats stats;
+    tessera_client_get_stats(fx->client, &stats);
+    return stats.game_events;
+}
+
+/* Closes the fixture's client (unless it is closing already), runs the
+ * loop until it is gone, and gives the fixture a fresh one, not logged in. */
+static void fresh_client(fixture *fx) {
+    close_and_drain(fx);
+    memset(&fx->seen, 0, sizeof fx->seen);
+    fx->client = tessera_client_create(&fx->loop, &callbacks, &fx->seen);
+}
+
+/* The client closed for a protocol error whose reason holds every needle. */
+static void expect_protocol_close(fixture *fx, const char *needle1, const char *needle2) {
+    close_and_drain(fx);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+    if (needle1 && !strstr(fx->seen.reason, needle1))
+        fail_msg("reason \"%s\" does not contain \"%s\"", fx->seen.reason, needle1);
+    if (needle2 && !strstr(fx->seen.reason, needle2))
+        fail_msg("reason \"%s\" does not contain \"%s\"", fx->seen.reason, needle2);
+}
+
+/* The events of a ViewUpdate come after its moves, property updates and
+ * calls, in their order, with their fields decoded; the source may be an
+ * entity the client does not see, or 0. */
+static void test_game_events_in_view(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    assert_int_equal(game_events_counted(fx), 0);
+
+    assert_int_equal(entity_state_set_uint(fx->npc, NPC_MOOD, 0, 6), 0);
+    begin_tick(fx);
+    unsigned bits = replication_alias_bits(MAX_ALIASES);
+    assert_true(replication_append_update(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false,
+                                          ENTITY_DEF_DETAIL_NEAR) > 0);
+    append_move(fx, 5, &fx->npc_track, 11.0f, 0.0f, -10.0f, 1.0f);
+    const entity_def_method *damage = entity_def_class_find_method(
+        entity_def_registry_find_class(fx->registry, "Avatar"), ENTITY_DEF_PART_CLIENT, "onDamage");
+    entity_state *args = method_call_args_create(damage);
+    assert_int_equal(entity_state_set_int(args, 0, 0, -5), 0);
+    bit_writer args_writer;
+    bit_writer_init(&args_writer);
+    method_call_encode(args, &args_writer);
+    Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+    call.entity_id = PLAYER_ID;
+    call.method_id = damage->id;
+    call.args.data = (uint8_t *)bit_writer_data(&args_writer);
+    call.args.len = bit_writer_bytes(&args_writer);
+    Tessera__Client__ClientCall *calls[] = {&call};
+    coded_event hit, said, over;
+    code_spell_hit(fx, &hit, NPC_ID, NPC_ID, 1234, -2000);
+    code_announce(fx, &said, 424242, "the gate opens"); /* a source out of view */
+    code_event(fx, &over, "round_over", 0, NULL);
+    Tessera__Client__GameEvent *events[] = {&hit.message, &said.message, &over.message};
+    pack_view_full(fx, 5555, calls, 1, events, 3, 0);
+    end_tick(fx);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.order, "[MPCVVV]");
+    assert_int_equal(fx->seen.last_damage, -5);
+    assert_int_equal(fx->seen.events, 3);
+    const seen_event *log = fx->seen.event_log;
+    assert_string_equal(log[0].name, "spell_hit");
+    assert_int_equal(log[0].id, EVENT_SPELL_HIT);
+    assert_int_equal(log[0].source, NPC_ID);
+    assert_string_equal(log[0].fields, "caster=#9000,spell_id=1234,amount=-2000");
+    assert_string_equal(log[1].name, "announce");
+    assert_int_equal(log[1].id, EVENT_ANNOUNCE);
+    assert_int_equal(log[1].source, 424242);
+    assert_string_equal(log[1].fields, "text='the gate opens'");
+    assert_string_equal(log[2].name, "round_over");
+    assert_int_equal(log[2].id, EVENT_ROUND_OVER);
+    assert_int_equal(log[2].source, 0);
+    assert_string_equal(log[2].fields, "");
+    assert_int_equal(game_events_counted(fx), 3);
+    uint64_t mood;
+    assert_int_equal(entity_state_get_uint(tessera_client_entity_find(fx->client, NPC_ID)->state, NPC_MOOD, 0, &mood),
+                     0);
+    assert_int_equal(mood, 6);
+
+    /* An update of events only; the same event twice, in order. */
+    coded_event second;
+    code_spell_hit(fx, &second, PLAYER_ID, PLAYER_ID, 7, 2047);
+    Tessera__Client__GameEvent *more[] = {&second.message, &hit.message};
+    begin_tick(fx);
+    pack_view_full(fx, 6666, NULL, 0, more, 2, 0);
+    end_tick(fx);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.order, "[VV]");
+    assert_int_equal(fx->seen.events, 5);
+    assert_int_equal(log[3].source, PLAYER_ID);
+    assert_string_equal(log[3].fields, "caster=#7,spell_id=7,amount=2047");
+    assert_string_equal(log[4].fields, "caster=#9000,spell_id=1234,amount=-2000");
+    tessera_client_stats stats;
+    tessera_client_get_stats(fx->client, &stats);
+    assert_int_equal(stats.game_events, 5);
+    assert_int_equal(stats.client_calls, 1);
+
+    coded_event_free(&hit);
+    coded_event_free(&said);
+    coded_event_free(&over);
+    coded_event_free(&second);
+    bit_writer_close(&args_writer);
+    entity_state_free(args);
+}
+
+/* A lone ServerToClient.event: delivered at once, outside any frame, even
+ * before the player's own entity entered. */
+static void test_game_event_alone(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    coded_event said;
+    code_announce(fx, &said, 0, "server restarts soon");
+    pack_lone_event(fx, &said.message);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.order, "V");
+    assert_int_equal(fx->seen.events, 1);
+    assert_string_equal(fx->seen.event_log[0].name, "announce");
+    assert_int_equal(fx->seen.event_log[0].source, 0);
+    assert_string_equal(fx->seen.event_log[0].fields, "text='server restarts soon'");
+    assert_int_equal(game_events_counted(fx), 1);
+
+    enter_both(fx);
+    coded_event hit;
+    code_spell_hit(fx, &hit, PLAYER_ID, NPC_ID, 3, -1);
+    pack_lone_event(fx, &hit.message);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.order, "V");
+    assert_int_equal(fx->seen.events, 2);
+    assert_int_equal(fx->seen.event_log[1].id, EVENT_SPELL_HIT);
+    assert_int_equal(fx->seen.event_log[1].source, PLAYER_ID);
+    assert_string_equal(fx->seen.event_log[1].fields, "caster=#9000,spell_id=3,amount=-1");
+    assert_int_equal(game_events_counted(fx), 2);
+    assert_int_equal(tessera_client_get_state(fx->client), TESSERA_CLIENT_IN_WORLD);
+    coded_event_free(&said);
+    coded_event_free(&hit);
+}
+
+/* Before the login reply a lone event is a protocol error. */
+static void test_game_event_before_login(void **state) {
+    fixture *fx = *state;
+    pack_hello(fx);
+    assert_int_equal(feed(fx), 0);
+    coded_event over;
+    code_event(fx, &over, "round_over", 0, NULL);
+    pack_lone_event(fx, &over.message);
+    assert_int_equal(feed(fx), -1);
+    assert_int_equal(fx->seen.events, 0);
+    expect_protocol_close(fx, "game event", NULL);
+    coded_event_free(&over);
+}
+
+/* An event id the definitions do not declare, in a ViewUpdate (refused
+ * before any of its callbacks, the client call included) and alone. */
+static void test_game_event_unknown(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    enter_both(fx);
+    const entity_def_method *damage = entity_def_class_find_method(
+        entity_def_registry_find_class(fx->registry, "Avatar"), ENTITY_DEF_PART_CLIENT, "onDamage");
+    entity_state *args = method_call_args_create(damage);
+    bit_writer args_writer;
+    bit_writer_init(&args_writer);
+    method_call_encode(args, &args_writer);
+    Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
+    call.entity_id = PLAYER_ID;
+    call.method_id = damage->id;
+    call.args.data = (uint8_t *)bit_writer_data(&args_writer);
+    call.args.len = bit_writer_bytes(&args_writer);
+    Tessera__Client__ClientCall *calls[] = {&call};
+    coded_event good, bad;
+    code_spell_hit(fx, &good, NPC_ID, NPC_ID, 1, 1);
+    code_event(fx, &bad, "round_over", 0, NULL);
+    bad.message.event_id = EVENT_COUNT; /* one past the last */
+    Tessera__Client__GameEvent *events[] = {&good.message, &bad.message};
+    begin_tick(fx);
+    pack_view_full(fx, 1, calls, 1, events, 2, 0);
+    fx->seen.length = 0;
+    assert_int_equal(feed(fx), -1);
+    assert_string_equal(fx->seen.order, "[");
+    assert_int_equal(fx->seen.calls, 0);
+    assert_int_equal(fx->seen.events, 0);
+    assert_int_equal(game_events_counted(fx), 0);
+    expect_protocol_close(fx, "game event 3", "3 events");
+
+    /* alone, and far out of range (not taken modulo anything) */
+    static const uint32_t ids[] = {EVENT_COUNT, 65536 + EVENT_ANNOUNCE, UINT32_MAX};
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        fresh_client(fx);
+        log_in(fx);
+        bad.message.event_id = ids[i];
+        pack_lone_event(fx, &bad.message);
+        assert_int_equal(feed(fx), -1);
+        assert_int_equal(fx->seen.events, 0);
+        char needle[32];
+        snprintf(needle, sizeof needle, "game event %" PRIu32 ",", ids[i]);
+        expect_protocol_close(fx, needle, "do not declare");
+    }
+    coded_event_free(&good);
+    coded_event_free(&bad);
+    bit_writer_close(&args_writer);
+    entity_state_free(args);
+}
+
+/* Fields that are not the declared types: too short, trailing bytes,
+ * another event's fields. In a ViewUpdate nothing of it is delivered (not
+ * even the good event before the bad one); alone it closes the client too. */
+static void test_game_event_bad_fields(void **state) {
+    fixture *fx = *state;
+    coded_event hit, said, over;
+    code_spell_hit(fx, &hit, NPC_ID, NPC_ID, 9, 9);
+    code_announce(fx, &said, 0, "hi");
+    code_event(fx, &over, "round_over", 0, NULL);
+    assert_int_equal(over.message.args.len, 0);
+    uint8_t trailing[64];
+    assert_true(said.message.args.len + 1 <= sizeof trailing);
+    memcpy(trailing, said.message.args.data, said.message.args.len);
+    trailing[said.message.args.len] = 0xff;
+    uint8_t one_byte[1] = {0x01};
+    static const char *const names[] = {"spell_hit", "announce", "round_over", "spell_hit"};
+    struct {
+        uint32_t event_id;
+        const uint8_t *data;
+        size_t length;
+    } cases[] = {
+        {EVENT_SPELL_HIT, hit.message.args.data, hit.message.args.len - 1}, /* truncated */
+        {EVENT_ANNOUNCE, trailing, said.message.args.len + 1},               /* a byte too many */
+        {EVENT_ROUND_OVER, one_byte, 1},                                     /* fields where none are */
+        {EVENT_SPELL_HIT, said.message.args.data, said.message.args.len},    /* announce's fields */
+    };
+    for (size_t lone = 0; lone < 2; lone++) {
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+            if (lone || i > 0) fresh_client(fx);
+            log_in(fx);
+            Tessera__Client__GameEvent bad = TESSERA__CLIENT__GAME_EVENT__INIT;
+            bad.event_id = cases[i].event_id;
+            bad.args.data = (uint8_t *)cases[i].data;
+            bad.args.len = cases[i].length;
+            if (lone) {
+                pack_lone_event(fx, &bad);
+            } else {
+                Tessera__Client__GameEvent *events[] = {&over.message, &bad};
+                begin_tick(fx);
+                pack_view_full(fx, 1, NULL, 0, events, 2, 0);
+            }
+            fx->seen.length = 0;
+            assert_int_equal(feed(fx), -1);
+            assert_string_equal(fx->seen.order, lone ? "" : "[");
+            assert_int_equal(fx->seen.events, 0);
+            assert_int_equal(game_events_counted(fx), 0);
+            expect_protocol_close(fx, names[i], "not its declared types");
+        }
+    }
+    /* the same fields, whole, are fine */
+    fresh_client(fx);
+    log_in(fx);
+    pack_lone_event(fx, &hit.message);
+    assert_int_equal(feed(fx), 0);
+    assert_string_equal(fx->seen.event_log[0].fields, "caster=#9000,spell_id=9,amount=9");
+    coded_event_free(&hit);
+    coded_event_free(&said);
+    coded_event_free(&over);
+}
+
+/* Definitions without events: any event is unknown. */
+static void test_game_event_without_events(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    assert_int_equal(entity_def_registry_event_count(tessera_client_definitions(fx->client)), 0);
+    Tessera__Client__GameEvent event = TESSERA__CLIENT__GAME_EVENT__INIT;
+    Tessera__Client__GameEvent *events[] = {&event};
+    begin_tick(fx);
+    pack_view_full(fx, 1, NULL, 0, events, 1, 0);
+    assert_int_equal(feed(fx), -1);
+    assert_int_equal(fx->seen.events, 0);
+    expect_protocol_close(fx, "game event 0", "0 events");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_login_checks, setup, teardown),
@@ -787,6 +1226,12 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_teleports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unknown_entity_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_garbled_updates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_game_events_in_view, setup_events, teardown),
+        cmocka_unit_test_setup_teardown(test_game_event_alone, setup_events, teardown),
+        cmocka_unit_test_setup_teardown(test_game_event_before_login, setup_events, teardown),
+        cmocka_unit_test_setup_teardown(test_game_event_unknown, setup_events, teardown),
+        cmocka_unit_test_setup_teardown(test_game_event_bad_fields, setup_events, teardown),
+        cmocka_unit_test_setup_teardown(test_game_event_without_events, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
