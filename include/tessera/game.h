@@ -70,16 +70,20 @@
  *      (due time, id) order; then the entity I/O events that are due (the
  *      inputs), in (due time, firing) order;
  *   3. the messages that arrived: method calls from clients, bases and
- *      other cells (method bodies);
+ *      other cells (method bodies), entity I/O inputs fired on other
+ *      cellapps (the inputs);
  *   4. the controllers: every movement chain advances one tick (the
  *      controller hooks);
  *   5. the flush: traps learn who crossed them since the last tick, moves
  *      of steps 3 and 4 included (the trap hooks);
  *   6. the pack: what changed is encoded once per audience, and every
- *      witness streams its client its view;
+ *      witness streams its client its view, then the client calls and the
+ *      game events queued for it;
  *   7. reals past their cell's edge move to the cellapp that holds the
  *      point (leaving here, arrived there, from its next tick on).
- * A change made at any step before 6 reaches the clients this tick.
+ * A change made at any step before 6 reaches the clients this tick. Game
+ * events fired by other processes reach this cellapp's listeners between
+ * ticks, as they arrive; those fired here, at once.
  *
  * Versioning: TESSERA_GAME_ABI_VERSION changes whenever a struct here
  * changes shape or meaning. The engine refuses a module built against
@@ -96,7 +100,9 @@
 extern "C" {
 #endif
 
-#define TESSERA_GAME_ABI_VERSION 1u
+/* 2: game events and user messages (event_args_create, listen_event,
+ * fire_event, send_event on both sides). */
+#define TESSERA_GAME_ABI_VERSION 2u
 
 /* The symbol the engine looks up in the module. */
 #define TESSERA_GAME_SYMBOL "tessera_game"

@@ -64,7 +64,7 @@ class ModuleRefused(unittest.TestCase):
             ("both", os.path.join(self.tmp, "no-such-game.so"), ["no-such-game.so", "does not load"]),
             ("both", os.path.join(TEST_MODULES, "libtest_game_no_symbol.so"), ["no 'tessera_game' symbol"]),
             ("both", os.path.join(TEST_MODULES, "libtest_game_wrong_abi.so"),
-             ["wrong-abi", "built for game ABI version 2", "speaks version 1"]),
+             ["wrong-abi", "built for game ABI version 3", "speaks version 2"]),
             # Its cell rules register a class the definitions lack (it has
             # no base rules: the baseapp would run it).
             ("cellapp", os.path.join(TEST_MODULES, "libtest_game_failing_init.so"),
