@@ -6,8 +6,8 @@
  * Targets: "!self" (the entity whose output fired), "!activator" (what
  * set the chain off: the player who stepped in, say), "!caller" (the
  * entity that fired the output that called the input now firing), or a
- * name: every real here of that name, else (Source's fallback) every real
- * here of the class of that name.
+ * name: every real of that name, here and on other cellapps (io_route.h),
+ * else (Source's fallback) every real here of the class of that name.
  *
  * The delay rule (seed 002 found Source's two firing branches treating the
  * caller's delay differently): every firing goes through the queue, due

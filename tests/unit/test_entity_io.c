@@ -5,7 +5,9 @@
  * event fired while the queue is serviced waits for the next service, with
  * no delay inherited from what fired it), a parameter override against the
  * firing's own, the activator and caller handed through for !activator and
- * !caller, refusals of bad connections, and a save/restore round trip. */
+ * !caller, refusals of bad connections, a save/restore round trip, and
+ * the queue's reach (delays past its wheel, long idle spells and pauses,
+ * a thousand random firings in order while the tick services them). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -166,6 +168,93 @@ static void test_bad_connections_and_a_round_trip(void **state) {
     entity_io_outputs_free(&copy);
 }
 
+/* Who ran, in order, and whether any ran before it was due. */
+typedef struct ran_list {
+    uint64_t selves[1000];
+    uint64_t due[1000 + 100]; /* by self id: set by the test */
+    int count, early;
+    uint64_t now;
+} ran_list;
+
+static void record_self(const char *target, uint64_t self_id, uint64_t activator_id, uint64_t caller_id,
+                        const char *input, const char *parameter, void *context) {
+    (void)target, (void)activator_id, (void)caller_id, (void)input, (void)parameter;
+    ran_list *ran = context;
+    assert_true(ran->count < 1000);
+    if (self_id < 1100 && ran->due[self_id] > ran->now) ran->early++;
+    ran->selves[ran->count++] = self_id;
+}
+
+/* The queue's reach: delays beyond the wheel (8.2 s) wait apart and come
+ * back in order beside short ones due at the same time; a queue idle for
+ * hours, or serviced after a long pause, neither loses nor reorders
+ * anything; a thousand events due at random times run in (due, firing)
+ * order, against a sort of the same firings. */
+static void test_long_delays_and_long_pauses(void **state) {
+    (void)state;
+    entity_io *io = entity_io_create();
+    entity_io_outputs longer = {0}, shorter = {0};
+    assert_int_equal(entity_io_connect(&longer, "OnGo", "far", "In", NULL, 20000, -1), 0);
+    assert_int_equal(entity_io_connect(&shorter, "OnGo", "near", "In", NULL, 1000, -1), 0);
+    const uint64_t idle = 3600ull * 1000 * 5; /* five hours in */
+    assert_int_equal(entity_io_fire(io, &longer, 1, "OnGo", 0, 0, NULL, idle), 1);            /* due idle + 20000 */
+    assert_int_equal(entity_io_fire(io, &shorter, 2, "OnGo", 0, 0, NULL, idle + 19000), 1);  /* due idle + 20000 too */
+    assert_int_equal(entity_io_fire(io, &longer, 3, "OnGo", 0, 0, NULL, idle + 100), 1);     /* idle + 20100 */
+    recorder r = {0};
+    assert_int_equal(entity_io_service(io, idle + 19999, record, &r), 0);
+    assert_int_equal(entity_io_service(io, idle + 20000, record, &r), 2);
+    assert_int_equal(r.events[0].self, 1); /* fired first, though from farther away */
+    assert_int_equal(r.events[1].self, 2);
+    /* A pause of a minute: the last one runs at once, once. */
+    assert_int_equal(entity_io_service(io, idle + 80000, record, &r), 1);
+    assert_int_equal(r.events[2].self, 3);
+    assert_int_equal(entity_io_pending(io), 0);
+
+    /* Many at random times, some beyond the wheel: (due, firing) order. */
+    entity_io_outputs spread[16];
+    memset(spread, 0, sizeof spread);
+    for (int k = 0; k < 16; k++)
+        assert_int_equal(entity_io_connect(&spread[k], "OnGo", "t", "In", NULL, (uint32_t)(k * 1297 % 20000), -1), 0);
+    uint64_t due[1000], order[1000];
+    static ran_list ran; /* 17 KB: off the stack */
+    memset(&ran, 0, sizeof ran);
+    uint64_t seed = 12345, now = idle + 100000, serviced = now;
+    for (int i = 0; i < 1000; i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        int k = (int)((seed >> 33) % 16);
+        now += (seed >> 20) % 21; /* time goes on by 0..20 ms between firings: 10 s of them */
+        /* The tick services every 100 ms while the firings go on. */
+        while (serviced + 100 <= now) {
+            serviced += 100;
+            ran.now = serviced;
+            entity_io_service(io, serviced, record_self, &ran);
+        }
+        due[i] = now + (uint64_t)(k * 1297 % 20000);
+        ran.due[i + 100] = due[i];
+        entity_io_fire(io, &spread[k], (uint64_t)i + 100, "OnGo", 0, 0, NULL, now);
+        order[i] = (uint64_t)i;
+    }
+    /* The expected order: by due time, then firing (a stable insertion sort). */
+    for (int i = 1; i < 1000; i++)
+        for (int j = i; j > 0 && due[order[j]] < due[order[j - 1]]; j--) {
+            uint64_t t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    for (uint64_t t = serviced + 100; t < now + 21000; t += 100) {
+        ran.now = t;
+        entity_io_service(io, t, record_self, &ran);
+    }
+    assert_int_equal(ran.count, 1000);
+    for (int i = 0; i < 1000; i++) assert_int_equal(ran.selves[i], order[i] + 100);
+    assert_int_equal(ran.early, 0);
+    assert_int_equal(entity_io_pending(io), 0);
+    for (int k = 0; k < 16; k++) entity_io_outputs_free(&spread[k]);
+    entity_io_outputs_free(&longer);
+    entity_io_outputs_free(&shorter);
+    entity_io_free(io);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fire_counts),
@@ -173,6 +262,7 @@ int main(void) {
         cmocka_unit_test(test_an_event_fired_while_serviced_waits),
         cmocka_unit_test(test_parameters_activator_and_caller),
         cmocka_unit_test(test_bad_connections_and_a_round_trip),
+        cmocka_unit_test(test_long_delays_and_long_pauses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
