@@ -259,10 +259,16 @@ static void map_entities_on_holder(redis_client *redis, redisReply *reply, void 
             uint64_t holder = strtoull(reply->str, NULL, 10);
             bool alive = holder == app->process_id || (app->peers && peer_set_is_up(app->peers, holder));
             claim->state = alive ? MAP_CLAIM_DONE : MAP_CLAIM_WAITING;
-            if (!alive)
+            if (!alive) {
                 log_debug("space '%s': its map was claimed by process %" PRIu64 ", not alive: waiting for the claim "
                           "to lapse",
                           claim->space, holder);
+                /* A claim without a lease (an older Tessera's) would never
+                 * lapse: it gets one now. */
+                char key[REDIS_KEY_MAX];
+                redis_key_space_map(key, app->settings.process.cluster_name, claim->space);
+                redis_client_command(app->redis, NULL, NULL, "PEXPIRE %s %d NX", key, MAP_CLAIM_TTL_MS);
+            }
         } else {
             claim->state = MAP_CLAIM_WAITING;
         }

@@ -63,6 +63,7 @@ int state_dump_write(const cellapp *app) {
             cJSON *item = cJSON_CreateObject();
             cJSON_AddNumberToObject(item, "id", (double)entity->id);
             cJSON_AddStringToObject(item, "class", entity->cls->name);
+            if (entity->name[0]) cJSON_AddStringToObject(item, "name", entity->name);
             cJSON_AddStringToObject(item, "space", c->space_name);
             cJSON_AddNumberToObject(item, "x", entity->x);
             cJSON_AddNumberToObject(item, "y", entity->y);

@@ -14,7 +14,8 @@
  *
  * The map (demo/maps/arena.json) wires them: stepping on the plate in
  * front of the gate opens it a second later; the gate's timer closes it
- * every ten seconds. None of it is in the engine: three classes, their
+ * every ten seconds; a shutter by the courtyard toggles every six, from
+ * its own timer, whoever walks by. None of it is in the engine: three classes, their
  * inputs, and connections in a map file.
  */
 #include <stdio.h>
@@ -45,7 +46,7 @@ static void demo_door_set(const tessera_cell_context *ctx, tessera_entity *door,
         api->get_uint(door, w->door_opened_count, 0, &count);
         api->set_uint(door, w->door_opened_count, 0, count + 1);
     }
-    api->log(ctx->app, TESSERA_LOG_INFO, door, "the door %s", open ? "opens" : "closes");
+    api->log(ctx->app, TESSERA_LOG_INFO, door, "the door '%s' %s", api->name(door), open ? "opens" : "closes");
     api->fire_output(door, open ? "OnOpened" : "OnClosed", activator, api->handle(door), NULL);
     tessera_args *fields = api->event_args_create(ctx->app, "door_changed");
     if (!fields) return;

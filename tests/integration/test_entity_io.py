@@ -3,12 +3,13 @@
 
 The demo map (demo/maps/arena.json) wires a pressure plate (Trigger, 4 m
 around (0, 12)) to the gate (Door) with a one-second delay, and the gate's
-LogicTimer closes it every ten seconds. A client walks onto the plate:
-  - the map's three entities spawn once, with nothing skipped;
+LogicTimer closes it every ten seconds; a shutter (another Door) toggles on
+a timer of its own every six. A client walks onto the plate:
+  - the map's five entities spawn once, with nothing skipped;
   - the plate fires OnTrigger, and the gate opens no earlier than the
     connection's delay after it (an event never runs early), which every
     process can see in the state dumps (Door.open, Trigger.entered);
-  - the timer's OnTimer closes the gate again.
+  - the timer's OnTimer closes the gate again, and the shutter toggles.
 
 The same across cellapps (tests/maps/split.json, grid 2x1): a plate west
 of the line opens a gate east of it, through the name directory and the
@@ -45,10 +46,10 @@ def stamp(line):
 
 
 class EntityIo(unittest.TestCase):
-    def entity(self, cluster, cls):
+    def entity(self, cluster, cls, name=None):
         for dump in cluster.dump_states(cluster.names("cellapp")).values():
             for entity in dump["entities"]:
-                if entity["class"] == cls:
+                if entity["class"] == cls and (name is None or entity.get("name") == name):
                     return entity
         return None
 
@@ -56,26 +57,29 @@ class EntityIo(unittest.TestCase):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
         settings = ["cellapp.game.npc_count=0", "cellapp.maps.default=" + ARENA, "cellapp.navmesh_cell_size=1"]
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, spawn_radius=0) as cluster:
-            harness.wait_for(lambda: "3 entities spawned in space 'default', 0 skipped" in cluster.log("cellapp-1"), 20,
+            harness.wait_for(lambda: "5 entities spawned in space 'default', 0 skipped" in cluster.log("cellapp-1"), 20,
                              "the map's entities")
-            self.assertEqual(self.entity(cluster, "Door")["properties"]["open"], False)
+            self.assertEqual(self.entity(cluster, "Door", "gate")["properties"]["open"], False)
             sock, reply = harness.login(cluster.login, "walker", "pw")
             self.addCleanup(sock.close)
             time.sleep(1.0)  # its cell part made (the moves before that are its base's to drop)
             for step in range(1, 13):  # onto the plate, a metre a tenth of a second
                 sock.sendall(harness.frame(harness.msg_move(0, 0, float(step), 0, step)))
                 time.sleep(0.1)
-            harness.wait_for(lambda: "the door opens" in cluster.log("cellapp-1"), 10, "the gate to open")
+            harness.wait_for(lambda: "the door 'gate' opens" in cluster.log("cellapp-1"), 10, "the gate to open")
             log = cluster.log("cellapp-1").splitlines()
             fired = [l for l in log if "fires OnTrigger" in l]
-            opened = [l for l in log if "the door opens" in l]
+            opened = [l for l in log if "the door 'gate' opens" in l]
             self.assertTrue(fired and opened, log[-20:])
             self.assertGreaterEqual(stamp(opened[0]) - stamp(fired[0]), 0.95, (fired[0], opened[0]))
-            door, plate = self.entity(cluster, "Door"), self.entity(cluster, "Trigger")
+            door, plate = self.entity(cluster, "Door", "gate"), self.entity(cluster, "Trigger")
             self.assertEqual(door["properties"]["open"], True)
             self.assertGreaterEqual(door["properties"]["opened_count"], 1)
             self.assertGreaterEqual(plate["properties"]["entered"], 1)
-            harness.wait_for(lambda: "the door closes" in cluster.log("cellapp-1"), 15, "the timer to close the gate")
+            harness.wait_for(lambda: "the door 'gate' closes" in cluster.log("cellapp-1"), 15, "the timer to close the gate")
+            # The shutter toggles on its own timer, every six seconds.
+            harness.wait_for(lambda: "the door 'shutter' opens" in cluster.log("cellapp-1") and
+                             "the door 'shutter' closes" in cluster.log("cellapp-1"), 15, "the shutter to toggle")
             self.assertTrue(cluster.all_alive())
 
     def test_a_plate_opens_a_gate_on_another_cellapp(self):
@@ -103,9 +107,9 @@ class EntityIo(unittest.TestCase):
             for step in range(1, 21):  # west onto the plate, a metre a tenth of a second
                 sock.sendall(harness.frame(harness.msg_move(-float(step), 0, 0, 0, step)))
                 time.sleep(0.1)
-            harness.wait_for(lambda: "the door opens" in cluster.log(gate_holder), 10, "the far gate to open")
+            harness.wait_for(lambda: "the door 'east_gate' opens" in cluster.log(gate_holder), 10, "the far gate to open")
             fired = [l for l in logs().splitlines() if "fires OnTrigger" in l]
-            opened = [l for l in cluster.log(gate_holder).splitlines() if "the door opens" in l]
+            opened = [l for l in cluster.log(gate_holder).splitlines() if "the door 'east_gate' opens" in l]
             self.assertTrue(fired and opened)
             self.assertGreaterEqual(stamp(opened[0]) - stamp(fired[0]), 0.45, (fired[0], opened[0]))
             # "!activator" (the walker, a real on the plate's cellapp) was
@@ -124,9 +128,15 @@ class EntityIo(unittest.TestCase):
         run_dir = tempfile.mkdtemp(prefix="tessera-it-maps-")
         self.addCleanup(shutil.rmtree, run_dir, True)
         settings = ["cellapp.game.npc_count=0", "cellapp.maps.default=" + ARENA, "cellapp.navmesh_cell_size=1"]
-        spawned = "3 entities spawned in space 'default', 0 skipped"
+        spawned = "5 entities spawned in space 'default', 0 skipped"
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, run_dir=run_dir) as cluster:
             harness.wait_for(lambda: spawned in cluster.log("cellapp-1"), 20, "the map's entities")
+            # The cellapp dies; its claim is left without a lease, as an
+            # older Tessera wrote claims: the next cluster must still spawn.
+            cluster.kill("cellapp-1")
+            key = "tessera:tessera:space_map:default"
+            harness.wait_for(lambda: cluster.redis.execute("PTTL", key) != -2, 5, "the claim")
+            self.assertEqual(cluster.redis.execute("PERSIST", key), 1)
             cluster.stop()
         # Each cluster writes its logs afresh.
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, run_dir=run_dir) as cluster:
@@ -134,7 +144,7 @@ class EntityIo(unittest.TestCase):
             time.sleep(2.0)  # a second spawn would come within a renewal or two
             doors = [e for d in cluster.dump_states(cluster.names("cellapp")).values() for e in d["entities"]
                      if e["class"] == "Door"]
-            self.assertEqual(len(doors), 1, doors)
+            self.assertEqual(sorted(d.get("name") for d in doors), ["gate", "shutter"], doors)
             self.assertTrue(cluster.all_alive())
 
     def test_a_broken_map_spawns_the_rest_parents_first(self):
