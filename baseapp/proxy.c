@@ -144,6 +144,9 @@ static void proxy_send_login_reply(proxy *player, const Tessera__Cluster__CellEn
     log_debug("entity %" PRIu64 " (account '%s') %s on cellapp %" PRIu64 " (binding %u)", player->entity_id,
               player->account, link->reconnecting ? "reconnected" : "entered the world", player->cell.cellapp_id,
               player->client_binding);
+    /* The game learns the base has a client (a login, a reconnect, a
+     * redirected login), as it does on a giveClientTo. */
+    base_game_client_enabled(app->game, player);
 }
 
 /* A handover is done once the client hears its new space (or at once for a

@@ -18,7 +18,9 @@
  *             client with onCensus(players).
  *             Each Avatar made fires the game event
  *             player_joined(player, account) to everyone: every client
- *             of the cluster, every process's listeners.
+ *             of the cluster, every process's listeners; each time it
+ *             gets its client, the base sends that client welcome(account),
+ *             a user message.
  *   Census    one base in the whole cluster, under the global name
  *             "census": every Avatar made tells it joined(who), every one
  *             destroyed left(who). Whichever baseapp finds no census makes
@@ -200,6 +202,18 @@ static void demo_avatar_created(const tessera_base_context *ctx, tessera_base *a
     api->args->free(fields);
 }
 
+/* A user message from the base: the player's own client is welcomed
+ * whenever its Avatar gets it (a login, a reconnect). */
+static void demo_avatar_client_enabled(const tessera_base_context *ctx, tessera_base *avatar) {
+    const tessera_base_api *api = ctx->api;
+    tessera_args *fields = api->event_args_create(ctx->app, "welcome");
+    if (!fields) return;
+    const char *account = api->account(avatar);
+    api->args->set_string(fields, 0, account, strlen(account));
+    api->send_event(avatar, "welcome", fields);
+    api->args->free(fields);
+}
+
 static void demo_avatar_destroyed(const tessera_base_context *ctx, tessera_base *avatar) {
     demo_base *g = ctx->game;
     if (g->census_id && !ctx->api->stopping(ctx->app))
@@ -317,6 +331,7 @@ int demo_base_init(tessera_baseapp *app, const tessera_base_api *api, void **gam
         .created = demo_avatar_created,
         .destroyed = demo_avatar_destroyed,
         .call_failed = demo_avatar_call_failed,
+        .client_enabled = demo_avatar_client_enabled,
     };
     tessera_base_hooks census_hooks = {.destroyed = demo_census_destroyed};
     g->account = api->register_class(app, "Account", &no_hooks);

@@ -19,8 +19,9 @@ everyone when it is made).
   - listeners: 5 and 1 are heard by the firing cellapp only, 2 and 3 by
     both (both hold a cell of the space), player_joined (fired on the
     baseapp) by both cellapps and by the clients already in the world;
-  - the bots (the SDK) count player_joined, spell_hit and door_changed by
-    name with the demo module on every process.
+  - the bots (the SDK) count player_joined, spell_hit and welcome (a user
+    message from each player's base) by name with the demo module on every
+    process and two baseapps.
 """
 import os
 import struct
@@ -144,6 +145,8 @@ class GameEvents(unittest.TestCase):
             events = report.get("game_events_by_name", {})
             self.assertGreater(events.get("player_joined", 0), 0, report)
             self.assertGreater(events.get("spell_hit", 0), 0, report)
+            # The base's user message to its own client, once per Avatar that got one.
+            self.assertGreaterEqual(events.get("welcome", 0), 6, report)
             self.assertEqual(report.get("errors", 1), 0, report)
             self.assertTrue(cluster.all_alive())
 
