@@ -1488,7 +1488,7 @@ static void test_demo_events(void **state) {
     char err[512] = "";
     if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
         fail_msg("loading %s: %s", dir, err);
-    assert_int_equal(entity_def_registry_event_count(reg), 3);
+    assert_int_equal(entity_def_registry_event_count(reg), 4);
     assert_string_equal(entity_def_registry_event(reg, 0)->name, "player_joined");
     assert_string_equal(entity_def_registry_event(reg, 1)->name, "door_changed");
     const entity_def_method *e = entity_def_registry_find_event(reg, "spell_hit");
@@ -1502,6 +1502,11 @@ static void test_demo_events(void **state) {
     e = entity_def_registry_find_event(reg, "player_joined");
     assert_int_equal(e->args[1].type.kind, ENTITY_DEF_STRING);
     assert_int_equal(e->args[1].type.max_length, 64);
+    e = entity_def_registry_find_event(reg, "welcome");
+    assert_non_null(e);
+    assert_int_equal(e->id, 3);
+    assert_int_equal(e->arg_count, 1);
+    assert_int_equal(e->args[0].type.kind, ENTITY_DEF_STRING);
     check_events_round_trip(reg);
     entity_def_registry_free(reg);
 }
