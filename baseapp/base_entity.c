@@ -56,7 +56,10 @@ void base_entity_cell_properties(const proxy *player, bit_writer *w) {
 }
 
 void base_entity_send_properties(proxy *player, bool all) {
-    if (player->properties == NULL || !player->link) return;
+    /* Never before the client is in the world: a BaseProperties ahead of
+     * its login reply would break the login, and the reply's own full
+     * send carries every property anyway. */
+    if (player->properties == NULL || !player->link || player->link->state != CLIENT_LINK_IN_WORLD) return;
     entity_state_mask to_client = {{0}};
     for (size_t p = 0; p < player->cls->property_count; p++) {
         const entity_def_property *property = &player->cls->properties[p];

@@ -69,12 +69,10 @@ static proxy *base_game_live(tessera_base *base) {
 }
 
 /* After game code ran on `handle`'s base: what it set of its
- * BASE_AND_CLIENT properties goes to its client, once the client is in
- * the world (before that, the login sends them all). */
+ * BASE_AND_CLIENT properties goes to its client. */
 static void base_game_flush(baseapp *app, entity_handle handle) {
     proxy *player = entity_list_get(app->proxies, handle);
-    if (player && player->link && player->link->state == CLIENT_LINK_IN_WORLD)
-        base_entity_send_properties(player, false);
+    if (player) base_entity_send_properties(player, false);
 }
 
 /* ---- registration ------------------------------------------------------------------ */
@@ -453,14 +451,8 @@ void base_game_event_heard(base_game *game, const entity_def_method *event, uint
 static entity_state *base_game_event_checks(baseapp *app, const char *name, const tessera_args *fields,
                                             const entity_def_method **event, entity_state **owned) {
     *owned = NULL;
-    *event = game_event_find(app->definitions, name, "baseapp");
-    if (!*event || !app->game) return NULL;
-    if (app->game->listeners.depth >= GAME_EVENT_MAX_DEPTH) {
-        log_warn("game: event '%s' fired %d deep inside event listeners: refused (a loop of events?)", name,
-                 GAME_EVENT_MAX_DEPTH);
-        return NULL;
-    }
-    return game_event_fields(*event, fields, owned);
+    if (!app->game) return NULL;
+    return game_event_check_firing(app->definitions, &app->game->listeners, name, fields, "baseapp", event, owned);
 }
 
 static int base_api_fire_event(tessera_baseapp *handle, tessera_base *source, const char *name,

@@ -283,7 +283,8 @@ void base_entity_free(proxy *player);
  * cell_properties), byte-aligned. */
 void base_entity_cell_properties(const proxy *player, bit_writer *w);
 /* Sends the own client its BASE_AND_CLIENT properties: all of them, or the
- * changed ones; clears the base's dirty set. */
+ * changed ones; clears the base's dirty set. Nothing while the client is
+ * not in the world (its login reply sends them all). */
 void base_entity_send_properties(proxy *player, bool all);
 /* A client's EntityCall, IN_WORLD: base methods are checked and run here,
  * cell methods relayed to the cell. A call the client may not make drops

@@ -692,16 +692,9 @@ static entity_state *game_host_event_checks(cellapp *app, tessera_entity *source
                                             const tessera_args *fields, const entity_def_method **event,
                                             entity_state **owned) {
     *owned = NULL;
-    game_host *host = app->game;
-    *event = game_event_find(app->shared.definitions, name, "cellapp");
-    if (!*event || !host) return NULL;
-    if (source && !game_host_writable(game_host_entity_of(source), "firing an event")) return NULL;
-    if (host->listeners.depth >= GAME_EVENT_MAX_DEPTH) {
-        log_warn("game: event '%s' fired %d deep inside event listeners: refused (a loop of events?)", name,
-                 GAME_EVENT_MAX_DEPTH);
-        return NULL;
-    }
-    return game_event_fields(*event, fields, owned);
+    if (!app->game || (source && !game_host_writable(game_host_entity_of(source), "firing an event"))) return NULL;
+    return game_event_check_firing(app->shared.definitions, &app->game->listeners, name, fields, "cellapp", event,
+                                   owned);
 }
 
 static int game_api_fire_event(tessera_cellapp *handle, tessera_entity *source, const char *name,

@@ -31,6 +31,20 @@ int game_event_listen(game_event_listeners *listeners, const entity_def_method *
     return 0;
 }
 
+entity_state *game_event_check_firing(const entity_def_registry *definitions, const game_event_listeners *listeners,
+                                      const char *name, const tessera_args *fields, const char *who,
+                                      const entity_def_method **event, entity_state **owned) {
+    *owned = NULL;
+    *event = game_event_find(definitions, name, who);
+    if (!*event) return NULL;
+    if (listeners->depth >= GAME_EVENT_MAX_DEPTH) {
+        log_warn("game (%s): event '%s' fired %d deep inside event listeners: refused (a loop of events?)", who, name,
+                 GAME_EVENT_MAX_DEPTH);
+        return NULL;
+    }
+    return game_event_fields(*event, fields, owned);
+}
+
 entity_state *game_event_fields(const entity_def_method *event, const tessera_args *fields, entity_state **owned) {
     *owned = NULL;
     if (!fields) {

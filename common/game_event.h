@@ -48,6 +48,14 @@ const entity_def_method *game_event_find(const entity_def_registry *definitions,
 int game_event_listen(game_event_listeners *listeners, const entity_def_method *event, void (*function)(void),
                       void *user_data);
 
+/* Every check a firing passes on either side: `name` is a declared event
+ * (*event), the firing is not GAME_EVENT_MAX_DEPTH deep in `listeners`,
+ * and `fields` fit it. Returns the fields to code (*owned: the caller
+ * frees it), or NULL with the reason logged. */
+entity_state *game_event_check_firing(const entity_def_registry *definitions, const game_event_listeners *listeners,
+                                      const char *name, const tessera_args *fields, const char *who,
+                                      const entity_def_method **event, entity_state **owned);
+
 /* The fields a firing carries: `fields` itself when it was made for
  * `event`, a fresh state at the defaults when it is NULL (*owned set: the
  * caller frees it), or NULL (logged) when it was made for another event or

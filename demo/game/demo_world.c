@@ -99,6 +99,13 @@ static void demo_trigger_entered(const tessera_cell_context *ctx, tessera_entity
              (unsigned long long)api->handle(visitor), events);
 }
 
+/* The timer's next tick, `interval` seconds (a keyvalue) from now. */
+static void demo_timer_schedule(const tessera_cell_context *ctx, tessera_entity *timer) {
+    double interval = 10;
+    ctx->api->get_float(timer, demo_world_of(ctx)->timer_interval, 0, &interval);
+    ctx->api->set_think(timer, "tick", interval > 0.1 ? (uint64_t)(interval * 1000) : 100);
+}
+
 static void demo_timer_tick(const tessera_cell_context *ctx, tessera_entity *timer, void *data) {
     const demo_world *w = demo_world_of(ctx);
     const tessera_cell_api *api = ctx->api;
@@ -107,17 +114,12 @@ static void demo_timer_tick(const tessera_cell_context *ctx, tessera_entity *tim
     api->get_uint(timer, w->timer_fired, 0, &fired);
     api->set_uint(timer, w->timer_fired, 0, fired + 1);
     api->fire_output(timer, "OnTimer", TESSERA_HANDLE_NONE, TESSERA_HANDLE_NONE, NULL);
-    double interval = 10;
-    api->get_float(timer, w->timer_interval, 0, &interval);
-    api->set_think(timer, "tick", interval > 0.1 ? (uint64_t)(interval * 1000) : 100);
+    demo_timer_schedule(ctx, timer);
 }
 
 static void demo_timer_created(const tessera_cell_context *ctx, tessera_entity *timer, void *data) {
-    const demo_world *w = demo_world_of(ctx);
     (void)data;
-    double interval = 10;
-    ctx->api->get_float(timer, w->timer_interval, 0, &interval);
-    ctx->api->set_think(timer, "tick", interval > 0.1 ? (uint64_t)(interval * 1000) : 100);
+    demo_timer_schedule(ctx, timer);
 }
 
 demo_world *demo_world_register(tessera_cellapp *app, const tessera_cell_api *api, tessera_class *avatar) {
