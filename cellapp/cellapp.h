@@ -233,6 +233,8 @@ typedef struct cell_shared {
         uint64_t stream_bytes;       /* entity stream bytes sent to clients */
         uint64_t records_held;       /* records a budget held back to a later tick */
         uint64_t aliases_exhausted;  /* entities not sent because an alias table was full */
+        uint64_t arrivals_awaited;   /* restored views' entities whose copy was not here yet */
+        uint64_t arrivals_missed;    /* ... that never came, and left */
     } witness_totals;
     uint64_t self_id;                /* this cellapp's process id */
     struct entity_timer_ids *timer_ids; /* the process's timer ids, for every cell */

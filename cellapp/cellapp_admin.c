@@ -227,6 +227,12 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
                           (double)app->shared.witness_totals.stream_bytes);
     metrics_single(m, "counter", "witness_records_held_total", "records a client's budget held to a later tick",
                           (double)app->shared.witness_totals.records_held);
+    metrics_single(m, "counter", "witness_arrivals_awaited_total",
+                   "entities a travelling view knew whose copy it waited for here",
+                   (double)app->shared.witness_totals.arrivals_awaited);
+    metrics_single(m, "counter", "witness_arrivals_missed_total",
+                   "entities a travelling view waited for in vain (they left its client's view)",
+                   (double)app->shared.witness_totals.arrivals_missed);
     metrics_single(m, "counter", "channel_bytes_in_total", "bytes read from other processes", (double)app->totals.bytes_in);
     metrics_single(m, "counter", "channel_bytes_out_total", "bytes written to other processes",
                           (double)app->totals.bytes_out);

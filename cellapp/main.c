@@ -189,6 +189,8 @@ static void cellapp_publish_stats(cellapp *app) {
     registry_set_stat(app->registry, "tick_us", (int64_t)app->last_tick_duration_us);
     registry_set_stat(app->registry, "stream_bytes", (int64_t)app->shared.witness_totals.stream_bytes);
     registry_set_stat(app->registry, "records_held", (int64_t)app->shared.witness_totals.records_held);
+    registry_set_stat(app->registry, "arrivals_awaited", (int64_t)app->shared.witness_totals.arrivals_awaited);
+    registry_set_stat(app->registry, "arrivals_missed", (int64_t)app->shared.witness_totals.arrivals_missed);
     registry_set_stat(app->registry, "offloads_out", (int64_t)n->offloads_out);
     registry_set_stat(app->registry, "offloads_in", (int64_t)n->offloads_in);
     registry_set_stat(app->registry, "offloads_reclaimed", (int64_t)n->offloads_reclaimed);

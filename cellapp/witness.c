@@ -53,6 +53,14 @@
  * Pointers. A slot keeps its entity's pointer while the entity is in view;
  * the entity clears it when it is freed (witness_entity_gone), before the
  * coordinate system's leave reaches the witness.
+ *
+ * Travelling. An offload brings the witness here with the client's view
+ * (witness_save, witness_restore). An entity in that view whose copy this
+ * cellapp does not hold yet -- its ghost is on its way: made in the same
+ * tick on the real's cellapp, which reached the old cellapp first -- is
+ * awaited for WITNESS_ARRIVAL_WAIT_MS rather than sent a LEAVE that its
+ * ENTER would follow a tick later; the client keeps it meanwhile, and it
+ * leaves only if no copy comes.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -83,6 +91,21 @@ typedef struct witness_slot {
     volatile_track track;       /* the position and yaw the client holds */
     entity_state_mask pending;  /* properties owed with their current values */
 } witness_slot;
+
+/* How long a restored view waits for the copy of an entity the client
+ * knows before it leaves (well under the second a client may go without
+ * hearing of an entity in view). */
+#define WITNESS_ARRIVAL_WAIT_MS 500
+
+/* An entity the client knows that this cellapp holds no copy of yet
+ * (witness_restore), with the change counters the client's knowledge of
+ * it was at. */
+typedef struct witness_awaited {
+    uint64_t entity_id;
+    uint32_t alias;
+    uint32_t move_count, property_count;
+    uint64_t deadline_ms;       /* monotonic: it leaves then, if still not here */
+} witness_awaited;
 
 /* An entity in view that could not get an alias (the table was full). */
 typedef struct witness_waiting {
@@ -136,6 +159,8 @@ struct witness {
     size_t touched_count, touched_capacity;
     witness_waiting *waiting;   /* in view, without an alias yet */
     size_t waiting_count, waiting_capacity;
+    witness_awaited *awaited;   /* known to the client, not here yet (travelling) */
+    size_t awaited_count, awaited_capacity;
     uint32_t *offered;          /* aliases offered this tick */
     size_t offered_count, offered_capacity;
     uint32_t *selected;         /* the budget's choice, in send order */
@@ -236,6 +261,7 @@ static void witness_begin(witness *view) {
 static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity *entity, float distance,
                              bool is_owner);
 static float witness_distance(const cell *c, const cell_entity *a, const cell_entity *b);
+static void witness_resolve_awaited(witness *view, cell *c, uint64_t now_ms);
 
 /* How far ahead the loops over pairs fetch: a pair's slot and entity sit in
  * memory nothing else of the tick touches, so without this each pair waits
@@ -361,6 +387,7 @@ static void witness_free(witness *view) {
     free(view->members);
     free(view->touched);
     free(view->waiting);
+    free(view->awaited);
     free(view->offered);
     free(view->selected);
     free(view->refs);
@@ -666,6 +693,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     bit_writer *w = &c->shared->stream;
     bit_writer_reset(w);
     witness_begin(view);
+    if (view->awaited_count) witness_resolve_awaited(view, c, now_ms);
 
     /* 1. Leaves: mandatory, written first. */
     size_t records = 0;
@@ -931,10 +959,13 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
         out->n_events = view->event_count;
     }
     out->congested = view->congested;
-    if (view->left_count) {
-        out->left = xmalloc(view->left_count * sizeof *out->left);
+    /* What is still awaited has waited long enough: it leaves there (and
+     * stays, if its copy is there by then, until that LEAVE). */
+    if (view->left_count + view->awaited_count) {
+        out->left = xmalloc((view->left_count + view->awaited_count) * sizeof *out->left);
         memcpy(out->left, view->left, view->left_count * sizeof *out->left);
-        out->n_left = view->left_count;
+        for (size_t i = 0; i < view->awaited_count; i++) out->left[view->left_count + i] = view->awaited[i].entity_id;
+        out->n_left = view->left_count + view->awaited_count;
     }
 }
 
@@ -1011,17 +1042,61 @@ static int witness_restore_tables(witness *view, const witness_config *settings,
     return 0;
 }
 
-/* The copy of `other` here may be ahead of the one the witness left (a
- * real here whose ghost there was a tick behind): the changes it took in
- * before the witness came were never offered to this client, so what they
- * touched is owed now. A copy behind needs nothing: its changes are still
- * on the way, and are offered when they come. */
-static void witness_catch_up(witness *view, const cell *c, const Tessera__Cluster__WitnessAlias *saved,
-                             const cell_entity *other) {
-    witness_slot *slot = &view->slots[saved->alias];
-    if (cell_change_count_ahead(saved->move_count, other->move_count)) slot->move_pending = true;
-    if (cell_change_count_ahead(saved->property_count, other->property_count))
+/* The copy of `other` here may be ahead of the one the client's knowledge
+ * came from (a real here whose ghost there was a tick behind, or a ghost
+ * that arrived after the witness): the changes it took in before were
+ * never offered to this client, so what they touched is owed now. A copy
+ * behind needs nothing: its changes are still on the way, and are offered
+ * when they come. */
+static void witness_catch_up(witness *view, const cell *c, uint32_t alias, uint32_t move_count,
+                             uint32_t property_count, const cell_entity *other) {
+    witness_slot *slot = &view->slots[alias];
+    if (cell_change_count_ahead(move_count, other->move_count)) slot->move_pending = true;
+    if (cell_change_count_ahead(property_count, other->property_count))
         witness_mask_or(&slot->pending, witness_audience_mask(c, other, false, (entity_def_detail)slot->detail));
+}
+
+/* Puts `other`, which the client knows by `alias` (a restored slot), in
+ * the view here without an ENTER: the watcher's next flush keeps it if it
+ * is within the view's outer extent, and leaves it otherwise. Returns -1
+ * when the coordinate system refuses it. */
+static int witness_take_known(witness *view, cell *c, uint32_t alias, uint32_t move_count, uint32_t property_count,
+                              cell_entity *other) {
+    if (coord_watcher_seed(c->coord, view->watcher, other->coord_id) != 0) return -1;
+    witness_slot *slot = &view->slots[alias];
+    slot->entity = other;
+    witness_observe(view, alias);
+    witness_add_member(view, alias);
+    witness_catch_up(view, c, alias, move_count, property_count, other);
+    other->observers[slot->observer_index].move_owed = slot->move_pending;
+    /* What it still owes goes to the budget at the next update. */
+    if (slot->move_pending || !entity_state_mask_empty(&slot->pending)) witness_touch(view, alias);
+    return 0;
+}
+
+/* The awaited entities whose copies came are taken into the view; those
+ * that did not come in time, or whose copy here the coordinate system
+ * refuses, leave (at this update). One the client no longer knows by that
+ * alias is forgotten. */
+static void witness_resolve_awaited(witness *view, cell *c, uint64_t now_ms) {
+    size_t still_awaited = 0;
+    for (size_t i = 0; i < view->awaited_count; i++) {
+        witness_awaited awaited = view->awaited[i];
+        if (alias_table_find(view->aliases, awaited.entity_id) != awaited.alias) continue;
+        cell_entity *other = cell_find(c, awaited.entity_id);
+        if (other && witness_take_known(view, c, awaited.alias, awaited.move_count, awaited.property_count, other) == 0)
+            continue;
+        if (other || now_ms >= awaited.deadline_ms) {
+            if (!other) c->shared->witness_totals.arrivals_missed++;
+            log_debug("entity %llu: entity %llu, which its client knows, %s: it leaves",
+                      (unsigned long long)view->owner_id, (unsigned long long)awaited.entity_id,
+                      other ? "cannot be watched here" : "never came");
+            WITNESS_PUSH(view->left, view->left_count, view->left_capacity, awaited.entity_id);
+            continue;
+        }
+        view->awaited[still_awaited++] = awaited;
+    }
+    view->awaited_count = still_awaited;
 }
 
 int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__WitnessState *state) {
@@ -1052,8 +1127,9 @@ int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__Witnes
     witness_watch(c, entity, view);
     /* The view starts with what the client knew: what is still within the
      * view here stays without a LEAVE or ENTER; what this cell does not
-     * hold leaves now. The detail watchers start from the levels the client
-     * was given, and correct them at the next flush. */
+     * hold yet is awaited (witness_resolve_awaited). The detail watchers
+     * start from the levels the client was given, and correct them at the
+     * next flush. */
     for (size_t i = 0; i < state->n_aliases; i++) {
         const Tessera__Cluster__WitnessAlias *saved = state->aliases[i];
         witness_slot *slot = &view->slots[saved->alias];
@@ -1065,17 +1141,15 @@ int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__Witnes
             continue;
         }
         cell_entity *other = cell_find(c, saved->entity_id);
-        if (!other || coord_watcher_seed(c->coord, view->watcher, other->coord_id) != 0) {
-            WITNESS_PUSH(view->left, view->left_count, view->left_capacity, saved->entity_id);
+        if (other) {
+            if (witness_take_known(view, c, saved->alias, saved->move_count, saved->property_count, other) != 0)
+                WITNESS_PUSH(view->left, view->left_count, view->left_capacity, saved->entity_id);
             continue;
         }
-        slot->entity = other;
-        witness_observe(view, saved->alias);
-        witness_add_member(view, saved->alias);
-        witness_catch_up(view, c, saved, other);
-        other->observers[slot->observer_index].move_owed = slot->move_pending;
-        /* What it still owes goes to the budget at the next update. */
-        if (slot->move_pending || !entity_state_mask_empty(&slot->pending)) witness_touch(view, saved->alias);
+        witness_awaited awaited = {saved->entity_id, saved->alias, saved->move_count, saved->property_count,
+                                   now_ms + WITNESS_ARRIVAL_WAIT_MS};
+        WITNESS_PUSH(view->awaited, view->awaited_count, view->awaited_capacity, awaited);
+        c->shared->witness_totals.arrivals_awaited++;
     }
     witness_budget_hold(view->budget, view->congested);
     return 0;

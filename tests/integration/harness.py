@@ -471,12 +471,22 @@ def bots_argv(cluster, count, seconds, extra_args=()):
 
 
 def start_bots(cluster, count, seconds, extra_args=()):
-    """Starts tessera-bots in the background; finish with finish_bots()."""
+    """Starts tessera-bots in the background; finish with finish_bots().
+    Their log goes to logs/bots-N.log in the run directory (kept when a
+    test fails), the last lines of it to stderr when they end."""
     argv = bots_argv(cluster, count, seconds, extra_args)
     log("bots: %s" % " ".join(argv))
     _install_handlers()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    logs = os.path.join(cluster.dir, "logs")
+    os.makedirs(logs, exist_ok=True)
+    number = 1
+    while os.path.exists(os.path.join(logs, "bots-%d.log" % number)):
+        number += 1
+    log_path = os.path.join(logs, "bots-%d.log" % number)
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=log_file, stdin=subprocess.DEVNULL)
     proc.tessera_seconds = seconds
+    proc.tessera_log = log_path
     with _live_lock:
         _live_procs.append(proc)
     return proc
@@ -488,11 +498,19 @@ def finish_bots(proc, timeout=None):
     or print no JSON."""
     if timeout is None:
         timeout = getattr(proc, "tessera_seconds", 10) + 60
+    def log_text():
+        path = getattr(proc, "tessera_log", None)
+        if not path:
+            return b""
+        with open(path, "rb") as f:
+            return f.read()
     try:
-        out, err = proc.communicate(timeout=timeout)
+        out, _ = proc.communicate(timeout=timeout)
+        err = log_text()
     except subprocess.TimeoutExpired:
         proc.kill()
-        out, err = proc.communicate()
+        out, _ = proc.communicate()
+        err = log_text()
         raise AssertionError("tessera-bots did not finish within %.0f s; stderr:\n%s"
                              % (timeout, _tail(err)))
     finally:

@@ -78,7 +78,10 @@ class MultiCell(unittest.TestCase):
 
             offloads = sum(cluster.stat(n, "offloads_out") or 0 for n in cluster.names("cellapp"))
             reclaimed = sum(cluster.stat(n, "offloads_reclaimed") or 0 for n in cluster.names("cellapp"))
-            harness.log("offloads: %d (taken back: %d)" % (offloads, reclaimed))
+            awaited = sum(cluster.stat(n, "arrivals_awaited") or 0 for n in cluster.names("cellapp"))
+            missed = sum(cluster.stat(n, "arrivals_missed") or 0 for n in cluster.names("cellapp"))
+            harness.log("offloads: %d (taken back: %d); entities a travelling view waited for: %d (never came: %d)"
+                        % (offloads, reclaimed, awaited, missed))
             # Walking 5 m/s near the lines, each bot crosses one every 20 s or
             # so; 1 in 100 bot-seconds is far below that.
             self.assertGreater(offloads, BOTS * SECONDS // 100, "the bots hardly crossed a line")

@@ -3,7 +3,8 @@
  * one cell, packed and unpacked as a CellEntityState, restored in another
  * cell of the same space, and compared field by field and, saved again,
  * byte by byte. Also: the restored witness's first update (no ENTER or
- * LEAVE for what stayed in view), restoring onto a ghost, the refusals,
+ * LEAVE for what stayed in view), an entity in view whose copy comes after
+ * the witness (awaited, then taken in or left), restoring onto a ghost, the refusals,
  * a witness that does not fit, and the pieces the witness is made of
  * (alias_table_restore, the budget's save and restore). */
 #include <math.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
@@ -760,16 +762,27 @@ static void test_inbox_gap_age_travels(void **state) {
     tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
 }
 
+/* Longer than the witness waits for a copy that is not here yet
+ * (witness.c's WITNESS_ARRIVAL_WAIT_MS). */
+static void wait_past_arrival(void) {
+    struct timespec pause = {0, 600 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+}
+
 /* (a) The restored witness's first update: no ENTER or LEAVE for what is
- * still in view; a LEAVE for an alias whose entity B does not hold (103)
- * and for one B holds out of view (105). Later updates bring the client
- * what it was owed, from the track and pending sets it had. */
+ * still in view; a LEAVE for an alias whose entity B holds out of view
+ * (105); none yet for one whose entity B does not hold (103): the client
+ * keeps it while its copy may be on the way, and it leaves once the wait
+ * is over. Later updates bring the client what it was owed, from the
+ * track and pending sets it had. */
 static void test_first_update_after_restore(void **state) {
     (void)state;
     build_in_a();
     Tessera__Cluster__CellEntityState *s = unpack_saved();
     populate_b(103, 105);
     cell *b = W.b;
+    uint64_t awaited_before = b->shared->witness_totals.arrivals_awaited;
+    uint64_t missed_before = b->shared->witness_totals.arrivals_missed;
     char err[256];
     assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
     cell_entity *r = find_in(b, E_ID);
@@ -782,11 +795,13 @@ static void test_first_update_after_restore(void **state) {
     W.cl.config = &b->volatile_config;
     tick(b, r);
     assert_int_equal(W.cl.enter_total, 0);
-    assert_int_equal(W.cl.leave_total, 2);
-    assert_int_equal(W.cl.leaves[103], 1);
+    assert_int_equal(W.cl.leave_total, 1);
+    assert_int_equal(W.cl.leaves[103], 0);
     assert_int_equal(W.cl.leaves[105], 1);
-    assert_false(witness_sees(r->witness, 103));
+    assert_true(witness_sees(r->witness, 103));
+    assert_int_equal(client_alias_of(&W.cl, 103), alias_103);
     assert_false(witness_sees(r->witness, 105));
+    assert_int_equal(b->shared->witness_totals.arrivals_awaited, awaited_before + 1);
     for (size_t i = 0; i < s->witness->n_aliases; i++) {
         uint64_t id = s->witness->aliases[i]->entity_id;
         if (id == 103 || id == 105) continue;
@@ -806,7 +821,14 @@ static void test_first_update_after_restore(void **state) {
         tick(b, r);
     }
     assert_int_equal(W.cl.enter_total, 0);
+    assert_int_equal(W.cl.leave_total, 1);
+    /* 103 never came: it leaves once the wait is over. */
+    wait_past_arrival();
+    tick(b, r);
+    assert_int_equal(W.cl.leaves[103], 1);
     assert_int_equal(W.cl.leave_total, 2);
+    assert_false(witness_sees(r->witness, 103));
+    assert_int_equal(b->shared->witness_totals.arrivals_missed, missed_before + 1);
     for (size_t i = 0; i < b->count; i++) {
         cell_entity *o = b->by_index[i];
         /* Out of view; and the own client walks its entity itself. */
@@ -834,6 +856,75 @@ static void test_first_update_after_restore(void **state) {
     assert_int_equal(W.cl.enters[120], 1);
     int alias_120 = client_alias_of(&W.cl, 120);
     assert_int_equal(alias_120, (int)s->witness->next_unused_alias);
+    tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
+}
+
+/* (a1) The copy of an entity the client knows comes a few ticks after the
+ * witness (its ghost was made on the real's cellapp in the tick the
+ * witness left, and reached the old cellapp first): the client keeps it
+ * under the same alias, with no LEAVE or ENTER, and gets what the copy
+ * took in meanwhile. Still awaited when the witness moves on, it is left
+ * there. */
+static void test_awaited_copy_arrives(void **state) {
+    (void)state;
+    build_in_a();
+    Tessera__Cluster__CellEntityState *s = unpack_saved();
+    populate_b(103, 0);
+    cell *b = W.b;
+    char err[256];
+    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
+    cell_entity *r = find_in(b, E_ID);
+    int alias_103 = client_alias_of(&W.cl, 103);
+    assert_true(alias_103 >= 0);
+    client_reset_counts(&W.cl);
+    W.cl.config = &b->volatile_config;
+    tick(b, r);
+    tick(b, r);
+    assert_int_equal(W.cl.enter_total, 0);
+    assert_int_equal(W.cl.leave_total, 0);
+
+    /* Saved while it waits: the next cellapp sends its LEAVE. */
+    Tessera__Cluster__WitnessState travelling;
+    witness_save(r->witness, b, &travelling);
+    bool leaves_there = false;
+    for (size_t i = 0; i < travelling.n_left; i++) leaves_there |= travelling.left[i] == 103;
+    assert_true(leaves_there);
+    witness_saved_free(&travelling);
+
+    /* Its ghost comes, a step from where A's copy was, with a level A's
+     * copy never had (its counters ahead of what the client saw). */
+    const cell_entity *in_a = find_in(W.a, 103);
+    cell_entity *ghost = cell_add(b, 103, CELL_ENTITY_GHOST, in_a->cls, in_a->x + 1.0f, in_a->y, in_a->z);
+    assert_non_null(ghost);
+    assert_int_equal(entity_state_copy(ghost->state, in_a->state), 0);
+    entity_state_clear_dirty(ghost->state);
+    set_uint(ghost, LEVEL, 0, 29);
+    entity_state_clear_dirty(ghost->state);
+    ghost->move_count = cell_change_count_next(in_a->move_count);
+    ghost->property_count = cell_change_count_next(in_a->property_count);
+    tick(b, r);
+    tick(b, r);
+    assert_int_equal(W.cl.enter_total, 0);
+    assert_int_equal(W.cl.leave_total, 0);
+    assert_true(witness_sees(r->witness, 103));
+    assert_int_equal(client_alias_of(&W.cl, 103), alias_103);
+    assert_float_equal(W.cl.x[alias_103], in_a->x + 1.0f, 1.0 / 64);
+    uint64_t level;
+    assert_int_equal(entity_state_get_uint(W.cl.states[alias_103], LEVEL, 0, &level), 0);
+    assert_int_equal(level, 29);
+    /* Taken in for good: the wait running out changes nothing, and it
+     * moves like anything else in view. */
+    wait_past_arrival();
+    cell_move(b, ghost, ghost->x + 0.5f, 0, ghost->z, 0);
+    for (int t = 0; t < 12; t++) tick(b, r); /* a far mover's interval */
+    assert_int_equal(W.cl.leave_total, 0);
+    assert_float_equal(W.cl.x[alias_103], ghost->x, 1.0 / 64);
+    /* And it leaves the view like anything else when it walks out. */
+    cell_move(b, ghost, 400, 0, 400, 0);
+    tick(b, r);
+    tick(b, r);
+    assert_int_equal(W.cl.leaves[103], 1);
+    assert_false(witness_sees(r->witness, 103));
     tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
 }
 
@@ -1337,6 +1428,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inbox_gap_age_travels, setup, teardown),
         cmocka_unit_test_setup_teardown(test_first_update_after_restore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_awaited_copy_arrives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copies_ahead_catch_up, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_onto_ghost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restore_refusals, setup, teardown),
