@@ -235,6 +235,7 @@ typedef struct cell_shared {
         uint64_t aliases_exhausted;  /* entities not sent because an alias table was full */
         uint64_t arrivals_awaited;   /* restored views' entities whose copy was not here yet */
         uint64_t arrivals_missed;    /* ... that never came, and left */
+        uint64_t near_leaves;        /* LEAVEs of entities still inside the view radius (a bug) */
     } witness_totals;
     uint64_t self_id;                /* this cellapp's process id */
     struct entity_timer_ids *timer_ids; /* the process's timer ids, for every cell */

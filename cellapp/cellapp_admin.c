@@ -233,6 +233,9 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_single(m, "counter", "witness_arrivals_missed_total",
                    "entities a travelling view waited for in vain (they left its client's view)",
                    (double)app->shared.witness_totals.arrivals_missed);
+    metrics_single(m, "counter", "witness_near_leaves_total",
+                   "LEAVEs of entities still inside the view radius: the AOI and the positions disagree (a bug)",
+                   (double)app->shared.witness_totals.near_leaves);
     metrics_single(m, "counter", "channel_bytes_in_total", "bytes read from other processes", (double)app->totals.bytes_in);
     metrics_single(m, "counter", "channel_bytes_out_total", "bytes written to other processes",
                           (double)app->totals.bytes_out);

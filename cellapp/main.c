@@ -191,6 +191,7 @@ static void cellapp_publish_stats(cellapp *app) {
     registry_set_stat(app->registry, "records_held", (int64_t)app->shared.witness_totals.records_held);
     registry_set_stat(app->registry, "arrivals_awaited", (int64_t)app->shared.witness_totals.arrivals_awaited);
     registry_set_stat(app->registry, "arrivals_missed", (int64_t)app->shared.witness_totals.arrivals_missed);
+    registry_set_stat(app->registry, "near_leaves", (int64_t)app->shared.witness_totals.near_leaves);
     registry_set_stat(app->registry, "offloads_out", (int64_t)n->offloads_out);
     registry_set_stat(app->registry, "offloads_in", (int64_t)n->offloads_in);
     registry_set_stat(app->registry, "offloads_reclaimed", (int64_t)n->offloads_reclaimed);

@@ -60,7 +60,13 @@
  * tick on the real's cellapp, which reached the old cellapp first -- is
  * awaited for WITNESS_ARRIVAL_WAIT_MS rather than sent a LEAVE that its
  * ENTER would follow a tick later; the client keeps it meanwhile, and it
- * leaves only if no copy comes.
+ * leaves only if no copy comes (a witness that moves on meanwhile awaits
+ * it afresh on the next cellapp).
+ *
+ * A LEAVE is written only for an entity beyond the view's outer extent, or
+ * gone from the cell. One still well inside the view by this cell's
+ * positions means the coordinate system and the positions disagree: it is
+ * counted (witness_near_leaves) and logged, as the bug it would be.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -262,6 +268,7 @@ static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity
                              bool is_owner);
 static float witness_distance(const cell *c, const cell_entity *a, const cell_entity *b);
 static void witness_resolve_awaited(witness *view, cell *c, uint64_t now_ms);
+static void witness_check_leave(const witness *view, cell *c, const cell_entity *owner, uint64_t entity_id);
 
 /* How far ahead the loops over pairs fetch: a pair's slot and entity sit in
  * memory nothing else of the tick touches, so without this each pair waits
@@ -700,6 +707,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     for (size_t i = 0; i < view->left_count; i++) {
         uint32_t alias = alias_table_release(view->aliases, view->left[i], now_ms);
         if (alias == ALIAS_NONE) continue; /* never sent (its alias table was full), or already gone */
+        witness_check_leave(view, c, owner, view->left[i]);
         witness_unobserve(view, alias);
         witness_remove_member(view, alias);
         memset(&view->slots[alias], 0, sizeof view->slots[alias]);
@@ -902,6 +910,14 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
         if (copy) {
             saved->move_count = copy->move_count;
             saved->property_count = copy->property_count;
+        } else {
+            /* Still awaited here: the next cellapp awaits it in turn, from
+             * what the client's knowledge of it was. */
+            for (size_t i = 0; i < view->awaited_count; i++)
+                if (view->awaited[i].entity_id == entity_id) {
+                    saved->move_count = view->awaited[i].move_count;
+                    saved->property_count = view->awaited[i].property_count;
+                }
         }
         out->aliases[out->n_aliases++] = saved;
     }
@@ -959,13 +975,10 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
         out->n_events = view->event_count;
     }
     out->congested = view->congested;
-    /* What is still awaited has waited long enough: it leaves there (and
-     * stays, if its copy is there by then, until that LEAVE). */
-    if (view->left_count + view->awaited_count) {
-        out->left = xmalloc((view->left_count + view->awaited_count) * sizeof *out->left);
+    if (view->left_count) {
+        out->left = xmalloc(view->left_count * sizeof *out->left);
         memcpy(out->left, view->left, view->left_count * sizeof *out->left);
-        for (size_t i = 0; i < view->awaited_count; i++) out->left[view->left_count + i] = view->awaited[i].entity_id;
-        out->n_left = view->left_count + view->awaited_count;
+        out->n_left = view->left_count;
     }
 }
 
@@ -1072,6 +1085,23 @@ static int witness_take_known(witness *view, cell *c, uint32_t alias, uint32_t m
     /* What it still owes goes to the budget at the next update. */
     if (slot->move_pending || !entity_state_mask_empty(&slot->pending)) witness_touch(view, alias);
     return 0;
+}
+
+/* A LEAVE for `entity_id`, which this cell still holds well inside the
+ * view, is a disagreement between the coordinate system and the
+ * positions: counted, and logged (the first few, then every thousandth). */
+static void witness_check_leave(const witness *view, cell *c, const cell_entity *owner, uint64_t entity_id) {
+    const cell_entity *other = cell_find(c, entity_id);
+    if (!other || other == owner) return;
+    float distance = witness_distance(c, owner, other);
+    if (distance >= (float)c->shared->settings->witness.view_radius) return;
+    uint64_t count = ++c->shared->witness_totals.near_leaves;
+    if (count <= 10 || count % 1000 == 0)
+        log_warn("entity %llu: entity %llu (%s) left its view %.1f m away, inside the view radius (%g m): the "
+                 "coordinate system disagrees with the positions (%llu such leaves so far)",
+                 (unsigned long long)view->owner_id, (unsigned long long)entity_id,
+                 other->kind == CELL_ENTITY_REAL ? "real" : "ghost", (double)distance,
+                 c->shared->settings->witness.view_radius, (unsigned long long)count);
 }
 
 /* The awaited entities whose copies came are taken into the view; those

@@ -7,9 +7,10 @@ several times slower).
 Crossing without a trace: the bots' views match where everyone is
 (--verify-aoi: 0 mismatches), nobody saw an entity leave while it was
 still well inside the view (a leave and re-enter of something that stayed:
-flickers 0), and no walking bot in view went more than a second and a tick
-without an update (update_gaps 0), with hundreds of reals moving between
-cellapps meanwhile.
+flickers 0; nor did any cellapp write a LEAVE for an entity inside the
+view by its own positions: near_leaves 0), and no walking bot in view went
+more than a second and a tick without an update (update_gaps 0), with
+hundreds of reals moving between cellapps meanwhile.
 
 Ghosts only near lines: at the end every cellapp is asked for its state.
 Every entity is real on exactly one cellapp, inside that cellapp's cell
@@ -80,8 +81,12 @@ class MultiCell(unittest.TestCase):
             reclaimed = sum(cluster.stat(n, "offloads_reclaimed") or 0 for n in cluster.names("cellapp"))
             awaited = sum(cluster.stat(n, "arrivals_awaited") or 0 for n in cluster.names("cellapp"))
             missed = sum(cluster.stat(n, "arrivals_missed") or 0 for n in cluster.names("cellapp"))
+            near_leaves = sum(cluster.stat(n, "near_leaves") or 0 for n in cluster.names("cellapp"))
             harness.log("offloads: %d (taken back: %d); entities a travelling view waited for: %d (never came: %d)"
                         % (offloads, reclaimed, awaited, missed))
+            # The cellapps' own check: no LEAVE for an entity still inside
+            # the view by the cell's positions.
+            self.assertEqual(near_leaves, 0, "a cellapp sent a LEAVE for an entity well inside the view")
             # Walking 5 m/s near the lines, each bot crosses one every 20 s or
             # so; 1 in 100 bot-seconds is far below that.
             self.assertGreater(offloads, BOTS * SECONDS // 100, "the bots hardly crossed a line")
