@@ -953,7 +953,7 @@ static void test_near_leave_is_counted(void **state) {
     populate_b(0, 0);
     cell *b = W.b;
     uint64_t *left = malloc((s->witness->n_left + 2) * sizeof *left);
-    memcpy(left, s->witness->left, s->witness->n_left * sizeof *left);
+    if (s->witness->n_left) memcpy(left, s->witness->left, s->witness->n_left * sizeof *left);
     left[s->witness->n_left] = 100;
     left[s->witness->n_left + 1] = 109;
     free(s->witness->left); /* the message frees the new one (protobuf-c's default allocator) */
