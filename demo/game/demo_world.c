@@ -15,8 +15,8 @@
  * The map (demo/maps/arena.json) wires them: stepping on the plate in
  * front of the gate opens it a second later; the gate's timer closes it
  * every ten seconds; a shutter by the courtyard toggles every six, from
- * its own timer, whoever walks by. None of it is in the engine: three classes, their
- * inputs, and connections in a map file.
+ * its own timer, whoever walks by. None of it is in the engine: three
+ * classes, their inputs, and connections in a map file.
  */
 #include <stdio.h>
 #include <stdlib.h>

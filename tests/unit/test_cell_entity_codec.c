@@ -762,6 +762,20 @@ static void test_inbox_gap_age_travels(void **state) {
     tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
 }
 
+/* Restores the saved E into B (asserting it takes) and returns its real
+ * there. */
+static cell_entity *restore_in_b(const Tessera__Cluster__CellEntityState *s) {
+    char err[256];
+    assert_int_equal(cell_entity_restore(&app, W.b, NULL, s, err, sizeof err), 0);
+    return find_in(W.b, E_ID);
+}
+
+/* The test client counts afresh and decodes positions as `c` codes them. */
+static void client_listen_to(const cell *c) {
+    client_reset_counts(&W.cl);
+    W.cl.config = &c->volatile_config;
+}
+
 /* Longer than the witness waits for a copy that is not here yet
  * (witness.c's WITNESS_ARRIVAL_WAIT_MS). */
 static void wait_past_arrival(void) {
@@ -783,16 +797,13 @@ static void test_first_update_after_restore(void **state) {
     cell *b = W.b;
     uint64_t awaited_before = b->shared->witness_totals.arrivals_awaited;
     uint64_t missed_before = b->shared->witness_totals.arrivals_missed;
-    char err[256];
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
-    cell_entity *r = find_in(b, E_ID);
+    cell_entity *r = restore_in_b(s);
     assert_true(witness_sees(r->witness, 103));
     assert_true(witness_sees(r->witness, 105));
     int alias_103 = client_alias_of(&W.cl, 103), alias_105 = client_alias_of(&W.cl, 105);
     assert_true(alias_103 >= 0 && alias_105 >= 0);
 
-    client_reset_counts(&W.cl);
-    W.cl.config = &b->volatile_config;
+    client_listen_to(b);
     tick(b, r);
     assert_int_equal(W.cl.enter_total, 0);
     assert_int_equal(W.cl.leave_total, 1);
@@ -877,13 +888,10 @@ static void test_awaited_copy_arrives(void **state) {
             s->witness->aliases[i]->move_count = 77;
             s->witness->aliases[i]->property_count = 5;
         }
-    char err[256];
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
-    cell_entity *r = find_in(b, E_ID);
+    cell_entity *r = restore_in_b(s);
     int alias_103 = client_alias_of(&W.cl, 103);
     assert_true(alias_103 >= 0);
-    client_reset_counts(&W.cl);
-    W.cl.config = &b->volatile_config;
+    client_listen_to(b);
     tick(b, r);
     tick(b, r);
     assert_int_equal(W.cl.enter_total, 0);
@@ -960,11 +968,8 @@ static void test_near_leave_is_counted(void **state) {
     s->witness->left = left;
     s->witness->n_left += 2;
     uint64_t near_before = b->shared->witness_totals.near_leaves;
-    char err[256];
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
-    cell_entity *r = find_in(b, E_ID);
-    client_reset_counts(&W.cl);
-    W.cl.config = &b->volatile_config;
+    cell_entity *r = restore_in_b(s);
+    client_listen_to(b);
     tick(b, r);
     assert_int_equal(W.cl.leaves[100], 1);
     assert_int_equal(b->shared->witness_totals.near_leaves, near_before + 1);
@@ -1019,14 +1024,11 @@ static void test_copies_ahead_catch_up(void **state) {
     cell_move(b, c107, 15.0f, 0, -15.0f, 0);
     tick_unwatched(b);
 
-    char err[256];
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
-    cell_entity *r = find_in(b, E_ID);
+    cell_entity *r = restore_in_b(s);
     int a100 = client_alias_of(&W.cl, 100), a101 = client_alias_of(&W.cl, 101), a107 = client_alias_of(&W.cl, 107),
         a108 = client_alias_of(&W.cl, 108);
     assert_true(a100 >= 0 && a101 >= 0 && a107 >= 0 && a108 >= 0);
-    client_reset_counts(&W.cl);
-    W.cl.config = &b->volatile_config;
+    client_listen_to(b);
     tick(b, r);
     assert_int_equal(W.cl.enter_total, 0);
     assert_float_equal(W.cl.x[a100], 4.5, 1.0 / 64);
@@ -1077,8 +1079,7 @@ static void test_restore_onto_ghost(void **state) {
     assert_int_equal(W.trap_enters, 0);
     assert_int_equal(W.trap_leaves, 0);
     assert_int_equal(coord_watcher_view_size(b->coord, ghost->traps[0].watcher), 2);
-    client_reset_counts(&W.cl);
-    W.cl.config = &b->volatile_config;
+    client_listen_to(b);
     tick(b, ghost);
     assert_int_equal(W.cl.enter_total, 0);
     assert_int_equal(W.cl.leave_total, 0);
@@ -1197,16 +1198,13 @@ static void test_witness_that_does_not_fit(void **state) {
     cell *b = W.b;
     Tessera__Cluster__CellEntityState *s = unpack_saved();
     s->witness->next_unused_alias = MAX_ALIASES + 1;
-    char err[256];
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
-    cell_entity *r = find_in(b, E_ID);
+    cell_entity *r = restore_in_b(s);
     assert_non_null(r->witness);
     for (size_t i = 0; i < s->witness->n_aliases; i++) assert_false(witness_sees(r->witness, s->witness->aliases[i]->entity_id));
     /* Everything else came through. */
     assert_int_equal(r->trap_count, 1);
     assert_int_equal(entity_timers_count(b->timers), 2);
-    client_reset_counts(&W.cl);
-    W.cl.config = &b->volatile_config;
+    client_listen_to(b);
     tick(b, r);
     size_t in_view = 0;
     for (size_t i = 0; i < b->count; i++)
