@@ -96,7 +96,7 @@ static void base_call_failed(const Tessera__Cluster__EntityCallFailed *failed, v
              failed->reason ? failed->reason : "");
     base_game_call_failed(app->game, failed->caller_id, failed->entity_id, failed->class_name,
                           failed->part == TESSERA__CLIENT__METHOD_PART__METHOD_PART_CLIENT ? ENTITY_DEF_PART_CLIENT
-                                                                                          : ENTITY_DEF_PART_BASE,
+                                                                                           : ENTITY_DEF_PART_BASE,
                           failed->method_id);
 }
 

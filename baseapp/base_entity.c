@@ -102,20 +102,20 @@ void base_entity_on_call(proxy *player, const Tessera__Client__EntityCall *call)
     }
     if (call->part != TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE) {
         client_link_fail(player->link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED,
-                   "only base and cell methods can be called by a client (part %d)", (int)call->part);
+                         "only base and cell methods can be called by a client (part %d)", (int)call->part);
         return;
     }
     if (call->entity_id != player->entity_id) {
         client_link_fail(player->link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY,
-                   "base method call on entity %" PRIu64 ", which is not the player's", call->entity_id);
+                         "base method call on entity %" PRIu64 ", which is not the player's", call->entity_id);
         return;
     }
     char reason[256];
     const entity_def_method *method;
     entity_state *args;
-    method_call_verdict verdict = method_call_prepare(player->cls, ENTITY_DEF_PART_BASE, call->method_id,
-                                                      call->args.data, call->args.len, true, &method, &args, reason,
-                                                      sizeof reason);
+    method_call_verdict verdict =
+        method_call_prepare(player->cls, ENTITY_DEF_PART_BASE, call->method_id, call->args.data, call->args.len, true,
+                            &method, &args, reason, sizeof reason);
     if (verdict != METHOD_CALL_OK) {
         client_link_fail(player->link, (Tessera__Client__ErrorCode)method_call_error_code(verdict), "%s", reason);
         return;

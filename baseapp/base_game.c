@@ -33,7 +33,7 @@ struct tessera_base_class {
     const entity_def_class *cls;
     bool registered;
     tessera_base_hooks hooks;
-    tessera_base_method *methods;    /* by base method id; NULL: no body */
+    tessera_base_method *methods; /* by base method id; NULL: no body */
 };
 
 struct base_game {
@@ -45,7 +45,7 @@ struct base_game {
     tessera_base_tick tick;
     tessera_base_context context;
     const config_group *settings;
-    tessera_base_class *classes;     /* by entity_def_class id */
+    tessera_base_class *classes; /* by entity_def_class id */
     size_t class_count;
     game_event_listeners listeners;
 };
@@ -81,8 +81,8 @@ static tessera_base_class *base_api_register_class(tessera_baseapp *handle, cons
                                                    const tessera_base_hooks *hooks) {
     base_game *game = base_game_app_of(handle)->game_loading;
     if (!game || !game->initialising) return NULL;
-    const entity_def_class *def = class_name ? entity_def_registry_find_class(game->app->definitions, class_name)
-                                             : NULL;
+    const entity_def_class *def =
+        class_name ? entity_def_registry_find_class(game->app->definitions, class_name) : NULL;
     if (!def) {
         log_warn("game: register_class: the definitions declare no class '%s'", class_name ? class_name : "");
         return NULL;
@@ -160,11 +160,11 @@ static bool base_game_property_ok(const proxy *player, int property) {
     return player->properties && property >= 0 && (size_t)property < player->cls->property_count;
 }
 
-#define BASE_GAME_GETTER(name, type, getter)                                                                 \
+#define BASE_GAME_GETTER(name, type, getter)                                                              \
     static int base_api_get_##name(const tessera_base *base, int property, uint32_t index, type *value) { \
-        const proxy *player = base_game_proxy_of(base);                                                    \
-        if (!base_game_property_ok(player, property)) return -1;                                           \
-        return getter(player->properties, (uint16_t)property, index, value) == 0 ? 0 : -1;                 \
+        const proxy *player = base_game_proxy_of(base);                                                   \
+        if (!base_game_property_ok(player, property)) return -1;                                          \
+        return getter(player->properties, (uint16_t)property, index, value) == 0 ? 0 : -1;                \
     }
 BASE_GAME_GETTER(int, int64_t, entity_state_get_int)
 BASE_GAME_GETTER(uint, uint64_t, entity_state_get_uint)
@@ -186,12 +186,11 @@ static int base_game_set_result(const proxy *player, int property, int rc) {
     return -1;
 }
 
-#define BASE_GAME_SETTER(name, type, setter)                                                               \
-    static int base_api_set_##name(tessera_base *base, int property, uint32_t index, type value) {       \
-        proxy *player = base_game_live(base);                                                            \
-        if (!player || !base_game_property_ok(player, property)) return -1;                              \
-        return base_game_set_result(player, property,                                                    \
-                                    setter(player->properties, (uint16_t)property, index, value));       \
+#define BASE_GAME_SETTER(name, type, setter)                                                                         \
+    static int base_api_set_##name(tessera_base *base, int property, uint32_t index, type value) {                   \
+        proxy *player = base_game_live(base);                                                                        \
+        if (!player || !base_game_property_ok(player, property)) return -1;                                          \
+        return base_game_set_result(player, property, setter(player->properties, (uint16_t)property, index, value)); \
     }
 BASE_GAME_SETTER(int, int64_t, entity_state_set_int)
 BASE_GAME_SETTER(uint, uint64_t, entity_state_set_uint)
@@ -202,8 +201,8 @@ BASE_GAME_SETTER(bool, bool, entity_state_set_bool)
 static int base_api_set_string(tessera_base *base, int property, uint32_t index, const char *value, size_t length) {
     proxy *player = base_game_live(base);
     if (!player || !value || !base_game_property_ok(player, property)) return -1;
-    return base_game_set_result(
-        player, property, entity_state_set_string(player->properties, (uint16_t)property, index, value, length));
+    return base_game_set_result(player, property,
+                                entity_state_set_string(player->properties, (uint16_t)property, index, value, length));
 }
 
 /* ---- calls ------------------------------------------------------------------------------ */
@@ -242,10 +241,10 @@ static int base_api_call_cell(tessera_base *base, const char *method_name, const
 static int base_api_call_base(tessera_base *from, tessera_handle target, const char *class_name, tessera_part part,
                               const char *method_name, const tessera_args *args) {
     proxy *player = from ? base_game_proxy_of(from) : NULL;
-    if (!player || !class_name || !method_name || (part != TESSERA_PART_BASE && part != TESSERA_PART_CLIENT))
-        return -1;
+    if (!player || !class_name || !method_name || (part != TESSERA_PART_BASE && part != TESSERA_PART_CLIENT)) return -1;
     const entity_def_class *cls = entity_def_registry_find_class(player->app->definitions, class_name);
-    const entity_def_method *method = cls ? entity_def_class_find_method(cls, (entity_def_part)part, method_name) : NULL;
+    const entity_def_method *method =
+        cls ? entity_def_class_find_method(cls, (entity_def_part)part, method_name) : NULL;
     if (method && !game_module_args_fit(method, args)) {
         log_warn("game: %s.%s called with arguments made for another method", class_name, method_name);
         return -1;
@@ -352,7 +351,8 @@ static void base_game_on_loaded(baseapp *app, persistence_outcome outcome, const
     if (!from || from->state == PROXY_DESTROYING) {
         snprintf(why, sizeof why, "the base that asked is gone");
     } else if (outcome == PERSISTENCE_UNAVAILABLE || outcome == PERSISTENCE_DAMAGED) {
-        snprintf(why, sizeof why, "%s", outcome == PERSISTENCE_DAMAGED ? "its record is damaged" : "Redis is unavailable");
+        snprintf(why, sizeof why, "%s",
+                 outcome == PERSISTENCE_DAMAGED ? "its record is damaged" : "Redis is unavailable");
     } else {
         const entity_def_class *cls = entity_def_registry_find_class(app->definitions, request->class_name);
         proxy *made = cls ? proxy_make(app, cls, from->account, stored, why, sizeof why) : NULL;
@@ -369,8 +369,8 @@ static void base_game_on_loaded(baseapp *app, persistence_outcome outcome, const
     free(request);
 }
 
-static int base_api_load_base(tessera_base *from, const char *class_name, const char *key,
-                              tessera_loaded_callback done, void *user_data) {
+static int base_api_load_base(tessera_base *from, const char *class_name, const char *key, tessera_loaded_callback done,
+                              void *user_data) {
     proxy *player = base_game_live(from);
     if (!player || !class_name || !key || player->entering || strlen(class_name) >= 64) return -1;
     base_game_load_request *request = xcalloc(1, sizeof *request);
@@ -403,8 +403,8 @@ static void base_api_destroy(tessera_base *base, bool write, const char *reason)
     if (player) proxy_destroy(player, write, reason ? reason : "its game destroyed it");
 }
 
-static void base_api_log(tessera_baseapp *handle, tessera_log_level level, const tessera_base *base,
-                         const char *format, ...) {
+static void base_api_log(tessera_baseapp *handle, tessera_log_level level, const tessera_base *base, const char *format,
+                         ...) {
     (void)handle;
     char subject[160];
     if (base) {
@@ -611,14 +611,14 @@ static const tessera_base_hooks *base_game_hooks(base_game *game, const proxy *p
 }
 
 /* Runs one hook of `player`'s class, then sends what it changed. */
-#define BASE_GAME_CALL(game, player, hook, ...)                                                       \
-    do {                                                                                              \
-        const tessera_base_hooks *hooks_ = base_game_hooks(game, player);                             \
-        if (hooks_ && hooks_->hook) {                                                                 \
-            entity_handle handle_ = (player)->handle;                                                 \
-            hooks_->hook(&(game)->context, base_game_base_of(player), ##__VA_ARGS__);                 \
-            base_game_flush((game)->app, handle_);                                                    \
-        }                                                                                             \
+#define BASE_GAME_CALL(game, player, hook, ...)                                       \
+    do {                                                                              \
+        const tessera_base_hooks *hooks_ = base_game_hooks(game, player);             \
+        if (hooks_ && hooks_->hook) {                                                 \
+            entity_handle handle_ = (player)->handle;                                 \
+            hooks_->hook(&(game)->context, base_game_base_of(player), ##__VA_ARGS__); \
+            base_game_flush((game)->app, handle_);                                    \
+        }                                                                             \
     } while (0)
 
 void base_game_tick(base_game *game) {
@@ -655,10 +655,10 @@ void base_game_call_failed(base_game *game, uint64_t caller_id, uint64_t target_
 bool base_game_call(base_game *game, proxy *base, const entity_def_method *method, const entity_state *args,
                     uint64_t caller_id) {
     tessera_base_class *cls = base_game_class_of(game, base->cls);
-    tessera_base_method body = cls && method->part == ENTITY_DEF_PART_BASE &&
-                                       method->id < base->cls->method_count[ENTITY_DEF_PART_BASE]
-                                   ? cls->methods[method->id]
-                                   : NULL;
+    tessera_base_method body =
+        cls && method->part == ENTITY_DEF_PART_BASE && method->id < base->cls->method_count[ENTITY_DEF_PART_BASE]
+            ? cls->methods[method->id]
+            : NULL;
     if (!body) {
         log_info("entity %" PRIu64 ": %s.%s has no body in this game: ignored", base->entity_id, base->cls->name,
                  method->name);

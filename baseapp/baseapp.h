@@ -64,8 +64,8 @@ typedef struct baseapp_settings {
     char entity_definitions[256];
     double client_moves_per_second;
     char state_dump_path[256];
-    char game_module[256];             /* the game module (base_game.c); empty: none */
-    config_group game;                 /* its own settings */
+    char game_module[256]; /* the game module (base_game.c); empty: none */
+    config_group game;     /* its own settings */
     int64_t client_congestion_bytes;
     int64_t client_send_buffer_bytes;
     int64_t cell_lost_grace_ms;
@@ -73,8 +73,8 @@ typedef struct baseapp_settings {
     int64_t shutdown_retry_ms;
     double client_calls_per_second;
     int64_t client_frame_timeout_ms;
-    double login_failures_per_account;   /* a minute */
-    double login_failures_per_address;   /* a minute */
+    double login_failures_per_account; /* a minute */
+    double login_failures_per_address; /* a minute */
     int64_t client_detached_grace_ms;
     int64_t autosave_interval_ms;
     int64_t backup_timeout_ms;
@@ -89,34 +89,34 @@ typedef struct proxy proxy;
 /* A connection walks these states. Until it is bound to a proxy it is only
  * a connection; bound, it carries that proxy's client traffic. */
 typedef enum client_link_state {
-    CLIENT_LINK_AWAITING_HELLO,   /* connected; the first frame must be hello */
-    CLIENT_LINK_AWAITING_LOGIN,   /* versions agreed; waiting for credentials or a session token */
-    CLIENT_LINK_AUTHENTICATING,   /* checking the account (Redis, then the thread pool), then loading it */
-    CLIENT_LINK_ENTERING,         /* bound to a proxy; waiting for its cell to say where the player is */
-    CLIENT_LINK_IN_WORLD,         /* bound; moves and calls flow both ways */
-    CLIENT_LINK_HANDING_OFF,      /* going to another baseapp (LoginRedirect soon); nothing more is read */
-    CLIENT_LINK_CLOSING,          /* dropped; the channel is closing and nothing more is read */
+    CLIENT_LINK_AWAITING_HELLO, /* connected; the first frame must be hello */
+    CLIENT_LINK_AWAITING_LOGIN, /* versions agreed; waiting for credentials or a session token */
+    CLIENT_LINK_AUTHENTICATING, /* checking the account (Redis, then the thread pool), then loading it */
+    CLIENT_LINK_ENTERING,       /* bound to a proxy; waiting for its cell to say where the player is */
+    CLIENT_LINK_IN_WORLD,       /* bound; moves and calls flow both ways */
+    CLIENT_LINK_HANDING_OFF,    /* going to another baseapp (LoginRedirect soon); nothing more is read */
+    CLIENT_LINK_CLOSING,        /* dropped; the channel is closing and nothing more is read */
 } client_link_state;
 
 /* One client connection's wire state: the channel, where the conversation
  * is, and the limits on what the client sends. It owns no entity. */
 typedef struct client_link {
     baseapp *app;
-    entity_handle handle;      /* this link in app->links; stale once freed */
+    entity_handle handle; /* this link in app->links; stale once freed */
     client_link_state state;
     channel *ch;
-    proxy *proxy;              /* bound to (ENTERING, IN_WORLD), else NULL */
-    uint64_t connected_us;     /* monotonic, for the login timeout */
-    char account[72];          /* as the client gave it (login or reconnect) */
-    bool has_definitions;      /* the client's cached definitions match ours */
-    bool reconnecting;         /* it came with a session token, not a password */
-    bool redirected;           /* it came with a redirect's token: it plays here, wherever the loads are */
-    double move_tokens;        /* moves the client may still send now (token bucket) */
-    uint64_t move_tokens_us;   /* monotonic time of the last refill */
-    double call_tokens;        /* method calls likewise */
+    proxy *proxy;            /* bound to (ENTERING, IN_WORLD), else NULL */
+    uint64_t connected_us;   /* monotonic, for the login timeout */
+    char account[72];        /* as the client gave it (login or reconnect) */
+    bool has_definitions;    /* the client's cached definitions match ours */
+    bool reconnecting;       /* it came with a session token, not a password */
+    bool redirected;         /* it came with a redirect's token: it plays here, wherever the loads are */
+    double move_tokens;      /* moves the client may still send now (token bucket) */
+    uint64_t move_tokens_us; /* monotonic time of the last refill */
+    double call_tokens;      /* method calls likewise */
     uint64_t call_tokens_us;
-    double call_strikes;       /* calls dropped lately (decays); too many and the client goes */
-    bool congested;            /* its cell was told it does not read (cell_link.c) */
+    double call_strikes; /* calls dropped lately (decays); too many and the client goes */
+    bool congested;      /* its cell was told it does not read (cell_link.c) */
 } client_link;
 
 /* Accepts a client connection from the listener. */
@@ -150,9 +150,9 @@ const char *client_link_state_name(client_link_state state);
 /* ---- proxies: bases that may hold a client (proxy.c) ---------------------- */
 
 typedef enum proxy_state {
-    PROXY_CREATING_CELL,    /* a cellapp is creating its cell part */
-    PROXY_LIVE,             /* its cell part exists (cell holds the address) */
-    PROXY_DESTROYING,       /* going: its last cell backup, then its last write, then freed */
+    PROXY_CREATING_CELL, /* a cellapp is creating its cell part */
+    PROXY_LIVE,          /* its cell part exists (cell holds the address) */
+    PROXY_DESTROYING,    /* going: its last cell backup, then its last write, then freed */
 } proxy_state;
 
 /* A player's base: the base part of its entity, with a client link while
@@ -161,27 +161,27 @@ typedef enum proxy_state {
  * (Reconnect) without losing anything. */
 struct proxy {
     baseapp *app;
-    entity_handle handle;      /* this proxy in app->proxies */
+    entity_handle handle; /* this proxy in app->proxies */
     proxy_state state;
     uint64_t entity_id;
     char account[72];
-    client_link *link;         /* NULL: detached (the client is gone) */
-    uint64_t detached_us;      /* monotonic, when the link went (0 while attached) */
+    client_link *link;    /* NULL: detached (the client is gone) */
+    uint64_t detached_us; /* monotonic, when the link went (0 while attached) */
     /* Every change of client gets a new binding number; the cell stamps its
      * client messages with the binding it was told (ClientBinding), and only
      * those of the current one reach the link. */
     uint32_t client_binding;
-    uint32_t cell_binding;     /* the binding the cell part was last told */
-    bool cell_attached;        /* ... and whether it was an attach */
+    uint32_t cell_binding; /* the binding the cell part was last told */
+    bool cell_attached;    /* ... and whether it was an attach */
     /* giveClientTo: its client waits for an EnteredSpace (the cell part
      * rebinding the client), since when. */
     bool space_pending;
     uint64_t handover_started_us;
-    bool entering;             /* game code is loading a base for it (load_base): one at a time */
-    entity_handle handoff_link; /* draining: the link sent to another baseapp once this entity is written */
-    bool handover_pending;      /* its client is offered to an entity on another baseapp (handover.c) */
+    bool entering;                       /* game code is loading a base for it (load_base): one at a time */
+    entity_handle handoff_link;          /* draining: the link sent to another baseapp once this entity is written */
+    bool handover_pending;               /* its client is offered to an entity on another baseapp (handover.c) */
     uint64_t handover_reserved_until_us; /* a client from another baseapp is on its way to it */
-    char session_token[33];    /* hex; a Reconnect must show it */
+    char session_token[33];              /* hex; a Reconnect must show it */
     /* Where its cell part is (cellapp and incarnation), and the order its
      * client hears from it in (cell_address.h). cell.cellapp_id is the
      * cellapp asked to create it while CREATING_CELL. */
@@ -192,19 +192,19 @@ struct proxy {
     entity_state *properties;
     /* Persistence (persistence.c). */
     struct proxy_persistence {
-        bool loaded;               /* it was stored before (a restored entity) */
-        char space_name[64];       /* where the last backup had the cell part */
+        bool loaded;         /* it was stored before (a restored entity) */
+        char space_name[64]; /* where the last backup had the cell part */
         double position[3];
         float yaw;
         bool has_position;
-        uint64_t backup_request;   /* the BackupRequest waited for (0: none) */
+        uint64_t backup_request; /* the BackupRequest waited for (0: none) */
         uint64_t backup_deadline_us;
         bool write_in_flight;
-        bool write_again;          /* asked to write while a write was in flight */
-        uint32_t write_failures;   /* in a row */
-        uint64_t retry_at_us;      /* after a failure: when to write again */
+        bool write_again;        /* asked to write while a write was in flight */
+        uint32_t write_failures; /* in a row */
+        uint64_t retry_at_us;    /* after a failure: when to write again */
         uint64_t next_autosave_us;
-        uint64_t writes;           /* acknowledged */
+        uint64_t writes; /* acknowledged */
     } persistence;
 };
 
@@ -334,10 +334,10 @@ void login_route_on_registry(baseapp *app, const registry_peer *peers, size_t co
 /* ---- persistence (persistence.c) ------------------------------------------ */
 
 typedef enum persistence_outcome {
-    PERSISTENCE_FOUND,        /* `stored` is the stored form */
-    PERSISTENCE_NONE,         /* nothing stored: a new entity */
-    PERSISTENCE_DAMAGED,      /* a record that does not read (logged; left as it is, never overwritten) */
-    PERSISTENCE_UNAVAILABLE,  /* Redis did not answer */
+    PERSISTENCE_FOUND,       /* `stored` is the stored form */
+    PERSISTENCE_NONE,        /* nothing stored: a new entity */
+    PERSISTENCE_DAMAGED,     /* a record that does not read (logged; left as it is, never overwritten) */
+    PERSISTENCE_UNAVAILABLE, /* Redis did not answer */
 } persistence_outcome;
 /* `stored` is valid during the call only. `context` is the caller's: it
  * must still find what it loads for (by handle), which may have gone. */
@@ -396,8 +396,7 @@ uint64_t cell_link_choose(baseapp *app);
 /* Registry report: refreshes the loads the choice is made from. */
 void cell_link_on_registry(baseapp *app);
 void cell_link_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void *user_data);
-void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason,
-                            void *user_data);
+void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason, void *user_data);
 void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
                           const Tessera__Cluster__PeerMessage *message, void *user_data);
 
@@ -419,36 +418,36 @@ struct baseapp {
     uv_timer_t sweep_timer;
     uv_timer_t stats_timer;
     uv_signal_t sigint, sigterm, sigusr1, sighup;
-    int argc;                        /* main's, for SIGHUP's reload */
+    int argc; /* main's, for SIGHUP's reload */
     char **argv;
     uint64_t process_id;
-    entity_list *links;           /* every client connection, by handle */
-    entity_list *proxies;         /* every proxy, by handle */
-    id_map proxies_by_entity;     /* entity id -> proxy */
-    id_map proxies_by_account;    /* account name hash -> proxy */
+    entity_list *links;        /* every client connection, by handle */
+    entity_list *proxies;      /* every proxy, by handle */
+    id_map proxies_by_entity;  /* entity id -> proxy */
+    id_map proxies_by_account; /* account name hash -> proxy */
     uint64_t next_backup_request;
     uint64_t reconnects, reconnects_refused, logins_replaced;
     uint64_t writes, write_failures;
-    uint64_t handovers;                /* giveClientTo done */
+    uint64_t handovers; /* giveClientTo done */
     uint64_t handovers_refused;
-    id_map handovers_pending;          /* request -> handover offered to another baseapp (handover.c) */
+    id_map handovers_pending; /* request -> handover offered to another baseapp (handover.c) */
     uint64_t next_handover_request;
     latency_histogram handover_latency; /* ... from the call to the client hearing its new space (microseconds) */
-    latency_histogram write_latency;   /* writeToDB round trips (microseconds) */
-    id_map cellapp_assignments;   /* cellapp id -> entities sent since the last registry report */
-    mailbox *mailbox;                  /* the bases' streams to their cell parts */
-    uint64_t cell_messages_failed;     /* messages to cell parts that could not be delivered */
-    uint64_t client_messages_held;     /* client messages held across a handoff */
-    uint64_t client_messages_stale;    /* ... dropped as from an ended incarnation */
-    uint64_t client_messages_unbound;  /* ... dropped as for a client that has gone (another binding) */
-    entity_def_registry *definitions;  /* the game's entity types */
-    char *definitions_text;            /* their self-description, sent at login */
-    uint64_t moves_dropped;            /* moves over a client's rate, not relayed */
-    uint64_t calls_dropped;            /* method calls over a client's rate, not run */
-    login_throttle throttle;           /* failed logins per account and address */
-    uint64_t logins_throttled;         /* attempts refused by it */
-    uint64_t congested_clients;        /* clients whose cells hold their updates now */
-    uint64_t congestion_events;        /* times a client became congested */
+    latency_histogram write_latency;    /* writeToDB round trips (microseconds) */
+    id_map cellapp_assignments;         /* cellapp id -> entities sent since the last registry report */
+    mailbox *mailbox;                   /* the bases' streams to their cell parts */
+    uint64_t cell_messages_failed;      /* messages to cell parts that could not be delivered */
+    uint64_t client_messages_held;      /* client messages held across a handoff */
+    uint64_t client_messages_stale;     /* ... dropped as from an ended incarnation */
+    uint64_t client_messages_unbound;   /* ... dropped as for a client that has gone (another binding) */
+    entity_def_registry *definitions;   /* the game's entity types */
+    char *definitions_text;             /* their self-description, sent at login */
+    uint64_t moves_dropped;             /* moves over a client's rate, not relayed */
+    uint64_t calls_dropped;             /* method calls over a client's rate, not run */
+    login_throttle throttle;            /* failed logins per account and address */
+    uint64_t logins_throttled;          /* attempts refused by it */
+    uint64_t congested_clients;         /* clients whose cells hold their updates now */
+    uint64_t congestion_events;         /* times a client became congested */
     uv_timer_t congestion_timer;
     channel_stats client_totals;
     channel_stats peer_totals;
@@ -460,14 +459,14 @@ struct baseapp {
     size_t baseapp_count;
     id_map baseapp_assignments;
     uint64_t redirects, token_logins;
-    base_mailbox *bases;               /* entity calls to bases, by id (base_call.c) */
+    base_mailbox *bases; /* entity calls to bases, by id (base_call.c) */
     uint64_t entity_calls, entity_calls_received, entity_calls_failed;
-    base_game *game;                   /* the game module's base rules (never NULL once running) */
-    base_game *game_loading;           /* while its base_init runs */
-    uint64_t errors_sent[32];          /* client errors sent, by ErrorCode (larger codes in the last) */
-    bool draining;                     /* SIGTERM: no new logins; clients told to go; then stop */
+    base_game *game;          /* the game module's base rules (never NULL once running) */
+    base_game *game_loading;  /* while its base_init runs */
+    uint64_t errors_sent[32]; /* client errors sent, by ErrorCode (larger codes in the last) */
+    bool draining;            /* SIGTERM: no new logins; clients told to go; then stop */
     uint64_t drain_started_us;
-    struct baseapp_admin *admin;       /* NULL with admin_port -1 */
+    struct baseapp_admin *admin; /* NULL with admin_port -1 */
     int shutting_down;
     int exit_code;
 };

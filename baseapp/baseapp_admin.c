@@ -32,11 +32,16 @@ struct baseapp_admin {
 
 static bool baseapp_admin_ready(void *user_data, char *why, size_t size) {
     const baseapp *app = user_data;
-    if (app->process_id == 0) snprintf(why, size, "not registered yet");
-    else if (app->draining) snprintf(why, size, "draining");
-    else if (app->shutting_down) snprintf(why, size, "shutting down");
-    else if (peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0) snprintf(why, size, "no cellapp is connected");
-    else return true;
+    if (app->process_id == 0)
+        snprintf(why, size, "not registered yet");
+    else if (app->draining)
+        snprintf(why, size, "draining");
+    else if (app->shutting_down)
+        snprintf(why, size, "shutting down");
+    else if (peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0)
+        snprintf(why, size, "no cellapp is connected");
+    else
+        return true;
     return false;
 }
 
@@ -77,7 +82,7 @@ static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
                       sizeof write_edges / sizeof write_edges[0]);
     metrics_single(m, "counter", "logins_total", "logins that succeeded", (double)app->logins);
     metrics_single(m, "counter", "login_failures_total", "logins refused for their credentials",
-                          (double)app->login_failures);
+                   (double)app->login_failures);
     metrics_family(m, "client_errors_total", "counter", "errors sent to clients (each drops its client), by code");
     size_t slots = sizeof app->errors_sent / sizeof app->errors_sent[0];
     for (size_t code = 1; code < slots; code++) {
@@ -93,7 +98,7 @@ static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_sample(m, "errors_total", "reason=\"move_over_rate\"", (double)app->moves_dropped);
     metrics_sample(m, "errors_total", "reason=\"client_message_stale\"", (double)app->client_messages_stale);
     metrics_single(m, "gauge", "congested_clients", "clients not reading, held to enters and leaves",
-                        (double)app->congested_clients);
+                   (double)app->congested_clients);
     const channel_stats *clients = &app->client_totals, *peers = &app->peer_totals;
     metrics_family(m, "channel_bytes_in_total", "counter", "bytes read, by side (clients or cluster peers)");
     metrics_sample(m, "channel_bytes_in_total", "side=\"clients\"", (double)clients->bytes_in);
@@ -107,7 +112,8 @@ static void baseapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_family(m, "channel_frames_out_total", "counter", "frames written, by side");
     metrics_sample(m, "channel_frames_out_total", "side=\"clients\"", (double)clients->frames_out);
     metrics_sample(m, "channel_frames_out_total", "side=\"peers\"", (double)peers->frames_out);
-    metrics_single(m, "gauge", "cellapps", "cellapps connected", (double)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
+    metrics_single(m, "gauge", "cellapps", "cellapps connected",
+                   (double)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
     metrics_single(m, "gauge", "draining", "1 while the baseapp sends its clients away before stopping", app->draining);
 }
 

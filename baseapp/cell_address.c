@@ -10,7 +10,7 @@
 #include "log.h"
 
 struct cell_address_held {
-    bool handoff;          /* a CellHandoff, else a client message */
+    bool handoff; /* a CellHandoff, else a client message */
     uint64_t cellapp_id;
     uint32_t incarnation;
     uint64_t next_cellapp; /* handoff */

@@ -35,13 +35,13 @@
 typedef struct cell_address_held cell_address_held;
 
 typedef struct cell_address {
-    uint64_t cellapp_id;          /* where the real is, as last told (0: none) */
+    uint64_t cellapp_id; /* where the real is, as last told (0: none) */
     uint32_t incarnation;
-    uint64_t stream_cellapp;      /* whose client messages go to the client now */
+    uint64_t stream_cellapp; /* whose client messages go to the client now */
     uint32_t stream_incarnation;
-    cell_address_held *held;      /* later incarnations' messages and handoffs, in arrival order */
+    cell_address_held *held; /* later incarnations' messages and handoffs, in arrival order */
     size_t held_count, held_capacity;
-    uint64_t lost_since_us;       /* 0, or when every cellapp it knew was found gone */
+    uint64_t lost_since_us; /* 0, or when every cellapp it knew was found gone */
 } cell_address;
 
 typedef enum cell_address_verdict {

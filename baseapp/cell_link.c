@@ -78,7 +78,8 @@ static void cell_link_release(proxy *player) {
     size_t length;
     uint8_t *payload;
     while ((payload = cell_address_next(&player->cell, &length)) != NULL) {
-        if (player->link && player->link->state == CLIENT_LINK_IN_WORLD) channel_send(player->link->ch, payload, length);
+        if (player->link && player->link->state == CLIENT_LINK_IN_WORLD)
+            channel_send(player->link->ch, payload, length);
         free(payload);
     }
 }
@@ -91,30 +92,29 @@ static void cell_link_forward(baseapp *app, uint64_t cellapp_id, const Tessera__
          * message for a client that has gone, or for an earlier one
          * (another binding). */
         if (!player || player->state != PROXY_LIVE) continue;
-        if (item->binding != player->client_binding || !player->link ||
-            player->link->state != CLIENT_LINK_IN_WORLD) {
+        if (item->binding != player->client_binding || !player->link || player->link->state != CLIENT_LINK_IN_WORLD) {
             app->client_messages_unbound++;
             continue;
         }
         client_link *link = player->link;
         switch (cell_address_on_client_message(&player->cell, cellapp_id, item->incarnation, item->payload.data,
                                                item->payload.len)) {
-        case CELL_ADDRESS_DELIVER:
-            channel_send(link->ch, item->payload.data, item->payload.len);
-            break;
-        case CELL_ADDRESS_HELD:
-            app->client_messages_held++;
-            break;
-        case CELL_ADDRESS_STALE:
-            app->client_messages_stale++;
-            log_debug("entity %" PRIu64 ": a client message of incarnation %u from cellapp %" PRIu64
-                      " after its stream ended: dropped",
-                      item->entity_id, item->incarnation, cellapp_id);
-            break;
-        case CELL_ADDRESS_OVERFLOW:
-            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                             "its cell moved and the new one's messages piled up (%d held)", CELL_ADDRESS_MAX_HELD);
-            continue;
+            case CELL_ADDRESS_DELIVER:
+                channel_send(link->ch, item->payload.data, item->payload.len);
+                break;
+            case CELL_ADDRESS_HELD:
+                app->client_messages_held++;
+                break;
+            case CELL_ADDRESS_STALE:
+                app->client_messages_stale++;
+                log_debug("entity %" PRIu64 ": a client message of incarnation %u from cellapp %" PRIu64
+                          " after its stream ended: dropped",
+                          item->entity_id, item->incarnation, cellapp_id);
+                break;
+            case CELL_ADDRESS_OVERFLOW:
+                client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                                 "its cell moved and the new one's messages piled up (%d held)", CELL_ADDRESS_MAX_HELD);
+                continue;
         }
         cell_link_check_congestion(player);
     }
@@ -196,43 +196,43 @@ void cell_link_on_message(peer_set *set, uint64_t process_id, peer_role role,
         return;
     }
     if (role != PEER_ROLE_CELLAPP) {
-        log_warn("%s %" PRIu64 " sent a message a baseapp takes only from cellapps (%d): ignored",
-                 peer_role_name(role), process_id, (int)message->body_case);
+        log_warn("%s %" PRIu64 " sent a message a baseapp takes only from cellapps (%d): ignored", peer_role_name(role),
+                 process_id, (int)message->body_case);
         return;
     }
     switch (message->body_case) {
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ENTITY_CREATED:
-        cell_link_on_created(app, process_id, message->cell_entity_created);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_TO_CLIENT:
-        cell_link_forward(app, process_id, message->to_client);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_HANDOFF:
-        cell_link_on_handoff(app, process_id, message->cell_handoff);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ADDRESS:
-        cell_link_on_address(app, process_id, message->cell_address);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE_FAILED:
-        mailbox_on_failed(app->mailbox, message->cell_message_failed);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_DROP_CLIENT: {
-        const Tessera__Cluster__DropClient *drop = message->drop_client;
-        proxy *player = proxy_find_by_entity(app, drop->entity_id);
-        if (player && player->state == PROXY_LIVE && player->link &&
-            (player->cell.cellapp_id == process_id || player->cell.stream_cellapp == process_id))
-            client_link_fail(player->link, drop->code, "%s", drop->reason ? drop->reason : "dropped by its cell");
-        return;
-    }
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BACKUP: {
-        proxy *player = proxy_find_by_entity(app, message->cell_backup->entity_id);
-        if (player) persistence_on_backup(player, message->cell_backup);
-        return;
-    }
-    default:
-        log_warn("cellapp %" PRIu64 " sent a message this baseapp does not handle (%d): ignored", process_id,
-                 (int)message->body_case);
-        return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ENTITY_CREATED:
+            cell_link_on_created(app, process_id, message->cell_entity_created);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_TO_CLIENT:
+            cell_link_forward(app, process_id, message->to_client);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_HANDOFF:
+            cell_link_on_handoff(app, process_id, message->cell_handoff);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_ADDRESS:
+            cell_link_on_address(app, process_id, message->cell_address);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE_FAILED:
+            mailbox_on_failed(app->mailbox, message->cell_message_failed);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_DROP_CLIENT: {
+            const Tessera__Cluster__DropClient *drop = message->drop_client;
+            proxy *player = proxy_find_by_entity(app, drop->entity_id);
+            if (player && player->state == PROXY_LIVE && player->link &&
+                (player->cell.cellapp_id == process_id || player->cell.stream_cellapp == process_id))
+                client_link_fail(player->link, drop->code, "%s", drop->reason ? drop->reason : "dropped by its cell");
+            return;
+        }
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BACKUP: {
+            proxy *player = proxy_find_by_entity(app, message->cell_backup->entity_id);
+            if (player) persistence_on_backup(player, message->cell_backup);
+            return;
+        }
+        default:
+            log_warn("cellapp %" PRIu64 " sent a message this baseapp does not handle (%d): ignored", process_id,
+                     (int)message->body_case);
+            return;
     }
 }
 
@@ -243,8 +243,7 @@ void cell_link_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, vo
     (void)user_data;
 }
 
-void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason,
-                            void *user_data) {
+void cell_link_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason, void *user_data) {
     baseapp *app = user_data;
     (void)set;
     if (role != PEER_ROLE_CELLAPP) return;

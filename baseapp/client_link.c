@@ -18,13 +18,20 @@
 
 const char *client_link_state_name(client_link_state state) {
     switch (state) {
-    case CLIENT_LINK_AWAITING_HELLO: return "awaiting hello";
-    case CLIENT_LINK_AWAITING_LOGIN: return "awaiting login";
-    case CLIENT_LINK_AUTHENTICATING: return "authenticating";
-    case CLIENT_LINK_ENTERING: return "entering";
-    case CLIENT_LINK_IN_WORLD: return "in world";
-    case CLIENT_LINK_HANDING_OFF: return "handing off";
-    case CLIENT_LINK_CLOSING: return "closing";
+        case CLIENT_LINK_AWAITING_HELLO:
+            return "awaiting hello";
+        case CLIENT_LINK_AWAITING_LOGIN:
+            return "awaiting login";
+        case CLIENT_LINK_AUTHENTICATING:
+            return "authenticating";
+        case CLIENT_LINK_ENTERING:
+            return "entering";
+        case CLIENT_LINK_IN_WORLD:
+            return "in world";
+        case CLIENT_LINK_HANDING_OFF:
+            return "handing off";
+        case CLIENT_LINK_CLOSING:
+            return "closing";
     }
     return "?";
 }
@@ -156,8 +163,7 @@ static bool client_link_may_log_in(client_link *link, const char *what, const ch
         return false;
     }
     if (link->state != CLIENT_LINK_AWAITING_LOGIN) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "%s after a login or reconnect",
-                         what);
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "%s after a login or reconnect", what);
         return false;
     }
     const char *problem = login_check_account_name(account);
@@ -190,9 +196,9 @@ static void client_link_on_login(client_link *link, const Tessera__Client__Login
         return;
     }
     snprintf(link->account, sizeof link->account, "%s", login->account);
-    link->has_definitions = login->known_definitions_digest &&
-                            strcmp(login->known_definitions_digest,
-                                   entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->has_definitions =
+        login->known_definitions_digest &&
+        strcmp(login->known_definitions_digest, entity_def_registry_digest_hex(link->app->definitions)) == 0;
     link->state = CLIENT_LINK_AUTHENTICATING;
     login_start(link, login->account, login->password);
 }
@@ -200,9 +206,9 @@ static void client_link_on_login(client_link *link, const Tessera__Client__Login
 static void client_link_on_reconnect(client_link *link, const Tessera__Client__Reconnect *reconnect) {
     if (!client_link_may_log_in(link, "reconnect", reconnect->account)) return;
     snprintf(link->account, sizeof link->account, "%s", reconnect->account);
-    link->has_definitions = reconnect->known_definitions_digest &&
-                            strcmp(reconnect->known_definitions_digest,
-                                   entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->has_definitions =
+        reconnect->known_definitions_digest &&
+        strcmp(reconnect->known_definitions_digest, entity_def_registry_digest_hex(link->app->definitions)) == 0;
     link->reconnecting = true;
     link->state = CLIENT_LINK_AUTHENTICATING;
     proxy_reconnect(link, reconnect->session_token ? reconnect->session_token : "");
@@ -211,9 +217,9 @@ static void client_link_on_reconnect(client_link *link, const Tessera__Client__R
 static void client_link_on_token_login(client_link *link, const Tessera__Client__TokenLogin *login) {
     if (!client_link_may_log_in(link, "token login", login->account)) return;
     snprintf(link->account, sizeof link->account, "%s", login->account);
-    link->has_definitions = login->known_definitions_digest &&
-                            strcmp(login->known_definitions_digest,
-                                   entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->has_definitions =
+        login->known_definitions_digest &&
+        strcmp(login->known_definitions_digest, entity_def_registry_digest_hex(link->app->definitions)) == 0;
     link->state = CLIENT_LINK_AUTHENTICATING;
     login_route_token_login(link, login->token ? login->token : "");
 }
@@ -305,35 +311,39 @@ static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t lengt
         return;
     }
     switch (message->body_case) {
-    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO: client_link_on_hello(link, message->hello); break;
-    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN: client_link_on_login(link, message->login); break;
-    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT:
-        client_link_on_reconnect(link, message->reconnect);
-        break;
-    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN:
-        client_link_on_token_login(link, message->token_login);
-        break;
-    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_MOVE:
-        if (client_link_before_world(link))
-            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "move before login");
-        else if (link->state == CLIENT_LINK_IN_WORLD)
-            client_link_on_move(link, message->move);
-        /* While the player enters the world a move has nowhere to go yet. */
-        break;
-    case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL:
-        if (link->state == CLIENT_LINK_IN_WORLD) {
-            if (client_link_take_call_token(link)) base_entity_on_call(link->proxy, message->call);
-        } else if (client_link_before_world(link)) {
-            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "method call before login");
-        } else {
-            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER,
-                             "method call before the login reply");
-        }
-        break;
-    default:
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_MESSAGE,
-                         "unknown message type (no known field set in ClientToServer)");
-        break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO:
+            client_link_on_hello(link, message->hello);
+            break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN:
+            client_link_on_login(link, message->login);
+            break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT:
+            client_link_on_reconnect(link, message->reconnect);
+            break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN:
+            client_link_on_token_login(link, message->token_login);
+            break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_MOVE:
+            if (client_link_before_world(link))
+                client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "move before login");
+            else if (link->state == CLIENT_LINK_IN_WORLD)
+                client_link_on_move(link, message->move);
+            /* While the player enters the world a move has nowhere to go yet. */
+            break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL:
+            if (link->state == CLIENT_LINK_IN_WORLD) {
+                if (client_link_take_call_token(link)) base_entity_on_call(link->proxy, message->call);
+            } else if (client_link_before_world(link)) {
+                client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "method call before login");
+            } else {
+                client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER,
+                                 "method call before the login reply");
+            }
+            break;
+        default:
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_MESSAGE,
+                             "unknown message type (no known field set in ClientToServer)");
+            break;
     }
     arena_release(decode, mark);
 }
@@ -398,8 +408,8 @@ void client_link_sweep(baseapp *app) {
         }
         if (link->state == CLIENT_LINK_IN_WORLD) continue;
         if (now - link->connected_us > timeout_us)
-            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
-                             "login not completed within %lld ms", (long long)app->settings.login_timeout_ms);
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login not completed within %lld ms",
+                             (long long)app->settings.login_timeout_ms);
     }
 }
 

@@ -140,11 +140,11 @@ static void handover_on_reserved(redis_client *redis, redisReply *reply, void *u
 
 void handover_on_offer(baseapp *app, uint64_t sender, const Tessera__Cluster__HandoverOffer *offer) {
     proxy *target = proxy_find_by_entity(app, offer->target_id);
-    const char *refusal = !target                              ? "the target is missing"
-                          : target->state == PROXY_DESTROYING ? "the target is destroyed"
+    const char *refusal = !target                                              ? "the target is missing"
+                          : target->state == PROXY_DESTROYING                  ? "the target is destroyed"
                           : target->link || target->handover_reserved_until_us ? "the target already has a client"
-                          : app->draining                                       ? "the target's baseapp is stopping"
-                                                                                : NULL;
+                          : app->draining                                      ? "the target's baseapp is stopping"
+                                                                               : NULL;
     const char *account = offer->account ? offer->account : "";
     if (!refusal && login_check_account_name(account)) refusal = "the client's account name is not one";
     if (refusal) {
@@ -168,8 +168,7 @@ void handover_on_offer(baseapp *app, uint64_t sender, const Tessera__Cluster__Ha
         handover_answer(app, sender, offer->request, "the login database is unavailable", NULL);
         return;
     }
-    target->handover_reserved_until_us =
-        clock_monotonic_us() + (uint64_t)app->settings.redirect_token_ms * 1000u;
+    target->handover_reserved_until_us = clock_monotonic_us() + (uint64_t)app->settings.redirect_token_ms * 1000u;
 }
 
 /* ---- the answer, on the source's side ------------------------------------------------ */

@@ -35,11 +35,11 @@ typedef struct login_request {
     baseapp *app;
     entity_handle link_handle;
     login_step step;
-    int retried;                 /* lost an HSETNX race once already */
+    int retried; /* lost an HSETNX race once already */
     char account[72];
     char password[129];
     char stored_hash[crypto_pwhash_STRBYTES];
-    int result;                  /* thread pool result: 0 ok */
+    int result; /* thread pool result: 0 ok */
     unsigned long long ops_limit;
     size_t mem_limit;
 } login_request;
@@ -105,7 +105,7 @@ static void login_after_work(uv_work_t *work, int status) {
         login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(link->ch),
                               clock_monotonic_us());
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
-                           "unknown account '%s'", request->account);
+                                 "unknown account '%s'", request->account);
         login_request_free(request);
         return;
     }
@@ -116,7 +116,7 @@ static void login_after_work(uv_work_t *work, int status) {
             login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(link->ch),
                                   clock_monotonic_us());
             client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
-                               "wrong password for account '%s'", request->account);
+                                     "wrong password for account '%s'", request->account);
         }
         login_request_free(request);
         return;
@@ -124,7 +124,8 @@ static void login_after_work(uv_work_t *work, int status) {
     if (request->result != 0) {
         log_error("account '%s': hashing the password failed (out of memory for %zu bytes?)", request->account,
                   request->mem_limit);
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "could not create the account, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                         "could not create the account, try again");
         login_request_free(request);
         return;
     }
@@ -132,7 +133,8 @@ static void login_after_work(uv_work_t *work, int status) {
     redis_key_account(key, request->app->settings.process.cluster_name, request->account);
     if (redis_client_command(request->app->redis, login_on_created, request, "HSETNX %s password_hash %s", key,
                              request->stored_hash) != 0) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                         "account database unavailable, try again");
         login_request_free(request);
     }
 }
@@ -142,7 +144,8 @@ static void login_queue_work(client_link *link, login_request *request, login_st
     request->work.data = request;
     int rc = uv_queue_work(request->app->loop, &request->work, login_work, login_after_work);
     if (rc != 0) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login queue failed: %s", uv_strerror(rc));
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login queue failed: %s",
+                         uv_strerror(rc));
         login_request_free(request);
     }
 }
@@ -153,7 +156,8 @@ static void login_on_created(redis_client *redis, redisReply *reply, void *user_
     client_link *link = login_link(request);
     if (!link) return;
     if (!reply || reply->type != REDIS_REPLY_INTEGER) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                         "account database unavailable, try again");
         login_request_free(request);
         return;
     }
@@ -165,8 +169,8 @@ static void login_on_created(redis_client *redis, redisReply *reply, void *user_
     }
     /* Someone created the account first: check against their password. */
     if (request->retried) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account '%s' is being created, try again",
-                   request->account);
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                         "account '%s' is being created, try again", request->account);
         login_request_free(request);
         return;
     }
@@ -180,7 +184,8 @@ static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_d
     client_link *link = login_link(request);
     if (!link) return;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                         "account database unavailable, try again");
         login_request_free(request);
         return;
     }
@@ -210,7 +215,8 @@ static void login_lookup(login_request *request) {
     if (redis_client_command(request->app->redis, login_on_lookup, request, "HGET %s password_hash", key) != 0) {
         client_link *link = login_link(request);
         if (!link) return;
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "account database unavailable, try again");
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
+                         "account database unavailable, try again");
         login_request_free(request);
     }
 }

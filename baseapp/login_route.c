@@ -157,7 +157,8 @@ typedef struct login_route_lookup {
 
 /* Plays here, or on the least-loaded baseapp. */
 static void login_route_by_load(client_link *link) {
-    const registry_peer *target = link->app->settings.login_redirect ? login_route_least_loaded(link->app, false) : NULL;
+    const registry_peer *target =
+        link->app->settings.login_redirect ? login_route_least_loaded(link->app, false) : NULL;
     if (target && login_route_redirect_to(link, target, "the least-loaded baseapp") == 0) return;
     proxy_login_here(link);
 }

@@ -9,8 +9,8 @@
 #include "log.h"
 
 typedef struct login_throttle_bucket {
-    double left;        /* failures it may still have */
-    uint64_t at_us;     /* when `left` was last brought up to date */
+    double left;    /* failures it may still have */
+    uint64_t at_us; /* when `left` was last brought up to date */
 } login_throttle_bucket;
 
 static uint64_t login_throttle_address_key(const char *address) {
@@ -55,10 +55,9 @@ static uint64_t login_throttle_wait_ms(const id_map *map, uint64_t key, double p
 }
 
 uint64_t login_throttle_check(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
-    uint64_t a = login_throttle_wait_ms(&t->accounts, baseapp_account_key(account),
-                                        t->account_per_minute, now_us);
-    uint64_t b = login_throttle_wait_ms(&t->addresses, login_throttle_address_key(address), t->address_per_minute,
-                                        now_us);
+    uint64_t a = login_throttle_wait_ms(&t->accounts, baseapp_account_key(account), t->account_per_minute, now_us);
+    uint64_t b =
+        login_throttle_wait_ms(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us);
     return a > b ? a : b;
 }
 

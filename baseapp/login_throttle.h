@@ -18,8 +18,8 @@
 #include "id_map.h"
 
 typedef struct login_throttle {
-    id_map accounts;   /* account key -> login_throttle_bucket */
-    id_map addresses;  /* address key -> login_throttle_bucket */
+    id_map accounts;                               /* account key -> login_throttle_bucket */
+    id_map addresses;                              /* address key -> login_throttle_bucket */
     double account_per_minute, address_per_minute; /* 0: that side is not throttled */
 } login_throttle;
 

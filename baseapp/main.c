@@ -16,8 +16,8 @@
 
 static const config_key baseapp_config_keys[] = {
     PROCESS_CONFIG_KEYS(baseapp_settings, process),
-    {"client_host", CONFIG_STRING, offsetof(baseapp_settings, client_host), sizeof(((baseapp_settings *)0)->client_host),
-     0, 0, "127.0.0.1", "IP address clients connect to"},
+    {"client_host", CONFIG_STRING, offsetof(baseapp_settings, client_host),
+     sizeof(((baseapp_settings *)0)->client_host), 0, 0, "127.0.0.1", "IP address clients connect to"},
     {"client_public_host", CONFIG_STRING, offsetof(baseapp_settings, client_public_host),
      sizeof(((baseapp_settings *)0)->client_public_host), 0, 0, "",
      "the IP address other baseapps send clients to when they redirect a login here (empty: client_host)"},
@@ -28,14 +28,14 @@ static const config_key baseapp_config_keys[] = {
      "how long the one-time token of a redirected login is good for"},
     {"client_port", CONFIG_INT, offsetof(baseapp_settings, client_port), 0, 0, 65535, "20013",
      "TCP port clients connect to (0: any free port)"},
-    {"client_max_frame_bytes", CONFIG_INT, offsetof(baseapp_settings, client_max_frame_bytes), 0, 64, 16 << 20,
-     "65536", "largest frame a client may send; larger ones drop the client before anything is allocated"},
+    {"client_max_frame_bytes", CONFIG_INT, offsetof(baseapp_settings, client_max_frame_bytes), 0, 64, 16 << 20, "65536",
+     "largest frame a client may send; larger ones drop the client before anything is allocated"},
     {"client_write_high_water_bytes", CONFIG_INT, offsetof(baseapp_settings, client_write_high_water_bytes), 0, 1024,
      1 << 30, "1048576", "queued bytes to a client above which its input is no longer read"},
     {"client_write_limit_bytes", CONFIG_INT, offsetof(baseapp_settings, client_write_limit_bytes), 0, 4096, 1 << 30,
      "8388608", "queued bytes to a client above which it is dropped as a slow consumer"},
-    {"client_congestion_bytes", CONFIG_INT, offsetof(baseapp_settings, client_congestion_bytes), 0, 256,
-     1 << 30, "65536",
+    {"client_congestion_bytes", CONFIG_INT, offsetof(baseapp_settings, client_congestion_bytes), 0, 256, 1 << 30,
+     "65536",
      "queued bytes to a client above which its cell sends it only enters and leaves until it drains (the "
      "latest state then goes, not a backlog)"},
     {"client_send_buffer_bytes", CONFIG_INT, offsetof(baseapp_settings, client_send_buffer_bytes), 0, 0, 1 << 30,
@@ -48,8 +48,8 @@ static const config_key baseapp_config_keys[] = {
      "create an unknown account on its first login with the password given"},
     {"password_ops_limit", CONFIG_INT, offsetof(baseapp_settings, password_ops_limit), 0, 1, 32, "2",
      "argon2id passes over memory when hashing a new password"},
-    {"password_mem_limit_kib", CONFIG_INT, offsetof(baseapp_settings, password_mem_limit_kib), 0, 8, 4 << 20,
-     "19456", "argon2id memory per hash in KiB (19 MiB by default, OWASP's minimum for argon2id)"},
+    {"password_mem_limit_kib", CONFIG_INT, offsetof(baseapp_settings, password_mem_limit_kib), 0, 8, 4 << 20, "19456",
+     "argon2id memory per hash in KiB (19 MiB by default, OWASP's minimum for argon2id)"},
     {"entity_id_block", CONFIG_INT, offsetof(baseapp_settings, entity_id_block), 0, 1, 1000000, "1000",
      "entity ids reserved from Redis at a time"},
     {"player_entity_type", CONFIG_STRING, offsetof(baseapp_settings, player_entity_type),
@@ -75,10 +75,11 @@ static const config_key baseapp_config_keys[] = {
      "their entities, and stops once they are gone and written or after this long (a second signal stops at "
      "once)"},
     {"client_detached_grace_ms", CONFIG_INT, offsetof(baseapp_settings, client_detached_grace_ms), 0, 0, 3600000,
-     "30000", "how long a player's entity stays after its client dropped, for a Reconnect with its session token "
+     "30000",
+     "how long a player's entity stays after its client dropped, for a Reconnect with its session token "
      "(0: it goes with the client)"},
-    {"autosave_interval_ms", CONFIG_INT, offsetof(baseapp_settings, autosave_interval_ms), 0, 0, 86400000,
-     "300000", "how often each player's entity is written to Redis while it lives (spread over the interval; 0: "
+    {"autosave_interval_ms", CONFIG_INT, offsetof(baseapp_settings, autosave_interval_ms), 0, 0, 86400000, "300000",
+     "how often each player's entity is written to Redis while it lives (spread over the interval; 0: "
      "only when it goes)"},
     {"backup_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, backup_timeout_ms), 0, 10, 600000, "2000",
      "how long a save waits for the cell part's backup before writing the last one it has"},
@@ -86,17 +87,20 @@ static const config_key baseapp_config_keys[] = {
      "after a failed write of an entity, how long until it is written again (with its latest state)"},
     {"shutdown_retry_ms", CONFIG_INT, offsetof(baseapp_settings, shutdown_retry_ms), 0, 0, 600000, "1000",
      "the retry hint sent with ERROR_SERVER_SHUTDOWN: how long a client should wait before logging in again"},
-    {"client_calls_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_calls_per_second), 0, 0.1, 10000,
-     "20", "method calls a client may make a second (a second's worth may come at once); excess calls are dropped "
+    {"client_calls_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_calls_per_second), 0, 0.1, 10000, "20",
+     "method calls a client may make a second (a second's worth may come at once); excess calls are dropped "
      "and counted, and a client that keeps it up for seconds is disconnected (ERROR_RATE_LIMITED)"},
     {"client_frame_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, client_frame_timeout_ms), 0, 100, 600000,
-     "10000", "a client frame begun and not finished within this long drops the client (a trickled frame would "
+     "10000",
+     "a client frame begun and not finished within this long drops the client (a trickled frame would "
      "hold its buffer forever)"},
     {"login_failures_per_account", CONFIG_DOUBLE, offsetof(baseapp_settings, login_failures_per_account), 0, 0, 1e6,
-     "10", "failed logins an account may have a minute (refilled evenly); beyond, attempts are refused before any "
+     "10",
+     "failed logins an account may have a minute (refilled evenly); beyond, attempts are refused before any "
      "hashing (ERROR_RATE_LIMITED, with when to retry); 0: no limit"},
     {"login_failures_per_address", CONFIG_DOUBLE, offsetof(baseapp_settings, login_failures_per_address), 0, 0, 1e6,
-     "60", "likewise per client address (successful logins cost nothing, so a crowd behind one address is never "
+     "60",
+     "likewise per client address (successful logins cost nothing, so a crowd behind one address is never "
      "slowed); 0: no limit"},
     {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
      "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
@@ -340,8 +344,8 @@ static void baseapp_on_terminate(uv_signal_t *handle, int signum) {
 int main(int argc, char **argv) {
     static baseapp app; /* the process's single context */
     char err[512];
-    int status = process_configure("tessera-baseapp", "baseapp", argc, argv, baseapp_config_keys, BASEAPP_CONFIG_KEY_COUNT,
-                                   &app.settings, &app.settings.process, NULL);
+    int status = process_configure("tessera-baseapp", "baseapp", argc, argv, baseapp_config_keys,
+                                   BASEAPP_CONFIG_KEY_COUNT, &app.settings, &app.settings.process, NULL);
     if (status != PROCESS_CONTINUE) return status;
     baseapp_settings *settings = &app.settings;
     if (sodium_init() < 0) {
@@ -356,8 +360,9 @@ int main(int argc, char **argv) {
     app.definitions_text = entity_def_registry_describe(app.definitions);
     if (!entity_def_registry_find_class(app.definitions, settings->player_entity_type)) {
         if (!settings->player_entity_type[0])
-            fprintf(stderr, "tessera-baseapp: configuration error: player_entity_type is not set: name the class of "
-                            "%s that a login gets\n",
+            fprintf(stderr,
+                    "tessera-baseapp: configuration error: player_entity_type is not set: name the class of "
+                    "%s that a login gets\n",
                     settings->entity_definitions);
         else
             fprintf(stderr, "tessera-baseapp: configuration error: player_entity_type '%s' is not defined in %s\n",
@@ -417,8 +422,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     app.entity_ids = id_block_create(app.redis, settings->process.cluster_name, (uint64_t)settings->entity_id_block);
-    app.mailbox = mailbox_create(app.redis, settings->process.cluster_name, baseapp_mailbox_send,
-                                 baseapp_mailbox_failed, &app);
+    app.mailbox =
+        mailbox_create(app.redis, settings->process.cluster_name, baseapp_mailbox_send, baseapp_mailbox_failed, &app);
     app.bases = base_call_mailbox_create(&app);
     registry_options registry_settings = {
         .cluster_name = settings->process.cluster_name,

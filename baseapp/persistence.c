@@ -134,8 +134,8 @@ void persistence_restore(proxy *player, const cJSON *stored) {
     uint64_t interval_us = (uint64_t)app->settings.autosave_interval_ms * 1000u;
     /* Spread the autosaves over the interval, so a crowd that logged in
      * together does not write together. */
-    saved->next_autosave_us = clock_monotonic_us() + interval_us / 2 + (uint64_t)(randombytes_uniform(1000)) *
-                                                                            (interval_us / 2 / 1000 + 1);
+    saved->next_autosave_us =
+        clock_monotonic_us() + interval_us / 2 + (uint64_t)(randombytes_uniform(1000)) * (interval_us / 2 / 1000 + 1);
     if (!stored) return;
     saved->loaded = true;
     entity_state_mask persistent = persistence_mask(player->cls, false);
@@ -145,8 +145,8 @@ void persistence_restore(proxy *player, const cJSON *stored) {
     const cJSON *space = cJSON_GetObjectItemCaseSensitive(stored, "space");
     if (cJSON_IsString(space) && strlen(space->valuestring) < sizeof saved->space_name)
         snprintf(saved->space_name, sizeof saved->space_name, "%s", space->valuestring);
-    saved->has_position = persistence_read_position(cJSON_GetObjectItemCaseSensitive(stored, "position"),
-                                                    saved->position);
+    saved->has_position =
+        persistence_read_position(cJSON_GetObjectItemCaseSensitive(stored, "position"), saved->position);
     const cJSON *yaw = cJSON_GetObjectItemCaseSensitive(stored, "yaw");
     saved->yaw = cJSON_IsNumber(yaw) && isfinite(yaw->valuedouble) ? (float)yaw->valuedouble : 0.0f;
     log_debug("entity %" PRIu64 " (account '%s'): restored %d properties%s", player->entity_id, player->account,
@@ -251,7 +251,7 @@ static void persistence_on_written(redis_client *redis, redisReply *reply, void 
     struct proxy_persistence *saved = &player->persistence;
     saved->write_in_flight = false;
     if (!reply || reply->type != REDIS_REPLY_STATUS) {
-        persistence_write_failed(player, !reply ? "the connection to Redis was lost"
+        persistence_write_failed(player, !reply                             ? "the connection to Redis was lost"
                                          : reply->type == REDIS_REPLY_ERROR ? reply->str
                                                                             : "an unexpected reply");
         return;

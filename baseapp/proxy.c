@@ -470,7 +470,7 @@ void proxy_reconnect(client_link *link, const char *token) {
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
                                  "no session to resume: log in again", "reconnect to account '%s' refused: %s",
                                  link->account,
-                                 !player ? "no session here"
+                                 !player                             ? "no session here"
                                  : player->state == PROXY_DESTROYING ? "its session is over"
                                                                      : "wrong session token");
         return;
@@ -586,7 +586,9 @@ void proxy_take_handover(client_link *link, uint64_t target_id) {
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
                                  "the entity you were handed to is gone: log in again",
                                  "handover of account '%s' to entity %" PRIu64 ": %s", link->account, target_id,
-                                 !target ? "no such entity here" : target->link ? "it has a client" : "destroyed");
+                                 !target        ? "no such entity here"
+                                 : target->link ? "it has a client"
+                                                : "destroyed");
         return;
     }
     target->handover_reserved_until_us = 0;
@@ -621,8 +623,8 @@ void proxy_free_all(baseapp *app) {
         if (player->persistence.write_in_flight || player->persistence.write_failures ||
             player->persistence.backup_request || player->state != PROXY_DESTROYING) {
             unwritten++;
-            log_error("entity %" PRIu64 " (account '%s'): stopping with its latest state unwritten",
-                      player->entity_id, player->account);
+            log_error("entity %" PRIu64 " (account '%s'): stopping with its latest state unwritten", player->entity_id,
+                      player->account);
         }
         proxy_free(player);
     }

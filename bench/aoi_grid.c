@@ -65,32 +65,32 @@ struct aoi_grid {
     float cell_size;
     uint32_t columns, rows;
 
-    uint32_t count, capacity;    /* entities */
-    float *x, *z;                /* positions, by entity index */
-    float *last_x, *last_z;      /* position at the last update, valid while moved has AOI_GRID_MOVED */
-    uint8_t *moved;              /* AOI_GRID_* bits, by entity index; all 0 between updates */
-    aoi_grid_watcher *watchers;  /* by entity index */
+    uint32_t count, capacity;   /* entities */
+    float *x, *z;               /* positions, by entity index */
+    float *last_x, *last_z;     /* position at the last update, valid while moved has AOI_GRID_MOVED */
+    uint8_t *moved;             /* AOI_GRID_* bits, by entity index; all 0 between updates */
+    aoi_grid_watcher *watchers; /* by entity index */
     uint32_t active_watchers;
-    uint32_t *cell_of;           /* cell of each entity at the last rebuild */
-    uint32_t *mark;              /* by entity index; see the file comment */
-    uint32_t epoch;              /* even; the current watcher's stamp */
+    uint32_t *cell_of; /* cell of each entity at the last rebuild */
+    uint32_t *mark;    /* by entity index; see the file comment */
+    uint32_t epoch;    /* even; the current watcher's stamp */
 
-    uint32_t *cell_start;        /* columns * rows + 1 offsets into the sorted arrays */
-    uint32_t *cell_fill;         /* scatter cursor per cell during a rebuild */
-    float *sorted_x, *sorted_z;  /* positions in cell order */
-    uint32_t *sorted_id;         /* entity indices in cell order */
+    uint32_t *cell_start;       /* columns * rows + 1 offsets into the sorted arrays */
+    uint32_t *cell_fill;        /* scatter cursor per cell during a rebuild */
+    float *sorted_x, *sorted_z; /* positions in cell order */
+    uint32_t *sorted_id;        /* entity indices in cell order */
 
     /* The movers of this update and their touches (pass 2). */
     uint32_t mover_count;
-    uint32_t *mover;             /* entity indices, in index order */
-    uint32_t *mover_old_cell;    /* cell of the old position, or the new cell when there is none */
-    uint32_t *touch_start;       /* columns * rows + 1 offsets into touch */
-    uint32_t *touch;             /* mover indices by cell, | AOI_GRID_TOUCH_OLD for an old position */
+    uint32_t *mover;          /* entity indices, in index order */
+    uint32_t *mover_old_cell; /* cell of the old position, or the new cell when there is none */
+    uint32_t *touch_start;    /* columns * rows + 1 offsets into touch */
+    uint32_t *touch;          /* mover indices by cell, | AOI_GRID_TOUCH_OLD for an old position */
 
-    uint32_t *scratch;           /* the view being built */
-    uint32_t *hits;              /* slots of the candidates inside the outer square */
-    size_t scratch_capacity;     /* of both */
-    size_t recomputed;           /* views pass 1 recomputed in the last update */
+    uint32_t *scratch;       /* the view being built */
+    uint32_t *hits;          /* slots of the candidates inside the outer square */
+    size_t scratch_capacity; /* of both */
+    size_t recomputed;       /* views pass 1 recomputed in the last update */
 };
 
 aoi_grid *aoi_grid_create(float min_x, float min_z, float max_x, float max_z, float cell_size) {
@@ -281,8 +281,7 @@ static void aoi_grid__view_push(aoi_grid_watcher *watcher, uint32_t entity) {
 /* Pass 2 for one watcher whose owner stood still: its pairs with the movers
  * touching the cells [c0, c1] x [r0, r1] its outer square overlaps. */
 static size_t aoi_grid__update_pairs(aoi_grid *grid, uint32_t owner, float ox, float oz, uint32_t c0, uint32_t c1,
-                                     uint32_t r0, uint32_t r1, const aoi_grid_callbacks *callbacks,
-                                     void *user_data) {
+                                     uint32_t r0, uint32_t r1, const aoi_grid_callbacks *callbacks, void *user_data) {
     aoi_grid_watcher *watcher = &grid->watchers[owner];
     const uint32_t *start = grid->touch_start;
     /* The bounds exactly as coord.h states them: computed once, in float. */
@@ -463,10 +462,7 @@ size_t aoi_grid_update(aoi_grid *grid, const aoi_grid_callbacks *callbacks, void
     return events;
 }
 
-size_t aoi_grid_recomputed(const aoi_grid *grid) {
-    return grid->recomputed;
-}
-
+size_t aoi_grid_recomputed(const aoi_grid *grid) { return grid->recomputed; }
 
 const uint32_t *aoi_grid_view(const aoi_grid *grid, uint32_t watcher, size_t *count) {
     if (watcher >= grid->count || !grid->watchers[watcher].active) {
@@ -485,9 +481,7 @@ bool aoi_grid_sees(const aoi_grid *grid, uint32_t watcher, uint32_t entity) {
     return false;
 }
 
-size_t aoi_grid_entity_count(const aoi_grid *grid) {
-    return grid->count;
-}
+size_t aoi_grid_entity_count(const aoi_grid *grid) { return grid->count; }
 
 size_t aoi_grid_bytes(const aoi_grid *grid) {
     size_t cells = (size_t)grid->columns * grid->rows;

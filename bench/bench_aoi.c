@@ -69,17 +69,17 @@ static const char *const bench_case_names[BENCH_CASE_COUNT] = {"uniform", "clust
 typedef struct bench_options {
     uint32_t sizes[BENCH_MAX_SIZES];
     size_t size_count;
-    int ticks;             /* uniform and sparse cases */
-    int clustered_ticks;   /* clustered case; -1: min(ticks, 20) */
+    int ticks;                      /* uniform and sparse cases */
+    int clustered_ticks;            /* clustered case; -1: min(ticks, 20) */
     uint32_t sparse_movers_percent; /* sparse case: share of entities moved per tick */
     uint64_t seed;
     bool json;
     bool cases[BENCH_CASE_COUNT];
-    int check_every;       /* compare views every k ticks (1: every tick) */
+    int check_every;          /* compare views every k ticks (1: every tick) */
     uint32_t oracle_sample;   /* watchers the oracle follows above oracle_full_max */
     uint32_t oracle_full_max; /* largest N where the oracle follows every watcher */
     float grid_cell;
-    float quantize;        /* >0: positions rounded to multiples of it, so ties on bounds are common */
+    float quantize; /* >0: positions rounded to multiples of it, so ties on bounds are common */
 } bench_options;
 
 /* Positions of every entity at every tick: tick t is x[t * n .. t * n + n). */
@@ -118,11 +118,11 @@ typedef struct bench_run {
     uint64_t grid_on_oracle_enters, grid_on_oracle_leaves;
     uint64_t mismatch_coord_grid, mismatch_coord_oracle, mismatch_grid_oracle;
     int checked_ticks;
-    double check_ms;             /* time spent checking (not part of any figure) */
-    double mean_view;            /* mean view size after the last tick */
-    double grid_recomputed;      /* views the grid recomputed in full per tick, mean over ticks 1..T */
-    coord_stats stats_build;     /* after the first flush */
-    coord_stats stats_end;       /* after the last tick */
+    double check_ms;         /* time spent checking (not part of any figure) */
+    double mean_view;        /* mean view size after the last tick */
+    double grid_recomputed;  /* views the grid recomputed in full per tick, mean over ticks 1..T */
+    coord_stats stats_build; /* after the first flush */
+    coord_stats stats_end;   /* after the last tick */
 } bench_run;
 
 typedef struct bench_result {
@@ -142,9 +142,7 @@ static uint64_t bench_now_ns(void) {
     return (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
 }
 
-static double bench_ms_since(uint64_t start) {
-    return (double)(bench_now_ns() - start) / 1e6;
-}
+static double bench_ms_since(uint64_t start) { return (double)(bench_now_ns() - start) / 1e6; }
 
 /* splitmix64: deterministic, seedable, good enough for positions. */
 static uint64_t bench_rand(uint64_t *state) {
@@ -155,9 +153,7 @@ static uint64_t bench_rand(uint64_t *state) {
 }
 
 /* Uniform in [0, 1). */
-static double bench_uniform(uint64_t *state) {
-    return (double)(bench_rand(state) >> 11) * (1.0 / 9007199254740992.0);
-}
+static double bench_uniform(uint64_t *state) { return (double)(bench_rand(state) >> 11) * (1.0 / 9007199254740992.0); }
 
 static int bench_compare_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
@@ -187,9 +183,7 @@ static void bench_summarise(double *samples, int count, bench_impl *out) {
 
 /* ---- workload ------------------------------------------------------------ */
 
-static float bench_clamp(float v, float lo, float hi) {
-    return v < lo ? lo : (v > hi ? hi : v);
-}
+static float bench_clamp(float v, float lo, float hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
 /* Reflects v into [lo, hi]; a step (<= 5) is far shorter than the range. */
 static float bench_reflect(float v, float lo, float hi) {
@@ -200,9 +194,7 @@ static float bench_reflect(float v, float lo, float hi) {
 
 /* Rounds to a multiple of q (q > 0), the stress mode where entities sit
  * exactly on square bounds; identity for q == 0. */
-static float bench_quantize(float v, float q) {
-    return q > 0 ? roundf(v / q) * q : v;
-}
+static float bench_quantize(float v, float q) { return q > 0 ? roundf(v / q) * q : v; }
 
 /* Generates every position of every tick. `movers` is used by the sparse
  * case only: how many entities move each tick. */
@@ -294,18 +286,18 @@ static void bench_workload_free(bench_workload *w) {
  * followed watcher, views as bitmaps over entity indices. */
 typedef struct bench_oracle {
     uint32_t n;
-    uint32_t count;      /* watchers followed */
-    uint32_t *owners;    /* their entity indices */
-    int32_t *slot_of;    /* by entity index: slot in owners, or -1 */
-    uint64_t *bits;      /* count x words */
+    uint32_t count;   /* watchers followed */
+    uint32_t *owners; /* their entity indices */
+    int32_t *slot_of; /* by entity index: slot in owners, or -1 */
+    uint64_t *bits;   /* count x words */
     size_t words;
-    uint32_t *view_size; /* by slot */
+    uint32_t *view_size;   /* by slot */
     bench_counter *counts; /* by slot */
     float extent, outer;
 } bench_oracle;
 
-static void bench_oracle_init(bench_oracle *o, uint32_t n, uint32_t sample, bool all, float extent,
-                              float hysteresis, uint64_t seed) {
+static void bench_oracle_init(bench_oracle *o, uint32_t n, uint32_t sample, bool all, float extent, float hysteresis,
+                              uint64_t seed) {
     o->n = n;
     o->count = all || sample >= n ? n : sample;
     o->owners = xmalloc((size_t)n * sizeof *o->owners);
@@ -415,7 +407,7 @@ typedef struct bench_check {
     uint32_t n;
     uint32_t *mark; /* by entity index, stamped with epoch */
     uint32_t epoch;
-    int details;    /* mismatches printed so far */
+    int details; /* mismatches printed so far */
     const char *label;
 } bench_check;
 
@@ -430,8 +422,8 @@ static void bench_check_detail(bench_check *c, int tick, uint32_t w, uint32_t e,
     if (e == COORD_NONE)
         fprintf(stderr, "bench-aoi: MISMATCH %s tick %d watcher %" PRIu32 ": %s\n", c->label, tick, w, what);
     else
-        fprintf(stderr, "bench-aoi: MISMATCH %s tick %d watcher %" PRIu32 " entity %" PRIu32 ": %s\n", c->label,
-                tick, w, e, what);
+        fprintf(stderr, "bench-aoi: MISMATCH %s tick %d watcher %" PRIu32 " entity %" PRIu32 ": %s\n", c->label, tick,
+                w, e, what);
 }
 
 static uint32_t bench_check_stamp(bench_check *c) {
@@ -532,8 +524,8 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
         if (entity_id[i] == COORD_NONE) log_panic("coord_add_entity failed for entity %" PRIu32, i);
     }
     for (uint32_t i = 0; i < n; i++) {
-        watcher_id[i] = coord_add_watcher(coord, entity_id[i], BENCH_EXTENT, hysteresis, &bench_coord_callbacks,
-                                          &coord_counts[i]);
+        watcher_id[i] =
+            coord_add_watcher(coord, entity_id[i], BENCH_EXTENT, hysteresis, &bench_coord_callbacks, &coord_counts[i]);
         if (watcher_id[i] == COORD_NONE) log_panic("coord_add_watcher failed for entity %" PRIu32, i);
     }
     coord_flush(coord);
@@ -680,9 +672,7 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
 
 /* ---- reporting ----------------------------------------------------------- */
 
-static double bench_ratio(double a, double b) {
-    return b > 0 ? a / b : 0;
-}
+static double bench_ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 static uint64_t bench_mismatches(const bench_run *run) {
     return run->mismatch_coord_grid + run->mismatch_coord_oracle + run->mismatch_grid_oracle;
@@ -712,8 +702,8 @@ static void bench_print_impl_row(const char *name, const bench_run *run, const b
     printf("  %-7s %4g %10.3f %10.3f %10s %14s %10.1f %12" PRIu64 " %12" PRIu64 " %10" PRIu64 "%s\n", name,
            (double)run->hysteresis, impl->median_ms, impl->worst_ms,
            bench_format_ms(build, sizeof build, impl->build_ms),
-           bench_format_ms(insert, sizeof insert, impl->insert_ms), (double)impl->bytes / n, impl->enters,
-           impl->leaves, impl->initial, scaled ? "  (*)" : "");
+           bench_format_ms(insert, sizeof insert, impl->insert_ms), (double)impl->bytes / n, impl->enters, impl->leaves,
+           impl->initial, scaled ? "  (*)" : "");
 }
 
 static void bench_print_result(const bench_result *r) {
@@ -752,8 +742,8 @@ static void bench_print_result(const bench_result *r) {
                ", grid~oracle %" PRIu64 "\n",
                bench_events_agree(run) ? "agree" : "DISAGREE", run->oracle.enters, run->oracle.leaves,
                run->coord_on_oracle_enters, run->coord_on_oracle_leaves, run->grid_on_oracle_enters,
-               run->grid_on_oracle_leaves, run->checked_ticks, run->mismatch_coord_grid,
-               run->mismatch_coord_oracle, run->mismatch_grid_oracle);
+               run->grid_on_oracle_leaves, run->checked_ticks, run->mismatch_coord_grid, run->mismatch_coord_oracle,
+               run->mismatch_grid_oracle);
     }
     printf("  coord hysteresis/plain %.2f   grid hysteresis/plain %.2f\n",
            bench_ratio(r->run[1].coord.median_ms, r->run[0].coord.median_ms),
@@ -776,8 +766,7 @@ static void bench_print_summary(const bench_result *results, size_t count) {
                bench_ratio(p->grid.median_ms, p->coord.median_ms), bench_ratio(h->grid.median_ms, h->coord.median_ms),
                bench_ratio(h->coord.median_ms, p->coord.median_ms),
                bench_ratio(p->oracle.median_ms, p->coord.median_ms), p->coord.build_ms, p->coord.insert_ms,
-               (double)h->coord.bytes / r->n, (double)h->grid.bytes / r->n,
-               bench_mismatches(p) + bench_mismatches(h));
+               (double)h->coord.bytes / r->n, (double)h->grid.bytes / r->n, bench_mismatches(p) + bench_mismatches(h));
     }
 }
 
@@ -827,14 +816,13 @@ static void bench_print_json(const bench_options *opt, const bench_result *resul
                    ",\"coord_oracle\":%" PRIu64 ",\"grid_oracle\":%" PRIu64 "},",
                    bench_events_agree(run) ? "true" : "false", run->checked_ticks, run->mismatch_coord_grid,
                    run->mismatch_coord_oracle, run->mismatch_grid_oracle);
-            printf("\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,"
-                   "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
-                   "\"cancelled\":%" PRIu64 ",\"events\":%" PRIu64 ",\"build_swaps\":%" PRIu64 "}}",
-                   run->mean_view, run->grid_recomputed,
-                   (double)(run->stats_end.swaps - run->stats_build.swaps) / ticks,
-                   (double)(run->stats_end.crossings - run->stats_build.crossings) / ticks,
-                   run->stats_end.cancelled - run->stats_build.cancelled, run->stats_end.events,
-                   run->stats_build.swaps);
+            printf(
+                "\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,"
+                "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
+                "\"cancelled\":%" PRIu64 ",\"events\":%" PRIu64 ",\"build_swaps\":%" PRIu64 "}}",
+                run->mean_view, run->grid_recomputed, (double)(run->stats_end.swaps - run->stats_build.swaps) / ticks,
+                (double)(run->stats_end.crossings - run->stats_build.crossings) / ticks,
+                run->stats_end.cancelled - run->stats_build.cancelled, run->stats_end.events, run->stats_build.swaps);
         }
         printf("]}");
     }
@@ -946,7 +934,8 @@ static int bench_parse_options(int argc, char **argv, bench_options *opt) {
             char *copy = xstrdup(value), *save = NULL;
             for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 int k;
-                for (k = 0; k < BENCH_CASE_COUNT && strcmp(tok, bench_case_names[k]); k++) {}
+                for (k = 0; k < BENCH_CASE_COUNT && strcmp(tok, bench_case_names[k]); k++) {
+                }
                 if (k == BENCH_CASE_COUNT) {
                     fprintf(stderr, "bench-aoi: unknown case: %s\n", tok);
                     free(copy);

@@ -94,8 +94,8 @@ typedef struct cluster {
     balance_cell_report *reports; /* by cell id */
     bool *reported;
     uint32_t max_cell_id;
-    size_t *bucket_start;         /* by cell id: where its reals start in `sorted` */
-    balance_entity *sorted;       /* reals grouped by cell */
+    size_t *bucket_start;   /* by cell id: where its reals start in `sorted` */
+    balance_entity *sorted; /* reals grouped by cell */
     balance_config config;
 } cluster;
 
@@ -246,8 +246,10 @@ static void ideal_node(space_layout *layout, int32_t index, space_layout_rect re
         }
     }
     space_layout_rect low = region, high = region;
-    if (axis_x) low.max_x = high.min_x = node->at;
-    else low.max_z = high.min_z = node->at;
+    if (axis_x)
+        low.max_x = high.min_x = node->at;
+    else
+        low.max_z = high.min_z = node->at;
     ideal_node(layout, node->low, low, c, items);
     ideal_node(layout, node->high, high, c, items);
 }
@@ -312,15 +314,18 @@ static int bench_step_change(double max_offload) {
            total_load, total_load / 16);
     printf("    uniform start: within +-5%% after %d passes%s (largest cell %.3f x average)\n", settle_passes,
            settle_passes ? "" : " (already)", settled.max_over_average);
-    printf("    step: %.0f%% of the reals into the %.0f m corner; largest cell %.2f x average\n",
-           corner_share * 100, corner_side, at_step.max_over_average);
-    if (passes_loose >= 0) printf("    balanced: within +-10%% after %d passes (s)\n", passes_loose);
-    else printf("    balanced: not within +-10%% after %d passes\n", passes);
-    if (passes_tight >= 0) printf("    balanced: within +-5%%  after %d passes (s)\n", passes_tight);
-    else printf("    balanced: not within +-5%% after %d passes (worst %.1f%%)\n", passes, now.worst_deviation * 100);
+    printf("    step: %.0f%% of the reals into the %.0f m corner; largest cell %.2f x average\n", corner_share * 100,
+           corner_side, at_step.max_over_average);
+    if (passes_loose >= 0)
+        printf("    balanced: within +-10%% after %d passes (s)\n", passes_loose);
+    else
+        printf("    balanced: not within +-10%% after %d passes\n", passes);
+    if (passes_tight >= 0)
+        printf("    balanced: within +-5%%  after %d passes (s)\n", passes_tight);
+    else
+        printf("    balanced: not within +-5%% after %d passes (worst %.1f%%)\n", passes, now.worst_deviation * 100);
     printf("    after %d passes: largest cell / average  static %.2f   balanced %.3f   ratio %.2fx\n", passes,
-           static_spread.max_over_average, now.max_over_average,
-           static_spread.max_over_average / now.max_over_average);
+           static_spread.max_over_average, now.max_over_average, static_spread.max_over_average / now.max_over_average);
 
     /* (b) The ideal: every line straight to its median, from the layout at
      * the step. */
@@ -338,8 +343,8 @@ static int bench_step_change(double max_offload) {
     double per_move = line_moves ? (double)offloads / (double)line_moves : 0;
     double ideal_per_move = ideal_moves ? (double)ideal_offloads / (double)ideal_moves : 0;
     printf("(b) offloads (reals changing cell) per line move, step to +-5%%\n");
-    printf("    balancer: %zu offloads / %zu line moves over %d passes = %.1f per move\n", offloads, line_moves,
-           passes, per_move);
+    printf("    balancer: %zu offloads / %zu line moves over %d passes = %.1f per move\n", offloads, line_moves, passes,
+           per_move);
     printf("    ideal (each line once to its median): %zu offloads / %zu moves = %.1f per move "
            "(largest cell %.3f x average)\n",
            ideal_offloads, ideal_moves, ideal_per_move, ideal_spread.max_over_average);
@@ -413,8 +418,10 @@ static oracle_side oracle_side_of(const oracle *o, int32_t subtree) {
 
 static void oracle_aggression(const balance_config *config, space_layout_node *node, int direction) {
     double aggression = node->aggression > 0 ? node->aggression : 1.0;
-    if (direction && node->direction && direction != node->direction) aggression *= config->aggression_decrease;
-    else aggression *= config->aggression_increase;
+    if (direction && node->direction && direction != node->direction)
+        aggression *= config->aggression_decrease;
+    else
+        aggression *= config->aggression_increase;
     aggression = fmin(fmax(aggression, config->min_aggression), config->max_aggression);
     node->aggression = aggression;
     if (direction) node->direction = (int8_t)direction;
@@ -451,11 +458,15 @@ static void oracle_node(oracle *o, int32_t index, space_layout_rect region) {
         int32_t shrinking = direction < 0 ? node->low : node->high;
         space_layout_rect side_region = region;
         if (direction < 0) {
-            if (axis_x) side_region.max_x = node->at;
-            else side_region.max_z = node->at;
+            if (axis_x)
+                side_region.max_x = node->at;
+            else
+                side_region.max_z = node->at;
         } else {
-            if (axis_x) side_region.min_x = node->at;
-            else side_region.min_z = node->at;
+            if (axis_x)
+                side_region.min_x = node->at;
+            else
+                side_region.min_z = node->at;
         }
         /* Every real of the shrinking side, by distance from the line. */
         size_t count = 0;
@@ -506,8 +517,10 @@ static void oracle_node(oracle *o, int32_t index, space_layout_rect region) {
         oracle_aggression(config, node, 0);
     }
     space_layout_rect low_rect = region, high_rect = region;
-    if (axis_x) low_rect.max_x = high_rect.min_x = node->at;
-    else low_rect.max_z = high_rect.min_z = node->at;
+    if (axis_x)
+        low_rect.max_x = high_rect.min_x = node->at;
+    else
+        low_rect.max_z = high_rect.min_z = node->at;
     int32_t low_index = node->low, high_index = node->high;
     oracle_node(o, low_index, low_rect);
     oracle_node(o, high_index, high_rect);
@@ -549,8 +562,10 @@ static void oracle_bounds(const balance_entity *entities, size_t count, const ba
             taken[i] = 0;
             next[i] = INFINITY;
             for (size_t j = 0; j < count; j++) {
-                if (key[j] <= key[i]) taken[i] += entities[j].load;
-                else if (key[j] < next[i]) next[i] = key[j];
+                if (key[j] <= key[i])
+                    taken[i] += entities[j].load;
+                else if (key[j] < next[i])
+                    next[i] = key[j];
             }
         }
         for (int l = 0; l < BALANCE_LEVELS; l++) {
@@ -610,9 +625,14 @@ static void bench_pass_cost(void) {
     }
 
     /* The brute-force pass: 3 runs of 5. */
-    oracle o = {work, &c, &c.config, checked_calloc((size_t)pristine->node_count, sizeof(uint64_t)),
-                checked_calloc((size_t)pristine->node_count, sizeof(int)), checked_calloc(reals, sizeof(sweep_item)),
-                0, 0};
+    oracle o = {work,
+                &c,
+                &c.config,
+                checked_calloc((size_t)pristine->node_count, sizeof(uint64_t)),
+                checked_calloc((size_t)pristine->node_count, sizeof(int)),
+                checked_calloc(reals, sizeof(sweep_item)),
+                0,
+                0};
     double oracle_best = INFINITY;
     size_t oracle_moved = 0;
     for (int run = 0; run < 3; run++) {

@@ -69,7 +69,8 @@ static int bench_io_run(int entities, int ticks, uint32_t max_delay_ms) {
     double t0 = now_seconds();
     for (int t = 0; t < ticks; t++) {
         uint64_t now = (uint64_t)t * 100;
-        for (int e = t % 10; e < entities; e += 10) entity_io_fire(io, &outputs[e], (uint64_t)e + 1, "OnTick", 0, 0, NULL, now);
+        for (int e = t % 10; e < entities; e += 10)
+            entity_io_fire(io, &outputs[e], (uint64_t)e + 1, "OnTick", 0, 0, NULL, now);
         entity_io_service(io, now, count_event, &wheel);
     }
     entity_io_service(io, (uint64_t)ticks * 100 + max_delay_ms + 1000, count_event, &wheel);

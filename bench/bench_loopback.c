@@ -58,13 +58,19 @@ int main(int argc, char **argv) {
     int clients = 1000, ticks = 200, json = 0;
     size_t view_bytes = 90, move_bytes = 30; /* the load kit's uniform-1k: ~85 B out, ~26 B in per tick */
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) json = 1;
-        else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc) clients = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) ticks = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--view-bytes") == 0 && i + 1 < argc) view_bytes = (size_t)atoi(argv[++i]);
-        else if (strcmp(argv[i], "--move-bytes") == 0 && i + 1 < argc) move_bytes = (size_t)atoi(argv[++i]);
+        if (strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
+            clients = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc)
+            ticks = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--view-bytes") == 0 && i + 1 < argc)
+            view_bytes = (size_t)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--move-bytes") == 0 && i + 1 < argc)
+            move_bytes = (size_t)atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench-loopback [--json] [--clients N] [--ticks T] [--view-bytes B] [--move-bytes M]\n");
+            fprintf(stderr,
+                    "usage: bench-loopback [--json] [--clients N] [--ticks T] [--view-bytes B] [--move-bytes M]\n");
             return 2;
         }
     }

@@ -22,7 +22,7 @@
 #include "navmesh.h"
 #include "space_map.h"
 
-#define GRID 1000          /* cells per side: -500 .. 500 at 1 m */
+#define GRID 1000 /* cells per side: -500 .. 500 at 1 m */
 #define MAX_POINTS 256
 
 static double now_seconds(void) {
@@ -39,8 +39,8 @@ static double uniform(void) {
 
 /* ---- the oracle: A* on a grid --------------------------------------------- */
 
-static unsigned char *blocked;          /* GRID x GRID */
-static float *cost;                     /* best cost so far */
+static unsigned char *blocked; /* GRID x GRID */
+static float *cost;            /* best cost so far */
 static int *heap, heap_count;
 static float *heap_key;
 static unsigned char *closed;
@@ -133,7 +133,8 @@ static int rasterize(const char *map_path) {
     const cJSON *boxes = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(root, "geometry"), "boxes");
     const cJSON *box;
     cJSON_ArrayForEach(box, boxes) {
-        const cJSON *min = cJSON_GetObjectItemCaseSensitive(box, "min"), *max = cJSON_GetObjectItemCaseSensitive(box, "max");
+        const cJSON *min = cJSON_GetObjectItemCaseSensitive(box, "min"),
+                    *max = cJSON_GetObjectItemCaseSensitive(box, "max");
         double x0 = cJSON_GetArrayItem(min, 0)->valuedouble - 0.5, z0 = cJSON_GetArrayItem(min, 2)->valuedouble - 0.5;
         double x1 = cJSON_GetArrayItem(max, 0)->valuedouble + 0.5, z1 = cJSON_GetArrayItem(max, 2)->valuedouble + 0.5;
         for (int cz = 0; cz < GRID; cz++)
@@ -170,7 +171,7 @@ int main(int argc, char **argv) {
     if (!blocked || !closed || !cost || !heap || !heap_key || rasterize(map_path) != 0) return 1;
 
     /* Random pairs on the mesh, 450 m of the centre. */
-    float (*starts)[3] = malloc(sizeof *starts * (size_t)pairs), (*ends)[3] = malloc(sizeof *ends * (size_t)pairs);
+    float(*starts)[3] = malloc(sizeof *starts * (size_t)pairs), (*ends)[3] = malloc(sizeof *ends * (size_t)pairs);
     for (int i = 0; i < pairs; i++) {
         for (int k = 0; k < 2; k++) {
             float *p = k ? ends[i] : starts[i];

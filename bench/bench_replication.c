@@ -60,8 +60,21 @@ static const char defs[] =
     "  \"flags\": \"ALL_CLIENTS\", \"detail\": \"medium\"}\n"
     "]}]}\n";
 
-enum { P_HP, P_MANA, P_LEVEL, P_STANCE, P_SPEED, P_TARGET, P_TITLE, P_EMOTE, P_XP, P_COMBAT,
-       P_AGGRO, P_BUFFS, P_COUNT };
+enum {
+    P_HP,
+    P_MANA,
+    P_LEVEL,
+    P_STANCE,
+    P_SPEED,
+    P_TARGET,
+    P_TITLE,
+    P_EMOTE,
+    P_XP,
+    P_COMBAT,
+    P_AGGRO,
+    P_BUFFS,
+    P_COUNT
+};
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
 static uint64_t rng(void) {
@@ -80,25 +93,46 @@ static uint64_t now_ns(void) {
 static void randomize(entity_state *s, uint16_t p) {
     int rc = 0;
     switch (p) {
-    case P_HP: rc = entity_state_set_uint(s, p, 0, rng() % 16384); break;
-    case P_MANA: rc = entity_state_set_uint(s, p, 0, rng() % 4096); break;
-    case P_LEVEL: rc = entity_state_set_uint(s, p, 0, rng() % 128); break;
-    case P_STANCE: rc = entity_state_set_uint(s, p, 0, rng() % 8); break;
-    case P_SPEED: rc = entity_state_set_float(s, p, 0, (double)(rng() % 2001) / 100.0); break;
-    case P_TARGET: rc = entity_state_set_entity(s, p, 0, 1 + rng() % ENTITIES); break;
-    case P_TITLE: {
-        char t[24];
-        size_t n = 4 + rng() % 12;
-        for (size_t i = 0; i < n; i++)
-            t[i] = (char)('a' + rng() % 26);
-        rc = entity_state_set_string(s, p, 0, t, n);
-        break;
-    }
-    case P_EMOTE: rc = entity_state_set_uint(s, p, 0, rng() % 256); break;
-    case P_XP: rc = entity_state_set_uint(s, p, 0, rng() % 100000); break;
-    case P_COMBAT: rc = entity_state_set_bool(s, p, 0, rng() & 1); break;
-    case P_AGGRO: rc = entity_state_set_int(s, p, 0, (int64_t)(rng() % 2000) - 1000); break;
-    case P_BUFFS: rc = entity_state_set_uint(s, p, (uint32_t)(rng() % 4), rng() % 65536); break;
+        case P_HP:
+            rc = entity_state_set_uint(s, p, 0, rng() % 16384);
+            break;
+        case P_MANA:
+            rc = entity_state_set_uint(s, p, 0, rng() % 4096);
+            break;
+        case P_LEVEL:
+            rc = entity_state_set_uint(s, p, 0, rng() % 128);
+            break;
+        case P_STANCE:
+            rc = entity_state_set_uint(s, p, 0, rng() % 8);
+            break;
+        case P_SPEED:
+            rc = entity_state_set_float(s, p, 0, (double)(rng() % 2001) / 100.0);
+            break;
+        case P_TARGET:
+            rc = entity_state_set_entity(s, p, 0, 1 + rng() % ENTITIES);
+            break;
+        case P_TITLE: {
+            char t[24];
+            size_t n = 4 + rng() % 12;
+            for (size_t i = 0; i < n; i++) t[i] = (char)('a' + rng() % 26);
+            rc = entity_state_set_string(s, p, 0, t, n);
+            break;
+        }
+        case P_EMOTE:
+            rc = entity_state_set_uint(s, p, 0, rng() % 256);
+            break;
+        case P_XP:
+            rc = entity_state_set_uint(s, p, 0, rng() % 100000);
+            break;
+        case P_COMBAT:
+            rc = entity_state_set_bool(s, p, 0, rng() & 1);
+            break;
+        case P_AGGRO:
+            rc = entity_state_set_int(s, p, 0, (int64_t)(rng() % 2000) - 1000);
+            break;
+        case P_BUFFS:
+            rc = entity_state_set_uint(s, p, (uint32_t)(rng() % 4), rng() % 65536);
+            break;
     }
     if (rc != 0) {
         fprintf(stderr, "bench-replication: set %u failed: %d\n", p, rc);
@@ -125,8 +159,7 @@ typedef struct client {
     bool owner[MAX_ALIASES];
 } client;
 
-static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id,
-                                  const entity_def_class *cls,
+static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id, const entity_def_class *cls,
                                   bool is_owner) {
     client *c = ctx;
     (void)entity_id;
@@ -137,8 +170,7 @@ static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id,
 }
 static entity_state *client_find(void *ctx, uint32_t alias, bool *is_owner) {
     client *c = ctx;
-    if (alias >= MAX_ALIASES || c->states[alias] == NULL)
-        return NULL;
+    if (alias >= MAX_ALIASES || c->states[alias] == NULL) return NULL;
     *is_owner = c->owner[alias];
     return c->states[alias];
 }
@@ -147,42 +179,34 @@ static entity_state *client_find(void *ctx, uint32_t alias, bool *is_owner) {
  * what property_codec_encode_changes writes for that audience, and every
  * witness's pack-once stream is exactly the records built by plain bit
  * copies of those spans: the fast paths of the packer change no bit. */
-static bool check_format(replication *rep, const replication_schema *schema,
-                         entity_state **states, replication_entity *ents, const witness *ws,
-                         unsigned alias_bits, bit_writer *probe) {
+static bool check_format(replication *rep, const replication_schema *schema, entity_state **states,
+                         replication_entity *ents, const witness *ws, unsigned alias_bits, bit_writer *probe) {
     const uint8_t *shared = replication_shared_data(rep);
     for (int e = 0; e < ENTITIES; e++) {
         for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
             /* The audiences the bench packs (see the tick loop). */
-            if (a == REPLICATION_AUDIENCE_GHOSTS || (a == REPLICATION_AUDIENCE_OWN && e >= WITNESSES))
-                continue;
+            if (a == REPLICATION_AUDIENCE_GHOSTS || (a == REPLICATION_AUDIENCE_OWN && e >= WITNESSES)) continue;
             replication_span sp = replication_entity_span(rep, &ents[e], a, false);
             entity_state_mask m;
-            entity_state_mask_intersect(&m, entity_state_dirty(states[e]),
-                                        replication_schema_mask(schema, 0, a));
+            entity_state_mask_intersect(&m, entity_state_dirty(states[e]), replication_schema_mask(schema, 0, a));
             bit_writer_reset(probe);
-            if (!entity_state_mask_empty(&m))
-                property_codec_encode_changes(probe, states[e], &m);
+            if (!entity_state_mask_empty(&m)) property_codec_encode_changes(probe, states[e], &m);
             size_t n = bit_writer_bits(probe);
             if (sp.bits == 0 || n == 0) {
-                if (sp.bits != n)
-                    return false;
+                if (sp.bits != n) return false;
                 continue;
             }
             bit_reader r, q;
             uint64_t length, x, y;
             bit_reader_init_bits(&r, shared, sp.start + sp.bits);
             bit_reader_skip(&r, sp.start);
-            if (bit_reader_read_uvar(&r, &length) != 0 || length != n ||
-                bit_reader_remaining(&r) != n)
-                return false;
+            if (bit_reader_read_uvar(&r, &length) != 0 || length != n || bit_reader_remaining(&r) != n) return false;
             bit_reader_init_bits(&q, bit_writer_data(probe), n);
             for (size_t left = n; left > 0;) {
                 unsigned k = left < 64 ? (unsigned)left : 64;
                 bit_reader_read(&r, k, &x);
                 bit_reader_read(&q, k, &y);
-                if (x != y)
-                    return false;
+                if (x != y) return false;
                 left -= k;
             }
         }
@@ -194,17 +218,15 @@ static bool check_format(replication *rep, const replication_schema *schema,
         bit_writer_reset(&ref);
         for (int k = 0; k < VIEW; k++) {
             const seen *s = &ws[w].view[k];
-            replication_span sp = replication_entity_span(
-                rep, &ents[s->entity], replication_audience_for(s->owner, s->detail), false);
-            if (sp.bits == 0)
-                continue;
+            replication_span sp =
+                replication_entity_span(rep, &ents[s->entity], replication_audience_for(s->owner, s->detail), false);
+            if (sp.bits == 0) continue;
             bit_writer_append_bits(&ref, 1 | (uint64_t)s->alias << 2, 2 + alias_bits, shared,
                                    (sp.start + sp.bits + 7) / 8, sp.start, sp.bits);
         }
         replication_append_end(&ref);
         same = bit_writer_bits(&ref) == bit_writer_bits(&ws[w].pack) &&
-               memcmp(bit_writer_data(&ref), bit_writer_data(&ws[w].pack),
-                      bit_writer_bytes(&ref)) == 0;
+               memcmp(bit_writer_data(&ref), bit_writer_data(&ws[w].pack), bit_writer_bytes(&ref)) == 0;
     }
     bit_writer_close(&ref);
     return same;
@@ -214,8 +236,7 @@ static double percentile(const uint64_t *hist, uint64_t total, double q) {
     uint64_t want = (uint64_t)(q * (double)total), acc = 0;
     for (size_t b = 0; b < HIST_BITS; b++) {
         acc += hist[b];
-        if (acc > want)
-            return (double)b / 8.0;
+        if (acc > want) return (double)b / 8.0;
     }
     return (double)HIST_BITS / 8.0;
 }
@@ -250,8 +271,7 @@ int main(int argc, char **argv) {
     static _Alignas(64) replication_entity ents[ENTITIES];
     for (int e = 0; e < ENTITIES; e++) {
         states[e] = entity_state_create(cls);
-        for (uint16_t p = 0; p < P_COUNT; p++)
-            randomize(states[e], p);
+        for (uint16_t p = 0; p < P_COUNT; p++) randomize(states[e], p);
         entity_state_clear_dirty(states[e]);
         replication_entity_init(&ents[e], states[e], 1 + (uint64_t)e);
     }
@@ -269,8 +289,7 @@ int main(int argc, char **argv) {
         for (int k = 0; k < VIEW; k++) {
             uint32_t e = (uint32_t)w;
             if (k > 0) {
-                do
-                    e = (uint32_t)(rng() % ENTITIES);
+                do e = (uint32_t)(rng() % ENTITIES);
                 while (mark[e] || e == (uint32_t)w);
             }
             mark[e] = 1;
@@ -279,8 +298,9 @@ int main(int argc, char **argv) {
                 .entity = e,
                 .alias = alias_table_assign(wi->aliases, (uint64_t)e + 1, 0),
                 .owner = k == 0,
-                .detail = r < 3 ? ENTITY_DEF_DETAIL_NEAR
-                                : r < 6 ? ENTITY_DEF_DETAIL_MEDIUM : ENTITY_DEF_DETAIL_FAR,
+                .detail = r < 3   ? ENTITY_DEF_DETAIL_NEAR
+                          : r < 6 ? ENTITY_DEF_DETAIL_MEDIUM
+                                  : ENTITY_DEF_DETAIL_FAR,
             };
         }
     }
@@ -297,8 +317,8 @@ int main(int argc, char **argv) {
         bit_writer_reset(&ws[w].pack);
         for (int k = 0; k < VIEW; k++) {
             seen *s = &ws[w].view[k];
-            enter_bits += replication_append_enter(rep, &ents[s->entity], &ws[w].pack, s->alias,
-                                                   alias_bits, s->owner, s->detail);
+            enter_bits +=
+                replication_append_enter(rep, &ents[s->entity], &ws[w].pack, s->alias, alias_bits, s->owner, s->detail);
         }
         replication_append_end(&ws[w].pack);
     }
@@ -337,9 +357,8 @@ int main(int argc, char **argv) {
             /* As a cell without neighbours does: OWN only for the entities
              * that have a client (witness w owns entity w), no GHOSTS. */
             if (!entity_state_mask_empty(entity_state_dirty(states[e])))
-                replication_pack_audiences(rep, &ents[e],
-                                           REPLICATION_OTHERS_AUDIENCES |
-                                               (e < WITNESSES ? 1u << REPLICATION_AUDIENCE_OWN : 0));
+                replication_pack_audiences(
+                    rep, &ents[e], REPLICATION_OTHERS_AUDIENCES | (e < WITNESSES ? 1u << REPLICATION_AUDIENCE_OWN : 0));
         }
         packonly_ns += now_ns() - start;
         for (int w = 0; w < WITNESSES; w++) {
@@ -368,10 +387,8 @@ int main(int argc, char **argv) {
                 entity_state_mask m;
                 entity_state_mask_intersect(
                     &m, entity_state_dirty(st),
-                    replication_schema_mask(schema, 0,
-                                            replication_audience_for(s->owner, s->detail)));
-                if (entity_state_mask_empty(&m))
-                    continue;
+                    replication_schema_mask(schema, 0, replication_audience_for(s->owner, s->detail)));
+                if (entity_state_mask_empty(&m)) continue;
                 bit_writer_write(out, 1, 2); /* UPDATE */
                 bit_writer_write(out, s->alias, alias_bits);
                 property_codec_encode_changes(out, st, &m);
@@ -381,16 +398,15 @@ int main(int argc, char **argv) {
         base_ns += now_ns() - start;
 
         /* Figures (untimed): record sizes, again through the API. */
-        for (int e = 0; e < ENTITIES; e++)
-            changed_entities += !entity_state_mask_empty(entity_state_dirty(states[e]));
+        for (int e = 0; e < ENTITIES; e++) changed_entities += !entity_state_mask_empty(entity_state_dirty(states[e]));
         for (int w = 0; w < WITNESSES; w++) {
             stream_bytes += bit_writer_bytes(&ws[w].pack);
             base_stream_bytes += bit_writer_bytes(&ws[w].base);
             for (int k = 0; k < VIEW; k++) {
                 const seen *s = &ws[w].view[k];
                 bit_writer_reset(&probe);
-                size_t bits = replication_append_update(rep, &ents[s->entity], &probe, s->alias,
-                                                        alias_bits, s->owner, s->detail);
+                size_t bits =
+                    replication_append_update(rep, &ents[s->entity], &probe, s->alias, alias_bits, s->owner, s->detail);
                 if (entity_state_mask_empty(entity_state_dirty(states[s->entity]))) {
                     unchanged_pairs++;
                     unchanged_bits += bits;
@@ -402,13 +418,11 @@ int main(int argc, char **argv) {
             }
         }
         for (int e = 0; e < ENTITIES; e++) {
-            replication_span sp = replication_entity_span(rep, &ents[e],
-                                                          REPLICATION_AUDIENCE_OTHERS_NEAR, false);
+            replication_span sp = replication_entity_span(rep, &ents[e], REPLICATION_AUDIENCE_OTHERS_NEAR, false);
             shared_bits += sp.bits;
         }
         if (!check_format(rep, schema, states, ents, ws, alias_bits, &probe)) {
-            fprintf(stderr, "bench-replication: tick %d: a stream differs from its reference\n",
-                    t);
+            fprintf(stderr, "bench-replication: tick %d: a stream differs from its reference\n", t);
             return 1;
         }
 
@@ -419,12 +433,10 @@ int main(int argc, char **argv) {
         int rc = replication_decode_stream(&r, schema, alias_bits, &cb, &cl, NULL);
         decode_ns += now_ns() - start;
         if (rc != 0) {
-            fprintf(stderr, "bench-replication: tick %d does not decode: %s\n", t,
-                    replication_strerror(rc));
+            fprintf(stderr, "bench-replication: tick %d does not decode: %s\n", t, replication_strerror(rc));
             return 1;
         }
-        for (int e = 0; e < ENTITIES; e++)
-            entity_state_clear_dirty(states[e]);
+        for (int e = 0; e < ENTITIES; e++) entity_state_clear_dirty(states[e]);
     }
 
     /* Witness 0's client holds what the server has, for its audience. */
@@ -434,8 +446,8 @@ int main(int argc, char **argv) {
         bit_writer_init(&b);
         for (int k = 0; k < VIEW; k++) {
             const seen *s = &ws[0].view[k];
-            const entity_state_mask *m = replication_schema_mask(
-                schema, 0, replication_audience_for(s->owner, s->detail));
+            const entity_state_mask *m =
+                replication_schema_mask(schema, 0, replication_audience_for(s->owner, s->detail));
             for (int p = entity_state_mask_next(m, -1); p >= 0; p = entity_state_mask_next(m, p)) {
                 bit_writer_reset(&a);
                 bit_writer_reset(&b);
@@ -443,8 +455,7 @@ int main(int argc, char **argv) {
                 property_codec_encode(&b, cl.states[s->alias], (uint16_t)p);
                 if (bit_writer_bits(&a) != bit_writer_bits(&b) ||
                     memcmp(bit_writer_data(&a), bit_writer_data(&b), bit_writer_bytes(&a)) != 0) {
-                    fprintf(stderr, "bench-replication: client value differs (entity %u, %d)\n",
-                            s->entity, p);
+                    fprintf(stderr, "bench-replication: client value differs (entity %u, %d)\n", s->entity, p);
                     return 1;
                 }
             }
@@ -468,17 +479,17 @@ int main(int argc, char **argv) {
     if (json) {
         printf("{\"entities\": %d, \"witnesses\": %d, \"view\": %d, \"ticks\": %d, "
                "\"properties\": %d, \"changed_property_pct\": %.1f, \"changed_entity_pct\": %.1f, "
-               "\"pack_once_ms_per_tick\": %.3f, \"pack_once_encode_ms_per_tick\": %.3f, \"per_witness_ms_per_tick\": %.3f, "
+               "\"pack_once_ms_per_tick\": %.3f, \"pack_once_encode_ms_per_tick\": %.3f, \"per_witness_ms_per_tick\": "
+               "%.3f, "
                "\"speedup\": %.2f, \"update_bytes_median\": %.2f, \"update_bytes_p90\": %.2f, "
                "\"update_bytes_mean\": %.2f, \"unchanged_entity_bytes\": %.2f, "
                "\"stream_bytes_per_client_tick\": %.1f, \"bytes_per_s_per_client_10hz\": %.0f, "
                "\"per_witness_stream_bytes_per_client_tick\": %.1f, "
                "\"enter_bytes_mean\": %.2f, \"enter_all_views_ms\": %.3f, "
                "\"decode_us_per_packet\": %.2f, \"shared_near_bytes_per_tick\": %.0f}\n",
-               ENTITIES, WITNESSES, VIEW, ticks, P_COUNT,
-               100.0 * (double)prop_changes / ENTITIES / P_COUNT / ticks, changed_pct, pack_ms,
-               (double)packonly_ns / 1e6 / ticks, base_ms, ratio, median, p90, mean, unchanged, per_client_tick,
-               per_client_tick * 10, base_per_client_tick, enter_mean, enter_ms, decode_us,
+               ENTITIES, WITNESSES, VIEW, ticks, P_COUNT, 100.0 * (double)prop_changes / ENTITIES / P_COUNT / ticks,
+               changed_pct, pack_ms, (double)packonly_ns / 1e6 / ticks, base_ms, ratio, median, p90, mean, unchanged,
+               per_client_tick, per_client_tick * 10, base_per_client_tick, enter_mean, enter_ms, decode_us,
                (double)shared_bits / 8.0 / ticks);
     } else {
         printf("bench-replication: %d entities x %d properties, %d witnesses x %d in view, "
@@ -489,31 +500,27 @@ int main(int argc, char **argv) {
         printf("  pack once                     %8.3f ms/tick\n", pack_ms);
         printf("    of which encoding once      %8.3f ms/tick\n", (double)packonly_ns / 1e6 / ticks);
         printf("  per-witness encoder           %8.3f ms/tick\n", base_ms);
-        printf("  speedup                       %8.2f x   (target >= 5x: %s)\n", ratio,
-               ratio >= 5 ? "ok" : "MISSED");
-        printf("  changed entity update         median %.2f B, p90 %.2f B, mean %.2f B\n", median,
-               p90, mean);
+        printf("  speedup                       %8.2f x   (target >= 5x: %s)\n", ratio, ratio >= 5 ? "ok" : "MISSED");
+        printf("  changed entity update         median %.2f B, p90 %.2f B, mean %.2f B\n", median, p90, mean);
         printf("  unchanged entity              %.2f B   (target 0: %s)\n", unchanged,
                unchanged_bits == 0 ? "ok" : "MISSED");
         printf("  stream per client             %.1f B/tick, %.0f B/s at 10 Hz "
                "(per-witness encoder: %.1f B/tick)\n",
                per_client_tick, per_client_tick * 10, base_per_client_tick);
         printf("  shared buffer (near spans)    %.0f B/tick\n", (double)shared_bits / 8.0 / ticks);
-        printf("  enter records                 mean %.2f B; all %d views entered in %.3f ms\n",
-               enter_mean, WITNESSES, enter_ms);
+        printf("  enter records                 mean %.2f B; all %d views entered in %.3f ms\n", enter_mean, WITNESSES,
+               enter_ms);
         printf("  client decode (witness 0)     %.2f us/packet\n", decode_us);
     }
 
     bit_writer_close(&probe);
-    for (int a = 0; a < MAX_ALIASES; a++)
-        entity_state_free(cl.states[a]);
+    for (int a = 0; a < MAX_ALIASES; a++) entity_state_free(cl.states[a]);
     for (int w = 0; w < WITNESSES; w++) {
         alias_table_free(ws[w].aliases);
         bit_writer_close(&ws[w].pack);
         bit_writer_close(&ws[w].base);
     }
-    for (int e = 0; e < ENTITIES; e++)
-        entity_state_free(states[e]);
+    for (int e = 0; e < ENTITIES; e++) entity_state_free(states[e]);
     replication_free(rep);
     replication_schema_free(schema);
     entity_def_registry_free(reg);

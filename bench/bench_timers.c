@@ -38,8 +38,7 @@ static double idle_tick_ns(size_t pending, int runs) {
     entity_timer_ids ids = {1, 0};
     entity_timers *timers = entity_timers_create(&ids);
     const uint64_t hour_us = 3600ull * 1000000;
-    for (size_t i = 0; i < pending; i++)
-        entity_timers_add(timers, 1 + i % 5000, 0, hour_us + i * 1000, 0, 1, i);
+    for (size_t i = 0; i < pending; i++) entity_timers_add(timers, 1 + i % 5000, 0, hour_us + i * 1000, 0, 1, i);
     double best = 1e30;
     for (int round = 0; round < 5; round++) {
         double t0 = now_seconds();

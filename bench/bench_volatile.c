@@ -61,12 +61,10 @@ static double terrain(double x, double z) { return 3.0 * sin(x / 15.0) * cos(z /
 /* The byte count at percentile p (0..1) of a histogram of n samples. */
 static int percentile(const uint64_t *hist, uint64_t n, double p) {
     uint64_t want = (uint64_t)ceil(p * (double)n), seen = 0;
-    if (want == 0)
-        want = 1;
+    if (want == 0) want = 1;
     for (int b = 0; b < HIST_BYTES; b++) {
         seen += hist[b];
-        if (seen >= want)
-            return b;
+        if (seen >= want) return b;
     }
     return HIST_BYTES - 1;
 }
@@ -102,8 +100,8 @@ int main(int argc, char **argv) {
     }
 
     /* The absolute form's size; no delta record here comes near it. */
-    const int absolute_bits = (int)(1 + config.axis_bits[0] + config.axis_bits[1] +
-                                    config.axis_bits[2] + config.yaw_bits);
+    const int absolute_bits =
+        (int)(1 + config.axis_bits[0] + config.axis_bits[1] + config.axis_bits[2] + config.yaw_bits);
     static uint64_t hist[HIST_BYTES];
     uint64_t records = 0, total_bits = 0, absolute = 0;
     double max_err = 0, max_yaw_err = 0, encode_ns = 0, decode_ns = 0;
@@ -114,8 +112,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t < ticks; t++) {
         for (int i = 0; i < BOTS; i++) {
             bot *b = &bots[i];
-            if (rnd() < 0.02)
-                b->heading += (rnd() - 0.5) * PI;
+            if (rnd() < 0.02) b->heading += (rnd() - 0.5) * PI;
             double nx = b->x + step * cos(b->heading), nz = b->z + step * sin(b->heading);
             if (nx < -1020 || nx > 1020 || nz < -1020 || nz > 1020) {
                 b->heading += PI; /* turn back at the edge */
@@ -133,8 +130,8 @@ int main(int argc, char **argv) {
         double t0 = now_ns();
         for (int i = 0; i < BOTS; i++) {
             bot *b = &bots[i];
-            bits[i] = volatile_codec_encode(&w, &b->server, &config, (float)b->x, (float)b->y,
-                                            (float)b->z, (float)b->heading);
+            bits[i] = volatile_codec_encode(&w, &b->server, &config, (float)b->x, (float)b->y, (float)b->z,
+                                            (float)b->heading);
         }
         double t1 = now_ns();
         encode_ns += t1 - t0;
@@ -144,8 +141,8 @@ int main(int argc, char **argv) {
         static float out[BOTS][4];
         t0 = now_ns();
         for (int i = 0; i < BOTS; i++) {
-            if (volatile_codec_decode(&r, &bots[i].client, &config, &out[i][0], &out[i][1],
-                                      &out[i][2], &out[i][3]) != 0) {
+            if (volatile_codec_decode(&r, &bots[i].client, &config, &out[i][0], &out[i][1], &out[i][2], &out[i][3]) !=
+                0) {
                 fprintf(stderr, "decode failed at tick %d bot %d\n", t, i);
                 return 1;
             }
@@ -159,24 +156,19 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "encode failed at tick %d bot %d\n", t, i);
                 return 1;
             }
-            if (bits[i] == absolute_bits)
-                absolute++;
+            if (bits[i] == absolute_bits) absolute++;
             int record_bits = bits[i] + HEADER_BITS;
             int bytes = (record_bits + 7) / 8;
             hist[bytes < HIST_BYTES ? bytes : HIST_BYTES - 1]++;
             records++;
             total_bits += (uint64_t)record_bits;
             /* Error against the float the server was given. */
-            double e[3] = {fabs(out[i][0] - (float)b->x), fabs(out[i][1] - (float)b->y),
-                           fabs(out[i][2] - (float)b->z)};
+            double e[3] = {fabs(out[i][0] - (float)b->x), fabs(out[i][1] - (float)b->y), fabs(out[i][2] - (float)b->z)};
             for (int a = 0; a < 3; a++)
-                if (e[a] > max_err)
-                    max_err = e[a];
+                if (e[a] > max_err) max_err = e[a];
             double dy = fmod(fabs((double)out[i][3] - (float)b->heading), 2 * PI);
-            if (dy > PI)
-                dy = 2 * PI - dy;
-            if (dy > max_yaw_err)
-                max_yaw_err = dy;
+            if (dy > PI) dy = 2 * PI - dy;
+            if (dy > max_yaw_err) max_yaw_err = dy;
         }
     }
     bit_writer_close(&w);
@@ -186,20 +178,18 @@ int main(int argc, char **argv) {
     const int naive_bits = 16 * 8 + HEADER_BITS;
     const int naive_bytes = (naive_bits + 7) / 8;
 
-    printf("bench-volatile: %d bots, %d ticks at %d Hz, walking %.1f m/s, 1/64 m, 256 yaw steps\n",
-           BOTS, ticks, HZ, SPEED);
+    printf("bench-volatile: %d bots, %d ticks at %d Hz, walking %.1f m/s, 1/64 m, 256 yaw steps\n", BOTS, ticks, HZ,
+           SPEED);
     printf("  records                 %llu (%llu absolute)\n", (unsigned long long)records,
            (unsigned long long)absolute);
-    printf("  header                  %d bits per record (2 kind + 10 alias), included below\n",
-           HEADER_BITS);
-    printf("  codec  bytes/update     median %d, p99 %d, mean %.2f packed\n", median, p99,
-           mean_bytes);
-    printf("  naive  bytes/update     median %d, p99 %d, mean %.2f packed (16 B + header)\n",
-           naive_bytes, naive_bytes, naive_bits / 8.0);
+    printf("  header                  %d bits per record (2 kind + 10 alias), included below\n", HEADER_BITS);
+    printf("  codec  bytes/update     median %d, p99 %d, mean %.2f packed\n", median, p99, mean_bytes);
+    printf("  naive  bytes/update     median %d, p99 %d, mean %.2f packed (16 B + header)\n", naive_bytes, naive_bytes,
+           naive_bits / 8.0);
     printf("  ratio naive/codec       median %.2fx, mean %.2fx\n", (double)naive_bytes / median,
            (naive_bits / 8.0) / mean_bytes);
-    printf("  vs KBEngine 7 B         median %.2fx smaller (%d B vs %.0f B)\n",
-           KBENGINE_BYTES / median, median, KBENGINE_BYTES);
+    printf("  vs KBEngine 7 B         median %.2fx smaller (%d B vs %.0f B)\n", KBENGINE_BYTES / median, median,
+           KBENGINE_BYTES);
     printf("  max position error      %.5f m (precision/2 = %.5f m)\n", max_err, 1.0 / 128);
     printf("  max yaw error           %.5f rad (half a step = %.5f rad)\n", max_yaw_err, PI / 256);
     printf("  encode                  %.1f ns/record\n", encode_ns / (double)records);

@@ -91,34 +91,53 @@ static uint64_t now_ns(void) {
 static void randomize_value(entity_state *state, const entity_def_class *cls, uint16_t p, uint32_t index) {
     const entity_def_type *type = entity_state_value_type(cls, p, index);
     switch (type->kind) {
-    case ENTITY_DEF_INT8: case ENTITY_DEF_INT16: case ENTITY_DEF_INT32: case ENTITY_DEF_INT64: {
-        uint64_t span = (uint64_t)type->int_max - (uint64_t)type->int_min;
-        if (span > 1000) span = 1000;
-        entity_state_set_int(state, p, index, type->int_min + (int64_t)(rng() % (span + 1)));
-        break;
-    }
-    case ENTITY_DEF_UINT8: case ENTITY_DEF_UINT16: case ENTITY_DEF_UINT32: case ENTITY_DEF_UINT64:
-        entity_state_set_uint(state, p, index, rng() % (type->int_max < 1000 ? type->int_max + 1 : 1000));
-        break;
-    case ENTITY_DEF_FLOAT: case ENTITY_DEF_DOUBLE:
-        entity_state_set_float(state, p, index,
-                               type->quantized ? type->quant_min + unit() * (type->quant_max - type->quant_min)
-                                               : unit() * 100.0);
-        break;
-    case ENTITY_DEF_BOOL: entity_state_set_bool(state, p, index, rng() & 1); break;
-    case ENTITY_DEF_STRING: case ENTITY_DEF_BYTES: {
-        char text[24];
-        size_t n = 4 + rng() % 12;
-        if (n > type->max_length) n = type->max_length;
-        for (size_t i = 0; i < n; i++) text[i] = (char)('a' + rng() % 26);
-        if (type->kind == ENTITY_DEF_STRING) entity_state_set_string(state, p, index, text, n);
-        else entity_state_set_bytes(state, p, index, text, n);
-        break;
-    }
-    case ENTITY_DEF_VECTOR2: entity_state_set_vector2(state, p, index, unit(), unit()); break;
-    case ENTITY_DEF_VECTOR3: entity_state_set_vector3(state, p, index, unit(), unit(), unit()); break;
-    case ENTITY_DEF_ENTITY: entity_state_set_entity(state, p, index, 1 + rng() % ENTITIES); break;
-    default: break;
+        case ENTITY_DEF_INT8:
+        case ENTITY_DEF_INT16:
+        case ENTITY_DEF_INT32:
+        case ENTITY_DEF_INT64: {
+            uint64_t span = (uint64_t)type->int_max - (uint64_t)type->int_min;
+            if (span > 1000) span = 1000;
+            entity_state_set_int(state, p, index, type->int_min + (int64_t)(rng() % (span + 1)));
+            break;
+        }
+        case ENTITY_DEF_UINT8:
+        case ENTITY_DEF_UINT16:
+        case ENTITY_DEF_UINT32:
+        case ENTITY_DEF_UINT64:
+            entity_state_set_uint(state, p, index, rng() % (type->int_max < 1000 ? type->int_max + 1 : 1000));
+            break;
+        case ENTITY_DEF_FLOAT:
+        case ENTITY_DEF_DOUBLE:
+            entity_state_set_float(state, p, index,
+                                   type->quantized ? type->quant_min + unit() * (type->quant_max - type->quant_min)
+                                                   : unit() * 100.0);
+            break;
+        case ENTITY_DEF_BOOL:
+            entity_state_set_bool(state, p, index, rng() & 1);
+            break;
+        case ENTITY_DEF_STRING:
+        case ENTITY_DEF_BYTES: {
+            char text[24];
+            size_t n = 4 + rng() % 12;
+            if (n > type->max_length) n = type->max_length;
+            for (size_t i = 0; i < n; i++) text[i] = (char)('a' + rng() % 26);
+            if (type->kind == ENTITY_DEF_STRING)
+                entity_state_set_string(state, p, index, text, n);
+            else
+                entity_state_set_bytes(state, p, index, text, n);
+            break;
+        }
+        case ENTITY_DEF_VECTOR2:
+            entity_state_set_vector2(state, p, index, unit(), unit());
+            break;
+        case ENTITY_DEF_VECTOR3:
+            entity_state_set_vector3(state, p, index, unit(), unit(), unit());
+            break;
+        case ENTITY_DEF_ENTITY:
+            entity_state_set_entity(state, p, index, 1 + rng() % ENTITIES);
+            break;
+        default:
+            break;
     }
 }
 
@@ -135,10 +154,10 @@ typedef struct probe {
     bool owner[MAX_ALIASES];
     volatile_track tracks[MAX_ALIASES];
     uint64_t entity_of[MAX_ALIASES];
-    uint32_t last_tick[MAX_ALIASES];   /* tick of the last record for the alias */
+    uint32_t last_tick[MAX_ALIASES]; /* tick of the last record for the alias */
     uint32_t tick;
     uint64_t move_records, move_bits;
-    uint64_t move_hist[512];           /* MOVE records by size in bits */
+    uint64_t move_hist[512]; /* MOVE records by size in bits */
     uint64_t update_records, update_bits;
     uint32_t entity_bits[MAX_ALIASES]; /* this stream: MOVE bits per alias */
     uint8_t entity_kinds[MAX_ALIASES]; /* this stream: 1 update, 2 move, 4 enter */
@@ -174,7 +193,6 @@ static entity_state *probe_find(void *ctx, uint32_t alias, bool *is_owner) {
     return c->states[alias];
 }
 
-
 static int probe_move(void *ctx, uint32_t alias, bit_reader *r) {
     probe *c = ctx;
     if (alias >= MAX_ALIASES || !c->states[alias]) return volatile_codec_skip(r, c->config);
@@ -204,7 +222,11 @@ static void probe_changed(void *ctx, uint32_t alias, entity_state *state, const 
 }
 
 static const replication_decode_callbacks probe_callbacks = {
-    .enter = probe_enter, .find = probe_find, .move = probe_move, .leave = probe_leave, .changed = probe_changed,
+    .enter = probe_enter,
+    .find = probe_find,
+    .move = probe_move,
+    .leave = probe_leave,
+    .changed = probe_changed,
 };
 
 /* Decodes one ViewUpdate of witness 0, with the per-record sizes. UPDATE
@@ -337,10 +359,10 @@ typedef struct run_result {
     uint64_t records_held;
     bool state_matches;
     uint64_t payloads;
-    double sdk_decode_us;          /* per packet */
-    double sdk_allocations;        /* per packet, mean */
-    uint64_t sdk_max_allocations;  /* in one packet */
-    double packet_bytes;           /* witness 0's mean packet */
+    double sdk_decode_us;         /* per packet */
+    double sdk_allocations;       /* per packet, mean */
+    uint64_t sdk_max_allocations; /* in one packet */
+    double packet_bytes;          /* witness 0's mean packet */
 } run_result;
 
 /* One run of the workload at `bytes_per_second` per client. */
@@ -545,9 +567,12 @@ int main(int argc, char **argv) {
     int ticks = 100;
     const char *definitions = TESSERA_SOURCE_DIR "/demo/entities";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0) json = true;
-        else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc) ticks = atoi(argv[++i]);
-        else if (strcmp(argv[i], "--definitions") == 0 && i + 1 < argc) definitions = argv[++i];
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc)
+            ticks = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--definitions") == 0 && i + 1 < argc)
+            definitions = argv[++i];
         else {
             fprintf(stderr, "usage: bench-witness [--json] [--ticks N] [--definitions DIR]\n");
             return 2;
@@ -555,8 +580,7 @@ int main(int argc, char **argv) {
     }
     log_set_level(LOG_LEVEL_WARN);
     run_result budgeted, unbudgeted;
-    if (run(definitions, true, ticks, &budgeted) != 0 || run(definitions, false, ticks, &unbudgeted) != 0)
-        return 1;
+    if (run(definitions, true, ticks, &budgeted) != 0 || run(definitions, false, ticks, &unbudgeted) != 0) return 1;
     if (json) {
         const run_result *runs[2] = {&budgeted, &unbudgeted};
         const char *names[2] = {"budgeted", "unbudgeted"};
@@ -568,9 +592,8 @@ int main(int argc, char **argv) {
                    "\"state_matches\": %s, \"sdk_decode_us\": %.2f, \"sdk_allocations_per_packet\": %.3f, "
                    "\"sdk_max_allocations\": %llu}",
                    i ? ", " : "", names[i], r->tick_ms, r->bytes_per_client_second, r->longest_gap_ticks,
-                   r->move_bytes_mean, r->move_bytes_median, r->update_bytes_mean,
-                   r->state_matches ? "true" : "false", r->sdk_decode_us, r->sdk_allocations,
-                   (unsigned long long)r->sdk_max_allocations);
+                   r->move_bytes_mean, r->move_bytes_median, r->update_bytes_mean, r->state_matches ? "true" : "false",
+                   r->sdk_decode_us, r->sdk_allocations, (unsigned long long)r->sdk_max_allocations);
         }
         printf("}\n");
         return budgeted.state_matches && unbudgeted.state_matches ? 0 : 1;
@@ -579,19 +602,18 @@ int main(int argc, char **argv) {
            "changing, %d ticks at %d Hz\n",
            ENTITIES, SPEED, WITNESSES, ticks, TICK_HZ);
     printf("                                  budget 4096 B/s   unbudgeted   ratio\n");
-    printf("  cell tick                       %8.2f ms      %8.2f ms   %.2f x\n", budgeted.tick_ms,
-           unbudgeted.tick_ms, unbudgeted.tick_ms / budgeted.tick_ms);
+    printf("  cell tick                       %8.2f ms      %8.2f ms   %.2f x\n", budgeted.tick_ms, unbudgeted.tick_ms,
+           unbudgeted.tick_ms / budgeted.tick_ms);
     printf("  per client                      %8.0f B/s     %8.0f B/s  %.2f x  (target <= 4096 B/s: %s)\n",
            budgeted.bytes_per_client_second, unbudgeted.bytes_per_client_second,
            unbudgeted.bytes_per_client_second / budgeted.bytes_per_client_second,
            budgeted.bytes_per_client_second <= 4096 ? "ok" : "MISSED");
     printf("  longest gap between updates     %8.1f s       %8.1f s    (target <= 1 s)\n",
            budgeted.longest_gap_ticks / (double)TICK_HZ, unbudgeted.longest_gap_ticks / (double)TICK_HZ);
-    printf("  MOVE record (position+yaw)      %8.2f B       %8.2f B    mean (KBEngine 7 B)\n",
-           budgeted.move_bytes_mean, unbudgeted.move_bytes_mean);
+    printf("  MOVE record (position+yaw)      %8.2f B       %8.2f B    mean (KBEngine 7 B)\n", budgeted.move_bytes_mean,
+           unbudgeted.move_bytes_mean);
     printf("                                  %8.2f B       %8.2f B    median (target <= 5 B: %s)\n",
-           budgeted.move_bytes_median, unbudgeted.move_bytes_median,
-           budgeted.move_bytes_median <= 5 ? "ok" : "MISSED");
+           budgeted.move_bytes_median, unbudgeted.move_bytes_median, budgeted.move_bytes_median <= 5 ? "ok" : "MISSED");
     printf("  one entity's records in a tick  %8.2f B       %8.2f B    mean (properties and movement)\n",
            budgeted.update_bytes_mean, unbudgeted.update_bytes_mean);
     printf("  witness 0 holds the cell's state   %s             %s\n", budgeted.state_matches ? "yes" : "NO",

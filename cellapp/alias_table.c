@@ -22,13 +22,13 @@ struct alias_table {
      * client usually sees a few dozen entities, not max_aliases. */
     uint32_t capacity;
     uint64_t cooldown_ms;
-    uint64_t *entity_of;      /* alias -> entity id, 0 when free or cooling */
-    uint32_t next_unused;     /* aliases at or above this were never handed out */
-    uint32_t *free_heap;      /* min-heap of cooled, free aliases */
+    uint64_t *entity_of;  /* alias -> entity id, 0 when free or cooling */
+    uint32_t next_unused; /* aliases at or above this were never handed out */
+    uint32_t *free_heap;  /* min-heap of cooled, free aliases */
     uint32_t free_count;
-    alias_cooling *cooling;   /* ring buffer, oldest first */
+    alias_cooling *cooling; /* ring buffer, oldest first */
     uint32_t cooling_head, cooling_count;
-    id_map alias_of;          /* entity id -> alias + 1 */
+    id_map alias_of; /* entity id -> alias + 1 */
     uint32_t in_use;
 };
 

@@ -37,7 +37,9 @@ double balance_level_load(const balance_config *config, int level) {
 /* Edges are handled in "inward" coordinates: the coordinate itself for a
  * low edge, its negation for a high one, so that moving in always means
  * growing. */
-static bool balance_edge_is_high(balance_edge edge) { return edge == BALANCE_EDGE_HIGH_X || edge == BALANCE_EDGE_HIGH_Z; }
+static bool balance_edge_is_high(balance_edge edge) {
+    return edge == BALANCE_EDGE_HIGH_X || edge == BALANCE_EDGE_HIGH_Z;
+}
 static bool balance_edge_is_x(balance_edge edge) { return edge == BALANCE_EDGE_LOW_X || edge == BALANCE_EDGE_HIGH_X; }
 
 static double balance_inward(balance_edge edge, double coordinate) {
@@ -59,8 +61,8 @@ typedef struct balance_sweep_item {
 /* How far past the last real a line goes to take it. */
 #define BALANCE_PAST_LAST 0.1
 
-static void balance_sweep_edge(balance_sweep_item *items, size_t count, balance_edge edge,
-                               const balance_config *config, balance_level *out) {
+static void balance_sweep_edge(balance_sweep_item *items, size_t count, balance_edge edge, const balance_config *config,
+                               balance_level *out) {
     qsort(items, count, sizeof *items, balance_compare_inward);
     double running = 0;
     int level = 0;
@@ -87,8 +89,7 @@ static void balance_sweep_edge(balance_sweep_item *items, size_t count, balance_
     }
 }
 
-void balance_compute_bounds(balance_entity *entities, size_t count, const balance_config *config,
-                            balance_bounds *out) {
+void balance_compute_bounds(balance_entity *entities, size_t count, const balance_config *config, balance_bounds *out) {
     balance_sweep_item *items = xmalloc((count ? count : 1) * sizeof *items);
     for (int e = 0; e < BALANCE_EDGES; e++) {
         balance_edge edge = (balance_edge)e;
@@ -141,10 +142,10 @@ static void balance_merge_levels(const balance_level *a, const balance_level *b,
 
 /* What a subtree knows of itself. */
 typedef struct balance_side {
-    double load;            /* every cell's, retiring ones included */
-    size_t cells;           /* cells that are not retiring */
-    bool created;           /* every cell reported */
-    bool retiring;          /* every cell retiring */
+    double load;   /* every cell's, retiring ones included */
+    size_t cells;  /* cells that are not retiring */
+    bool created;  /* every cell reported */
+    bool retiring; /* every cell retiring */
     double max_cellapp_load;
 } balance_side;
 
@@ -233,8 +234,10 @@ typedef struct balance_walk {
 
 static void balance_adjust_aggression(const balance_config *config, space_layout_node *node, int direction) {
     double aggression = node->aggression > 0 ? node->aggression : 1.0;
-    if (direction && node->direction && direction != node->direction) aggression *= config->aggression_decrease;
-    else aggression *= config->aggression_increase;
+    if (direction && node->direction && direction != node->direction)
+        aggression *= config->aggression_decrease;
+    else
+        aggression *= config->aggression_increase;
     if (aggression < config->min_aggression) aggression = config->min_aggression;
     if (aggression > config->max_aggression) aggression = config->max_aggression;
     node->aggression = aggression;
@@ -276,8 +279,8 @@ static void balance_node(balance_walk *walk, int32_t index, space_layout_rect re
         balance_edge edge = direction < 0 ? (axis_x ? BALANCE_EDGE_HIGH_X : BALANCE_EDGE_HIGH_Z)
                                           : (axis_x ? BALANCE_EDGE_LOW_X : BALANCE_EDGE_LOW_Z);
         balance_level levels[BALANCE_LEVELS];
-        balance_subtree_levels(walk->layout, direction < 0 ? node->low : node->high, edge, walk->lookup,
-                               walk->context, config, levels);
+        balance_subtree_levels(walk->layout, direction < 0 ? node->low : node->high, edge, walk->lookup, walk->context,
+                               config, levels);
         double position = NAN;
         for (int l = BALANCE_LEVELS - 1; l >= 0; l--) {
             if (levels[l].load <= target) {
@@ -309,8 +312,10 @@ static void balance_node(balance_walk *walk, int32_t index, space_layout_rect re
         balance_adjust_aggression(config, node, 0);
     }
     space_layout_rect low_rect = region, high_rect = region;
-    if (axis_x) low_rect.max_x = high_rect.min_x = node->at;
-    else low_rect.max_z = high_rect.min_z = node->at;
+    if (axis_x)
+        low_rect.max_x = high_rect.min_x = node->at;
+    else
+        low_rect.max_z = high_rect.min_z = node->at;
     int32_t low_index = node->low, high_index = node->high;
     balance_node(walk, low_index, low_rect);
     balance_node(walk, high_index, high_rect);
@@ -322,7 +327,7 @@ size_t balance_pass(space_layout *layout, balance_report_lookup lookup, void *co
     balance_side root = balance_side_of(layout, layout->root, lookup, context);
     double average = root.cells ? root.load / (double)root.cells : 0;
     balance_walk walk = {layout, lookup, context, config, fmax(config->safety_bound, average * config->safety_ratio),
-                         moves, cap, 0, 0};
+                         moves,  cap,    0,       0};
     space_layout_rect bounds = {layout->min[0], layout->min[2], layout->max[0], layout->max[2]};
     balance_node(&walk, layout->root, bounds);
     return walk.moved;
@@ -462,15 +467,18 @@ balance_action balance_plan(const space_layout *layout, balance_report_lookup lo
 
 int balance_apply(space_layout *layout, const balance_action *action, char *err, size_t errlen) {
     switch (action->kind) {
-    case BALANCE_NOTHING: return 0;
-    case BALANCE_ADD_CELL:
-        return space_layout_split_cell(layout, action->cell_id, action->axis, action->at, action->cellapp_id, err,
-                                       errlen);
-    case BALANCE_HAND_OVER:
-        if (space_layout_set_retiring(layout, action->cell_id, false, err, errlen) != 0) return -1;
-        return space_layout_assign(layout, action->cell_id, action->cellapp_id, err, errlen);
-    case BALANCE_RETIRE: return space_layout_set_retiring(layout, action->cell_id, true, err, errlen);
-    case BALANCE_REMOVE: return space_layout_remove_cell(layout, action->cell_id, err, errlen);
+        case BALANCE_NOTHING:
+            return 0;
+        case BALANCE_ADD_CELL:
+            return space_layout_split_cell(layout, action->cell_id, action->axis, action->at, action->cellapp_id, err,
+                                           errlen);
+        case BALANCE_HAND_OVER:
+            if (space_layout_set_retiring(layout, action->cell_id, false, err, errlen) != 0) return -1;
+            return space_layout_assign(layout, action->cell_id, action->cellapp_id, err, errlen);
+        case BALANCE_RETIRE:
+            return space_layout_set_retiring(layout, action->cell_id, true, err, errlen);
+        case BALANCE_REMOVE:
+            return space_layout_remove_cell(layout, action->cell_id, err, errlen);
     }
     snprintf(err, errlen, "unknown balancer action %d", (int)action->kind);
     return -1;

@@ -72,11 +72,11 @@ typedef struct balance_entity {
 typedef struct balance_cell_report {
     uint32_t cell_id;
     uint64_t cellapp_id;
-    double load;          /* this cell's share of its cellapp's load */
-    double cellapp_load;  /* the whole cellapp's (the safety bound's measure) */
-    uint32_t reals;       /* reals in the cell */
+    double load;               /* this cell's share of its cellapp's load */
+    double cellapp_load;       /* the whole cellapp's (the safety bound's measure) */
+    uint32_t reals;            /* reals in the cell */
     uint32_t pending_offloads; /* of its cellapp, not yet acknowledged */
-    uint64_t epoch;       /* the layout epoch its cellapp has applied */
+    uint64_t epoch;            /* the layout epoch its cellapp has applied */
     balance_bounds bounds;
 } balance_cell_report;
 
@@ -84,20 +84,20 @@ typedef struct balance_cell_report {
 typedef struct balance_cellapp {
     uint64_t cellapp_id;
     double load;
-    bool draining;        /* stopping: its cells go elsewhere */
+    bool draining; /* stopping: its cells go elsewhere */
 } balance_cellapp;
 
 typedef struct balance_config {
-    double max_offload;          /* the largest level's load: how much one step sheds at most (0.1) */
-    double aggression_decrease;  /* on a reversal (0.5) */
-    double aggression_increase;  /* per pass otherwise (2^(1/10)) */
-    double min_aggression;       /* 1/16 */
-    double max_aggression;       /* 1 */
-    double safety_bound;         /* 0.85 */
-    double safety_ratio;         /* 1.1 */
-    double max_step;             /* metres per line per pass; 0: no limit */
-    double add_margin;           /* 0.05: a space's cellapps above the cluster's average by this */
-    double retire_below;         /* 0.02: retire when the space's load over one cellapp fewer is below; 0: never */
+    double max_offload;         /* the largest level's load: how much one step sheds at most (0.1) */
+    double aggression_decrease; /* on a reversal (0.5) */
+    double aggression_increase; /* per pass otherwise (2^(1/10)) */
+    double min_aggression;      /* 1/16 */
+    double max_aggression;      /* 1 */
+    double safety_bound;        /* 0.85 */
+    double safety_ratio;        /* 1.1 */
+    double max_step;            /* metres per line per pass; 0: no limit */
+    double add_margin;          /* 0.05: a space's cellapps above the cluster's average by this */
+    double retire_below;        /* 0.02: retire when the space's load over one cellapp fewer is below; 0: never */
 } balance_config;
 
 /* BigWorld's values (above) for the aggression, safety and margins;
@@ -111,11 +111,10 @@ double balance_level_load(const balance_config *config, int level);
  * from that edge, the position just past the real at which the running
  * load first exceeds each level's (midway to the next real), and that load.
  * Reorders `entities`. */
-void balance_compute_bounds(balance_entity *entities, size_t count, const balance_config *config,
-                            balance_bounds *out);
+void balance_compute_bounds(balance_entity *entities, size_t count, const balance_config *config, balance_bounds *out);
 
 typedef struct balance_move {
-    uint32_t split;   /* pre-order number */
+    uint32_t split; /* pre-order number */
     double from, to;
 } balance_move;
 
@@ -131,10 +130,10 @@ size_t balance_pass(space_layout *layout, balance_report_lookup lookup, void *co
 
 typedef enum balance_action_kind {
     BALANCE_NOTHING,
-    BALANCE_ADD_CELL,   /* split `cell_id` on `axis` at `at` (its edge): the new side to `cellapp_id` */
-    BALANCE_HAND_OVER,  /* give `cell_id` to `cellapp_id` */
-    BALANCE_RETIRE,     /* mark `cell_id` retiring */
-    BALANCE_REMOVE,     /* remove `cell_id` (retired: no area, nothing left) */
+    BALANCE_ADD_CELL,  /* split `cell_id` on `axis` at `at` (its edge): the new side to `cellapp_id` */
+    BALANCE_HAND_OVER, /* give `cell_id` to `cellapp_id` */
+    BALANCE_RETIRE,    /* mark `cell_id` retiring */
+    BALANCE_REMOVE,    /* remove `cell_id` (retired: no area, nothing left) */
 } balance_action_kind;
 
 typedef struct balance_action {

@@ -48,7 +48,7 @@ typedef struct balancer_cell {
 /* One cellapp's report as the leader last read it. */
 typedef struct balancer_report {
     uint64_t cellapp_id;
-    uint64_t at_ms;                  /* wall clock when it was written */
+    uint64_t at_ms; /* wall clock when it was written */
     double load, transient;
     bool draining;
     uint32_t pending_offloads;
@@ -59,7 +59,7 @@ typedef struct balancer_report {
 /* What the leader last wrote for a space. */
 typedef struct balancer_written {
     char space[SPACE_LAYOUT_NAME_MAX];
-    uint64_t epoch;                  /* the last epoch written (0: none) */
+    uint64_t epoch; /* the last epoch written (0: none) */
     bool in_flight;
 } balancer_written;
 
@@ -70,7 +70,7 @@ struct balancer {
     uint64_t next_period_us;
     bool reading_reports;
     bool stopped;
-    uint64_t leading_since_us;       /* 0 while not leading */
+    uint64_t leading_since_us; /* 0 while not leading */
     uint64_t last_cell_change_us;
     balancer_report *reports;
     size_t report_count;
@@ -300,24 +300,26 @@ static void balancer_on_written(space_store_result result, unsigned long long va
         balancer_written *written = balancer_written_for(b, ticket->space);
         written->in_flight = false;
         switch (result) {
-        case SPACE_STORE_WRITTEN: written->epoch = ticket->epoch; break;
-        case SPACE_STORE_OLD_EPOCH:
-            b->writes_refused++;
-            log_info("balancer: space '%s' epoch %" PRIu64 " not written: epoch %llu is stored (another writer); "
-                     "the next pass starts from it",
-                     ticket->space, ticket->epoch, value);
-            break;
-        case SPACE_STORE_FENCED:
-            b->writes_refused++;
-            log_warn("balancer: space '%s' epoch %" PRIu64 " refused: lease %llu is newer than ours; this cellapp "
-                     "no longer leads",
-                     ticket->space, ticket->epoch, value);
-            break;
-        case SPACE_STORE_FAILED:
-            b->writes_refused++;
-            log_warn("balancer: space '%s' epoch %" PRIu64 " not written: %s", ticket->space, ticket->epoch,
-                     error ? error : "Redis failed");
-            break;
+            case SPACE_STORE_WRITTEN:
+                written->epoch = ticket->epoch;
+                break;
+            case SPACE_STORE_OLD_EPOCH:
+                b->writes_refused++;
+                log_info("balancer: space '%s' epoch %" PRIu64 " not written: epoch %llu is stored (another writer); "
+                         "the next pass starts from it",
+                         ticket->space, ticket->epoch, value);
+                break;
+            case SPACE_STORE_FENCED:
+                b->writes_refused++;
+                log_warn("balancer: space '%s' epoch %" PRIu64 " refused: lease %llu is newer than ours; this cellapp "
+                         "no longer leads",
+                         ticket->space, ticket->epoch, value);
+                break;
+            case SPACE_STORE_FAILED:
+                b->writes_refused++;
+                log_warn("balancer: space '%s' epoch %" PRIu64 " not written: %s", ticket->space, ticket->epoch,
+                         error ? error : "Redis failed");
+                break;
         }
     }
     free(ticket);
@@ -346,8 +348,8 @@ static void balancer_write(balancer *b, space_layout *layout, uint64_t fence) {
     ticket->b = b;
     snprintf(ticket->space, sizeof ticket->space, "%s", layout->name);
     ticket->epoch = layout->epoch;
-    if (space_store_write(b->app->redis, b->app->settings.process.cluster_name, layout, balancer_on_written,
-                          ticket) != 0) {
+    if (space_store_write(b->app->redis, b->app->settings.process.cluster_name, layout, balancer_on_written, ticket) !=
+        0) {
         free(ticket);
     } else {
         balancer_written_for(b, layout->name)->in_flight = true;
@@ -518,9 +520,7 @@ void balancer_give_up_lease(balancer *b) {
     if (b && b->lease) lease_release(b->lease);
 }
 
-bool balancer_is_leader(const balancer *b) {
-    return b && b->lease && lease_fence(b->lease, clock_monotonic_us()) != 0;
-}
+bool balancer_is_leader(const balancer *b) { return b && b->lease && lease_fence(b->lease, clock_monotonic_us()) != 0; }
 
 void balancer_stats(const balancer *b, balancer_figures *out) {
     memset(out, 0, sizeof *out);

@@ -159,8 +159,10 @@ cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_
     }
     entity->index = c->count;
     c->by_index[c->count++] = entity;
-    if (kind == CELL_ENTITY_REAL) c->real_count++;
-    else c->ghost_count++;
+    if (kind == CELL_ENTITY_REAL)
+        c->real_count++;
+    else
+        c->ghost_count++;
     return entity;
 }
 
@@ -207,8 +209,8 @@ static bool cell_anyone_receives(const cell *c, const cell_entity *entity, unsig
     const entity_state_mask *dirty = entity_state_dirty(entity->state);
     for (unsigned audience = 0; audience < REPLICATION_AUDIENCE_COUNT; audience++) {
         if (!(audiences & (1u << audience))) continue;
-        const entity_state_mask *mask = replication_schema_mask(c->shared->schema, entity->cls->id,
-                                                                (replication_audience)audience);
+        const entity_state_mask *mask =
+            replication_schema_mask(c->shared->schema, entity->cls->id, (replication_audience)audience);
         for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
             if (dirty->words[k] & mask->words[k]) return true;
     }
@@ -248,8 +250,10 @@ void cell_end_tick(cell *c) {
             continue;
         }
         id_map_remove(&c->entities, entity->id);
-        if (entity->kind == CELL_ENTITY_REAL) c->real_count--;
-        else c->ghost_count--;
+        if (entity->kind == CELL_ENTITY_REAL)
+            c->real_count--;
+        else
+            c->ghost_count--;
         c->by_index[i] = c->by_index[--c->count];
         c->by_index[i]->index = i;
         cell_free_entity(c, entity);

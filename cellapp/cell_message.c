@@ -99,9 +99,9 @@ static void cell_message_client_call(cellapp *app, cell_entity *caller, const Te
     }
     const entity_def_method *method;
     entity_state *args;
-    method_call_verdict verdict = method_call_prepare(target->cls, ENTITY_DEF_PART_CELL, call->method_id,
-                                                      call->args.data, call->args.len, true, &method, &args, reason,
-                                                      sizeof reason);
+    method_call_verdict verdict =
+        method_call_prepare(target->cls, ENTITY_DEF_PART_CELL, call->method_id, call->args.data, call->args.len, true,
+                            &method, &args, reason, sizeof reason);
     if (verdict != METHOD_CALL_OK) {
         cellapp_drop_client(app, caller, (Tessera__Client__ErrorCode)method_call_error_code(verdict), reason);
         return;
@@ -117,8 +117,8 @@ static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity 
     char reason[256];
     const entity_def_method *method;
     entity_state *args;
-    if (method_call_prepare(target->cls, ENTITY_DEF_PART_CELL, call->method_id, call->args.data, call->args.len,
-                            false, &method, &args, reason, sizeof reason) != METHOD_CALL_OK) {
+    if (method_call_prepare(target->cls, ENTITY_DEF_PART_CELL, call->method_id, call->args.data, call->args.len, false,
+                            &method, &args, reason, sizeof reason) != METHOD_CALL_OK) {
         log_warn("process %" PRIu64 ": call on entity %" PRIu64 " dropped: %s", sender, target->id, reason);
         return;
     }
@@ -129,7 +129,8 @@ static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity 
 /* The client of `entity` changed (cluster.proto's ClientBinding): drop the
  * witness, or build a fresh one for the new connection, whose view starts
  * from nothing, and tell the base what the client needs to know. */
-static void cell_message_client_binding(cellapp *app, cell_entity *entity, const Tessera__Cluster__ClientBinding *binding) {
+static void cell_message_client_binding(cellapp *app, cell_entity *entity,
+                                        const Tessera__Cluster__ClientBinding *binding) {
     entity->client_binding = binding->binding;
     if (!binding->attached) {
         bool had = entity->witness != NULL;
@@ -181,40 +182,40 @@ static void cell_message_backup(cellapp *app, cell_entity *entity, uint64_t requ
 static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
     bool from_base = message->sender_id == entity->baseapp_id && entity->baseapp_id != 0;
     switch (message->body_case) {
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE:
-        if (from_base && message->client_move->move) cell_message_move(app, entity, message->client_move->move);
-        break;
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL:
-        if (message->call->from_client) {
-            if (from_base) cell_message_client_call(app, entity, message->call);
-        } else {
-            cell_message_server_call(app, message->sender_id, entity, message->call);
-        }
-        break;
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY:
-        if (!from_base) break;
-        if (message->destroy->backup) cell_message_backup(app, entity, message->destroy->request, true);
-        cellapp_destroy_real(app, entity);
-        break;
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_BINDING:
-        if (from_base) cell_message_client_binding(app, entity, message->client_binding);
-        break;
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_BACKUP:
-        if (from_base) cell_message_backup(app, entity, message->backup->request, false);
-        break;
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION:
-        if (from_base && entity->witness) witness_set_congested(entity->witness, message->congestion->congested);
-        break;
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT:
-        event_route_on_message(app, entity, message->event);
-        return;
-    case TESSERA__CLUSTER__CELL_MESSAGE__BODY_IO_INPUT:
-        io_route_on_message(app, entity, message->io_input);
-        return;
-    default:
-        log_warn("process %" PRIu64 ": a message for entity %" PRIu64 " with no body: ignored", message->sender_id,
-                 entity->id);
-        return;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE:
+            if (from_base && message->client_move->move) cell_message_move(app, entity, message->client_move->move);
+            break;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL:
+            if (message->call->from_client) {
+                if (from_base) cell_message_client_call(app, entity, message->call);
+            } else {
+                cell_message_server_call(app, message->sender_id, entity, message->call);
+            }
+            break;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY:
+            if (!from_base) break;
+            if (message->destroy->backup) cell_message_backup(app, entity, message->destroy->request, true);
+            cellapp_destroy_real(app, entity);
+            break;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_BINDING:
+            if (from_base) cell_message_client_binding(app, entity, message->client_binding);
+            break;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_BACKUP:
+            if (from_base) cell_message_backup(app, entity, message->backup->request, false);
+            break;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION:
+            if (from_base && entity->witness) witness_set_congested(entity->witness, message->congestion->congested);
+            break;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT:
+            event_route_on_message(app, entity, message->event);
+            return;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_IO_INPUT:
+            io_route_on_message(app, entity, message->io_input);
+            return;
+        default:
+            log_warn("process %" PRIu64 ": a message for entity %" PRIu64 " with no body: ignored", message->sender_id,
+                     entity->id);
+            return;
     }
     if (!from_base && message->body_case != TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL)
         log_debug("entity %" PRIu64 ": a base-only message from process %" PRIu64 ", not its baseapp: ignored",
@@ -248,27 +249,28 @@ static void cell_message_deliver(cellapp *app, cell_entity *entity, const Tesser
     if (!entity->inbox) entity->inbox = mailbox_inbox_create();
     uint64_t now_us = clock_monotonic_us();
     switch (mailbox_inbox_offer(entity->inbox, message->sender_id, message->stream, message->sequence, now_us)) {
-    case MAILBOX_DELIVER:
-        cell_message_dispatch(app, entity, message);
-        cell_message_drain(app, entity, UINT64_MAX);
-        break;
-    case MAILBOX_HOLD: {
-        size_t length = tessera__cluster__cell_message__get_packed_size(message);
-        uint8_t *encoded = xmalloc(length ? length : 1);
-        tessera__cluster__cell_message__pack(message, encoded);
-        mailbox_inbox_hold(entity->inbox, message->sender_id, message->sequence, encoded, length, now_us);
-        free(encoded);
-        break;
-    }
-    case MAILBOX_DUPLICATE:
-        app->counters.duplicates++;
-        log_debug("entity %" PRIu64 ": message #%" PRIu64 " from process %" PRIu64 " delivered before: dropped",
-                  entity->id, message->sequence, message->sender_id);
-        break;
+        case MAILBOX_DELIVER:
+            cell_message_dispatch(app, entity, message);
+            cell_message_drain(app, entity, UINT64_MAX);
+            break;
+        case MAILBOX_HOLD: {
+            size_t length = tessera__cluster__cell_message__get_packed_size(message);
+            uint8_t *encoded = xmalloc(length ? length : 1);
+            tessera__cluster__cell_message__pack(message, encoded);
+            mailbox_inbox_hold(entity->inbox, message->sender_id, message->sequence, encoded, length, now_us);
+            free(encoded);
+            break;
+        }
+        case MAILBOX_DUPLICATE:
+            app->counters.duplicates++;
+            log_debug("entity %" PRIu64 ": message #%" PRIu64 " from process %" PRIu64 " delivered before: dropped",
+                      entity->id, message->sequence, message->sender_id);
+            break;
     }
 }
 
-void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role, const Tessera__Cluster__CellMessage *message) {
+void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role,
+                             const Tessera__Cluster__CellMessage *message) {
     if (role == PEER_ROLE_BASEAPP && message->sender_id != peer) {
         log_warn("baseapp %" PRIu64 " sent a message as process %" PRIu64 ": ignored", peer, message->sender_id);
         return;
@@ -282,8 +284,8 @@ void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role, const 
         cell_message_deliver(app, entity, message);
         return;
     }
-    uint64_t target = entity ? entity->owner_cellapp
-                             : ghost_route_find(app->route, message->entity_id, clock_monotonic_us() / 1000);
+    uint64_t target =
+        entity ? entity->owner_cellapp : ghost_route_find(app->route, message->entity_id, clock_monotonic_us() / 1000);
     if (!target || target == app->process_id) {
         cell_message_fail(app, message, "the entity is not real anywhere this cellapp knows of");
     } else if (message->hops >= CELL_MESSAGE_MAX_HOPS) {
@@ -342,7 +344,8 @@ void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_de
     } else {
         witness_queue_call_for_observers(entity, method->id, data, length);
         /* Observers in other cells see a ghost: the call goes with it. */
-        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) cell_queue_broadcast(entity, method->id, data, length);
+        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count)
+            cell_queue_broadcast(entity, method->id, data, length);
     }
     bit_writer_close(&w);
 }

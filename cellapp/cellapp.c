@@ -183,7 +183,8 @@ void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t entity_id
 static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cluster__CreateCellEntity *request) {
     const cellapp_settings *settings = &app->settings;
     uint64_t baseapp_id = request->baseapp_id;
-    const char *space_name = request->space_name && request->space_name[0] ? request->space_name : settings->default_space;
+    const char *space_name =
+        request->space_name && request->space_name[0] ? request->space_name : settings->default_space;
     const space_layout *layout = spaces_layout(app, space_name);
     if (!layout) {
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "unknown space");
@@ -204,7 +205,8 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
         z = request->position->z;
         if (!isfinite(x) || !isfinite(y) || !isfinite(z) || x < layout->min[0] || x > layout->max[0] ||
             y < layout->min[1] || y > layout->max[1] || z < layout->min[2] || z > layout->max[2]) {
-            cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "position outside every cell of the space");
+            cellapp_reply_created(app, baseapp_id, request->entity_id, NULL,
+                                  "position outside every cell of the space");
             return;
         }
     } else {
@@ -219,8 +221,7 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
      * real moves there when it can. */
     const space_layout_node *node = space_layout_cell_at(layout, x, z);
     if (node && node->cellapp_id != app->process_id && request->hops == 0 &&
-        peer_set_is_up(app->peers, node->cellapp_id) &&
-        spaces_peer_epoch(app, node->cellapp_id, space_name) != 0) {
+        peer_set_is_up(app->peers, node->cellapp_id) && spaces_peer_epoch(app, node->cellapp_id, space_name) != 0) {
         Tessera__Cluster__CreateCellEntity forward = *request;
         Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
         position.x = x;
@@ -245,8 +246,7 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, c ? "cellapp is full" : "unknown space");
         return;
     }
-    cell_entity *entity =
-        cellapp_create_real(app, c, request->entity_id, cls, x, y, z, request->yaw, baseapp_id);
+    cell_entity *entity = cellapp_create_real(app, c, request->entity_id, cls, x, y, z, request->yaw, baseapp_id);
     if (!entity) {
         log_warn("process %" PRIu64 " asked for entity %" PRIu64 ", which already exists here", from,
                  request->entity_id);
@@ -292,33 +292,43 @@ static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cl
             continue;
         }
         switch (item->body_case) {
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST: {
-            /* Making and unmaking ghosts is the transient cost of reals
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST: {
+                /* Making and unmaking ghosts is the transient cost of reals
              * moving about; updating them is steady work. */
-            bool churn = item->ghost->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE ||
-                         item->ghost->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE;
-            uint64_t began = churn ? cell_load_transient_begin() : 0;
-            haunt_on_message(app, peer, item->ghost, bytes->data, bytes->len);
-            if (churn) cell_load_transient_end(app, began);
-            break;
-        }
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD: {
-            uint64_t began = cell_load_transient_begin();
-            offload_on_offload(app, peer, item->offload, bytes->data, bytes->len);
-            cell_load_transient_end(app, began);
-            break;
-        }
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK: offload_on_ack(app, peer, item->offload_ack); break;
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE:
-            cell_message_on_message(app, peer, PEER_ROLE_CELLAPP, item->message);
-            break;
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_CREATE: cellapp_create_entity(app, peer, item->create); break;
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_FAILED: mailbox_on_failed(app->mailbox, item->failed); break;
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST_MOVES: haunt_on_moves(app, peer, item->ghost_moves); break;
-        case TESSERA__CLUSTER__CELL_ITEM__BODY_LAYOUT_APPLIED:
-            spaces_on_layout_applied(app, peer, item->layout_applied);
-            break;
-        default: log_warn("cellapp %" PRIu64 " sent an empty item: ignored", peer); break;
+                bool churn = item->ghost->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE ||
+                             item->ghost->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE;
+                uint64_t began = churn ? cell_load_transient_begin() : 0;
+                haunt_on_message(app, peer, item->ghost, bytes->data, bytes->len);
+                if (churn) cell_load_transient_end(app, began);
+                break;
+            }
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD: {
+                uint64_t began = cell_load_transient_begin();
+                offload_on_offload(app, peer, item->offload, bytes->data, bytes->len);
+                cell_load_transient_end(app, began);
+                break;
+            }
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK:
+                offload_on_ack(app, peer, item->offload_ack);
+                break;
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE:
+                cell_message_on_message(app, peer, PEER_ROLE_CELLAPP, item->message);
+                break;
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_CREATE:
+                cellapp_create_entity(app, peer, item->create);
+                break;
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_FAILED:
+                mailbox_on_failed(app->mailbox, item->failed);
+                break;
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST_MOVES:
+                haunt_on_moves(app, peer, item->ghost_moves);
+                break;
+            case TESSERA__CLUSTER__CELL_ITEM__BODY_LAYOUT_APPLIED:
+                spaces_on_layout_applied(app, peer, item->layout_applied);
+                break;
+            default:
+                log_warn("cellapp %" PRIu64 " sent an empty item: ignored", peer);
+                break;
         }
         tessera__cluster__cell_item__free_unpacked(item, NULL);
     }
@@ -366,29 +376,29 @@ void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
     (void)set;
     if (app->shutting_down) return;
     switch (message->body_case) {
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY:
-        if (role == PEER_ROLE_BASEAPP && message->create_cell_entity->baseapp_id == process_id)
-            cellapp_create_entity(app, process_id, message->create_cell_entity);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE:
-        cell_message_on_message(app, process_id, role, message->cell_message);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE_FAILED:
-        mailbox_on_failed(app->mailbox, message->cell_message_failed);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_ENTITY_CALL_FAILED:
-        if (app->bases) base_mailbox_on_failed(app->bases, message->entity_call_failed);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_GAME_EVENT:
-        event_route_on_broadcast(app, process_id, message->game_event);
-        return;
-    case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
-        if (role == PEER_ROLE_CELLAPP) cellapp_on_cell_batch(app, process_id, message->cell_batch);
-        return;
-    default:
-        log_warn("%s %" PRIu64 " sent a message this cellapp does not handle (%d): ignored", peer_role_name(role),
-                 process_id, (int)message->body_case);
-        return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY:
+            if (role == PEER_ROLE_BASEAPP && message->create_cell_entity->baseapp_id == process_id)
+                cellapp_create_entity(app, process_id, message->create_cell_entity);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE:
+            cell_message_on_message(app, process_id, role, message->cell_message);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE_FAILED:
+            mailbox_on_failed(app->mailbox, message->cell_message_failed);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_ENTITY_CALL_FAILED:
+            if (app->bases) base_mailbox_on_failed(app->bases, message->entity_call_failed);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_GAME_EVENT:
+            event_route_on_broadcast(app, process_id, message->game_event);
+            return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
+            if (role == PEER_ROLE_CELLAPP) cellapp_on_cell_batch(app, process_id, message->cell_batch);
+            return;
+        default:
+            log_warn("%s %" PRIu64 " sent a message this cellapp does not handle (%d): ignored", peer_role_name(role),
+                     process_id, (int)message->body_case);
+            return;
     }
 }
 

@@ -51,7 +51,7 @@
 
 /* What a witness needs (witness.c). */
 typedef struct witness_config {
-    int64_t tick_hz;                 /* the cellapp's, copied in */
+    int64_t tick_hz; /* the cellapp's, copied in */
     double view_radius, view_hysteresis;
     int64_t client_bytes_per_second;
     int64_t max_aliases;
@@ -68,21 +68,21 @@ typedef struct movement_config {
 
 /* Where ghosts live and when reals move (haunt.c, offload.c). */
 typedef struct haunt_config {
-    double ghost_distance;           /* a real has a ghost in every cell this close */
-    double ghost_fudge;              /* ... kept until it is this much farther */
-    int64_t ghost_min_lifespan_ms;   /* ... and at least this long */
-    double offload_margin;           /* a real moves only this far past its cell's edge */
+    double ghost_distance;         /* a real has a ghost in every cell this close */
+    double ghost_fudge;            /* ... kept until it is this much farther */
+    int64_t ghost_min_lifespan_ms; /* ... and at least this long */
+    double offload_margin;         /* a real moves only this far past its cell's edge */
 } haunt_config;
 
 /* The balancer (balancer.c) and the load it acts on (cell_load.c). */
 typedef struct balancer_settings {
-    bool enabled;                    /* stand for the lease; move lines, add and retire cells */
-    int64_t period_ms;               /* reports, lease renewal, one pass */
-    int64_t lease_ms;                /* the lease's time to live */
-    int64_t report_timeout_ms;       /* a report this old counts as its cellapp's silence */
-    int64_t cell_change_ms;          /* at least this long between adding or retiring cells */
-    int64_t drain_timeout_ms;        /* SIGTERM: give up waiting for the cells to go after this */
-    double load_smoothing;           /* weight of each tick's sample in the smoothed load */
+    bool enabled;              /* stand for the lease; move lines, add and retire cells */
+    int64_t period_ms;         /* reports, lease renewal, one pass */
+    int64_t lease_ms;          /* the lease's time to live */
+    int64_t report_timeout_ms; /* a report this old counts as its cellapp's silence */
+    int64_t cell_change_ms;    /* at least this long between adding or retiring cells */
+    int64_t drain_timeout_ms;  /* SIGTERM: give up waiting for the cells to go after this */
+    double load_smoothing;     /* weight of each tick's sample in the smoothed load */
     balance_config algorithm;
 } balancer_settings;
 
@@ -123,14 +123,14 @@ typedef enum cell_entity_kind {
 /* A cellapp holding a ghost of a real, since when. */
 typedef struct cell_haunt {
     uint64_t cellapp_id;
-    uint64_t since_us;               /* monotonic */
+    uint64_t since_us; /* monotonic */
 } cell_haunt;
 
 /* A trap (proximity watcher) of a real: its coord watcher, and what it
  * means to the game. */
 typedef struct cell_trap {
     uint32_t watcher;
-    uint32_t controller_id;          /* its id among the entity's controllers (controller.h) */
+    uint32_t controller_id; /* its id among the entity's controllers (controller.h) */
     uint32_t tag;
     float radius;
     struct cell_trap_binding *binding; /* the watcher's user data */
@@ -150,7 +150,7 @@ static inline bool cell_change_count_ahead(uint32_t then, uint32_t now) {
  * so that a change reaches exactly the clients that see it (witness.c). */
 typedef struct cell_observer {
     witness *view;
-    uint32_t alias;                  /* the entity's alias in that witness */
+    uint32_t alias; /* the entity's alias in that witness */
     /* That client is owed a MOVE of it already: a further move changes
      * nothing there until the MOVE goes (then the witness clears this). */
     bool move_owed;
@@ -162,34 +162,34 @@ typedef struct cell_entity {
     replication_entity replication;
     uint64_t id;
     cell_entity_kind kind;
-    cell *home;                      /* the cell it is in */
-    const entity_def_class *cls;     /* its class in the definitions */
-    entity_state *state;             /* its properties: all on a real, the ghosts' ones kept on a ghost */
-    bool packed;                     /* replication_pack ran for it this tick */
-    void *game_data;                 /* reals: the game's per-entity data (game_host.c), NULL until asked */
+    cell *home;                  /* the cell it is in */
+    const entity_def_class *cls; /* its class in the definitions */
+    entity_state *state;         /* its properties: all on a real, the ghosts' ones kept on a ghost */
+    bool packed;                 /* replication_pack ran for it this tick */
+    void *game_data;             /* reals: the game's per-entity data (game_host.c), NULL until asked */
     float x, y, z, yaw;
-    uint64_t move_stamp_us;          /* wall clock when the real applied its last move */
-    bool moved;                      /* position changed since the last tick */
-    bool is_new;                     /* created here since the last tick */
-    bool destroyed;                  /* deferred deletion: reaped at the end of the tick */
-    bool doomed;                     /* game code destroyed it: it goes at the end of this tick (cell_doom) */
-    uint32_t incarnation;            /* of the real (ghosts: of the real they copy) */
+    uint64_t move_stamp_us; /* wall clock when the real applied its last move */
+    bool moved;             /* position changed since the last tick */
+    bool is_new;            /* created here since the last tick */
+    bool destroyed;         /* deferred deletion: reaped at the end of the tick */
+    bool doomed;            /* game code destroyed it: it goes at the end of this tick (cell_doom) */
+    uint32_t incarnation;   /* of the real (ghosts: of the real they copy) */
     /* The real's change counters (cell_change_count_ahead): ticks in which
      * it moved, and in which a ghost property changed; ghosts copy them. */
     uint32_t move_count, property_count;
-    uint64_t baseapp_id;             /* reals: where the base and client live (0: none) */
-    uint32_t client_binding;         /* reals: its client's binding, stamped on client messages */
-    uint64_t owner_cellapp;          /* ghosts: the cellapp that holds the real */
+    uint64_t baseapp_id;     /* reals: where the base and client live (0: none) */
+    uint32_t client_binding; /* reals: its client's binding, stamped on client messages */
+    uint64_t owner_cellapp;  /* ghosts: the cellapp that holds the real */
     /* Movement checking (reals with a client). */
-    double move_allowance;           /* metres the entity may still move now */
-    uint64_t allowance_us;           /* monotonic time of the last allowance update */
+    double move_allowance; /* metres the entity may still move now */
+    uint64_t allowance_us; /* monotonic time of the last allowance update */
     uint32_t last_sequence;
-    witness *witness;                /* NULL when nobody watches through this entity */
+    witness *witness; /* NULL when nobody watches through this entity */
     /* The witnesses that have it in view (their own entity included). */
     cell_observer *observers;
     uint32_t observer_count, observer_capacity;
-    uint32_t coord_id;               /* this entity in the cell's coordinate system */
-    size_t index;                    /* position in cell.by_index */
+    uint32_t coord_id; /* this entity in the cell's coordinate system */
+    size_t index;      /* position in cell.by_index */
     /* Client calls to every client that sees this real, made this tick:
      * sent to its haunts with its next ghost update. */
     Tessera__Client__ClientCall *broadcast_calls;
@@ -201,18 +201,18 @@ typedef struct cell_entity {
     /* Reals: where its ghosts are (haunt.c). */
     cell_haunt *haunts;
     uint32_t haunt_count, haunt_capacity;
-    bool haunts_stale;               /* moved, or the layout changed: recheck */
-    uint64_t ghosted_at_tick;        /* the tick its ghost update went out (haunt.c) */
+    bool haunts_stale;        /* moved, or the layout changed: recheck */
+    uint64_t ghosted_at_tick; /* the tick its ghost update went out (haunt.c) */
     /* Reals: traps, messages to it, and its history. */
     cell_trap *traps;
     uint32_t trap_count, trap_capacity;
-    controller_chain controllers;    /* its movement chain and controller ids (controller.c) */
-    char name[ENTITY_IO_NAME_MAX];   /* its name for entity I/O and look-ups ("": none) */
-    entity_io_outputs outputs;       /* reals: its outputs' connections (entity_io.h) */
-    mailbox_inbox *inbox;            /* NULL until the first message */
-    uint32_t offloads;               /* times it moved between cellapps */
-    bool teleported;                 /* game code moved it this tick */
-    bool space_changed;              /* ... and it came from another space */
+    controller_chain controllers;  /* its movement chain and controller ids (controller.c) */
+    char name[ENTITY_IO_NAME_MAX]; /* its name for entity I/O and look-ups ("": none) */
+    entity_io_outputs outputs;     /* reals: its outputs' connections (entity_io.h) */
+    mailbox_inbox *inbox;          /* NULL until the first message */
+    uint32_t offloads;             /* times it moved between cellapps */
+    bool teleported;               /* game code moved it this tick */
+    bool space_changed;            /* ... and it came from another space */
     /* A teleport into another space, done by offload_tick after this
      * tick's client messages have gone. */
     bool teleport_pending;
@@ -230,14 +230,14 @@ typedef struct cell_shared {
     uint64_t replication_tick;
     bit_writer stream;
     struct witness_totals {
-        uint64_t stream_bytes;       /* entity stream bytes sent to clients */
-        uint64_t records_held;       /* records a budget held back to a later tick */
-        uint64_t aliases_exhausted;  /* entities not sent because an alias table was full */
-        uint64_t arrivals_awaited;   /* restored views' entities whose copy was not here yet */
-        uint64_t arrivals_missed;    /* ... that never came, and left */
-        uint64_t near_leaves;        /* LEAVEs of entities still inside the view radius (a bug) */
+        uint64_t stream_bytes;      /* entity stream bytes sent to clients */
+        uint64_t records_held;      /* records a budget held back to a later tick */
+        uint64_t aliases_exhausted; /* entities not sent because an alias table was full */
+        uint64_t arrivals_awaited;  /* restored views' entities whose copy was not here yet */
+        uint64_t arrivals_missed;   /* ... that never came, and left */
+        uint64_t near_leaves;       /* LEAVEs of entities still inside the view radius (a bug) */
     } witness_totals;
-    uint64_t self_id;                /* this cellapp's process id */
+    uint64_t self_id;                   /* this cellapp's process id */
     struct entity_timer_ids *timer_ids; /* the process's timer ids, for every cell */
     /* What a cell tells its cellapp: a trap of `owner` saw `visitor` step
      * in or out. */
@@ -254,33 +254,33 @@ typedef struct entity_timers entity_timers;
 struct cell {
     cell_shared *shared;
     char space_name[SPACE_LAYOUT_NAME_MAX];
-    const space_layout *layout;      /* the space's layout now (spaces.c owns it) */
-    bool has_region;                 /* the layout gives this cellapp a cell */
+    const space_layout *layout; /* the space's layout now (spaces.c owns it) */
+    bool has_region;            /* the layout gives this cellapp a cell */
     uint32_t cell_id;
     space_layout_rect region;
     bool three_d;
-    double min[3], max[3];           /* the space's bounds */
+    double min[3], max[3]; /* the space's bounds */
     volatile_codec_config volatile_config;
-    id_map entities;                 /* id -> cell_entity */
-    cell_entity **by_index;          /* dense, for iteration; order is not stable */
+    id_map entities;        /* id -> cell_entity */
+    cell_entity **by_index; /* dense, for iteration; order is not stable */
     size_t count, capacity;
     size_t real_count, ghost_count;
     uint32_t tick;
     coord_system *coord;
-    uint64_t *entity_id_of;          /* coord id -> entity id, kept until the id is reused */
+    uint64_t *entity_id_of; /* coord id -> entity id, kept until the id is reused */
     size_t entity_id_capacity;
     entity_timers *timers;
-    bool layout_changed;             /* since the last tick: every real rechecks */
-    uint64_t *chained;               /* ids of the entities with a movement chain (controller.c) */
+    bool layout_changed; /* since the last tick: every real rechecks */
+    uint64_t *chained;   /* ids of the entities with a movement chain (controller.c) */
     size_t chained_count, chained_capacity;
-    uint64_t *doomed;                /* ids of the reals to destroy at the end of this tick (cell_doom) */
+    uint64_t *doomed; /* ids of the reals to destroy at the end of this tick (cell_doom) */
     size_t doomed_count, doomed_capacity;
     /* This tick's enters and leaves of the witnesses' views, for the game
      * once every witness is done (cell_note_view). */
     struct cell_view_event {
         uint64_t owner_id, other_id;
         bool entered;
-    } *view_events;
+    } * view_events;
     size_t view_event_count, view_event_capacity;
 };
 
@@ -399,9 +399,9 @@ void witness_reset(cell *c, cell_entity *entity);
 
 typedef enum movement_verdict {
     MOVEMENT_ACCEPTED,
-    MOVEMENT_TOO_FAST,        /* farther than max_speed allows since the last move */
-    MOVEMENT_OUTSIDE_WORLD,   /* beyond the space's bounds: in no cell */
-    MOVEMENT_NOT_FINITE,      /* NaN or infinity */
+    MOVEMENT_TOO_FAST,      /* farther than max_speed allows since the last move */
+    MOVEMENT_OUTSIDE_WORLD, /* beyond the space's bounds: in no cell */
+    MOVEMENT_NOT_FINITE,    /* NaN or infinity */
 } movement_verdict;
 
 /* Checks a client's move of a real against the space and the speed limit,
@@ -416,8 +416,8 @@ void movement_reset(const movement_config *config, cell_entity *entity, uint64_t
 /* ---- timers (entity_timer.c) -------------------------------------------- */
 
 /* Runs when a timer is due: `entity` is the real it belongs to. */
-typedef void (*entity_timer_callback)(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag,
-                                      uint64_t user_data, void *context);
+typedef void (*entity_timer_callback)(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
+                                      void *context);
 
 #include "entity_timer.h"
 
@@ -431,30 +431,30 @@ typedef struct cellapp_admin cellapp_admin;
  * spent working, sampled each tick and smoothed, without the transient
  * work of offloads and ghost churn, which is measured and smoothed apart. */
 typedef struct cellapp_load {
-    uint64_t sampled_us;             /* monotonic time of the last sample (0: none yet) */
-    uint64_t idle_ns;                /* the loop's idle time then (uv_metrics_idle_time) */
-    uint64_t transient_us;           /* offload and ghost work since then */
-    double load;                     /* smoothed, a fraction of one core */
-    double transient;                /* smoothed likewise */
+    uint64_t sampled_us;   /* monotonic time of the last sample (0: none yet) */
+    uint64_t idle_ns;      /* the loop's idle time then (uv_metrics_idle_time) */
+    uint64_t transient_us; /* offload and ghost work since then */
+    double load;           /* smoothed, a fraction of one core */
+    double transient;      /* smoothed likewise */
 } cellapp_load;
 typedef struct ghost_route ghost_route;
 
 /* Counters the cellapp publishes (registry) and prints. */
 typedef struct cellapp_counters {
-    uint64_t offloads_out, offloads_in;     /* reals sent to and taken from other cellapps */
-    uint64_t game_events;                    /* game events and user messages fired here */
+    uint64_t offloads_out, offloads_in; /* reals sent to and taken from other cellapps */
+    uint64_t game_events;               /* game events and user messages fired here */
     uint64_t offloads_refused, offloads_reclaimed;
-    uint64_t ghosts_created, ghosts_deleted;  /* ghosts of our reals made and removed elsewhere */
-    uint64_t ghost_bytes;                     /* GhostMessage bytes sent */
-    uint64_t messages_forwarded;              /* CellMessages sent on to the real */
-    uint64_t messages_failed;                 /* CellMessages that could not be delivered */
-    uint64_t stream_gaps;                     /* sequences given up after cell_stream_gap_ms */
-    uint64_t duplicates;                      /* CellMessages delivered before, dropped */
+    uint64_t ghosts_created, ghosts_deleted; /* ghosts of our reals made and removed elsewhere */
+    uint64_t ghost_bytes;                    /* GhostMessage bytes sent */
+    uint64_t messages_forwarded;             /* CellMessages sent on to the real */
+    uint64_t messages_failed;                /* CellMessages that could not be delivered */
+    uint64_t stream_gaps;                    /* sequences given up after cell_stream_gap_ms */
+    uint64_t duplicates;                     /* CellMessages delivered before, dropped */
     uint64_t teleports;
     uint64_t moves_refused;
     /* From an offload's send to its acknowledgement, microseconds. */
     latency_histogram offload_latency;
-    latency_histogram tick_time;              /* each tick's duration, microseconds */
+    latency_histogram tick_time; /* each tick's duration, microseconds */
 } cellapp_counters;
 
 struct cellapp {
@@ -468,7 +468,7 @@ struct cellapp {
     uv_timer_t tick_timer;
     uv_timer_t stats_timer;
     uv_signal_t sigint, sigterm, sigusr1, sighup;
-    int argc;                        /* main's, for SIGHUP's reload */
+    int argc; /* main's, for SIGHUP's reload */
     char **argv;
     uint64_t process_id;
     cell_shared shared;
@@ -476,42 +476,42 @@ struct cellapp {
      * if any. */
     cellapp_space **spaces;
     size_t space_count, space_capacity;
-    bool spaces_polling;             /* an HGETALL of the epochs is in flight */
+    bool spaces_polling; /* an HGETALL of the epochs is in flight */
     channel_stats totals;
-    uint64_t tick_last_us;           /* monotonic time the accumulator last advanced */
-    uint64_t tick_accumulator_us;    /* time owed to the simulation */
+    uint64_t tick_last_us;        /* monotonic time the accumulator last advanced */
+    uint64_t tick_accumulator_us; /* time owed to the simulation */
     uint64_t last_tick_duration_us;
-    uint64_t random_state;           /* spawn points */
-    id_map base_outboxes;            /* baseapp id -> cellapp_base_outbox (outbox.c) */
-    id_map cell_outboxes;            /* cellapp id -> cellapp_cell_outbox (outbox.c) */
-    ghost_order *ghost_order;        /* the incarnation books (haunt.c applies them) */
-    ghost_route *route;              /* where departed reals went (ghost_route.c) */
-    mailbox *mailbox;                /* this cellapp's streams to other entities */
-    base_mailbox *bases;             /* calls to entities' bases (cellapp_call_base) */
+    uint64_t random_state;    /* spawn points */
+    id_map base_outboxes;     /* baseapp id -> cellapp_base_outbox (outbox.c) */
+    id_map cell_outboxes;     /* cellapp id -> cellapp_cell_outbox (outbox.c) */
+    ghost_order *ghost_order; /* the incarnation books (haunt.c applies them) */
+    ghost_route *route;       /* where departed reals went (ghost_route.c) */
+    mailbox *mailbox;         /* this cellapp's streams to other entities */
+    base_mailbox *bases;      /* calls to entities' bases (cellapp_call_base) */
     uint64_t base_calls, base_calls_failed;
-    id_map pending_offloads;         /* entity id -> offload_pending (offload.c) */
-    id_map peer_layouts;             /* cellapp id -> what it applied (spaces.c) */
-    entity_timer_ids timer_ids;      /* every cell's timers take their ids here */
-    id_map ghost_moves;              /* cellapp id -> this tick's moves for it (haunt.c) */
+    id_map pending_offloads;    /* entity id -> offload_pending (offload.c) */
+    id_map peer_layouts;        /* cellapp id -> what it applied (spaces.c) */
+    entity_timer_ids timer_ids; /* every cell's timers take their ids here */
+    id_map ghost_moves;         /* cellapp id -> this tick's moves for it (haunt.c) */
     cellapp_counters counters;
     cellapp_load load;
-    balancer *balancer;              /* NULL when balancing is off */
-    cellapp_admin *admin;            /* the admin HTTP listener's part (NULL: admin_port -1) */
-    bool draining;                   /* SIGTERM: the cells go elsewhere, then the process stops */
+    balancer *balancer;   /* NULL when balancing is off */
+    cellapp_admin *admin; /* the admin HTTP listener's part (NULL: admin_port -1) */
+    bool draining;        /* SIGTERM: the cells go elsewhere, then the process stops */
     uint64_t drain_started_us;
     int shutting_down;
     int exit_code;
-    id_block *ids;                   /* entity ids for what the game spawns */
-    game_host *game;                 /* the game module (never NULL once running) */
-    entity_io *io;                   /* the queue of entity I/O events (entity_io.h) */
+    id_block *ids;                        /* entity ids for what the game spawns */
+    game_host *game;                      /* the game module (never NULL once running) */
+    entity_io *io;                        /* the queue of entity I/O events (entity_io.h) */
     struct cellapp_map_claim *map_claims; /* per mapped space: who spawns its entities (map_entities.c) */
     size_t map_claim_count;
-    struct cellapp_navmesh {         /* each mapped space's navigation mesh (settings.maps) */
+    struct cellapp_navmesh { /* each mapped space's navigation mesh (settings.maps) */
         char space[SPACE_LAYOUT_NAME_MAX];
         navmesh *mesh;
-    } *navmeshes;
+    } * navmeshes;
     size_t navmesh_count;
-    game_host *game_loading;         /* while the module's cell_init runs */
+    game_host *game_loading; /* while the module's cell_init runs */
 };
 
 /* cellapp.c: what peers ask of the cellapp, and the tick. */
@@ -617,8 +617,8 @@ void haunt_on_moves(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMo
 /* Frees the per-peer buffers of moves. */
 void haunt_free(cellapp *app);
 /* A GhostMessage from cellapp `peer` (encoded in `item`, kept if held). */
-void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message,
-                      const uint8_t *item, size_t item_length);
+void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message, const uint8_t *item,
+                      size_t item_length);
 /* Queues a ghost message for cellapp `peer`, in order after everything
  * queued for it before. */
 void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message);
@@ -744,7 +744,7 @@ void cellapp_admin_stop(cellapp_admin *admin);
 void cellapp_begin_drain(cellapp *app);
 typedef struct balancer_figures {
     bool leader;
-    uint64_t holder;                 /* the lease's holder last seen */
+    uint64_t holder; /* the lease's holder last seen */
     uint64_t passes, line_moves, cell_changes, writes_refused;
 } balancer_figures;
 void balancer_stats(const balancer *b, balancer_figures *out);

@@ -40,9 +40,12 @@ struct cellapp_admin {
 static void cellapp_admin_print_string(text_buffer *t, const char *text) {
     text_buffer_printf(t, "\"");
     for (const unsigned char *c = (const unsigned char *)text; *c; c++) {
-        if (*c == '"' || *c == '\\') text_buffer_printf(t, "\\%c", *c);
-        else if (*c < 0x20) text_buffer_printf(t, "\\u%04x", *c);
-        else text_buffer_printf(t, "%c", *c);
+        if (*c == '"' || *c == '\\')
+            text_buffer_printf(t, "\\%c", *c);
+        else if (*c < 0x20)
+            text_buffer_printf(t, "\\u%04x", *c);
+        else
+            text_buffer_printf(t, "%c", *c);
     }
     text_buffer_printf(t, "\"");
 }
@@ -63,7 +66,7 @@ static char *cellapp_admin_snapshot(const char *query, void *user_data) {
     const cellapp *app = user_data;
     text_buffer t = {0};
     text_buffer_printf(&t, "{\"cellapp\":%" PRIu64 ",\"tick\":%" PRIu64 ",\"cells\":[", app->process_id,
-                         app->shared.replication_tick);
+                       app->shared.replication_tick);
     size_t cursor = 0;
     const cell *c;
     bool first_cell = true;
@@ -73,16 +76,17 @@ static char *cellapp_admin_snapshot(const char *query, void *user_data) {
         text_buffer_printf(&t, ",\"cell\":%u,\"region\":", c->cell_id);
         first_cell = false;
         if (c->has_region)
-            text_buffer_printf(&t, "{\"min_x\":%.2f,\"min_z\":%.2f,\"max_x\":%.2f,\"max_z\":%.2f}",
-                                 c->region.min_x, c->region.min_z, c->region.max_x, c->region.max_z);
-        else text_buffer_printf(&t, "null");
+            text_buffer_printf(&t, "{\"min_x\":%.2f,\"min_z\":%.2f,\"max_x\":%.2f,\"max_z\":%.2f}", c->region.min_x,
+                               c->region.min_z, c->region.max_x, c->region.max_z);
+        else
+            text_buffer_printf(&t, "null");
         text_buffer_printf(&t, ",\"entities\":[");
         bool first = true;
         for (size_t i = 0; i < c->count; i++) {
             const cell_entity *e = c->by_index[i];
             if (e->destroyed) continue;
             text_buffer_printf(&t, "%s[%" PRIu64 ",%.2f,%.2f,%d,%d]", first ? "" : ",", e->id, e->x, e->z,
-                                 e->kind == CELL_ENTITY_REAL ? 0 : 1, e->witness != NULL);
+                               e->kind == CELL_ENTITY_REAL ? 0 : 1, e->witness != NULL);
             first = false;
         }
         text_buffer_printf(&t, "]}");
@@ -91,7 +95,7 @@ static char *cellapp_admin_snapshot(const char *query, void *user_data) {
     const cell_entity *owner = query ? cellapp_admin_witness_owner(app, query) : NULL;
     if (owner) {
         text_buffer_printf(&t, "{\"id\":%" PRIu64 ",\"x\":%.2f,\"z\":%.2f,\"view_radius\":%g,\"sees\":[", owner->id,
-                             owner->x, owner->z, app->settings.witness.view_radius);
+                           owner->x, owner->z, app->settings.witness.view_radius);
         const cell *home = owner->home;
         bool first = true;
         for (size_t i = 0; i < home->count; i++) {
@@ -112,7 +116,8 @@ static void cellapp_admin_on_entities(admin_http_request *request, void *user_da
     struct cellapp_admin *admin = user_data;
     char witness[32];
     char query[48] = "";
-    if (admin_http_query(request, "witness", witness, sizeof witness)) snprintf(query, sizeof query, "witness=%s", witness);
+    if (admin_http_query(request, "witness", witness, sizeof witness))
+        snprintf(query, sizeof query, "witness=%s", witness);
     char *json = cellapp_admin_snapshot(query, admin->app);
     admin_http_reply(request, 200, "application/json", json, strlen(json));
     free(json);
@@ -150,8 +155,10 @@ static void cellapp_admin_on_entity(admin_http_request *request, void *user_data
     cJSON_AddItemToArray(position, cJSON_CreateNumber(e->y));
     cJSON_AddItemToArray(position, cJSON_CreateNumber(e->z));
     cJSON_AddNumberToObject(root, "incarnation", e->incarnation);
-    if (e->kind == CELL_ENTITY_REAL) cJSON_AddNumberToObject(root, "baseapp", (double)e->baseapp_id);
-    else cJSON_AddNumberToObject(root, "real_on", (double)e->owner_cellapp);
+    if (e->kind == CELL_ENTITY_REAL)
+        cJSON_AddNumberToObject(root, "baseapp", (double)e->baseapp_id);
+    else
+        cJSON_AddNumberToObject(root, "real_on", (double)e->owner_cellapp);
     cJSON_AddBoolToObject(root, "has_client", e->witness != NULL);
     cJSON_AddItemToObject(root, "properties", entity_state_to_json(e->state, NULL));
     char *json = cJSON_PrintUnformatted(root);
@@ -171,10 +178,14 @@ static void cellapp_admin_on_shutdown(admin_http_request *request, void *user_da
 
 static bool cellapp_admin_ready(void *user_data, char *why, size_t size) {
     const cellapp *app = user_data;
-    if (app->process_id == 0) snprintf(why, size, "not registered yet");
-    else if (app->draining) snprintf(why, size, "draining");
-    else if (app->shutting_down) snprintf(why, size, "shutting down");
-    else return true;
+    if (app->process_id == 0)
+        snprintf(why, size, "not registered yet");
+    else if (app->draining)
+        snprintf(why, size, "draining");
+    else if (app->shutting_down)
+        snprintf(why, size, "shutting down");
+    else
+        return true;
     return false;
 }
 
@@ -197,7 +208,7 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
                       sizeof cellapp_admin_tick_edges / sizeof cellapp_admin_tick_edges[0]);
     metrics_single(m, "gauge", "load", "busy share of one core, smoothed, without transient work", app->load.load);
     metrics_single(m, "gauge", "transient_load", "share of one core spent moving reals and making and removing ghosts",
-                        app->load.transient);
+                   app->load.transient);
     metrics_family(m, "reals", "gauge", "reals held, per cell");
     metrics_family(m, "ghosts", "gauge", "ghosts held, per cell");
     size_t cursor = 0;
@@ -213,20 +224,20 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_single(m, "counter", "offloads_out_total", "reals sent to other cellapps", (double)n->offloads_out);
     metrics_single(m, "counter", "offloads_in_total", "reals taken from other cellapps", (double)n->offloads_in);
     metrics_single(m, "counter", "offloads_reclaimed_total", "reals taken back after their receiver refused or died",
-                          (double)n->offloads_reclaimed);
+                   (double)n->offloads_reclaimed);
     metrics_family(m, "offload_seconds", "histogram", "from sending a real to its acknowledgement");
     metrics_histogram(m, "offload_seconds", NULL, &n->offload_latency, cellapp_admin_offload_edges,
                       sizeof cellapp_admin_offload_edges / sizeof cellapp_admin_offload_edges[0]);
     metrics_single(m, "counter", "ghosts_created_total", "ghosts of our reals made on other cellapps",
-                          (double)n->ghosts_created);
+                   (double)n->ghosts_created);
     metrics_single(m, "counter", "ghosts_deleted_total", "ghosts of our reals removed from other cellapps",
-                          (double)n->ghosts_deleted);
+                   (double)n->ghosts_deleted);
     metrics_single(m, "counter", "game_events_total", "game events and user messages the game fired here",
                    (double)n->game_events);
     metrics_single(m, "counter", "witness_bytes_total", "entity stream bytes sent to clients",
-                          (double)app->shared.witness_totals.stream_bytes);
+                   (double)app->shared.witness_totals.stream_bytes);
     metrics_single(m, "counter", "witness_records_held_total", "records a client's budget held to a later tick",
-                          (double)app->shared.witness_totals.records_held);
+                   (double)app->shared.witness_totals.records_held);
     metrics_single(m, "counter", "witness_arrivals_awaited_total",
                    "entities a travelling view knew whose copy it waited for here",
                    (double)app->shared.witness_totals.arrivals_awaited);
@@ -236,13 +247,14 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_single(m, "counter", "witness_near_leaves_total",
                    "LEAVEs of entities still inside the view radius: the AOI and the positions disagree (a bug)",
                    (double)app->shared.witness_totals.near_leaves);
-    metrics_single(m, "counter", "channel_bytes_in_total", "bytes read from other processes", (double)app->totals.bytes_in);
+    metrics_single(m, "counter", "channel_bytes_in_total", "bytes read from other processes",
+                   (double)app->totals.bytes_in);
     metrics_single(m, "counter", "channel_bytes_out_total", "bytes written to other processes",
-                          (double)app->totals.bytes_out);
+                   (double)app->totals.bytes_out);
     metrics_single(m, "counter", "channel_frames_in_total", "frames read from other processes",
-                          (double)app->totals.frames_in);
+                   (double)app->totals.frames_in);
     metrics_single(m, "counter", "channel_frames_out_total", "frames written to other processes",
-                          (double)app->totals.frames_out);
+                   (double)app->totals.frames_out);
     metrics_family(m, "errors_total", "counter", "things that went wrong, by reason");
     metrics_sample(m, "errors_total", "reason=\"message_failed\"", (double)n->messages_failed);
     metrics_sample(m, "errors_total", "reason=\"stream_gap\"", (double)n->stream_gaps);
@@ -254,9 +266,9 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
     balancer_stats(app->balancer, &figures);
     metrics_single(m, "gauge", "balance_leader", "1 while this cellapp holds the balancer lease", figures.leader);
     metrics_single(m, "counter", "line_moves_total", "split lines this cellapp moved as the balancer",
-                          (double)figures.line_moves);
+                   (double)figures.line_moves);
     metrics_single(m, "counter", "cell_changes_total", "cells this cellapp added, handed over, retired or removed",
-                          (double)figures.cell_changes);
+                   (double)figures.cell_changes);
     metrics_single(m, "gauge", "draining", "1 while the cellapp hands its cells over before stopping", app->draining);
 }
 

@@ -62,8 +62,8 @@ static uint32_t controller_begin_move(cell *c, cell_entity *entity, controller_m
     return move->id;
 }
 
-uint32_t controller_move_to_point(cell *c, cell_entity *entity, const float destination[3], float speed,
-                                  float distance, bool face, uint64_t user_data) {
+uint32_t controller_move_to_point(cell *c, cell_entity *entity, const float destination[3], float speed, float distance,
+                                  bool face, uint64_t user_data) {
     if (!controller_startable(c, entity, speed, distance) || !destination ||
         !cell_in_bounds(c, destination[0], destination[1], destination[2]))
         return 0;
@@ -84,8 +84,7 @@ uint32_t controller_move_to_entity(cell *c, cell_entity *entity, uint64_t target
 
 uint32_t controller_follow_path(cell *c, cell_entity *entity, const float *points, size_t count, float speed,
                                 float distance, bool face, uint64_t user_data) {
-    if (!controller_startable(c, entity, speed, distance) || !points || count == 0 || count > UINT32_MAX / 3)
-        return 0;
+    if (!controller_startable(c, entity, speed, distance) || !points || count == 0 || count > UINT32_MAX / 3) return 0;
     for (size_t i = 0; i < count; i++)
         if (!cell_in_bounds(c, points[3 * i], points[3 * i + 1], points[3 * i + 2])) return 0;
     uint32_t id = controller_begin_move(c, entity, CONTROLLER_MOVE_PATH, speed, distance, face, user_data);
@@ -126,15 +125,20 @@ int controller_cancel(cell *c, cell_entity *entity, uint32_t id) {
  * path's next point. False when the target is gone. */
 static bool controller_aim(const cell *c, const struct controller_move *move, float aim[3]) {
     switch (move->kind) {
-    case CONTROLLER_MOVE_POINT: memcpy(aim, move->destination, 3 * sizeof *aim); return true;
-    case CONTROLLER_MOVE_PATH: memcpy(aim, &move->path[3 * move->path_next], 3 * sizeof *aim); return true;
-    case CONTROLLER_MOVE_ENTITY: {
-        const cell_entity *target = cell_find(c, move->target_id);
-        if (!target) return false;
-        aim[0] = target->x, aim[1] = target->y, aim[2] = target->z;
-        return true;
-    }
-    case CONTROLLER_MOVE_NONE: break;
+        case CONTROLLER_MOVE_POINT:
+            memcpy(aim, move->destination, 3 * sizeof *aim);
+            return true;
+        case CONTROLLER_MOVE_PATH:
+            memcpy(aim, &move->path[3 * move->path_next], 3 * sizeof *aim);
+            return true;
+        case CONTROLLER_MOVE_ENTITY: {
+            const cell_entity *target = cell_find(c, move->target_id);
+            if (!target) return false;
+            aim[0] = target->x, aim[1] = target->y, aim[2] = target->z;
+            return true;
+        }
+        case CONTROLLER_MOVE_NONE:
+            break;
     }
     return false;
 }
@@ -160,8 +164,10 @@ static controller_event controller_step_move(cell *c, cell_entity *entity, doubl
             double t = gap > 0 ? (gap - stop) / gap : 0;
             if (t > 0) {
                 x += (float)(dx * t), z += (float)(dz * t);
-                if (c->three_d) y += (float)(dy * t);
-                else y = aim[1];
+                if (c->three_d)
+                    y += (float)(dy * t);
+                else
+                    y = aim[1];
             }
             budget -= gap - stop > 0 ? gap - stop : 0;
             if (last) {

@@ -44,24 +44,24 @@ typedef enum controller_move_kind {
 
 /* What an entity's chain holds (a member of cell_entity). */
 typedef struct controller_chain {
-    uint32_t next_id;                /* the last id given out (traps' included) */
-    bool listed;                     /* in its cell's list of entities with a chain */
+    uint32_t next_id; /* the last id given out (traps' included) */
+    bool listed;      /* in its cell's list of entities with a chain */
     struct controller_move {
-        uint32_t id;                 /* 0: no move */
+        uint32_t id; /* 0: no move */
         controller_move_kind kind;
-        float destination[3];        /* POINT; PATH: the last point */
-        uint64_t target_id;          /* ENTITY */
-        float speed;                 /* metres a second */
-        float distance;              /* arrives this close to the destination */
-        bool face;                   /* turns to face where it goes */
+        float destination[3]; /* POINT; PATH: the last point */
+        uint64_t target_id;   /* ENTITY */
+        float speed;          /* metres a second */
+        float distance;       /* arrives this close to the destination */
+        bool face;            /* turns to face where it goes */
         uint64_t user_data;
-        float *path;                 /* PATH: path_count points, x y z each */
+        float *path; /* PATH: path_count points, x y z each */
         uint32_t path_count, path_next;
     } move;
     struct controller_turn {
-        uint32_t id;                 /* 0: no turn */
-        float yaw;                   /* radians */
-        float speed;                 /* radians a second */
+        uint32_t id; /* 0: no turn */
+        float yaw;   /* radians */
+        float speed; /* radians a second */
         uint64_t user_data;
     } turn;
 } controller_chain;
@@ -87,8 +87,8 @@ uint32_t controller_new_id(struct cell_entity *entity);
  * `speed` in metres a second (> 0), `distance` >= 0. Returns the move's
  * id, or 0 (nothing started) for a ghost, a bad number, an empty path or
  * a point outside the space. */
-uint32_t controller_move_to_point(struct cell *c, struct cell_entity *entity, const float destination[3],
-                                  float speed, float distance, bool face, uint64_t user_data);
+uint32_t controller_move_to_point(struct cell *c, struct cell_entity *entity, const float destination[3], float speed,
+                                  float distance, bool face, uint64_t user_data);
 uint32_t controller_move_to_entity(struct cell *c, struct cell_entity *entity, uint64_t target_id, float speed,
                                    float distance, bool face, uint64_t user_data);
 uint32_t controller_follow_path(struct cell *c, struct cell_entity *entity, const float *points, size_t count,

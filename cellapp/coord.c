@@ -163,8 +163,10 @@ uint32_t coord__locate(const coord_system *cs, int a, uint64_t key, uint32_t hin
     }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (nodes[mid].key < key) lo = mid + 1;
-        else hi = mid;
+        if (nodes[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     if (lo >= n || nodes[lo].key != key)
         log_panic("coord: node %016llx missing from axis %d", (unsigned long long)key, a);
@@ -177,8 +179,10 @@ size_t coord__lower_bound(const coord_system *cs, int a, uint64_t key) {
     size_t lo = 0, hi = axis->count;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (axis->nodes[mid].key < key) lo = mid + 1;
-        else hi = mid;
+        if (axis->nodes[mid].key < key)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -240,8 +244,10 @@ static uint32_t coord_slide(coord_system *cs, int a, uint32_t from, coord_node m
                 nodes[p++] = neighbour;
                 if (moving_entity != (COORD_KIND_OF(neighbour.key) == COORD_KIND_ENTITY)) {
                     crossings++;
-                    if (moving_entity) coord_cross(cs, a, &moving, &neighbour);
-                    else coord_cross(cs, a, &neighbour, &moving);
+                    if (moving_entity)
+                        coord_cross(cs, a, &moving, &neighbour);
+                    else
+                        coord_cross(cs, a, &neighbour, &moving);
                 }
             }
         } else {
@@ -250,8 +256,10 @@ static uint32_t coord_slide(coord_system *cs, int a, uint32_t from, coord_node m
                 nodes[p--] = neighbour;
                 if (moving_entity != (COORD_KIND_OF(neighbour.key) == COORD_KIND_ENTITY)) {
                     crossings++;
-                    if (moving_entity) coord_cross(cs, a, &moving, &neighbour);
-                    else coord_cross(cs, a, &neighbour, &moving);
+                    if (moving_entity)
+                        coord_cross(cs, a, &moving, &neighbour);
+                    else
+                        coord_cross(cs, a, &neighbour, &moving);
                 }
             }
         }
@@ -343,8 +351,10 @@ static void coord_move_boundary(coord_system *cs, uint32_t t, int a, unsigned ki
     uint32_t *hint = &cs->trigger_hint[a][t * 2 + (kind == COORD_KIND_UPPER)];
     uint32_t position = coord__locate(cs, a, coord__key(bounds[t], kind, t), *hint);
     coord_node moving = {coord__key(value, kind, t), cs->trigger_low[partner][t], cs->trigger_high[partner][t]};
-    if (bounds[t] != value) *hint = coord_slide(cs, a, position, moving);
-    else cs->axes[a].nodes[position] = moving, *hint = position;
+    if (bounds[t] != value)
+        *hint = coord_slide(cs, a, position, moving);
+    else
+        cs->axes[a].nodes[position] = moving, *hint = position;
     bounds[t] = value;
 }
 
@@ -441,7 +451,6 @@ static void coord_slide_entity_axis(coord_system *cs, uint32_t e, int a, float v
     cs->entity_hint[a][e] = coord_slide(cs, a, position, moving);
     cs->entity_coord[a][e] = value;
 }
-
 
 /* Rewrites the partner range every node of axis a carries, from the
  * records: one linear pass after the partner axis has moved. */
@@ -543,8 +552,7 @@ size_t coord_entity_count(const coord_system *cs) { return cs->live_entities; }
 
 /* ---- adding: batched ------------------------------------------------------ */
 
-uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t type, uint32_t flags,
-                          void *user_data) {
+uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t type, uint32_t flags, void *user_data) {
     if (!coord_finite(x, y, z)) return COORD_NONE;
     uint32_t e;
     if (cs->free_entities_head != COORD_NONE) {
@@ -608,8 +616,10 @@ static void coord_merge(coord_system *cs, int a, const coord_node *incoming, siz
     coord_node *nodes = axis->nodes;
     size_t i = axis->count, j = count, k = axis->count + count;
     while (j > 0) {
-        if (i > 0 && nodes[i - 1].key > incoming[j - 1].key) nodes[--k] = nodes[--i];
-        else nodes[--k] = incoming[--j];
+        if (i > 0 && nodes[i - 1].key > incoming[j - 1].key)
+            nodes[--k] = nodes[--i];
+        else
+            nodes[--k] = incoming[--j];
     }
     axis->count += count;
 }
@@ -651,8 +661,8 @@ static void coord_sweep_new_pairs(coord_system *cs) {
         cs->sweep_open = xrealloc(cs->sweep_open, 2 * triggers * sizeof(coord_open_trigger));
         cs->sweep_open_position = xrealloc(cs->sweep_open_position, 2 * triggers * sizeof *cs->sweep_open_position);
     }
-    coord_open_trigger *open_all = cs->sweep_open;            /* every open trigger */
-    coord_open_trigger *open_new = open_all + triggers;        /* open triggers of this batch */
+    coord_open_trigger *open_all = cs->sweep_open;      /* every open trigger */
+    coord_open_trigger *open_new = open_all + triggers; /* open triggers of this batch */
     uint32_t *position_all = cs->sweep_open_position, *position_new = position_all + triggers;
     size_t all_count = 0, new_count = 0;
     const coord_axis *axis = &cs->axes[0];
@@ -702,8 +712,7 @@ void coord__apply_pending(coord_system *cs) {
             uint32_t e = cs->pending_entities[i];
             if (!cs->entities[e].live || !cs->entities[e].pending) continue;
             float partner_value = cs->entity_coord[partner][e];
-            coord_node node = {coord__key(cs->entity_coord[a][e], COORD_KIND_ENTITY, e), partner_value,
-                               partner_value};
+            coord_node node = {coord__key(cs->entity_coord[a][e], COORD_KIND_ENTITY, e), partner_value, partner_value};
             incoming[n++] = node;
         }
         for (size_t i = 0; i < trigger_count; i++) {
@@ -741,8 +750,7 @@ void coord__delete_trigger_nodes(coord_system *cs, uint32_t t) {
     cs->trigger_flags[t] = 0;
     if (flags & COORD_TRIGGER_PENDING) return; /* never made it into the axes; apply skips it */
     for (int a = 0; a < cs->axis_count; a++) {
-        coord_delete_node(cs, a, coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t),
-                          cs->trigger_hint[a][t * 2]);
+        coord_delete_node(cs, a, coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t), cs->trigger_hint[a][t * 2]);
         coord_delete_node(cs, a, coord__key(cs->trigger_high[a][t], COORD_KIND_UPPER, t),
                           cs->trigger_hint[a][t * 2 + 1]);
     }

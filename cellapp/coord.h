@@ -165,11 +165,11 @@ size_t coord_query_segment(coord_system *system, float x0, float y0, float z0, f
 /* ---- accounting ---------------------------------------------------------- */
 
 typedef struct coord_stats {
-    uint64_t crossings;      /* node swaps between an entity and a boundary */
-    uint64_t swaps;          /* all node swaps */
-    uint64_t events;         /* net events delivered by flushes */
-    uint64_t cancelled;      /* pairs touched whose state ended where it started */
-    size_t bytes;            /* memory held by the system */
+    uint64_t crossings; /* node swaps between an entity and a boundary */
+    uint64_t swaps;     /* all node swaps */
+    uint64_t events;    /* net events delivered by flushes */
+    uint64_t cancelled; /* pairs touched whose state ended where it started */
+    size_t bytes;       /* memory held by the system */
 } coord_stats;
 void coord_get_stats(const coord_system *system, coord_stats *out);
 

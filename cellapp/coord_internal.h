@@ -57,10 +57,10 @@ typedef struct coord_entity_record {
     uint32_t type, flags;
     uint32_t first_watcher; /* watchers this entity owns, linked by next_owned */
     uint32_t next_free;
-    float y;                /* kept for 2D systems, which have no Y axis */
+    float y; /* kept for 2D systems, which have no Y axis */
     uint8_t live;
-    uint8_t pending;        /* added but not yet merged into the axes */
-    uint8_t dirty;          /* moved; its nodes follow at the next settle */
+    uint8_t pending; /* added but not yet merged into the axes */
+    uint8_t dirty;   /* moved; its nodes follow at the next settle */
 } coord_entity_record;
 
 typedef struct coord_watcher_record {
@@ -75,34 +75,34 @@ typedef struct coord_watcher_record {
     uint32_t table_capacity; /* power of two, or 0 */
     uint32_t table_used;
     uint32_t view_count;
-    uint32_t *touched;      /* entities whose bits changed since the flush */
+    uint32_t *touched; /* entities whose bits changed since the flush */
     uint32_t touched_count, touched_capacity;
     /* Hysteresis: entities inside the trigger but not (yet) in view, whose
      * distance is checked at each flush; may hold stale ids. */
     uint32_t *candidates;
     uint32_t candidate_count, candidate_capacity;
-    uint32_t candidate_epoch;   /* move epoch at the last candidate check */
+    uint32_t candidate_epoch; /* move epoch at the last candidate check */
     uint8_t live;
-    uint8_t queued;         /* on the system's touched-watcher list */
-    uint8_t dual;           /* has hysteresis: enters are decided at the flush */
+    uint8_t queued; /* on the system's touched-watcher list */
+    uint8_t dual;   /* has hysteresis: enters are decided at the flush */
 } coord_watcher_record;
 
 struct coord_system {
-    int axis_count;         /* 2: X and Z; 3: X, Z, Y. Axis 0 is X, 1 is Z, 2 is Y */
+    int axis_count; /* 2: X and Z; 3: X, Z, Y. Axis 0 is X, 1 is Z, 2 is Y */
     coord_axis axes[COORD_MAX_AXES];
 
     coord_entity_record *entities;
     float *entity_coord[COORD_MAX_AXES]; /* committed coordinate per axis */
     uint32_t *entity_hint[COORD_MAX_AXES];
-    float *entity_target[COORD_MAX_AXES]; /* where a dirty entity is going */
-    uint32_t *entity_moved_epoch; /* move epoch of the entity's last move */
-    uint32_t move_epoch;          /* counts batches of moves */
+    float *entity_target[COORD_MAX_AXES];   /* where a dirty entity is going */
+    uint32_t *entity_moved_epoch;           /* move epoch of the entity's last move */
+    uint32_t move_epoch;                    /* counts batches of moves */
     uint32_t entity_count, entity_capacity; /* ids handed out so far, room */
     uint32_t free_entities_head;
     size_t live_entities;
 
     coord_watcher_record *watchers;
-    float *trigger_low[COORD_MAX_AXES];   /* committed bounds per trigger */
+    float *trigger_low[COORD_MAX_AXES]; /* committed bounds per trigger */
     float *trigger_high[COORD_MAX_AXES];
     uint32_t *trigger_hint[COORD_MAX_AXES]; /* [2t] lower, [2t+1] upper */
     uint8_t *trigger_flags;
@@ -136,7 +136,7 @@ struct coord_system {
     coord_flip *flips, *flips_sorted;
     size_t flip_count, flip_capacity, flips_sorted_capacity;
     size_t flip_recent_peak; /* most flips applied at once during this flush */
-    uint32_t *flip_bucket;  /* per watcher: start of its run in flips_sorted */
+    uint32_t *flip_bucket;   /* per watcher: start of its run in flips_sorted */
     size_t flip_bucket_capacity;
 
     /* Watchers with touched pairs, and the flush's working copy. */
@@ -145,7 +145,7 @@ struct coord_system {
     uint32_t *flush_watchers;
     size_t flush_watcher_capacity;
     int flushing;
-    int geometry_changed;   /* something moved or a range changed since the last flush */
+    int geometry_changed; /* something moved or a range changed since the last flush */
 
     coord_stats stats;
 };

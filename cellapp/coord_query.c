@@ -52,8 +52,8 @@ typedef struct coord_collect {
     /* sphere and segment tests */
     float centre[3], radius;
     float start[3], direction[3], length_squared;
-    float *sort_keys;       /* segment: distance along, per collected entity */
-    uint32_t *all;          /* segment: every match, before sorting and capping */
+    float *sort_keys; /* segment: distance along, per collected entity */
+    uint32_t *all;    /* segment: every match, before sorting and capping */
     size_t all_count, all_capacity;
 } coord_collect;
 
@@ -70,8 +70,8 @@ static void coord_axes_of(const coord_system *cs, float x, float y, float z, flo
     out[2] = cs->axis_count == 3 ? y : 0.0f;
 }
 
-size_t coord_query_box(coord_system *cs, float min_x, float min_y, float min_z, float max_x, float max_y,
-                       float max_z, const coord_query_filter *filter, uint32_t *out, size_t cap) {
+size_t coord_query_box(coord_system *cs, float min_x, float min_y, float min_z, float max_x, float max_y, float max_z,
+                       const coord_query_filter *filter, uint32_t *out, size_t cap) {
     float low[3], high[3];
     coord_axes_of(cs, min_x, min_y, min_z, low);
     coord_axes_of(cs, max_x, max_y, max_z, high);
@@ -92,8 +92,8 @@ static void coord_collect_sphere(coord_system *cs, uint32_t e, void *context) {
     collect->total++;
 }
 
-size_t coord_query_sphere(coord_system *cs, float x, float y, float z, float radius,
-                          const coord_query_filter *filter, uint32_t *out, size_t cap) {
+size_t coord_query_sphere(coord_system *cs, float x, float y, float z, float radius, const coord_query_filter *filter,
+                          uint32_t *out, size_t cap) {
     if (!(radius >= 0) || !isfinite(radius)) return 0;
     coord_collect collect = {.out = out, .cap = out ? cap : 0, .radius = radius};
     coord_axes_of(cs, x, y, z, collect.centre);
@@ -134,8 +134,8 @@ static void coord_collect_segment(coord_system *cs, uint32_t e, void *context) {
     collect->all_count++;
 }
 
-size_t coord_query_segment(coord_system *cs, float x0, float y0, float z0, float x1, float y1, float z1,
-                           float radius, const coord_query_filter *filter, uint32_t *out, size_t cap) {
+size_t coord_query_segment(coord_system *cs, float x0, float y0, float z0, float x1, float y1, float z1, float radius,
+                           const coord_query_filter *filter, uint32_t *out, size_t cap) {
     if (!(radius >= 0) || !isfinite(radius)) return 0;
     coord_collect collect = {.radius = radius};
     float end[3];

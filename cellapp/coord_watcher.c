@@ -480,8 +480,10 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
             now = (bits & COORD_PAIR_OUTER) && (was || coord_inside_inner(cs, record, entity));
         else
             now = (bits & COORD_PAIR_INNER) || (was && (bits & COORD_PAIR_OUTER));
-        if (now) bits |= COORD_PAIR_VIEW;
-        else bits &= ~(uint32_t)COORD_PAIR_VIEW;
+        if (now)
+            bits |= COORD_PAIR_VIEW;
+        else
+            bits &= ~(uint32_t)COORD_PAIR_VIEW;
         if ((bits & COORD_PAIR_BITS_MASK) == 0) {
             coord_pair_delete(record, entry);
         } else {
@@ -492,8 +494,10 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
             cs->stats.cancelled++;
             continue;
         }
-        if (now) record->view_count++;
-        else record->view_count--;
+        if (now)
+            record->view_count++;
+        else
+            record->view_count--;
         /* A watcher cancelled by an earlier callback of this flush hears
          * nothing more. */
         if (!record->live) continue;

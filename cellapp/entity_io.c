@@ -46,14 +46,14 @@ typedef struct entity_io_keys {
 } entity_io_keys;
 
 struct entity_io {
-    entity_io_keys *wheel;           /* ENTITY_IO_WHEEL_MS buckets by due ms modulo its size; NULL until used */
-    uint64_t cursor_ms;              /* every key in the wheel is due at or after it */
-    size_t wheel_count;              /* keys in the wheel */
-    entity_io_keys carry;            /* due already, fired while the queue was serviced */
-    entity_io_key *heap;             /* overflow: due beyond the wheel's reach; min-heap */
+    entity_io_keys *wheel; /* ENTITY_IO_WHEEL_MS buckets by due ms modulo its size; NULL until used */
+    uint64_t cursor_ms;    /* every key in the wheel is due at or after it */
+    size_t wheel_count;    /* keys in the wheel */
+    entity_io_keys carry;  /* due already, fired while the queue was serviced */
+    entity_io_key *heap;   /* overflow: due beyond the wheel's reach; min-heap */
     size_t heap_count, heap_capacity;
-    entity_io_event *slab;           /* bodies, by slot */
-    uint32_t *free_slots;            /* slots not in use */
+    entity_io_event *slab; /* bodies, by slot */
+    uint32_t *free_slots;  /* slots not in use */
     size_t slab_count, slab_capacity, free_count;
     uint64_t next_sequence;
     bool servicing;

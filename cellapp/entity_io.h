@@ -39,9 +39,9 @@ typedef struct entity_io_connection {
     char output[ENTITY_IO_NAME_MAX];
     char target[ENTITY_IO_NAME_MAX];
     char input[ENTITY_IO_NAME_MAX];
-    char parameter[ENTITY_IO_NAME_MAX];  /* "": the firing's own */
+    char parameter[ENTITY_IO_NAME_MAX]; /* "": the firing's own */
     uint32_t delay_ms;
-    int32_t times;                       /* firings left; -1: unlimited */
+    int32_t times; /* firings left; -1: unlimited */
 } entity_io_connection;
 
 /* An entity's connections (a member of cell_entity). */

@@ -27,8 +27,8 @@ struct entity_timers {
     entity_timer_ids *ids;
     entity_timer **heap;
     size_t count, capacity;
-    id_map by_id;       /* timer id -> entity_timer */
-    id_map by_entity;   /* entity id -> entity_timer_list */
+    id_map by_id;     /* timer id -> entity_timer */
+    id_map by_entity; /* entity id -> entity_timer_list */
 };
 
 /* The process id takes the high 24 bits, a counter the low 40: a cellapp
@@ -42,7 +42,6 @@ entity_timers *entity_timers_create(entity_timer_ids *ids) {
     id_map_init(&timers->by_entity);
     return timers;
 }
-
 
 void entity_timers_free(entity_timers *timers) {
     if (!timers) return;

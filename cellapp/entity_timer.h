@@ -31,8 +31,8 @@
 
 typedef struct entity_timer_state {
     uint64_t timer_id;
-    uint64_t remaining_us;   /* until it is next due */
-    uint64_t interval_us;    /* 0: once */
+    uint64_t remaining_us; /* until it is next due */
+    uint64_t interval_us;  /* 0: once */
     uint32_t tag;
     uint64_t user_data;
 } entity_timer_state;

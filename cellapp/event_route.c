@@ -26,8 +26,8 @@ static void event_route_to_space_here(cellapp *app, const char *space, const Tes
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
         if (entity->kind == CELL_ENTITY_REAL && entity->witness && !entity->destroyed)
-            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data,
-                                event->args.len, false);
+            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data, event->args.len,
+                                false);
     }
 }
 
@@ -49,23 +49,25 @@ static void event_route_to_peers(cellapp *app, peer_role role, const char *space
 void event_route_fire(cellapp *app, cell_entity *source, tessera_event_scope scope,
                       const Tessera__Client__GameEvent *event) {
     switch (scope) {
-    case TESSERA_EVENT_SERVER: return;
-    case TESSERA_EVENT_VIEWERS:
-        if (!source) return;
-        /* Its own client is among its observers: it sees itself. */
-        witness_queue_event_for_observers(source, event->event_id, event->args.data, event->args.len);
-        /* Viewers in other cells see a ghost: the event goes with it. */
-        if (source->haunt_count) cell_queue_broadcast_event(source, event->event_id, event->args.data, event->args.len);
-        return;
-    case TESSERA_EVENT_SPACE:
-        if (!source) return;
-        event_route_to_space_here(app, source->home->space_name, event);
-        event_route_to_peers(app, PEER_ROLE_CELLAPP, source->home->space_name, event);
-        return;
-    case TESSERA_EVENT_EVERYONE:
-        event_route_to_peers(app, PEER_ROLE_CELLAPP, "", event);
-        event_route_to_peers(app, PEER_ROLE_BASEAPP, "", event);
-        return;
+        case TESSERA_EVENT_SERVER:
+            return;
+        case TESSERA_EVENT_VIEWERS:
+            if (!source) return;
+            /* Its own client is among its observers: it sees itself. */
+            witness_queue_event_for_observers(source, event->event_id, event->args.data, event->args.len);
+            /* Viewers in other cells see a ghost: the event goes with it. */
+            if (source->haunt_count)
+                cell_queue_broadcast_event(source, event->event_id, event->args.data, event->args.len);
+            return;
+        case TESSERA_EVENT_SPACE:
+            if (!source) return;
+            event_route_to_space_here(app, source->home->space_name, event);
+            event_route_to_peers(app, PEER_ROLE_CELLAPP, source->home->space_name, event);
+            return;
+        case TESSERA_EVENT_EVERYONE:
+            event_route_to_peers(app, PEER_ROLE_CELLAPP, "", event);
+            event_route_to_peers(app, PEER_ROLE_BASEAPP, "", event);
+            return;
     }
 }
 
@@ -77,8 +79,8 @@ size_t event_route_send(cellapp *app, const Tessera__Client__GameEvent *event, c
         cell_entity *entity = cellapp_find_entity(app, recipients[i]);
         if (entity && entity->kind == CELL_ENTITY_REAL) {
             if (!entity->witness) continue;
-            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data,
-                                event->args.len, false);
+            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data, event->args.len,
+                                false);
             sent++;
             continue;
         }

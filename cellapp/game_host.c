@@ -46,19 +46,19 @@ struct tessera_class {
     size_t data_size;
     tessera_field *fields;
     size_t field_count;
-    tessera_cell_method *methods;    /* by cell method id; NULL: no body */
-    struct game_host_think {         /* thinks by registration order: timer tag THINK_TAG + index */
+    tessera_cell_method *methods; /* by cell method id; NULL: no body */
+    struct game_host_think {      /* thinks by registration order: timer tag THINK_TAG + index */
         char name[48];
         tessera_cell_think think;
     } thinks[GAME_HOST_MAX_THINKS];
     size_t think_count;
-    struct game_host_input {         /* entity I/O inputs by name */
+    struct game_host_input { /* entity I/O inputs by name */
         char name[ENTITY_IO_NAME_MAX];
         tessera_field_type type;
         tessera_cell_input input;
     } inputs[GAME_HOST_MAX_INPUTS];
     size_t input_count;
-    id_map members;                  /* the reals here of this class (id -> the entity) */
+    id_map members; /* the reals here of this class (id -> the entity) */
 };
 
 /* The reals here that bear one name (hash of the name -> this). */
@@ -70,16 +70,16 @@ typedef struct game_host_named {
 struct game_host {
     cellapp *app;
     char path[256];
-    void *library;                   /* dlopen handle; NULL without a module */
+    void *library; /* dlopen handle; NULL without a module */
     const tessera_game_module *module;
-    void *game;                      /* what cell_init stored */
-    bool initialising;               /* registration is open */
+    void *game;        /* what cell_init stored */
+    bool initialising; /* registration is open */
     tessera_cell_tick tick;
-    tessera_cell_context context;    /* handed to every hook */
+    tessera_cell_context context; /* handed to every hook */
     const config_group *settings;
-    tessera_class *classes;          /* by entity_def_class id */
+    tessera_class *classes; /* by entity_def_class id */
     size_t class_count;
-    id_map names;                    /* hash of a name -> game_host_named */
+    id_map names; /* hash of a name -> game_host_named */
     tessera_system systems[GAME_HOST_MAX_SYSTEMS];
     char system_names[GAME_HOST_MAX_SYSTEMS][48];
     size_t system_count, systems_started;
@@ -109,16 +109,21 @@ static bool game_host_writable(const cell_entity *entity, const char *what) {
 
 static size_t game_host_field_type_size(tessera_field_type type) {
     switch (type) {
-    case TESSERA_FIELD_INT32:
-    case TESSERA_FIELD_UINT32:
-    case TESSERA_FIELD_FLOAT: return 4;
-    case TESSERA_FIELD_INT64:
-    case TESSERA_FIELD_UINT64:
-    case TESSERA_FIELD_DOUBLE:
-    case TESSERA_FIELD_HANDLE: return 8;
-    case TESSERA_FIELD_BOOL: return sizeof(bool);
-    case TESSERA_FIELD_VECTOR3: return 3 * sizeof(float);
-    case TESSERA_FIELD_STRING: return 0; /* any size of at least 1 */
+        case TESSERA_FIELD_INT32:
+        case TESSERA_FIELD_UINT32:
+        case TESSERA_FIELD_FLOAT:
+            return 4;
+        case TESSERA_FIELD_INT64:
+        case TESSERA_FIELD_UINT64:
+        case TESSERA_FIELD_DOUBLE:
+        case TESSERA_FIELD_HANDLE:
+            return 8;
+        case TESSERA_FIELD_BOOL:
+            return sizeof(bool);
+        case TESSERA_FIELD_VECTOR3:
+            return 3 * sizeof(float);
+        case TESSERA_FIELD_STRING:
+            return 0; /* any size of at least 1 */
     }
     return SIZE_MAX;
 }
@@ -177,13 +182,13 @@ void game_host_restore(game_host *host, cell_entity *entity, const Tessera__Clus
                      entity->id, entity->cls->name, saved->name ? saved->name : "");
             continue;
         }
-        bool fits = field->type == TESSERA_FIELD_STRING ? saved->value.len < field->size
-                                                        : saved->value.len == field->size;
+        bool fits =
+            field->type == TESSERA_FIELD_STRING ? saved->value.len < field->size : saved->value.len == field->size;
         if (saved->type != (uint32_t)field->type || !fits) {
             log_warn("game: entity %" PRIu64 " (%s): saved field '%s' (type %u, %zu bytes) does not fit this "
                      "module's (type %u, %zu bytes): it starts at zero",
-                     entity->id, entity->cls->name, field->name, saved->type, saved->value.len,
-                     (unsigned)field->type, field->size);
+                     entity->id, entity->cls->name, field->name, saved->type, saved->value.len, (unsigned)field->type,
+                     field->size);
             continue;
         }
         memset(data + field->offset, 0, field->size);
@@ -202,8 +207,7 @@ void *game_host_data(cell_entity *entity) { return game_host_data_of(entity); }
 
 /* ---- registration -------------------------------------------------------------- */
 
-static int game_host_check_fields(const char *class_name, size_t data_size, const tessera_field *fields,
-                                  size_t count) {
+static int game_host_check_fields(const char *class_name, size_t data_size, const tessera_field *fields, size_t count) {
     for (size_t i = 0; i < count; i++) {
         const tessera_field *field = &fields[i];
         size_t expected = game_host_field_type_size(field->type);
@@ -326,8 +330,8 @@ static double game_api_setting_number(tessera_cellapp *handle, const char *name,
 static tessera_class *game_api_find_class(tessera_cellapp *handle, const char *class_name) {
     cellapp *app = game_host_app_of(handle);
     game_host *host = app->game_loading ? app->game_loading : app->game;
-    const entity_def_class *def = class_name ? entity_def_registry_find_class(app->shared.definitions, class_name)
-                                             : NULL;
+    const entity_def_class *def =
+        class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
     tessera_class *cls = game_host_class_of(host, def);
     return cls && cls->registered ? cls : NULL;
 }
@@ -362,9 +366,7 @@ static tessera_class *game_api_class_of(const tessera_entity *entity) {
     return game_host_class_of(game_host_app_of_entity(e)->game, e->cls);
 }
 
-static const char *game_api_class_name(const tessera_entity *entity) {
-    return game_host_entity_of(entity)->cls->name;
-}
+static const char *game_api_class_name(const tessera_entity *entity) { return game_host_entity_of(entity)->cls->name; }
 
 static void *game_api_data(tessera_entity *entity) { return game_host_data_of(game_host_entity_of(entity)); }
 
@@ -406,7 +408,7 @@ static int game_host_set_result(const cell_entity *entity, int property, int rc)
     return -1;
 }
 
-#define GAME_HOST_GETTER(name, type, getter)                                                                    \
+#define GAME_HOST_GETTER(name, type, getter)                                                                  \
     static int game_api_get_##name(const tessera_entity *entity, int property, uint32_t index, type *value) { \
         const cell_entity *e = game_host_entity_of(entity);                                                   \
         if (!game_host_property_ok(e->cls, property)) return -1;                                              \
@@ -425,11 +427,11 @@ static int game_api_get_string(const tessera_entity *entity, int property, uint3
     return entity_state_get_string(e->state, (uint16_t)property, index, value, length) == 0 ? 0 : -1;
 }
 
-#define GAME_HOST_SETTER(name, type, setter)                                                                  \
-    static int game_api_set_##name(tessera_entity *entity, int property, uint32_t index, type value) {      \
-        cell_entity *e = game_host_entity_of(entity);                                                       \
+#define GAME_HOST_SETTER(name, type, setter)                                                                   \
+    static int game_api_set_##name(tessera_entity *entity, int property, uint32_t index, type value) {         \
+        cell_entity *e = game_host_entity_of(entity);                                                          \
         if (!game_host_property_ok(e->cls, property) || !game_host_writable(e, "a property write")) return -1; \
-        return game_host_set_result(e, property, setter(e->state, (uint16_t)property, index, value));       \
+        return game_host_set_result(e, property, setter(e->state, (uint16_t)property, index, value));          \
     }
 GAME_HOST_SETTER(int, int64_t, entity_state_set_int)
 GAME_HOST_SETTER(uint, uint64_t, entity_state_set_uint)
@@ -437,12 +439,11 @@ GAME_HOST_SETTER(float, double, entity_state_set_float)
 GAME_HOST_SETTER(handle, tessera_handle, entity_state_set_entity)
 GAME_HOST_SETTER(bool, bool, entity_state_set_bool)
 
-static int game_api_set_string(tessera_entity *entity, int property, uint32_t index, const char *value,
-                               size_t length) {
+static int game_api_set_string(tessera_entity *entity, int property, uint32_t index, const char *value, size_t length) {
     cell_entity *e = game_host_entity_of(entity);
     if (!value || !game_host_property_ok(e->cls, property) || !game_host_writable(e, "a property write")) return -1;
-    return game_host_set_result(e, property, entity_state_set_string(e->state, (uint16_t)property, index, value,
-                                                                     length));
+    return game_host_set_result(e, property,
+                                entity_state_set_string(e->state, (uint16_t)property, index, value, length));
 }
 
 /* ---- timers and traps --------------------------------------------------------------- */
@@ -518,13 +519,15 @@ static uint32_t game_api_add_trap(tessera_entity *entity, uint32_t tag, float ra
 
 /* ---- controllers ---------------------------------------------------------------------- */
 
-static uint32_t game_api_move_to_point(tessera_entity *entity, const float destination[3], float speed,
-                                       float distance, bool face, uint64_t user_data) {
+static uint32_t game_api_move_to_point(tessera_entity *entity, const float destination[3], float speed, float distance,
+                                       bool face, uint64_t user_data) {
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a move")) return 0;
     uint32_t id = controller_move_to_point(e->home, e, destination, speed, distance, face, user_data);
-    if (!id) log_info("game: entity %" PRIu64 ": move_to_point refused (a bad speed or distance, or a point outside "
-                      "the space)", e->id);
+    if (!id)
+        log_info("game: entity %" PRIu64 ": move_to_point refused (a bad speed or distance, or a point outside "
+                 "the space)",
+                 e->id);
     return id;
 }
 
@@ -533,8 +536,10 @@ static uint32_t game_api_move_to_entity(tessera_entity *entity, tessera_handle t
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a move")) return 0;
     uint32_t id = controller_move_to_entity(e->home, e, target, speed, distance, face, user_data);
-    if (!id) log_info("game: entity %" PRIu64 ": move_to_entity %" PRIu64 " refused (not in this cell, itself, or a "
-                      "bad speed or distance)", e->id, target);
+    if (!id)
+        log_info("game: entity %" PRIu64 ": move_to_entity %" PRIu64 " refused (not in this cell, itself, or a "
+                 "bad speed or distance)",
+                 e->id, target);
     return id;
 }
 
@@ -759,8 +764,8 @@ static int game_api_spawn_area(tessera_cellapp *handle, const char *space, float
 static tessera_handle game_api_spawn(tessera_cellapp *handle, const char *class_name, const char *space, float x,
                                      float y, float z, float yaw) {
     cellapp *app = game_host_app_of(handle);
-    const entity_def_class *cls = class_name ? entity_def_registry_find_class(app->shared.definitions, class_name)
-                                             : NULL;
+    const entity_def_class *cls =
+        class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
     if (!cls) {
         log_warn("game: spawn: no class '%s'", class_name ? class_name : "");
         return TESSERA_HANDLE_NONE;
@@ -904,7 +909,8 @@ static size_t game_api_find_by_name(tessera_cellapp *handle, const char *name, t
 
 static size_t game_api_find_by_class(tessera_cellapp *handle, const char *class_name, tessera_handle *out, size_t max) {
     cellapp *app = game_host_app_of(handle);
-    const entity_def_class *def = class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
+    const entity_def_class *def =
+        class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
     tessera_class *cls = game_host_class_of(app->game, def);
     if (!cls) return 0;
     size_t found = 0, cursor = 0;
@@ -960,37 +966,43 @@ int game_host_convert(const char *text, tessera_field_type type, tessera_value *
     out->s = text;
     char *end = NULL;
     switch (type) {
-    case TESSERA_FIELD_INT32:
-    case TESSERA_FIELD_INT64: out->i = strtoll(text, &end, 10); break;
-    case TESSERA_FIELD_UINT32:
-    case TESSERA_FIELD_UINT64:
-    case TESSERA_FIELD_HANDLE:
-        if (text[0] == '-') return -1;
-        out->u = strtoull(text, &end, 10);
-        out->h = out->u;
-        break;
-    case TESSERA_FIELD_FLOAT:
-    case TESSERA_FIELD_DOUBLE:
-        out->f = strtod(text, &end);
-        if (!isfinite(out->f)) return -1;
-        break;
-    case TESSERA_FIELD_BOOL:
-        if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0) out->b = true;
-        else if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0) out->b = false;
-        else return -1;
-        return 0;
-    case TESSERA_FIELD_VECTOR3: {
-        char tail;
-        return sscanf(text, "%f %f %f%c", &out->v[0], &out->v[1], &out->v[2], &tail) == 3 ? 0 : -1;
-    }
-    case TESSERA_FIELD_STRING: return 0;
+        case TESSERA_FIELD_INT32:
+        case TESSERA_FIELD_INT64:
+            out->i = strtoll(text, &end, 10);
+            break;
+        case TESSERA_FIELD_UINT32:
+        case TESSERA_FIELD_UINT64:
+        case TESSERA_FIELD_HANDLE:
+            if (text[0] == '-') return -1;
+            out->u = strtoull(text, &end, 10);
+            out->h = out->u;
+            break;
+        case TESSERA_FIELD_FLOAT:
+        case TESSERA_FIELD_DOUBLE:
+            out->f = strtod(text, &end);
+            if (!isfinite(out->f)) return -1;
+            break;
+        case TESSERA_FIELD_BOOL:
+            if (strcmp(text, "1") == 0 || strcmp(text, "true") == 0)
+                out->b = true;
+            else if (strcmp(text, "0") == 0 || strcmp(text, "false") == 0)
+                out->b = false;
+            else
+                return -1;
+            return 0;
+        case TESSERA_FIELD_VECTOR3: {
+            char tail;
+            return sscanf(text, "%f %f %f%c", &out->v[0], &out->v[1], &out->v[2], &tail) == 3 ? 0 : -1;
+        }
+        case TESSERA_FIELD_STRING:
+            return 0;
     }
     return end && end != text && *end == '\0' ? 0 : -1;
 }
 
 /* Input `input` of one target, with the parameter converted. */
-void game_host_io_input(cellapp *app, cell_entity *target, uint64_t activator_id, uint64_t self_id,
-                        const char *input, const char *parameter) {
+void game_host_io_input(cellapp *app, cell_entity *target, uint64_t activator_id, uint64_t self_id, const char *input,
+                        const char *parameter) {
     if (!app->game || target->kind != CELL_ENTITY_REAL || target->destroyed) return;
     tessera_class *cls = game_host_class_of(app->game, target->cls);
     const struct game_host_input *slot = NULL;
@@ -1016,9 +1028,12 @@ void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activat
     cellapp *app = context;
     if (!app->game) return;
     uint64_t single = 0;
-    if (strcmp(target, "!self") == 0) single = self_id;
-    else if (strcmp(target, "!activator") == 0) single = activator_id;
-    else if (strcmp(target, "!caller") == 0) single = caller_id;
+    if (strcmp(target, "!self") == 0)
+        single = self_id;
+    else if (strcmp(target, "!activator") == 0)
+        single = activator_id;
+    else if (strcmp(target, "!caller") == 0)
+        single = caller_id;
     if (target[0] == '!') {
         if (!single) {
             log_info("entity I/O: %s is nobody: '%s' skipped", target, input);
@@ -1242,12 +1257,11 @@ static const tessera_cell_hooks *game_host_hooks(game_host *host, const cell_ent
     return cls && cls->registered ? &cls->hooks : NULL;
 }
 
-#define GAME_HOST_CALL(host, entity, hook, ...)                                                               \
-    do {                                                                                                      \
-        const tessera_cell_hooks *hooks_ = game_host_hooks(host, entity);                                     \
-        if (hooks_ && hooks_->hook)                                                                           \
-            hooks_->hook(&(host)->context, game_host_entity_handle(entity), game_host_data_of(entity),        \
-                         ##__VA_ARGS__);                                                                      \
+#define GAME_HOST_CALL(host, entity, hook, ...)                                                                        \
+    do {                                                                                                               \
+        const tessera_cell_hooks *hooks_ = game_host_hooks(host, entity);                                              \
+        if (hooks_ && hooks_->hook)                                                                                    \
+            hooks_->hook(&(host)->context, game_host_entity_handle(entity), game_host_data_of(entity), ##__VA_ARGS__); \
     } while (0)
 
 void game_host_tick(game_host *host) {
@@ -1328,8 +1342,7 @@ void game_host_trap(game_host *host, cell_entity *owner, uint32_t tag, cell_enti
         GAME_HOST_CALL(host, owner, left_trap, tag, game_host_entity_handle(visitor));
 }
 
-void game_host_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
-                     void *context) {
+void game_host_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context) {
     cellapp *app = context;
     (void)c;
     if (tag >= GAME_HOST_THINK_TAG) {
@@ -1347,21 +1360,25 @@ void game_host_controller_event(cell *c, cell_entity *entity, controller_event e
     cellapp *app = context;
     (void)c;
     switch (event) {
-    case CONTROLLER_MOVED: GAME_HOST_CALL(app->game, entity, controller_moved, controller_id, user_data); break;
-    case CONTROLLER_ARRIVED: GAME_HOST_CALL(app->game, entity, controller_arrived, controller_id, user_data); break;
-    case CONTROLLER_FAILED:
-        GAME_HOST_CALL(app->game, entity, controller_failed, controller_id, user_data, reason ? reason : "");
-        break;
+        case CONTROLLER_MOVED:
+            GAME_HOST_CALL(app->game, entity, controller_moved, controller_id, user_data);
+            break;
+        case CONTROLLER_ARRIVED:
+            GAME_HOST_CALL(app->game, entity, controller_arrived, controller_id, user_data);
+            break;
+        case CONTROLLER_FAILED:
+            GAME_HOST_CALL(app->game, entity, controller_failed, controller_id, user_data, reason ? reason : "");
+            break;
     }
 }
 
 bool game_host_call(game_host *host, cell_entity *entity, const entity_def_method *method, uint64_t caller_id,
                     const entity_state *args) {
     tessera_class *cls = game_host_class_of(host, entity->cls);
-    tessera_cell_method body = cls && method->part == ENTITY_DEF_PART_CELL &&
-                                       method->id < entity->cls->method_count[ENTITY_DEF_PART_CELL]
-                                   ? cls->methods[method->id]
-                                   : NULL;
+    tessera_cell_method body =
+        cls && method->part == ENTITY_DEF_PART_CELL && method->id < entity->cls->method_count[ENTITY_DEF_PART_CELL]
+            ? cls->methods[method->id]
+            : NULL;
     if (!body || entity->kind != CELL_ENTITY_REAL) {
         log_info("entity %" PRIu64 ": %s.%s has no body in this game: ignored", entity->id, entity->cls->name,
                  method->name);

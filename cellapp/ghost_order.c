@@ -26,31 +26,36 @@ typedef struct ghost_order_hold {
 
 typedef struct ghost_order_record {
     ghost_order_state state;
-    bool lost_pending;      /* its feeder died with nothing later held: report LOST */
+    bool lost_pending; /* its feeder died with nothing later held: report LOST */
     uint32_t incarnation;
     uint64_t owner;
-    uint64_t since_us;      /* TOMBSTONE: when it was deleted */
+    uint64_t since_us; /* TOMBSTONE: when it was deleted */
     ghost_order_hold *holds;
     uint32_t hold_count, hold_capacity;
 } ghost_order_record;
 
 struct ghost_order {
-    id_map records;         /* entity id -> ghost_order_record */
-    id_map dead_peers;      /* cellapp id -> (void *)1 */
+    id_map records;    /* entity id -> ghost_order_record */
+    id_map dead_peers; /* cellapp id -> (void *)1 */
     void (*free_payload)(void *payload, void *context);
     void *context;
-    uint64_t now_us;        /* the latest time a caller told us */
+    uint64_t now_us; /* the latest time a caller told us */
     size_t held;
     ghost_order_stats stats;
 };
 
 const char *ghost_order_kind_name(ghost_order_kind kind) {
     switch (kind) {
-    case GHOST_ORDER_CREATE: return "create";
-    case GHOST_ORDER_UPDATE: return "update";
-    case GHOST_ORDER_DELETE: return "delete";
-    case GHOST_ORDER_SET_REAL: return "set_real";
-    case GHOST_ORDER_OFFLOAD: return "offload";
+        case GHOST_ORDER_CREATE:
+            return "create";
+        case GHOST_ORDER_UPDATE:
+            return "update";
+        case GHOST_ORDER_DELETE:
+            return "delete";
+        case GHOST_ORDER_SET_REAL:
+            return "set_real";
+        case GHOST_ORDER_OFFLOAD:
+            return "offload";
     }
     return "?";
 }
@@ -107,17 +112,18 @@ static void ghost_order_prune(ghost_order *order, uint64_t entity_id, ghost_orde
 static ghost_order_verdict ghost_order_judge(const ghost_order_record *record, const ghost_order_message *m) {
     uint32_t k = m->incarnation;
     switch (record->state) {
-    case GHOST_ORDER_ABSENT:
-        /* An offload carries the whole entity: like a create, it needs no
+        case GHOST_ORDER_ABSENT:
+            /* An offload carries the whole entity: like a create, it needs no
          * copy before it (a teleport into another space makes none). */
-        return m->kind == GHOST_ORDER_CREATE || m->kind == GHOST_ORDER_OFFLOAD ? GHOST_ORDER_APPLY : GHOST_ORDER_HOLD;
-    case GHOST_ORDER_PRESENT:
-        if (k < record->incarnation) return GHOST_ORDER_STALE;
-        return k > record->incarnation ? GHOST_ORDER_HOLD : GHOST_ORDER_APPLY;
-    case GHOST_ORDER_TOMBSTONE:
-        if (k < record->incarnation) return GHOST_ORDER_STALE;
-        if (m->kind == GHOST_ORDER_CREATE || m->kind == GHOST_ORDER_OFFLOAD) return GHOST_ORDER_APPLY;
-        return k == record->incarnation ? GHOST_ORDER_STALE : GHOST_ORDER_HOLD;
+            return m->kind == GHOST_ORDER_CREATE || m->kind == GHOST_ORDER_OFFLOAD ? GHOST_ORDER_APPLY
+                                                                                   : GHOST_ORDER_HOLD;
+        case GHOST_ORDER_PRESENT:
+            if (k < record->incarnation) return GHOST_ORDER_STALE;
+            return k > record->incarnation ? GHOST_ORDER_HOLD : GHOST_ORDER_APPLY;
+        case GHOST_ORDER_TOMBSTONE:
+            if (k < record->incarnation) return GHOST_ORDER_STALE;
+            if (m->kind == GHOST_ORDER_CREATE || m->kind == GHOST_ORDER_OFFLOAD) return GHOST_ORDER_APPLY;
+            return k == record->incarnation ? GHOST_ORDER_STALE : GHOST_ORDER_HOLD;
     }
     return GHOST_ORDER_STALE;
 }
@@ -147,24 +153,24 @@ static void ghost_order_resolve_dead(ghost_order *order, ghost_order_record *rec
 static void ghost_order_account(ghost_order *order, ghost_order_record *record, const ghost_order_message *m) {
     order->stats.applied++;
     switch (m->kind) {
-    case GHOST_ORDER_CREATE:
-        record->state = GHOST_ORDER_PRESENT;
-        record->incarnation = m->incarnation;
-        record->owner = m->sender;
-        break;
-    case GHOST_ORDER_UPDATE:
-        break;
-    case GHOST_ORDER_DELETE:
-        record->state = GHOST_ORDER_TOMBSTONE;
-        record->incarnation = m->incarnation;
-        record->since_us = order->now_us;
-        break;
-    case GHOST_ORDER_SET_REAL:
-    case GHOST_ORDER_OFFLOAD:
-        record->state = GHOST_ORDER_PRESENT;
-        record->incarnation = m->incarnation + 1;
-        record->owner = m->next_owner;
-        break;
+        case GHOST_ORDER_CREATE:
+            record->state = GHOST_ORDER_PRESENT;
+            record->incarnation = m->incarnation;
+            record->owner = m->sender;
+            break;
+        case GHOST_ORDER_UPDATE:
+            break;
+        case GHOST_ORDER_DELETE:
+            record->state = GHOST_ORDER_TOMBSTONE;
+            record->incarnation = m->incarnation;
+            record->since_us = order->now_us;
+            break;
+        case GHOST_ORDER_SET_REAL:
+        case GHOST_ORDER_OFFLOAD:
+            record->state = GHOST_ORDER_PRESENT;
+            record->incarnation = m->incarnation + 1;
+            record->owner = m->next_owner;
+            break;
     }
     ghost_order_resolve_dead(order, record);
 }
@@ -287,7 +293,9 @@ size_t ghost_order_peer_down(ghost_order *order, uint64_t peer, uint64_t *out, s
 
 /* How long ago `since_us` was at `now_us`: 0 if it is later (a caller's
  * clock need not be monotonic, and the books keep the latest time seen). */
-static uint64_t ghost_order_age(uint64_t now_us, uint64_t since_us) { return now_us > since_us ? now_us - since_us : 0; }
+static uint64_t ghost_order_age(uint64_t now_us, uint64_t since_us) {
+    return now_us > since_us ? now_us - since_us : 0;
+}
 
 size_t ghost_order_expire(ghost_order *order, uint64_t now_us, uint64_t max_age_us, uint64_t tombstone_us) {
     if (now_us > order->now_us) order->now_us = now_us;
@@ -306,8 +314,8 @@ size_t ghost_order_expire(ghost_order *order, uint64_t now_us, uint64_t max_age_
                 i++;
                 continue;
             }
-            log_warn("entity %" PRIu64 ": a %s of incarnation %u from cellapp %" PRIu64
-                     " waited %" PRIu64 " ms for an earlier real that never finished: dropped",
+            log_warn("entity %" PRIu64 ": a %s of incarnation %u from cellapp %" PRIu64 " waited %" PRIu64
+                     " ms for an earlier real that never finished: dropped",
                      id, ghost_order_kind_name(hold->message.kind), hold->message.incarnation, hold->message.sender,
                      age_us / 1000);
             ghost_order_drop_payload(order, hold->message.payload);

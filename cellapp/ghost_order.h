@@ -45,10 +45,10 @@ typedef enum ghost_order_kind {
 
 typedef struct ghost_order_message {
     ghost_order_kind kind;
-    uint64_t sender;       /* the cellapp that sent it */
-    uint32_t incarnation;  /* of the real that sent it */
-    uint64_t next_owner;   /* SET_REAL: where the real went; OFFLOAD: this cellapp */
-    void *payload;         /* the caller's */
+    uint64_t sender;      /* the cellapp that sent it */
+    uint32_t incarnation; /* of the real that sent it */
+    uint64_t next_owner;  /* SET_REAL: where the real went; OFFLOAD: this cellapp */
+    void *payload;        /* the caller's */
 } ghost_order_message;
 
 typedef enum ghost_order_verdict {
@@ -58,9 +58,9 @@ typedef enum ghost_order_verdict {
 } ghost_order_verdict;
 
 typedef enum ghost_order_event {
-    GHOST_ORDER_NONE,      /* nothing more to do for this entity now */
-    GHOST_ORDER_READY,     /* a held message applies now: apply it */
-    GHOST_ORDER_LOST,      /* the cellapp that fed this copy is gone: destroy it */
+    GHOST_ORDER_NONE,  /* nothing more to do for this entity now */
+    GHOST_ORDER_READY, /* a held message applies now: apply it */
+    GHOST_ORDER_LOST,  /* the cellapp that fed this copy is gone: destroy it */
 } ghost_order_event;
 
 typedef struct ghost_order_stats {

@@ -23,9 +23,9 @@ typedef struct ghost_route_fifo_item {
 } ghost_route_fifo_item;
 
 struct ghost_route {
-    id_map entries;                /* entity id -> ghost_route_entry */
+    id_map entries; /* entity id -> ghost_route_entry */
     ghost_route_fifo_item *fifo;
-    size_t head, count, capacity;  /* ring buffer */
+    size_t head, count, capacity; /* ring buffer */
 };
 
 ghost_route *ghost_route_create(void) {

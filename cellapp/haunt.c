@@ -125,8 +125,8 @@ static double haunt_distance_to(const cell *c, const cell_entity *entity, uint64
 static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t now_us) {
     const haunt_config *config = &app->settings.haunt;
     const space_layout_node *near[HAUNT_MAX_NEAR];
-    size_t found = space_layout_cells_near(c->layout, entity->x, entity->z, config->ghost_distance, near,
-                                           HAUNT_MAX_NEAR);
+    size_t found =
+        space_layout_cells_near(c->layout, entity->x, entity->z, config->ghost_distance, near, HAUNT_MAX_NEAR);
     if (found > HAUNT_MAX_NEAR) found = HAUNT_MAX_NEAR;
     for (size_t i = 0; i < found; i++) {
         uint64_t peer = near[i]->cellapp_id;
@@ -402,9 +402,8 @@ static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, 
 static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
                                const Tessera__Cluster__GhostUpdate *update) {
     cell *c = ghost->home;
-    if (update->position &&
-        (update->position->x != ghost->x || update->position->y != ghost->y || update->position->z != ghost->z ||
-         update->yaw != ghost->yaw))
+    if (update->position && (update->position->x != ghost->x || update->position->y != ghost->y ||
+                             update->position->z != ghost->z || update->yaw != ghost->yaw))
         cell_move(c, ghost, update->position->x, update->position->y, update->position->z, update->yaw);
     else if (update->yaw != ghost->yaw)
         cell_move(c, ghost, ghost->x, ghost->y, ghost->z, update->yaw);
@@ -441,22 +440,31 @@ static void haunt_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Gho
     ghost->owner_cellapp = peer;
     ghost->incarnation = message->incarnation;
     switch (message->body_case) {
-    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE: haunt_apply_update(app, peer, ghost, message->update); break;
-    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE: cell_destroy(ghost->home, ghost); break;
-    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL:
-        ghost->owner_cellapp = message->set_real->next_cellapp_id;
-        ghost->incarnation = message->incarnation + 1;
-        break;
-    default: break;
+        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE:
+            haunt_apply_update(app, peer, ghost, message->update);
+            break;
+        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE:
+            cell_destroy(ghost->home, ghost);
+            break;
+        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL:
+            ghost->owner_cellapp = message->set_real->next_cellapp_id;
+            ghost->incarnation = message->incarnation + 1;
+            break;
+        default:
+            break;
     }
 }
 
 static ghost_order_kind haunt_kind_of(const Tessera__Cluster__GhostMessage *message) {
     switch (message->body_case) {
-    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE: return GHOST_ORDER_CREATE;
-    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE: return GHOST_ORDER_DELETE;
-    case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL: return GHOST_ORDER_SET_REAL;
-    default: return GHOST_ORDER_UPDATE;
+        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE:
+            return GHOST_ORDER_CREATE;
+        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE:
+            return GHOST_ORDER_DELETE;
+        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL:
+            return GHOST_ORDER_SET_REAL;
+        default:
+            return GHOST_ORDER_UPDATE;
     }
 }
 
@@ -475,38 +483,38 @@ void *haunt_hold_item(uint64_t peer, const uint8_t *item, size_t length) {
     return held;
 }
 
-void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message,
-                      const uint8_t *item, size_t item_length) {
+void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message, const uint8_t *item,
+                      size_t item_length) {
     if (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY__NOT_SET || message->entity_id == 0 ||
         (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL && !message->set_real->next_cellapp_id)) {
         log_warn("cellapp %" PRIu64 " sent an empty or malformed ghost message: ignored", peer);
         return;
     }
-    ghost_order_message book = {haunt_kind_of(message), peer, message->incarnation,
-                                message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL
-                                    ? message->set_real->next_cellapp_id
-                                    : 0,
-                                NULL};
+    ghost_order_message book = {
+        haunt_kind_of(message), peer, message->incarnation,
+        message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL ? message->set_real->next_cellapp_id : 0,
+        NULL};
     switch (ghost_order_offer(app->ghost_order, message->entity_id, &book, clock_monotonic_us())) {
-    case GHOST_ORDER_APPLY:
-        haunt_apply(app, peer, message);
-        haunt_release(app, message->entity_id);
-        break;
-    case GHOST_ORDER_HOLD:
-        ghost_order_hold_payload(app->ghost_order, message->entity_id, haunt_hold_item(peer, item, item_length));
-        log_debug("entity %" PRIu64 ": %s of incarnation %u from cellapp %" PRIu64 " held for an earlier real",
-                  message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
-        break;
-    case GHOST_ORDER_STALE:
-        log_debug("entity %" PRIu64 ": stale %s of incarnation %u from cellapp %" PRIu64 ": dropped",
-                  message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
-        break;
+        case GHOST_ORDER_APPLY:
+            haunt_apply(app, peer, message);
+            haunt_release(app, message->entity_id);
+            break;
+        case GHOST_ORDER_HOLD:
+            ghost_order_hold_payload(app->ghost_order, message->entity_id, haunt_hold_item(peer, item, item_length));
+            log_debug("entity %" PRIu64 ": %s of incarnation %u from cellapp %" PRIu64 " held for an earlier real",
+                      message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
+            break;
+        case GHOST_ORDER_STALE:
+            log_debug("entity %" PRIu64 ": stale %s of incarnation %u from cellapp %" PRIu64 ": dropped",
+                      message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
+            break;
     }
 }
 
 void haunt_on_moves(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMoves *moves) {
     size_t n = moves->n_entity_id;
-    if (moves->n_incarnation != n || moves->n_move_count != n || moves->n_x != n || moves->n_y != n || moves->n_z != n || moves->n_yaw != n) {
+    if (moves->n_incarnation != n || moves->n_move_count != n || moves->n_x != n || moves->n_y != n ||
+        moves->n_z != n || moves->n_yaw != n) {
         log_warn("cellapp %" PRIu64 " sent ghost moves whose arrays differ in length: ignored", peer);
         return;
     }
@@ -554,8 +562,10 @@ static void haunt_replay(cellapp *app, haunt_held_item *held) {
         log_warn("a held item from cellapp %" PRIu64 " does not decode: dropped", held->peer);
         return;
     }
-    if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST) haunt_apply(app, held->peer, item->ghost);
-    else if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD) offload_apply(app, held->peer, item->offload);
+    if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST)
+        haunt_apply(app, held->peer, item->ghost);
+    else if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD)
+        offload_apply(app, held->peer, item->offload);
     tessera__cluster__cell_item__free_unpacked(item, NULL);
 }
 
@@ -598,11 +608,13 @@ void haunt_peer_down(cellapp *app, uint64_t peer) {
                 continue;
             }
             for (uint32_t h = 0; h < entity->haunt_count;) {
-                if (entity->haunts[h].cellapp_id == peer) entity->haunts[h] = entity->haunts[--entity->haunt_count];
-                else h++;
+                if (entity->haunts[h].cellapp_id == peer)
+                    entity->haunts[h] = entity->haunts[--entity->haunt_count];
+                else
+                    h++;
             }
         }
     }
-    if (dropped || count) log_info("cellapp %" PRIu64 " gone: %zu ghosts dropped, %zu entities re-examined", peer,
-                                   dropped, count);
+    if (dropped || count)
+        log_info("cellapp %" PRIu64 " gone: %zu ghosts dropped, %zu entities re-examined", peer, dropped, count);
 }

@@ -35,8 +35,8 @@ void io_route_unnamed(cellapp *app, const cell_entity *entity) {
     redis_client_command(app->redis, NULL, NULL, "SREM %s %s", key, id);
 }
 
-void io_route_to_entity(cellapp *app, uint64_t entity_id, uint64_t activator_id, uint64_t caller_id,
-                        const char *input, const char *parameter) {
+void io_route_to_entity(cellapp *app, uint64_t entity_id, uint64_t activator_id, uint64_t caller_id, const char *input,
+                        const char *parameter) {
     cell_entity *entity = cellapp_find_entity(app, entity_id);
     if (entity && entity->kind == CELL_ENTITY_REAL) {
         game_host_io_input(app, entity, activator_id, caller_id, input, parameter);
@@ -92,8 +92,8 @@ static void io_route_on_lookup(redis_client *redis, redisReply *reply, void *use
         uint64_t id = strtoull(element->str, NULL, 10);
         bool done = id == 0;
         for (size_t k = 0; k < lookup->delivered_count && !done; k++) done = lookup->delivered[k] == id;
-        if (!done) io_route_to_entity(app, id, lookup->activator_id, lookup->caller_id, lookup->input,
-                                      lookup->parameter);
+        if (!done)
+            io_route_to_entity(app, id, lookup->activator_id, lookup->caller_id, lookup->input, lookup->parameter);
     }
     io_route_lookup_free(lookup);
 }

@@ -31,8 +31,8 @@ void io_route_unnamed(cellapp *app, const cell_entity *entity);
 void io_route_to_name(cellapp *app, const char *name, const uint64_t *delivered, size_t delivered_count,
                       uint64_t activator_id, uint64_t caller_id, const char *input, const char *parameter);
 /* The input for the entity `entity_id`, whose real is not here. */
-void io_route_to_entity(cellapp *app, uint64_t entity_id, uint64_t activator_id, uint64_t caller_id,
-                        const char *input, const char *parameter);
+void io_route_to_entity(cellapp *app, uint64_t entity_id, uint64_t activator_id, uint64_t caller_id, const char *input,
+                        const char *parameter);
 
 /* An io_input CellMessage for the real `target`. */
 void io_route_on_message(cellapp *app, cell_entity *target, const Tessera__Cluster__IoInput *input);

@@ -63,8 +63,8 @@ static const config_key cellapp_config_keys[] = {
     {"ghost_fudge", CONFIG_DOUBLE, offsetof(cellapp_settings, haunt.ghost_fudge), 0, 0, 1e5, "20",
      "a ghost is kept until its real is this much farther than ghost_distance, so walking along a line does not "
      "make and unmake ghosts (BigWorld: 20 m)"},
-    {"ghost_min_lifespan_ms", CONFIG_INT, offsetof(cellapp_settings, haunt.ghost_min_lifespan_ms), 0, 0, 600000,
-     "5000", "a ghost lives at least this long (BigWorld: 5 s)"},
+    {"ghost_min_lifespan_ms", CONFIG_INT, offsetof(cellapp_settings, haunt.ghost_min_lifespan_ms), 0, 0, 600000, "5000",
+     "a ghost lives at least this long (BigWorld: 5 s)"},
     {"offload_margin", CONFIG_DOUBLE, offsetof(cellapp_settings, haunt.offload_margin), 0, 0, 1e4, "2",
      "a real moves to the next cell only once this far past its own cell's edge, so standing on a line does not "
      "bounce it"},
@@ -81,11 +81,12 @@ static const config_key cellapp_config_keys[] = {
      "how often each cellapp reports its load and the leader moves lines (BigWorld: 1 s)"},
     {"balance_lease_ms", CONFIG_INT, offsetof(cellapp_settings, balance.lease_ms), 0, 300, 600000, "3000",
      "the balancer lease's time to live: a dead leader is replaced within this plus one period"},
-    {"balance_report_timeout_ms", CONFIG_INT, offsetof(cellapp_settings, balance.report_timeout_ms), 0, 100,
-     3600000, "5000", "a load report this old counts as silence: its cells are not balanced, and a silent "
+    {"balance_report_timeout_ms", CONFIG_INT, offsetof(cellapp_settings, balance.report_timeout_ms), 0, 100, 3600000,
+     "5000",
+     "a load report this old counts as silence: its cells are not balanced, and a silent "
      "cellapp that is not connected either is gone (its cells are handed over)"},
-    {"balance_cell_change_ms", CONFIG_INT, offsetof(cellapp_settings, balance.cell_change_ms), 0, 0, 3600000,
-     "10000", "at least this long between adding or retiring cells for the load, so each change settles first"},
+    {"balance_cell_change_ms", CONFIG_INT, offsetof(cellapp_settings, balance.cell_change_ms), 0, 0, 3600000, "10000",
+     "at least this long between adding or retiring cells for the load, so each change settles first"},
     {"drain_timeout_ms", CONFIG_INT, offsetof(cellapp_settings, balance.drain_timeout_ms), 0, 0, 3600000, "60000",
      "SIGTERM hands this cellapp's cells over and waits for its reals to leave; after this long it stops anyway "
      "(SIGINT stops at once)"},
@@ -93,26 +94,28 @@ static const config_key cellapp_config_keys[] = {
      "weight of each tick's busy share in the smoothed load (BigWorld's load smoothing bias)"},
     {"balance_max_offload", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_offload), 0, 0.0001, 1,
      "0.1", "the load the largest step of a line sheds (the top entity bound level; each lower one half of it)"},
-    {"balance_aggression_decrease", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_decrease),
-     0, 0.01, 1, "0.5", "a line's aggression is multiplied by this when it reverses direction"},
-    {"balance_aggression_increase", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_increase),
-     0, 1, 4, "1.0717734625362931", "... and by this on every other pass (2^(1/10): a halving regrows in 10)"},
-    {"balance_min_aggression", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.min_aggression), 0,
-     0.001, 1, "0.0625", "the smallest aggression (share of the load difference a step aims at)"},
-    {"balance_max_aggression", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_aggression), 0,
-     0.001, 1, "1", "the largest aggression"},
-    {"balance_safety_bound", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.safety_bound), 0, 0.01,
-     100, "0.85", "a side whose busiest cellapp is this loaded (or balance_safety_ratio x the average, whichever "
+    {"balance_aggression_decrease", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_decrease), 0,
+     0.01, 1, "0.5", "a line's aggression is multiplied by this when it reverses direction"},
+    {"balance_aggression_increase", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.aggression_increase), 0,
+     1, 4, "1.0717734625362931", "... and by this on every other pass (2^(1/10): a halving regrows in 10)"},
+    {"balance_min_aggression", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.min_aggression), 0, 0.001, 1,
+     "0.0625", "the smallest aggression (share of the load difference a step aims at)"},
+    {"balance_max_aggression", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_aggression), 0, 0.001, 1,
+     "1", "the largest aggression"},
+    {"balance_safety_bound", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.safety_bound), 0, 0.01, 100,
+     "0.85",
+     "a side whose busiest cellapp is this loaded (or balance_safety_ratio x the average, whichever "
      "is larger) does not grow"},
     {"balance_safety_ratio", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.safety_ratio), 0, 1, 100,
      "1.1", "see balance_safety_bound"},
     {"balance_max_step", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.max_step), 0, 0, 1e6, "0",
      "metres a line moves in one pass at most (0: as far as the bound levels say)"},
-    {"balance_add_margin", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.add_margin), 0, 0, 100,
-     "0.05", "a space whose cellapps average this much more load than the cluster's gets a cell on a cellapp "
+    {"balance_add_margin", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.add_margin), 0, 0, 100, "0.05",
+     "a space whose cellapps average this much more load than the cluster's gets a cell on a cellapp "
      "with room (one that has just joined included)"},
     {"balance_retire_below", CONFIG_DOUBLE, offsetof(cellapp_settings, balance.algorithm.retire_below), 0, 0, 100,
-     "0.02", "a space whose whole load, spread over one cellapp fewer, stays below this per cellapp retires its "
+     "0.02",
+     "a space whose whole load, spread over one cellapp fewer, stays below this per cellapp retires its "
      "coolest cell (0: never)"},
     {"game_module", CONFIG_STRING, offsetof(cellapp_settings, game_module),
      sizeof(((cellapp_settings *)0)->game_module), 0, 0, "",
@@ -428,8 +431,9 @@ static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
 int main(int argc, char **argv) {
     static cellapp app; /* the process's single context */
     char err[512];
-    int status = process_configure("tessera-cellapp", "cellapp", argc, argv, cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
-                                   &app.settings, &app.settings.process, cellapp_check_settings);
+    int status =
+        process_configure("tessera-cellapp", "cellapp", argc, argv, cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
+                          &app.settings, &app.settings.process, cellapp_check_settings);
     if (status != PROCESS_CONTINUE) return status;
     cellapp_settings *settings = &app.settings;
     settings->witness.tick_hz = settings->tick_hz;
@@ -507,8 +511,8 @@ int main(int argc, char **argv) {
                 settings->process.redis_host);
         return 1;
     }
-    app.mailbox = mailbox_create(app.redis, settings->process.cluster_name, cellapp_mailbox_send,
-                                 cellapp_mailbox_failed, &app);
+    app.mailbox =
+        mailbox_create(app.redis, settings->process.cluster_name, cellapp_mailbox_send, cellapp_mailbox_failed, &app);
     app.bases = cellapp_base_mailbox_create(&app);
     registry_options registry_settings = {
         .cluster_name = settings->process.cluster_name,

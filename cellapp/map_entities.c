@@ -22,18 +22,18 @@
 
 /* Where a space's map stands on this cellapp. */
 typedef enum map_claim_state {
-    MAP_CLAIM_NONE,        /* not asked yet */
-    MAP_CLAIM_ASKING,      /* the SET NX is in flight */
-    MAP_CLAIM_OURS,        /* ours to spawn (spawned, or waiting for ids) */
-    MAP_CLAIM_DONE,        /* spawned, by us or a live cellapp: we renew it */
-    MAP_CLAIM_WAITING,     /* held by a cellapp not (yet) seen alive: it lapses, or its holder shows up */
-    MAP_CLAIM_CHECKING,    /* the GET of the holder is in flight */
+    MAP_CLAIM_NONE,     /* not asked yet */
+    MAP_CLAIM_ASKING,   /* the SET NX is in flight */
+    MAP_CLAIM_OURS,     /* ours to spawn (spawned, or waiting for ids) */
+    MAP_CLAIM_DONE,     /* spawned, by us or a live cellapp: we renew it */
+    MAP_CLAIM_WAITING,  /* held by a cellapp not (yet) seen alive: it lapses, or its holder shows up */
+    MAP_CLAIM_CHECKING, /* the GET of the holder is in flight */
 } map_claim_state;
 
 struct cellapp_map_claim {
     char space[SPACE_LAYOUT_NAME_MAX];
     map_claim_state state;
-    uint64_t renewed_ms;             /* monotonic, the claim's last renewal from here */
+    uint64_t renewed_ms; /* monotonic, the claim's last renewal from here */
 };
 
 /* One entity of the map while it spawns. */
@@ -41,7 +41,7 @@ typedef struct map_entity {
     const cJSON *json;
     const entity_def_class *cls;
     const char *name, *parent;
-    uint64_t id;                     /* once created */
+    uint64_t id; /* once created */
     bool spawned;
 } map_entity;
 
@@ -87,13 +87,15 @@ static int map_entities_check(cellapp *app, map_entity *e, char *why, size_t why
         const cJSON *times = cJSON_GetObjectItemCaseSensitive(output, "times");
         entity_io_outputs check = {0};
         int rc = entity_io_connect(&check, map_entities_string(output, "output"), map_entities_string(output, "target"),
-                                   map_entities_string(output, "input"), map_entities_string(output, "parameter"),
-                                   0, times && cJSON_IsNumber(times) ? (int32_t)times->valuedouble : -1);
+                                   map_entities_string(output, "input"), map_entities_string(output, "parameter"), 0,
+                                   times && cJSON_IsNumber(times) ? (int32_t)times->valuedouble : -1);
         entity_io_outputs_free(&check);
         if (rc != 0 || (delay && (!cJSON_IsNumber(delay) || !(delay->valuedouble >= 0))) ||
             (times && !cJSON_IsNumber(times))) {
-            snprintf(why, why_size, "outputs[%zu] needs \"output\", \"target\" and \"input\" names, a delay in seconds "
-                     "of 0 or more and times -1 or above 0", index);
+            snprintf(why, why_size,
+                     "outputs[%zu] needs \"output\", \"target\" and \"input\" names, a delay in seconds "
+                     "of 0 or more and times -1 or above 0",
+                     index);
             return -1;
         }
         index++;
@@ -122,10 +124,10 @@ static int map_entities_create(cellapp *app, cell *c, map_entity *e) {
     cJSON_ArrayForEach(output, cJSON_GetObjectItemCaseSensitive(e->json, "outputs")) {
         const cJSON *delay = cJSON_GetObjectItemCaseSensitive(output, "delay");
         const cJSON *times = cJSON_GetObjectItemCaseSensitive(output, "times");
-        entity_io_connect(&entity->outputs, map_entities_string(output, "output"), map_entities_string(output, "target"),
-                          map_entities_string(output, "input"), map_entities_string(output, "parameter"),
-                          delay ? (uint32_t)llround(delay->valuedouble * 1000.0) : 0,
-                          times ? (int32_t)times->valuedouble : -1);
+        entity_io_connect(
+            &entity->outputs, map_entities_string(output, "output"), map_entities_string(output, "target"),
+            map_entities_string(output, "input"), map_entities_string(output, "parameter"),
+            delay ? (uint32_t)llround(delay->valuedouble * 1000.0) : 0, times ? (int32_t)times->valuedouble : -1);
     }
     e->id = id;
     return 0;
@@ -238,8 +240,10 @@ static void map_entities_on_claim(redis_client *redis, redisReply *reply, void *
     map_claim_request *request = user_data;
     struct cellapp_map_claim *claim = map_entities_claim_of(request->app, request->space, MAP_CLAIM_ASKING);
     if (claim) {
-        if (!reply || reply->type == REDIS_REPLY_ERROR) claim->state = MAP_CLAIM_NONE; /* ask again */
-        else claim->state = reply->type == REDIS_REPLY_STATUS ? MAP_CLAIM_OURS : MAP_CLAIM_WAITING;
+        if (!reply || reply->type == REDIS_REPLY_ERROR)
+            claim->state = MAP_CLAIM_NONE; /* ask again */
+        else
+            claim->state = reply->type == REDIS_REPLY_STATUS ? MAP_CLAIM_OURS : MAP_CLAIM_WAITING;
     }
     free(request);
 }

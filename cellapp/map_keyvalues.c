@@ -46,9 +46,12 @@ static int map_keyvalues_field_value(const tessera_field *field, const cJSON *it
                field->type != TESSERA_FIELD_BOOL) {
         char text[64];
         double v = item->valuedouble;
-        if (field->type == TESSERA_FIELD_FLOAT || field->type == TESSERA_FIELD_DOUBLE) snprintf(text, sizeof text, "%.17g", v);
-        else if (v == floor(v) && fabs(v) < 9007199254740992.0) snprintf(text, sizeof text, "%.0f", v);
-        else text[0] = '\0';
+        if (field->type == TESSERA_FIELD_FLOAT || field->type == TESSERA_FIELD_DOUBLE)
+            snprintf(text, sizeof text, "%.17g", v);
+        else if (v == floor(v) && fabs(v) < 9007199254740992.0)
+            snprintf(text, sizeof text, "%.0f", v);
+        else
+            text[0] = '\0';
         if (!text[0] || game_host_convert(text, field->type, out) != 0) {
             snprintf(why, why_size, "%g does not convert to field '%s'", v, field->name);
             return -1;
@@ -80,19 +83,35 @@ static int map_keyvalues_field_value(const tessera_field *field, const cJSON *it
 static void map_keyvalues_store(const tessera_field *field, const tessera_value *value, uint8_t *data) {
     uint8_t *at = data + field->offset;
     switch (field->type) {
-    case TESSERA_FIELD_INT32: *(int32_t *)(void *)at = (int32_t)value->i; break;
-    case TESSERA_FIELD_INT64: *(int64_t *)(void *)at = value->i; break;
-    case TESSERA_FIELD_UINT32: *(uint32_t *)(void *)at = (uint32_t)value->u; break;
-    case TESSERA_FIELD_UINT64:
-    case TESSERA_FIELD_HANDLE: *(uint64_t *)(void *)at = value->u; break;
-    case TESSERA_FIELD_FLOAT: *(float *)(void *)at = (float)value->f; break;
-    case TESSERA_FIELD_DOUBLE: *(double *)(void *)at = value->f; break;
-    case TESSERA_FIELD_BOOL: *(bool *)(void *)at = value->b; break;
-    case TESSERA_FIELD_VECTOR3: memcpy(at, value->v, sizeof value->v); break;
-    case TESSERA_FIELD_STRING:
-        memset(at, 0, field->size);
-        memcpy(at, value->s, strlen(value->s));
-        break;
+        case TESSERA_FIELD_INT32:
+            *(int32_t *)(void *)at = (int32_t)value->i;
+            break;
+        case TESSERA_FIELD_INT64:
+            *(int64_t *)(void *)at = value->i;
+            break;
+        case TESSERA_FIELD_UINT32:
+            *(uint32_t *)(void *)at = (uint32_t)value->u;
+            break;
+        case TESSERA_FIELD_UINT64:
+        case TESSERA_FIELD_HANDLE:
+            *(uint64_t *)(void *)at = value->u;
+            break;
+        case TESSERA_FIELD_FLOAT:
+            *(float *)(void *)at = (float)value->f;
+            break;
+        case TESSERA_FIELD_DOUBLE:
+            *(double *)(void *)at = value->f;
+            break;
+        case TESSERA_FIELD_BOOL:
+            *(bool *)(void *)at = value->b;
+            break;
+        case TESSERA_FIELD_VECTOR3:
+            memcpy(at, value->v, sizeof value->v);
+            break;
+        case TESSERA_FIELD_STRING:
+            memset(at, 0, field->size);
+            memcpy(at, value->s, strlen(value->s));
+            break;
     }
 }
 
@@ -125,8 +144,7 @@ static cJSON *map_keyvalues_split(cellapp *app, const entity_def_class *cls, cel
     return properties;
 }
 
-int map_keyvalues_check(cellapp *app, const entity_def_class *cls, const cJSON *keyvalues, char *why,
-                        size_t why_size) {
+int map_keyvalues_check(cellapp *app, const entity_def_class *cls, const cJSON *keyvalues, char *why, size_t why_size) {
     if (!cJSON_IsObject(keyvalues)) {
         snprintf(why, why_size, "\"keyvalues\" is not an object");
         return -1;

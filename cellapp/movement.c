@@ -9,10 +9,14 @@
 
 const char *movement_verdict_text(movement_verdict verdict) {
     switch (verdict) {
-    case MOVEMENT_ACCEPTED: return "accepted";
-    case MOVEMENT_TOO_FAST: return "moved faster than the speed limit";
-    case MOVEMENT_OUTSIDE_WORLD: return "position outside every cell of the space";
-    case MOVEMENT_NOT_FINITE: return "position is not a finite number";
+        case MOVEMENT_ACCEPTED:
+            return "accepted";
+        case MOVEMENT_TOO_FAST:
+            return "moved faster than the speed limit";
+        case MOVEMENT_OUTSIDE_WORLD:
+            return "position outside every cell of the space";
+        case MOVEMENT_NOT_FINITE:
+            return "position is not a finite number";
     }
     return "unknown";
 }

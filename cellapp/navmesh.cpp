@@ -280,8 +280,8 @@ int navmesh_nearest_point(const navmesh *mesh, const float point[3], float reach
     return 0;
 }
 
-int navmesh_find_path(const navmesh *mesh, const float start[3], const float end[3], float *points,
-                      size_t max_points, size_t *count, char *why, size_t why_size) {
+int navmesh_find_path(const navmesh *mesh, const float start[3], const float end[3], float *points, size_t max_points,
+                      size_t *count, char *why, size_t why_size) {
     *count = 0;
     if (!points || max_points == 0 || max_points > 1000000) {
         navmesh_error(why, why_size, "no room for the path's points");

@@ -23,12 +23,12 @@ typedef struct navmesh navmesh;
 
 /* The agent the mesh is for and the voxel sizes (metres). */
 typedef struct navmesh_config {
-    float cell_size;      /* voxel side on x and z (0.5) */
-    float cell_height;    /* voxel height (0.2) */
-    float agent_radius;   /* walls are kept this far (0.5) */
-    float agent_height;   /* headroom needed (2) */
-    float agent_climb;    /* the highest step walked up (0.9) */
-    float max_slope;      /* degrees (45) */
+    float cell_size;    /* voxel side on x and z (0.5) */
+    float cell_height;  /* voxel height (0.2) */
+    float agent_radius; /* walls are kept this far (0.5) */
+    float agent_height; /* headroom needed (2) */
+    float agent_climb;  /* the highest step walked up (0.9) */
+    float max_slope;    /* degrees (45) */
 } navmesh_config;
 
 navmesh_config navmesh_default_config(void);
@@ -54,8 +54,8 @@ int navmesh_polygon_count(const navmesh *mesh);
  * many. Returns 0, or -1 with why in why: start or end is not near any
  * walkable surface, no path joins them (end unreachable: a path that ends
  * short of it is not one), or more than max_points corners. */
-int navmesh_find_path(const navmesh *mesh, const float start[3], const float end[3], float *points,
-                      size_t max_points, size_t *count, char *why, size_t why_size);
+int navmesh_find_path(const navmesh *mesh, const float start[3], const float end[3], float *points, size_t max_points,
+                      size_t *count, char *why, size_t why_size);
 
 /* The point of the mesh nearest to `point` within `reach` metres (on x
  * and z; 4 m of height), in `out`. Returns 0, or -1 if there is none. */

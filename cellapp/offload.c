@@ -37,12 +37,12 @@
 /* An offload sent and not yet acknowledged. */
 typedef struct offload_pending {
     uint64_t target;
-    uint32_t incarnation;          /* offered to the target */
-    uint8_t *state;                /* the encoded CellEntityState to take back */
+    uint32_t incarnation; /* offered to the target */
+    uint8_t *state;       /* the encoded CellEntityState to take back */
     size_t length;
-    uint64_t *haunts;              /* the haunts handed over */
+    uint64_t *haunts; /* the haunts handed over */
     size_t haunt_count;
-    uint64_t sent_us;              /* monotonic */
+    uint64_t sent_us; /* monotonic */
 } offload_pending;
 
 static void offload_pending_free(offload_pending *pending) {
@@ -240,9 +240,9 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
     const space_layout *layout = spaces_layout(app, entity->teleport_space);
     const space_layout_node *node =
         layout ? space_layout_cell_at(layout, entity->teleport_x, entity->teleport_z) : NULL;
-    if (!node || (node->cellapp_id != app->process_id &&
-                  (!peer_set_is_up(app->peers, node->cellapp_id) ||
-                   !spaces_peer_epoch(app, node->cellapp_id, entity->teleport_space)))) {
+    if (!node ||
+        (node->cellapp_id != app->process_id && (!peer_set_is_up(app->peers, node->cellapp_id) ||
+                                                 !spaces_peer_epoch(app, node->cellapp_id, entity->teleport_space)))) {
         log_warn("entity %" PRIu64 ": its teleport into space '%s' found no cell up there: it stays", entity->id,
                  entity->teleport_space);
         return;
@@ -314,7 +314,7 @@ void offload_tick(cellapp *app, cell *c) {
 /* ---- arriving ---------------------------------------------------------------- */
 
 static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
-                   const uint64_t *haunts, size_t haunt_count, uint64_t from, char *err, size_t errlen) {
+                          const uint64_t *haunts, size_t haunt_count, uint64_t from, char *err, size_t errlen) {
     if (cell_entity_restore(app, c, existing, state, err, errlen) != 0) return -1;
     cell_entity *entity = cell_find(c, state->entity_id);
     uint64_t now_us = clock_monotonic_us();
@@ -404,18 +404,18 @@ void offload_on_offload(cellapp *app, uint64_t peer, const Tessera__Cluster__Off
     }
     ghost_order_message book = {GHOST_ORDER_OFFLOAD, peer, state->incarnation - 1, app->process_id, NULL};
     switch (ghost_order_offer(app->ghost_order, state->entity_id, &book, clock_monotonic_us())) {
-    case GHOST_ORDER_APPLY:
-        offload_apply(app, peer, offload);
-        haunt_release(app, state->entity_id);
-        break;
-    case GHOST_ORDER_HOLD:
-        ghost_order_hold_payload(app->ghost_order, state->entity_id, haunt_hold_item(peer, item, item_length));
-        log_debug("entity %" PRIu64 ": offload from cellapp %" PRIu64 " held for an earlier real", state->entity_id,
-                  peer);
-        break;
-    case GHOST_ORDER_STALE:
-        offload_refuse(app, peer, offload, "a later incarnation of it is known here");
-        break;
+        case GHOST_ORDER_APPLY:
+            offload_apply(app, peer, offload);
+            haunt_release(app, state->entity_id);
+            break;
+        case GHOST_ORDER_HOLD:
+            ghost_order_hold_payload(app->ghost_order, state->entity_id, haunt_hold_item(peer, item, item_length));
+            log_debug("entity %" PRIu64 ": offload from cellapp %" PRIu64 " held for an earlier real", state->entity_id,
+                      peer);
+            break;
+        case GHOST_ORDER_STALE:
+            offload_refuse(app, peer, offload, "a later incarnation of it is known here");
+            break;
     }
 }
 
@@ -467,8 +467,10 @@ void offload_on_ack(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload
         return;
     }
     id_map_remove(&app->pending_offloads, ack->entity_id);
-    if (ack->refused) offload_reclaim(app, ack->entity_id, pending, ack->reason ? ack->reason : "refused");
-    else latency_histogram_add(&app->counters.offload_latency, clock_monotonic_us() - pending->sent_us);
+    if (ack->refused)
+        offload_reclaim(app, ack->entity_id, pending, ack->reason ? ack->reason : "refused");
+    else
+        latency_histogram_add(&app->counters.offload_latency, clock_monotonic_us() - pending->sent_us);
     offload_pending_free(pending);
 }
 
@@ -516,8 +518,8 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
         return -1;
     }
     const space_layout_node *node = space_layout_cell_at(layout, x, z);
-    if (!node || (node->cellapp_id != app->process_id &&
-                  (!peer_set_is_up(app->peers, node->cellapp_id) || !spaces_peer_epoch(app, node->cellapp_id, target)))) {
+    if (!node || (node->cellapp_id != app->process_id && (!peer_set_is_up(app->peers, node->cellapp_id) ||
+                                                          !spaces_peer_epoch(app, node->cellapp_id, target)))) {
         snprintf(err, errlen, "the cell of space '%s' at (%.1f, %.1f) is on cellapp %" PRIu64 ", which is not ready",
                  target, (double)x, (double)z, node ? node->cellapp_id : 0);
         return -1;

@@ -32,11 +32,11 @@
 #include "navmesh.h"
 
 typedef struct space_map_geometry {
-    float *vertices;                 /* x, y, z each */
+    float *vertices; /* x, y, z each */
     size_t vertex_count;
-    int32_t *triangles;              /* three indices each */
+    int32_t *triangles; /* three indices each */
     size_t triangle_count;
-    char navmesh_path[512];          /* the prebuilt mesh's file ("": none) */
+    char navmesh_path[512]; /* the prebuilt mesh's file ("": none) */
 } space_map_geometry;
 
 /* Reads the map at `path`. Returns 0, or -1 with why in err. */

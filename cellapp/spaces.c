@@ -22,13 +22,13 @@
 
 struct cellapp_space {
     char name[SPACE_LAYOUT_NAME_MAX];
-    space_layout *layout;        /* applied; NULL until the first */
-    space_layout *pending;       /* fetched, applied at the next tick */
-    uint64_t pending_since_us;   /* monotonic, when it was fetched */
-    bool pending_reported;       /* "waits for cellapp N" logged */
-    uint64_t fetching_epoch;     /* a GET is in flight for this epoch (0: none) */
-    uint64_t ignored_epoch;      /* the older epoch last logged as ignored */
-    cell *cell;                  /* this cellapp's cell of the space, or NULL */
+    space_layout *layout;      /* applied; NULL until the first */
+    space_layout *pending;     /* fetched, applied at the next tick */
+    uint64_t pending_since_us; /* monotonic, when it was fetched */
+    bool pending_reported;     /* "waits for cellapp N" logged */
+    uint64_t fetching_epoch;   /* a GET is in flight for this epoch (0: none) */
+    uint64_t ignored_epoch;    /* the older epoch last logged as ignored */
+    cell *cell;                /* this cellapp's cell of the space, or NULL */
 };
 
 /* A fetch in flight. */
@@ -125,8 +125,10 @@ static void spaces_on_epochs(redis_client *redis, redisReply *reply, void *user_
         fetch->epoch = epoch;
         const char *argv[] = {"GET", key};
         size_t lengths[] = {3, strlen(key)};
-        if (redis_client_command_argv(redis, spaces_on_layout, fetch, 2, argv, lengths) != 0) free(fetch);
-        else space->fetching_epoch = epoch;
+        if (redis_client_command_argv(redis, spaces_on_layout, fetch, 2, argv, lengths) != 0)
+            free(fetch);
+        else
+            space->fetching_epoch = epoch;
     }
 }
 
@@ -179,7 +181,8 @@ static void spaces_apply(cellapp *app, cellapp_space *space) {
     /* The other cellapps learn it in this tick's frame to them. */
     size_t cursor = 0;
     uint64_t peer;
-    while ((peer = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0) spaces_send_applied(app, peer, space);
+    while ((peer = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0)
+        spaces_send_applied(app, peer, space);
 }
 
 void spaces_apply_pending(cellapp *app) {

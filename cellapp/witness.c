@@ -81,21 +81,21 @@
 /* What the client holds of one alias. The fields every touch reads come
  * first, so that a touch usually costs one cache line. */
 typedef struct witness_slot {
-    cell_entity *entity;        /* the entity; NULL once it is freed (its leave is coming) */
-    uint8_t detail;             /* the entity_def_detail the client was last given */
-    bool entering;              /* this tick: ENTER, then an absolute MOVE */
-    bool move_pending;          /* the entity moved since the client's last MOVE */
-    bool touched;               /* in this tick's touched list */
-    bool offered;               /* offered to the budget this tick */
-    bool selected;              /* ... and selected */
-    bool batched;               /* its shared UPDATE goes in this tick's batch */
-    uint32_t observer_index;    /* this pair in entity->observers */
-    uint32_t member_index;      /* this alias in the witness's members */
-    uint32_t update_bits;       /* this tick: the size of that shared UPDATE's span */
-    uint32_t written_bits;      /* this tick: bits written for it so far */
-    uint64_t entity_id;         /* 0: the alias names nothing */
-    volatile_track track;       /* the position and yaw the client holds */
-    entity_state_mask pending;  /* properties owed with their current values */
+    cell_entity *entity;       /* the entity; NULL once it is freed (its leave is coming) */
+    uint8_t detail;            /* the entity_def_detail the client was last given */
+    bool entering;             /* this tick: ENTER, then an absolute MOVE */
+    bool move_pending;         /* the entity moved since the client's last MOVE */
+    bool touched;              /* in this tick's touched list */
+    bool offered;              /* offered to the budget this tick */
+    bool selected;             /* ... and selected */
+    bool batched;              /* its shared UPDATE goes in this tick's batch */
+    uint32_t observer_index;   /* this pair in entity->observers */
+    uint32_t member_index;     /* this alias in the witness's members */
+    uint32_t update_bits;      /* this tick: the size of that shared UPDATE's span */
+    uint32_t written_bits;     /* this tick: bits written for it so far */
+    uint64_t entity_id;        /* 0: the alias names nothing */
+    volatile_track track;      /* the position and yaw the client holds */
+    entity_state_mask pending; /* properties owed with their current values */
 } witness_slot;
 
 /* How long a restored view waits for the copy of an entity the client
@@ -110,7 +110,7 @@ typedef struct witness_awaited {
     uint64_t entity_id;
     uint32_t alias;
     uint32_t move_count, property_count;
-    uint64_t deadline_ms;       /* monotonic: it leaves then, if still not here */
+    uint64_t deadline_ms; /* monotonic: it leaves then, if still not here */
 } witness_awaited;
 
 /* An entity in view that could not get an alias (the table was full). */
@@ -131,17 +131,17 @@ typedef struct witness_call {
 typedef struct witness_event {
     uint64_t source_id;
     uint32_t event_id;
-    bool needs_view;            /* a viewers' event: only while the client sees its source */
+    bool needs_view; /* a viewers' event: only while the client sees its source */
     uint8_t *args;
     size_t length;
 } witness_event;
 
 struct witness {
     const cell *c;
-    cell_entity *owner;         /* the entity it watches through (it goes before its owner) */
-    bool tick_begun;            /* this tick's budget tick has begun (notify or update) */
+    cell_entity *owner; /* the entity it watches through (it goes before its owner) */
+    bool tick_begun;    /* this tick's budget tick has begun (notify or update) */
     uint32_t watcher;
-    uint32_t self_alias;        /* the own entity's alias, ALIAS_NONE before its ENTER */
+    uint32_t self_alias; /* the own entity's alias, ALIAS_NONE before its ENTER */
     uint64_t owner_id;
     alias_table *aliases;
     witness_budget *budget;
@@ -154,40 +154,40 @@ struct witness {
     witness_slot *slots;
     uint32_t slot_capacity;
     uint64_t budget_tick;
-    uint64_t *left;             /* entity ids reported leaving since the last update */
+    uint64_t *left; /* entity ids reported leaving since the last update */
     size_t left_count, left_capacity;
-    uint32_t *entered;          /* coord ids reported entering since the last update */
+    uint32_t *entered; /* coord ids reported entering since the last update */
     size_t entered_count, entered_capacity;
-    uint32_t *members;          /* aliases in use, in no order (slot.member_index) */
+    uint32_t *members; /* aliases in use, in no order (slot.member_index) */
     size_t member_count, member_capacity;
-    size_t sweep_cursor;        /* where this tick's detail recheck starts in members */
-    uint32_t *touched;          /* aliases whose entity changed since the last update */
+    size_t sweep_cursor; /* where this tick's detail recheck starts in members */
+    uint32_t *touched;   /* aliases whose entity changed since the last update */
     size_t touched_count, touched_capacity;
-    witness_waiting *waiting;   /* in view, without an alias yet */
+    witness_waiting *waiting; /* in view, without an alias yet */
     size_t waiting_count, waiting_capacity;
-    witness_awaited *awaited;   /* known to the client, not here yet (travelling) */
+    witness_awaited *awaited; /* known to the client, not here yet (travelling) */
     size_t awaited_count, awaited_capacity;
-    uint32_t *offered;          /* aliases offered this tick */
+    uint32_t *offered; /* aliases offered this tick */
     size_t offered_count, offered_capacity;
-    uint32_t *selected;         /* the budget's choice, in send order */
+    uint32_t *selected; /* the budget's choice, in send order */
     size_t selected_capacity;
-    replication_ref *refs;      /* this tick's shared UPDATEs, in send order */
+    replication_ref *refs; /* this tick's shared UPDATEs, in send order */
     size_t ref_capacity;
     witness_call *calls;
     size_t call_count, call_capacity;
     witness_event *events;
     size_t event_count, event_capacity;
     bool warned_exhausted;
-    bool congested;             /* the client is not reading: hold all but enters and leaves */
+    bool congested; /* the client is not reading: hold all but enters and leaves */
 };
 
-#define WITNESS_PUSH(array, count, capacity, value)                                                      \
-    do {                                                                                                 \
-        if ((count) == (capacity)) {                                                                     \
-            (capacity) = (capacity) ? (capacity) * 2 : 16;                                               \
-            (array) = xrealloc((array), (capacity) * sizeof *(array));                                   \
-        }                                                                                                \
-        (array)[(count)++] = (value);                                                                    \
+#define WITNESS_PUSH(array, count, capacity, value)                    \
+    do {                                                               \
+        if ((count) == (capacity)) {                                   \
+            (capacity) = (capacity) ? (capacity)*2 : 16;               \
+            (array) = xrealloc((array), (capacity) * sizeof *(array)); \
+        }                                                              \
+        (array)[(count)++] = (value);                                  \
     } while (0)
 
 static void witness_on_enter(coord_system *cs, uint32_t watcher, uint32_t entity, void *user_data) {
@@ -310,8 +310,8 @@ void witness_notify_changes(cell *c) {
             witness *view = observer->view;
             witness_begin(view);
             bool is_owner = observer->alias == view->self_alias;
-            witness_consider(view, c, observer->alias, entity,
-                             is_owner ? 0 : witness_distance(c, view->owner, entity), is_owner);
+            witness_consider(view, c, observer->alias, entity, is_owner ? 0 : witness_distance(c, view->owner, entity),
+                             is_owner);
         }
     }
 }
@@ -363,8 +363,7 @@ static void witness_watch(cell *c, cell_entity *entity, witness *view) {
     view->owner = entity;
     view->watcher = coord_add_watcher(c->coord, entity->coord_id, (float)settings->view_radius,
                                       (float)settings->view_hysteresis, &witness_callbacks, view);
-    if (view->watcher == COORD_NONE)
-        log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
+    if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
     entity->witness = view;
 }
 
@@ -456,7 +455,8 @@ static entity_def_detail witness_detail_at(const cell *c, float distance) {
 static entity_def_detail witness_detail_for(const cell *c, entity_def_detail held, float distance) {
     entity_def_detail detail = witness_detail_at(c, distance);
     if (detail > held) {
-        entity_def_detail beyond = witness_detail_at(c, distance - (float)c->shared->settings->witness.detail_hysteresis);
+        entity_def_detail beyond =
+            witness_detail_at(c, distance - (float)c->shared->settings->witness.detail_hysteresis);
         detail = beyond > held ? beyond : held;
     }
     return detail;
@@ -519,8 +519,7 @@ static void witness_reserve_slot(witness *view, uint32_t alias) {
 
 /* Gives `entity` an alias and schedules its ENTER. Returns false when the
  * client's alias table is full. */
-static bool witness_enter(witness *view, cell *c, cell_entity *entity, float distance, bool is_owner,
-                          uint64_t now_ms) {
+static bool witness_enter(witness *view, cell *c, cell_entity *entity, float distance, bool is_owner, uint64_t now_ms) {
     uint32_t alias = alias_table_assign(view->aliases, entity->id, now_ms);
     if (alias == ALIAS_NONE) {
         c->shared->witness_totals.aliases_exhausted++;
@@ -621,8 +620,7 @@ static size_t witness_write_first(witness *view, cell *c, uint32_t alias, bool i
         memset(&slot->pending, 0, sizeof slot->pending);
     } else if (entity->packed) {
         view->refs[(*ref_count)++] = (replication_ref){
-            &entity->replication, alias,
-            (uint8_t)replication_audience_for(is_owner, (entity_def_detail)slot->detail)};
+            &entity->replication, alias, (uint8_t)replication_audience_for(is_owner, (entity_def_detail)slot->detail)};
         slot->batched = true;
     }
     return bit_writer_bits(w) - before;
@@ -643,8 +641,7 @@ static size_t witness_write_move(witness *view, cell *c, uint32_t alias) {
     bit_writer *w = &c->shared->stream;
     size_t before = bit_writer_bits(w);
     replication_append_move_header(w, alias, view->alias_bits);
-    if (volatile_codec_encode(w, &slot->track, &c->volatile_config, entity->x, entity->y, entity->z, entity->yaw) <
-        0)
+    if (volatile_codec_encode(w, &slot->track, &c->volatile_config, entity->x, entity->y, entity->z, entity->yaw) < 0)
         log_panic("entity %llu: a checked position did not encode", (unsigned long long)entity->id);
     return bit_writer_bits(w) - before;
 }
@@ -663,7 +660,8 @@ static void witness_sweep_details(witness *view, cell *c, const cell_entity *own
         if (alias == view->self_alias || slot->touched || slot->entering || !slot->entity || slot->entity->destroyed)
             continue;
         float distance = witness_distance(c, owner, slot->entity);
-        if (witness_detail_for(c, (entity_def_detail)slot->detail, distance) != slot->detail) witness_touch(view, alias);
+        if (witness_detail_for(c, (entity_def_detail)slot->detail, distance) != slot->detail)
+            witness_touch(view, alias);
     }
 }
 
@@ -992,7 +990,8 @@ void witness_saved_free(Tessera__Cluster__WitnessState *state) {
     free(state->cooling);
     for (size_t i = 0; i < state->n_calls; i++) free(state->calls[i]); /* args belong to the witness */
     free(state->calls);
-    for (size_t i = 0; i < state->n_events; i++) free(state->events[i]); /* the event shares it; args are the witness's */
+    for (size_t i = 0; i < state->n_events; i++)
+        free(state->events[i]); /* the event shares it; args are the witness's */
     free(state->events);
     free(state->left);
     tessera__cluster__witness_state__init(state);
@@ -1047,8 +1046,8 @@ static int witness_restore_tables(witness *view, const witness_config *settings,
         slot->track.y = saved->track_y;
         slot->track.z = saved->track_z;
         slot->track.yaw = saved->track_yaw;
-        witness_budget_alias_state history = {saved->has_sent,      saved->last_sent,        saved->has_offered,
-                                              saved->pending_since, saved->last_offered,     saved->offered_bytes,
+        witness_budget_alias_state history = {saved->has_sent,         saved->last_sent,    saved->has_offered,
+                                              saved->pending_since,    saved->last_offered, saved->offered_bytes,
                                               saved->offered_distance, saved->pending_order};
         witness_budget_alias_restore(view->budget, saved->alias, &history);
     }
@@ -1061,8 +1060,8 @@ static int witness_restore_tables(witness *view, const witness_config *settings,
  * never offered to this client, so what they touched is owed now. A copy
  * behind needs nothing: its changes are still on the way, and are offered
  * when they come. */
-static void witness_catch_up(witness *view, const cell *c, uint32_t alias, uint32_t move_count,
-                             uint32_t property_count, const cell_entity *other) {
+static void witness_catch_up(witness *view, const cell *c, uint32_t alias, uint32_t move_count, uint32_t property_count,
+                             const cell_entity *other) {
     witness_slot *slot = &view->slots[alias];
     if (cell_change_count_ahead(move_count, other->move_count)) slot->move_pending = true;
     if (cell_change_count_ahead(property_count, other->property_count))

@@ -68,9 +68,9 @@
 #define WITNESS_BUDGET_NOT_PENDING UINT32_MAX
 
 typedef enum witness_budget_phase {
-    WITNESS_BUDGET_PHASE_IDLE = 0,  /* created, no tick begun yet */
-    WITNESS_BUDGET_PHASE_OFFERING,  /* after begin_tick: offers accepted */
-    WITNESS_BUDGET_PHASE_SELECTED,  /* after select: commits accepted until the next begin_tick */
+    WITNESS_BUDGET_PHASE_IDLE = 0, /* created, no tick begun yet */
+    WITNESS_BUDGET_PHASE_OFFERING, /* after begin_tick: offers accepted */
+    WITNESS_BUDGET_PHASE_SELECTED, /* after select: commits accepted until the next begin_tick */
 } witness_budget_phase;
 
 typedef enum witness_budget_class {
@@ -85,20 +85,20 @@ typedef struct witness_budget_alias {
     /* Ticks are kept as their low 32 bits (witness_budget_widen gives the
      * whole tick back): 13 years at 10 Hz before two ticks share them, and
      * an entry half the size for every alias of every client. */
-    uint32_t last_sent;     /* tick of the last send; valid if has_sent */
-    uint32_t pending_since; /* first tick of the current run of pending ticks */
-    uint32_t last_offered;  /* tick of the latest offer; valid if has_offered */
-    uint32_t selected_tick; /* tick it was last selected in (for commit) */
-    uint32_t listed_tick;   /* tick + 1 when it was last made a candidate */
+    uint32_t last_sent;      /* tick of the last send; valid if has_sent */
+    uint32_t pending_since;  /* first tick of the current run of pending ticks */
+    uint32_t last_offered;   /* tick of the latest offer; valid if has_offered */
+    uint32_t selected_tick;  /* tick it was last selected in (for commit) */
+    uint32_t listed_tick;    /* tick + 1 when it was last made a candidate */
     uint32_t restored_order; /* its place in the pending list it was saved from */
-    uint32_t pending_index; /* index in the pending list, or WITNESS_BUDGET_NOT_PENDING */
-    uint32_t candidate;     /* index into candidates when selected_tick is this tick */
-    uint32_t bytes;         /* the latest offer's size */
-    uint32_t interval;      /* minimum ticks between non-forced sends, from the latest distance */
-    float distance;         /* the latest offer's distance */
+    uint32_t pending_index;  /* index in the pending list, or WITNESS_BUDGET_NOT_PENDING */
+    uint32_t candidate;      /* index into candidates when selected_tick is this tick */
+    uint32_t bytes;          /* the latest offer's size */
+    uint32_t interval;       /* minimum ticks between non-forced sends, from the latest distance */
+    float distance;          /* the latest offer's distance */
     bool has_sent;
     bool has_offered;
-    bool mandatory;         /* pending as an enter or leave */
+    bool mandatory; /* pending as an enter or leave */
 } witness_budget_alias;
 
 /* A pending alias as the per-tick pass reads it: a copy of what decides
@@ -114,7 +114,7 @@ typedef struct witness_budget_waiting {
 /* One candidate of this tick. */
 typedef struct witness_budget_candidate {
     uint32_t alias;
-    uint32_t bytes;     /* offered; after select, what is charged */
+    uint32_t bytes; /* offered; after select, what is charged */
     float distance;
     uint32_t interval;
     uint64_t staleness; /* >= 1 */
@@ -130,10 +130,10 @@ struct witness_budget {
     witness_budget_config config;
     witness_budget_phase phase;
     uint64_t tick;
-    int64_t credit;             /* negative: debt */
+    int64_t credit;               /* negative: debt */
     uint64_t allowance_remainder; /* bytes_per_second * ticks mod tick_hz */
-    bool held;                  /* only mandatory records go */
-    double interval_scale;      /* (tick_hz - 1) / (far_distance - near_distance) */
+    bool held;                    /* only mandatory records go */
+    double interval_scale;        /* (tick_hz - 1) / (far_distance - near_distance) */
     /* Per-alias memory, grown on demand up to max_aliases: aliases are
      * handed out lowest first, so it follows the largest view the client
      * has had rather than the table's size. */
@@ -187,8 +187,7 @@ uint32_t witness_budget_interval(const witness_budget *budget, float distance) {
 }
 
 int witness_budget_begin_tick(witness_budget *budget, uint64_t tick) {
-    if (budget->phase != WITNESS_BUDGET_PHASE_IDLE && tick <= budget->tick)
-        return WITNESS_BUDGET_ERROR_SEQUENCE;
+    if (budget->phase != WITNESS_BUDGET_PHASE_IDLE && tick <= budget->tick) return WITNESS_BUDGET_ERROR_SEQUENCE;
     uint64_t elapsed = budget->phase == WITNESS_BUDGET_PHASE_IDLE ? 1 : tick - budget->tick;
     const uint64_t hz = budget->config.tick_hz;
     const int64_t cap = budget->config.carry_max_bytes;
@@ -269,7 +268,8 @@ static void witness_budget_pend(witness_budget *budget, uint32_t alias) {
     witness_budget_alias *entry = &budget->aliases[alias];
     if (entry->pending_index != WITNESS_BUDGET_NOT_PENDING) return;
     if (budget->pending_count == budget->pending_capacity) {
-        budget->pending_capacity = budget->pending_capacity ? budget->pending_capacity * 2 : WITNESS_BUDGET_INITIAL_CANDIDATES;
+        budget->pending_capacity =
+            budget->pending_capacity ? budget->pending_capacity * 2 : WITNESS_BUDGET_INITIAL_CANDIDATES;
         budget->pending = xrealloc(budget->pending, budget->pending_capacity * sizeof *budget->pending);
     }
     entry->pending_index = budget->pending_count;
@@ -277,8 +277,7 @@ static void witness_budget_pend(witness_budget *budget, uint32_t alias) {
     witness_budget_refresh(budget, entry);
 }
 
-int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes,
-                         bool mandatory) {
+int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes, bool mandatory) {
     if (budget->phase != WITNESS_BUDGET_PHASE_OFFERING) return WITNESS_BUDGET_ERROR_SEQUENCE;
     if (alias >= budget->config.max_aliases || isnan(distance)) return WITNESS_BUDGET_ERROR_ARGUMENT;
     witness_budget_reserve_alias(budget, alias);
@@ -339,7 +338,8 @@ static void witness_budget_sort(witness_budget *budget, uint32_t begin, uint32_t
 /* Adds `alias` as a candidate of this tick. */
 static uint32_t witness_budget_add_candidate(witness_budget *budget, uint32_t alias) {
     if (budget->candidate_count == budget->candidate_capacity) {
-        uint32_t capacity = budget->candidate_capacity ? budget->candidate_capacity * 2 : WITNESS_BUDGET_INITIAL_CANDIDATES;
+        uint32_t capacity =
+            budget->candidate_capacity ? budget->candidate_capacity * 2 : WITNESS_BUDGET_INITIAL_CANDIDATES;
         budget->candidates = xrealloc(budget->candidates, capacity * sizeof *budget->candidates);
         budget->order = xrealloc(budget->order, capacity * sizeof *budget->order);
         budget->scratch = xrealloc(budget->scratch, capacity * sizeof *budget->scratch);
@@ -362,7 +362,7 @@ static uint32_t witness_budget_add_candidate(witness_budget *budget, uint32_t al
 int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capacity, uint32_t *count) {
     if (budget->phase != WITNESS_BUDGET_PHASE_OFFERING) return WITNESS_BUDGET_ERROR_SEQUENCE;
     const uint64_t tick = budget->tick;
-        witness_budget_candidate *c;
+    witness_budget_candidate *c;
 
     /* The candidates: mandatory in offer order, then forced, then those
      * past their interval. One pass over what is pending. */
@@ -463,14 +463,12 @@ int witness_budget_commit(witness_budget *budget, uint32_t alias, uint32_t bytes
     if (alias >= budget->alias_capacity) return WITNESS_BUDGET_ERROR_NOT_SELECTED; /* never offered */
     witness_budget_alias *entry = &budget->aliases[alias];
     if (budget->phase != WITNESS_BUDGET_PHASE_SELECTED || !entry->has_sent ||
-        entry->selected_tick != (uint32_t)budget->tick ||
-        entry->candidate >= budget->candidate_count)
+        entry->selected_tick != (uint32_t)budget->tick || entry->candidate >= budget->candidate_count)
         return WITNESS_BUDGET_ERROR_NOT_SELECTED;
     witness_budget_candidate *candidate = &budget->candidates[entry->candidate];
     witness_budget_class class = candidate->class;
-    if (candidate->alias != alias ||
-        (class != WITNESS_BUDGET_CLASS_MANDATORY && class != WITNESS_BUDGET_CLASS_FORCED &&
-         class != WITNESS_BUDGET_CLASS_OPTIONAL))
+    if (candidate->alias != alias || (class != WITNESS_BUDGET_CLASS_MANDATORY && class != WITNESS_BUDGET_CLASS_FORCED &&
+                                      class != WITNESS_BUDGET_CLASS_OPTIONAL))
         return WITNESS_BUDGET_ERROR_NOT_SELECTED;
 
     /* Unsigned wrap-around makes the delta a subtraction when negative. */
@@ -514,8 +512,8 @@ void witness_budget_withdraw(witness_budget *budget, uint32_t alias) {
     if (alias >= budget->alias_capacity) return;
     witness_budget_alias *entry = &budget->aliases[alias];
     if (budget->phase == WITNESS_BUDGET_PHASE_SELECTED && entry->has_sent &&
-        entry->selected_tick == (uint32_t)budget->tick &&
-        entry->candidate < budget->candidate_count && budget->candidates[entry->candidate].alias == alias &&
+        entry->selected_tick == (uint32_t)budget->tick && entry->candidate < budget->candidate_count &&
+        budget->candidates[entry->candidate].alias == alias &&
         budget->candidates[entry->candidate].class != WITNESS_BUDGET_CLASS_SKIPPED)
         witness_budget_commit(budget, alias, 0);
     witness_budget_unpend(budget, entry);

@@ -45,10 +45,10 @@
 #include <stdint.h>
 
 /* Error codes. -5x: distinct from the other cellapp modules' codes. */
-#define WITNESS_BUDGET_ERROR_ARGUMENT (-50) /* alias out of range, NaN distance */
-#define WITNESS_BUDGET_ERROR_SEQUENCE (-51) /* call out of begin/offer/select order */
-#define WITNESS_BUDGET_ERROR_DUPLICATE (-52) /* alias already offered this tick */
-#define WITNESS_BUDGET_ERROR_SPACE (-53)    /* output array too small; nothing selected */
+#define WITNESS_BUDGET_ERROR_ARGUMENT (-50)     /* alias out of range, NaN distance */
+#define WITNESS_BUDGET_ERROR_SEQUENCE (-51)     /* call out of begin/offer/select order */
+#define WITNESS_BUDGET_ERROR_DUPLICATE (-52)    /* alias already offered this tick */
+#define WITNESS_BUDGET_ERROR_SPACE (-53)        /* output array too small; nothing selected */
 #define WITNESS_BUDGET_ERROR_NOT_SELECTED (-54) /* commit for an alias not selected this tick */
 
 typedef struct witness_budget witness_budget;
@@ -78,9 +78,9 @@ typedef struct witness_budget_stats {
     uint64_t sent_count;      /* records selected, lifetime */
     uint64_t mandatory_count;
     uint64_t forced_count;
-    uint64_t skipped_count;   /* pending aliases not selected, per tick, lifetime */
-    uint64_t debt;            /* bytes owed now, paid back from later ticks */
-    uint64_t credit;          /* unspent bytes available now */
+    uint64_t skipped_count; /* pending aliases not selected, per tick, lifetime */
+    uint64_t debt;          /* bytes owed now, paid back from later ticks */
+    uint64_t credit;        /* unspent bytes available now */
 } witness_budget_stats;
 
 /* A scheduler for one client. NULL on a bad config (see the field
@@ -103,8 +103,7 @@ int witness_budget_begin_tick(witness_budget *budget, uint64_t tick);
  * first offer after its last send.
  * Returns 0, or WITNESS_BUDGET_ERROR_ARGUMENT, _DUPLICATE (offered twice in
  * one tick), or _SEQUENCE (not between begin_tick and select). */
-int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes,
-                         bool mandatory);
+int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance, uint32_t bytes, bool mandatory);
 
 /* Chooses this tick's records: writes their aliases to `out` in send order
  * (mandatory in offer order, then forced by priority, then the rest: by
@@ -114,8 +113,7 @@ int witness_budget_offer(witness_budget *budget, uint32_t alias, float distance,
  * this tick always suffices. Returns 0; WITNESS_BUDGET_ERROR_SPACE if
  * `capacity` is too small (nothing is selected or charged; call again with
  * more room); _SEQUENCE if not called once, after begin_tick. */
-int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capacity,
-                          uint32_t *count);
+int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capacity, uint32_t *count);
 
 /* Corrects the charge for `alias`, selected this tick, to the bytes really
  * sent. 0 means it was not sent after all (say, TCP backpressure): the

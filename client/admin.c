@@ -39,36 +39,35 @@ typedef struct admin {
 } admin;
 
 static int admin_usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera-admin [--redis HOST:PORT] [--cluster NAME] [--json] COMMAND ...\n"
-            "\n"
-            "  spaces                        the spaces and the epochs of their layouts\n"
-            "  cellapps                      the live cellapps (their ids name cells' owners)\n"
-            "  show SPACE                    the layout: split lines (numbered) and cells\n"
-            "  create SPACE [--bounds MINX,MINZ,MAXX,MAXZ] [--height MINY,MAXY] [--3d]\n"
-            "         [--grid COLUMNSxROWS] [--spawn X,Z,RADIUS] [--cellapps ID,ID,...]\n"
-            "                                a new space split into a grid of equal cells, one\n"
-            "                                per cellapp in the order given (default: every live\n"
-            "                                cellapp, by id; the grid as square as they allow)\n"
-            "  move-line SPACE SPLIT AT      move split line number SPLIT (see show) to AT\n"
-            "  assign SPACE CELL CELLAPP     give cell CELL to cellapp CELLAPP\n"
-            "  split SPACE CELL x|z AT CELLAPP\n"
-            "                                split a cell at AT; the high side becomes a new\n"
-            "                                cell of CELLAPP\n"
-            "  retire SPACE CELL             let the balancer shrink cell CELL away and remove it\n"
-            "  put SPACE FILE [--fence N]    write a whole layout (a JSON file) as the next\n"
-            "                                epoch, with its own balancer fence or N (0: an\n"
-            "                                operator's write)\n"
-            "  status                        every live process: address, load, tick time,\n"
-            "                                clients, reals, ghosts, and its /healthz\n"
-            "  cells                         every space's layout with each cell's load, and the\n"
-            "                                balancer's leader\n"
-            "  entity ID                     where entity ID's cell and base are, and their state\n"
-            "  kick ACCOUNT                  drop that account's client, wherever it is\n"
-            "  shutdown ID                   ask process ID to drain and stop (as SIGTERM)\n"
-            "\n"
-            "Defaults: --redis 127.0.0.1:6379 --cluster tessera; bounds -500,-500,500,500,\n"
-            "height -1000,1000, spawn at the centre with radius 50.\n");
+    fprintf(out, "usage: tessera-admin [--redis HOST:PORT] [--cluster NAME] [--json] COMMAND ...\n"
+                 "\n"
+                 "  spaces                        the spaces and the epochs of their layouts\n"
+                 "  cellapps                      the live cellapps (their ids name cells' owners)\n"
+                 "  show SPACE                    the layout: split lines (numbered) and cells\n"
+                 "  create SPACE [--bounds MINX,MINZ,MAXX,MAXZ] [--height MINY,MAXY] [--3d]\n"
+                 "         [--grid COLUMNSxROWS] [--spawn X,Z,RADIUS] [--cellapps ID,ID,...]\n"
+                 "                                a new space split into a grid of equal cells, one\n"
+                 "                                per cellapp in the order given (default: every live\n"
+                 "                                cellapp, by id; the grid as square as they allow)\n"
+                 "  move-line SPACE SPLIT AT      move split line number SPLIT (see show) to AT\n"
+                 "  assign SPACE CELL CELLAPP     give cell CELL to cellapp CELLAPP\n"
+                 "  split SPACE CELL x|z AT CELLAPP\n"
+                 "                                split a cell at AT; the high side becomes a new\n"
+                 "                                cell of CELLAPP\n"
+                 "  retire SPACE CELL             let the balancer shrink cell CELL away and remove it\n"
+                 "  put SPACE FILE [--fence N]    write a whole layout (a JSON file) as the next\n"
+                 "                                epoch, with its own balancer fence or N (0: an\n"
+                 "                                operator's write)\n"
+                 "  status                        every live process: address, load, tick time,\n"
+                 "                                clients, reals, ghosts, and its /healthz\n"
+                 "  cells                         every space's layout with each cell's load, and the\n"
+                 "                                balancer's leader\n"
+                 "  entity ID                     where entity ID's cell and base are, and their state\n"
+                 "  kick ACCOUNT                  drop that account's client, wherever it is\n"
+                 "  shutdown ID                   ask process ID to drain and stop (as SIGTERM)\n"
+                 "\n"
+                 "Defaults: --redis 127.0.0.1:6379 --cluster tessera; bounds -500,-500,500,500,\n"
+                 "height -1000,1000, spawn at the centre with radius 50.\n");
     return 2;
 }
 
@@ -76,8 +75,10 @@ static redisReply *admin_command(admin *a, int argc, const char **argv) {
     size_t lengths[16];
     for (int i = 0; i < argc; i++) lengths[i] = strlen(argv[i]);
     redisReply *reply = redisCommandArgv(a->redis, argc, argv, lengths);
-    if (!reply) fprintf(stderr, "tessera-admin: Redis: %s\n", a->redis->errstr[0] ? a->redis->errstr : "no reply");
-    else if (reply->type == REDIS_REPLY_ERROR) fprintf(stderr, "tessera-admin: Redis: %s\n", reply->str);
+    if (!reply)
+        fprintf(stderr, "tessera-admin: Redis: %s\n", a->redis->errstr[0] ? a->redis->errstr : "no reply");
+    else if (reply->type == REDIS_REPLY_ERROR)
+        fprintf(stderr, "tessera-admin: Redis: %s\n", reply->str);
     return reply;
 }
 
@@ -161,15 +162,19 @@ static int admin_write(admin *a, space_layout *layout) {
     space_store_result result = space_store_result_of(reply, &value, &error);
     if (reply) freeReplyObject(reply);
     switch (result) {
-    case SPACE_STORE_WRITTEN: return 0;
-    case SPACE_STORE_OLD_EPOCH: return -2;
-    case SPACE_STORE_FENCED:
-        fprintf(stderr, "tessera-admin: refused: the layout carries balancer fence %" PRIu64
-                        ", older than the newest lease's (%llu)\n", layout->fence, value);
-        return 1;
-    default:
-        fprintf(stderr, "tessera-admin: Redis: %s\n", error ? error : a->redis->errstr);
-        return -1;
+        case SPACE_STORE_WRITTEN:
+            return 0;
+        case SPACE_STORE_OLD_EPOCH:
+            return -2;
+        case SPACE_STORE_FENCED:
+            fprintf(stderr,
+                    "tessera-admin: refused: the layout carries balancer fence %" PRIu64
+                    ", older than the newest lease's (%llu)\n",
+                    layout->fence, value);
+            return 1;
+        default:
+            fprintf(stderr, "tessera-admin: Redis: %s\n", error ? error : a->redis->errstr);
+            return -1;
     }
 }
 
@@ -279,8 +284,10 @@ static int admin_edit_retire(space_layout *layout, int argc, char **argv, char *
 static int admin_put(admin *a, const char *name, int argc, char **argv) {
     uint64_t fence = 0;
     bool has_fence = false;
-    if (argc == 3 && strcmp(argv[1], "--fence") == 0 && admin_parse_u64(argv[2], &fence)) has_fence = true;
-    else if (argc != 1) return admin_usage(stderr);
+    if (argc == 3 && strcmp(argv[1], "--fence") == 0 && admin_parse_u64(argv[2], &fence))
+        has_fence = true;
+    else if (argc != 1)
+        return admin_usage(stderr);
     size_t length;
     char err[256];
     char *text = json_file_read(argv[0], &length, err, sizeof err);
@@ -306,8 +313,10 @@ static int admin_put(admin *a, const char *name, int argc, char **argv) {
     layout->epoch = stored && stored->type == REDIS_REPLY_STRING ? strtoull(stored->str, NULL, 10) : 0;
     if (stored) freeReplyObject(stored);
     int rc = admin_write(a, layout);
-    if (rc == 0) space_layout_print(layout, stdout);
-    else if (rc == -2) fprintf(stderr, "tessera-admin: space '%s' was written by someone else meanwhile\n", name);
+    if (rc == 0)
+        space_layout_print(layout, stdout);
+    else if (rc == -2)
+        fprintf(stderr, "tessera-admin: space '%s' was written by someone else meanwhile\n", name);
     space_layout_free(layout);
     return rc == 0 ? 0 : 1;
 }

@@ -77,8 +77,10 @@ static int admin_ask(const admin_process *p, const char *method, const char *pat
     if (http_fetch(method, admin_field(p, "host"), port, path, ADMIN_CLUSTER_TIMEOUT_MS, &status, &text, NULL, err,
                    errlen) != 0)
         return 0;
-    if (body) *body = text;
-    else free(text);
+    if (body)
+        *body = text;
+    else
+        free(text);
     return status;
 }
 
@@ -99,9 +101,12 @@ int admin_cluster_status(redisContext *redis, const char *cluster, bool json) {
         char err[256] = "", *body = NULL;
         int status = admin_ask(p, "GET", "/healthz", &body, err, sizeof err);
         char health[300];
-        if (status == 200) snprintf(health, sizeof health, "ok");
-        else if (status) snprintf(health, sizeof health, "%d %s", status, body ? strtok(body, "\n") : "");
-        else snprintf(health, sizeof health, "unreachable: %s", err);
+        if (status == 200)
+            snprintf(health, sizeof health, "ok");
+        else if (status)
+            snprintf(health, sizeof health, "%d %s", status, body ? strtok(body, "\n") : "");
+        else
+            snprintf(health, sizeof health, "unreachable: %s", err);
         free(body);
         unhealthy += status != 200;
         double load = atof(admin_field(p, "load_permille")) / 1000.0;
@@ -114,9 +119,9 @@ int admin_cluster_status(redisContext *redis, const char *cluster, bool json) {
             cJSON_AddStringToObject(entry, "health", health);
             cJSON_AddItemToArray(array, entry);
         } else {
-            printf("%-6s %-8s %-22s %-8s %-6s %-7.3f %-8.2f %-8s %-7s %-7s %s\n", p->id, admin_field(p, "role"), address,
-                   admin_field(p, "pid"), admin_field(p, "admin_port"), load, tick_ms, admin_field(p, "clients"),
-                   admin_field(p, "reals"), admin_field(p, "ghosts"), health);
+            printf("%-6s %-8s %-22s %-8s %-6s %-7.3f %-8.2f %-8s %-7s %-7s %s\n", p->id, admin_field(p, "role"),
+                   address, admin_field(p, "pid"), admin_field(p, "admin_port"), load, tick_ms,
+                   admin_field(p, "clients"), admin_field(p, "reals"), admin_field(p, "ghosts"), health);
         }
     }
     if (json) {
@@ -156,7 +161,8 @@ static void admin_print_node(const space_layout *layout, int32_t index, const cJ
         if (report)
             printf("load %.3f, %d reals\n", cJSON_GetObjectItemCaseSensitive(report, "load")->valuedouble,
                    (int)cJSON_GetObjectItemCaseSensitive(report, "reals")->valuedouble);
-        else printf("not reported\n");
+        else
+            printf("not reported\n");
         return;
     }
     const char *axis = space_layout_axis_name(node->axis);
@@ -186,8 +192,10 @@ int admin_cluster_cells(redisContext *redis, const char *cluster, bool json) {
     cJSON *out = cJSON_CreateObject();
     cJSON *layouts = cJSON_AddObjectToObject(out, "spaces");
     if (lease && lease->type == REDIS_REPLY_STRING) {
-        if (json) cJSON_AddStringToObject(out, "leader", lease->str);
-        else printf("balancer: lease held by %s (cellapp id:fence)\n", lease->str);
+        if (json)
+            cJSON_AddStringToObject(out, "leader", lease->str);
+        else
+            printf("balancer: lease held by %s (cellapp id:fence)\n", lease->str);
     } else if (!json) {
         printf("balancer: no leader\n");
     }
@@ -321,7 +329,8 @@ int admin_cluster_kick(redisContext *redis, const char *cluster, const char *acc
     for (const char *c = account; *c && n + 4 < (int)sizeof path; c++) {
         if ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '_' || *c == '-')
             path[n++] = *c;
-        else n += snprintf(path + n, sizeof path - (size_t)n, "%%%02X", (unsigned char)*c);
+        else
+            n += snprintf(path + n, sizeof path - (size_t)n, "%%%02X", (unsigned char)*c);
     }
     path[n] = '\0';
     int kicked = 0;

@@ -102,8 +102,8 @@ typedef struct bots_options {
     int verify_aoi;
     const char *account_prefix;
     const char *password;
-    double speed;                /* metres per second */
-    double area;                 /* waypoints in [-area, area] on x and z */
+    double speed; /* metres per second */
+    double area;  /* waypoints in [-area, area] on x and z */
     /* --gather: in the first half of every gather_period seconds (or
      * always, with period 0) waypoints lie within gather_half of
      * (gather_x, gather_z) instead: the crowd drifts there and back. */
@@ -111,12 +111,12 @@ typedef struct bots_options {
     double gather_x, gather_z, gather_half, gather_period;
     uint64_t seed;
     double login_spread_ms;
-    double calls_per_second;     /* per bot, while walking */
-    double settle_seconds;       /* stand still and call nothing for the last S seconds */
-    const char *snapshot_file;   /* NULL: no snapshot */
-    double snapshot_at_seconds;  /* when to write it, after the start */
-    double ping_rate;            /* numbered calls per bot per second while walking */
-    double gap_limit_ms;         /* an update gap longer than this while walking is counted */
+    double calls_per_second;    /* per bot, while walking */
+    double settle_seconds;      /* stand still and call nothing for the last S seconds */
+    const char *snapshot_file;  /* NULL: no snapshot */
+    double snapshot_at_seconds; /* when to write it, after the start */
+    double ping_rate;           /* numbered calls per bot per second while walking */
+    double gap_limit_ms;        /* an update gap longer than this while walking is counted */
     bots_teleport teleports[BOTS_MAX_TELEPORTS];
     uint32_t teleport_count, teleport_bots; /* the first teleport_bots bots make them */
     /* --reconnect-at: at that time (seconds, 0: never) the first
@@ -125,12 +125,12 @@ typedef struct bots_options {
     double reconnect_at_seconds;
     uint32_t reconnect_bots;
     double reconnect_delay_ms;
-    const char *enter_method;    /* --enter: the base method a spaceless login entity is asked to enter with */
-    bots_method calls[BOTS_MAX_CALLS];      /* --call: random calls pick one */
+    const char *enter_method;          /* --enter: the base method a spaceless login entity is asked to enter with */
+    bots_method calls[BOTS_MAX_CALLS]; /* --call: random calls pick one */
     uint32_t call_count;
     bots_method ping_calls[BOTS_MAX_CALLS]; /* --ping-call: numbered calls go round them */
     uint32_t ping_call_count;
-    bots_method teleport_call;              /* --teleport-call (cell) */
+    bots_method teleport_call; /* --teleport-call (cell) */
 } bots_options;
 
 struct bots_run;
@@ -138,28 +138,28 @@ struct bots_run;
 typedef struct bot {
     struct bots_run *run;
     uint32_t index;
-    tessera_client *client;      /* NULL before launch and once on_closed ran */
-    int in_world;                /* logged in and not closed */
-    bool gathering;              /* its waypoint is in the gathering place (--gather) */
-    int verified;                /* in the AOI check: in the world since before the settling began */
-    uint64_t in_world_at_ms;     /* when the login reply came, in ms after the start */
-    int had_error;               /* a failure was counted; a following disconnect is not counted again */
-    uint64_t entity_id;          /* own entity, from the login reply */
+    tessera_client *client;  /* NULL before launch and once on_closed ran */
+    int in_world;            /* logged in and not closed */
+    bool gathering;          /* its waypoint is in the gathering place (--gather) */
+    int verified;            /* in the AOI check: in the world since before the settling began */
+    uint64_t in_world_at_ms; /* when the login reply came, in ms after the start */
+    int had_error;           /* a failure was counted; a following disconnect is not counted again */
+    uint64_t entity_id;      /* own entity, from the login reply */
     float view_radius, view_hysteresis;
-    float x, y, z, yaw;          /* own position: the last sent or corrected to */
-    double target_x, target_z;   /* current waypoint */
+    float x, y, z, yaw;        /* own position: the last sent or corrected to */
+    double target_x, target_z; /* current waypoint */
     uint64_t rng;
-    uint64_t frame_wall_us;      /* receipt time of the ViewUpdate being applied */
-    uint32_t frame_tick;         /* its cell tick */
-    uint32_t tick_hz;            /* the cell's, from the login reply */
-    id_map seen;                 /* ids this bot ever had in view (values unused) */
+    uint64_t frame_wall_us;           /* receipt time of the ViewUpdate being applied */
+    uint32_t frame_tick;              /* its cell tick */
+    uint32_t tick_hz;                 /* the cell's, from the login reply */
+    id_map seen;                      /* ids this bot ever had in view (values unused) */
     float world_min[3], world_max[3]; /* the space's bounds from the login reply: waypoints stay inside */
     double position_precision;
     /* Argument states of the methods it calls, of its client's definitions
      * (each client has its own registry): created on the first call, freed
      * in on_closed before the client frees the definitions. */
     entity_state *call_args[BOTS_MAX_CALLS], *ping_args, *teleport_args;
-    uint64_t calls_made;         /* for the chat text */
+    uint64_t calls_made; /* for the chat text */
     /* What it saw of each entity in view, for the flicker and update-gap
      * checks: one bot_seen per alias its stream uses (view_capacity of
      * them, grown as aliases appear; owned), so that a MOVE finds its entry
@@ -171,29 +171,29 @@ typedef struct bot {
      * update has the same stamp and the same receipt time. */
     uint32_t latency_pending;
     uint64_t latency_stamp_us;
-    char space[64];              /* the space it is in */
-    id_map old_space;            /* ids it saw before its last change of space */
-    uint64_t pings_sent;         /* the last numbered call's number */
-    double ping_owed;            /* fractional calls due */
-    uint32_t teleports_done;     /* --teleport entries made */
+    char space[64];          /* the space it is in */
+    id_map old_space;        /* ids it saw before its last change of space */
+    uint64_t pings_sent;     /* the last numbered call's number */
+    double ping_owed;        /* fractional calls due */
+    uint32_t teleports_done; /* --teleport entries made */
     uint64_t teleports_received;
-    uint64_t teleported_at_ms;   /* when its last teleport arrived, after the start (0: never) */
+    uint64_t teleported_at_ms; /* when its last teleport arrived, after the start (0: never) */
     /* --reconnect-at: the session of the last login reply, and where the
      * drop and reconnect are. */
     char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
-    bool reconnect_done;         /* it dropped its connection (once) */
-    bool reconnecting;           /* dropped; a new client reconnects after the delay */
-    uv_timer_t reconnect_timer;  /* initialised at the drop (reconnect_timer_open) */
+    bool reconnect_done;        /* it dropped its connection (once) */
+    bool reconnecting;          /* dropped; a new client reconnects after the delay */
+    uv_timer_t reconnect_timer; /* initialised at the drop (reconnect_timer_open) */
     bool reconnect_timer_open;
-    bool ever_in_world;          /* it has been in the world through some connection */
+    bool ever_in_world; /* it has been in the world through some connection */
 } bot;
 
 /* An entity in a bot's view, in the slot of the alias the bot's stream
  * names it by: the stamp of its last update and where it was then. */
 typedef struct bot_seen {
-    uint64_t entity_id;          /* 0: a free slot */
+    uint64_t entity_id; /* 0: a free slot */
     uint64_t stamp_us;
-    uint32_t tick;               /* the cell tick of that update */
+    uint32_t tick; /* the cell tick of that update */
     /* The bot that plays it, as index + 1 (0: none found yet), so that a
      * MOVE need not look it up by id; checked against that bot's entity
      * id before use (bots_seen_bot). */
@@ -219,11 +219,11 @@ typedef struct bots_counters {
 typedef struct bots_run {
     uv_loop_t loop;
     bots_options options;
-    bool method_missing_logged;  /* a --call the class lacks was reported */
+    bool method_missing_logged; /* a --call the class lacks was reported */
     bot *bots;
-    uint32_t next_launch;        /* index of the next bot to log in */
-    uint64_t start_ms;           /* uv_now at the start */
-    uint64_t start_us;           /* monotonic, for the elapsed time */
+    uint32_t next_launch; /* index of the next bot to log in */
+    uint64_t start_ms;    /* uv_now at the start */
+    uint64_t start_us;    /* monotonic, for the elapsed time */
     uint64_t last_tick_us;
     uv_timer_t tick_timer, launch_timer, end_timer, snapshot_timer;
     uv_signal_t sigint, sigterm;
@@ -239,14 +239,14 @@ typedef struct bots_run {
     uint64_t enter, leave, moves, corrections, stale_ignored;
     uint64_t stream_bytes, property_updates, discarded_records, base_property_updates;
     uint64_t client_calls_in, calls_out, stale_calls;
-    uint64_t call_failures;       /* tessera_client_call refused a call (the class lacks the method, ...) */
-    double client_seconds;        /* summed time each bot was in the world */
+    uint64_t call_failures; /* tessera_client_call refused a call (the class lacks the method, ...) */
+    double client_seconds;  /* summed time each bot was in the world */
     uint64_t errors;
     bots_counters reasons;
-    bots_counters client_calls;   /* client calls received, by method name */
-    bots_counters game_events;    /* game events and user messages received, by event name */
+    bots_counters client_calls; /* client calls received, by method name */
+    bots_counters game_events;  /* game events and user messages received, by event name */
     latency_histogram latency;
-    uint64_t latency_clock_skew;  /* stamps from the future (other host's clock ahead): counted as 0 */
+    uint64_t latency_clock_skew; /* stamps from the future (other host's clock ahead): counted as 0 */
 
     /* Measured at the end, before the clients close. */
     double elapsed_s;
@@ -254,7 +254,7 @@ typedef struct bots_run {
     uint64_t self_seen;
     uint64_t aoi_checked, aoi_mismatches, aoi_unknown;
     uint64_t aoi_position_checked, aoi_position_mismatches; /* a seen bot's received position against its own */
-    uint64_t aoi_late;            /* bots left out: they entered the world while the others settled */
+    uint64_t aoi_late; /* bots left out: they entered the world while the others settled */
     /* Crossing lines without a trace: leaves of entities still well inside
      * the view (a leave and re-enter that the view rule would not make),
      * and walking entities in view with no update for longer than
@@ -271,13 +271,13 @@ typedef struct bots_run {
     /* --reconnect-at: reconnects answered, and those that came back to
      * another entity than the one they left (never, when it works). */
     uint64_t reconnects, reconnects_other_entity;
-    uint64_t player_changes;      /* giveClientTo seen (PlayerCreated) */
-    uint64_t handed_off;          /* in the world, sent to another baseapp (a draining one's LoginRedirect) */
-    uint64_t rejoined;            /* ... and back in the world through it */
-    uint64_t redirects;           /* LoginRedirects followed, at login or in the world */
+    uint64_t player_changes; /* giveClientTo seen (PlayerCreated) */
+    uint64_t handed_off;     /* in the world, sent to another baseapp (a draining one's LoginRedirect) */
+    uint64_t rejoined;       /* ... and back in the world through it */
+    uint64_t redirects;      /* LoginRedirects followed, at login or in the world */
     uint64_t start_wall_us;
-    id_map bots_by_entity;        /* entity id -> bot, once logged in */
-    double settle_at_ms;          /* bots_settle_at_ms, fixed once the options are read */
+    id_map bots_by_entity; /* entity id -> bot, once logged in */
+    double settle_at_ms;   /* bots_settle_at_ms, fixed once the options are read */
     /* The entity definitions the bots received at login: the first digest,
      * how many types it declares, and how many bots got a different one. */
     char definitions_digest[65];
@@ -434,20 +434,26 @@ static void bots_fill_arguments(bot *b, const entity_def_method *method, entity_
         const entity_def_type *type = &method->args[i].type;
         uint64_t number = 1 + (uint64_t)(bots_random_unit(&b->rng) * BOTS_CALL_NUMBER_MAX);
         switch (type->kind) {
-        case ENTITY_DEF_STRING: {
-            char line[64];
-            int n = snprintf(line, sizeof line, "hello from bot %u (%" PRIu64 ")", b->index, b->calls_made);
-            size_t length = (size_t)n < type->max_length ? (size_t)n : type->max_length;
-            entity_state_set_string(args, i, 0, line, length);
-            break;
-        }
-        case ENTITY_DEF_ENTITY: entity_state_set_entity(args, i, 0, bots_random_target(b)); break;
-        case ENTITY_DEF_FLOAT:
-        case ENTITY_DEF_DOUBLE: entity_state_set_float(args, i, 0, (double)number); break;
-        case ENTITY_DEF_BOOL: entity_state_set_bool(args, i, 0, number & 1); break;
-        default:
-            if (entity_state_set_uint(args, i, 0, number) != 0) entity_state_set_int(args, i, 0, (int64_t)number);
-            break;
+            case ENTITY_DEF_STRING: {
+                char line[64];
+                int n = snprintf(line, sizeof line, "hello from bot %u (%" PRIu64 ")", b->index, b->calls_made);
+                size_t length = (size_t)n < type->max_length ? (size_t)n : type->max_length;
+                entity_state_set_string(args, i, 0, line, length);
+                break;
+            }
+            case ENTITY_DEF_ENTITY:
+                entity_state_set_entity(args, i, 0, bots_random_target(b));
+                break;
+            case ENTITY_DEF_FLOAT:
+            case ENTITY_DEF_DOUBLE:
+                entity_state_set_float(args, i, 0, (double)number);
+                break;
+            case ENTITY_DEF_BOOL:
+                entity_state_set_bool(args, i, 0, number & 1);
+                break;
+            default:
+                if (entity_state_set_uint(args, i, 0, number) != 0) entity_state_set_int(args, i, 0, (int64_t)number);
+                break;
         }
     }
 }
@@ -596,8 +602,10 @@ static void bots_flush_latency(bot *b) {
     if (!b->latency_pending) return;
     bots_run *run = b->run;
     uint64_t latency = 0;
-    if (b->frame_wall_us >= b->latency_stamp_us) latency = b->frame_wall_us - b->latency_stamp_us;
-    else run->latency_clock_skew += b->latency_pending; /* counted as 0 */
+    if (b->frame_wall_us >= b->latency_stamp_us)
+        latency = b->frame_wall_us - b->latency_stamp_us;
+    else
+        run->latency_clock_skew += b->latency_pending; /* counted as 0 */
     for (uint32_t i = 0; i < b->latency_pending; i++) latency_histogram_add(&run->latency, latency);
     b->latency_pending = 0;
 }
@@ -648,8 +656,7 @@ static void bots_on_tick(uv_timer_t *timer) {
         bots_walk(b, dt);
         if (run->options.ping_rate > 0) bots_ping(b, run->options.ping_rate * dt);
         if (run->options.calls_per_second <= 0) continue;
-        for (unsigned k = bots_calls_due(b, run->options.calls_per_second, dt); k > 0 && b->in_world; k--)
-            bots_call(b);
+        for (unsigned k = bots_calls_due(b, run->options.calls_per_second, dt); k > 0 && b->in_world; k--) bots_call(b);
     }
 }
 
@@ -829,9 +836,8 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
         double slack = 2.0 * run->options.speed * BOTS_FLICKER_SLACK_S + b->position_precision;
         if (distance < (double)b->view_radius - slack && (!other || strcmp(other->space, b->space) == 0)) {
             if (run->flickers < sizeof run->flicker_examples / sizeof run->flicker_examples[0])
-                run->flicker_examples[run->flickers] =
-                    (struct bots_flicker){b->index, entity_id, distance, (double)(uv_hrtime() / 1000000u) -
-                                                                             (double)uv_now(&run->loop)};
+                run->flicker_examples[run->flickers] = (struct bots_flicker){
+                    b->index, entity_id, distance, (double)(uv_hrtime() / 1000000u) - (double)uv_now(&run->loop)};
             run->flickers++;
             if (run->flickers <= BOTS_LOGGED_FAILURES_MAX)
                 log_warn("bot %u: entity %" PRIu64 " left its view %.1f m away (the view is %.1f m)", b->index,
@@ -975,13 +981,19 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
 
     const char *counted = NULL;
     switch (cause) {
-    case TESSERA_CLIENT_CLOSED_BY_CALLER: break;
-    case TESSERA_CLIENT_CLOSED_SERVER_ERROR: break; /* on_error counted it */
-    case TESSERA_CLIENT_CLOSED_CONNECT_FAILED: counted = "connect_failed"; break;
-    case TESSERA_CLIENT_CLOSED_PROTOCOL: counted = "protocol"; break;
-    case TESSERA_CLIENT_CLOSED_DISCONNECTED:
-        if (!b->had_error) counted = "disconnected";
-        break;
+        case TESSERA_CLIENT_CLOSED_BY_CALLER:
+            break;
+        case TESSERA_CLIENT_CLOSED_SERVER_ERROR:
+            break; /* on_error counted it */
+        case TESSERA_CLIENT_CLOSED_CONNECT_FAILED:
+            counted = "connect_failed";
+            break;
+        case TESSERA_CLIENT_CLOSED_PROTOCOL:
+            counted = "protocol";
+            break;
+        case TESSERA_CLIENT_CLOSED_DISCONNECTED:
+            if (!b->had_error) counted = "disconnected";
+            break;
     }
     if (!counted) return;
     b->had_error = 1;
@@ -1186,8 +1198,10 @@ static void bots_verify_aoi(bots_run *run) {
                 size_t lo = 0, hi = n;
                 while (lo < hi) {
                     size_t mid = lo + (hi - lo) / 2;
-                    if (grid[mid].cell < key.cell) lo = mid + 1;
-                    else hi = mid;
+                    if (grid[mid].cell < key.cell)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
                 }
                 for (size_t j = lo; j < n && grid[j].cell == key.cell; j++) {
                     const bot *other = &run->bots[grid[j].bot];
@@ -1252,7 +1266,8 @@ static cJSON *bots_snapshot_json(const bots_run *run) {
         char account[80];
         snprintf(account, sizeof account, "%s%u", run->options.account_prefix, b->index);
         cJSON *item = cJSON_CreateObject();
-        if (!item || !cJSON_AddStringToObject(item, "account", account)) log_panic("out of memory building the snapshot");
+        if (!item || !cJSON_AddStringToObject(item, "account", account))
+            log_panic("out of memory building the snapshot");
         bots_add_id(item, "entity_id", b->entity_id);
         bots_add_position(item, b->x, b->y, b->z);
         if (!cJSON_AddStringToObject(item, "space", b->space) ||
@@ -1267,7 +1282,8 @@ static cJSON *bots_snapshot_json(const bots_run *run) {
             cJSON *e = cJSON_CreateObject();
             if (!e) log_panic("out of memory building the snapshot");
             bots_add_id(e, "id", entity->id);
-            if (!cJSON_AddStringToObject(e, "class", entity->type) || !cJSON_AddBoolToObject(e, "owner", entity->is_owner))
+            if (!cJSON_AddStringToObject(e, "class", entity->type) ||
+                !cJSON_AddBoolToObject(e, "owner", entity->is_owner))
                 log_panic("out of memory building the snapshot");
             bots_add_position(e, entity->x, entity->y, entity->z);
             cJSON_AddItemToObject(e, "properties", entity_state_to_json(entity->state, NULL));
@@ -1340,16 +1356,21 @@ static void bots_on_signal(uv_signal_t *handle, int signum) {
 static void bots_print_json_string(FILE *out, const char *text) {
     fputc('"', out);
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(out, "\\%c", *p);
-        else if (*p < 0x20) fprintf(out, "\\u%04x", *p);
-        else fputc(*p, out);
+        if (*p == '"' || *p == '\\')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20)
+            fprintf(out, "\\u%04x", *p);
+        else
+            fputc(*p, out);
     }
     fputc('"', out);
 }
 
 static void bots_print_latency_json(FILE *out, const char *key, const bots_run *run, double percent) {
-    if (run->latency.count == 0) fprintf(out, ",\"%s\":null", key);
-    else fprintf(out, ",\"%s\":%.3f", key, (double)latency_histogram_percentile(&run->latency, percent) / 1000.0);
+    if (run->latency.count == 0)
+        fprintf(out, ",\"%s\":null", key);
+    else
+        fprintf(out, ",\"%s\":%.3f", key, (double)latency_histogram_percentile(&run->latency, percent) / 1000.0);
 }
 
 static uint64_t bots_entities_seen(const bots_run *run) {
@@ -1380,16 +1401,18 @@ static void bots_print_json(FILE *out, const bots_run *run) {
     bots_print_counters_json(out, &run->reasons);
     fprintf(out, ",\"msgs_in\":%" PRIu64 ",\"bytes_in\":%" PRIu64 ",\"entities_seen\":%" PRIu64, run->msgs_in,
             run->bytes_in, bots_entities_seen(run));
-    fprintf(out, ",\"enter\":%" PRIu64 ",\"leave\":%" PRIu64 ",\"moves\":%" PRIu64 ",\"corrections\":%" PRIu64
-                 ",\"stale_ignored\":%" PRIu64,
+    fprintf(out,
+            ",\"enter\":%" PRIu64 ",\"leave\":%" PRIu64 ",\"moves\":%" PRIu64 ",\"corrections\":%" PRIu64
+            ",\"stale_ignored\":%" PRIu64,
             run->enter, run->leave, run->moves, run->corrections, run->stale_ignored);
     fprintf(out, ",\"stream_bytes\":%" PRIu64 ",\"stream_bytes_per_client_s\":%.1f", run->stream_bytes,
             bots_stream_rate(run));
-    fprintf(out, ",\"property_updates\":%" PRIu64 ",\"discarded_records\":%" PRIu64
-                 ",\"base_property_updates\":%" PRIu64,
+    fprintf(out,
+            ",\"property_updates\":%" PRIu64 ",\"discarded_records\":%" PRIu64 ",\"base_property_updates\":%" PRIu64,
             run->property_updates, run->discarded_records, run->base_property_updates);
-    fprintf(out, ",\"calls_out\":%" PRIu64 ",\"call_failures\":%" PRIu64 ",\"client_calls_in\":%" PRIu64
-                 ",\"stale_calls\":%" PRIu64 ",\"client_calls_by_method\":",
+    fprintf(out,
+            ",\"calls_out\":%" PRIu64 ",\"call_failures\":%" PRIu64 ",\"client_calls_in\":%" PRIu64
+            ",\"stale_calls\":%" PRIu64 ",\"client_calls_by_method\":",
             run->calls_out, run->call_failures, run->client_calls_in, run->stale_calls);
     bots_print_counters_json(out, &run->client_calls);
     fprintf(out, ",\"game_events_by_name\":");
@@ -1399,14 +1422,15 @@ static void bots_print_json(FILE *out, const bots_run *run) {
     bots_print_latency_json(out, "latency_p99_ms", run, 99.0);
     bots_print_latency_json(out, "latency_max_ms", run, 100.0);
     fprintf(out, ",\"latency_clock_skew\":%" PRIu64, run->latency_clock_skew);
-    fprintf(out, ",\"self_seen\":%" PRIu64 ",\"verify_aoi\":%s,\"aoi_checked\":%" PRIu64 ",\"aoi_mismatches\":%" PRIu64
-                 ",\"aoi_unknown\":%" PRIu64 ",\"aoi_late\":%" PRIu64,
+    fprintf(out,
+            ",\"self_seen\":%" PRIu64 ",\"verify_aoi\":%s,\"aoi_checked\":%" PRIu64 ",\"aoi_mismatches\":%" PRIu64
+            ",\"aoi_unknown\":%" PRIu64 ",\"aoi_late\":%" PRIu64,
             run->self_seen, run->options.verify_aoi ? "true" : "false", run->aoi_checked, run->aoi_mismatches,
             run->aoi_unknown, run->aoi_late);
     fprintf(out, ",\"aoi_position_checked\":%" PRIu64 ",\"aoi_position_mismatches\":%" PRIu64,
             run->aoi_position_checked, run->aoi_position_mismatches);
-    fprintf(out, ",\"flickers\":%" PRIu64 ",\"update_gaps\":%" PRIu64 ",\"longest_update_gap_ms\":%.1f",
-            run->flickers, run->update_gaps, (double)run->longest_gap_us / 1000.0);
+    fprintf(out, ",\"flickers\":%" PRIu64 ",\"update_gaps\":%" PRIu64 ",\"longest_update_gap_ms\":%.1f", run->flickers,
+            run->update_gaps, (double)run->longest_gap_us / 1000.0);
     fprintf(out, ",\"flicker_examples\":[");
     size_t examples = sizeof run->flicker_examples / sizeof run->flicker_examples[0];
     for (size_t i = 0; i < run->flickers && i < examples; i++) {
@@ -1438,8 +1462,8 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
     fprintf(out, "  received       %" PRIu64 " frames, %" PRIu64 " bytes\n", run->msgs_in, run->bytes_in);
     fprintf(out, "  stream         %" PRIu64 " bytes, %.1f bytes per client per second\n", run->stream_bytes,
             bots_stream_rate(run));
-    fprintf(out, "  properties     %" PRIu64 " updates, %" PRIu64 " discarded records, %" PRIu64
-                 " base property messages\n",
+    fprintf(out,
+            "  properties     %" PRIu64 " updates, %" PRIu64 " discarded records, %" PRIu64 " base property messages\n",
             run->property_updates, run->discarded_records, run->base_property_updates);
     fprintf(out,
             "  calls          %" PRIu64 " sent (%" PRIu64 " refused by the SDK), %" PRIu64
@@ -1452,8 +1476,9 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
     fprintf(out, "  game events    %" PRIu64 " received\n", events);
     for (size_t i = 0; i < run->game_events.count; i++)
         fprintf(out, "    %-28s %" PRIu64 "\n", run->game_events.items[i].name, run->game_events.items[i].count);
-    fprintf(out, "  view           %" PRIu64 " distinct entities seen (summed over bots), %" PRIu64 " enters, %" PRIu64
-                 " leaves, %" PRIu64 " moves, %" PRIu64 " stale ids ignored\n",
+    fprintf(out,
+            "  view           %" PRIu64 " distinct entities seen (summed over bots), %" PRIu64 " enters, %" PRIu64
+            " leaves, %" PRIu64 " moves, %" PRIu64 " stale ids ignored\n",
             bots_entities_seen(run), run->enter, run->leave, run->moves, run->stale_ignored);
     fprintf(out, "  corrections    %" PRIu64 "\n", run->corrections);
     if (run->latency.count == 0) {
@@ -1466,15 +1491,17 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
     }
     fprintf(out, "  self seen      %" PRIu64 " of %" PRIu64 "\n", run->self_seen, run->in_world_at_end);
     if (run->options.verify_aoi) {
-        fprintf(out, "  aoi            %" PRIu64 " mismatches in %" PRIu64 " pairs (%" PRIu64
-                     " bots left out for logging in while the others settled; %" PRIu64
-                     " entities in views that are no checked bot)\n",
+        fprintf(out,
+                "  aoi            %" PRIu64 " mismatches in %" PRIu64 " pairs (%" PRIu64
+                " bots left out for logging in while the others settled; %" PRIu64
+                " entities in views that are no checked bot)\n",
                 run->aoi_mismatches, run->aoi_checked, run->aoi_late, run->aoi_unknown);
         fprintf(out, "  positions      %" PRIu64 " of %" PRIu64 " seen bots not where they are\n",
                 run->aoi_position_mismatches, run->aoi_position_checked);
     }
-    fprintf(out, "  crossings      %" PRIu64 " flickers (left while well inside the view), %" PRIu64
-                 " update gaps over %.0f ms (longest %.0f ms)\n",
+    fprintf(out,
+            "  crossings      %" PRIu64 " flickers (left while well inside the view), %" PRIu64
+            " update gaps over %.0f ms (longest %.0f ms)\n",
             run->flickers, run->update_gaps, run->options.gap_limit_ms, (double)run->longest_gap_us / 1000.0);
     if (run->pings_sent) fprintf(out, "  pings          %" PRIu64 " numbered calls sent\n", run->pings_sent);
     if (run->reconnects || run->options.reconnect_at_seconds > 0)
@@ -1490,91 +1517,90 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
 /* ---- options -------------------------------------------------------------- */
 
 static void bots_usage(FILE *out) {
-    fprintf(out,
-            "usage: tessera-bots --connect HOST:PORT --count N --seconds S [options]\n"
-            "\n"
-            "Runs N game clients in one process against a baseapp. Each logs in as\n"
-            "<prefix><index> (index from 0), then walks between random waypoints,\n"
-            "sending 10 moves a second, and calls exposed methods of its own entity now\n"
-            "and then. After S seconds (or on Ctrl-C) it prints a report.\n"
-            "\n"
-            "  --connect HOST:PORT      the baseapp's client port (IPv6 as [addr]:port)\n"
-            "  --count N                number of bots (1..1000000)\n"
-            "  --seconds S              run time in seconds (may be fractional)\n"
-            "  --json                   print the report as one JSON object\n"
-            "  --verify-aoi             stand still for the last 1.5 s (or --settle-seconds),\n"
-            "                           then check every bot's view against the bots' positions\n"
-            "                           (view radius and hysteresis from the login reply, with\n"
-            "                           one position_precision of tolerance), and that every bot\n"
-            "                           seen is where it is. Assumes every entity in the world\n"
-            "                           belongs to this run. Bots that log in while the others\n"
-            "                           settle are left out (aoi_late).\n"
-            "  --calls-per-second F     each bot's average rate of calls while walking, random\n"
-            "                           (default 0.2), of the --call methods\n"
-            "  --call PART:METHOD       an exposed base or cell method of the bots' own class\n"
-            "                           (base:chat, cell:castSpell) the random calls pick from,\n"
-            "                           with arguments filled from the definitions: numbers\n"
-            "                           1..20, text naming the bot, an entity it sees (or 0);\n"
-            "                           up to 8 (none: no calls)\n"
-            "  --settle-seconds S       stop walking and calling for the last S seconds (the bots\n"
-            "                           stay connected; default 0)\n"
-            "  --snapshot-file PATH     write what every bot sees once, as JSON (PATH.tmp, then\n"
-            "                           renamed): {\"bots\":[{\"account\",\"entity_id\",\"x\",\"y\",\"z\",\n"
-            "                           \"entities\":[{\"id\",\"class\",\"owner\",\"x\",\"y\",\"z\",\n"
-            "                           \"properties\"}]}]}, positions as received (quantized)\n"
-            "  --snapshot-at-seconds T  when to write it, after the start (default S - 1)\n"
-            "  --account-prefix P       account name prefix (default \"bot\")\n"
-            "  --password PW            password for every account (default \"secret\")\n"
-            "  --speed M_PER_S          walking speed (default 5)\n"
-            "  --area HALF_WIDTH        waypoints lie in [-A,A] on x and z (default 100)\n"
-            "  --gather X,Z,HALF_WIDTH  in the first half of every --gather-period the waypoints\n"
-            "                           lie within HALF_WIDTH of (X, Z) instead: the bots drift\n"
-            "                           there, then spread out again\n"
-            "  --gather-period S        seconds of one gather-and-spread cycle (default 60; 0:\n"
-            "                           stay gathered)\n"
-            "  --seed S                 random seed (default: from the clock)\n"
-            "  --login-spread-ms MS     spread the logins over MS milliseconds (default 1000)\n"
-            "  --ping-rate R            each bot's numbered calls a second while walking: n = 1,\n"
-            "                           2, 3 ..., to the --ping-call methods in turn\n"
-            "  --ping-call PART:METHOD  a method taking one number for the numbered calls (the\n"
-            "                           demo: cell:ping, base:relayPing; its cell counts them)\n"
-            "  --gap-limit-ms MS        a walking bot in view with no update for more than a\n"
-            "                           second and a tick of its cell's ticks counts in update_gaps,\n"
-            "                           or, across a move of the observer's real to another cellapp,\n"
-            "                           for longer than MS of time (default 1200)\n"
-            "  --teleport AT:SPACE:X:Y:Z\n"
-            "                           at AT seconds, the first --teleport-bots bots (default 1)\n"
-            "                           call the --teleport-call method (SPACE, X, Y, Z) on their\n"
-            "                           cell (SPACE empty: their own); up to 8, in time order\n"
-            "  --teleport-call METHOD   the cell method --teleport calls (the demo's: teleport)\n"
-            "  --reconnect-at T         at T seconds the first --reconnect-bots bots (default all)\n"
-            "                           drop their connection and, --reconnect-delay-ms later\n"
-            "                           (default 200), take their entity back with their session\n"
-            "                           token (its view starts afresh)\n"
-            "  --enter METHOD           a login entity with no space (an Account) is asked to\n"
-            "                           enter the world with its exposed base method METHOD()\n"
-            "                           (giveClientTo to an entity that has a space)\n"
-            "  --help                   this text\n"
-            "\n"
-            "Report keys: bots, logged_in, in_world_at_end, errors, error_reasons,\n"
-            "msgs_in, bytes_in, entities_seen, enter, leave, moves, corrections,\n"
-            "stale_ignored, stream_bytes, stream_bytes_per_client_s, property_updates,\n"
-            "discarded_records, base_property_updates, calls_out, call_failures,\n"
-            "client_calls_in, stale_calls, client_calls_by_method, latency_samples, latency_p50_ms,\n"
-            "latency_p99_ms, latency_max_ms (null without samples), latency_clock_skew,\n"
-            "self_seen, verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late,\n"
-            "aoi_position_checked, aoi_position_mismatches, flickers, update_gaps,\n"
-            "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale (entities of a\n"
-            "space a bot left, other than bots that teleport too, entering its view after),\n"
-            "reconnects, reconnects_other_entity (a reconnect that came back to another entity),\n"
-            "player_changes (giveClientTo), redirects (LoginRedirects followed), handed_off\n"
-            "(sent to another baseapp while in the world), rejoined (back in the world after),\n"
-            "snapshot_written,\n"
-            "definitions_digest, definition_classes, definitions_differ, seconds,\n"
-            "interrupted.\n"
-            "\n"
-            "Exit status: 0 the run completed (even with errors), 1 it could not run,\n"
-            "2 bad arguments.\n");
+    fprintf(out, "usage: tessera-bots --connect HOST:PORT --count N --seconds S [options]\n"
+                 "\n"
+                 "Runs N game clients in one process against a baseapp. Each logs in as\n"
+                 "<prefix><index> (index from 0), then walks between random waypoints,\n"
+                 "sending 10 moves a second, and calls exposed methods of its own entity now\n"
+                 "and then. After S seconds (or on Ctrl-C) it prints a report.\n"
+                 "\n"
+                 "  --connect HOST:PORT      the baseapp's client port (IPv6 as [addr]:port)\n"
+                 "  --count N                number of bots (1..1000000)\n"
+                 "  --seconds S              run time in seconds (may be fractional)\n"
+                 "  --json                   print the report as one JSON object\n"
+                 "  --verify-aoi             stand still for the last 1.5 s (or --settle-seconds),\n"
+                 "                           then check every bot's view against the bots' positions\n"
+                 "                           (view radius and hysteresis from the login reply, with\n"
+                 "                           one position_precision of tolerance), and that every bot\n"
+                 "                           seen is where it is. Assumes every entity in the world\n"
+                 "                           belongs to this run. Bots that log in while the others\n"
+                 "                           settle are left out (aoi_late).\n"
+                 "  --calls-per-second F     each bot's average rate of calls while walking, random\n"
+                 "                           (default 0.2), of the --call methods\n"
+                 "  --call PART:METHOD       an exposed base or cell method of the bots' own class\n"
+                 "                           (base:chat, cell:castSpell) the random calls pick from,\n"
+                 "                           with arguments filled from the definitions: numbers\n"
+                 "                           1..20, text naming the bot, an entity it sees (or 0);\n"
+                 "                           up to 8 (none: no calls)\n"
+                 "  --settle-seconds S       stop walking and calling for the last S seconds (the bots\n"
+                 "                           stay connected; default 0)\n"
+                 "  --snapshot-file PATH     write what every bot sees once, as JSON (PATH.tmp, then\n"
+                 "                           renamed): {\"bots\":[{\"account\",\"entity_id\",\"x\",\"y\",\"z\",\n"
+                 "                           \"entities\":[{\"id\",\"class\",\"owner\",\"x\",\"y\",\"z\",\n"
+                 "                           \"properties\"}]}]}, positions as received (quantized)\n"
+                 "  --snapshot-at-seconds T  when to write it, after the start (default S - 1)\n"
+                 "  --account-prefix P       account name prefix (default \"bot\")\n"
+                 "  --password PW            password for every account (default \"secret\")\n"
+                 "  --speed M_PER_S          walking speed (default 5)\n"
+                 "  --area HALF_WIDTH        waypoints lie in [-A,A] on x and z (default 100)\n"
+                 "  --gather X,Z,HALF_WIDTH  in the first half of every --gather-period the waypoints\n"
+                 "                           lie within HALF_WIDTH of (X, Z) instead: the bots drift\n"
+                 "                           there, then spread out again\n"
+                 "  --gather-period S        seconds of one gather-and-spread cycle (default 60; 0:\n"
+                 "                           stay gathered)\n"
+                 "  --seed S                 random seed (default: from the clock)\n"
+                 "  --login-spread-ms MS     spread the logins over MS milliseconds (default 1000)\n"
+                 "  --ping-rate R            each bot's numbered calls a second while walking: n = 1,\n"
+                 "                           2, 3 ..., to the --ping-call methods in turn\n"
+                 "  --ping-call PART:METHOD  a method taking one number for the numbered calls (the\n"
+                 "                           demo: cell:ping, base:relayPing; its cell counts them)\n"
+                 "  --gap-limit-ms MS        a walking bot in view with no update for more than a\n"
+                 "                           second and a tick of its cell's ticks counts in update_gaps,\n"
+                 "                           or, across a move of the observer's real to another cellapp,\n"
+                 "                           for longer than MS of time (default 1200)\n"
+                 "  --teleport AT:SPACE:X:Y:Z\n"
+                 "                           at AT seconds, the first --teleport-bots bots (default 1)\n"
+                 "                           call the --teleport-call method (SPACE, X, Y, Z) on their\n"
+                 "                           cell (SPACE empty: their own); up to 8, in time order\n"
+                 "  --teleport-call METHOD   the cell method --teleport calls (the demo's: teleport)\n"
+                 "  --reconnect-at T         at T seconds the first --reconnect-bots bots (default all)\n"
+                 "                           drop their connection and, --reconnect-delay-ms later\n"
+                 "                           (default 200), take their entity back with their session\n"
+                 "                           token (its view starts afresh)\n"
+                 "  --enter METHOD           a login entity with no space (an Account) is asked to\n"
+                 "                           enter the world with its exposed base method METHOD()\n"
+                 "                           (giveClientTo to an entity that has a space)\n"
+                 "  --help                   this text\n"
+                 "\n"
+                 "Report keys: bots, logged_in, in_world_at_end, errors, error_reasons,\n"
+                 "msgs_in, bytes_in, entities_seen, enter, leave, moves, corrections,\n"
+                 "stale_ignored, stream_bytes, stream_bytes_per_client_s, property_updates,\n"
+                 "discarded_records, base_property_updates, calls_out, call_failures,\n"
+                 "client_calls_in, stale_calls, client_calls_by_method, latency_samples, latency_p50_ms,\n"
+                 "latency_p99_ms, latency_max_ms (null without samples), latency_clock_skew,\n"
+                 "self_seen, verify_aoi, aoi_checked, aoi_mismatches, aoi_unknown, aoi_late,\n"
+                 "aoi_position_checked, aoi_position_mismatches, flickers, update_gaps,\n"
+                 "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale (entities of a\n"
+                 "space a bot left, other than bots that teleport too, entering its view after),\n"
+                 "reconnects, reconnects_other_entity (a reconnect that came back to another entity),\n"
+                 "player_changes (giveClientTo), redirects (LoginRedirects followed), handed_off\n"
+                 "(sent to another baseapp while in the world), rejoined (back in the world after),\n"
+                 "snapshot_written,\n"
+                 "definitions_digest, definition_classes, definitions_differ, seconds,\n"
+                 "interrupted.\n"
+                 "\n"
+                 "Exit status: 0 the run completed (even with errors), 1 it could not run,\n"
+                 "2 bad arguments.\n");
 }
 
 /* Prints why the arguments are wrong and the usage; returns -1 (the caller
@@ -1678,9 +1704,12 @@ static int bots_parse_method(const char *text, bots_method *out) {
     const char *colon = strchr(text, ':');
     if (!colon) return -1;
     size_t part_length = (size_t)(colon - text), name_length = strlen(colon + 1);
-    if (part_length == 4 && memcmp(text, "base", 4) == 0) out->part = ENTITY_DEF_PART_BASE;
-    else if (part_length == 4 && memcmp(text, "cell", 4) == 0) out->part = ENTITY_DEF_PART_CELL;
-    else return -1;
+    if (part_length == 4 && memcmp(text, "base", 4) == 0)
+        out->part = ENTITY_DEF_PART_BASE;
+    else if (part_length == 4 && memcmp(text, "cell", 4) == 0)
+        out->part = ENTITY_DEF_PART_CELL;
+    else
+        return -1;
     if (name_length == 0 || name_length > ENTITY_DEF_NAME_MAX) return -1;
     memcpy(out->name, colon + 1, name_length + 1);
     return 0;
@@ -1742,160 +1771,172 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     int c;
     while ((c = getopt_long(argc, argv, "", long_options, NULL)) != -1) {
         switch (c) {
-        case BOTS_OPTION_CONNECT:
-            snprintf(options->target, sizeof options->target, "%s", optarg);
-            if (bots_split_target(optarg, host_name, host_size, &options->port) != 0)
-                return bots_bad_argument("--connect wants HOST:PORT with a port in 1..65535 (got '%s')", optarg);
-            have_connect = 1;
-            break;
-        case BOTS_OPTION_COUNT:
-            /* One socket per bot: a million is past what one host's ports allow. */
-            if (bots_parse_u64(optarg, 1, 1000000, &value) != 0)
-                return bots_bad_argument("--count wants an integer in 1..1000000 (got '%s')", optarg);
-            options->count = (uint32_t)value;
-            have_count = 1;
-            break;
-        case BOTS_OPTION_SECONDS:
-            if (bots_parse_double(optarg, 0.001, 1e9, &options->seconds) != 0)
-                return bots_bad_argument("--seconds wants a number of seconds above 0 (got '%s')", optarg);
-            have_seconds = 1;
-            break;
-        case BOTS_OPTION_JSON: options->json = 1; break;
-        case BOTS_OPTION_VERIFY_AOI: options->verify_aoi = 1; break;
-        case BOTS_OPTION_ACCOUNT_PREFIX:
-            /* Room for a 7-digit index within the wire's 64-byte account. */
-            if (strlen(optarg) > 57 || !bots_valid_prefix(optarg))
-                return bots_bad_argument("--account-prefix wants at most 57 characters of [A-Za-z0-9_.-] (got '%s')",
-                                         optarg);
-            options->account_prefix = optarg;
-            break;
-        case BOTS_OPTION_PASSWORD:
-            if (strlen(optarg) == 0 || strlen(optarg) > 128)
-                return bots_bad_argument("--password wants 1..128 bytes");
-            options->password = optarg;
-            break;
-        case BOTS_OPTION_SPEED:
-            if (bots_parse_double(optarg, 0.0, 1e6, &options->speed) != 0)
-                return bots_bad_argument("--speed wants metres per second, 0 or more (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_AREA:
-            if (bots_parse_double(optarg, 0.001, 1e7, &options->area) != 0)
-                return bots_bad_argument("--area wants a half width above 0 (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_GATHER: {
-            char *end = NULL;
-            options->gather_x = strtod(optarg, &end);
-            if (end && *end == ',') options->gather_z = strtod(end + 1, &end);
-            else end = NULL;
-            if (end && *end == ',') options->gather_half = strtod(end + 1, &end);
-            else end = NULL;
-            if (!end || *end != '\0' || !isfinite(options->gather_x) || !isfinite(options->gather_z) ||
-                !(options->gather_half > 0 && options->gather_half < 1e7))
-                return bots_bad_argument("--gather wants X,Z,HALF_WIDTH with HALF_WIDTH above 0 (got '%s')", optarg);
-            options->gather = true;
-            break;
-        }
-        case BOTS_OPTION_RECONNECT_AT:
-            if (bots_parse_double(optarg, 0.0, 1e7, &options->reconnect_at_seconds) != 0)
-                return bots_bad_argument("--reconnect-at wants seconds after the start (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_RECONNECT_BOTS:
-            if (bots_parse_u64(optarg, 0, 1000000, &value) != 0)
-                return bots_bad_argument("--reconnect-bots wants a count (got '%s')", optarg);
-            options->reconnect_bots = (uint32_t)value;
-            break;
-        case BOTS_OPTION_RECONNECT_DELAY:
-            if (bots_parse_double(optarg, 0.0, 600000.0, &options->reconnect_delay_ms) != 0)
-                return bots_bad_argument("--reconnect-delay-ms wants milliseconds (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_ENTER:
-            if (!optarg[0] || strlen(optarg) > ENTITY_DEF_NAME_MAX)
-                return bots_bad_argument("--enter wants a method name (got '%s')", optarg);
-            options->enter_method = optarg;
-            break;
-        case BOTS_OPTION_GATHER_PERIOD:
-            if (bots_parse_double(optarg, 0.0, 1e7, &options->gather_period) != 0)
-                return bots_bad_argument("--gather-period wants seconds, 0 or more (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_SEED:
-            if (bots_parse_u64(optarg, 0, UINT64_MAX, &options->seed) != 0)
-                return bots_bad_argument("--seed wants an unsigned integer (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_LOGIN_SPREAD:
-            if (bots_parse_double(optarg, 0.0, 1e9, &options->login_spread_ms) != 0)
-                return bots_bad_argument("--login-spread-ms wants milliseconds, 0 or more (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_CALLS_PER_SECOND:
-            /* At most one call per bot per tick on average keeps the draw
+            case BOTS_OPTION_CONNECT:
+                snprintf(options->target, sizeof options->target, "%s", optarg);
+                if (bots_split_target(optarg, host_name, host_size, &options->port) != 0)
+                    return bots_bad_argument("--connect wants HOST:PORT with a port in 1..65535 (got '%s')", optarg);
+                have_connect = 1;
+                break;
+            case BOTS_OPTION_COUNT:
+                /* One socket per bot: a million is past what one host's ports allow. */
+                if (bots_parse_u64(optarg, 1, 1000000, &value) != 0)
+                    return bots_bad_argument("--count wants an integer in 1..1000000 (got '%s')", optarg);
+                options->count = (uint32_t)value;
+                have_count = 1;
+                break;
+            case BOTS_OPTION_SECONDS:
+                if (bots_parse_double(optarg, 0.001, 1e9, &options->seconds) != 0)
+                    return bots_bad_argument("--seconds wants a number of seconds above 0 (got '%s')", optarg);
+                have_seconds = 1;
+                break;
+            case BOTS_OPTION_JSON:
+                options->json = 1;
+                break;
+            case BOTS_OPTION_VERIFY_AOI:
+                options->verify_aoi = 1;
+                break;
+            case BOTS_OPTION_ACCOUNT_PREFIX:
+                /* Room for a 7-digit index within the wire's 64-byte account. */
+                if (strlen(optarg) > 57 || !bots_valid_prefix(optarg))
+                    return bots_bad_argument(
+                        "--account-prefix wants at most 57 characters of [A-Za-z0-9_.-] (got '%s')", optarg);
+                options->account_prefix = optarg;
+                break;
+            case BOTS_OPTION_PASSWORD:
+                if (strlen(optarg) == 0 || strlen(optarg) > 128)
+                    return bots_bad_argument("--password wants 1..128 bytes");
+                options->password = optarg;
+                break;
+            case BOTS_OPTION_SPEED:
+                if (bots_parse_double(optarg, 0.0, 1e6, &options->speed) != 0)
+                    return bots_bad_argument("--speed wants metres per second, 0 or more (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_AREA:
+                if (bots_parse_double(optarg, 0.001, 1e7, &options->area) != 0)
+                    return bots_bad_argument("--area wants a half width above 0 (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_GATHER: {
+                char *end = NULL;
+                options->gather_x = strtod(optarg, &end);
+                if (end && *end == ',')
+                    options->gather_z = strtod(end + 1, &end);
+                else
+                    end = NULL;
+                if (end && *end == ',')
+                    options->gather_half = strtod(end + 1, &end);
+                else
+                    end = NULL;
+                if (!end || *end != '\0' || !isfinite(options->gather_x) || !isfinite(options->gather_z) ||
+                    !(options->gather_half > 0 && options->gather_half < 1e7))
+                    return bots_bad_argument("--gather wants X,Z,HALF_WIDTH with HALF_WIDTH above 0 (got '%s')",
+                                             optarg);
+                options->gather = true;
+                break;
+            }
+            case BOTS_OPTION_RECONNECT_AT:
+                if (bots_parse_double(optarg, 0.0, 1e7, &options->reconnect_at_seconds) != 0)
+                    return bots_bad_argument("--reconnect-at wants seconds after the start (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_RECONNECT_BOTS:
+                if (bots_parse_u64(optarg, 0, 1000000, &value) != 0)
+                    return bots_bad_argument("--reconnect-bots wants a count (got '%s')", optarg);
+                options->reconnect_bots = (uint32_t)value;
+                break;
+            case BOTS_OPTION_RECONNECT_DELAY:
+                if (bots_parse_double(optarg, 0.0, 600000.0, &options->reconnect_delay_ms) != 0)
+                    return bots_bad_argument("--reconnect-delay-ms wants milliseconds (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_ENTER:
+                if (!optarg[0] || strlen(optarg) > ENTITY_DEF_NAME_MAX)
+                    return bots_bad_argument("--enter wants a method name (got '%s')", optarg);
+                options->enter_method = optarg;
+                break;
+            case BOTS_OPTION_GATHER_PERIOD:
+                if (bots_parse_double(optarg, 0.0, 1e7, &options->gather_period) != 0)
+                    return bots_bad_argument("--gather-period wants seconds, 0 or more (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_SEED:
+                if (bots_parse_u64(optarg, 0, UINT64_MAX, &options->seed) != 0)
+                    return bots_bad_argument("--seed wants an unsigned integer (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_LOGIN_SPREAD:
+                if (bots_parse_double(optarg, 0.0, 1e9, &options->login_spread_ms) != 0)
+                    return bots_bad_argument("--login-spread-ms wants milliseconds, 0 or more (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_CALLS_PER_SECOND:
+                /* At most one call per bot per tick on average keeps the draw
              * in bots_calls_due meaningful; more is a flood, not a player. */
-            if (bots_parse_double(optarg, 0.0, 1000.0, &options->calls_per_second) != 0)
-                return bots_bad_argument("--calls-per-second wants a rate in 0..1000 (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_SETTLE_SECONDS:
-            if (bots_parse_double(optarg, 0.0, 1e9, &options->settle_seconds) != 0)
-                return bots_bad_argument("--settle-seconds wants seconds, 0 or more (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_SNAPSHOT_FILE:
-            if (optarg[0] == '\0') return bots_bad_argument("--snapshot-file wants a path");
-            options->snapshot_file = optarg;
-            break;
-        case BOTS_OPTION_SNAPSHOT_AT:
-            if (bots_parse_double(optarg, 0.0, 1e9, &options->snapshot_at_seconds) != 0)
-                return bots_bad_argument("--snapshot-at-seconds wants seconds, 0 or more (got '%s')", optarg);
-            have_snapshot_at = 1;
-            break;
-        case BOTS_OPTION_PING_RATE:
-            if (bots_parse_double(optarg, 0.0, 1000.0, &options->ping_rate) != 0)
-                return bots_bad_argument("--ping-rate wants calls per second in 0..1000 (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_GAP_LIMIT:
-            if (bots_parse_double(optarg, 1.0, 1e9, &options->gap_limit_ms) != 0)
-                return bots_bad_argument("--gap-limit-ms wants milliseconds above 1 (got '%s')", optarg);
-            break;
-        case BOTS_OPTION_TELEPORT: {
-            if (options->teleport_count == BOTS_MAX_TELEPORTS)
-                return bots_bad_argument("at most %d --teleport", BOTS_MAX_TELEPORTS);
-            bots_teleport *t = &options->teleports[options->teleport_count];
-            char space[64] = "";
-            int consumed = 0;
-            /* AT:SPACE:X:Y:Z, SPACE empty for the bot's own. */
-            if (sscanf(optarg, "%lf:%63[^:]:%f:%f:%f%n", &t->at_seconds, space, &t->x, &t->y, &t->z, &consumed) != 5 &&
-                sscanf(optarg, "%lf::%f:%f:%f%n", &t->at_seconds, &t->x, &t->y, &t->z, &consumed) != 4)
-                return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
-            if ((size_t)consumed != strlen(optarg) || !isfinite(t->x) || !isfinite(t->y) || !isfinite(t->z))
-                return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
-            snprintf(t->space, sizeof t->space, "%s", space);
-            options->teleport_count++;
-            break;
-        }
-        case BOTS_OPTION_TELEPORT_BOTS:
-            if (bots_parse_u64(optarg, 0, 1000000, &value) != 0)
-                return bots_bad_argument("--teleport-bots wants a count (got '%s')", optarg);
-            options->teleport_bots = (uint32_t)value;
-            break;
-        case BOTS_OPTION_CALL:
-            if (options->call_count == BOTS_MAX_CALLS ||
-                bots_parse_method(optarg, &options->calls[options->call_count]) != 0)
-                return bots_bad_argument("--call wants base:METHOD or cell:METHOD, at most %d (got '%s')",
-                                         BOTS_MAX_CALLS, optarg);
-            options->call_count++;
-            break;
-        case BOTS_OPTION_PING_CALL:
-            if (options->ping_call_count == BOTS_MAX_CALLS ||
-                bots_parse_method(optarg, &options->ping_calls[options->ping_call_count]) != 0)
-                return bots_bad_argument("--ping-call wants base:METHOD or cell:METHOD, at most %d (got '%s')",
-                                         BOTS_MAX_CALLS, optarg);
-            options->ping_call_count++;
-            break;
-        case BOTS_OPTION_TELEPORT_CALL:
-            if (strlen(optarg) == 0 || strlen(optarg) > ENTITY_DEF_NAME_MAX)
-                return bots_bad_argument("--teleport-call wants a cell method name (got '%s')", optarg);
-            options->teleport_call.part = ENTITY_DEF_PART_CELL;
-            snprintf(options->teleport_call.name, sizeof options->teleport_call.name, "%s", optarg);
-            break;
-        case BOTS_OPTION_HELP: bots_usage(stdout); return 1;
-        default:
-            return bots_bad_argument("unknown or incomplete option '%s'", argv[optind - 1]);
+                if (bots_parse_double(optarg, 0.0, 1000.0, &options->calls_per_second) != 0)
+                    return bots_bad_argument("--calls-per-second wants a rate in 0..1000 (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_SETTLE_SECONDS:
+                if (bots_parse_double(optarg, 0.0, 1e9, &options->settle_seconds) != 0)
+                    return bots_bad_argument("--settle-seconds wants seconds, 0 or more (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_SNAPSHOT_FILE:
+                if (optarg[0] == '\0') return bots_bad_argument("--snapshot-file wants a path");
+                options->snapshot_file = optarg;
+                break;
+            case BOTS_OPTION_SNAPSHOT_AT:
+                if (bots_parse_double(optarg, 0.0, 1e9, &options->snapshot_at_seconds) != 0)
+                    return bots_bad_argument("--snapshot-at-seconds wants seconds, 0 or more (got '%s')", optarg);
+                have_snapshot_at = 1;
+                break;
+            case BOTS_OPTION_PING_RATE:
+                if (bots_parse_double(optarg, 0.0, 1000.0, &options->ping_rate) != 0)
+                    return bots_bad_argument("--ping-rate wants calls per second in 0..1000 (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_GAP_LIMIT:
+                if (bots_parse_double(optarg, 1.0, 1e9, &options->gap_limit_ms) != 0)
+                    return bots_bad_argument("--gap-limit-ms wants milliseconds above 1 (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_TELEPORT: {
+                if (options->teleport_count == BOTS_MAX_TELEPORTS)
+                    return bots_bad_argument("at most %d --teleport", BOTS_MAX_TELEPORTS);
+                bots_teleport *t = &options->teleports[options->teleport_count];
+                char space[64] = "";
+                int consumed = 0;
+                /* AT:SPACE:X:Y:Z, SPACE empty for the bot's own. */
+                if (sscanf(optarg, "%lf:%63[^:]:%f:%f:%f%n", &t->at_seconds, space, &t->x, &t->y, &t->z, &consumed) !=
+                        5 &&
+                    sscanf(optarg, "%lf::%f:%f:%f%n", &t->at_seconds, &t->x, &t->y, &t->z, &consumed) != 4)
+                    return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
+                if ((size_t)consumed != strlen(optarg) || !isfinite(t->x) || !isfinite(t->y) || !isfinite(t->z))
+                    return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
+                snprintf(t->space, sizeof t->space, "%s", space);
+                options->teleport_count++;
+                break;
+            }
+            case BOTS_OPTION_TELEPORT_BOTS:
+                if (bots_parse_u64(optarg, 0, 1000000, &value) != 0)
+                    return bots_bad_argument("--teleport-bots wants a count (got '%s')", optarg);
+                options->teleport_bots = (uint32_t)value;
+                break;
+            case BOTS_OPTION_CALL:
+                if (options->call_count == BOTS_MAX_CALLS ||
+                    bots_parse_method(optarg, &options->calls[options->call_count]) != 0)
+                    return bots_bad_argument("--call wants base:METHOD or cell:METHOD, at most %d (got '%s')",
+                                             BOTS_MAX_CALLS, optarg);
+                options->call_count++;
+                break;
+            case BOTS_OPTION_PING_CALL:
+                if (options->ping_call_count == BOTS_MAX_CALLS ||
+                    bots_parse_method(optarg, &options->ping_calls[options->ping_call_count]) != 0)
+                    return bots_bad_argument("--ping-call wants base:METHOD or cell:METHOD, at most %d (got '%s')",
+                                             BOTS_MAX_CALLS, optarg);
+                options->ping_call_count++;
+                break;
+            case BOTS_OPTION_TELEPORT_CALL:
+                if (strlen(optarg) == 0 || strlen(optarg) > ENTITY_DEF_NAME_MAX)
+                    return bots_bad_argument("--teleport-call wants a cell method name (got '%s')", optarg);
+                options->teleport_call.part = ENTITY_DEF_PART_CELL;
+                snprintf(options->teleport_call.name, sizeof options->teleport_call.name, "%s", optarg);
+                break;
+            case BOTS_OPTION_HELP:
+                bots_usage(stdout);
+                return 1;
+            default:
+                return bots_bad_argument("unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return bots_bad_argument("unexpected argument '%s'", argv[optind]);
@@ -1928,8 +1969,10 @@ static int bots_resolve(const char *name, char *ip, size_t ip_size) {
         return -1;
     }
     const void *address;
-    if (result->ai_family == AF_INET6) address = &((const struct sockaddr_in6 *)result->ai_addr)->sin6_addr;
-    else address = &((const struct sockaddr_in *)result->ai_addr)->sin_addr;
+    if (result->ai_family == AF_INET6)
+        address = &((const struct sockaddr_in6 *)result->ai_addr)->sin6_addr;
+    else
+        address = &((const struct sockaddr_in *)result->ai_addr)->sin_addr;
     const char *text = inet_ntop(result->ai_family, address, ip, (socklen_t)ip_size);
     freeaddrinfo(result);
     if (!text) {
@@ -2018,8 +2061,10 @@ int main(int argc, char **argv) {
     rc = uv_loop_close(&run.loop);
     if (rc != 0) log_warn("event loop closed with handles still open: %s", uv_strerror(rc));
 
-    if (run.options.json) bots_print_json(stdout, &run);
-    else bots_print_summary(stdout, &run);
+    if (run.options.json)
+        bots_print_json(stdout, &run);
+    else
+        bots_print_summary(stdout, &run);
     fflush(stdout);
 
     for (uint32_t i = 0; i < run.options.count; i++) {

@@ -75,8 +75,9 @@ int http_fetch(const char *method, const char *host, int port, const char *path,
         return -1;
     }
     char request[1024];
-    int n = snprintf(request, sizeof request, "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Length: 0\r\n\r\n",
-                     method, path, host, port);
+    int n = snprintf(request, sizeof request,
+                     "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", method, path,
+                     host, port);
     if (n < 0 || (size_t)n >= sizeof request || send(fd, request, (size_t)n, MSG_NOSIGNAL) != n) {
         snprintf(err, errlen, "sending to %s:%d failed", host, port);
         close(fd);
@@ -108,7 +109,8 @@ int http_fetch(const char *method, const char *host, int port, const char *path,
         /* 0 bytes tells the parser the connection ended (a body until close). */
         http_parser_execute(&parser, &settings, buffer, (size_t)got);
         if (HTTP_PARSER_ERRNO(&parser) != HPE_OK) {
-            snprintf(err, errlen, "%s:%d sent %s: %s", host, port, state.too_large ? "too large a body" : "a bad response",
+            snprintf(err, errlen, "%s:%d sent %s: %s", host, port,
+                     state.too_large ? "too large a body" : "a bad response",
                      http_errno_description(HTTP_PARSER_ERRNO(&parser)));
             goto done;
         }
@@ -117,8 +119,10 @@ int http_fetch(const char *method, const char *host, int port, const char *path,
             goto done;
         }
     }
-    if (!state.body) state.body = calloc(1, 1);
-    else state.body[state.length] = '\0';
+    if (!state.body)
+        state.body = calloc(1, 1);
+    else
+        state.body[state.length] = '\0';
     *status = (int)parser.status_code;
     *body = state.body;
     if (length) *length = state.length;

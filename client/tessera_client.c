@@ -99,8 +99,8 @@ typedef struct tessera_client__chunk {
 /* A bump allocator for protobuf-c: `free` is a no-op, everything is
  * reclaimed at once when the arena is rewound for the next frame. */
 typedef struct tessera_client__arena {
-    ProtobufCAllocator allocator;    /* alloc/free below; allocator_data is the arena */
-    uint8_t *base;                   /* owned; NULL until the first frame */
+    ProtobufCAllocator allocator; /* alloc/free below; allocator_data is the arena */
+    uint8_t *base;                /* owned; NULL until the first frame */
     size_t capacity, used;
     size_t demand;                   /* bytes handed out for the current frame, overflow included */
     size_t peak;                     /* the largest demand of one frame so far */
@@ -199,10 +199,10 @@ static void tessera_client__arena_close(tessera_client__arena *arena) {
  * A MOVE touches pub, track and events, so they come first and together;
  * `changed`, needed only for UPDATE records, is last. */
 typedef struct tessera_client__entity {
-    tessera_client_entity pub;  /* first: &entity->pub and entity are one address */
-    volatile_track track;       /* the position last received, in units: the base of the next delta */
-    unsigned events;            /* TESSERA_CLIENT__EVENT_* noted in the current frame */
-    entity_state_mask changed;  /* properties changed in the current frame */
+    tessera_client_entity pub; /* first: &entity->pub and entity are one address */
+    volatile_track track;      /* the position last received, in units: the base of the next delta */
+    unsigned events;           /* TESSERA_CLIENT__EVENT_* noted in the current frame */
+    entity_state_mask changed; /* properties changed in the current frame */
 } tessera_client__entity;
 
 /* What happened to an entity during the frame being applied. */
@@ -244,12 +244,12 @@ struct tessera_client {
     tessera_client_callbacks callbacks;
     void *user_data;
     tessera_client_state state;
-    channel *ch;                    /* NULL until connect succeeds; the channel frees itself */
-    int connected;                  /* the TCP connection was established */
+    channel *ch;   /* NULL until connect succeeds; the channel frees itself */
+    int connected; /* the TCP connection was established */
     /* Closed in place of a channel when the client has none, so on_closed
      * still fires from the loop rather than inside tessera_client_close. */
     uv_timer_t deferred_close;
-    int cause_set;                  /* close_cause was decided by us, not guessed from the channel */
+    int cause_set; /* close_cause was decided by us, not guessed from the channel */
     tessera_client_close_cause close_cause;
     char close_reason[192];
     char name[TESSERA_CLIENT_HELLO_NAME_MAX + 1];
@@ -262,26 +262,26 @@ struct tessera_client {
     char login_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
     char redirect_host[64];
     int redirect_port;
-    bool redirecting;               /* the channel closes; a new one to redirect_host follows */
+    bool redirecting; /* the channel closes; a new one to redirect_host follows */
     unsigned redirects;
-    uint32_t sequence;              /* of the last move sent */
+    uint32_t sequence; /* of the last move sent */
     tessera_client_login_info login;
     char server_name[TESSERA_CLIENT_NAME_BYTES];
     tessera_client_stats stats;
-    tessera_client__arena arena;    /* protobuf-c's memory for the frame being handled */
-    bit_writer scratch;             /* outgoing call arguments; base properties kept aside */
+    tessera_client__arena arena; /* protobuf-c's memory for the frame being handled */
+    bit_writer scratch;          /* outgoing call arguments; base properties kept aside */
 
     /* From the login reply (all NULL or empty before it). */
     entity_def_registry *definitions; /* owned */
-    replication_schema *schema;     /* over `definitions`; owned */
+    replication_schema *schema;       /* over `definitions`; owned */
     volatile_codec_config volatile_config;
     unsigned alias_bits;
-    entity_state_mask *base_masks;  /* per class id: BASE_AND_CLIENT properties, what BaseProperties may carry */
-    size_t *call_args_first;        /* per class id: its first slot in call_args */
-    entity_state **call_args;       /* per client method of every class: its arguments, created on first use */
+    entity_state_mask *base_masks; /* per class id: BASE_AND_CLIENT properties, what BaseProperties may carry */
+    size_t *call_args_first;       /* per class id: its first slot in call_args */
+    entity_state **call_args;      /* per client method of every class: its arguments, created on first use */
 
     /* The view. An entity is in both maps or in neither. */
-    id_map entities;                /* entity id -> tessera_client__entity*, owned */
+    id_map entities; /* entity id -> tessera_client__entity*, owned */
     /* The player's own entity while it is in the table (entered with an
      * alias, or the placeholder), else NULL: every move sent updates it,
      * and this spares that a lookup by id. Set where an entity joins the
@@ -299,9 +299,9 @@ struct tessera_client {
     struct {
         uint32_t tick;
         uint64_t stamp_us;
-        int broken;                 /* the stream broke a rule the decoder cannot see: reason below */
+        int broken; /* the stream broke a rule the decoder cannot see: reason below */
         char broken_reason[160];
-        int move_error;             /* the volatile_codec error a MOVE record gave, or 0 */
+        int move_error; /* the volatile_codec error a MOVE record gave, or 0 */
         uint32_t move_error_alias;
         tessera_client__list entered, moved, changed, departed;
     } frame;
@@ -311,7 +311,7 @@ struct tessera_client {
      * reset them from (created on first use). */
     tessera_client__list spare;
     entity_state **class_defaults;
-    bool changing_space;            /* a Teleported(space_changed) is emptying the view */
+    bool changing_space; /* a Teleported(space_changed) is emptying the view */
     /* The player's own entity while it is in no space (an entity without a
      * cell part, or one whose EnteredSpace has not come): in the table
      * with no alias. NULL in a space. */
@@ -324,7 +324,7 @@ struct tessera_client {
         uint32_t method_id;
         uint8_t *args;
         size_t length;
-    } *held_calls;
+    } * held_calls;
     size_t held_count;
 };
 
@@ -334,25 +334,43 @@ bool tessera_client_changing_space(const tessera_client *client) { return client
 
 const char *tessera_client_state_name(tessera_client_state state) {
     switch (state) {
-    case TESSERA_CLIENT_DISCONNECTED: return "disconnected";
-    case TESSERA_CLIENT_CONNECTING: return "connecting";
-    case TESSERA_CLIENT_HELLO_SENT: return "hello_sent";
-    case TESSERA_CLIENT_AWAITING_LOGIN: return "awaiting_login";
-    case TESSERA_CLIENT_LOGIN_SENT: return "login_sent";
-    case TESSERA_CLIENT_IN_WORLD: return "in_world";
-    case TESSERA_CLIENT_CLOSING: return "closing";
-    case TESSERA_CLIENT_CLOSED: return "closed";
+        case TESSERA_CLIENT_DISCONNECTED:
+            return "disconnected";
+        case TESSERA_CLIENT_CONNECTING:
+            return "connecting";
+        case TESSERA_CLIENT_HELLO_SENT:
+            return "hello_sent";
+        case TESSERA_CLIENT_AWAITING_LOGIN:
+            return "awaiting_login";
+        case TESSERA_CLIENT_LOGIN_SENT:
+            return "login_sent";
+        case TESSERA_CLIENT_IN_WORLD:
+            return "in_world";
+        case TESSERA_CLIENT_CLOSING:
+            return "closing";
+        case TESSERA_CLIENT_CLOSED:
+            return "closed";
     }
     return "unknown";
 }
 
 const char *tessera_client_error_name(int code) {
     static const char *const names[] = {
-        "none",          "malformed_frame",  "frame_too_large",
-        "unknown_message", "not_logged_in",  "protocol_version_mismatch",
-        "bad_credentials", "unavailable",    "out_of_order",
-        "invalid_argument", "replaced",      "slow_consumer",
-        "server_shutdown", "not_exposed",    "bad_arguments",
+        "none",
+        "malformed_frame",
+        "frame_too_large",
+        "unknown_message",
+        "not_logged_in",
+        "protocol_version_mismatch",
+        "bad_credentials",
+        "unavailable",
+        "out_of_order",
+        "invalid_argument",
+        "replaced",
+        "slow_consumer",
+        "server_shutdown",
+        "not_exposed",
+        "bad_arguments",
         "unknown_entity",
     };
     if (code < 0 || (size_t)code >= sizeof names / sizeof names[0]) return "unknown";
@@ -361,11 +379,16 @@ const char *tessera_client_error_name(int code) {
 
 const char *tessera_client_close_cause_name(tessera_client_close_cause cause) {
     switch (cause) {
-    case TESSERA_CLIENT_CLOSED_BY_CALLER: return "closed_by_caller";
-    case TESSERA_CLIENT_CLOSED_CONNECT_FAILED: return "connect_failed";
-    case TESSERA_CLIENT_CLOSED_SERVER_ERROR: return "server_error";
-    case TESSERA_CLIENT_CLOSED_PROTOCOL: return "protocol";
-    case TESSERA_CLIENT_CLOSED_DISCONNECTED: return "disconnected";
+        case TESSERA_CLIENT_CLOSED_BY_CALLER:
+            return "closed_by_caller";
+        case TESSERA_CLIENT_CLOSED_CONNECT_FAILED:
+            return "connect_failed";
+        case TESSERA_CLIENT_CLOSED_SERVER_ERROR:
+            return "server_error";
+        case TESSERA_CLIENT_CLOSED_PROTOCOL:
+            return "protocol";
+        case TESSERA_CLIENT_CLOSED_DISCONNECTED:
+            return "disconnected";
     }
     return "unknown";
 }
@@ -1125,8 +1148,7 @@ static const char *tessera_client__apply_base(tessera_client *client, tessera_cl
     /* Only the zero bits that pad the list to a byte may follow. */
     size_t left = bit_reader_remaining(&r);
     uint64_t pad;
-    if (left >= 8 || bit_reader_read(&r, (unsigned)left, &pad) != 0 || pad != 0)
-        return "bytes after the change list";
+    if (left >= 8 || bit_reader_read(&r, (unsigned)left, &pad) != 0 || pad != 0) return "bytes after the change list";
     return NULL;
 }
 
@@ -1390,8 +1412,8 @@ static int tessera_client__check_events(tessera_client *client, Tessera__Client_
         }
         int rc = method_call_check(event, events[i]->args.data, events[i]->args.len);
         if (rc != 0) {
-            snprintf(what, sizeof what, "game event %s with fields that are not its declared types: %s",
-                     event->name, method_call_strerror(rc));
+            snprintf(what, sizeof what, "game event %s with fields that are not its declared types: %s", event->name,
+                     method_call_strerror(rc));
             tessera_client__protocol_error(client, what);
             return -1;
         }
@@ -1570,7 +1592,7 @@ static void tessera_client__on_view(tessera_client *client, const Tessera__Clien
             if (client->frame.move_error != 0 && rc == client->frame.move_error)
                 snprintf(what, sizeof what, "entity stream: MOVE record for alias %u: %s",
                          client->frame.move_error_alias,
-                         rc == VOLATILE_CODEC_ERROR_RANGE    ? "position or yaw outside the world"
+                         rc == VOLATILE_CODEC_ERROR_RANGE     ? "position or yaw outside the world"
                          : rc == VOLATILE_CODEC_ERROR_NO_BASE ? "a delta before any absolute position"
                                                               : "truncated");
             else
@@ -1626,8 +1648,7 @@ static void tessera_client__on_base_properties(tessera_client *client, const Tes
         return;
     }
     if (entity_state_mask_empty(&changed)) return;
-    if (client->callbacks.on_properties_changed)
-        client->callbacks.on_properties_changed(client, &own->pub, &changed);
+    if (client->callbacks.on_properties_changed) client->callbacks.on_properties_changed(client, &own->pub, &changed);
     /* The callback may have closed the client; the entity lives until
      * on_closed either way. */
     entity_state_clear_dirty(own->pub.state);
@@ -1734,48 +1755,48 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
         return;
     }
     switch (message->body_case) {
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO:
-        tessera_client__on_server_hello(client, message->hello);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY:
-        tessera_client__on_login_reply(client, message->login_reply);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW:
-        tessera_client__on_view(client, message->view);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_BASE_PROPERTIES:
-        tessera_client__on_base_properties(client, message->base_properties);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION:
-        tessera_client__on_correction(client, message->correction);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED:
-        tessera_client__on_teleported(client, message->teleported);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR:
-        tessera_client__on_server_error(client, message->error);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_DESTROYED:
-        tessera_client__on_player_destroyed(client, message->player_destroyed);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_CREATED:
-        tessera_client__on_player_created(client, message->player_created);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ENTERED_SPACE:
-        tessera_client__on_entered_space(client, message->entered_space);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT:
-        tessera_client__on_login_redirect(client, message->login_redirect);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CALL:
-        tessera_client__on_lone_call(client, message->call);
-        break;
-    case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_EVENT:
-        tessera_client__on_lone_event(client, message->event);
-        break;
-    default:
-        tessera_client__protocol_error(client, "a frame with no body this client knows");
-        break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO:
+            tessera_client__on_server_hello(client, message->hello);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY:
+            tessera_client__on_login_reply(client, message->login_reply);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW:
+            tessera_client__on_view(client, message->view);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_BASE_PROPERTIES:
+            tessera_client__on_base_properties(client, message->base_properties);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION:
+            tessera_client__on_correction(client, message->correction);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED:
+            tessera_client__on_teleported(client, message->teleported);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR:
+            tessera_client__on_server_error(client, message->error);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_DESTROYED:
+            tessera_client__on_player_destroyed(client, message->player_destroyed);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_PLAYER_CREATED:
+            tessera_client__on_player_created(client, message->player_created);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ENTERED_SPACE:
+            tessera_client__on_entered_space(client, message->entered_space);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT:
+            tessera_client__on_login_redirect(client, message->login_redirect);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CALL:
+            tessera_client__on_lone_call(client, message->call);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_EVENT:
+            tessera_client__on_lone_event(client, message->event);
+            break;
+        default:
+            tessera_client__protocol_error(client, "a frame with no body this client knows");
+            break;
     }
     /* No free_unpacked: every byte of the message is the arena's, taken
      * back whole at the next rewind, and protobuf-c's walk of the message
@@ -1840,8 +1861,8 @@ static int tessera_client__valid_account(const char *account) {
     if (length == 0 || length > TESSERA_CLIENT_ACCOUNT_MAX) return 0;
     for (size_t i = 0; i < length; i++) {
         char c = account[i];
-        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' ||
-                 c == '.' || c == '-';
+        int ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
+                 c == '-';
         if (!ok) return 0;
     }
     return 1;

@@ -52,14 +52,14 @@ typedef struct tessera_client tessera_client;
 
 /* Where a client is in its conversation with the baseapp. */
 typedef enum tessera_client_state {
-    TESSERA_CLIENT_DISCONNECTED,  /* created; tessera_client_connect not called yet (or it failed) */
-    TESSERA_CLIENT_CONNECTING,    /* TCP dial in progress; nothing sent yet */
-    TESSERA_CLIENT_HELLO_SENT,    /* connected, hello sent; waiting for the server's hello */
-    TESSERA_CLIENT_AWAITING_LOGIN,/* hello exchanged; waiting for the caller to call tessera_client_login */
-    TESSERA_CLIENT_LOGIN_SENT,    /* login sent; waiting for login_reply (or an error) */
-    TESSERA_CLIENT_IN_WORLD,      /* logged in: moves go out, view updates and corrections come in */
-    TESSERA_CLIENT_CLOSING,       /* tessera_client_close called or the connection ended; on_closed pending */
-    TESSERA_CLIENT_CLOSED,        /* on_closed is running; the memory goes when it returns */
+    TESSERA_CLIENT_DISCONNECTED,   /* created; tessera_client_connect not called yet (or it failed) */
+    TESSERA_CLIENT_CONNECTING,     /* TCP dial in progress; nothing sent yet */
+    TESSERA_CLIENT_HELLO_SENT,     /* connected, hello sent; waiting for the server's hello */
+    TESSERA_CLIENT_AWAITING_LOGIN, /* hello exchanged; waiting for the caller to call tessera_client_login */
+    TESSERA_CLIENT_LOGIN_SENT,     /* login sent; waiting for login_reply (or an error) */
+    TESSERA_CLIENT_IN_WORLD,       /* logged in: moves go out, view updates and corrections come in */
+    TESSERA_CLIENT_CLOSING,        /* tessera_client_close called or the connection ended; on_closed pending */
+    TESSERA_CLIENT_CLOSED,         /* on_closed is running; the memory goes when it returns */
 } tessera_client_state;
 
 /* Why a client closed, as on_closed reports it. */
@@ -106,10 +106,10 @@ typedef enum tessera_client_error {
  * comes first. */
 typedef struct tessera_client_entity {
     uint64_t id;
-    uint32_t alias;                 /* the per-client alias the stream names it by */
-    bool is_owner;                  /* this client owns it (the ENTER said so): the player's own entity */
-    const entity_def_class *cls;    /* its class, owned by the definitions (tessera_client_definitions) */
-    const char *type;               /* cls->name */
+    uint32_t alias;              /* the per-client alias the stream names it by */
+    bool is_owner;               /* this client owns it (the ENTER said so): the player's own entity */
+    const entity_def_class *cls; /* its class, owned by the definitions (tessera_client_definitions) */
+    const char *type;            /* cls->name */
     /* Its properties as this client receives them: the class defaults until
      * the server sends a value (a property this client's audience does not
      * get keeps its default). Read it with entity_state_get_*; writing to it
@@ -123,21 +123,21 @@ typedef struct tessera_client_entity {
      * correction, as they are. */
     float x, y, z;
     float yaw;
-    uint64_t last_move_stamp_us;    /* stamp_us of the ViewUpdate of the last move applied; 0 until one */
-    uint32_t last_tick;             /* cell tick of the update that last touched it */
+    uint64_t last_move_stamp_us; /* stamp_us of the ViewUpdate of the last move applied; 0 until one */
+    uint32_t last_tick;          /* cell tick of the update that last touched it */
 } tessera_client_entity;
 
 /* What the login reply said. */
 typedef struct tessera_client_login_info {
-    uint64_t entity_id;          /* the player's own entity */
-    float x, y, z, yaw;          /* where it spawned */
-    float view_radius;           /* entities within this distance on X and on Z (a square) are in view */
-    float view_hysteresis;       /* ... and stay in view until this much further */
-    float max_speed;             /* metres per second the cell accepts */
+    uint64_t entity_id;    /* the player's own entity */
+    float x, y, z, yaw;    /* where it spawned */
+    float view_radius;     /* entities within this distance on X and on Z (a square) are in view */
+    float view_hysteresis; /* ... and stay in view until this much further */
+    float max_speed;       /* metres per second the cell accepts */
     uint32_t tick_hz;
     char space_name[TESSERA_CLIENT_NAME_BYTES];
-    char definitions_digest[65];  /* hex digest of the game's entity definitions */
-    size_t definition_classes;    /* entity types they declare */
+    char definitions_digest[65]; /* hex digest of the game's entity definitions */
+    size_t definition_classes;   /* entity types they declare */
     /* How the entity stream is read: aliases 0..max_aliases-1 (1..65536),
      * positions in units of position_precision metres inside
      * [world_min, world_max], yaws in yaw_steps steps a turn. */
@@ -154,7 +154,7 @@ typedef struct tessera_client_login_info {
      * client) takes the entity back within detached_grace_ms of a drop. */
     char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
     uint32_t detached_grace_ms;
-    bool reconnected;            /* this answered a reconnect */
+    bool reconnected; /* this answered a reconnect */
     /* The player's entity is in a space: the numbers above describe it and
      * a stream flows. False for an entity without a cell part (an Account)
      * until on_entered_space. */
@@ -165,39 +165,39 @@ typedef struct tessera_client_login_info {
 /* A refused move: the player is back at this position. */
 typedef struct tessera_client_correction {
     float x, y, z, yaw;
-    uint32_t sequence;           /* the refused move's sequence */
-    const char *reason;          /* valid during the callback only */
+    uint32_t sequence;  /* the refused move's sequence */
+    const char *reason; /* valid during the callback only */
 } tessera_client_correction;
 
 /* The server moved the player's entity (a teleport). */
 typedef struct tessera_client_teleport {
-    float x, y, z, yaw;          /* where it is now */
-    bool space_changed;          /* it is in another space: the view was emptied */
-    const char *space_name;      /* the space it is in; valid during the callback only */
+    float x, y, z, yaw;     /* where it is now */
+    bool space_changed;     /* it is in another space: the view was emptied */
+    const char *space_name; /* the space it is in; valid during the callback only */
 } tessera_client_teleport;
 
 typedef struct tessera_client_stats {
-    uint64_t frames_in;          /* frames received and dispatched */
-    uint64_t bytes_in;           /* their bytes, including the 4-byte length prefixes */
+    uint64_t frames_in; /* frames received and dispatched */
+    uint64_t bytes_in;  /* their bytes, including the 4-byte length prefixes */
     uint64_t frames_out;
-    uint64_t bytes_out;          /* encoded bodies plus length prefixes */
+    uint64_t bytes_out; /* encoded bodies plus length prefixes */
     uint64_t view_updates;
-    uint64_t stream_bytes;       /* bytes of ViewUpdate.stream received */
-    uint64_t enters, leaves;     /* entities that entered / left the table */
-    uint64_t moves;              /* MOVE records applied */
-    uint64_t property_updates;   /* UPDATE records applied */
-    uint64_t discarded_records;  /* MOVE and UPDATE records for an alias not in the table: skipped */
-    uint64_t stale_leaves;       /* LEAVE records for an alias not in the table: ignored */
-    uint64_t client_calls;       /* ClientCalls received and delivered */
-    uint64_t stale_calls;        /* ClientCalls for an entity that left in the same update: dropped */
-    uint64_t game_events;        /* GameEvents received and delivered (in view updates and alone) */
+    uint64_t stream_bytes;          /* bytes of ViewUpdate.stream received */
+    uint64_t enters, leaves;        /* entities that entered / left the table */
+    uint64_t moves;                 /* MOVE records applied */
+    uint64_t property_updates;      /* UPDATE records applied */
+    uint64_t discarded_records;     /* MOVE and UPDATE records for an alias not in the table: skipped */
+    uint64_t stale_leaves;          /* LEAVE records for an alias not in the table: ignored */
+    uint64_t client_calls;          /* ClientCalls received and delivered */
+    uint64_t stale_calls;           /* ClientCalls for an entity that left in the same update: dropped */
+    uint64_t game_events;           /* GameEvents received and delivered (in view updates and alone) */
     uint64_t base_property_updates; /* BaseProperties messages received */
-    uint64_t calls_out;          /* EntityCalls sent */
+    uint64_t calls_out;             /* EntityCalls sent */
     uint64_t corrections;
-    uint64_t teleports;          /* Teleported messages */
-    uint64_t player_changes;     /* PlayerCreated messages (giveClientTo) */
-    uint64_t redirects;          /* LoginRedirects followed (to another baseapp, with a one-time token) */
-    uint64_t errors;             /* Error messages received from the server */
+    uint64_t teleports;      /* Teleported messages */
+    uint64_t player_changes; /* PlayerCreated messages (giveClientTo) */
+    uint64_t redirects;      /* LoginRedirects followed (to another baseapp, with a one-time token) */
+    uint64_t errors;         /* Error messages received from the server */
 } tessera_client_stats;
 
 /* Every callback may be NULL. Each gets the client as first argument; the
@@ -243,8 +243,8 @@ typedef struct tessera_client_callbacks {
      * an entity that left in the same update (the stream comes first) is
      * dropped (stats.stale_calls); one for an entity never seen, an unknown
      * method or bad arguments closes the client with CLOSED_PROTOCOL. */
-    void (*on_client_call)(tessera_client *client, const tessera_client_entity *entity,
-                           const entity_def_method *method, const entity_state *args);
+    void (*on_client_call)(tessera_client *client, const tessera_client_entity *entity, const entity_def_method *method,
+                           const entity_state *args);
     /* The server fired game event `event` (a declared event of the
      * definitions: entity_def_registry_event), or sent it to this client
      * as a user message, from `source_id` (0: the game as a whole; it may

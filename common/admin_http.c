@@ -31,7 +31,7 @@ typedef struct admin_http_route_entry {
 } admin_http_route_entry;
 
 typedef struct admin_http_connection {
-    uv_tcp_t tcp;                 /* first: handle data points back here */
+    uv_tcp_t tcp; /* first: handle data points back here */
     uv_timer_t timeout;
     admin_http *server;
     struct admin_http_connection *previous, *next;
@@ -39,14 +39,14 @@ typedef struct admin_http_connection {
     char url[ADMIN_HTTP_URL_MAX];
     size_t url_length;
     size_t received;
-    bool complete;                /* the whole request is in */
-    bool answered;                /* a reply (or the stream header) was written */
+    bool complete; /* the whole request is in */
+    bool answered; /* a reply (or the stream header) was written */
     bool streaming;
-    bool rendered;                /* admin_http_broadcast: this round's event is written */
+    bool rendered; /* admin_http_broadcast: this round's event is written */
     bool closing;
     char stream_query[ADMIN_HTTP_URL_MAX];
     size_t unwritten;
-    admin_http_request *pending;  /* routed, not yet answered */
+    admin_http_request *pending; /* routed, not yet answered */
     int open_handles;
 } admin_http_connection;
 
@@ -90,8 +90,10 @@ static void admin_http_on_connection_closed(uv_handle_t *handle) {
     admin_http_connection *connection = handle->data;
     if (--connection->open_handles > 0) return;
     admin_http *server = connection->server;
-    if (connection->previous) connection->previous->next = connection->next;
-    else server->connections = connection->next;
+    if (connection->previous)
+        connection->previous->next = connection->next;
+    else
+        server->connections = connection->next;
     if (connection->next) connection->next->previous = connection->previous;
     server->connection_count--;
     free(connection);
@@ -125,8 +127,10 @@ void admin_http_free(admin_http *server) {
         admin_http_close(connection);
         connection = next;
     }
-    if (server->listener_open) uv_close((uv_handle_t *)&server->listener, admin_http_on_listener_closed);
-    else admin_http_maybe_free(server);
+    if (server->listener_open)
+        uv_close((uv_handle_t *)&server->listener, admin_http_on_listener_closed);
+    else
+        admin_http_maybe_free(server);
 }
 
 /* ---- writing ------------------------------------------------------------------- */
@@ -157,16 +161,26 @@ static void admin_http_write_bytes(admin_http_connection *connection, const char
 
 static const char *admin_http_status_text(int status) {
     switch (status) {
-    case 200: return "OK";
-    case 202: return "Accepted";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 413: return "Payload Too Large";
-    case 500: return "Internal Server Error";
-    case 503: return "Service Unavailable";
-    default: return "Status";
+        case 200:
+            return "OK";
+        case 202:
+            return "Accepted";
+        case 400:
+            return "Bad Request";
+        case 404:
+            return "Not Found";
+        case 405:
+            return "Method Not Allowed";
+        case 409:
+            return "Conflict";
+        case 413:
+            return "Payload Too Large";
+        case 500:
+            return "Internal Server Error";
+        case 503:
+            return "Service Unavailable";
+        default:
+            return "Status";
     }
 }
 
@@ -206,7 +220,8 @@ bool admin_http_query(const admin_http_request *request, const char *name, char 
             size_t n = 0;
             for (const char *c = p + name_length + 1; c < end; c++) {
                 int value = (unsigned char)*c;
-                if (value == '+') value = ' ';
+                if (value == '+')
+                    value = ' ';
                 else if (value == '%' && end - c > 2 && admin_http_hex(c[1]) >= 0 && admin_http_hex(c[2]) >= 0) {
                     value = admin_http_hex(c[1]) * 16 + admin_http_hex(c[2]);
                     c += 2;
@@ -313,7 +328,8 @@ static void admin_http_route_request(admin_http_connection *connection) {
     server->stats.requests++;
     admin_http_request *request = xcalloc(1, sizeof *request);
     request->connection = connection;
-    snprintf(request->method, sizeof request->method, "%s", http_method_str((enum http_method)connection->parser.method));
+    snprintf(request->method, sizeof request->method, "%s",
+             http_method_str((enum http_method)connection->parser.method));
     struct http_parser_url url;
     http_parser_url_init(&url);
     if (http_parser_parse_url(connection->url, connection->url_length, 0, &url) != 0 ||
@@ -338,8 +354,10 @@ static void admin_http_route_request(admin_http_connection *connection) {
         route->handler(request, route->user_data);
         return;
     }
-    if (path_known) admin_http_reply_text(request, 405, "method not allowed\n");
-    else admin_http_reply_text(request, 404, "not found\n");
+    if (path_known)
+        admin_http_reply_text(request, 405, "method not allowed\n");
+    else
+        admin_http_reply_text(request, 404, "not found\n");
 }
 
 static void admin_http_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {

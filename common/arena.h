@@ -22,7 +22,7 @@
 typedef struct arena_chunk arena_chunk;
 
 typedef struct arena {
-    arena_chunk *current;   /* the chunk being filled; earlier ones before it in the list */
+    arena_chunk *current; /* the chunk being filled; earlier ones before it in the list */
     arena_chunk *first;
     ProtobufCAllocator allocator; /* hands out from this arena; its free does nothing */
 } arena;

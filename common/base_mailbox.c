@@ -21,8 +21,8 @@ struct base_mailbox {
     base_mailbox_failed_callback failed;
     void *user_data;
     uint64_t self;
-    id_map known;    /* entity id -> its baseapp's id (as a pointer) */
-    id_map waiting;  /* entity id -> base_mailbox_queue, while the directory is asked */
+    id_map known;   /* entity id -> its baseapp's id (as a pointer) */
+    id_map waiting; /* entity id -> base_mailbox_queue, while the directory is asked */
 };
 
 /* The calls to one entity while the directory is asked. Owned by the Redis
@@ -299,8 +299,8 @@ static const char BASE_MAILBOX_REGISTER[] =
     "if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 1 then return ARGV[2] end "
     "return redis.call('HGET', KEYS[1], ARGV[1])";
 
-int base_mailbox_register_global(base_mailbox *box, const char *name, uint64_t entity_id,
-                                 base_mailbox_registered done, void *context) {
+int base_mailbox_register_global(base_mailbox *box, const char *name, uint64_t entity_id, base_mailbox_registered done,
+                                 void *context) {
     char key[REDIS_KEY_MAX], id[24];
     redis_key_globals(key, box->cluster);
     snprintf(id, sizeof id, "%" PRIu64, entity_id);

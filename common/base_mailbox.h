@@ -31,8 +31,7 @@ typedef struct base_mailbox base_mailbox;
 
 /* Puts a call on the wire to `baseapp_id`, or delivers it here when that is
  * this process. Returns 0, or -1 when that baseapp is not reachable. */
-typedef int (*base_mailbox_send_callback)(uint64_t baseapp_id, const Tessera__Cluster__BaseCall *call,
-                                          void *user_data);
+typedef int (*base_mailbox_send_callback)(uint64_t baseapp_id, const Tessera__Cluster__BaseCall *call, void *user_data);
 /* A call did not reach its base: `failed` says which and why. */
 typedef void (*base_mailbox_failed_callback)(const Tessera__Cluster__EntityCallFailed *failed, void *user_data);
 
@@ -75,8 +74,8 @@ void base_mailbox_release(base_mailbox *box, uint64_t entity_id);
 /* registerGlobally: `entity_id` takes `name` unless another base holds
  * it. `done` learns the outcome (ok false: taken, or Redis failed). */
 typedef void (*base_mailbox_registered)(bool ok, uint64_t holder_id, void *context);
-int base_mailbox_register_global(base_mailbox *box, const char *name, uint64_t entity_id,
-                                 base_mailbox_registered done, void *context);
+int base_mailbox_register_global(base_mailbox *box, const char *name, uint64_t entity_id, base_mailbox_registered done,
+                                 void *context);
 /* Gives the name up, if `entity_id` still holds it. */
 void base_mailbox_unregister_global(base_mailbox *box, const char *name, uint64_t entity_id);
 /* The entity holding `name` (0: none); `found` is called once. Returns 0,

@@ -59,12 +59,10 @@ void bit_writer_close(bit_writer *w) {
 void bit_writer_reset(bit_writer *w) { w->bits = 0; }
 
 void bit_writer_reserve(bit_writer *w, size_t bytes) {
-    if (bytes <= w->capacity)
-        return;
+    if (bytes <= w->capacity) return;
     size_t capacity = w->capacity != 0 ? w->capacity : BIT_STREAM__INITIAL_CAPACITY;
     while (capacity < bytes) {
-        if (capacity > SIZE_MAX / 2)
-            log_panic("bit_writer: %zu bytes do not fit in memory", bytes);
+        if (capacity > SIZE_MAX / 2) log_panic("bit_writer: %zu bytes do not fit in memory", bytes);
         capacity *= 2;
     }
     w->data = xrealloc(w->data, capacity);
@@ -80,8 +78,7 @@ size_t bit_writer_bytes(const bit_writer *w) { return (w->bits + 7) / 8; }
 /* Makes room for `bits` more bits. */
 static inline void bit_writer__room(bit_writer *w, size_t bits) {
     size_t need = (w->bits + bits + 7) / 8;
-    if (need > w->capacity)
-        bit_writer_reserve(w, need);
+    if (need > w->capacity) bit_writer_reserve(w, need);
 }
 
 /* Appends `bits` (1..64) bits of `value`, which has no bit set above them.
@@ -96,8 +93,7 @@ static inline void bit_writer__put(bit_writer *w, uint64_t value, unsigned bits)
     if (off != 0) {
         *p |= (uint8_t)(value << off);
         unsigned taken = 8 - off;
-        if (left <= taken)
-            return;
+        if (left <= taken) return;
         value >>= taken;
         left -= taken;
         p++;
@@ -107,16 +103,13 @@ static inline void bit_writer__put(bit_writer *w, uint64_t value, unsigned bits)
         value >>= 8;
         left -= 8;
     }
-    if (left != 0)
-        *p = (uint8_t)value;
+    if (left != 0) *p = (uint8_t)value;
 }
 
 void bit_writer_write(bit_writer *w, uint64_t value, unsigned bits) {
-    if (bits == 0 && value == 0)
-        return;
+    if (bits == 0 && value == 0) return;
     if (bits > 64 || (bits < 64 && (value >> bits) != 0))
-        log_panic("bit_writer: value 0x%llx does not fit in %u bits", (unsigned long long)value,
-                  bits);
+        log_panic("bit_writer: value 0x%llx does not fit in %u bits", (unsigned long long)value, bits);
     bit_writer__room(w, bits);
     bit_writer__put(w, value, bits);
 }
@@ -125,8 +118,7 @@ void bit_writer_write_bool(bit_writer *w, bool value) { bit_writer_write(w, valu
 
 void bit_writer_write_uvar(bit_writer *w, uint64_t value) {
     unsigned nibbles = 1;
-    while (nibbles < 16 && (value >> (4 * nibbles)) != 0)
-        nibbles++;
+    while (nibbles < 16 && (value >> (4 * nibbles)) != 0) nibbles++;
     bit_writer__room(w, 4 + 4 * nibbles);
     bit_writer__put(w, nibbles - 1, 4);
     bit_writer__put(w, value, 4 * nibbles);
@@ -150,10 +142,8 @@ void bit_writer_write_double(bit_writer *w, double value) {
 }
 
 void bit_writer_write_bytes(bit_writer *w, const void *bytes, size_t length) {
-    if (length == 0)
-        return;
-    if (length > (SIZE_MAX - w->bits) / 8 - 1)
-        log_panic("bit_writer: %zu bytes do not fit in memory", length);
+    if (length == 0) return;
+    if (length > (SIZE_MAX - w->bits) / 8 - 1) log_panic("bit_writer: %zu bytes do not fit in memory", length);
     bit_writer__room(w, length * 8);
     const uint8_t *src = bytes;
     if ((w->bits & 7) == 0) {
@@ -161,21 +151,18 @@ void bit_writer_write_bytes(bit_writer *w, const void *bytes, size_t length) {
         w->bits += length * 8;
         return;
     }
-    for (size_t i = 0; i < length; i++)
-        bit_writer__put(w, src[i], 8);
+    for (size_t i = 0; i < length; i++) bit_writer__put(w, src[i], 8);
 }
 
 void bit_writer_align(bit_writer *w) {
     unsigned off = (unsigned)(w->bits & 7);
-    if (off != 0)
-        w->bits += 8 - off; /* the high bits of the last byte are already zero */
+    if (off != 0) w->bits += 8 - off; /* the high bits of the last byte are already zero */
 }
 
 /* ---- reader ----------------------------------------------------------- */
 
 void bit_reader_init(bit_reader *r, const void *data, size_t bytes) {
-    if (bytes > SIZE_MAX / 8)
-        log_panic("bit_reader: %zu bytes are more bits than size_t counts", bytes);
+    if (bytes > SIZE_MAX / 8) log_panic("bit_reader: %zu bytes are more bits than size_t counts", bytes);
     bit_reader_init_bits(r, data, bytes * 8);
 }
 
@@ -224,12 +211,9 @@ static inline uint64_t bit_reader__take(bit_reader *r, unsigned bits) {
 
 int bit_reader_read(bit_reader *r, unsigned bits, uint64_t *out) {
     *out = 0;
-    if (bits > 64)
-        log_panic("bit_reader: cannot read %u bits into 64", bits);
-    if (bit_reader__need(r, bits) != 0)
-        return BIT_STREAM_ERROR_TRUNCATED;
-    if (bits != 0)
-        *out = bit_reader__take(r, bits);
+    if (bits > 64) log_panic("bit_reader: cannot read %u bits into 64", bits);
+    if (bit_reader__need(r, bits) != 0) return BIT_STREAM_ERROR_TRUNCATED;
+    if (bits != 0) *out = bit_reader__take(r, bits);
     return 0;
 }
 
@@ -243,8 +227,7 @@ int bit_reader_read_bool(bit_reader *r, bool *out) {
 int bit_reader_read_uvar(bit_reader *r, uint64_t *out) {
     uint64_t prefix;
     *out = 0;
-    if (bit_reader_read(r, 4, &prefix) != 0)
-        return BIT_STREAM_ERROR_TRUNCATED;
+    if (bit_reader_read(r, 4, &prefix) != 0) return BIT_STREAM_ERROR_TRUNCATED;
     return bit_reader_read(r, 4 * ((unsigned)prefix + 1), out);
 }
 
@@ -275,22 +258,19 @@ int bit_reader_read_bytes(bit_reader *r, void *bytes, size_t length) {
         r->failed = true;
         return BIT_STREAM_ERROR_TRUNCATED;
     }
-    if (length == 0)
-        return 0;
+    if (length == 0) return 0;
     uint8_t *dst = bytes;
     if ((r->pos & 7) == 0) {
         memcpy(dst, r->data + (r->pos >> 3), length);
         r->pos += length * 8;
         return 0;
     }
-    for (size_t i = 0; i < length; i++)
-        dst[i] = (uint8_t)bit_reader__take(r, 8);
+    for (size_t i = 0; i < length; i++) dst[i] = (uint8_t)bit_reader__take(r, 8);
     return 0;
 }
 
 int bit_reader_skip(bit_reader *r, size_t bits) {
-    if (bit_reader__need(r, bits) != 0)
-        return BIT_STREAM_ERROR_TRUNCATED;
+    if (bit_reader__need(r, bits) != 0) return BIT_STREAM_ERROR_TRUNCATED;
     r->pos += bits;
     return 0;
 }
@@ -309,16 +289,14 @@ static inline uint64_t bit_stream__load64(const uint8_t *src, size_t src_bytes, 
     unsigned off = (unsigned)(pos & 7);
     if (byte + 9 <= src_bytes) {
         uint64_t v = bit_stream_load_le64(src + byte) >> off;
-        if (off != 0)
-            v |= (uint64_t)src[byte + 8] << (64 - off);
+        if (off != 0) v |= (uint64_t)src[byte + 8] << (64 - off);
         return v;
     }
     uint64_t v = 0;
     for (unsigned i = 0; i < 9 && byte + i < src_bytes; i++) {
         uint64_t b = src[byte + i];
         int shift = (int)(8 * i) - (int)off;
-        if (shift >= 64)
-            break;
+        if (shift >= 64) break;
         v |= shift >= 0 ? b << shift : b >> -shift;
     }
     return v;
@@ -340,8 +318,7 @@ static inline void bit_stream__put64(bit_writer *w, uint64_t v, unsigned bits) {
     unsigned d = (unsigned)(w->bits & 7);
     uint64_t word = (uint64_t)(p[0] & ((1u << d) - 1)) | (v << d);
     bit_stream_store_le64(p, word);
-    if (d != 0)
-        p[8] = (uint8_t)(v >> (64 - d)); /* 0 when nothing spills */
+    if (d != 0) p[8] = (uint8_t)(v >> (64 - d)); /* 0 when nothing spills */
     w->bits += bits;
 }
 
@@ -349,20 +326,17 @@ static inline void bit_stream__put64(bit_writer *w, uint64_t v, unsigned bits) {
  * `src` (`src_bytes` long), to `w`. When the source and the writer are at
  * the same bit phase, whole bytes go by memcpy; otherwise in 64-bit chunks.
  * Nothing is re-encoded. */
-void bit_writer_append_bits(bit_writer *w, uint64_t head, unsigned head_bits,
-                                   const uint8_t *src, size_t src_bytes, size_t pos, size_t n) {
+void bit_writer_append_bits(bit_writer *w, uint64_t head, unsigned head_bits, const uint8_t *src, size_t src_bytes,
+                            size_t pos, size_t n) {
     size_t need = (w->bits + head_bits + n + 7) / 8 + BIT_STREAM_SLACK;
-    if (need > w->capacity)
-        bit_writer_reserve(w, need);
-    if (head_bits != 0)
-        bit_stream__put64(w, head, head_bits);
+    if (need > w->capacity) bit_writer_reserve(w, need);
+    if (head_bits != 0) bit_stream__put64(w, head, head_bits);
     unsigned dst_phase = (unsigned)(w->bits & 7);
     /* 128: below that, the chunk loop is as fast as the setup of memcpy. */
     if (n >= 128 && (unsigned)(pos & 7) == dst_phase) {
         if (dst_phase != 0) {
             unsigned lead = 8 - dst_phase;
-            bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos) & ((1u << lead) - 1),
-                               lead);
+            bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos) & ((1u << lead) - 1), lead);
             pos += lead;
             n -= lead;
         }
@@ -371,15 +345,12 @@ void bit_writer_append_bits(bit_writer *w, uint64_t head, unsigned head_bits,
         w->bits += bytes * 8;
         pos += bytes * 8;
         n -= bytes * 8;
-        if (n > 0)
-            w->data[w->bits >> 3] = 0; /* a fresh byte for the tail below */
+        if (n > 0) w->data[w->bits >> 3] = 0; /* a fresh byte for the tail below */
     }
     while (n >= 64) {
         bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos), 64);
         pos += 64;
         n -= 64;
     }
-    if (n > 0)
-        bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos) & ((UINT64_C(1) << n) - 1),
-                           (unsigned)n);
+    if (n > 0) bit_stream__put64(w, bit_stream__load64(src, src_bytes, pos) & ((UINT64_C(1) << n) - 1), (unsigned)n);
 }

@@ -15,7 +15,7 @@
 #include "log.h"
 
 struct channel {
-    uv_tcp_t tcp;                 /* first: the handle's data points back here */
+    uv_tcp_t tcp; /* first: the handle's data points back here */
     uv_connect_t connect_request;
     uv_shutdown_t shutdown_request;
     channel_state state;
@@ -23,7 +23,7 @@ struct channel {
     channel_callbacks callbacks;
     void *user_data;
     frame_reader reader;
-    size_t queued_bytes;          /* bytes sent and not yet written (gathering included) */
+    size_t queued_bytes; /* bytes sent and not yet written (gathering included) */
     /* Frames sent since the loop last went to poll, gathered into one write
      * that the prepare handle hands to libuv before the loop blocks. */
     struct channel_write *gathering;
@@ -31,13 +31,13 @@ struct channel {
      * none kept). */
     struct channel_write *spare;
     uv_prepare_t flush_prepare;
-    int reading;                  /* uv_read_start is in effect */
+    int reading; /* uv_read_start is in effect */
     int paused_for_backpressure;
-    int flush_on_connect;         /* close_after_flush arrived while still dialling */
+    int flush_on_connect; /* close_after_flush arrived while still dialling */
     /* A flush-close that the peer does not read ends at this timer. */
     uv_timer_t flush_deadline;
     int flush_deadline_started;
-    int open_handles;             /* the socket, the prepare, the timer once started: freed at 0 */
+    int open_handles; /* the socket, the prepare, the timer once started: freed at 0 */
     char peer_name[64];
     char close_reason[160];
     channel_stats stats;
@@ -77,9 +77,9 @@ typedef struct channel_write {
 
 channel_options channel_default_peer_options(void) {
     channel_options options = {
-        .max_frame_bytes = 16u << 20,         /* a tick batch for thousands of clients fits */
-        .write_high_water_bytes = 32u << 20,  /* about a second of a busy cellapp's output */
-        .write_limit_bytes = 256u << 20,      /* far beyond any healthy peer: it is stuck */
+        .max_frame_bytes = 16u << 20,        /* a tick batch for thousands of clients fits */
+        .write_high_water_bytes = 32u << 20, /* about a second of a busy cellapp's output */
+        .write_limit_bytes = 256u << 20,     /* far beyond any healthy peer: it is stuck */
         .totals = NULL,
     };
     return options;
@@ -180,8 +180,7 @@ void channel_close_after_flush(channel *ch, const char *reason) {
     /* uv_shutdown waits for queued writes, then half-closes; a peer that
      * resets meanwhile makes it fail, and we close either way; one that
      * does not read meets the deadline. */
-    if (uv_shutdown(&ch->shutdown_request, (uv_stream_t *)&ch->tcp, channel_on_shutdown) != 0)
-        channel_close_socket(ch);
+    if (uv_shutdown(&ch->shutdown_request, (uv_stream_t *)&ch->tcp, channel_on_shutdown) != 0) channel_close_socket(ch);
 }
 
 static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) {
@@ -214,8 +213,10 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
     if (ch->state == CHANNEL_CLOSING) return;
     if (nread < 0) {
         char reason[128];
-        if (nread == UV_EOF) snprintf(reason, sizeof reason, "peer closed the connection");
-        else snprintf(reason, sizeof reason, "read error: %s", uv_strerror((int)nread));
+        if (nread == UV_EOF)
+            snprintf(reason, sizeof reason, "peer closed the connection");
+        else
+            snprintf(reason, sizeof reason, "read error: %s", uv_strerror((int)nread));
         channel_close(ch, reason);
         return;
     }
@@ -252,8 +253,10 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
     /* A frame left half-received: when it began (a newer one if frames
      * completed in this read), so an owner can drop a peer that trickles. */
     if (ch->state != CHANNEL_OPEN) return;
-    if (frame_reader_pending(&ch->reader) == 0) ch->incomplete_since_us = 0;
-    else if (dispatched || ch->incomplete_since_us == 0) ch->incomplete_since_us = clock_monotonic_us();
+    if (frame_reader_pending(&ch->reader) == 0)
+        ch->incomplete_since_us = 0;
+    else if (dispatched || ch->incomplete_since_us == 0)
+        ch->incomplete_since_us = clock_monotonic_us();
 }
 
 uint64_t channel_incomplete_frame_since_us(const channel *ch) { return ch->incomplete_since_us; }
@@ -271,8 +274,10 @@ static void channel_on_write_done(uv_write_t *request, int status) {
     channel_write *write = (channel_write *)request;
     channel *ch = request->handle->data;
     ch->queued_bytes -= write->bytes;
-    if (!ch->spare && write->capacity <= CHANNEL_SPARE_MAX_BYTES && ch->state != CHANNEL_CLOSING) ch->spare = write;
-    else free(write);
+    if (!ch->spare && write->capacity <= CHANNEL_SPARE_MAX_BYTES && ch->state != CHANNEL_CLOSING)
+        ch->spare = write;
+    else
+        free(write);
     if (ch->state == CHANNEL_CLOSING) return;
     if (status < 0) {
         char reason[128];
@@ -336,8 +341,10 @@ int channel_flush(channel *ch) {
             ch->stats.writes++;
             if (ch->options.totals) ch->options.totals->writes++;
             if (offset == write->bytes) {
-                if (!ch->spare && write->capacity <= CHANNEL_SPARE_MAX_BYTES) ch->spare = write;
-                else free(write);
+                if (!ch->spare && write->capacity <= CHANNEL_SPARE_MAX_BYTES)
+                    ch->spare = write;
+                else
+                    free(write);
                 channel_resume_if_drained(ch);
                 return 0;
             }

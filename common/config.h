@@ -17,11 +17,11 @@
 #include <stddef.h>
 
 typedef enum config_type {
-    CONFIG_INT,     /* int64_t field; JSON integer; bounds inclusive */
-    CONFIG_DOUBLE,  /* double field; JSON number; bounds inclusive */
-    CONFIG_BOOL,    /* bool field; JSON true/false; "true"/"false"/"1"/"0" on the command line */
-    CONFIG_STRING,  /* char[size] field; JSON string; at most size-1 bytes */
-    CONFIG_GROUP,   /* config_group field: an open set of named values that
+    CONFIG_INT,    /* int64_t field; JSON integer; bounds inclusive */
+    CONFIG_DOUBLE, /* double field; JSON number; bounds inclusive */
+    CONFIG_BOOL,   /* bool field; JSON true/false; "true"/"false"/"1"/"0" on the command line */
+    CONFIG_STRING, /* char[size] field; JSON string; at most size-1 bytes */
+    CONFIG_GROUP,  /* config_group field: an open set of named values that
                      * the program does not declare (a game's own settings);
                      * JSON: an object of numbers, strings and booleans;
                      * command line: "<key>.<name>=value" */
@@ -46,20 +46,19 @@ const char *config_group_find(const config_group *group, const char *name);
 typedef struct config_key {
     const char *name;
     config_type type;
-    size_t offset;          /* offsetof(settings struct, field) */
-    size_t size;            /* CONFIG_STRING: sizeof the char array; else 0 */
-    double min, max;        /* numbers only */
+    size_t offset;             /* offsetof(settings struct, field) */
+    size_t size;               /* CONFIG_STRING: sizeof the char array; else 0 */
+    double min, max;           /* numbers only */
     const char *default_value; /* text, parsed like a command-line value */
-    const char *help;       /* one line: what the setting does */
+    const char *help;          /* one line: what the setting does */
 } config_key;
 
 /* Fills `settings` from `keys`: defaults, then the JSON file at `path`
  * (skipped when NULL), then each "key=value" string in overrides[0..n).
  * Returns 0, or -1 with a message in err (at most errlen bytes) naming the
  * key and where it came from. */
-int config_load(const config_key *keys, size_t key_count, void *settings,
-                const char *path, char *const *overrides, size_t override_count,
-                char *err, size_t errlen);
+int config_load(const config_key *keys, size_t key_count, void *settings, const char *path, char *const *overrides,
+                size_t override_count, char *err, size_t errlen);
 
 /* Writes "name = value  # help" lines for every key to `out` (a FILE *),
  * for --help and for logging the effective settings. */

@@ -105,9 +105,9 @@ struct entity_def_type {
      * other kinds (a string, bytes or vector counts as one); at most
      * ENTITY_DEF_MAX_VALUES. */
     uint32_t value_count;
-    uint32_t max_length;            /* string, bytes: 1..ENTITY_DEF_MAX_LENGTH */
-    uint32_t count;                 /* array: 1..ENTITY_DEF_MAX_ARRAY */
-    entity_def_type *element;       /* array: the element type */
+    uint32_t max_length;                /* string, bytes: 1..ENTITY_DEF_MAX_LENGTH */
+    uint32_t count;                     /* array: 1..ENTITY_DEF_MAX_ARRAY */
+    entity_def_type *element;           /* array: the element type */
     const entity_def_struct *structure; /* struct: its declaration */
 };
 
@@ -121,7 +121,7 @@ typedef struct entity_def_field {
 
 struct entity_def_struct {
     char *name;
-    uint16_t index; /* position in the registry's struct list (sorted by name) */
+    uint16_t index;           /* position in the registry's struct list (sorted by name) */
     entity_def_field *fields; /* declaration order: this is the layout */
     size_t field_count;
     uint32_t value_count; /* sum of the fields' value_count */
@@ -203,7 +203,7 @@ typedef struct entity_def_arg {
 /* An entity type. */
 typedef struct entity_def_class {
     char *name;
-    uint16_t id; /* index in load order */
+    uint16_t id;        /* index in load order */
     const char *source; /* the file (or string name) it was declared in */
     struct entity_def_property *properties;
     size_t property_count;
@@ -236,16 +236,14 @@ typedef struct entity_def_registry entity_def_registry;
  * entity_def_registry_free, or -1 with a message in err (at most errlen
  * bytes) naming the file, the class or struct, the member and the problem,
  * and *out set to NULL. A directory without *.json files is an error. */
-int entity_def_load_directory(const char *path, entity_def_registry **out, char *err,
-                              size_t errlen);
+int entity_def_load_directory(const char *path, entity_def_registry **out, char *err, size_t errlen);
 
 /* Loads one file, as entity_def_load_directory does. */
 int entity_def_load_file(const char *path, entity_def_registry **out, char *err, size_t errlen);
 
 /* Loads one document from `text`; `source` names it in error messages (for
  * example "login description"). Otherwise as entity_def_load_directory. */
-int entity_def_load_string(const char *text, const char *source, entity_def_registry **out,
-                           char *err, size_t errlen);
+int entity_def_load_string(const char *text, const char *source, entity_def_registry **out, char *err, size_t errlen);
 
 /* Frees the registry and everything in it. NULL is allowed. */
 void entity_def_registry_free(entity_def_registry *registry);
@@ -276,29 +274,23 @@ char *entity_def_registry_describe(const entity_def_registry *registry);
 
 size_t entity_def_registry_class_count(const entity_def_registry *registry);
 /* The class with this id, or NULL when out of range. */
-const entity_def_class *entity_def_registry_class(const entity_def_registry *registry,
-                                                  uint16_t id);
+const entity_def_class *entity_def_registry_class(const entity_def_registry *registry, uint16_t id);
 /* The class with this name, or NULL. */
-const entity_def_class *entity_def_registry_find_class(const entity_def_registry *registry,
-                                                       const char *name);
+const entity_def_class *entity_def_registry_find_class(const entity_def_registry *registry, const char *name);
 
 size_t entity_def_registry_struct_count(const entity_def_registry *registry);
 /* The struct at this index (sorted by name), or NULL when out of range. */
-const entity_def_struct *entity_def_registry_struct(const entity_def_registry *registry,
-                                                    size_t index);
-const entity_def_struct *entity_def_registry_find_struct(const entity_def_registry *registry,
-                                                         const char *name);
+const entity_def_struct *entity_def_registry_struct(const entity_def_registry *registry, size_t index);
+const entity_def_struct *entity_def_registry_find_struct(const entity_def_registry *registry, const char *name);
 
 /* The property with this id or name, or NULL. */
 const entity_def_property *entity_def_class_property(const entity_def_class *cls, uint16_t id);
-const entity_def_property *entity_def_class_find_property(const entity_def_class *cls,
-                                                          const char *name);
+const entity_def_property *entity_def_class_find_property(const entity_def_class *cls, const char *name);
 
 /* The method of `part` with this id or name, or NULL (also for a bad part). */
-const entity_def_method *entity_def_class_method(const entity_def_class *cls,
-                                                 entity_def_part part, uint16_t id);
-const entity_def_method *entity_def_class_find_method(const entity_def_class *cls,
-                                                      entity_def_part part, const char *name);
+const entity_def_method *entity_def_class_method(const entity_def_class *cls, entity_def_part part, uint16_t id);
+const entity_def_method *entity_def_class_find_method(const entity_def_class *cls, entity_def_part part,
+                                                      const char *name);
 
 /* Game events: named, typed messages the server fires (cellapp/game_event.h).
  * Each is an entity_def_method of part CLIENT, never exposed, whose args are

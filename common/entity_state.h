@@ -53,11 +53,11 @@
 
 /* Error codes, distinct from bit_stream's and property_codec's. */
 #define ENTITY_STATE_ERROR_NO_SUCH_PROPERTY (-10) /* no property with this id */
-#define ENTITY_STATE_ERROR_INDEX (-11)   /* index past the property's values, or a bad path */
-#define ENTITY_STATE_ERROR_TYPE (-12)    /* the accessor does not match the value's kind */
-#define ENTITY_STATE_ERROR_RANGE (-13)   /* outside the range or max_length, or not finite */
-#define ENTITY_STATE_ERROR_INVALID (-14) /* a string that is not UTF-8 or holds a NUL byte */
-#define ENTITY_STATE_ERROR_CLASS (-15)   /* two states of different classes */
+#define ENTITY_STATE_ERROR_INDEX (-11)            /* index past the property's values, or a bad path */
+#define ENTITY_STATE_ERROR_TYPE (-12)             /* the accessor does not match the value's kind */
+#define ENTITY_STATE_ERROR_RANGE (-13)            /* outside the range or max_length, or not finite */
+#define ENTITY_STATE_ERROR_INVALID (-14)          /* a string that is not UTF-8 or holds a NUL byte */
+#define ENTITY_STATE_ERROR_CLASS (-15)            /* two states of different classes */
 
 /* ---- property sets ---------------------------------------------------- */
 
@@ -71,12 +71,10 @@ typedef struct entity_state_mask {
 } entity_state_mask;
 
 static inline void entity_state_mask_add(entity_state_mask *m, uint16_t id) {
-    if (id < ENTITY_DEF_MAX_MEMBERS)
-        m->words[id / 64] |= UINT64_C(1) << (id % 64);
+    if (id < ENTITY_DEF_MAX_MEMBERS) m->words[id / 64] |= UINT64_C(1) << (id % 64);
 }
 static inline void entity_state_mask_remove(entity_state_mask *m, uint16_t id) {
-    if (id < ENTITY_DEF_MAX_MEMBERS)
-        m->words[id / 64] &= ~(UINT64_C(1) << (id % 64));
+    if (id < ENTITY_DEF_MAX_MEMBERS) m->words[id / 64] &= ~(UINT64_C(1) << (id % 64));
 }
 static inline bool entity_state_mask_has(const entity_state_mask *m, uint16_t id) {
     return id < ENTITY_DEF_MAX_MEMBERS && (m->words[id / 64] >> (id % 64) & 1) != 0;
@@ -85,8 +83,7 @@ static inline bool entity_state_mask_has(const entity_state_mask *m, uint16_t id
 void entity_state_mask_all(entity_state_mask *m, size_t count);
 bool entity_state_mask_empty(const entity_state_mask *m);
 /* *out = a AND b (out may be a or b). */
-void entity_state_mask_intersect(entity_state_mask *out, const entity_state_mask *a,
-                                 const entity_state_mask *b);
+void entity_state_mask_intersect(entity_state_mask *out, const entity_state_mask *a, const entity_state_mask *b);
 /* The smallest id in the set greater than `after` (-1 to start), or -1:
  *   for (int p = entity_state_mask_next(m, -1); p >= 0; p = entity_state_mask_next(m, p)) */
 int entity_state_mask_next(const entity_state_mask *m, int after);
@@ -119,13 +116,11 @@ int entity_state_copy_property(entity_state *dst, const entity_state *src, uint1
  * except that "" is always allowed. Returns 0 with *index set, or
  * ENTITY_STATE_ERROR_NO_SUCH_PROPERTY, or ENTITY_STATE_ERROR_INDEX for a
  * path that does not fit the type. */
-int entity_state_index(const entity_def_class *cls, uint16_t prop, const char *path,
-                       uint32_t *index);
+int entity_state_index(const entity_def_class *cls, uint16_t prop, const char *path, uint32_t *index);
 
 /* The type of value `index` of property `prop` (never an array or struct),
  * or NULL when there is no such value. Owned by the registry. */
-const entity_def_type *entity_state_value_type(const entity_def_class *cls, uint16_t prop,
-                                               uint32_t index);
+const entity_def_type *entity_state_value_type(const entity_def_class *cls, uint16_t prop, uint32_t index);
 
 /* ---- accessors -------------------------------------------------------- */
 
@@ -134,8 +129,7 @@ const entity_def_type *entity_state_value_type(const entity_def_class *cls, uint
  * _INVALID, and then change nothing (see the top of this file). */
 int entity_state_get_int(const entity_state *state, uint16_t prop, uint32_t index, int64_t *out);
 int entity_state_set_int(entity_state *state, uint16_t prop, uint32_t index, int64_t value);
-int entity_state_get_uint(const entity_state *state, uint16_t prop, uint32_t index,
-                          uint64_t *out);
+int entity_state_get_uint(const entity_state *state, uint16_t prop, uint32_t index, uint64_t *out);
 int entity_state_set_uint(entity_state *state, uint16_t prop, uint32_t index, uint64_t value);
 /* float and double (not vectors). */
 int entity_state_get_float(const entity_state *state, uint16_t prop, uint32_t index, double *out);
@@ -144,28 +138,21 @@ int entity_state_get_bool(const entity_state *state, uint16_t prop, uint32_t ind
 int entity_state_set_bool(entity_state *state, uint16_t prop, uint32_t index, bool value);
 /* The string's bytes, NUL-terminated, and its length (length may be NULL).
  * The pointer is valid until the value is next written or the state freed. */
-int entity_state_get_string(const entity_state *state, uint16_t prop, uint32_t index,
-                            const char **data, size_t *length);
+int entity_state_get_string(const entity_state *state, uint16_t prop, uint32_t index, const char **data,
+                            size_t *length);
 /* Copies `length` bytes from `data` (NULL allowed when length is 0). */
-int entity_state_set_string(entity_state *state, uint16_t prop, uint32_t index, const char *data,
-                            size_t length);
+int entity_state_set_string(entity_state *state, uint16_t prop, uint32_t index, const char *data, size_t length);
 /* As the string accessors; *data is never NULL. */
-int entity_state_get_bytes(const entity_state *state, uint16_t prop, uint32_t index,
-                           const uint8_t **data, size_t *length);
-int entity_state_set_bytes(entity_state *state, uint16_t prop, uint32_t index, const void *data,
-                           size_t length);
-int entity_state_get_vector2(const entity_state *state, uint16_t prop, uint32_t index,
-                             double out[2]);
-int entity_state_set_vector2(entity_state *state, uint16_t prop, uint32_t index, double x,
-                             double y);
-int entity_state_get_vector3(const entity_state *state, uint16_t prop, uint32_t index,
-                             double out[3]);
-int entity_state_set_vector3(entity_state *state, uint16_t prop, uint32_t index, double x,
-                             double y, double z);
+int entity_state_get_bytes(const entity_state *state, uint16_t prop, uint32_t index, const uint8_t **data,
+                           size_t *length);
+int entity_state_set_bytes(entity_state *state, uint16_t prop, uint32_t index, const void *data, size_t length);
+int entity_state_get_vector2(const entity_state *state, uint16_t prop, uint32_t index, double out[2]);
+int entity_state_set_vector2(entity_state *state, uint16_t prop, uint32_t index, double x, double y);
+int entity_state_get_vector3(const entity_state *state, uint16_t prop, uint32_t index, double out[3]);
+int entity_state_set_vector3(entity_state *state, uint16_t prop, uint32_t index, double x, double y, double z);
 /* An entity id; 0 means none. Any id is accepted: whether it names a live
  * entity is the caller's question. */
-int entity_state_get_entity(const entity_state *state, uint16_t prop, uint32_t index,
-                            uint64_t *out);
+int entity_state_get_entity(const entity_state *state, uint16_t prop, uint32_t index, uint64_t *out);
 int entity_state_set_entity(entity_state *state, uint16_t prop, uint32_t index, uint64_t value);
 
 /* ---- dirty properties ------------------------------------------------- */

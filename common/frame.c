@@ -58,8 +58,8 @@ int frame_reader_next(frame_reader *reader, const uint8_t **frame, size_t *lengt
     size_t pending = reader->end - reader->start;
     if (pending < FRAME_HEADER_BYTES) return 0;
     const uint8_t *header = reader->buffer + reader->start;
-    uint32_t declared = ((uint32_t)header[0] << 24) | ((uint32_t)header[1] << 16) | ((uint32_t)header[2] << 8) |
-                        (uint32_t)header[3];
+    uint32_t declared =
+        ((uint32_t)header[0] << 24) | ((uint32_t)header[1] << 16) | ((uint32_t)header[2] << 8) | (uint32_t)header[3];
     if (declared > reader->max_frame_bytes) {
         reader->rejected_length = declared;
         return FRAME_ERROR_TOO_LARGE;

@@ -28,8 +28,8 @@ enum {
 typedef struct frame_reader {
     uint8_t *buffer;
     size_t capacity;
-    size_t start;       /* first byte not yet handed out */
-    size_t end;         /* one past the last byte received */
+    size_t start; /* first byte not yet handed out */
+    size_t end;   /* one past the last byte received */
     size_t max_frame_bytes;
     uint32_t rejected_length; /* the offending length after TOO_LARGE */
 } frame_reader;

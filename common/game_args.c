@@ -7,11 +7,11 @@ static bool game_args_index_ok(const entity_state *state, unsigned index) {
     return state && index < entity_state_class(state)->property_count;
 }
 
-#define GAME_ARGS_GETTER(name, type, getter)                                                \
+#define GAME_ARGS_GETTER(name, type, getter)                                                 \
     static int game_args_get_##name(const tessera_args *args, unsigned index, type *value) { \
-        const entity_state *state = game_args_state(args);                                  \
-        if (!game_args_index_ok(state, index) || !value) return -1;                         \
-        return getter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;                      \
+        const entity_state *state = game_args_state(args);                                   \
+        if (!game_args_index_ok(state, index) || !value) return -1;                          \
+        return getter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;                       \
     }
 GAME_ARGS_GETTER(int, int64_t, entity_state_get_int)
 GAME_ARGS_GETTER(uint, uint64_t, entity_state_get_uint)
@@ -25,11 +25,11 @@ static int game_args_get_string(const tessera_args *args, unsigned index, const 
     return entity_state_get_string(state, (uint16_t)index, 0, value, length) == 0 ? 0 : -1;
 }
 
-#define GAME_ARGS_SETTER(name, type, setter)                                         \
+#define GAME_ARGS_SETTER(name, type, setter)                                          \
     static int game_args_set_##name(tessera_args *args, unsigned index, type value) { \
-        entity_state *state = game_args_state(args);                                 \
-        if (!game_args_index_ok(state, index)) return -1;                            \
-        return setter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;               \
+        entity_state *state = game_args_state(args);                                  \
+        if (!game_args_index_ok(state, index)) return -1;                             \
+        return setter(state, (uint16_t)index, 0, value) == 0 ? 0 : -1;                \
     }
 GAME_ARGS_SETTER(int, int64_t, entity_state_set_int)
 GAME_ARGS_SETTER(uint, uint64_t, entity_state_set_uint)

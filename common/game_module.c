@@ -23,8 +23,8 @@ const tessera_game_module *game_module_open(const char *path, const char *progra
     }
     const tessera_game_module *module = dlsym(handle, TESSERA_GAME_SYMBOL);
     if (!module) {
-        snprintf(err, errlen, "game_module '%s' has no '%s' symbol: is it a Tessera game (TESSERA_GAME_EXPORT)?",
-                 path, TESSERA_GAME_SYMBOL);
+        snprintf(err, errlen, "game_module '%s' has no '%s' symbol: is it a Tessera game (TESSERA_GAME_EXPORT)?", path,
+                 TESSERA_GAME_SYMBOL);
         dlclose(handle);
         return NULL;
     }
@@ -40,11 +40,11 @@ const tessera_game_module *game_module_open(const char *path, const char *progra
     return module;
 }
 
-const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part,
-                                                 const char *name) {
+const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part, const char *name) {
     if (!cls || (unsigned)part >= ENTITY_DEF_PART_COUNT) return NULL;
     const entity_def_method *method = name ? entity_def_class_find_method(cls, part, name) : NULL;
-    if (!method) log_warn("game: class %s has no %s method '%s'", cls->name, entity_def_part_name(part), name ? name : "");
+    if (!method)
+        log_warn("game: class %s has no %s method '%s'", cls->name, entity_def_part_name(part), name ? name : "");
     return method;
 }
 
@@ -77,7 +77,7 @@ double game_module_setting_number(const config_group *settings, const char *name
 void game_module_log(tessera_log_level level, const char *subject, const char *format, va_list args) {
     char text[1024];
     vsnprintf(text, sizeof text, format, args);
-    log_level engine_level = level == TESSERA_LOG_DEBUG ? LOG_LEVEL_DEBUG
+    log_level engine_level = level == TESSERA_LOG_DEBUG  ? LOG_LEVEL_DEBUG
                              : level == TESSERA_LOG_INFO ? LOG_LEVEL_INFO
                                                          : LOG_LEVEL_WARN;
     if (subject)

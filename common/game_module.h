@@ -21,8 +21,7 @@ const tessera_game_module *game_module_open(const char *path, const char *progra
 
 /* Method `name` of `part` of `cls`, or NULL, logged as the game's mistake
  * ("class X has no cell method 'y'"). */
-const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part,
-                                                 const char *name);
+const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part, const char *name);
 /* Arguments for it (tessera_args), NULL when there is no such method. */
 tessera_args *game_module_args_create(const entity_def_class *cls, tessera_part part, const char *name);
 /* Whether `args` were made for `method` (or it takes none). */

@@ -25,7 +25,7 @@ struct id_block {
 };
 
 struct id_fetch {
-    id_block *ids;      /* NULL once the owner freed the block */
+    id_block *ids; /* NULL once the owner freed the block */
 };
 
 id_block *id_block_create(redis_client *redis, const char *cluster_name, uint64_t block_size) {
@@ -60,8 +60,10 @@ static void id_block_on_reply(redis_client *redis, redisReply *reply, void *user
         return;
     }
     id_range range = {(uint64_t)reply->integer - ids->block_size + 1, (uint64_t)reply->integer + 1};
-    if (ids->current.next == ids->current.end) ids->current = range;
-    else ids->spare = range;
+    if (ids->current.next == ids->current.end)
+        ids->current = range;
+    else
+        ids->spare = range;
     log_debug("entity ids: reserved [%" PRIu64 ", %" PRIu64 ")", range.next, range.end);
 }
 

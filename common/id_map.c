@@ -36,8 +36,7 @@ static uint64_t id_map__hash(uint64_t key) {
 static size_t id_map__find(const id_map *map, uint64_t key) {
     size_t mask = map->capacity - 1;
     size_t i = (size_t)id_map__hash(key) & mask;
-    while (map->keys[i] != 0 && map->keys[i] != key)
-        i = (i + 1) & mask;
+    while (map->keys[i] != 0 && map->keys[i] != key) i = (i + 1) & mask;
     return i;
 }
 
@@ -69,8 +68,7 @@ static int id_map__resize(id_map *map, size_t capacity) {
     map->values = values;
     map->capacity = capacity;
     for (size_t i = 0; i < old.capacity; i++) {
-        if (old.keys[i] == 0)
-            continue;
+        if (old.keys[i] == 0) continue;
         size_t j = id_map__find(map, old.keys[i]);
         map->keys[j] = old.keys[i];
         map->values[j] = old.values[i];
@@ -81,8 +79,7 @@ static int id_map__resize(id_map *map, size_t capacity) {
 }
 
 int id_map_put(id_map *map, uint64_t key, void *value) {
-    if (key == 0)
-        return -1;
+    if (key == 0) return -1;
     if (map->capacity != 0) {
         size_t i = id_map__find(map, key);
         if (map->keys[i] == key) {
@@ -92,10 +89,8 @@ int id_map_put(id_map *map, uint64_t key, void *value) {
     }
     if ((map->count + 1) * ID_MAP__LOAD_DEN > map->capacity * ID_MAP__LOAD_NUM) {
         size_t capacity = map->capacity == 0 ? ID_MAP__INITIAL_CAPACITY : map->capacity * 2;
-        if (capacity < map->capacity || capacity > SIZE_MAX / sizeof(uint64_t))
-            return -1;
-        if (id_map__resize(map, capacity) != 0)
-            return -1;
+        if (capacity < map->capacity || capacity > SIZE_MAX / sizeof(uint64_t)) return -1;
+        if (id_map__resize(map, capacity) != 0) return -1;
     }
     size_t i = id_map__find(map, key);
     map->keys[i] = key;
@@ -105,8 +100,7 @@ int id_map_put(id_map *map, uint64_t key, void *value) {
 }
 
 void *id_map_get(const id_map *map, uint64_t key) {
-    if (key == 0 || map->capacity == 0)
-        return NULL;
+    if (key == 0 || map->capacity == 0) return NULL;
     size_t i = id_map__find(map, key);
     return map->keys[i] == key ? map->values[i] : NULL;
 }
@@ -117,11 +111,9 @@ void *id_map_get(const id_map *map, uint64_t key) {
  * hole and its old bucket becomes the new hole. The run ends at the first
  * empty bucket. */
 void *id_map_remove(id_map *map, uint64_t key) {
-    if (key == 0 || map->capacity == 0)
-        return NULL;
+    if (key == 0 || map->capacity == 0) return NULL;
     size_t hole = id_map__find(map, key);
-    if (map->keys[hole] != key)
-        return NULL;
+    if (map->keys[hole] != key) return NULL;
     void *value = map->values[hole];
     size_t mask = map->capacity - 1;
     for (size_t j = (hole + 1) & mask; map->keys[j] != 0; j = (j + 1) & mask) {
@@ -130,8 +122,7 @@ void *id_map_remove(id_map *map, uint64_t key) {
          * if its home lies after the hole and no later than j. */
         size_t dist_home = (home - hole) & mask;
         size_t dist_j = (j - hole) & mask;
-        if (dist_home != 0 && dist_home <= dist_j)
-            continue;
+        if (dist_home != 0 && dist_home <= dist_j) continue;
         map->keys[hole] = map->keys[j];
         map->values[hole] = map->values[j];
         hole = j;
@@ -142,20 +133,15 @@ void *id_map_remove(id_map *map, uint64_t key) {
     return value;
 }
 
-size_t id_map_count(const id_map *map) {
-    return map->count;
-}
+size_t id_map_count(const id_map *map) { return map->count; }
 
 /* The cursor is the next bucket index to look at. */
 int id_map_next(const id_map *map, size_t *cursor, uint64_t *key, void **value) {
     for (size_t i = *cursor; i < map->capacity; i++) {
-        if (map->keys[i] == 0)
-            continue;
+        if (map->keys[i] == 0) continue;
         *cursor = i + 1;
-        if (key != NULL)
-            *key = map->keys[i];
-        if (value != NULL)
-            *value = map->values[i];
+        if (key != NULL) *key = map->keys[i];
+        if (value != NULL) *value = map->values[i];
         return 1;
     }
     *cursor = map->capacity;

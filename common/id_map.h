@@ -13,7 +13,7 @@
 typedef struct id_map {
     uint64_t *keys;
     void **values;
-    size_t capacity;   /* power of two, or 0 before the first insert */
+    size_t capacity; /* power of two, or 0 before the first insert */
     size_t count;
 } id_map;
 

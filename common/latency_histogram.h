@@ -14,12 +14,12 @@
 #include <stdint.h>
 
 typedef struct latency_histogram {
-    uint64_t *buckets;      /* bucket_count regular buckets, then the overflow bucket */
+    uint64_t *buckets; /* bucket_count regular buckets, then the overflow bucket */
     size_t bucket_count;
-    uint64_t bucket_us;     /* width of one regular bucket */
-    uint64_t count;         /* samples added */
-    uint64_t max_us;        /* largest sample */
-    uint64_t sum_us;        /* for the mean; saturates instead of wrapping */
+    uint64_t bucket_us; /* width of one regular bucket */
+    uint64_t count;     /* samples added */
+    uint64_t max_us;    /* largest sample */
+    uint64_t sum_us;    /* for the mean; saturates instead of wrapping */
 } latency_histogram;
 
 /* Prepares `histogram` with buckets `bucket_us` wide covering [0, limit_us)

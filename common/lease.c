@@ -14,22 +14,21 @@
 /* KEYS[1] the lease, KEYS[2] the fence counter; ARGV[1] the holder id,
  * ARGV[2] the TTL in ms. Returns {fence, holder}: our fence when we hold it
  * (taken now or renewed), else 0 and the holder. */
-const char LEASE_ACQUIRE_SCRIPT[] =
-    "local current = redis.call('GET', KEYS[1])\n"
-    "if current then\n"
-    "  local holder, fence = string.match(current, '^(%d+):(%d+)$')\n"
-    "  if holder == ARGV[1] then\n"
-    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "    return {tonumber(fence), tonumber(holder)}\n"
-    "  end\n"
-    "  if holder then return {0, tonumber(holder)} end\n"
-    "end\n"
-    /* Free, or holding something that is not "<holder>:<fence>": that is
+const char LEASE_ACQUIRE_SCRIPT[] = "local current = redis.call('GET', KEYS[1])\n"
+                                    "if current then\n"
+                                    "  local holder, fence = string.match(current, '^(%d+):(%d+)$')\n"
+                                    "  if holder == ARGV[1] then\n"
+                                    "    redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                    "    return {tonumber(fence), tonumber(holder)}\n"
+                                    "  end\n"
+                                    "  if holder then return {0, tonumber(holder)} end\n"
+                                    "end\n"
+                                    /* Free, or holding something that is not "<holder>:<fence>": that is
      * left alone (nobody leads until an operator deletes it). */
-    "if current then return {0, 0} end\n"
-    "local fence = redis.call('INCR', KEYS[2])\n"
-    "redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'NX', 'PX', ARGV[2])\n"
-    "return {fence, tonumber(ARGV[1])}\n";
+                                    "if current then return {0, 0} end\n"
+                                    "local fence = redis.call('INCR', KEYS[2])\n"
+                                    "redis.call('SET', KEYS[1], ARGV[1] .. ':' .. fence, 'NX', 'PX', ARGV[2])\n"
+                                    "return {fence, tonumber(ARGV[1])}\n";
 
 /* KEYS[1] the lease; ARGV[1] "<holder>:<fence>". Deletes it if it is ours. */
 const char LEASE_RELEASE_SCRIPT[] =
@@ -51,8 +50,8 @@ struct lease {
     lease_change_callback on_change;
     void *user_data;
     lease_ticket *in_flight;
-    uint64_t fence;          /* ours while held, else 0 */
-    uint64_t held_until_us;  /* the last renewal's request time + ttl */
+    uint64_t fence;         /* ours while held, else 0 */
+    uint64_t held_until_us; /* the last renewal's request time + ttl */
     uint64_t holder_seen;
     bool released;
 };
@@ -80,8 +79,10 @@ static void lease_set_fence(lease *l, uint64_t fence) {
     if (fence == l->fence) return;
     uint64_t before = l->fence;
     l->fence = fence;
-    if (fence) log_info("balancer lease taken (fence %" PRIu64 ")", fence);
-    else log_info("balancer lease %" PRIu64 " lost", before);
+    if (fence)
+        log_info("balancer lease taken (fence %" PRIu64 ")", fence);
+    else
+        log_info("balancer lease %" PRIu64 " lost", before);
     if (l->on_change) l->on_change(l, fence, l->user_data);
 }
 

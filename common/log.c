@@ -30,9 +30,12 @@ void log_set_level(log_level level) { log_identity.level = level; }
 void log_set_format(log_format format) { log_identity.format = format; }
 
 int log_parse_format(const char *text, log_format *out) {
-    if (strcasecmp(text, "text") == 0) *out = LOG_FORMAT_TEXT;
-    else if (strcasecmp(text, "json") == 0) *out = LOG_FORMAT_JSON;
-    else return -1;
+    if (strcasecmp(text, "text") == 0)
+        *out = LOG_FORMAT_TEXT;
+    else if (strcasecmp(text, "json") == 0)
+        *out = LOG_FORMAT_JSON;
+    else
+        return -1;
     return 0;
 }
 
@@ -129,8 +132,8 @@ static void log_vwrite(const char *level_name, const char *format, va_list args)
         log_write_json(stamp, now.tv_nsec / 1000000L, level_name, message);
         return;
     }
-    int prefix = snprintf(line, sizeof line, "%s.%03ldZ %s[%llu] %s ", stamp, now.tv_nsec / 1000000L,
-                          log_identity.role, (unsigned long long)log_identity.process_id, level_name);
+    int prefix = snprintf(line, sizeof line, "%s.%03ldZ %s[%llu] %s ", stamp, now.tv_nsec / 1000000L, log_identity.role,
+                          (unsigned long long)log_identity.process_id, level_name);
     if (prefix < 0 || (size_t)prefix >= sizeof line) prefix = 0;
     vsnprintf(line + prefix, sizeof line - (size_t)prefix, format, args);
     /* One fputs of a whole line keeps lines whole when several processes

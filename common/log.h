@@ -47,8 +47,7 @@ void log_write(log_level level, const char *format, ...) __attribute__((format(p
 /* Invariant broken or out of memory: log file and line, then abort. Never
  * used for input that came from outside the process. */
 #define log_panic(...) log_panic_at(__FILE__, __LINE__, __VA_ARGS__)
-void log_panic_at(const char *file, int line, const char *format, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
+void log_panic_at(const char *file, int line, const char *format, ...) __attribute__((format(printf, 3, 4), noreturn));
 
 /* Allocation helpers that panic on out-of-memory (the only sane reaction in
  * a game server: a half-applied state is worse than a restart). */

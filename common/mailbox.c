@@ -26,10 +26,10 @@ typedef struct mailbox_target {
     uint64_t stream;
     uint64_t next_sequence;
     uint64_t last_used_ms;
-    bool looking_up;           /* a directory lookup is in flight */
-    uint64_t cached_cellapp;   /* the directory's last answer (0: none) */
+    bool looking_up;         /* a directory lookup is in flight */
+    uint64_t cached_cellapp; /* the directory's last answer (0: none) */
     uint32_t cached_incarnation;
-    mailbox_waiting *waiting;  /* messages held for its answer */
+    mailbox_waiting *waiting; /* messages held for its answer */
     size_t waiting_count, waiting_capacity;
 } mailbox_target;
 
@@ -41,7 +41,7 @@ struct mailbox {
     mailbox_send_callback send;
     mailbox_failed_callback failed;
     void *user_data;
-    id_map targets;            /* entity id -> mailbox_target */
+    id_map targets;                 /* entity id -> mailbox_target */
     struct mailbox_lookup *lookups; /* in flight, detached on free */
 };
 
@@ -124,8 +124,10 @@ static void mailbox_on_lookup(redis_client *redis, redisReply *reply, void *user
     (void)redis;
     mailbox *box = lookup->box;
     if (box) {
-        if (lookup->previous) lookup->previous->next = lookup->next;
-        else box->lookups = lookup->next;
+        if (lookup->previous)
+            lookup->previous->next = lookup->next;
+        else
+            box->lookups = lookup->next;
         if (lookup->next) lookup->next->previous = lookup->previous;
     }
     mailbox_target *target = box ? id_map_get(&box->targets, lookup->entity_id) : NULL;
@@ -152,8 +154,8 @@ static void mailbox_on_lookup(redis_client *redis, redisReply *reply, void *user
         return;
     }
     for (size_t i = 0; i < target->waiting_count; i++) {
-        Tessera__Cluster__CellMessage *message = tessera__cluster__cell_message__unpack(
-            NULL, target->waiting[i].length, target->waiting[i].encoded);
+        Tessera__Cluster__CellMessage *message =
+            tessera__cluster__cell_message__unpack(NULL, target->waiting[i].length, target->waiting[i].encoded);
         if (message) {
             mailbox_deliver(box, message, where);
             tessera__cluster__cell_message__free_unpacked(message, NULL);
@@ -211,8 +213,8 @@ uint64_t mailbox_send_cell(mailbox *box, Tessera__Cluster__CellMessage *message,
 void mailbox_on_failed(mailbox *box, const Tessera__Cluster__CellMessageFailed *failed) {
     mailbox_target *target = id_map_get(&box->targets, failed->entity_id);
     if (target) target->cached_cellapp = 0;
-    if (box->failed) box->failed(failed->entity_id, failed->sequence, failed->reason ? failed->reason : "",
-                                 box->user_data);
+    if (box->failed)
+        box->failed(failed->entity_id, failed->sequence, failed->reason ? failed->reason : "", box->user_data);
 }
 
 void mailbox_sweep(mailbox *box, uint64_t now_ms) {
@@ -287,13 +289,13 @@ typedef struct mailbox_stream {
     uint64_t sender;
     uint64_t stream;
     uint64_t next_sequence;
-    uint64_t gap_since_us;     /* when the oldest held message arrived */
-    mailbox_held *held;        /* sorted by sequence */
+    uint64_t gap_since_us; /* when the oldest held message arrived */
+    mailbox_held *held;    /* sorted by sequence */
     size_t held_count, held_capacity;
 } mailbox_stream;
 
 struct mailbox_inbox {
-    mailbox_stream *streams;   /* one per sender: a handful */
+    mailbox_stream *streams; /* one per sender: a handful */
     size_t count, capacity;
 };
 
@@ -364,13 +366,12 @@ mailbox_verdict mailbox_inbox_offer(mailbox_inbox *inbox, uint64_t sender, uint6
     return MAILBOX_HOLD;
 }
 
-void mailbox_inbox_hold(mailbox_inbox *inbox, uint64_t sender, uint64_t sequence, const uint8_t *encoded,
-                        size_t length, uint64_t now_us) {
+void mailbox_inbox_hold(mailbox_inbox *inbox, uint64_t sender, uint64_t sequence, const uint8_t *encoded, size_t length,
+                        uint64_t now_us) {
     mailbox_stream_hold(mailbox_inbox_stream(inbox, sender), sequence, encoded, length, now_us);
 }
 
-uint8_t *mailbox_inbox_next(mailbox_inbox *inbox, uint64_t now_us, uint64_t gap_us, size_t *length,
-                            uint64_t *skipped) {
+uint8_t *mailbox_inbox_next(mailbox_inbox *inbox, uint64_t now_us, uint64_t gap_us, size_t *length, uint64_t *skipped) {
     *skipped = 0;
     for (size_t s = 0; s < inbox->count; s++) {
         mailbox_stream *stream = &inbox->streams[s];
@@ -448,8 +449,7 @@ mailbox_inbox *mailbox_inbox_restore(Tessera__Cluster__InboxStream *const *strea
         size_t held = saved->n_held < saved->n_held_sequence ? saved->n_held : saved->n_held_sequence;
         for (size_t i = 0; i < held; i++)
             mailbox_stream_hold(stream, saved->held_sequence[i], saved->held[i].data, saved->held[i].len, now_us);
-        if (stream->held_count)
-            stream->gap_since_us = now_us > saved->gap_age_us ? now_us - saved->gap_age_us : 0;
+        if (stream->held_count) stream->gap_since_us = now_us > saved->gap_age_us ? now_us - saved->gap_age_us : 0;
     }
     return inbox;
 }

@@ -96,14 +96,13 @@ mailbox_verdict mailbox_inbox_offer(mailbox_inbox *inbox, uint64_t sender, uint6
                                     uint64_t now_us);
 /* Keeps a copy of `encoded` (the whole CellMessage) as (sender, sequence)
  * of the stream the last offer named, until its turn. */
-void mailbox_inbox_hold(mailbox_inbox *inbox, uint64_t sender, uint64_t sequence, const uint8_t *encoded,
-                        size_t length, uint64_t now_us);
+void mailbox_inbox_hold(mailbox_inbox *inbox, uint64_t sender, uint64_t sequence, const uint8_t *encoded, size_t length,
+                        uint64_t now_us);
 /* A held message that is deliverable now: its turn has come, or its stream
  * has waited gap_us for the gap before it, which is then given up (*skipped
  * counts the sequences given up). Returns the encoded message (the caller
  * frees it), or NULL. */
-uint8_t *mailbox_inbox_next(mailbox_inbox *inbox, uint64_t now_us, uint64_t gap_us, size_t *length,
-                            uint64_t *skipped);
+uint8_t *mailbox_inbox_next(mailbox_inbox *inbox, uint64_t now_us, uint64_t gap_us, size_t *length, uint64_t *skipped);
 size_t mailbox_inbox_held_count(const mailbox_inbox *inbox);
 
 /* Serialization (an offload): the streams as InboxStream messages. *out is

@@ -22,8 +22,7 @@ void method_call_encode(const entity_state *args, bit_writer *w) {
 static int method_call__check_padding(bit_reader *r) {
     size_t left = bit_reader_remaining(r);
     uint64_t pad;
-    if (left >= 8 || bit_reader_read(r, (unsigned)left, &pad) != 0 || pad != 0)
-        return METHOD_CALL_ERROR_TRAILING;
+    if (left >= 8 || bit_reader_read(r, (unsigned)left, &pad) != 0 || pad != 0) return METHOD_CALL_ERROR_TRAILING;
     return 0;
 }
 
@@ -32,8 +31,7 @@ int method_call_check(const entity_def_method *method, const uint8_t *data, size
     bit_reader_init(&r, data, length);
     for (size_t a = 0; a < method->arg_count; a++) {
         int rc = property_codec_check(&r, &method->args[a].type);
-        if (rc != 0)
-            return rc;
+        if (rc != 0) return rc;
     }
     return method_call__check_padding(&r);
 }
@@ -47,18 +45,15 @@ int method_call_decode(entity_state *args, const uint8_t *data, size_t length) {
     const entity_def_class *cls = entity_state_class(args);
     for (size_t a = 0; a < cls->property_count; a++) {
         int rc = property_codec_check(&probe, &cls->properties[a].type);
-        if (rc != 0)
-            return rc;
+        if (rc != 0) return rc;
     }
     int rc = method_call__check_padding(&probe);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) return rc;
     return entity_state_decode_all(args, &r);
 }
 
 const char *method_call_strerror(int code) {
-    if (code == METHOD_CALL_ERROR_TRAILING)
-        return "bytes after the last argument";
+    if (code == METHOD_CALL_ERROR_TRAILING) return "bytes after the last argument";
     return property_codec_strerror(code);
 }
 
@@ -93,10 +88,14 @@ method_call_verdict method_call_prepare(const entity_def_class *cls, entity_def_
 
 int method_call_error_code(method_call_verdict verdict) {
     switch (verdict) {
-    case METHOD_CALL_OK: return TESSERA__CLIENT__ERROR_CODE__ERROR_NONE;
-    case METHOD_CALL_NO_SUCH_METHOD: return TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT;
-    case METHOD_CALL_NOT_EXPOSED: return TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED;
-    case METHOD_CALL_BAD_ARGUMENTS: return TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_ARGUMENTS;
+        case METHOD_CALL_OK:
+            return TESSERA__CLIENT__ERROR_CODE__ERROR_NONE;
+        case METHOD_CALL_NO_SUCH_METHOD:
+            return TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT;
+        case METHOD_CALL_NOT_EXPOSED:
+            return TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED;
+        case METHOD_CALL_BAD_ARGUMENTS:
+            return TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_ARGUMENTS;
     }
     return TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT;
 }

@@ -53,9 +53,9 @@ const char *method_call_strerror(int code);
  * are exactly the declared types. */
 typedef enum method_call_verdict {
     METHOD_CALL_OK = 0,
-    METHOD_CALL_NO_SUCH_METHOD,   /* the part has no method of that index */
-    METHOD_CALL_NOT_EXPOSED,      /* a client called a method that is not exposed */
-    METHOD_CALL_BAD_ARGUMENTS,    /* the arguments are not the declared types */
+    METHOD_CALL_NO_SUCH_METHOD, /* the part has no method of that index */
+    METHOD_CALL_NOT_EXPOSED,    /* a client called a method that is not exposed */
+    METHOD_CALL_BAD_ARGUMENTS,  /* the arguments are not the declared types */
 } method_call_verdict;
 
 /* Checks a call of method `method_id` of `part` of `cls` with the encoded

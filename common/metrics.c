@@ -42,23 +42,32 @@ void metrics_family(metrics_text *m, const char *name, const char *type, const c
     /* HELP text escapes backslash and newline. */
     text_buffer_printf(&m->text, "# HELP %s%s ", m->prefix, name);
     for (const char *c = help; *c; c++) {
-        if (*c == '\\') text_buffer_printf(&m->text, "\\\\");
-        else if (*c == '\n') text_buffer_printf(&m->text, "\\n");
-        else text_buffer_printf(&m->text, "%c", *c);
+        if (*c == '\\')
+            text_buffer_printf(&m->text, "\\\\");
+        else if (*c == '\n')
+            text_buffer_printf(&m->text, "\\n");
+        else
+            text_buffer_printf(&m->text, "%c", *c);
     }
     text_buffer_printf(&m->text, "\n# TYPE %s%s %s\n", m->prefix, name, type);
 }
 
 static void metrics_value(metrics_text *m, double value) {
-    if (isnan(value)) text_buffer_printf(&m->text, "NaN\n");
-    else if (isinf(value)) text_buffer_printf(&m->text, value > 0 ? "+Inf\n" : "-Inf\n");
-    else if (value == floor(value) && fabs(value) < 1e15) text_buffer_printf(&m->text, "%.0f\n", value);
-    else text_buffer_printf(&m->text, "%.9g\n", value);
+    if (isnan(value))
+        text_buffer_printf(&m->text, "NaN\n");
+    else if (isinf(value))
+        text_buffer_printf(&m->text, value > 0 ? "+Inf\n" : "-Inf\n");
+    else if (value == floor(value) && fabs(value) < 1e15)
+        text_buffer_printf(&m->text, "%.0f\n", value);
+    else
+        text_buffer_printf(&m->text, "%.9g\n", value);
 }
 
 void metrics_sample(metrics_text *m, const char *name, const char *labels, double value) {
-    if (labels && labels[0]) text_buffer_printf(&m->text, "%s%s{%s} ", m->prefix, name, labels);
-    else text_buffer_printf(&m->text, "%s%s ", m->prefix, name);
+    if (labels && labels[0])
+        text_buffer_printf(&m->text, "%s%s{%s} ", m->prefix, name, labels);
+    else
+        text_buffer_printf(&m->text, "%s%s ", m->prefix, name);
     metrics_value(m, value);
 }
 
@@ -99,15 +108,18 @@ void metrics_histogram(metrics_text *m, const char *name, const char *labels, co
     for (size_t e = 0; e < edge_count; e++) {
         uint64_t edge_us = (uint64_t)(edges_seconds[e] * 1e6 + 0.5);
         while (h->buckets && b < h->bucket_count && (b + 1) * h->bucket_us <= edge_us) below += h->buckets[b++];
-        text_buffer_printf(&m->text, "%s%s_bucket{%s%sle=\"%g\"} %llu\n", m->prefix, name, inner, separator, edges_seconds[e],
-                       (unsigned long long)below);
+        text_buffer_printf(&m->text, "%s%s_bucket{%s%sle=\"%g\"} %llu\n", m->prefix, name, inner, separator,
+                           edges_seconds[e], (unsigned long long)below);
     }
     text_buffer_printf(&m->text, "%s%s_bucket{%s%sle=\"+Inf\"} %llu\n", m->prefix, name, inner, separator,
-                   (unsigned long long)h->count);
-    if (labels && labels[0]) text_buffer_printf(&m->text, "%s%s_sum{%s} ", m->prefix, name, labels);
-    else text_buffer_printf(&m->text, "%s%s_sum ", m->prefix, name);
+                       (unsigned long long)h->count);
+    if (labels && labels[0])
+        text_buffer_printf(&m->text, "%s%s_sum{%s} ", m->prefix, name, labels);
+    else
+        text_buffer_printf(&m->text, "%s%s_sum ", m->prefix, name);
     metrics_value(m, (double)h->sum_us / 1e6);
-    if (labels && labels[0]) text_buffer_printf(&m->text, "%s%s_count{%s} %llu\n", m->prefix, name, labels,
-                                            (unsigned long long)h->count);
-    else text_buffer_printf(&m->text, "%s%s_count %llu\n", m->prefix, name, (unsigned long long)h->count);
+    if (labels && labels[0])
+        text_buffer_printf(&m->text, "%s%s_count{%s} %llu\n", m->prefix, name, labels, (unsigned long long)h->count);
+    else
+        text_buffer_printf(&m->text, "%s%s_count %llu\n", m->prefix, name, (unsigned long long)h->count);
 }

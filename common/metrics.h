@@ -23,7 +23,7 @@
 typedef struct metrics_text {
     text_buffer text;
     char prefix[32];
-    char **families;        /* names written so far */
+    char **families; /* names written so far */
     size_t family_count, family_capacity;
 } metrics_text;
 

@@ -26,11 +26,11 @@
 typedef struct peer_link {
     peer_set *set;
     channel *ch;
-    uint64_t process_id;   /* 0 for an inbound link before its hello */
+    uint64_t process_id; /* 0 for an inbound link before its hello */
     peer_role role;
-    int up;                /* hello received and accepted */
+    int up; /* hello received and accepted */
     int seen_in_registry;
-    int listed;            /* present in the latest registry report */
+    int listed;                 /* present in the latest registry report */
     uint64_t unlisted_since_us; /* absent from the reports since (0: listed) */
     uint64_t opened_us;
     int64_t load;
@@ -55,9 +55,12 @@ struct peer_set {
 const char *peer_role_name(peer_role role) { return role == PEER_ROLE_BASEAPP ? "baseapp" : "cellapp"; }
 
 static int peer_role_from_name(const char *name, peer_role *out) {
-    if (strcmp(name, "baseapp") == 0) *out = PEER_ROLE_BASEAPP;
-    else if (strcmp(name, "cellapp") == 0) *out = PEER_ROLE_CELLAPP;
-    else return -1;
+    if (strcmp(name, "baseapp") == 0)
+        *out = PEER_ROLE_BASEAPP;
+    else if (strcmp(name, "cellapp") == 0)
+        *out = PEER_ROLE_CELLAPP;
+    else
+        return -1;
     return 0;
 }
 
@@ -148,8 +151,8 @@ static void peer_set_on_hello(peer_set *set, peer_link *link, const Tessera__Clu
     peer_role role = (peer_role)hello->role;
     if ((role != PEER_ROLE_BASEAPP && role != PEER_ROLE_CELLAPP) || hello->process_id == 0 ||
         hello->process_id == set->process_id || (link->process_id && link->process_id != hello->process_id)) {
-        log_warn("peer %s sent an invalid hello (role %d, id %" PRIu64 "): disconnecting",
-                 channel_peer_name(link->ch), (int)hello->role, hello->process_id);
+        log_warn("peer %s sent an invalid hello (role %d, id %" PRIu64 "): disconnecting", channel_peer_name(link->ch),
+                 (int)hello->role, hello->process_id);
         channel_close(link->ch, "invalid hello");
         return;
     }
@@ -176,8 +179,8 @@ static void peer_set_on_frame(channel *ch, const uint8_t *frame, size_t length) 
         tessera__cluster__peer_message__unpack(arena_protobuf(&set->decode_arena), length, frame);
     if (!message) {
         arena_release(&set->decode_arena, mark);
-        log_warn("peer %s (%" PRIu64 ") sent a frame that is not a PeerMessage: disconnecting",
-                 channel_peer_name(ch), link->process_id);
+        log_warn("peer %s (%" PRIu64 ") sent a frame that is not a PeerMessage: disconnecting", channel_peer_name(ch),
+                 link->process_id);
         channel_close(ch, "malformed frame");
         return;
     }
@@ -256,14 +259,13 @@ void peer_set_on_registry(peer_set *set, const registry_peer *peers, size_t coun
         link->seen_in_registry = 1;
         link->load = peers[p].load;
         link->opened_us = clock_monotonic_us();
-        link->ch = channel_connect(set->loop, peers[p].host, peers[p].port, &set->options,
-                                   &peer_set_channel_callbacks, link);
+        link->ch =
+            channel_connect(set->loop, peers[p].host, peers[p].port, &set->options, &peer_set_channel_callbacks, link);
         if (!link->ch) {
             free(link);
             continue;
         }
-        log_debug("dialling %s %" PRIu64 " at %s:%d", peers[p].role, peers[p].process_id, peers[p].host,
-                  peers[p].port);
+        log_debug("dialling %s %" PRIu64 " at %s:%d", peers[p].role, peers[p].process_id, peers[p].host, peers[p].port);
         peer_set_add_link(set, link);
     }
     /* Links absent from the registry: their process stopped renewing its

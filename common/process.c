@@ -25,8 +25,10 @@ int process_parse_arguments(int argc, char **argv, process_arguments *out, char 
                 snprintf(err, errlen, "%s needs a value", arg);
                 return -1;
             }
-            if (arg[2] == 'c') out->config_path = argv[++i];
-            else out->overrides[out->override_count++] = argv[++i];
+            if (arg[2] == 'c')
+                out->config_path = argv[++i];
+            else
+                out->overrides[out->override_count++] = argv[++i];
         } else if (strncmp(arg, "--config=", 9) == 0) {
             out->config_path = arg + 9;
         } else if (strncmp(arg, "--set=", 6) == 0) {
@@ -47,8 +49,8 @@ void process_arguments_free(process_arguments *arguments) {
 int process_load_settings(const char *program, const config_key *keys, size_t key_count, void *settings,
                           const process_settings *common, const process_arguments *arguments) {
     char err[512];
-    if (config_load(keys, key_count, settings, arguments->config_path, arguments->overrides,
-                    arguments->override_count, err, sizeof err) != 0) {
+    if (config_load(keys, key_count, settings, arguments->config_path, arguments->overrides, arguments->override_count,
+                    err, sizeof err) != 0) {
         fprintf(stderr, "%s: configuration error: %s\n", program, err);
         return -1;
     }

@@ -36,43 +36,102 @@ typedef struct process_settings {
     char log_format[8];
 } process_settings;
 
-#define PROCESS_CONFIG_KEYS(type, field)                                                                          \
-    {"cluster_name", CONFIG_STRING, offsetof(type, field.cluster_name), sizeof(((type *)0)->field.cluster_name), \
-     0, 0, "tessera", "names the cluster; every Redis key is prefixed tessera:<cluster_name>:"},                   \
-        {"redis_host", CONFIG_STRING, offsetof(type, field.redis_host), sizeof(((type *)0)->field.redis_host), 0, \
-         0, "127.0.0.1", "IP address of the Redis server (control plane and database)"},                         \
-        {"redis_port", CONFIG_INT, offsetof(type, field.redis_port), 0, 1, 65535, "6379", "Redis TCP port"},      \
-        {"redis_connect_attempts", CONFIG_INT, offsetof(type, field.redis_connect_attempts), 0, 1, 100000, "20",  \
-         "failed connection attempts at start-up before the process gives up"},                                  \
-        {"redis_retry_ms", CONFIG_INT, offsetof(type, field.redis_retry_ms), 0, 10, 60000, "500",                 \
-         "pause between Redis connection attempts"},                                                              \
-        {"log_level", CONFIG_STRING, offsetof(type, field.log_level), sizeof(((type *)0)->field.log_level), 0, 0, \
-         "info", "debug, info, warn or error"},                                                                   \
-        {"heartbeat_ms", CONFIG_INT, offsetof(type, field.heartbeat_ms), 0, 50, 60000, "1000",                    \
-         "how often the process renews its registry entry and rescans its peers"},                                \
-        {"registry_ttl_ms", CONFIG_INT, offsetof(type, field.registry_ttl_ms), 0, 100, 600000, "3000",            \
-         "a process whose entry is not renewed for this long is gone"},                                           \
-        {"internal_host", CONFIG_STRING, offsetof(type, field.internal_host),                                     \
-         sizeof(((type *)0)->field.internal_host), 0, 0, "127.0.0.1",                                             \
-         "IP address this process listens on for other Tessera processes"},                                       \
-        {"internal_port", CONFIG_INT, offsetof(type, field.internal_port), 0, 0, 65535, "0",                      \
-         "TCP port for other Tessera processes (0: any free port, published in the registry)"},                   \
-        {"admin_host", CONFIG_STRING, offsetof(type, field.admin_host), sizeof(((type *)0)->field.admin_host), 0, \
-         0, "127.0.0.1", "IP address of the admin HTTP listener (/metrics, /healthz, /readyz, the live map)"},    \
-        {"admin_port", CONFIG_INT, offsetof(type, field.admin_port), 0, -1, 65535, "0",                           \
-         "TCP port of the admin HTTP listener (0: any free port, published in the registry as admin_port; "      \
-         "-1: none)"},                                                                                            \
-    {                                                                                                             \
-        "log_format", CONFIG_STRING, offsetof(type, field.log_format), sizeof(((type *)0)->field.log_format), 0,  \
-            0, "text", "text (one readable line per entry) or json (one JSON object per line)"                    \
+#define PROCESS_CONFIG_KEYS(type, field)                                                                            \
+    {"cluster_name",                                                                                                \
+     CONFIG_STRING,                                                                                                 \
+     offsetof(type, field.cluster_name),                                                                            \
+     sizeof(((type *)0)->field.cluster_name),                                                                       \
+     0,                                                                                                             \
+     0,                                                                                                             \
+     "tessera",                                                                                                     \
+     "names the cluster; every Redis key is prefixed tessera:<cluster_name>:"},                                     \
+        {"redis_host",                                                                                              \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.redis_host),                                                                          \
+         sizeof(((type *)0)->field.redis_host),                                                                     \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "127.0.0.1",                                                                                               \
+         "IP address of the Redis server (control plane and database)"},                                            \
+        {"redis_port", CONFIG_INT, offsetof(type, field.redis_port), 0, 1, 65535, "6379", "Redis TCP port"},        \
+        {"redis_connect_attempts",                                                                                  \
+         CONFIG_INT,                                                                                                \
+         offsetof(type, field.redis_connect_attempts),                                                              \
+         0,                                                                                                         \
+         1,                                                                                                         \
+         100000,                                                                                                    \
+         "20",                                                                                                      \
+         "failed connection attempts at start-up before the process gives up"},                                     \
+        {"redis_retry_ms",                                                                                          \
+         CONFIG_INT,                                                                                                \
+         offsetof(type, field.redis_retry_ms),                                                                      \
+         0,                                                                                                         \
+         10,                                                                                                        \
+         60000,                                                                                                     \
+         "500",                                                                                                     \
+         "pause between Redis connection attempts"},                                                                \
+        {"log_level", CONFIG_STRING, offsetof(type, field.log_level), sizeof(((type *)0)->field.log_level), 0,      \
+         0,           "info",        "debug, info, warn or error"},                                                 \
+        {"heartbeat_ms",                                                                                            \
+         CONFIG_INT,                                                                                                \
+         offsetof(type, field.heartbeat_ms),                                                                        \
+         0,                                                                                                         \
+         50,                                                                                                        \
+         60000,                                                                                                     \
+         "1000",                                                                                                    \
+         "how often the process renews its registry entry and rescans its peers"},                                  \
+        {"registry_ttl_ms",                                                                                         \
+         CONFIG_INT,                                                                                                \
+         offsetof(type, field.registry_ttl_ms),                                                                     \
+         0,                                                                                                         \
+         100,                                                                                                       \
+         600000,                                                                                                    \
+         "3000",                                                                                                    \
+         "a process whose entry is not renewed for this long is gone"},                                             \
+        {"internal_host",                                                                                           \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.internal_host),                                                                       \
+         sizeof(((type *)0)->field.internal_host),                                                                  \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "127.0.0.1",                                                                                               \
+         "IP address this process listens on for other Tessera processes"},                                         \
+        {"internal_port",                                                                                           \
+         CONFIG_INT,                                                                                                \
+         offsetof(type, field.internal_port),                                                                       \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         65535,                                                                                                     \
+         "0",                                                                                                       \
+         "TCP port for other Tessera processes (0: any free port, published in the registry)"},                     \
+        {"admin_host",                                                                                              \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.admin_host),                                                                          \
+         sizeof(((type *)0)->field.admin_host),                                                                     \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "127.0.0.1",                                                                                               \
+         "IP address of the admin HTTP listener (/metrics, /healthz, /readyz, the live map)"},                      \
+        {"admin_port",                                                                                              \
+         CONFIG_INT,                                                                                                \
+         offsetof(type, field.admin_port),                                                                          \
+         0,                                                                                                         \
+         -1,                                                                                                        \
+         65535,                                                                                                     \
+         "0",                                                                                                       \
+         "TCP port of the admin HTTP listener (0: any free port, published in the registry as admin_port; "         \
+         "-1: none)"},                                                                                              \
+    {                                                                                                               \
+        "log_format", CONFIG_STRING, offsetof(type, field.log_format), sizeof(((type *)0)->field.log_format), 0, 0, \
+            "text", "text (one readable line per entry) or json (one JSON object per line)"                         \
     }
 
 typedef struct process_arguments {
-    const char *config_path;        /* NULL: defaults only */
-    char **overrides;               /* the --set values, pointing into argv */
+    const char *config_path; /* NULL: defaults only */
+    char **overrides;        /* the --set values, pointing into argv */
     size_t override_count;
     int help;
-    int check;                      /* --check: load the settings, report, exit */
+    int check; /* --check: load the settings, report, exit */
 } process_arguments;
 
 /* Parses argv. Returns 0, or -1 with a message in err. `overrides` is

@@ -31,7 +31,7 @@
  * quantized index past the range, a NaN or infinity, a length over
  * max_length. */
 #define PROPERTY_CODEC_ERROR_RANGE (-21)
-#define PROPERTY_CODEC_ERROR_INVALID (-22)  /* a string that is not UTF-8, or has a NUL */
+#define PROPERTY_CODEC_ERROR_INVALID (-22) /* a string that is not UTF-8, or has a NUL */
 /* A change list names a property the class does not have, or one the
  * caller does not accept from this sender. */
 #define PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY (-23)
@@ -63,8 +63,7 @@ int property_codec_decode(bit_reader *r, entity_state *state, uint16_t prop);
  * 0, or ENTITY_STATE_ERROR_NO_SUCH_PROPERTY with nothing written when
  * `props` holds an id the class does not have. An empty set is a valid
  * (short) list. */
-int property_codec_encode_changes(bit_writer *w, const entity_state *state,
-                                  const entity_state_mask *props);
+int property_codec_encode_changes(bit_writer *w, const entity_state *state, const entity_state_mask *props);
 
 /* Reads a change list into `state`, all or nothing. `accept` is the
  * audience check: the properties this sender may send (NULL accepts every
@@ -72,8 +71,8 @@ int property_codec_encode_changes(bit_writer *w, const entity_state *state,
  * (PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY). On success, `changed` (may
  * be NULL) receives the properties whose value changed, which are also
  * marked dirty in `state`. */
-int property_codec_decode_changes(bit_reader *r, entity_state *state,
-                                  const entity_state_mask *accept, entity_state_mask *changed);
+int property_codec_decode_changes(bit_reader *r, entity_state *state, const entity_state_mask *accept,
+                                  entity_state_mask *changed);
 
 /* ---- helpers ---------------------------------------------------------- */
 

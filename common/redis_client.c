@@ -20,7 +20,7 @@ struct redis_client {
     redisAsyncContext *context; /* NULL while disconnected */
     int connected;
     int freeing;
-    int timer_closed;           /* freeing: the retry timer is released */
+    int timer_closed; /* freeing: the retry timer is released */
     unsigned failed_attempts;
     unsigned retry_ms;
     char host[64];
@@ -28,14 +28,14 @@ struct redis_client {
     char address[80];
     redis_state_callback on_state;
     void *user_data;
-    latency_histogram latency;  /* command round trips, for /metrics */
+    latency_histogram latency; /* command round trips, for /metrics */
 };
 
 typedef struct redis_request {
     redis_client *client;
     redis_reply_callback callback;
     void *user_data;
-    uint64_t sent_us;           /* monotonic */
+    uint64_t sent_us; /* monotonic */
 } redis_request;
 
 static void redis_client_connect_now(redis_client *client);
@@ -97,8 +97,8 @@ static void redis_client_on_connect(const redisAsyncContext *context, int status
             return;
         }
         client->failed_attempts++;
-        log_warn("redis %s: connect attempt %u failed: %s; retrying in %u ms", client->address,
-                 client->failed_attempts, context->errstr, client->retry_ms);
+        log_warn("redis %s: connect attempt %u failed: %s; retrying in %u ms", client->address, client->failed_attempts,
+                 context->errstr, client->retry_ms);
         redis_client_report(client);
         redis_client_schedule_retry(client);
         return;
@@ -130,8 +130,8 @@ static void redis_client_connect_now(redis_client *client) {
     redisAsyncContext *context = redisAsyncConnect(client->host, client->port);
     if (!context || context->err) {
         client->failed_attempts++;
-        log_warn("redis %s: connect attempt %u failed: %s; retrying in %u ms", client->address,
-                 client->failed_attempts, context ? context->errstr : "out of memory", client->retry_ms);
+        log_warn("redis %s: connect attempt %u failed: %s; retrying in %u ms", client->address, client->failed_attempts,
+                 context ? context->errstr : "out of memory", client->retry_ms);
         if (context) redisAsyncFree(context);
         redis_client_report(client);
         redis_client_schedule_retry(client);
@@ -238,8 +238,7 @@ int redis_client_command_argv(redis_client *client, redis_reply_callback callbac
     request->callback = callback;
     request->user_data = user_data;
     request->sent_us = clock_monotonic_us();
-    if (redisAsyncCommandArgv(client->context, redis_client_on_reply, request, argc, argv, argv_lengths) !=
-        REDIS_OK) {
+    if (redisAsyncCommandArgv(client->context, redis_client_on_reply, request, argc, argv, argv_lengths) != REDIS_OK) {
         free(request);
         return -1;
     }

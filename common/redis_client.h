@@ -48,8 +48,7 @@ const latency_histogram *redis_client_latency(const redis_client *client);
 
 /* Sends a command formatted like redisCommand. Returns 0, or -1 when not
  * connected (the callback will not fire). `callback` may be NULL. */
-int redis_client_command(redis_client *client, redis_reply_callback callback, void *user_data, const char *format,
-                         ...);
+int redis_client_command(redis_client *client, redis_reply_callback callback, void *user_data, const char *format, ...);
 int redis_client_command_argv(redis_client *client, redis_reply_callback callback, void *user_data, int argc,
                               const char **argv, const size_t *argv_lengths);
 

@@ -25,10 +25,10 @@ struct registry {
     char client_host[64];
     uint64_t process_id;
     uint64_t started_ms;
-    int registering;           /* INCR in flight */
-    int discovery_in_flight;   /* one peer scan at a time */
+    int registering;         /* INCR in flight */
+    int discovery_in_flight; /* one peer scan at a time */
     int freeing;
-    unsigned pending;          /* Redis callbacks that still reference us */
+    unsigned pending; /* Redis callbacks that still reference us */
     registry_stat stats[REGISTRY_MAX_STATS];
     size_t stat_count;
 };
@@ -155,14 +155,20 @@ static void registry_parse_peer(registry_scan *scan, uint64_t process_id, redisR
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
         redisReply *field = reply->element[i], *value = reply->element[i + 1];
         if (field->type != REDIS_REPLY_STRING || value->type != REDIS_REPLY_STRING) continue;
-        if (strcmp(field->str, "role") == 0) snprintf(peer.role, sizeof peer.role, "%s", value->str);
-        else if (strcmp(field->str, "host") == 0) snprintf(peer.host, sizeof peer.host, "%s", value->str);
-        else if (strcmp(field->str, "port") == 0) peer.port = atoi(value->str);
-        else if (strcmp(field->str, "load") == 0) peer.load = strtoll(value->str, NULL, 10);
+        if (strcmp(field->str, "role") == 0)
+            snprintf(peer.role, sizeof peer.role, "%s", value->str);
+        else if (strcmp(field->str, "host") == 0)
+            snprintf(peer.host, sizeof peer.host, "%s", value->str);
+        else if (strcmp(field->str, "port") == 0)
+            peer.port = atoi(value->str);
+        else if (strcmp(field->str, "load") == 0)
+            peer.load = strtoll(value->str, NULL, 10);
         else if (strcmp(field->str, "client_host") == 0)
             snprintf(peer.client_host, sizeof peer.client_host, "%s", value->str);
-        else if (strcmp(field->str, "client_port") == 0) peer.client_port = atoi(value->str);
-        else if (strcmp(field->str, "draining") == 0) peer.draining = strtoll(value->str, NULL, 10) != 0;
+        else if (strcmp(field->str, "client_port") == 0)
+            peer.client_port = atoi(value->str);
+        else if (strcmp(field->str, "draining") == 0)
+            peer.draining = strtoll(value->str, NULL, 10) != 0;
     }
     if (peer.role[0] && peer.host[0] && peer.port > 0) scan->peers[scan->live++] = peer;
 }

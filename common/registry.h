@@ -38,9 +38,9 @@ typedef struct registry_peer {
     char host[64];
     int port;
     int64_t load;
-    char client_host[64];       /* baseapps: where clients connect ("" for others) */
-    int client_port;            /* ... its stat client_port */
-    bool draining;              /* its stat draining is non-zero */
+    char client_host[64]; /* baseapps: where clients connect ("" for others) */
+    int client_port;      /* ... its stat client_port */
+    bool draining;        /* its stat draining is non-zero */
 } registry_peer;
 
 typedef struct registry registry;
@@ -53,10 +53,10 @@ typedef void (*registry_peers_callback)(registry *reg, const registry_peer *peer
 
 typedef struct registry_options {
     const char *cluster_name;
-    const char *role;           /* "baseapp", "cellapp" */
-    const char *host;           /* where peers reach this process */
+    const char *role; /* "baseapp", "cellapp" */
+    const char *host; /* where peers reach this process */
     int port;
-    const char *client_host;    /* baseapps: where clients reach it (NULL: none) */
+    const char *client_host; /* baseapps: where clients reach it (NULL: none) */
     unsigned heartbeat_ms;
     unsigned ttl_ms;
     registry_registered_callback on_registered;

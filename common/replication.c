@@ -84,8 +84,6 @@ struct replication {
     bit_writer scratch; /* one change list, before its length is known */
 };
 
-
-
 /* ---- schema ------------------------------------------------------------ */
 
 replication_schema *replication_schema_create(const entity_def_registry *registry) {
@@ -100,10 +98,8 @@ replication_schema *replication_schema_create(const entity_def_registry *registr
         for (size_t i = 0; i < cls->property_count; i++) {
             const entity_def_property *p = &cls->properties[i];
             const entity_def_audience *a = &p->audience;
-            if (a->on_cell && a->to_own_client)
-                entity_state_mask_add(&m[REPLICATION_AUDIENCE_OWN], p->id);
-            if (a->on_cell && a->to_ghosts)
-                entity_state_mask_add(&m[REPLICATION_AUDIENCE_GHOSTS], p->id);
+            if (a->on_cell && a->to_own_client) entity_state_mask_add(&m[REPLICATION_AUDIENCE_OWN], p->id);
+            if (a->on_cell && a->to_ghosts) entity_state_mask_add(&m[REPLICATION_AUDIENCE_GHOSTS], p->id);
             if (a->on_cell && a->to_other_clients) {
                 /* Cumulative: a nearer observer gets everything a farther
                  * one does. */
@@ -119,24 +115,20 @@ replication_schema *replication_schema_create(const entity_def_registry *registr
 }
 
 void replication_schema_free(replication_schema *schema) {
-    if (schema == NULL)
-        return;
+    if (schema == NULL) return;
     free(schema->masks);
     free(schema);
 }
 
-const entity_state_mask *replication_schema_mask(const replication_schema *schema,
-                                                 uint16_t class_id,
+const entity_state_mask *replication_schema_mask(const replication_schema *schema, uint16_t class_id,
                                                  replication_audience audience) {
-    if (class_id >= schema->class_count || (unsigned)audience >= REPLICATION_AUDIENCE_COUNT)
-        return NULL;
+    if (class_id >= schema->class_count || (unsigned)audience >= REPLICATION_AUDIENCE_COUNT) return NULL;
     return &schema->masks[class_id][audience];
 }
 
 /* ---- packing ----------------------------------------------------------- */
 
-void replication_entity_init(replication_entity *entity, const entity_state *state,
-                             uint64_t entity_id) {
+void replication_entity_init(replication_entity *entity, const entity_state *state, uint64_t entity_id) {
     memset(entity, 0, sizeof *entity);
     entity->state = state;
     entity->entity_id = entity_id;
@@ -151,8 +143,7 @@ replication *replication_create(const replication_schema *schema) {
 }
 
 void replication_free(replication *rep) {
-    if (rep == NULL)
-        return;
+    if (rep == NULL) return;
     bit_writer_close(&rep->shared);
     bit_writer_close(&rep->scratch);
     free(rep);
@@ -160,15 +151,12 @@ void replication_free(replication *rep) {
 
 void replication_begin_tick(replication *rep, uint64_t tick) {
     if (tick == 0 || tick <= rep->tick)
-        log_panic("replication: tick %llu after %llu", (unsigned long long)tick,
-                  (unsigned long long)rep->tick);
+        log_panic("replication: tick %llu after %llu", (unsigned long long)tick, (unsigned long long)rep->tick);
     rep->tick = tick;
     bit_writer_reset(&rep->shared);
 }
 
-const uint8_t *replication_shared_data(const replication *rep) {
-    return bit_writer_data(&rep->shared);
-}
+const uint8_t *replication_shared_data(const replication *rep) { return bit_writer_data(&rep->shared); }
 
 /* Moves the scratch writer into the shared buffer behind its length (the
  * ENTER encodings; the UPDATE ones are assembled by replication_pack). */
@@ -176,18 +164,15 @@ static replication_short_span replication__commit_scratch(replication *rep) {
     size_t start = bit_writer_bits(&rep->shared);
     size_t n = bit_writer_bits(&rep->scratch);
     bit_writer_write_uvar(&rep->shared, n);
-    bit_writer_append_bits(&rep->shared, 0, 0, bit_writer_data(&rep->scratch),
-                           bit_writer_bytes(&rep->scratch), 0, n);
+    bit_writer_append_bits(&rep->shared, 0, 0, bit_writer_data(&rep->scratch), bit_writer_bytes(&rep->scratch), 0, n);
     size_t end = bit_writer_bits(&rep->shared);
-    if (end > UINT32_MAX)
-        log_panic("replication: a tick's shared buffer outgrew 2^32 bits");
+    if (end > UINT32_MAX) log_panic("replication: a tick's shared buffer outgrew 2^32 bits");
     /* Slack for replication__load_head and replication__put_tail. */
     bit_writer_reserve(&rep->shared, bit_writer_bytes(&rep->shared) + 24);
     return (replication_short_span){(uint32_t)start, (uint32_t)(end - start)};
 }
 
-static const entity_state_mask *replication__masks(const replication *rep,
-                                                   const entity_state *state) {
+static const entity_state_mask *replication__masks(const replication *rep, const entity_state *state) {
     const entity_def_class *cls = entity_state_class(state);
     if (cls->id >= rep->schema->class_count)
         log_panic("replication: class %s is not in the packer's registry", cls->name);
@@ -197,8 +182,7 @@ static const entity_state_mask *replication__masks(const replication *rep,
 /* The first min(bits, 128) bits of the shared buffer from bit `start`, as
  * replication_encoding.head wants them (the buffer keeps 24 bytes of slack
  * past its end: see replication_pack). */
-static void replication__load_head(const uint8_t *data, size_t start, size_t bits,
-                                   uint64_t head[2]) {
+static void replication__load_head(const uint8_t *data, size_t start, size_t bits, uint64_t head[2]) {
     const uint8_t *q = data + (start >> 3);
     unsigned off = (unsigned)(start & 7);
     uint64_t a = bit_stream_load_le64(q), b = bit_stream_load_le64(q + 8);
@@ -281,8 +265,7 @@ void replication_pack_audiences(replication *rep, replication_entity *entity, un
         }
         int same = -1;
         for (int b = 0; b < a && same < 0; b++) {
-            if ((audiences >> b & 1) && memcmp(&props[a], &props[b], sizeof props[a]) == 0)
-                same = b;
+            if ((audiences >> b & 1) && memcmp(&props[a], &props[b], sizeof props[a]) == 0) same = b;
         }
         if (same >= 0) {
             *enc = entity->update[same];
@@ -294,13 +277,11 @@ void replication_pack_audiences(replication *rep, replication_entity *entity, un
         for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) {
             for (uint64_t m = props[a].words[k]; m != 0; m &= m - 1) {
                 unsigned p = 64 * (unsigned)k + (unsigned)__builtin_ctzll(m);
-                bit_writer_append_bits(&rep->shared, p, id_bits, values, values_bytes, at[p],
-                                       len[p]);
+                bit_writer_append_bits(&rep->shared, p, id_bits, values, values_bytes, at[p], len[p]);
             }
         }
         size_t end = bit_writer_bits(&rep->shared);
-        if (end > UINT32_MAX)
-            log_panic("replication: a tick's shared buffer outgrew 2^32 bits");
+        if (end > UINT32_MAX) log_panic("replication: a tick's shared buffer outgrew 2^32 bits");
         /* Slack for replication__load_head and replication__put_tail. */
         bit_writer_reserve(&rep->shared, bit_writer_bytes(&rep->shared) + 24);
         enc->span = (replication_short_span){(uint32_t)start, (uint32_t)(end - start)};
@@ -310,7 +291,7 @@ void replication_pack_audiences(replication *rep, replication_entity *entity, un
 
 /* The enter encoding of `audience`, made on first use this tick. */
 static replication_short_span replication__enter_span(replication *rep, replication_entity *entity,
-                                                replication_audience audience) {
+                                                      replication_audience audience) {
     if (entity->enter_tick != rep->tick) {
         entity->enter_tick = rep->tick;
         entity->enter_ready = 0;
@@ -330,11 +311,10 @@ static replication_short_span replication__enter_span(replication *rep, replicat
     return entity->enter[audience];
 }
 
-replication_span replication_entity_span(replication *rep, replication_entity *entity,
-                                         replication_audience audience, bool enter) {
+replication_span replication_entity_span(replication *rep, replication_entity *entity, replication_audience audience,
+                                         bool enter) {
     replication_span none = {0};
-    if ((unsigned)audience >= REPLICATION_AUDIENCE_COUNT)
-        return none;
+    if ((unsigned)audience >= REPLICATION_AUDIENCE_COUNT) return none;
     replication_short_span span;
     if (enter)
         span = replication__enter_span(rep, entity, audience);
@@ -347,11 +327,9 @@ replication_span replication_entity_span(replication *rep, replication_entity *e
 
 size_t replication_append_change_list(const replication *rep, const replication_entity *entity,
                                       replication_audience audience, bit_writer *w) {
-    if ((unsigned)audience >= REPLICATION_AUDIENCE_COUNT)
-        return 0;
+    if ((unsigned)audience >= REPLICATION_AUDIENCE_COUNT) return 0;
     const replication_encoding *enc = &entity->update[audience];
-    if (enc->tick != rep->tick || enc->span.bits == 0)
-        return 0;
+    if (enc->tick != rep->tick || enc->span.bits == 0) return 0;
     const uint8_t *shared = bit_writer_data(&rep->shared);
     size_t end = (size_t)enc->span.start + enc->span.bits;
     bit_reader r;
@@ -375,14 +353,12 @@ static inline void replication__check_alias(uint32_t alias, unsigned alias_bits)
         log_panic("replication: alias %u does not fit in %u bits", alias, alias_bits);
 }
 
-static size_t replication__append(const replication *rep, bit_writer *w, unsigned kind,
-                                  uint32_t alias, unsigned alias_bits,
-                                  replication_short_span span) {
+static size_t replication__append(const replication *rep, bit_writer *w, unsigned kind, uint32_t alias,
+                                  unsigned alias_bits, replication_short_span span) {
     replication__check_alias(alias, alias_bits);
     size_t before = bit_writer_bits(w);
-    bit_writer_append_bits(w, kind | (uint64_t)alias << REPLICATION__KIND_BITS,
-                           REPLICATION__KIND_BITS + alias_bits, bit_writer_data(&rep->shared),
-                           bit_writer_bytes(&rep->shared), span.start, span.bits);
+    bit_writer_append_bits(w, kind | (uint64_t)alias << REPLICATION__KIND_BITS, REPLICATION__KIND_BITS + alias_bits,
+                           bit_writer_data(&rep->shared), bit_writer_bytes(&rep->shared), span.start, span.bits);
     return bit_writer_bits(w) - before;
 }
 
@@ -395,8 +371,7 @@ static void replication__put_tail(bit_writer *w, const uint8_t *src, size_t pos,
         unsigned off = (unsigned)(pos & 7);
         uint64_t v = bit_stream_load_le64(q) >> off | ((uint64_t)q[8] << 1) << (63 - off);
         unsigned k = n < 64 ? (unsigned)n : 64;
-        if (k < 64)
-            v &= (UINT64_C(1) << k) - 1;
+        if (k < 64) v &= (UINT64_C(1) << k) - 1;
         unsigned d;
         uint8_t *p = bit_writer_tail(w, 9, &d);
         bit_stream_store_le64(p, (uint64_t)(p[0] & ((1u << d) - 1)) | v << d);
@@ -407,9 +382,8 @@ static void replication__put_tail(bit_writer *w, const uint8_t *src, size_t pos,
     }
 }
 
-size_t replication_append_update(const replication *rep, const replication_entity *entity,
-                                 bit_writer *w, uint32_t alias, unsigned alias_bits,
-                                 bool is_owner, entity_def_detail detail) {
+size_t replication_append_update(const replication *rep, const replication_entity *entity, bit_writer *w,
+                                 uint32_t alias, unsigned alias_bits, bool is_owner, entity_def_detail detail) {
     replication_ref ref = {entity, alias, (uint8_t)replication_audience_for(is_owner, detail)};
     return replication_append_updates(rep, w, &ref, 1, alias_bits);
 }
@@ -418,8 +392,7 @@ size_t replication_append_update(const replication *rep, const replication_entit
  * miss to memory (~100 ns) at ~10 ns a record. */
 #define REPLICATION__PREFETCH_AHEAD 8
 
-size_t replication_append_updates(const replication *rep, bit_writer *w,
-                                  const replication_ref *refs, size_t count,
+size_t replication_append_updates(const replication *rep, bit_writer *w, const replication_ref *refs, size_t count,
                                   unsigned alias_bits) {
     /* The tick and the writer's position live in locals, since every store
      * into the stream (a char buffer, which may alias anything) would
@@ -481,11 +454,9 @@ size_t replication_append_updates(const replication *rep, bit_writer *w,
     return bits - start;
 }
 
-size_t replication_append_enter(replication *rep, replication_entity *entity, bit_writer *w,
-                                uint32_t alias, unsigned alias_bits, bool is_owner,
-                                entity_def_detail detail) {
-    replication_short_span span =
-        replication__enter_span(rep, entity, replication_audience_for(is_owner, detail));
+size_t replication_append_enter(replication *rep, replication_entity *entity, bit_writer *w, uint32_t alias,
+                                unsigned alias_bits, bool is_owner, entity_def_detail detail) {
+    replication_short_span span = replication__enter_span(rep, entity, replication_audience_for(is_owner, detail));
     return replication__append(rep, w, REPLICATION__KIND_ENTER, alias, alias_bits, span);
 }
 
@@ -505,11 +476,9 @@ size_t replication_append_move_header(bit_writer *w, uint32_t alias, unsigned al
     return REPLICATION__KIND_BITS + alias_bits;
 }
 
-size_t replication_append_properties(replication *rep, const replication_entity *entity,
-                                     bit_writer *w, uint32_t alias, unsigned alias_bits,
-                                     const entity_state_mask *props) {
-    if (entity_state_mask_empty(props))
-        return 0;
+size_t replication_append_properties(replication *rep, const replication_entity *entity, bit_writer *w, uint32_t alias,
+                                     unsigned alias_bits, const entity_state_mask *props) {
+    if (entity_state_mask_empty(props)) return 0;
     replication__check_alias(alias, alias_bits);
     bit_writer_reset(&rep->scratch);
     if (property_codec_encode_changes(&rep->scratch, entity->state, props) != 0)
@@ -519,8 +488,7 @@ size_t replication_append_properties(replication *rep, const replication_entity 
     bit_writer_write(w, REPLICATION__KIND_UPDATE | (uint64_t)alias << REPLICATION__KIND_BITS,
                      REPLICATION__KIND_BITS + alias_bits);
     bit_writer_write_uvar(w, n);
-    bit_writer_append_bits(w, 0, 0, bit_writer_data(&rep->scratch), bit_writer_bytes(&rep->scratch),
-                           0, n);
+    bit_writer_append_bits(w, 0, 0, bit_writer_data(&rep->scratch), bit_writer_bytes(&rep->scratch), 0, n);
     return bit_writer_bits(w) - before;
 }
 
@@ -536,47 +504,38 @@ size_t replication_append_end(bit_writer *w) {
 
 /* Checks a change list of class `cls` whose ids must lie in `accept`,
  * storing nothing (the format is property_codec.c's). */
-static int replication__check_changes(bit_reader *r, const entity_def_class *cls,
-                                      const entity_state_mask *accept) {
+static int replication__check_changes(bit_reader *r, const entity_def_class *cls, const entity_state_mask *accept) {
     size_t n = cls->property_count;
     uint64_t count, id;
-    if (bit_reader_read(r, property_codec_bits_for(n), &count) != 0)
-        return PROPERTY_CODEC_ERROR_TRUNCATED;
-    if (count > n)
-        return PROPERTY_CODEC_ERROR_MALFORMED;
+    if (bit_reader_read(r, property_codec_bits_for(n), &count) != 0) return PROPERTY_CODEC_ERROR_TRUNCATED;
+    if (count > n) return PROPERTY_CODEC_ERROR_MALFORMED;
     unsigned id_bits = n > 0 ? property_codec_bits_for(n - 1) : 0;
     int64_t previous = -1;
     for (uint64_t i = 0; i < count; i++) {
-        if (bit_reader_read(r, id_bits, &id) != 0)
-            return PROPERTY_CODEC_ERROR_TRUNCATED;
-        if (id >= n || !entity_state_mask_has(accept, (uint16_t)id))
-            return PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY;
-        if ((int64_t)id <= previous)
-            return PROPERTY_CODEC_ERROR_MALFORMED;
+        if (bit_reader_read(r, id_bits, &id) != 0) return PROPERTY_CODEC_ERROR_TRUNCATED;
+        if (id >= n || !entity_state_mask_has(accept, (uint16_t)id)) return PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY;
+        if ((int64_t)id <= previous) return PROPERTY_CODEC_ERROR_MALFORMED;
         previous = (int64_t)id;
         int rc = property_codec_check(r, &cls->properties[id].type);
-        if (rc != 0)
-            return rc;
+        if (rc != 0) return rc;
     }
     return 0;
 }
 
-static const entity_state_mask *replication__accept(const replication_schema *schema,
-                                                    const entity_def_class *cls, bool owner) {
-    return &schema->masks[cls->id][owner ? REPLICATION_AUDIENCE_OWN
-                                         : REPLICATION_AUDIENCE_OTHERS_NEAR];
+static const entity_state_mask *replication__accept(const replication_schema *schema, const entity_def_class *cls,
+                                                    bool owner) {
+    return &schema->masks[cls->id][owner ? REPLICATION_AUDIENCE_OWN : REPLICATION_AUDIENCE_OTHERS_NEAR];
 }
 
-#define REPLICATION__FAIL(r, code)                                                               \
-    do {                                                                                         \
-        bit_reader_fail(r);                                                                      \
-        return (code);                                                                           \
+#define REPLICATION__FAIL(r, code) \
+    do {                           \
+        bit_reader_fail(r);        \
+        return (code);             \
     } while (0)
 
 /* One ENTER or UPDATE record after its alias: the length is read, the
  * whole record checked, then applied. */
-static int replication__decode_body(bit_reader *r, const replication_schema *schema,
-                                    unsigned kind, uint32_t alias,
+static int replication__decode_body(bit_reader *r, const replication_schema *schema, unsigned kind, uint32_t alias,
                                     const replication_decode_callbacks *cb, void *ctx,
                                     replication_decode_stats *stats) {
     uint64_t length;
@@ -593,22 +552,17 @@ static int replication__decode_body(bit_reader *r, const replication_schema *sch
             return 0;
         }
         const entity_def_class *cls = entity_state_class(state);
-        if (cls->id >= schema->class_count)
-            REPLICATION__FAIL(r, REPLICATION_ERROR_CLASS);
+        if (cls->id >= schema->class_count) REPLICATION__FAIL(r, REPLICATION_ERROR_CLASS);
         const entity_state_mask *accept = replication__accept(schema, cls, owner);
         bit_reader check = *r;
         int rc = replication__check_changes(&check, cls, accept);
-        if (rc != 0)
-            REPLICATION__FAIL(r, rc);
-        if (bit_reader_position(&check) != end)
-            REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+        if (rc != 0) REPLICATION__FAIL(r, rc);
+        if (bit_reader_position(&check) != end) REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
         entity_state_mask changed;
         rc = property_codec_decode_changes(r, state, accept, &changed);
-        if (rc != 0)
-            log_panic("replication: a checked update failed: %s", property_codec_strerror(rc));
+        if (rc != 0) log_panic("replication: a checked update failed: %s", property_codec_strerror(rc));
         stats->updates++;
-        if (cb->changed != NULL)
-            cb->changed(ctx, alias, state, &changed);
+        if (cb->changed != NULL) cb->changed(ctx, alias, state, &changed);
         return 0;
     }
 
@@ -616,11 +570,9 @@ static int replication__decode_body(bit_reader *r, const replication_schema *sch
     bit_reader check = *r;
     bool owner;
     uint64_t class_id;
-    if (bit_reader_read_bool(&check, &owner) != 0 ||
-        bit_reader_read(&check, schema->class_bits, &class_id) != 0)
+    if (bit_reader_read_bool(&check, &owner) != 0 || bit_reader_read(&check, schema->class_bits, &class_id) != 0)
         REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
-    if (class_id >= schema->class_count)
-        REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+    if (class_id >= schema->class_count) REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
     uint64_t entity_id;
     if (bit_reader_read_uvar(&check, &entity_id) != 0 || entity_id == 0)
         REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
@@ -628,54 +580,42 @@ static int replication__decode_body(bit_reader *r, const replication_schema *sch
     const entity_state_mask *accept = replication__accept(schema, cls, owner);
     bit_reader body = check;
     int rc = replication__check_changes(&check, cls, accept);
-    if (rc != 0)
-        REPLICATION__FAIL(r, rc);
-    if (bit_reader_position(&check) != end)
-        REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
+    if (rc != 0) REPLICATION__FAIL(r, rc);
+    if (bit_reader_position(&check) != end) REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
     entity_state *state = cb->enter(ctx, alias, entity_id, cls, owner);
     if (state == NULL) {
         bit_reader_skip(r, (size_t)length);
         stats->discarded++;
         return 0;
     }
-    if (entity_state_class(state) != cls)
-        REPLICATION__FAIL(r, REPLICATION_ERROR_CLASS);
+    if (entity_state_class(state) != cls) REPLICATION__FAIL(r, REPLICATION_ERROR_CLASS);
     entity_state_mask changed;
     rc = property_codec_decode_changes(&body, state, accept, &changed);
-    if (rc != 0)
-        log_panic("replication: a checked enter failed: %s", property_codec_strerror(rc));
+    if (rc != 0) log_panic("replication: a checked enter failed: %s", property_codec_strerror(rc));
     *r = body;
     stats->enters++;
-    if (cb->changed != NULL)
-        cb->changed(ctx, alias, state, &changed);
+    if (cb->changed != NULL) cb->changed(ctx, alias, state, &changed);
     return 0;
 }
 
-int replication_decode_stream(bit_reader *r, const replication_schema *schema,
-                              unsigned alias_bits, const replication_decode_callbacks *cb,
-                              void *ctx, replication_decode_stats *stats) {
+int replication_decode_stream(bit_reader *r, const replication_schema *schema, unsigned alias_bits,
+                              const replication_decode_callbacks *cb, void *ctx, replication_decode_stats *stats) {
     replication_decode_stats ignored;
-    if (stats == NULL)
-        stats = &ignored;
+    if (stats == NULL) stats = &ignored;
     memset(stats, 0, sizeof *stats);
     for (;;) {
         uint64_t kind, alias;
-        if (bit_reader_read(r, REPLICATION__KIND_BITS, &kind) != 0)
-            return REPLICATION_ERROR_TRUNCATED;
+        if (bit_reader_read(r, REPLICATION__KIND_BITS, &kind) != 0) return REPLICATION_ERROR_TRUNCATED;
         if (kind == REPLICATION__KIND_EXT) {
             uint64_t ext;
-            if (bit_reader_read(r, REPLICATION__EXT_BITS, &ext) != 0)
-                return REPLICATION_ERROR_TRUNCATED;
+            if (bit_reader_read(r, REPLICATION__EXT_BITS, &ext) != 0) return REPLICATION_ERROR_TRUNCATED;
             if (ext == REPLICATION__EXT_LEAVE) {
-                if (bit_reader_read(r, alias_bits, &alias) != 0)
-                    return REPLICATION_ERROR_TRUNCATED;
+                if (bit_reader_read(r, alias_bits, &alias) != 0) return REPLICATION_ERROR_TRUNCATED;
                 stats->leaves++;
-                if (cb->leave != NULL)
-                    cb->leave(ctx, (uint32_t)alias);
+                if (cb->leave != NULL) cb->leave(ctx, (uint32_t)alias);
                 continue;
             }
-            if (ext != REPLICATION__EXT_END)
-                REPLICATION__FAIL(r, REPLICATION_ERROR_KIND);
+            if (ext != REPLICATION__EXT_END) REPLICATION__FAIL(r, REPLICATION_ERROR_KIND);
             /* Only zero padding to the byte boundary may follow. */
             size_t left = bit_reader_remaining(r);
             uint64_t pad;
@@ -683,11 +623,9 @@ int replication_decode_stream(bit_reader *r, const replication_schema *schema,
                 REPLICATION__FAIL(r, REPLICATION_ERROR_MALFORMED);
             return 0;
         }
-        if (bit_reader_read(r, alias_bits, &alias) != 0)
-            return REPLICATION_ERROR_TRUNCATED;
+        if (bit_reader_read(r, alias_bits, &alias) != 0) return REPLICATION_ERROR_TRUNCATED;
         if (kind == REPLICATION__KIND_MOVE) {
-            if (cb->move == NULL)
-                REPLICATION__FAIL(r, REPLICATION_ERROR_KIND);
+            if (cb->move == NULL) REPLICATION__FAIL(r, REPLICATION_ERROR_KIND);
             int rc = cb->move(ctx, (uint32_t)alias, r);
             if (rc > 0) {
                 stats->moves++;
@@ -699,24 +637,22 @@ int replication_decode_stream(bit_reader *r, const replication_schema *schema,
             }
             continue;
         }
-        int rc = replication__decode_body(r, schema, (unsigned)kind, (uint32_t)alias, cb, ctx,
-                                          stats);
-        if (rc != 0)
-            return rc;
+        int rc = replication__decode_body(r, schema, (unsigned)kind, (uint32_t)alias, cb, ctx, stats);
+        if (rc != 0) return rc;
     }
 }
 
 const char *replication_strerror(int code) {
     switch (code) {
-    case REPLICATION_ERROR_TRUNCATED:
-        return "stream ends inside a record or before END";
-    case REPLICATION_ERROR_KIND:
-        return "reserved record kind";
-    case REPLICATION_ERROR_MALFORMED:
-        return "malformed record";
-    case REPLICATION_ERROR_CLASS:
-        return "entity state of the wrong class";
-    default:
-        return property_codec_strerror(code);
+        case REPLICATION_ERROR_TRUNCATED:
+            return "stream ends inside a record or before END";
+        case REPLICATION_ERROR_KIND:
+            return "reserved record kind";
+        case REPLICATION_ERROR_MALFORMED:
+            return "malformed record";
+        case REPLICATION_ERROR_CLASS:
+            return "entity state of the wrong class";
+        default:
+            return property_codec_strerror(code);
     }
 }

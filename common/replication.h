@@ -57,10 +57,8 @@ typedef enum replication_audience {
 /* The audience of a client: the owner gets OWN whatever its distance;
  * another client gets OTHERS_<detail> for the detail level its distance
  * allows. */
-static inline replication_audience replication_audience_for(bool is_owner,
-                                                            entity_def_detail detail) {
-    if (is_owner)
-        return REPLICATION_AUDIENCE_OWN;
+static inline replication_audience replication_audience_for(bool is_owner, entity_def_detail detail) {
+    if (is_owner) return REPLICATION_AUDIENCE_OWN;
     return detail == ENTITY_DEF_DETAIL_NEAR     ? REPLICATION_AUDIENCE_OTHERS_NEAR
            : detail == ENTITY_DEF_DETAIL_MEDIUM ? REPLICATION_AUDIENCE_OTHERS_MEDIUM
                                                 : REPLICATION_AUDIENCE_OTHERS_FAR;
@@ -78,8 +76,7 @@ replication_schema *replication_schema_create(const entity_def_registry *registr
 void replication_schema_free(replication_schema *schema);
 /* The properties of class `class_id` that `audience` receives, or NULL for
  * an unknown class or audience. Owned by the schema. */
-const entity_state_mask *replication_schema_mask(const replication_schema *schema,
-                                                 uint16_t class_id,
+const entity_state_mask *replication_schema_mask(const replication_schema *schema, uint16_t class_id,
                                                  replication_audience audience);
 
 /* ---- packing ----------------------------------------------------------- */
@@ -132,8 +129,7 @@ typedef struct replication_entity {
 /* Starts the record of entity `entity_id` (not 0) whose state is `state`
  * (which must outlive the record, and belong to a class of the packer's
  * registry). */
-void replication_entity_init(replication_entity *entity, const entity_state *state,
-                             uint64_t entity_id);
+void replication_entity_init(replication_entity *entity, const entity_state *state, uint64_t entity_id);
 
 typedef struct replication replication;
 
@@ -158,8 +154,8 @@ void replication_pack(replication *rep, replication_entity *entity);
  * audience a): a cell need not encode OWN for an entity without a client,
  * or GHOSTS when it has no neighbours. The others send nothing this tick. */
 #define REPLICATION_ALL_AUDIENCES ((1u << REPLICATION_AUDIENCE_COUNT) - 1)
-#define REPLICATION_OTHERS_AUDIENCES                                                              \
-    (1u << REPLICATION_AUDIENCE_OTHERS_NEAR | 1u << REPLICATION_AUDIENCE_OTHERS_MEDIUM |          \
+#define REPLICATION_OTHERS_AUDIENCES                                                     \
+    (1u << REPLICATION_AUDIENCE_OTHERS_NEAR | 1u << REPLICATION_AUDIENCE_OTHERS_MEDIUM | \
      1u << REPLICATION_AUDIENCE_OTHERS_FAR)
 void replication_pack_audiences(replication *rep, replication_entity *entity, unsigned audiences);
 
@@ -167,8 +163,8 @@ void replication_pack_audiences(replication *rep, replication_entity *entity, un
  * ghost pipeline): `update` or, when `enter`, the enter encoding (encoded
  * on demand). The span is empty when stale. */
 const uint8_t *replication_shared_data(const replication *rep);
-replication_span replication_entity_span(replication *rep, replication_entity *entity,
-                                         replication_audience audience, bool enter);
+replication_span replication_entity_span(replication *rep, replication_entity *entity, replication_audience audience,
+                                         bool enter);
 
 /* Appends the change list of `entity`'s UPDATE encoding for `audience`
  * this tick, without its length prefix: property_codec's change list, as a
@@ -189,9 +185,8 @@ unsigned replication_alias_bits(uint32_t max_aliases);
  * nothing when the entity was not packed this tick or nothing changed for
  * that audience. Returns the bits appended. An alias wider than alias_bits
  * is a caller bug (stops the process). */
-size_t replication_append_update(const replication *rep, const replication_entity *entity,
-                                 bit_writer *w, uint32_t alias, unsigned alias_bits,
-                                 bool is_owner, entity_def_detail detail);
+size_t replication_append_update(const replication *rep, const replication_entity *entity, bit_writer *w,
+                                 uint32_t alias, unsigned alias_bits, bool is_owner, entity_def_detail detail);
 
 /* One entity a witness sends its shared UPDATE to: the record, the alias
  * and the audience (replication_audience_for of its owner flag and detail
@@ -206,8 +201,7 @@ typedef struct replication_ref {
  * one loop: no call per record, and the records a few references ahead are
  * prefetched. This is the witness's hot path (bench-replication). Returns
  * the bits appended. */
-size_t replication_append_updates(const replication *rep, bit_writer *w,
-                                  const replication_ref *refs, size_t count,
+size_t replication_append_updates(const replication *rep, bit_writer *w, const replication_ref *refs, size_t count,
                                   unsigned alias_bits);
 
 /* Appends the ENTER record of `entity` for that audience: every property of
@@ -215,18 +209,16 @@ size_t replication_append_updates(const replication *rep, bit_writer *w,
  * and whether the receiver owns it. The encoding is made once per tick per
  * audience, on the first call, and shared by later ones. Returns the bits
  * appended (never 0). */
-size_t replication_append_enter(replication *rep, replication_entity *entity, bit_writer *w,
-                                uint32_t alias, unsigned alias_bits, bool is_owner,
-                                entity_def_detail detail);
+size_t replication_append_enter(replication *rep, replication_entity *entity, bit_writer *w, uint32_t alias,
+                                unsigned alias_bits, bool is_owner, entity_def_detail detail);
 
 /* Appends an UPDATE record carrying the CURRENT values of `props` (which
  * must lie within the receiver's audience), encoded for this one witness:
  * for what pack-once cannot share, a near-only property an observer gets
  * when it comes near, or changes the budget held back. Returns the bits
  * appended, 0 when `props` is empty. */
-size_t replication_append_properties(replication *rep, const replication_entity *entity,
-                                     bit_writer *w, uint32_t alias, unsigned alias_bits,
-                                     const entity_state_mask *props);
+size_t replication_append_properties(replication *rep, const replication_entity *entity, bit_writer *w, uint32_t alias,
+                                     unsigned alias_bits, const entity_state_mask *props);
 
 /* Appends a LEAVE record for `alias`. Returns the bits appended. */
 size_t replication_append_leave(bit_writer *w, uint32_t alias, unsigned alias_bits);
@@ -250,8 +242,7 @@ typedef struct replication_decode_callbacks {
      * decoder fills, or NULL to discard the record. The client remembers
      * `is_owner` for the alias. The state must stay valid until the next
      * record. */
-    entity_state *(*enter)(void *ctx, uint32_t alias, uint64_t entity_id,
-                           const entity_def_class *cls, bool is_owner);
+    entity_state *(*enter)(void *ctx, uint32_t alias, uint64_t entity_id, const entity_def_class *cls, bool is_owner);
     /* An UPDATE: the state that `alias` names, with *is_owner as it was
      * entered, or NULL for an unknown (or stale) alias: the record is then
      * skipped. */
@@ -266,13 +257,12 @@ typedef struct replication_decode_callbacks {
     void (*leave)(void *ctx, uint32_t alias);
     /* After an ENTER or UPDATE was applied: the properties whose value
      * changed. May be NULL. */
-    void (*changed)(void *ctx, uint32_t alias, entity_state *state,
-                    const entity_state_mask *changed);
+    void (*changed)(void *ctx, uint32_t alias, entity_state *state, const entity_state_mask *changed);
 } replication_decode_callbacks;
 
 typedef struct replication_decode_stats {
     uint32_t enters, updates, moves, leaves; /* records applied (leaves: seen) */
-    uint32_t discarded; /* records skipped: unknown alias, refused enter */
+    uint32_t discarded;                      /* records skipped: unknown alias, refused enter */
 } replication_decode_stats;
 
 /* Reads a stream up to its END record and applies it. Each record is
@@ -284,9 +274,8 @@ typedef struct replication_decode_stats {
  * PROPERTY_CODEC_ERROR_* is returned (the client should drop the
  * connection). Returns 0 once END was read. `stats` may be NULL. Never
  * allocates (beyond what a state needs for a longer string). */
-int replication_decode_stream(bit_reader *r, const replication_schema *schema,
-                              unsigned alias_bits, const replication_decode_callbacks *cb,
-                              void *ctx, replication_decode_stats *stats);
+int replication_decode_stream(bit_reader *r, const replication_schema *schema, unsigned alias_bits,
+                              const replication_decode_callbacks *cb, void *ctx, replication_decode_stats *stats);
 
 const char *replication_strerror(int code);
 

@@ -43,8 +43,7 @@ static bool space_layout_valid_bounds(const double min[3], const double max[3]) 
 }
 
 static space_layout *space_layout_empty(const char *name, const double min[3], const double max[3], bool three_d) {
-    if (!name || !name[0] || strlen(name) >= SPACE_LAYOUT_NAME_MAX || !space_layout_valid_bounds(min, max))
-        return NULL;
+    if (!name || !name[0] || strlen(name) >= SPACE_LAYOUT_NAME_MAX || !space_layout_valid_bounds(min, max)) return NULL;
     space_layout *layout = xcalloc(1, sizeof *layout);
     snprintf(layout->name, sizeof layout->name, "%s", name);
     layout->three_d = three_d;
@@ -133,8 +132,7 @@ static bool space_layout_read_number(const cJSON *object, const char *name, doub
 
 static bool space_layout_read_id(const cJSON *object, const char *name, uint64_t max, uint64_t *out) {
     double value;
-    if (!space_layout_read_number(object, name, &value) || value < 0 || value > (double)max ||
-        value != floor(value))
+    if (!space_layout_read_number(object, name, &value) || value < 0 || value > (double)max || value != floor(value))
         return false;
     *out = (uint64_t)value;
     return true;
@@ -167,8 +165,10 @@ static int32_t space_layout_read_node(space_layout_reader *reader, const cJSON *
         return leaf;
     }
     space_layout_axis axis;
-    if (cJSON_IsString(split) && strcmp(split->valuestring, "x") == 0) axis = SPACE_LAYOUT_AXIS_X;
-    else if (cJSON_IsString(split) && strcmp(split->valuestring, "z") == 0) axis = SPACE_LAYOUT_AXIS_Z;
+    if (cJSON_IsString(split) && strcmp(split->valuestring, "x") == 0)
+        axis = SPACE_LAYOUT_AXIS_X;
+    else if (cJSON_IsString(split) && strcmp(split->valuestring, "z") == 0)
+        axis = SPACE_LAYOUT_AXIS_Z;
     else {
         snprintf(reader->err, reader->errlen, "%s: \"split\" must be \"x\" or \"z\"", path);
         return SPACE_LAYOUT_NONE;
@@ -334,7 +334,8 @@ char *space_layout_to_json(const space_layout *layout) {
     space_layout_add_number(spawn, "z", layout->spawn_z);
     space_layout_add_number(spawn, "radius", layout->spawn_radius);
     space_layout_add_number(root, "next_cell", layout->next_cell_id);
-    if (layout->root != SPACE_LAYOUT_NONE) cJSON_AddItemToObject(root, "tree", space_layout_node_json(layout, layout->root));
+    if (layout->root != SPACE_LAYOUT_NONE)
+        cJSON_AddItemToObject(root, "tree", space_layout_node_json(layout, layout->root));
     char *text = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!text) log_panic("space '%s': cannot print its layout", layout->name);
@@ -351,8 +352,10 @@ static space_layout_rect space_layout_bounds(const space_layout *layout) {
 static void space_layout_split_rect(const space_layout_node *node, const space_layout_rect *region,
                                     space_layout_rect *low, space_layout_rect *high) {
     *low = *high = *region;
-    if (node->axis == SPACE_LAYOUT_AXIS_X) low->max_x = high->min_x = node->at;
-    else low->max_z = high->min_z = node->at;
+    if (node->axis == SPACE_LAYOUT_AXIS_X)
+        low->max_x = high->min_x = node->at;
+    else
+        low->max_z = high->min_z = node->at;
 }
 
 double space_layout_rect_distance(const space_layout_rect *rect, double x, double z) {
@@ -378,8 +381,10 @@ const space_layout_node *space_layout_cell_at(const space_layout *layout, double
         double v = axis_x ? x : z;
         bool high = v >= node->at && node->at < (axis_x ? max_x : max_z);
         if (!high) {
-            if (axis_x) max_x = node->at;
-            else max_z = node->at;
+            if (axis_x)
+                max_x = node->at;
+            else
+                max_z = node->at;
         }
         index = high ? node->high : node->low;
     }
@@ -585,7 +590,8 @@ int space_layout_split_info(const space_layout *layout, uint32_t split, space_la
     if (layout->root == SPACE_LAYOUT_NONE) return -1;
     uint32_t counter = 0;
     space_layout_rect region;
-    int32_t index = space_layout_find_split(layout, layout->root, space_layout_bounds(layout), split, &counter, &region);
+    int32_t index =
+        space_layout_find_split(layout, layout->root, space_layout_bounds(layout), split, &counter, &region);
     if (index == SPACE_LAYOUT_NONE) return -1;
     const space_layout_node *node = &layout->nodes[index];
     *axis = node->axis;
@@ -624,7 +630,8 @@ int space_layout_move_split(space_layout *layout, uint32_t split, double at, cha
     }
     uint32_t counter = 0;
     space_layout_rect region;
-    int32_t index = space_layout_find_split(layout, layout->root, space_layout_bounds(layout), split, &counter, &region);
+    int32_t index =
+        space_layout_find_split(layout, layout->root, space_layout_bounds(layout), split, &counter, &region);
     layout->nodes[index].at = at;
     if (!space_layout_subtree_fits(layout, index, region)) {
         layout->nodes[index].at = old_at;
@@ -669,8 +676,8 @@ int space_layout_split_cell(space_layout *layout, uint32_t cell_id, space_layout
     }
     /* A deeper tree would fail space_layout_check and space_layout_from_json. */
     if (space_layout_depth_of(layout, layout->root, cell_id, 0) >= SPACE_LAYOUT_MAX_DEPTH) {
-        snprintf(err, errlen, "space '%s': cell %u is %d splits deep, the most a layout may be", layout->name,
-                 cell_id, SPACE_LAYOUT_MAX_DEPTH);
+        snprintf(err, errlen, "space '%s': cell %u is %d splits deep, the most a layout may be", layout->name, cell_id,
+                 SPACE_LAYOUT_MAX_DEPTH);
         return -1;
     }
     double low = axis == SPACE_LAYOUT_AXIS_X ? rect.min_x : rect.min_z;
@@ -778,7 +785,9 @@ static void space_layout_print_node(const space_layout *layout, int32_t index, s
             node->at, low, high);
     if (node->direction || node->aggression != 1.0)
         fprintf(out, " aggression %.3g, last moved %s", node->aggression,
-                node->direction < 0 ? "low" : node->direction > 0 ? "high" : "-");
+                node->direction < 0   ? "low"
+                : node->direction > 0 ? "high"
+                                      : "-");
     fprintf(out, "\n");
     space_layout_rect low_rect, high_rect;
     space_layout_split_rect(node, &region, &low_rect, &high_rect);

@@ -58,7 +58,7 @@ typedef struct space_layout_node {
     /* A split. */
     space_layout_axis axis;
     double at;
-    int32_t low, high;       /* node indices */
+    int32_t low, high; /* node indices */
     /* The balancer's memory of this line (balance.h), kept in the layout so
      * that a new leader goes on where the last one stopped: how far its
      * steps go (0 < aggression <= 1; 1 for a new line) and which way it
@@ -68,7 +68,7 @@ typedef struct space_layout_node {
     /* A leaf: a cell. */
     uint32_t cell_id;
     uint64_t cellapp_id;
-    bool retiring;           /* being shrunk away (balance.h), then removed */
+    bool retiring; /* being shrunk away (balance.h), then removed */
 } space_layout_node;
 
 /* A region of the X/Z plane: [min_x, max_x) x [min_z, max_z). */
@@ -84,9 +84,9 @@ typedef struct space_layout {
      * lease's (space_store.h). */
     uint64_t fence;
     bool three_d;
-    double min[3], max[3];   /* x, y, z */
+    double min[3], max[3]; /* x, y, z */
     double spawn_x, spawn_z, spawn_radius;
-    uint32_t next_cell_id;   /* the id the next new cell gets */
+    uint32_t next_cell_id; /* the id the next new cell gets */
     space_layout_node *nodes;
     int32_t node_count, node_capacity;
     int32_t root;

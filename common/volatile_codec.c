@@ -70,43 +70,36 @@ static const unsigned volatile_codec__ywidth[2] = {6, 14};
  * [-steps/2, steps/2). */
 static int64_t volatile_codec__turn(int64_t from, int64_t to, int64_t steps) {
     int64_t d = (to - from) % steps;
-    if (d < -steps / 2)
-        d += steps;
-    if (d >= steps - steps / 2)
-        d -= steps;
+    if (d < -steps / 2) d += steps;
+    if (d >= steps - steps / 2) d -= steps;
     return d;
 }
 
 /* Bits needed to write every value 0..n. */
 static unsigned volatile_codec__bits_for(uint64_t n) {
     unsigned bits = 0;
-    while (bits < 64 && (n >> bits) != 0)
-        bits++;
+    while (bits < 64 && (n >> bits) != 0) bits++;
     return bits;
 }
 
 /* Whether d fits a signed field of `width` bits (width 0 holds only 0). */
 static bool volatile_codec__fits(int64_t d, unsigned width) {
-    if (width == 0)
-        return d == 0;
+    if (width == 0) return d == 0;
     int64_t half = (int64_t)1 << (width - 1);
     return d >= -half && d < half;
 }
 
 static void volatile_codec__write_signed(bit_writer *w, int64_t d, unsigned width) {
-    if (width == 0)
-        return;
+    if (width == 0) return;
     bit_writer_write(w, (uint64_t)d & ((UINT64_C(1) << width) - 1), width);
 }
 
 static int volatile_codec__read_signed(bit_reader *r, unsigned width, int64_t *out) {
     uint64_t u = 0;
     *out = 0;
-    if (width == 0)
-        return 0;
+    if (width == 0) return 0;
     int rc = bit_reader_read(r, width, &u);
-    if (rc != 0)
-        return rc;
+    if (rc != 0) return rc;
     if ((u >> (width - 1)) & 1)
         *out = (int64_t)u - ((int64_t)1 << width);
     else
@@ -119,11 +112,9 @@ int volatile_codec_config_init(volatile_codec_config *config, double precision, 
     if (!(precision > 0) || !isfinite(precision) || yaw_steps < 2 || yaw_steps > 65536)
         return VOLATILE_CODEC_ERROR_CONFIG;
     for (int a = 0; a < 3; a++) {
-        if (!isfinite(min[a]) || !isfinite(max[a]) || !(max[a] > min[a]))
-            return VOLATILE_CODEC_ERROR_CONFIG;
+        if (!isfinite(min[a]) || !isfinite(max[a]) || !(max[a] > min[a])) return VOLATILE_CODEC_ERROR_CONFIG;
         double units = ceil((max[a] - min[a]) / precision);
-        if (!(units <= (double)VOLATILE_CODEC_MAX_UNITS))
-            return VOLATILE_CODEC_ERROR_CONFIG;
+        if (!(units <= (double)VOLATILE_CODEC_MAX_UNITS)) return VOLATILE_CODEC_ERROR_CONFIG;
     }
     config->precision = precision;
     config->yaw_steps = yaw_steps;
@@ -148,36 +139,31 @@ void volatile_track_init(volatile_track *track) {
 /* The unit coordinate of `v` on axis `a`; -1 if not finite or outside. */
 static int64_t volatile_codec__quantize(const volatile_codec_config *config, int a, float v) {
     double d = (double)v;
-    if (!isfinite(d) || d < config->min[a] || d > config->max[a])
-        return -1;
+    if (!isfinite(d) || d < config->min[a] || d > config->max[a]) return -1;
     int64_t q = llround((d - config->min[a]) / config->precision);
     if (q > (int64_t)config->units[a]) /* rounding at the max edge */
         q = config->units[a];
     return q;
 }
 
-bool volatile_codec_accepts(const volatile_codec_config *config, float x, float y, float z,
-                            float yaw) {
+bool volatile_codec_accepts(const volatile_codec_config *config, float x, float y, float z, float yaw) {
     return volatile_codec__quantize(config, 0, x) >= 0 && volatile_codec__quantize(config, 1, y) >= 0 &&
            volatile_codec__quantize(config, 2, z) >= 0 && isfinite(yaw);
 }
 
-int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config,
-                          float x, float y, float z, float yaw) {
+int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config, float x, float y,
+                          float z, float yaw) {
     int64_t qx = volatile_codec__quantize(config, 0, x);
     int64_t qy = volatile_codec__quantize(config, 1, y);
     int64_t qz = volatile_codec__quantize(config, 2, z);
-    if (qx < 0 || qy < 0 || qz < 0 || !isfinite(yaw))
-        return VOLATILE_CODEC_ERROR_RANGE;
+    if (qx < 0 || qy < 0 || qz < 0 || !isfinite(yaw)) return VOLATILE_CODEC_ERROR_RANGE;
     int64_t steps = config->yaw_steps;
     /* fmod first, so a yaw of many turns cannot overflow llround. */
     double turns = fmod((double)yaw / VOLATILE_CODEC__TWO_PI, 1.0);
     int64_t qyaw = llround(turns * (double)steps) % steps;
-    if (qyaw < 0)
-        qyaw += steps;
+    if (qyaw < 0) qyaw += steps;
 
-    unsigned abs_cost = 1 + config->axis_bits[0] + config->axis_bits[1] + config->axis_bits[2] +
-                        config->yaw_bits;
+    unsigned abs_cost = 1 + config->axis_bits[0] + config->axis_bits[1] + config->axis_bits[2] + config->yaw_bits;
     unsigned delta_cost = UINT32_MAX;
     int64_t dx = 0, dy = 0, dz = 0;
     unsigned hclass = 0, yclass = 0;
@@ -191,8 +177,7 @@ int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_c
                                volatile_codec__fits(dz, volatile_codec__hwidth[hclass])))
             hclass++;
         ychanged = dy != 0;
-        while (ychanged && yclass < 2 && !volatile_codec__fits(dy, volatile_codec__ywidth[yclass]))
-            yclass++;
+        while (ychanged && yclass < 2 && !volatile_codec__fits(dy, volatile_codec__ywidth[yclass])) yclass++;
         yawchanged = qyaw != track->yaw;
         dyaw = volatile_codec__turn(track->yaw, qyaw, steps);
         small_turn = steps >= 16 && volatile_codec__fits(dyaw, VOLATILE_CODEC__DYAW_BITS);
@@ -242,13 +227,12 @@ static int volatile_codec__reject(bit_reader *r, int rc) {
     return rc;
 }
 
-int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_codec_config *config,
-                          float *x, float *y, float *z, float *yaw) {
+int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_codec_config *config, float *x, float *y,
+                          float *z, float *yaw) {
     uint64_t mode = 0;
     int64_t q[3];
     uint64_t qyaw = track->yaw;
-    if (bit_reader_read(r, 1, &mode) != 0)
-        return VOLATILE_CODEC_ERROR_TRUNCATED;
+    if (bit_reader_read(r, 1, &mode) != 0) return VOLATILE_CODEC_ERROR_TRUNCATED;
 
     if (mode == 0) {
         uint64_t hclass = 0, yclass = 0;
@@ -274,14 +258,11 @@ int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_c
             else
                 bit_reader_read(r, config->yaw_bits, &qyaw);
         }
-        if (bit_reader_failed(r))
-            return VOLATILE_CODEC_ERROR_TRUNCATED;
-        if (!track->valid)
-            return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_NO_BASE);
+        if (bit_reader_failed(r)) return VOLATILE_CODEC_ERROR_TRUNCATED;
+        if (!track->valid) return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_NO_BASE);
         if (small_turn) {
             /* A small turn exists only where the encoder can write one. */
-            if (config->yaw_steps < 16)
-                return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_RANGE);
+            if (config->yaw_steps < 16) return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_RANGE);
             int64_t steps = config->yaw_steps;
             qyaw = (uint64_t)((((int64_t)track->yaw + dyaw) % steps + steps) % steps);
         }
@@ -290,20 +271,15 @@ int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_c
         q[2] = (int64_t)track->z + dz;
     } else {
         uint64_t u[3] = {0, 0, 0};
-        for (int a = 0; a < 3; a++)
-            bit_reader_read(r, config->axis_bits[a], &u[a]);
+        for (int a = 0; a < 3; a++) bit_reader_read(r, config->axis_bits[a], &u[a]);
         bit_reader_read(r, config->yaw_bits, &qyaw);
-        if (bit_reader_failed(r))
-            return VOLATILE_CODEC_ERROR_TRUNCATED;
-        for (int a = 0; a < 3; a++)
-            q[a] = (int64_t)u[a];
+        if (bit_reader_failed(r)) return VOLATILE_CODEC_ERROR_TRUNCATED;
+        for (int a = 0; a < 3; a++) q[a] = (int64_t)u[a];
     }
 
     for (int a = 0; a < 3; a++)
-        if (q[a] < 0 || q[a] > (int64_t)config->units[a])
-            return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_RANGE);
-    if (qyaw >= config->yaw_steps)
-        return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_RANGE);
+        if (q[a] < 0 || q[a] > (int64_t)config->units[a]) return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_RANGE);
+    if (qyaw >= config->yaw_steps) return volatile_codec__reject(r, VOLATILE_CODEC_ERROR_RANGE);
 
     track->x = (uint32_t)q[0];
     track->y = (uint32_t)q[1];
@@ -314,8 +290,7 @@ int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_c
     *y = (float)(config->min[1] + (double)q[1] * config->precision);
     *z = (float)(config->min[2] + (double)q[2] * config->precision);
     double angle = (double)qyaw * VOLATILE_CODEC__TWO_PI / (double)config->yaw_steps;
-    if (angle > VOLATILE_CODEC__TWO_PI / 2)
-        angle -= VOLATILE_CODEC__TWO_PI;
+    if (angle > VOLATILE_CODEC__TWO_PI / 2) angle -= VOLATILE_CODEC__TWO_PI;
     *yaw = (float)angle;
     return 0;
 }
@@ -323,8 +298,7 @@ int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_c
 int volatile_codec_skip(bit_reader *r, const volatile_codec_config *config) {
     uint64_t mode = 0, hclass = 0, yclass = 0, ignored;
     bool ychanged = false, yawchanged = false;
-    if (bit_reader_read(r, 1, &mode) != 0)
-        return VOLATILE_CODEC_ERROR_TRUNCATED;
+    if (bit_reader_read(r, 1, &mode) != 0) return VOLATILE_CODEC_ERROR_TRUNCATED;
     if (mode == 0) {
         bit_reader_read(r, 2, &hclass);
         bit_reader_skip(r, 2 * (size_t)volatile_codec__hwidth[hclass & 3]);
@@ -343,8 +317,7 @@ int volatile_codec_skip(bit_reader *r, const volatile_codec_config *config) {
                 bit_reader_read(r, config->yaw_bits, &ignored);
         }
     } else {
-        for (int a = 0; a < 3; a++)
-            bit_reader_read(r, config->axis_bits[a], &ignored);
+        for (int a = 0; a < 3; a++) bit_reader_read(r, config->axis_bits[a], &ignored);
         bit_reader_read(r, config->yaw_bits, &ignored);
     }
     return bit_reader_failed(r) ? VOLATILE_CODEC_ERROR_TRUNCATED : 0;

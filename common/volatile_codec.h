@@ -80,14 +80,13 @@ void volatile_track_init(volatile_track *track);
  * Returns the bits written (>= 13), or VOLATILE_CODEC_ERROR_RANGE, writing
  * nothing and leaving `track` alone, when a coordinate is not finite or lies
  * outside the config's world, or the yaw is not finite. */
-int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config,
-                          float x, float y, float z, float yaw);
+int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config, float x, float y,
+                          float z, float yaw);
 
 /* Whether volatile_codec_encode takes this position and yaw: all finite,
  * the position inside the config's world. A caller that frames records
  * asks before writing a header. */
-bool volatile_codec_accepts(const volatile_codec_config *config, float x, float y, float z,
-                            float yaw);
+bool volatile_codec_accepts(const volatile_codec_config *config, float x, float y, float z, float yaw);
 
 /* Reads one record, the client side. On success updates `track`, stores the
  * reconstructed position (metres) and yaw (radians, in (-pi, pi]) and
@@ -95,8 +94,8 @@ bool volatile_codec_accepts(const volatile_codec_config *config, float x, float 
  * VOLATILE_CODEC_ERROR_RANGE or VOLATILE_CODEC_ERROR_NO_BASE, leaves `track`
  * and the outputs untouched (a partial record is never applied) and leaves
  * the reader failed, so the rest of the packet is not misread. */
-int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_codec_config *config,
-                          float *x, float *y, float *z, float *yaw);
+int volatile_codec_decode(bit_reader *r, volatile_track *track, const volatile_codec_config *config, float *x, float *y,
+                          float *z, float *yaw);
 
 /* Reads one record without applying it (a record for an entity the client
  * does not know). Returns 0, or VOLATILE_CODEC_ERROR_TRUNCATED with the

@@ -39,16 +39,16 @@
 typedef struct demo_base {
     tessera_base_class *account, *avatar, *census;
     int account_visits, avatar_gold, census_players;
-    tessera_handle census_id;        /* the global Census (NONE: not known yet) */
-    bool census_pending;             /* a look-up or a claim is under way */
+    tessera_handle census_id; /* the global Census (NONE: not known yet) */
+    bool census_pending;      /* a look-up or a claim is under way */
 } demo_base;
 
 /* Calls `method_name` of `part` of `target` (of `class_name`) from `from`
  * with one entity argument and, when `number` is not NULL, a uint32
  * first: the demo's calls all have one of those two shapes. */
 static void demo_base_call(const tessera_base_context *ctx, tessera_base *from, tessera_handle target,
-                           tessera_base_class *cls, const char *class_name, tessera_part part,
-                           const char *method_name, const uint64_t *number, tessera_handle entity_argument) {
+                           tessera_base_class *cls, const char *class_name, tessera_part part, const char *method_name,
+                           const uint64_t *number, tessera_handle entity_argument) {
     const tessera_base_api *api = ctx->api;
     tessera_args *args = api->args_create(cls, part, method_name);
     if (!args) return;
@@ -155,8 +155,8 @@ static void demo_echo_to(const tessera_base_context *ctx, tessera_base *avatar, 
     demo_base *g = ctx->game;
     (void)caller;
     uint64_t n = demo_base_uint_arg(ctx, args, 1);
-    demo_base_call(ctx, avatar, demo_base_entity_arg(ctx, args, 0), g->avatar, "Avatar", TESSERA_PART_BASE, "echo",
-                   &n, ctx->api->handle(avatar));
+    demo_base_call(ctx, avatar, demo_base_entity_arg(ctx, args, 0), g->avatar, "Avatar", TESSERA_PART_BASE, "echo", &n,
+                   ctx->api->handle(avatar));
 }
 
 static void demo_echo(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
@@ -231,8 +231,8 @@ static void demo_avatar_call_failed(const tessera_base_context *ctx, tessera_bas
         g->census_id = TESSERA_HANDLE_NONE;
     }
     if (part == TESSERA_PART_BASE && strcmp(method_name, "poked") == 0)
-        demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT,
-                       "onCallFailed", NULL, target);
+        demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT, "onCallFailed",
+                       NULL, target);
 }
 
 /* ---- Census ---------------------------------------------------------------------- */
@@ -241,8 +241,10 @@ static void demo_census_count_change(const tessera_base_context *ctx, tessera_ba
     demo_base *g = ctx->game;
     uint64_t players = 0;
     ctx->api->get_uint(census, g->census_players, 0, &players);
-    if (delta > 0) players++;
-    else if (delta < 0 && players > 0) players--;
+    if (delta > 0)
+        players++;
+    else if (delta < 0 && players > 0)
+        players--;
     ctx->api->set_uint(census, g->census_players, 0, players);
 }
 
@@ -306,9 +308,8 @@ static void demo_on_census_found(const tessera_base_context *ctx, bool ok, tesse
     /* None yet: make one here and claim the name. */
     tessera_handle made = api->create_base(ctx->app, "Census", DEMO_CENSUS_NAME);
     tessera_base *census = api->resolve(ctx->app, made);
-    if (!census ||
-        api->register_global(ctx->app, DEMO_CENSUS_NAME, census, demo_on_census_registered, (void *)(uintptr_t)made) !=
-            0) {
+    if (!census || api->register_global(ctx->app, DEMO_CENSUS_NAME, census, demo_on_census_registered,
+                                        (void *)(uintptr_t)made) != 0) {
         if (census) api->destroy(census, false, "Redis is not connected");
         g->census_pending = false;
     }

@@ -77,8 +77,8 @@ enum { DEMO_MOVE_PATROL = 1, DEMO_MOVE_CHASE = 2 };
 typedef struct demo_npc {
     tessera_handle last_visitor;
     uint32_t greeted;
-    float post[3];                   /* where it was spawned: its patrol's centre */
-    tessera_handle chasing;          /* the avatar it chases (NONE: patrolling) */
+    float post[3];          /* where it was spawned: its patrol's centre */
+    tessera_handle chasing; /* the avatar it chases (NONE: patrolling) */
 } demo_npc;
 
 static const tessera_field demo_npc_fields[] = {
@@ -98,8 +98,8 @@ typedef struct demo_game {
     int64_t npc_count, npcs_spawned;
     float npc_trap_radius;
     float patrol_speed, patrol_radius, chase_speed;
-    demo_world *world;               /* the map's working parts (demo_world.c) */
-    uint64_t players_heard;          /* player_joined events this cellapp heard */
+    demo_world *world;      /* the map's working parts (demo_world.c) */
+    uint64_t players_heard; /* player_joined events this cellapp heard */
 } demo_game;
 
 const demo_world *demo_world_state(const void *game) { return ((const demo_game *)game)->world; }
@@ -107,7 +107,8 @@ const demo_world *demo_world_state(const void *game) { return ((const demo_game 
 static int demo_property(tessera_cellapp *app, const tessera_cell_api *api, const tessera_class *cls,
                          const char *class_name, const char *name) {
     int id = api->property_id(cls, name);
-    if (id < 0) api->log(app, TESSERA_LOG_WARN, NULL, "demo: %s has no property '%s': its rule is off", class_name, name);
+    if (id < 0)
+        api->log(app, TESSERA_LOG_WARN, NULL, "demo: %s has no property '%s': its rule is off", class_name, name);
     return id;
 }
 
@@ -156,8 +157,8 @@ static void demo_npc_patrol(const tessera_cell_context *ctx, tessera_entity *npc
     api->move_to_point(npc, self->post, g->patrol_speed, 0, true, DEMO_MOVE_PATROL);
 }
 
-static void demo_npc_arrived(const tessera_cell_context *ctx, tessera_entity *npc, void *data,
-                             uint32_t controller_id, uint64_t user_data) {
+static void demo_npc_arrived(const tessera_cell_context *ctx, tessera_entity *npc, void *data, uint32_t controller_id,
+                             uint64_t user_data) {
     (void)controller_id, (void)user_data;
     /* A patrol leg done, or its quarry caught: on with the patrol. */
     demo_npc_patrol(ctx, npc, data);
@@ -327,8 +328,8 @@ static void demo_cast_spell(const tessera_cell_context *ctx, tessera_entity *cas
     api->args->free(hit);
 }
 
-static void demo_take_damage(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
-                             tessera_handle caller, const tessera_args *args) {
+static void demo_take_damage(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_handle caller,
+                             const tessera_args *args) {
     demo_game *g = ctx->game;
     const tessera_cell_api *api = ctx->api;
     (void)data, (void)caller;

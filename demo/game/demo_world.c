@@ -62,8 +62,8 @@ static void demo_door_open(const tessera_cell_context *ctx, tessera_entity *door
     demo_door_set(ctx, door, true, activator);
 }
 
-static void demo_door_close(const tessera_cell_context *ctx, tessera_entity *door, void *data,
-                            tessera_handle activator, tessera_handle caller, const tessera_value *value) {
+static void demo_door_close(const tessera_cell_context *ctx, tessera_entity *door, void *data, tessera_handle activator,
+                            tessera_handle caller, const tessera_value *value) {
     (void)data, (void)caller, (void)value;
     demo_door_set(ctx, door, false, activator);
 }

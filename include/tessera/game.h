@@ -175,10 +175,10 @@ typedef struct tessera_field {
     const char *name;
     tessera_field_type type;
     size_t offset;
-    size_t size;           /* bytes; for STRING the array's size */
+    size_t size; /* bytes; for STRING the array's size */
 } tessera_field;
 
-#define TESSERA_FIELD(type_name, member, field_type)                                                       \
+#define TESSERA_FIELD(type_name, member, field_type) \
     { #member, field_type, offsetof(type_name, member), sizeof(((type_name *)0)->member) }
 
 /* ---- hooks ------------------------------------------------------------------ */
@@ -240,8 +240,8 @@ typedef struct tessera_cell_hooks {
  * arguments as the definitions type them (read with api->args). The
  * engine has checked exposure and argument types already; what only the
  * game can judge (may the caller reach that target?) is the method's. */
-typedef void (*tessera_cell_method)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_handle caller,
-                                    const tessera_args *args);
+typedef void (*tessera_cell_method)(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
+                                    tessera_handle caller, const tessera_args *args);
 
 /* A think (Source's SetContextThink): a function the game names at
  * registration and schedules by that name on an entity; each name is one
@@ -252,13 +252,13 @@ typedef void (*tessera_cell_think)(const tessera_cell_context *ctx, tessera_enti
  * input was registered with (TESSERA_FIELD_STRING: the text itself). */
 typedef struct tessera_value {
     tessera_field_type type;
-    int64_t i;                  /* INT32, INT64 */
-    uint64_t u;                 /* UINT32, UINT64 */
-    double f;                   /* FLOAT, DOUBLE */
-    bool b;                     /* BOOL: "1", "0", "true", "false" */
-    tessera_handle h;           /* HANDLE: an entity id */
-    float v[3];                 /* VECTOR3: "x y z" */
-    const char *s;              /* the text (every type) */
+    int64_t i;        /* INT32, INT64 */
+    uint64_t u;       /* UINT32, UINT64 */
+    double f;         /* FLOAT, DOUBLE */
+    bool b;           /* BOOL: "1", "0", "true", "false" */
+    tessera_handle h; /* HANDLE: an entity id */
+    float v[3];       /* VECTOR3: "x y z" */
+    const char *s;    /* the text (every type) */
 } tessera_value;
 
 /* An input (Source's entity I/O): what an output connected to it makes the
@@ -287,8 +287,8 @@ typedef void (*tessera_cell_tick)(const tessera_cell_context *ctx);
 
 /* A server listener of a game event: `source` fired it (NONE: the game as
  * a whole); `fields` are valid during the call only. */
-typedef void (*tessera_cell_event_listener)(const tessera_cell_context *ctx, const char *event,
-                                            tessera_handle source, const tessera_args *fields, void *user_data);
+typedef void (*tessera_cell_event_listener)(const tessera_cell_context *ctx, const char *event, tessera_handle source,
+                                            const tessera_args *fields, void *user_data);
 
 /* ---- method arguments (both sides) ------------------------------------------ */
 
@@ -363,8 +363,7 @@ struct tessera_cell_api {
                                      size_t data_size, const tessera_field *fields, size_t field_count);
     /* Gives cell method `method_name` of `cls` its body. -1 if the class
      * has no such cell method, or it has a body already. */
-    int (*register_method)(tessera_cellapp *app, tessera_class *cls, const char *method_name,
-                           tessera_cell_method body);
+    int (*register_method)(tessera_cellapp *app, tessera_class *cls, const char *method_name, tessera_cell_method body);
     /* Names think `name` of `cls` (at most 16 per class; the same names in
      * the same order on every cellapp, since a pending think travels with
      * its entity by its place in this list). -1 if taken or full. */
@@ -410,9 +409,9 @@ struct tessera_cell_api {
     void (*position)(const tessera_entity *entity, float position[3], float *yaw);
     /* The tick number of the entity's cell, and the engine's clocks. */
     uint32_t (*tick)(const tessera_entity *entity);
-    uint64_t (*now_ms)(tessera_cellapp *app);      /* monotonic */
-    uint64_t (*wall_ms)(tessera_cellapp *app);     /* Unix time */
-    double (*random_unit)(tessera_cellapp *app);   /* [0, 1), not for secrets */
+    uint64_t (*now_ms)(tessera_cellapp *app);    /* monotonic */
+    uint64_t (*wall_ms)(tessera_cellapp *app);   /* Unix time */
+    double (*random_unit)(tessera_cellapp *app); /* [0, 1), not for secrets */
 
     /* -- properties (engine-owned, typed as declared; a write marks them
      *    dirty, and replication, persistence and offloading follow). The
@@ -426,8 +425,7 @@ struct tessera_cell_api {
     int (*get_handle)(const tessera_entity *entity, int property, uint32_t index, tessera_handle *value);
     int (*get_bool)(const tessera_entity *entity, int property, uint32_t index, bool *value);
     /* *value points into the entity's storage, valid until it is next set. */
-    int (*get_string)(const tessera_entity *entity, int property, uint32_t index, const char **value,
-                      size_t *length);
+    int (*get_string)(const tessera_entity *entity, int property, uint32_t index, const char **value, size_t *length);
     int (*set_int)(tessera_entity *entity, int property, uint32_t index, int64_t value);
     int (*set_uint)(tessera_entity *entity, int property, uint32_t index, uint64_t value);
     int (*set_float)(tessera_entity *entity, int property, uint32_t index, double value);
@@ -515,8 +513,7 @@ struct tessera_cell_api {
     /* Calls cell method `method_name` of `target` for `from`: at once when
      * the target is a real here, else on its cellapp, wherever it is.
      * -1 if its class has no such method. */
-    int (*call_cell)(tessera_entity *from, tessera_entity *target, const char *method_name,
-                     const tessera_args *args);
+    int (*call_cell)(tessera_entity *from, tessera_entity *target, const char *method_name, const tessera_args *args);
     /* Calls base method `method_name` (part BASE), or through the base its
      * client's (part CLIENT), of the entity `target` of class
      * `class_name`, wherever its base is. A call that cannot be delivered
@@ -526,8 +523,7 @@ struct tessera_cell_api {
                      const char *method_name, const tessera_args *args);
     /* Calls client method `method_name` of `entity` on its own client
      * only, or on every client that sees it (its own included). */
-    int (*call_clients)(tessera_entity *entity, const char *method_name, const tessera_args *args,
-                        bool every_observer);
+    int (*call_clients)(tessera_entity *entity, const char *method_name, const tessera_args *args, bool every_observer);
 
     /* -- names and look-ups (a map's "name", or set_name; several may
      *    share one). Both look-ups are hash indexes over the reals of this
@@ -553,8 +549,8 @@ struct tessera_cell_api {
     int (*connect)(tessera_entity *entity, const char *output, const char *target, const char *input,
                    const char *parameter, uint32_t delay_ms, int32_t times);
     /* Fires the output: returns the events queued. */
-    size_t (*fire_output)(tessera_entity *entity, const char *output, tessera_handle activator,
-                          tessera_handle caller, const char *parameter);
+    size_t (*fire_output)(tessera_entity *entity, const char *output, tessera_handle activator, tessera_handle caller,
+                          const char *parameter);
 
     /* -- the world -- */
 
@@ -568,8 +564,8 @@ struct tessera_cell_api {
      * or TESSERA_HANDLE_NONE when no id is to hand yet (ids come from
      * Redis in blocks: try again next tick), the space has no cell here,
      * or the point is outside the space. */
-    tessera_handle (*spawn)(tessera_cellapp *app, const char *class_name, const char *space, float x, float y,
-                            float z, float yaw);
+    tessera_handle (*spawn)(tessera_cellapp *app, const char *class_name, const char *space, float x, float y, float z,
+                            float yaw);
     /* Destroys an entity without a base (one the game spawned) at the end
      * of this tick: until then it resolves and runs as before; then its
      * destroyed hook runs, once, however often destroy was called, and
@@ -596,8 +592,7 @@ struct tessera_cell_api {
     tessera_args *(*event_args_create)(tessera_cellapp *app, const char *event);
     /* Calls `listener` whenever this cellapp hears `event` (at most 64
      * listeners). -1 if there is no such event, or when full. */
-    int (*listen_event)(tessera_cellapp *app, const char *event, tessera_cell_event_listener listener,
-                        void *user_data);
+    int (*listen_event)(tessera_cellapp *app, const char *event, tessera_cell_event_listener listener, void *user_data);
     /* Fires `event` from `source` (NULL: the game as a whole, for the
      * SERVER and EVERYONE scopes) to `scope`. `fields` NULL: every field
      * at its default. -1 for an unknown event, fields made for something
@@ -612,7 +607,6 @@ struct tessera_cell_api {
     int (*send_event)(tessera_cellapp *app, tessera_entity *source, const char *event, const tessera_args *fields,
                       const tessera_handle *recipients, size_t count);
 };
-
 
 /* ---- the base side ---------------------------------------------------------------
  *
@@ -631,7 +625,7 @@ typedef struct tessera_base_api tessera_base_api;
 typedef struct tessera_base_context {
     tessera_baseapp *app;
     const tessera_base_api *api;
-    void *game;                 /* what base_init stored */
+    void *game; /* what base_init stored */
 } tessera_base_context;
 
 /* What the engine tells the game about one base of a class (each
@@ -650,8 +644,8 @@ typedef struct tessera_base_hooks {
     void (*written)(const tessera_base_context *ctx, tessera_base *base, bool ok, const char *detail);
     /* A call this base made could not be delivered: its target is gone or
      * unknown. */
-    void (*call_failed)(const tessera_base_context *ctx, tessera_base *base, tessera_handle target,
-                        tessera_part part, const char *method_name);
+    void (*call_failed)(const tessera_base_context *ctx, tessera_base *base, tessera_handle target, tessera_part part,
+                        const char *method_name);
     /* A giveClientTo from this base was refused by `rule`; it keeps its
      * client. */
     void (*handover_refused)(const tessera_base_context *ctx, tessera_base *base, tessera_handle target,
@@ -671,8 +665,8 @@ typedef void (*tessera_global_callback)(const tessera_base_context *ctx, bool ok
                                         void *user_data);
 /* A server listener of a game event on the baseapp: it hears the events
  * fired here and those fired to everyone anywhere. */
-typedef void (*tessera_base_event_listener)(const tessera_base_context *ctx, const char *event,
-                                            tessera_handle source, const tessera_args *fields, void *user_data);
+typedef void (*tessera_base_event_listener)(const tessera_base_context *ctx, const char *event, tessera_handle source,
+                                            const tessera_args *fields, void *user_data);
 /* A base loaded from the database (or made new, the first time): its
  * handle, or NONE with `why`. */
 typedef void (*tessera_loaded_callback)(const tessera_base_context *ctx, tessera_handle loaded, const char *why,
@@ -762,8 +756,7 @@ struct tessera_base_api {
 
     /* -- game events, as on the cell side -- */
     tessera_args *(*event_args_create)(tessera_baseapp *app, const char *event);
-    int (*listen_event)(tessera_baseapp *app, const char *event, tessera_base_event_listener listener,
-                        void *user_data);
+    int (*listen_event)(tessera_baseapp *app, const char *event, tessera_base_event_listener listener, void *user_data);
     /* Scopes SERVER and EVERYONE only (a base is in no space); `source`
      * may be NULL. */
     int (*fire_event)(tessera_baseapp *app, tessera_base *source, const char *event, const tessera_args *fields,
@@ -775,7 +768,7 @@ struct tessera_base_api {
 /* ---- the module --------------------------------------------------------------- */
 
 typedef struct tessera_game_module {
-    uint32_t abi_version;    /* TESSERA_GAME_ABI_VERSION, as the module was built */
+    uint32_t abi_version; /* TESSERA_GAME_ABI_VERSION, as the module was built */
     const char *name;
     /* The cellapp's start: register classes and methods; store the game's
      * own state, if any, in *game (handed to the tick and to cell_shutdown).

@@ -28,9 +28,9 @@ enum { EVENTS_FIRE_TIMER = 1 };
 
 typedef struct events_game {
     bool checked;
-    int depth;       /* the recursive listener's current depth */
-    int deepest;     /* the deepest firing that was accepted */
-    int refused_at;  /* the depth of the first refused one (0: none) */
+    int depth;      /* the recursive listener's current depth */
+    int deepest;    /* the deepest firing that was accepted */
+    int refused_at; /* the depth of the first refused one (0: none) */
 } events_game;
 
 static tessera_args *events_spell(const tessera_cell_api *api, tessera_cellapp *app, tessera_handle caster,
@@ -50,9 +50,9 @@ static void events_check_refusals(const tessera_cell_context *ctx) {
     int unknown = api->fire_event(ctx->app, NULL, "no_such_event", NULL, TESSERA_EVENT_SERVER);
     tessera_args *none = api->event_args_create(ctx->app, "no_such_event");
     tessera_args *spell = api->event_args_create(ctx->app, "spell_hit");
-    int wrong_type = api->args->set_string(spell, 2, "seven", 5);  /* spell_id is a uint16 */
-    int out_of_range = api->args->set_uint(spell, 2, 70000);       /* above 65535 */
-    int entity_as_bool = api->args->set_bool(spell, 0, true);      /* caster is an entity */
+    int wrong_type = api->args->set_string(spell, 2, "seven", 5); /* spell_id is a uint16 */
+    int out_of_range = api->args->set_uint(spell, 2, 70000);      /* above 65535 */
+    int entity_as_bool = api->args->set_bool(spell, 0, true);     /* caster is an entity */
     int good = api->args->set_uint(spell, 2, 7);
     int mismatched = api->fire_event(ctx->app, NULL, "door_changed", spell, TESSERA_EVENT_SERVER);
     int no_source = api->fire_event(ctx->app, NULL, "door_changed", NULL, TESSERA_EVENT_SPACE);
@@ -123,8 +123,8 @@ static void events_timer(const tessera_cell_context *ctx, tessera_entity *e, voi
     static const struct {
         uint64_t spell_id;
         tessera_event_scope scope;
-    } firings[] = {{1, TESSERA_EVENT_VIEWERS}, {2, TESSERA_EVENT_SPACE}, {3, TESSERA_EVENT_EVERYONE},
-                   {5, TESSERA_EVENT_SERVER}};
+    } firings[] = {
+        {1, TESSERA_EVENT_VIEWERS}, {2, TESSERA_EVENT_SPACE}, {3, TESSERA_EVENT_EVERYONE}, {5, TESSERA_EVENT_SERVER}};
     int results[4];
     for (int i = 0; i < 4; i++) {
         tessera_args *fields = events_spell(api, ctx->app, self, firings[i].spell_id);

@@ -28,7 +28,7 @@ typedef struct lifecycle {
     lifecycle_system_state systems[3];
     int fail_system;
     tessera_class *npc;
-    int visitors;                   /* a cell-private property to write */
+    int visitors; /* a cell-private property to write */
     int spawned;
     tessera_handle doomed[2];
     int doomed_count;
@@ -74,7 +74,8 @@ static const tessera_field lifecycle_npc_fields[] = {
 static void lifecycle_created(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
     const tessera_cell_api *api = ctx->api;
     const lifecycle_npc *npc = data;
-    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: created at %llu ms, named '%s', courage %d, motto '%s', "
+    api->log(ctx->app, TESSERA_LOG_INFO, e,
+             "lifecycle: created at %llu ms, named '%s', courage %d, motto '%s', "
              "home %.1f %.1f %.1f",
              (unsigned long long)api->now_ms(ctx->app), api->name(e), npc ? npc->courage : -1, npc ? npc->motto : "",
              npc ? npc->home[0] : 0, npc ? npc->home[1] : 0, npc ? npc->home[2] : 0);
@@ -122,28 +123,28 @@ static int lifecycle_system_index(const char *name) {
     return strcmp(name, "first") == 0 ? 0 : strcmp(name, "second") == 0 ? 1 : 2;
 }
 
-#define LIFECYCLE_SYSTEM(NAME)                                                                                  \
-    static int lifecycle_##NAME##_init(const tessera_cell_context *ctx) {                                       \
-        lifecycle *g = ctx->game;                                                                               \
-        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " init");                    \
-        return g->fail_system == lifecycle_system_index(#NAME) + 1 ? -1 : 0;                                    \
-    }                                                                                                           \
-    static void lifecycle_##NAME##_shutdown(const tessera_cell_context *ctx) {                                  \
-        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " shutdown");                \
-    }                                                                                                           \
-    static void lifecycle_##NAME##_before(const tessera_cell_context *ctx) {                                    \
-        lifecycle *g = ctx->game;                                                                               \
-        if (g->systems[lifecycle_system_index(#NAME)].before_logged) return;                                   \
-        g->systems[lifecycle_system_index(#NAME)].before_logged = true;                                        \
-        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " before thinks");           \
-    }                                                                                                           \
-    static void lifecycle_##NAME##_after(const tessera_cell_context *ctx) {                                     \
-        lifecycle *g = ctx->game;                                                                               \
-        if (g->systems[lifecycle_system_index(#NAME)].after_logged) return;                                    \
-        g->systems[lifecycle_system_index(#NAME)].after_logged = true;                                         \
-        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " after thinks");            \
-    }                                                                                                           \
-    static const tessera_system lifecycle_##NAME##_system = {#NAME, lifecycle_##NAME##_init,                    \
+#define LIFECYCLE_SYSTEM(NAME)                                                                                       \
+    static int lifecycle_##NAME##_init(const tessera_cell_context *ctx) {                                            \
+        lifecycle *g = ctx->game;                                                                                    \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " init");                         \
+        return g->fail_system == lifecycle_system_index(#NAME) + 1 ? -1 : 0;                                         \
+    }                                                                                                                \
+    static void lifecycle_##NAME##_shutdown(const tessera_cell_context *ctx) {                                       \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " shutdown");                     \
+    }                                                                                                                \
+    static void lifecycle_##NAME##_before(const tessera_cell_context *ctx) {                                         \
+        lifecycle *g = ctx->game;                                                                                    \
+        if (g->systems[lifecycle_system_index(#NAME)].before_logged) return;                                         \
+        g->systems[lifecycle_system_index(#NAME)].before_logged = true;                                              \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " before thinks");                \
+    }                                                                                                                \
+    static void lifecycle_##NAME##_after(const tessera_cell_context *ctx) {                                          \
+        lifecycle *g = ctx->game;                                                                                    \
+        if (g->systems[lifecycle_system_index(#NAME)].after_logged) return;                                          \
+        g->systems[lifecycle_system_index(#NAME)].after_logged = true;                                               \
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "lifecycle: system " #NAME " after thinks");                 \
+    }                                                                                                                \
+    static const tessera_system lifecycle_##NAME##_system = {#NAME, lifecycle_##NAME##_init,                         \
                                                              lifecycle_##NAME##_shutdown, lifecycle_##NAME##_before, \
                                                              lifecycle_##NAME##_after};
 LIFECYCLE_SYSTEM(first)

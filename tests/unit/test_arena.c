@@ -112,10 +112,8 @@ static void test_protobuf_decode(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_aligned_and_kept),
-        cmocka_unit_test(test_nested_marks),
-        cmocka_unit_test(test_reuse_without_growth),
-        cmocka_unit_test(test_large_and_trim),
+        cmocka_unit_test(test_aligned_and_kept),     cmocka_unit_test(test_nested_marks),
+        cmocka_unit_test(test_reuse_without_growth), cmocka_unit_test(test_large_and_trim),
         cmocka_unit_test(test_protobuf_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -184,8 +184,8 @@ static const double SQUARE_MAX[3] = {400, 100, 400};
 static const uint64_t CELLAPPS[4] = {1, 2, 3, 4};
 
 static space_layout *test_grid(uint32_t columns, uint32_t rows, const double min[3], const double max[3]) {
-    space_layout *layout = space_layout_create_grid("balance", min, max, false, columns, rows, CELLAPPS,
-                                                    columns * rows);
+    space_layout *layout =
+        space_layout_create_grid("balance", min, max, false, columns, rows, CELLAPPS, columns * rows);
     assert_non_null(layout);
     assert_checks(layout);
     return layout;
@@ -344,8 +344,8 @@ static void test_converges(uint32_t columns, uint32_t rows) {
         spread = test_cluster_spread(&cluster, layout);
         passes++;
     }
-    print_message("%ux%u, hot corner: within +-5%% after %d passes (%d line moves), spread %.1f%% -> %.2f%%\n",
-                  columns, rows, passes, lines_moved, initial * 100, spread * 100);
+    print_message("%ux%u, hot corner: within +-5%% after %d passes (%d line moves), spread %.1f%% -> %.2f%%\n", columns,
+                  rows, passes, lines_moved, initial * 100, spread * 100);
     if (spread > TEST_TOLERANCE) fail_msg("spread %.3f after %d passes", spread, passes);
 
     /* Settled, it stays settled. */
@@ -856,8 +856,8 @@ static void test_plan_draining_cellapp(void **state) {
     space_layout *layout = test_grid(2, 2, SQUARE_MIN, SQUARE_MAX);
     test_cluster_measure(&cluster, layout);
 
-    const balance_cellapp with_free[] = {{1, 0.05, false}, {2, 0.05, true}, {3, 0.05, false},
-                                         {4, 0.05, false}, {8, 0.3, false}};
+    const balance_cellapp with_free[] = {
+        {1, 0.05, false}, {2, 0.05, true}, {3, 0.05, false}, {4, 0.05, false}, {8, 0.3, false}};
     balance_action action = test_plan(layout, &cluster, with_free, 5);
     assert_int_equal(action.kind, BALANCE_HAND_OVER);
     assert_int_equal(action.cell_id, 2);
@@ -953,8 +953,8 @@ static void test_plan_add_cell(void **state) {
     assert_int_equal(test_plan(layout, &cluster, hot, 4).kind, BALANCE_NOTHING);
     /* A draining cellapp is no candidate, and does not count in the
      * cluster's average. */
-    const balance_cellapp draining[] = {{1, 0.8, false}, {2, 0.8, false}, {3, 0.8, false},
-                                        {4, 0.8, false}, {5, 0.0, true}};
+    const balance_cellapp draining[] = {
+        {1, 0.8, false}, {2, 0.8, false}, {3, 0.8, false}, {4, 0.8, false}, {5, 0.0, true}};
     assert_int_equal(test_plan(layout, &cluster, draining, 5).kind, BALANCE_NOTHING);
     /* Not while a cell is unreported. */
     cluster.missing_cell = 2;

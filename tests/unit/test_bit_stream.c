@@ -26,9 +26,7 @@ static uint64_t rng(void) {
     return rng_state * 0x2545f4914f6cdd1dULL;
 }
 
-static uint64_t mask_of(unsigned bits) {
-    return bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1;
-}
+static uint64_t mask_of(unsigned bits) { return bits >= 64 ? UINT64_MAX : (UINT64_C(1) << bits) - 1; }
 
 /* ---- writer basics ---------------------------------------------------- */
 
@@ -38,11 +36,11 @@ static void test_bit_order_lsb_first(void **state) {
     bit_writer_init(&w);
     assert_null(bit_writer_data(&w));
     assert_int_equal(bit_writer_bytes(&w), 0);
-    bit_writer_write(&w, 1, 1);     /* bit 0 */
-    bit_writer_write(&w, 0x5, 3);   /* bits 1..3: 1, 0, 1 */
-    bit_writer_write(&w, 0xf, 4);   /* bits 4..7 */
+    bit_writer_write(&w, 1, 1);       /* bit 0 */
+    bit_writer_write(&w, 0x5, 3);     /* bits 1..3: 1, 0, 1 */
+    bit_writer_write(&w, 0xf, 4);     /* bits 4..7 */
     bit_writer_write(&w, 0x1234, 16); /* aligned: little-endian bytes */
-    bit_writer_write(&w, 0x3, 2);   /* a partial last byte */
+    bit_writer_write(&w, 0x3, 2);     /* a partial last byte */
     assert_int_equal(bit_writer_bits(&w), 26);
     assert_int_equal(bit_writer_bytes(&w), 4);
     const uint8_t *d = bit_writer_data(&w);
@@ -65,16 +63,14 @@ static void test_reset_keeps_buffer(void **state) {
     (void)state;
     bit_writer w;
     bit_writer_init(&w);
-    for (int i = 0; i < 1000; i++)
-        bit_writer_write(&w, (uint64_t)i & 0x1ff, 9);
+    for (int i = 0; i < 1000; i++) bit_writer_write(&w, (uint64_t)i & 0x1ff, 9);
     const uint8_t *data = bit_writer_data(&w);
     size_t capacity = w.capacity;
     assert_true(capacity >= bit_writer_bytes(&w));
     for (int tick = 0; tick < 10; tick++) {
         bit_writer_reset(&w);
         assert_int_equal(bit_writer_bits(&w), 0);
-        for (int i = 0; i < 1000; i++)
-            bit_writer_write(&w, (uint64_t)i & 0x1ff, 9);
+        for (int i = 0; i < 1000; i++) bit_writer_write(&w, (uint64_t)i & 0x1ff, 9);
         assert_ptr_equal(bit_writer_data(&w), data);
         assert_int_equal(w.capacity, capacity);
     }
@@ -100,8 +96,7 @@ static void test_every_width_round_trip(void **state) {
                                   bits > 0 ? UINT64_C(1) << (bits - 1) : 0};
             bit_writer_reset(&w);
             bit_writer_write(&w, 0, offset);
-            for (int i = 0; i < 5; i++)
-                bit_writer_write(&w, values[i], bits);
+            for (int i = 0; i < 5; i++) bit_writer_write(&w, values[i], bits);
             assert_int_equal(bit_writer_bits(&w), offset + 5 * bits);
             bit_reader r;
             bit_reader_init(&r, bit_writer_data(&w), bit_writer_bytes(&w));
@@ -174,8 +169,7 @@ static void test_varint_sizes(void **state) {
     assert_int_equal(svar_bits(INT32_MAX), 36);
     assert_int_equal(svar_bits(INT64_MIN), 68);
     assert_int_equal(svar_bits(INT64_MAX), 68);
-    for (int i = 0; i < 1000; i++)
-        svar_bits((int64_t)rng() >> (rng() % 64));
+    for (int i = 0; i < 1000; i++) svar_bits((int64_t)rng() >> (rng() % 64));
 
     /* A longer form than needed (leading zero nibbles) reads the same. */
     uint8_t longer[3];
@@ -256,28 +250,27 @@ static void make_ops(op *ops, size_t n) {
         memset(o, 0, sizeof *o);
         o->kind = (op_kind)(rng() % 7);
         switch (o->kind) {
-        case OP_BITS:
-            o->bits = (unsigned)(rng() % 65);
-            o->value = rng() & mask_of(o->bits);
-            break;
-        case OP_UVAR:
-        case OP_SVAR:
-            o->value = rng() >> (rng() % 64);
-            break;
-        case OP_BOOL:
-            o->value = rng() & 1;
-            break;
-        case OP_FLOAT:
-            o->value = rng() & 0xffffffffu;
-            break;
-        case OP_DOUBLE:
-            o->value = rng();
-            break;
-        case OP_BYTES:
-            o->length = (size_t)(rng() % 8);
-            for (size_t k = 0; k < o->length; k++)
-                o->bytes[k] = (uint8_t)rng();
-            break;
+            case OP_BITS:
+                o->bits = (unsigned)(rng() % 65);
+                o->value = rng() & mask_of(o->bits);
+                break;
+            case OP_UVAR:
+            case OP_SVAR:
+                o->value = rng() >> (rng() % 64);
+                break;
+            case OP_BOOL:
+                o->value = rng() & 1;
+                break;
+            case OP_FLOAT:
+                o->value = rng() & 0xffffffffu;
+                break;
+            case OP_DOUBLE:
+                o->value = rng();
+                break;
+            case OP_BYTES:
+                o->length = (size_t)(rng() % 8);
+                for (size_t k = 0; k < o->length; k++) o->bytes[k] = (uint8_t)rng();
+                break;
         }
     }
 }
@@ -289,29 +282,29 @@ static void write_ops(bit_writer *w, const op *ops, size_t n) {
         double d;
         uint32_t u32 = (uint32_t)o->value;
         switch (o->kind) {
-        case OP_BITS:
-            bit_writer_write(w, o->value, o->bits);
-            break;
-        case OP_UVAR:
-            bit_writer_write_uvar(w, o->value);
-            break;
-        case OP_SVAR:
-            bit_writer_write_svar(w, (int64_t)o->value);
-            break;
-        case OP_BOOL:
-            bit_writer_write_bool(w, o->value != 0);
-            break;
-        case OP_FLOAT:
-            memcpy(&f, &u32, sizeof f);
-            bit_writer_write_float(w, f);
-            break;
-        case OP_DOUBLE:
-            memcpy(&d, &o->value, sizeof d);
-            bit_writer_write_double(w, d);
-            break;
-        case OP_BYTES:
-            bit_writer_write_bytes(w, o->bytes, o->length);
-            break;
+            case OP_BITS:
+                bit_writer_write(w, o->value, o->bits);
+                break;
+            case OP_UVAR:
+                bit_writer_write_uvar(w, o->value);
+                break;
+            case OP_SVAR:
+                bit_writer_write_svar(w, (int64_t)o->value);
+                break;
+            case OP_BOOL:
+                bit_writer_write_bool(w, o->value != 0);
+                break;
+            case OP_FLOAT:
+                memcpy(&f, &u32, sizeof f);
+                bit_writer_write_float(w, f);
+                break;
+            case OP_DOUBLE:
+                memcpy(&d, &o->value, sizeof d);
+                bit_writer_write_double(w, d);
+                break;
+            case OP_BYTES:
+                bit_writer_write_bytes(w, o->bytes, o->length);
+                break;
         }
     }
 }
@@ -327,50 +320,48 @@ static int read_op(bit_reader *r, const op *o) {
     double d = 0;
     uint8_t bytes[7] = {0};
     switch (o->kind) {
-    case OP_BITS:
-        rc = bit_reader_read(r, o->bits, &u);
-        if (rc == 0)
-            assert_true(u == o->value);
-        else
-            assert_true(u == 0);
-        break;
-    case OP_UVAR:
-        rc = bit_reader_read_uvar(r, &u);
-        assert_true(rc == 0 ? u == o->value : u == 0);
-        break;
-    case OP_SVAR:
-        rc = bit_reader_read_svar(r, &s);
-        assert_true(rc == 0 ? s == (int64_t)o->value : s == 0);
-        break;
-    case OP_BOOL:
-        rc = bit_reader_read_bool(r, &b);
-        assert_true(rc == 0 ? b == (o->value != 0) : !b);
-        break;
-    case OP_FLOAT: {
-        rc = bit_reader_read_float(r, &f);
-        uint32_t bits;
-        memcpy(&bits, &f, sizeof bits);
-        assert_true(rc == 0 ? bits == (uint32_t)o->value : bits == 0);
-        break;
-    }
-    case OP_DOUBLE:
-        rc = bit_reader_read_double(r, &d);
-        memcpy(&u, &d, sizeof u);
-        assert_true(rc == 0 ? u == o->value : u == 0);
-        break;
-    case OP_BYTES:
-        memset(bytes, 0xee, sizeof bytes);
-        rc = bit_reader_read_bytes(r, bytes, o->length);
-        if (rc == 0) {
-            assert_memory_equal(bytes, o->bytes, o->length);
-        } else {
-            for (size_t k = 0; k < sizeof bytes; k++)
-                assert_int_equal(bytes[k], 0xee); /* nothing copied */
+        case OP_BITS:
+            rc = bit_reader_read(r, o->bits, &u);
+            if (rc == 0)
+                assert_true(u == o->value);
+            else
+                assert_true(u == 0);
+            break;
+        case OP_UVAR:
+            rc = bit_reader_read_uvar(r, &u);
+            assert_true(rc == 0 ? u == o->value : u == 0);
+            break;
+        case OP_SVAR:
+            rc = bit_reader_read_svar(r, &s);
+            assert_true(rc == 0 ? s == (int64_t)o->value : s == 0);
+            break;
+        case OP_BOOL:
+            rc = bit_reader_read_bool(r, &b);
+            assert_true(rc == 0 ? b == (o->value != 0) : !b);
+            break;
+        case OP_FLOAT: {
+            rc = bit_reader_read_float(r, &f);
+            uint32_t bits;
+            memcpy(&bits, &f, sizeof bits);
+            assert_true(rc == 0 ? bits == (uint32_t)o->value : bits == 0);
+            break;
         }
-        break;
+        case OP_DOUBLE:
+            rc = bit_reader_read_double(r, &d);
+            memcpy(&u, &d, sizeof u);
+            assert_true(rc == 0 ? u == o->value : u == 0);
+            break;
+        case OP_BYTES:
+            memset(bytes, 0xee, sizeof bytes);
+            rc = bit_reader_read_bytes(r, bytes, o->length);
+            if (rc == 0) {
+                assert_memory_equal(bytes, o->bytes, o->length);
+            } else {
+                for (size_t k = 0; k < sizeof bytes; k++) assert_int_equal(bytes[k], 0xee); /* nothing copied */
+            }
+            break;
     }
-    if (rc != 0)
-        assert_int_equal(rc, BIT_STREAM_ERROR_TRUNCATED);
+    if (rc != 0) assert_int_equal(rc, BIT_STREAM_ERROR_TRUNCATED);
     return rc;
 }
 
@@ -385,8 +376,7 @@ static void test_random_sequences(void **state) {
         write_ops(&w, ops, OPS);
         bit_reader r;
         bit_reader_init_bits(&r, bit_writer_data(&w), bit_writer_bits(&w));
-        for (size_t i = 0; i < OPS; i++)
-            assert_int_equal(read_op(&r, &ops[i]), 0);
+        for (size_t i = 0; i < OPS; i++) assert_int_equal(read_op(&r, &ops[i]), 0);
         assert_int_equal(bit_reader_remaining(&r), 0);
         assert_false(bit_reader_failed(&r));
     }
@@ -396,8 +386,7 @@ static void test_random_sequences(void **state) {
 /* Reads ops back from a stream cut to `bits` bits of an exact-size copy of
  * `bytes` bytes: the reads before the cut succeed, one fails, and every
  * read after it fails too. */
-static void replay_cut(const uint8_t *data, size_t bytes, size_t bits, const op *ops, size_t n,
-                       size_t full_bits) {
+static void replay_cut(const uint8_t *data, size_t bytes, size_t bits, const op *ops, size_t n, size_t full_bits) {
     uint8_t *copy = malloc(bytes > 0 ? bytes : 1);
     assert_non_null(copy);
     memcpy(copy, data, bytes);
@@ -406,10 +395,8 @@ static void replay_cut(const uint8_t *data, size_t bytes, size_t bits, const op 
     size_t failed_at = n;
     for (size_t i = 0; i < n; i++) {
         int rc = read_op(&r, &ops[i]);
-        if (rc != 0 && failed_at == n)
-            failed_at = i;
-        if (failed_at < i)
-            assert_int_not_equal(rc, 0); /* sticky */
+        if (rc != 0 && failed_at == n) failed_at = i;
+        if (failed_at < i) assert_int_not_equal(rc, 0); /* sticky */
     }
     if (bits < full_bits) {
         assert_true(failed_at < n);
@@ -437,11 +424,9 @@ static void test_truncation_every_cut(void **state) {
         size_t full = bit_writer_bits(&w);
         const uint8_t *data = bit_writer_data(&w);
         /* Every bit cut, over an exact-size copy of the bytes it covers. */
-        for (size_t cut = 0; cut <= full; cut++)
-            replay_cut(data, (cut + 7) / 8, cut, ops, 40, full);
+        for (size_t cut = 0; cut <= full; cut++) replay_cut(data, (cut + 7) / 8, cut, ops, 40, full);
         /* Every byte cut, read as whole bytes. */
-        for (size_t cut = 0; cut <= bit_writer_bytes(&w); cut++)
-            replay_cut(data, cut, cut * 8, ops, 40, full);
+        for (size_t cut = 0; cut <= bit_writer_bytes(&w); cut++) replay_cut(data, cut, cut * 8, ops, 40, full);
     }
     bit_writer_close(&w);
 }
@@ -484,14 +469,10 @@ static void test_reader_edges(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bit_order_lsb_first),
-        cmocka_unit_test(test_reset_keeps_buffer),
-        cmocka_unit_test(test_every_width_round_trip),
-        cmocka_unit_test(test_varint_sizes),
-        cmocka_unit_test(test_floats_bytes_align),
-        cmocka_unit_test(test_random_sequences),
-        cmocka_unit_test(test_truncation_every_cut),
-        cmocka_unit_test(test_reader_edges),
+        cmocka_unit_test(test_bit_order_lsb_first),    cmocka_unit_test(test_reset_keeps_buffer),
+        cmocka_unit_test(test_every_width_round_trip), cmocka_unit_test(test_varint_sizes),
+        cmocka_unit_test(test_floats_bytes_align),     cmocka_unit_test(test_random_sequences),
+        cmocka_unit_test(test_truncation_every_cut),   cmocka_unit_test(test_reader_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

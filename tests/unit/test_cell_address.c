@@ -64,8 +64,7 @@ static size_t release(cell_address *address, client *cl) {
 }
 
 /* A client message with payload id `id` (< 256). */
-static cell_address_verdict message(cell_address *address, client *cl, uint64_t cellapp, uint32_t incarnation,
-                                    int id) {
+static cell_address_verdict message(cell_address *address, client *cl, uint64_t cellapp, uint32_t incarnation, int id) {
     uint8_t payload[2] = {0xC5, (uint8_t)id};
     cell_address_verdict verdict = cell_address_on_client_message(address, cellapp, incarnation, payload, 2);
     if (verdict == CELL_ADDRESS_DELIVER) receive(cl, payload, 2);
@@ -311,8 +310,8 @@ typedef struct event {
     event_kind kind;
     uint64_t cellapp;
     uint32_t incarnation;
-    int id;           /* message */
-    uint64_t next;    /* handoff */
+    int id;        /* message */
+    uint64_t next; /* handoff */
 } event;
 
 enum { RUNS = 3, MAX_RUN = 4 };
@@ -324,7 +323,7 @@ typedef struct runs {
 
 typedef struct interleaving_stats {
     size_t orders;
-    size_t held; /* messages held over every order */
+    size_t held;              /* messages held over every order */
     uint32_t highest_address; /* of this order so far */
 } interleaving_stats;
 
@@ -333,32 +332,31 @@ typedef struct interleaving_stats {
  * address by a release. */
 static void apply_event(cell_address *address, client *cl, liveness *live, const event *e, interleaving_stats *st) {
     switch (e->kind) {
-    case EV_MESSAGE: {
-        cell_address_verdict verdict = message(address, cl, e->cellapp, e->incarnation, e->id);
-        assert_true(verdict == CELL_ADDRESS_DELIVER || verdict == CELL_ADDRESS_HELD);
-        if (verdict == CELL_ADDRESS_HELD) st->held++;
-        break;
-    }
-    case EV_HANDOFF:
-        assert_true(cell_address_on_handoff(address, e->cellapp, e->incarnation, e->next));
-        assert_false(cell_address_check(address, is_up, live, 1000));
-        release(address, cl);
-        break;
-    case EV_ADDRESS: {
-        /* The later real's CellAddress may come first: the earlier one's is
+        case EV_MESSAGE: {
+            cell_address_verdict verdict = message(address, cl, e->cellapp, e->incarnation, e->id);
+            assert_true(verdict == CELL_ADDRESS_DELIVER || verdict == CELL_ADDRESS_HELD);
+            if (verdict == CELL_ADDRESS_HELD) st->held++;
+            break;
+        }
+        case EV_HANDOFF:
+            assert_true(cell_address_on_handoff(address, e->cellapp, e->incarnation, e->next));
+            assert_false(cell_address_check(address, is_up, live, 1000));
+            release(address, cl);
+            break;
+        case EV_ADDRESS: {
+            /* The later real's CellAddress may come first: the earlier one's is
          * then no change. */
-        bool changes = e->incarnation > st->highest_address;
-        assert_int_equal(cell_address_on_address(address, e->cellapp, e->incarnation), changes);
-        if (changes) st->highest_address = e->incarnation;
-        release(address, cl);
-        break;
-    }
+            bool changes = e->incarnation > st->highest_address;
+            assert_int_equal(cell_address_on_address(address, e->cellapp, e->incarnation), changes);
+            if (changes) st->highest_address = e->incarnation;
+            release(address, cl);
+            break;
+        }
     }
 }
 
 /* Walks every merge of the runs that keeps each run's order. */
-static void interleave(const runs *r, size_t *at, event *order, size_t depth, size_t total,
-                       interleaving_stats *st) {
+static void interleave(const runs *r, size_t *at, event *order, size_t depth, size_t total, interleaving_stats *st) {
     if (depth == total) {
         cell_address address;
         client cl = {0};
@@ -402,7 +400,9 @@ static void test_three_reals_every_interleaving(void **state) {
                  {EV_MESSAGE, CELL_B, K + 1, 3, 0},
                  {EV_MESSAGE, CELL_B, K + 1, 4, 0},
                  {EV_HANDOFF, CELL_B, K + 1, 0, CELL_C}},
-                {{EV_ADDRESS, CELL_C, K + 2, 0, 0}, {EV_MESSAGE, CELL_C, K + 2, 5, 0}, {EV_MESSAGE, CELL_C, K + 2, 6, 0}},
+                {{EV_ADDRESS, CELL_C, K + 2, 0, 0},
+                 {EV_MESSAGE, CELL_C, K + 2, 5, 0},
+                 {EV_MESSAGE, CELL_C, K + 2, 6, 0}},
             },
         .length = {3, 4, 3},
     };
@@ -439,8 +439,10 @@ static void test_three_runs_without_addresses(void **state) {
         bool valid = true;
         for (size_t i = 0; i < total && valid; i++) {
             unsigned run = (mask >> (2 * i)) & 3u;
-            if (run >= RUNS || count[run] == r.length[run]) valid = false;
-            else order[i] = r.run[run][count[run]++];
+            if (run >= RUNS || count[run] == r.length[run])
+                valid = false;
+            else
+                order[i] = r.run[run][count[run]++];
         }
         if (!valid) continue;
         cell_address address;

@@ -52,8 +52,24 @@ static const char *defs =
     "  {\"name\":\"Crate\",\"properties\":["
     "   {\"name\":\"weight\",\"type\":\"uint8\",\"flags\":\"ALL_CLIENTS\"}]}]}";
 
-enum { HP, NAME, SECRET, GOLD, SPEED, INVENTORY, MOOD, AURA, HOME, TARGET, ALIVE, BLOB, RATIO, SLOTS, LEVEL,
-       PROPERTY_COUNT };
+enum {
+    HP,
+    NAME,
+    SECRET,
+    GOLD,
+    SPEED,
+    INVENTORY,
+    MOOD,
+    AURA,
+    HOME,
+    TARGET,
+    ALIVE,
+    BLOB,
+    RATIO,
+    SLOTS,
+    LEVEL,
+    PROPERTY_COUNT
+};
 
 #define MAX_ALIASES 1024
 #define MAX_IDS 256
@@ -122,7 +138,10 @@ static void client_leave(void *ctx, uint32_t alias) {
 }
 
 static const replication_decode_callbacks client_callbacks = {
-    .enter = client_enter, .find = client_find, .move = client_move, .leave = client_leave,
+    .enter = client_enter,
+    .find = client_find,
+    .move = client_move,
+    .leave = client_leave,
 };
 
 static void client_reset_counts(client *c) {
@@ -173,8 +192,10 @@ static void on_trap(void *host, cell_entity *owner, uint32_t tag, cell_entity *v
     world *w = host;
     (void)owner, (void)visitor;
     assert_int_equal(tag, TRAP_TAG);
-    if (entered) w->trap_enters++;
-    else w->trap_leaves++;
+    if (entered)
+        w->trap_enters++;
+    else
+        w->trap_leaves++;
 }
 
 static int setup(void **state) {
@@ -262,8 +283,8 @@ static void tick(cell *c, cell_entity *viewer) {
         assert_int_equal(message->body_case, TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW);
         bit_reader r;
         bit_reader_init(&r, message->view->stream.data, message->view->stream.len);
-        assert_int_equal(
-            replication_decode_stream(&r, shared->schema, W.cl.alias_bits, &client_callbacks, &W.cl, NULL), 0);
+        assert_int_equal(replication_decode_stream(&r, shared->schema, W.cl.alias_bits, &client_callbacks, &W.cl, NULL),
+                         0);
         tessera__client__server_to_client__free_unpacked(message, NULL);
         free(payload);
     }
@@ -332,7 +353,7 @@ typedef struct placement {
 } placement;
 
 static const placement first_others[] = {
-    {100, 3, 4},    {101, -6, 2},   {102, 20, 0},  {103, -25, 10}, {104, 35, -5},  {105, 0, 44},
+    {100, 3, 4},     {101, -6, 2},   {102, 20, 0},  {103, -25, 10}, {104, 35, -5},   {105, 0, 44},
     {106, -40, -30}, {107, 14, -14}, {108, -13, 0}, {109, 30, 30},  {110, -20, -20}, {111, 5, 25},
 };
 static const placement later_others[] = {{112, 16, 16}, {113, -18, 22}};
@@ -348,8 +369,8 @@ static cell_entity *find_in(cell *c, uint64_t id) {
 static void build_in_a(void) {
     cell *a = W.a;
     for (size_t i = 0; i < sizeof first_others / sizeof *first_others; i++) {
-        cell_entity *o = cell_add(a, first_others[i].id, CELL_ENTITY_REAL, W.avatar, first_others[i].x, 0,
-                                  first_others[i].z);
+        cell_entity *o =
+            cell_add(a, first_others[i].id, CELL_ENTITY_REAL, W.avatar, first_others[i].x, 0, first_others[i].z);
         assert_non_null(o);
         set_uint(o, LEVEL, 0, (uint64_t)i + 1);
         assert_int_equal(entity_state_set_int(o->state, HP, 0, 10 * (int64_t)i), 0);
@@ -503,8 +524,9 @@ static const Tessera__Cluster__TimerState *saved_timer(const Tessera__Cluster__C
 
 static void assert_near_u64(uint64_t a, uint64_t b, uint64_t slack) {
     uint64_t d = a > b ? a - b : b - a;
-    if (d > slack) fail_msg("%llu and %llu differ by %llu (more than %llu)", (unsigned long long)a,
-                            (unsigned long long)b, (unsigned long long)d, (unsigned long long)slack);
+    if (d > slack)
+        fail_msg("%llu and %llu differ by %llu (more than %llu)", (unsigned long long)a, (unsigned long long)b,
+                 (unsigned long long)d, (unsigned long long)slack);
 }
 
 static void assert_same_witness(const Tessera__Cluster__WitnessState *a, const Tessera__Cluster__WitnessState *b) {
@@ -1092,8 +1114,12 @@ typedef struct cell_census {
 } cell_census;
 
 static cell_census census(const cell *c) {
-    return (cell_census){c->count, c->real_count, c->ghost_count, entity_timers_count(c->timers),
-                         coord_watcher_count(c->coord), coord_entity_count(c->coord)};
+    return (cell_census){c->count,
+                         c->real_count,
+                         c->ghost_count,
+                         entity_timers_count(c->timers),
+                         coord_watcher_count(c->coord),
+                         coord_entity_count(c->coord)};
 }
 
 static void assert_same_census(cell_census a, cell_census b) {
@@ -1200,7 +1226,8 @@ static void test_witness_that_does_not_fit(void **state) {
     s->witness->next_unused_alias = MAX_ALIASES + 1;
     cell_entity *r = restore_in_b(s);
     assert_non_null(r->witness);
-    for (size_t i = 0; i < s->witness->n_aliases; i++) assert_false(witness_sees(r->witness, s->witness->aliases[i]->entity_id));
+    for (size_t i = 0; i < s->witness->n_aliases; i++)
+        assert_false(witness_sees(r->witness, s->witness->aliases[i]->entity_id));
     /* Everything else came through. */
     assert_int_equal(r->trap_count, 1);
     assert_int_equal(entity_timers_count(b->timers), 2);
@@ -1315,20 +1342,20 @@ static void test_alias_table_restore(void **state) {
 
     /* Refusals. */
     const uint64_t twice[4] = {10, 11, 10, 0};
-    assert_null(alias_table_restore(8, 1000, 4, twice, NULL, 0, now));     /* an entity twice */
+    assert_null(alias_table_restore(8, 1000, 4, twice, NULL, 0, now)); /* an entity twice */
     const alias_table_cooling_entry free_one[1] = {{1, 100}};
     t = alias_table_restore(8, 1000, 6, entity_of, free_one, 1, now); /* 1 names nothing: fine */
     assert_non_null(t);
     alias_table_free(t);
     const alias_table_cooling_entry busy[1] = {{2, 100}};
-    assert_null(alias_table_restore(8, 1000, 6, entity_of, busy, 1, now));  /* 2 names 12 */
+    assert_null(alias_table_restore(8, 1000, 6, entity_of, busy, 1, now)); /* 2 names 12 */
     const alias_table_cooling_entry dup[2] = {{1, 100}, {1, 200}};
-    assert_null(alias_table_restore(8, 1000, 6, entity_of, dup, 2, now));   /* listed twice */
+    assert_null(alias_table_restore(8, 1000, 6, entity_of, dup, 2, now)); /* listed twice */
     const alias_table_cooling_entry beyond[1] = {{6, 100}};
     assert_null(alias_table_restore(8, 1000, 6, entity_of, beyond, 1, now)); /* past next_unused */
-    assert_null(alias_table_restore(4, 1000, 6, entity_of, NULL, 0, now));  /* past max_aliases */
+    assert_null(alias_table_restore(4, 1000, 6, entity_of, NULL, 0, now));   /* past max_aliases */
     const alias_table_cooling_entry many[3] = {{0, 1}, {1, 1}, {2, 1}};
-    assert_null(alias_table_restore(8, 1000, 2, none, many, 3, now));       /* more cooling than handed out */
+    assert_null(alias_table_restore(8, 1000, 2, none, many, 3, now)); /* more cooling than handed out */
 }
 
 /* A table saved and restored behaves as the original. */
@@ -1336,9 +1363,9 @@ static void test_alias_table_round_trip(void **state) {
     (void)state;
     alias_table *t = alias_table_create(32, 100);
     for (uint64_t e = 1; e <= 12; e++) alias_table_assign(t, e, 0);
-    alias_table_release(t, 3, 10);  /* alias 2 */
-    alias_table_release(t, 9, 20);  /* alias 8 */
-    alias_table_release(t, 5, 150); /* alias 4 */
+    alias_table_release(t, 3, 10);   /* alias 2 */
+    alias_table_release(t, 9, 20);   /* alias 8 */
+    alias_table_release(t, 5, 150);  /* alias 4 */
     alias_table_release(t, 11, 160); /* alias 10 */
     alias_table_assign(t, 40, 115);  /* the cooled 2 (8 cools at 120) */
     const uint64_t now = 170;
@@ -1391,7 +1418,11 @@ static uint32_t budget_tick(witness_budget *b, uint64_t tick, uint32_t *out) {
 static void test_budget_save_restore(void **state) {
     (void)state;
     witness_budget_config config = {
-        .bytes_per_second = 4096, .tick_hz = 10, .max_aliases = 64, .near_distance = 10, .far_distance = 40,
+        .bytes_per_second = 4096,
+        .tick_hz = 10,
+        .max_aliases = 64,
+        .near_distance = 10,
+        .far_distance = 40,
     };
     witness_budget *original = witness_budget_create(&config);
     assert_non_null(original);

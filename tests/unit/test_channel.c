@@ -37,10 +37,10 @@ typedef struct test_ctx test_ctx;
 /* One channel end and what its callbacks saw. */
 typedef struct side {
     test_ctx *ctx;
-    channel *ch;            /* NULL once on_close has run */
-    int connects;           /* on_connect calls */
+    channel *ch;  /* NULL once on_close has run */
+    int connects; /* on_connect calls */
     int connect_status;
-    int closes;             /* on_close calls */
+    int closes; /* on_close calls */
     int connects_after_close;
     char reason[256];       /* reason given to the first on_close */
     int frames;             /* on_frame calls */
@@ -55,12 +55,12 @@ typedef struct side {
 typedef struct raw_peer {
     uv_tcp_t tcp;
     uv_connect_t connect_request;
-    int open;               /* initialised, uv_close not yet called */
-    int closed;             /* close callback ran (or never initialised) */
+    int open;   /* initialised, uv_close not yet called */
+    int closed; /* close callback ran (or never initialised) */
     int connects, connect_status;
-    int ended;              /* read returned EOF or an error */
+    int ended; /* read returned EOF or an error */
     uint64_t bytes_read;
-    frame_reader reader;    /* parses what the channel sent us */
+    frame_reader reader; /* parses what the channel sent us */
     int frames_read;
     int writes_done, write_errors;
     uint8_t read_buffer[65536];
@@ -77,11 +77,11 @@ struct test_ctx {
     int expired;
 
     uv_tcp_t listener;
-    int listening;          /* listener initialised and not closed */
+    int listening; /* listener initialised and not closed */
     int listener_closed;
     int port;
     int accepts;
-    int accept_raw;         /* accepted connections become `raw` instead of a channel */
+    int accept_raw; /* accepted connections become `raw` instead of a channel */
 
     channel_options client_options, server_options;
     channel_callbacks client_callbacks, server_callbacks;
@@ -132,13 +132,13 @@ static void watchdog_cb(uv_timer_t *timer) {
 
 /* Runs the loop one iteration at a time until `condition` holds. Fails the
  * test if the watchdog expires or the loop runs out of work first. */
-#define RUN_UNTIL(c, condition)                                                                     \
-    do {                                                                                            \
-        while (!(condition)) {                                                                      \
-            if ((c)->expired) fail_msg("watchdog expired waiting for: %s", #condition);             \
-            if (uv_run(&(c)->loop, UV_RUN_ONCE) == 0 && !(condition))                               \
-                fail_msg("loop ran out of work waiting for: %s", #condition);                       \
-        }                                                                                           \
+#define RUN_UNTIL(c, condition)                                                         \
+    do {                                                                                \
+        while (!(condition)) {                                                          \
+            if ((c)->expired) fail_msg("watchdog expired waiting for: %s", #condition); \
+            if (uv_run(&(c)->loop, UV_RUN_ONCE) == 0 && !(condition))                   \
+                fail_msg("loop ran out of work waiting for: %s", #condition);           \
+        }                                                                               \
     } while (0)
 
 /* ---- channel callbacks ---- */
@@ -230,8 +230,10 @@ static void raw_start_reading(raw_peer *r) {
 
 static void raw_on_write(uv_write_t *request, int status) {
     raw_peer *r = request->handle->data;
-    if (status == 0) r->writes_done++;
-    else r->write_errors++;
+    if (status == 0)
+        r->writes_done++;
+    else
+        r->write_errors++;
     free(request);
 }
 
@@ -353,7 +355,8 @@ static test_ctx *ctx_new(void) {
     frame_reader_init(&c->raw.reader, 64u << 20);
     c->client_options = channel_default_peer_options();
     c->server_options = channel_default_peer_options();
-    c->client_callbacks = (channel_callbacks){.on_frame = on_frame_count, .on_connect = on_connect_record, .on_close = on_close_record};
+    c->client_callbacks =
+        (channel_callbacks){.on_frame = on_frame_count, .on_connect = on_connect_record, .on_close = on_close_record};
     c->server_callbacks = (channel_callbacks){.on_frame = on_frame_count, .on_close = on_close_record};
     return c;
 }
@@ -920,8 +923,7 @@ static void test_backpressure_pauses_reading(void **state) {
     RUN_UNTIL(c, c->client.connects == 1 && c->accepts == 1);
     assert_int_equal(c->client.connect_status, 0);
 
-    for (size_t i = 0; i < BACKPRESSURE_FRAMES; i++)
-        assert_int_equal(send_pattern_frame(a, i, BACKPRESSURE_FRAME), 0);
+    for (size_t i = 0; i < BACKPRESSURE_FRAMES; i++) assert_int_equal(send_pattern_frame(a, i, BACKPRESSURE_FRAME), 0);
     assert_true(channel_queued_bytes(a) > c->high_water);
 
     /* B writes to A and the write completes: the bytes are in A's socket. */

@@ -32,8 +32,8 @@ static const config_key test_keys[] = {
     {"port", CONFIG_INT, offsetof(test_settings, port), 0, 1, 65535, "7000", "listen port"},
     {"rate", CONFIG_DOUBLE, offsetof(test_settings, rate), 0, 0, 100, "2.5", "ticks per second"},
     {"verbose", CONFIG_BOOL, offsetof(test_settings, verbose), 0, 0, 0, "false", "log more"},
-    {"name", CONFIG_STRING, offsetof(test_settings, name), sizeof(((test_settings *)0)->name), 0,
-     0, "cell", "process name"},
+    {"name", CONFIG_STRING, offsetof(test_settings, name), sizeof(((test_settings *)0)->name), 0, 0, "cell",
+     "process name"},
     {"workers", CONFIG_INT, offsetof(test_settings, workers), 0, 1, 64, "4", "worker threads"},
     {"game", CONFIG_GROUP, offsetof(test_settings, game), 0, 0, 0, NULL, "the game's own"},
 };
@@ -46,8 +46,7 @@ typedef struct test_env {
 
 static int group_setup(void **state) {
     test_env *env = calloc(1, sizeof(*env));
-    if (env == NULL)
-        return -1;
+    if (env == NULL) return -1;
     snprintf(env->dir, sizeof(env->dir), "/tmp/tessera_test_config_XXXXXX");
     if (mkdtemp(env->dir) == NULL) {
         free(env);
@@ -83,8 +82,7 @@ static const char *write_json(void **state, const char *text) {
 }
 
 /* Loads and returns the result; err receives the message. */
-static int load(const char *path, const char *const *overrides, size_t n, test_settings *s,
-                char *err, size_t errlen) {
+static int load(const char *path, const char *const *overrides, size_t n, test_settings *s, char *err, size_t errlen) {
     memset(s, 0xa5, sizeof(*s));
     s->verbose = false;
     return config_load(test_keys, N_KEYS, s, path, (char *const *)overrides, n, err, errlen);
@@ -99,17 +97,15 @@ static void expect_error(void **state, const char *json, const char *const *over
     char err[256] = "";
     const char *path = json != NULL ? write_json(state, json) : NULL;
     int rc = load(path, overrides, n, &s, err, sizeof(err));
-    if (rc != -1)
-        fail_msg("expected an error, got rc=%d", rc);
+    if (rc != -1) fail_msg("expected an error, got rc=%d", rc);
     for (const char *const *needle = needles; *needle != NULL; needle++) {
-        if (strstr(err, *needle) == NULL)
-            fail_msg("error \"%s\" does not contain \"%s\"", err, *needle);
+        if (strstr(err, *needle) == NULL) fail_msg("error \"%s\" does not contain \"%s\"", err, *needle);
     }
 }
 
 #define NEEDLES(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define ARGS(...) ((const char *const[]){__VA_ARGS__}), \
-    (sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+#define ARGS(...) \
+    ((const char *const[]){__VA_ARGS__}), (sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
 
 static void test_defaults(void **state) {
     test_settings s;
@@ -141,13 +137,10 @@ static void test_json_overrides_defaults(void **state) {
 }
 
 static void test_command_line_wins(void **state) {
-    const char *path =
-        write_json(state, "{\"port\": 8000, \"verbose\": true, \"name\": \"alpha\"}");
+    const char *path = write_json(state, "{\"port\": 8000, \"verbose\": true, \"name\": \"alpha\"}");
     test_settings s;
     char err[256];
-    assert_int_equal(load(path, ARGS("port=9000", "verbose=0", "name=a=b", "rate=0.25"), &s, err,
-                          sizeof(err)),
-                     0);
+    assert_int_equal(load(path, ARGS("port=9000", "verbose=0", "name=a=b", "rate=0.25"), &s, err, sizeof(err)), 0);
     assert_int_equal(s.port, 9000);
     assert_false(s.verbose);
     assert_string_equal(s.name, "a=b"); /* split at the first '=' */
@@ -207,8 +200,7 @@ static void test_json_errors(void **state) {
     expect_error(state, "{\"name\": 5}", NULL, 0, NEEDLES("name", "string"));
     expect_error(state, "{\"name\": {}}", NULL, 0, NEEDLES("name", "string", "object"));
     /* Out of bounds: the key, the value and the bounds. */
-    expect_error(state, "{\"port\": 70000}", NULL, 0,
-                 NEEDLES(env->path, "port", "70000", "[1, 65535]"));
+    expect_error(state, "{\"port\": 70000}", NULL, 0, NEEDLES(env->path, "port", "70000", "[1, 65535]"));
     expect_error(state, "{\"port\": 0}", NULL, 0, NEEDLES("port", "0", "[1, 65535]"));
     expect_error(state, "{\"rate\": -0.5}", NULL, 0, NEEDLES("rate", "-0.5", "[0, 100]"));
     expect_error(state, "{\"rate\": 100.25}", NULL, 0, NEEDLES("rate", "100.25", "[0, 100]"));
@@ -237,8 +229,7 @@ static void test_file_errors(void **state) {
     assert_non_null(strstr(err, strerror(ENOENT)));
 
     /* The mistake is on line 3. */
-    expect_error(state, "{\n  \"port\": 80,\n  oops\n}\n", NULL, 0,
-                 NEEDLES(env->path, "invalid JSON", "line 3"));
+    expect_error(state, "{\n  \"port\": 80,\n  oops\n}\n", NULL, 0, NEEDLES(env->path, "invalid JSON", "line 3"));
     expect_error(state, "{\"port\": 80", NULL, 0, NEEDLES(env->path, "invalid JSON"));
     expect_error(state, "", NULL, 0, NEEDLES(env->path, "invalid JSON"));
     expect_error(state, "{} trailing", NULL, 0, NEEDLES(env->path, "invalid JSON"));
@@ -269,8 +260,7 @@ static void test_command_line_errors(void **state) {
     expect_error(state, NULL, ARGS("rate=inf"), NEEDLES("rate", "command line"));
     expect_error(state, NULL, ARGS("rate=101"), NEEDLES("rate", "command line", "101"));
     /* A bad override still fails when the file was fine. */
-    expect_error(state, "{\"port\": 8000}", ARGS("workers=65"),
-                 NEEDLES("workers", "command line", "65", "[1, 64]"));
+    expect_error(state, "{\"port\": 8000}", ARGS("workers=65"), NEEDLES("workers", "command line", "65", "[1, 64]"));
     /* And a bad file fails before the overrides could fix it. */
     expect_error(state, "{\"port\": 0}", ARGS("port=80"), NEEDLES("port", "[1, 65535]"));
 }
@@ -294,9 +284,7 @@ static void test_bad_default_in_table(void **state) {
 static void test_print(void **state) {
     test_settings s;
     char err[256];
-    assert_int_equal(load(NULL, ARGS("port=9000", "verbose=true", "rate=0.1", "name=a\"b"), &s,
-                          err, sizeof(err)),
-                     0);
+    assert_int_equal(load(NULL, ARGS("port=9000", "verbose=true", "rate=0.1", "name=a\"b"), &s, err, sizeof(err)), 0);
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);

@@ -89,18 +89,20 @@ static void on_event(cell *c, cell_entity *entity, controller_event event, uint3
     seen->last_id = controller_id;
     seen->last_user_data = user_data;
     switch (event) {
-    case CONTROLLER_MOVED: seen->moved++; break;
-    case CONTROLLER_ARRIVED:
-        seen->arrived++;
-        if (seen->legs > 0) {
-            seen->legs--;
-            assert_true(controller_move_to_point(c, entity, seen->next, 10, 0, false, 7) != 0);
-        }
-        break;
-    case CONTROLLER_FAILED:
-        seen->failed++;
-        snprintf(seen->reason, sizeof seen->reason, "%s", reason ? reason : "");
-        break;
+        case CONTROLLER_MOVED:
+            seen->moved++;
+            break;
+        case CONTROLLER_ARRIVED:
+            seen->arrived++;
+            if (seen->legs > 0) {
+                seen->legs--;
+                assert_true(controller_move_to_point(c, entity, seen->next, 10, 0, false, 7) != 0);
+            }
+            break;
+        case CONTROLLER_FAILED:
+            seen->failed++;
+            snprintf(seen->reason, sizeof seen->reason, "%s", reason ? reason : "");
+            break;
     }
 }
 

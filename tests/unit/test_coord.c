@@ -43,9 +43,7 @@ static uint64_t test_rand(uint64_t *s) {
 }
 
 /* Uniform integer in [0, n). */
-static uint32_t rand_below(uint64_t *s, uint32_t n) {
-    return (uint32_t)((test_rand(s) >> 32) % n);
-}
+static uint32_t rand_below(uint64_t *s, uint32_t n) { return (uint32_t)((test_rand(s) >> 32) % n); }
 
 /* Uniform float in [lo, hi]. */
 static float rand_float(uint64_t *s, float lo, float hi) {
@@ -84,8 +82,8 @@ typedef struct recorder {
     size_t n_events;
     uint32_t view[REC_MAX_VIEW]; /* the view as told by events */
     size_t view_n;
-    int errors;    /* event outside a flush, for another watcher, after removal, duplicate enter, unknown leave */
-    bool removed;  /* the watcher was removed: no event may follow */
+    int errors;   /* event outside a flush, for another watcher, after removal, duplicate enter, unknown leave */
+    bool removed; /* the watcher was removed: no event may follow */
     /* Optional: runs after the event is recorded, to change the system. */
     void (*hook)(coord_system *s, struct recorder *rec, bool enter, uint32_t entity);
     void *hook_data;
@@ -186,9 +184,7 @@ static size_t flush_at(coord_system *s, const char *file, int line) {
 }
 
 /* Forgets the recorded events (the view they built stays). */
-static void rec_clear(recorder *rec) {
-    rec->n_events = 0;
-}
+static void rec_clear(recorder *rec) { rec->n_events = 0; }
 
 static bool id_listed(const uint32_t *ids, size_t n, uint32_t id) {
     for (size_t i = 0; i < n; i++) {
@@ -233,8 +229,8 @@ static void expect_events_at(recorder *rec, const uint32_t *enters, size_t n_ent
 /* The view told by events is exactly `ids`, and coord agrees through
  * coord_watcher_sees, coord_watcher_view_size and coord_watcher_next. */
 #define EXPECT_VIEW(s, rec, ...) expect_view_at((s), (rec), __VA_ARGS__, __FILE__, __LINE__)
-static void expect_view_at(const coord_system *s, const recorder *rec, const uint32_t *ids, size_t n,
-                           const char *file, int line) {
+static void expect_view_at(const coord_system *s, const recorder *rec, const uint32_t *ids, size_t n, const char *file,
+                           int line) {
     _assert_int_equal(rec->view_n, n, file, line);
     for (size_t i = 0; i < n; i++) {
         _assert_true(rec_in_view(rec, ids[i]), "in the view told by events", file, line);
@@ -301,7 +297,7 @@ static int teardown_system(void **state) {
  * frees slots only after a flush, so 4096 / 1024 leave ample headroom. */
 #define RW_MAX_ENTITIES 4096
 #define RW_MAX_WATCHERS 1024
-#define RW_HASH 16384 /* power of two, >= 4 x RW_MAX_ENTITIES: short probes */
+#define RW_HASH 16384     /* power of two, >= 4 x RW_MAX_ENTITIES: short probes */
 #define RW_MAX_REPORTS 12 /* mismatches printed per run before going quiet */
 
 typedef struct rw_entity {
@@ -330,8 +326,8 @@ typedef struct rw_params {
     int entities;
     int watchers;
     int steps;
-    float world;   /* X and Z span [0, world] */
-    float y_span;  /* Y spans [0, y_span] (ignored by a 2D system) */
+    float world;  /* X and Z span [0, world] */
+    float y_span; /* Y spans [0, y_span] (ignored by a 2D system) */
 } rw_params;
 
 typedef struct rw_world {
@@ -354,20 +350,18 @@ typedef struct rw_world {
     uint8_t *stamp; /* scratch, by entity slot */
 } rw_world;
 
-#define rw_fail(W, ...)                                                                                       \
-    do {                                                                                                      \
-        (W)->errors++;                                                                                        \
-        if ((W)->reports++ < RW_MAX_REPORTS) {                                                                \
-            char msg_[512];                                                                                   \
-            snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                                        \
-            print_error("%s seed %llu step %d: %s\n", (W)->prm.three_d ? "3D" : "2D",                        \
-                        (unsigned long long)(W)->prm.seed, (W)->step, msg_);                                  \
-        }                                                                                                     \
+#define rw_fail(W, ...)                                                               \
+    do {                                                                              \
+        (W)->errors++;                                                                \
+        if ((W)->reports++ < RW_MAX_REPORTS) {                                        \
+            char msg_[512];                                                           \
+            snprintf(msg_, sizeof(msg_), __VA_ARGS__);                                \
+            print_error("%s seed %llu step %d: %s\n", (W)->prm.three_d ? "3D" : "2D", \
+                        (unsigned long long)(W)->prm.seed, (W)->step, msg_);          \
+        }                                                                             \
     } while (0)
 
-static size_t rw_hash_index(uint32_t id) {
-    return (size_t)((id * UINT32_C(2654435761)) & (RW_HASH - 1));
-}
+static size_t rw_hash_index(uint32_t id) { return (size_t)((id * UINT32_C(2654435761)) & (RW_HASH - 1)); }
 
 static int rw_lookup(const rw_world *W, uint32_t id) {
     for (size_t i = rw_hash_index(id);; i = (i + 1) & (RW_HASH - 1)) {
@@ -445,9 +439,7 @@ static const coord_watcher_callbacks rw_callbacks = {rw_on_enter, rw_on_leave};
 
 /* Half the coordinates land on a 0.5 grid, so exact ties between entities
  * and boundaries (which also often land on it) are common. */
-static float rw_snap(rw_world *W, float v) {
-    return rand_below(&W->rng, 2) ? roundf(v * 2.0f) / 2.0f : v;
-}
+static float rw_snap(rw_world *W, float v) { return rand_below(&W->rng, 2) ? roundf(v * 2.0f) / 2.0f : v; }
 
 static void rw_random_position(rw_world *W, float p[3]) {
     p[0] = rw_snap(W, rand_float(&W->rng, 0.0f, W->prm.world));
@@ -751,8 +743,8 @@ static size_t rw_compare(rw_world *W) {
             rw_fail(W,
                     "watcher %u (owner %u at %.9g,%.9g,%.9g r=%.9g h=%.9g) entity %u%s at %.9g,%.9g,%.9g: "
                     "expected %s, events say %s, coord_watcher_sees %d",
-                    w->id, o->id, o->p[0], o->p[1], o->p[2], w->r, w->h, e->id, e->live ? "" : " (removed)",
-                    e->p[0], e->p[1], e->p[2], w->expected[i] ? "in view" : "out", w->tracked[i] ? "in view" : "out",
+                    w->id, o->id, o->p[0], o->p[1], o->p[2], w->r, w->h, e->id, e->live ? "" : " (removed)", e->p[0],
+                    e->p[1], e->p[2], w->expected[i] ? "in view" : "out", w->tracked[i] ? "in view" : "out",
                     coord_watcher_sees(W->s, w->id, e->id));
         }
         size_t size = coord_watcher_view_size(W->s, w->id);
@@ -770,7 +762,9 @@ static size_t rw_compare(rw_world *W) {
             if (slot < 0 || !w->expected[slot] || W->stamp[slot]) {
                 diffs++;
                 rw_fail(W, "watcher %u: coord_watcher_next gave %u (%s)", w->id, id,
-                        slot < 0 ? "unknown" : !w->expected[slot] ? "not in view" : "twice");
+                        slot < 0             ? "unknown"
+                        : !w->expected[slot] ? "not in view"
+                                             : "twice");
                 continue;
             }
             W->stamp[slot] = 1;
@@ -939,9 +933,7 @@ static void test_random_2d_seed3(void **state) {
 
 /* 3D: Y spans 100 units, so most squares reach through it and views stay
  * populated while Y still decides some of them. */
-static void test_random_3d(void **state) {
-    rw_run(state, (rw_params){true, 4, 1500, 250, 120, 1000.0f, 100.0f});
-}
+static void test_random_3d(void **state) { rw_run(state, (rw_params){true, 4, 1500, 250, 120, 1000.0f, 100.0f}); }
 
 /* ======================================================================== */
 /* 2. Edge cases                                                            */
@@ -1033,8 +1025,8 @@ static void test_boundary_is_inside(void **state) {
     coord_system *s = *state;
     uint32_t o = put(s, 100.0f, 200.0f);
     uint32_t in[8] = {
-        put(s, 110.0f, 200.0f), put(s, 90.0f, 200.0f),  put(s, 100.0f, 210.0f), put(s, 100.0f, 190.0f),
-        put(s, 110.0f, 210.0f), put(s, 90.0f, 190.0f),  put(s, 110.0f, 190.0f), put(s, 90.0f, 210.0f),
+        put(s, 110.0f, 200.0f), put(s, 90.0f, 200.0f), put(s, 100.0f, 210.0f), put(s, 100.0f, 190.0f),
+        put(s, 110.0f, 210.0f), put(s, 90.0f, 190.0f), put(s, 110.0f, 190.0f), put(s, 90.0f, 210.0f),
     };
     put(s, nextafterf(110.0f, INFINITY), 200.0f);
     put(s, nextafterf(90.0f, -INFINITY), 200.0f);
@@ -1282,10 +1274,10 @@ static void test_intermediate_states_do_not_leak(void **state) {
     recorder r;
     watch(s, o, 10.0f, 10.0f, &r);
     assert_int_equal(FLUSH(s), 0);
-    move(s, e1, 5.0f, 15.0f);  /* X first passes (5, 5) */
-    move(s, e2, 15.0f, 5.0f);  /* Z first passes (5, 5) */
-    move(s, e3, 5.0f, 15.0f);  /* X first passes (5, 5) */
-    move(s, e4, 15.0f, 5.0f);  /* Z first passes (5, 5) */
+    move(s, e1, 5.0f, 15.0f); /* X first passes (5, 5) */
+    move(s, e2, 15.0f, 5.0f); /* Z first passes (5, 5) */
+    move(s, e3, 5.0f, 15.0f); /* X first passes (5, 5) */
+    move(s, e4, 15.0f, 5.0f); /* Z first passes (5, 5) */
     assert_int_equal(FLUSH(s), 0);
     EXPECT_VIEW(s, &r, NONE);
 
@@ -1406,13 +1398,13 @@ static void test_lifecycle(void **state) {
 
 /* hook_data for the callback cases. */
 typedef struct hook_ctx {
-    uint32_t target;     /* entity the hook acts on */
-    uint32_t other;      /* a second entity, or COORD_NONE */
-    uint32_t added;      /* entity the hook added, or COORD_NONE */
-    recorder *sibling;   /* another watcher of the same owner, or NULL */
-    recorder *new_rec;   /* recorder for a watcher the hook adds, or NULL */
+    uint32_t target;   /* entity the hook acts on */
+    uint32_t other;    /* a second entity, or COORD_NONE */
+    uint32_t added;    /* entity the hook added, or COORD_NONE */
+    recorder *sibling; /* another watcher of the same owner, or NULL */
+    recorder *new_rec; /* recorder for a watcher the hook adds, or NULL */
     int fired;
-    int errors;          /* a call from the hook failed */
+    int errors; /* a call from the hook failed */
 } hook_ctx;
 
 static void hook_remove_entered(coord_system *s, recorder *rec, bool enter, uint32_t entity) {
@@ -1644,8 +1636,7 @@ static void q_expect_cut(const uint32_t *got, size_t cap, size_t ret, const uint
 
 /* Distance, in double, from p to the segment a-b (over `axes`: X/Z, plus Y
  * in 3D), and the projection of p on the line, as a distance from a. */
-static double q_segment_distance(const float a[3], const float b[3], const float p[3], bool three_d,
-                                 double *along) {
+static double q_segment_distance(const float a[3], const float b[3], const float p[3], bool three_d, double *along) {
     double d[3], v[3];
     double len2 = 0.0, dot = 0.0;
     for (int i = 0; i < 3; i++) {
@@ -1884,18 +1875,16 @@ static void test_query_filters_and_order(void **state) {
         assert_true(a < b);
     }
     /* Filters. */
-    coord_query_filter f = {.type_mask = 1u << 2, .required_flags = 0, .excluded_flags = 0,
-                            .exclude_entity = COORD_NONE};
+    coord_query_filter f = {
+        .type_mask = 1u << 2, .required_flags = 0, .excluded_flags = 0, .exclude_entity = COORD_NONE};
     n = coord_query_box(s, 0.0f, -1.0f, -1.0f, 200.0f, 1.0f, 1.0f, &f, out, 16);
     assert_int_equal(n, 2); /* i = 2, 7 */
     assert_true(id_listed(out, 2, ids[2]) && id_listed(out, 2, ids[7]));
-    f = (coord_query_filter){.type_mask = 0, .required_flags = 2u, .excluded_flags = 0,
-                             .exclude_entity = ids[1]};
+    f = (coord_query_filter){.type_mask = 0, .required_flags = 2u, .excluded_flags = 0, .exclude_entity = ids[1]};
     n = coord_query_sphere(s, 50.0f, 0.0f, 0.0f, 1000.0f, &f, out, 16);
     assert_int_equal(n, 4); /* odd i but 1 */
     assert_false(id_listed(out, n, ids[1]));
-    f = (coord_query_filter){.type_mask = 0, .required_flags = 0, .excluded_flags = 1u,
-                             .exclude_entity = COORD_NONE};
+    f = (coord_query_filter){.type_mask = 0, .required_flags = 0, .excluded_flags = 1u, .exclude_entity = COORD_NONE};
     n = coord_query_sphere(s, 50.0f, 0.0f, 0.0f, 1000.0f, &f, out, 16);
     assert_int_equal(n, 5); /* odd i */
     /* Cap 0 writes nothing but counts. */
@@ -1905,8 +1894,8 @@ static void test_query_filters_and_order(void **state) {
     assert_int_equal(out[0], 0xDEADBEEFu);
     /* Filters changed at run time. */
     coord_set_entity_filter(s, ids[0], 3, 0);
-    f = (coord_query_filter){.type_mask = 1u << 3, .required_flags = 0, .excluded_flags = 0,
-                             .exclude_entity = COORD_NONE};
+    f = (coord_query_filter){
+        .type_mask = 1u << 3, .required_flags = 0, .excluded_flags = 0, .exclude_entity = COORD_NONE};
     n = coord_query_sphere(s, 50.0f, 0.0f, 0.0f, 1000.0f, &f, out, 16);
     assert_int_equal(n, 3); /* i = 0, 3, 8 */
     assert_true(id_listed(out, 3, ids[0]));

@@ -34,15 +34,12 @@ static test_env *env_of(void **state) { return *state; }
 /* Removes every file in `dir`, then `dir` itself when `remove_dir`. */
 static int empty_dir(const char *dir, bool remove_dir) {
     DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
+    if (d == NULL) return -1;
     struct dirent *entry;
     while ((entry = readdir(d)) != NULL) {
-        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0)
-            continue;
+        if (strcmp(entry->d_name, ".") == 0 || strcmp(entry->d_name, "..") == 0) continue;
         char path[512];
-        if (snprintf(path, sizeof path, "%s/%s", dir, entry->d_name) >= (int)sizeof path)
-            continue;
+        if (snprintf(path, sizeof path, "%s/%s", dir, entry->d_name) >= (int)sizeof path) continue;
         struct stat st;
         if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
             empty_dir(path, true);
@@ -55,8 +52,7 @@ static int empty_dir(const char *dir, bool remove_dir) {
 
 static int group_setup(void **state) {
     test_env *env = calloc(1, sizeof *env);
-    if (env == NULL)
-        return -1;
+    if (env == NULL) return -1;
     snprintf(env->dir, sizeof env->dir, "/tmp/tessera_test_entity_def_XXXXXX");
     if (mkdtemp(env->dir) == NULL) {
         free(env);
@@ -89,8 +85,7 @@ static const char *write_file(void **state, const char *name, const char *text) 
 static entity_def_registry *load_ok(const char *text) {
     entity_def_registry *reg = NULL;
     char err[512] = "";
-    if (entity_def_load_string(text, "test.json", &reg, err, sizeof err) != 0)
-        fail_msg("load failed: %s", err);
+    if (entity_def_load_string(text, "test.json", &reg, err, sizeof err) != 0) fail_msg("load failed: %s", err);
     assert_non_null(reg);
     assert_string_equal(err, "");
     return reg;
@@ -105,14 +100,11 @@ static void expect_error(void **state, const char *text, const char *const *need
     entity_def_registry *reg = (entity_def_registry *)0x1;
     char err[512] = "";
     int rc = entity_def_load_file(saved, &reg, err, sizeof err);
-    if (rc != -1)
-        fail_msg("expected an error for %s", text);
+    if (rc != -1) fail_msg("expected an error for %s", text);
     assert_null(reg);
-    if (strstr(err, saved) == NULL)
-        fail_msg("error \"%s\" does not name the file %s", err, saved);
+    if (strstr(err, saved) == NULL) fail_msg("error \"%s\" does not name the file %s", err, saved);
     for (const char *const *needle = needles; *needle != NULL; needle++) {
-        if (strstr(err, *needle) == NULL)
-            fail_msg("error \"%s\" does not contain \"%s\"", err, *needle);
+        if (strstr(err, *needle) == NULL) fail_msg("error \"%s\" does not contain \"%s\"", err, *needle);
     }
 }
 
@@ -122,8 +114,7 @@ static void expect_error(void **state, const char *text, const char *const *need
  * array). Static buffer. */
 static const char *with_props(const char *props) {
     static char text[4096];
-    snprintf(text, sizeof text, "{\"entities\": [{\"name\": \"Avatar\", \"properties\": [%s]}]}",
-             props);
+    snprintf(text, sizeof text, "{\"entities\": [{\"name\": \"Avatar\", \"properties\": [%s]}]}", props);
     return text;
 }
 
@@ -178,18 +169,14 @@ static void test_every_type_parses(void **state) {
         entity_def_kind kind;
         unsigned bits;
     } expect[] = {
-        {"i8", ENTITY_DEF_INT8, 8},        {"i16", ENTITY_DEF_INT16, 16},
-        {"i32", ENTITY_DEF_INT32, 32},     {"i64", ENTITY_DEF_INT64, 64},
-        {"u8", ENTITY_DEF_UINT8, 8},       {"u16", ENTITY_DEF_UINT16, 16},
-        {"u32", ENTITY_DEF_UINT32, 32},    {"u64", ENTITY_DEF_UINT64, 64},
-        {"f", ENTITY_DEF_FLOAT, 32},       {"d", ENTITY_DEF_DOUBLE, 64},
-        {"flag", ENTITY_DEF_BOOL, 1},      {"s", ENTITY_DEF_STRING, 0},
-        {"raw", ENTITY_DEF_BYTES, 0},      {"v2", ENTITY_DEF_VECTOR2, 32},
-        {"v3", ENTITY_DEF_VECTOR3, 32},    {"target", ENTITY_DEF_ENTITY, 64},
-        {"arr", ENTITY_DEF_ARRAY, 0},      {"grid", ENTITY_DEF_ARRAY, 0},
-        {"names", ENTITY_DEF_ARRAY, 0},    {"outer", ENTITY_DEF_STRUCT, 0},
-        {"qv", ENTITY_DEF_VECTOR3, 11},    {"qd", ENTITY_DEF_DOUBLE, 50},
-        {"small", ENTITY_DEF_UINT64, 1},
+        {"i8", ENTITY_DEF_INT8, 8},        {"i16", ENTITY_DEF_INT16, 16},   {"i32", ENTITY_DEF_INT32, 32},
+        {"i64", ENTITY_DEF_INT64, 64},     {"u8", ENTITY_DEF_UINT8, 8},     {"u16", ENTITY_DEF_UINT16, 16},
+        {"u32", ENTITY_DEF_UINT32, 32},    {"u64", ENTITY_DEF_UINT64, 64},  {"f", ENTITY_DEF_FLOAT, 32},
+        {"d", ENTITY_DEF_DOUBLE, 64},      {"flag", ENTITY_DEF_BOOL, 1},    {"s", ENTITY_DEF_STRING, 0},
+        {"raw", ENTITY_DEF_BYTES, 0},      {"v2", ENTITY_DEF_VECTOR2, 32},  {"v3", ENTITY_DEF_VECTOR3, 32},
+        {"target", ENTITY_DEF_ENTITY, 64}, {"arr", ENTITY_DEF_ARRAY, 0},    {"grid", ENTITY_DEF_ARRAY, 0},
+        {"names", ENTITY_DEF_ARRAY, 0},    {"outer", ENTITY_DEF_STRUCT, 0}, {"qv", ENTITY_DEF_VECTOR3, 11},
+        {"qd", ENTITY_DEF_DOUBLE, 50},     {"small", ENTITY_DEF_UINT64, 1},
     };
     assert_int_equal(cls->property_count, sizeof expect / sizeof expect[0]);
     for (size_t i = 0; i < sizeof expect / sizeof expect[0]; i++) {
@@ -265,8 +252,7 @@ static void assert_default(const entity_def_class *cls, const char *prop, const 
     assert_non_null(p);
     assert_non_null(p->default_value);
     char *text = print(p->default_value);
-    if (strcmp(text, expected) != 0)
-        fail_msg("default of %s is %s, expected %s", prop, text, expected);
+    if (strcmp(text, expected) != 0) fail_msg("default of %s is %s, expected %s", prop, text, expected);
     free(text);
 }
 
@@ -289,11 +275,10 @@ static void test_defaults_implied(void **state) {
     entity_def_registry_free(reg);
 
     /* a quantized range without 0: the end nearest to 0 */
-    reg = load_ok(with_props(
-        "{\"name\": \"scale\", \"type\": \"float\", \"flags\": \"ALL_CLIENTS\","
-        " \"quantize\": {\"min\": 0.5, \"max\": 2, \"precision\": 0.01}},"
-        "{\"name\": \"depth\", \"type\": \"vector2\", \"flags\": \"ALL_CLIENTS\","
-        " \"quantize\": {\"min\": -10, \"max\": -2, \"precision\": 0.5}}"));
+    reg = load_ok(with_props("{\"name\": \"scale\", \"type\": \"float\", \"flags\": \"ALL_CLIENTS\","
+                             " \"quantize\": {\"min\": 0.5, \"max\": 2, \"precision\": 0.01}},"
+                             "{\"name\": \"depth\", \"type\": \"vector2\", \"flags\": \"ALL_CLIENTS\","
+                             " \"quantize\": {\"min\": -10, \"max\": -2, \"precision\": 0.5}}"));
     cls = entity_def_registry_find_class(reg, "Avatar");
     assert_default(cls, "scale", "0.5");
     assert_default(cls, "depth", "[-2,-2]");
@@ -322,8 +307,7 @@ static void test_defaults_given(void **state) {
     const entity_def_class *cls = entity_def_registry_find_class(reg, "Avatar");
     assert_default(cls, "hp", "-2048");
     assert_default(cls, "top", "2047");
-    assert_true(entity_def_class_find_property(cls, "big")->default_value->valuedouble ==
-                9007199254740992.0);
+    assert_true(entity_def_class_find_property(cls, "big")->default_value->valuedouble == 9007199254740992.0);
     assert_default(cls, "f", "1.5");
     assert_default(cls, "on", "true");
     assert_default(cls, "s", "\"abc\"");
@@ -348,7 +332,8 @@ static void test_defaults_rejected(void **state) {
         {"{\"name\": \"hp\", \"type\": \"int64\", \"flags\": \"BASE\", \"default\": 1e300}", "2^53"},
         {"{\"name\": \"hp\", \"type\": \"float\", \"flags\": \"BASE\", \"default\": 1e300}", "float"},
         {"{\"name\": \"hp\", \"type\": \"float\", \"flags\": \"BASE\", \"default\": 3,"
-         " \"quantize\": {\"min\": 0.5, \"max\": 2, \"precision\": 0.01}}", "quantization range"},
+         " \"quantize\": {\"min\": 0.5, \"max\": 2, \"precision\": 0.01}}",
+         "quantization range"},
         {"{\"name\": \"hp\", \"type\": \"bool\", \"flags\": \"BASE\", \"default\": 0}", "true or false"},
         {"{\"name\": \"hp\", \"type\": \"string\", \"max_length\": 2, \"flags\": \"BASE\", \"default\": \"abc\"}",
          "more than max_length 2"},
@@ -360,13 +345,14 @@ static void test_defaults_rejected(void **state) {
          "more than max_length 1"},
         {"{\"name\": \"hp\", \"type\": \"vector2\", \"flags\": \"BASE\", \"default\": [1, 2, 3]}",
          "array of 2 numbers"},
-        {"{\"name\": \"hp\", \"type\": \"vector2\", \"flags\": \"BASE\", \"default\": [1, \"x\"]}",
-         "default[1]"},
+        {"{\"name\": \"hp\", \"type\": \"vector2\", \"flags\": \"BASE\", \"default\": [1, \"x\"]}", "default[1]"},
         {"{\"name\": \"hp\", \"type\": \"entity\", \"flags\": \"BASE\", \"default\": 5}", "must be 0"},
         {"{\"name\": \"hp\", \"type\": \"array\", \"element\": \"uint8\", \"count\": 3, \"flags\": \"BASE\","
-         " \"default\": [1, 2]}", "exactly 3"},
+         " \"default\": [1, 2]}",
+         "exactly 3"},
         {"{\"name\": \"hp\", \"type\": \"array\", \"element\": \"uint8\", \"count\": 2, \"flags\": \"BASE\","
-         " \"default\": [1, 256]}", "default[1] 256 is outside"},
+         " \"default\": [1, 256]}",
+         "default[1] 256 is outside"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         expect_error(state, with_props(cases[i].prop), NEEDLES("Avatar.hp", cases[i].needle));
@@ -390,8 +376,7 @@ static void test_defaults_rejected(void **state) {
 
 /* ---- errors ----------------------------------------------------------- */
 
-static const char good_method_class_fmt[] =
-    "{\"entities\": [{\"name\": \"Avatar\", \"%s\": [%s]}]}";
+static const char good_method_class_fmt[] = "{\"entities\": [{\"name\": \"Avatar\", \"%s\": [%s]}]}";
 
 static const char *with_methods(const char *section, const char *methods) {
     static char text[4096];
@@ -401,11 +386,9 @@ static const char *with_methods(const char *section, const char *methods) {
 
 static void test_error_unknown_keys(void **state) {
     expect_error(state, "{\"entities\": [], \"extra\": 1}", NEEDLES("unknown key 'extra'"));
-    expect_error(state,
-                 with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"BASE\", \"colour\": 1}"),
+    expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"BASE\", \"colour\": 1}"),
                  NEEDLES("Avatar.hp", "unknown key 'colour'"));
-    expect_error(state,
-                 with_props("{\"name\": \"hp\", \"type\": \"float\", \"flags\": \"BASE\", \"bits\": 8}"),
+    expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"float\", \"flags\": \"BASE\", \"bits\": 8}"),
                  NEEDLES("Avatar.hp", "'bits' does not apply to type float"));
     expect_error(state,
                  with_props("{\"name\": \"hp\", \"type\": \"float\", \"flags\": \"BASE\","
@@ -415,8 +398,7 @@ static void test_error_unknown_keys(void **state) {
                  with_props("{\"name\": \"hp\", \"type\": \"array\", \"count\": 2, \"flags\": \"BASE\","
                             " \"element\": {\"type\": \"uint8\", \"flags\": \"BASE\"}}"),
                  NEEDLES("Avatar.hp[]", "unknown key 'flags'"));
-    expect_error(state,
-                 with_methods("cell_methods", "{\"name\": \"castSpell\", \"exposed\": true, \"colour\": 1}"),
+    expect_error(state, with_methods("cell_methods", "{\"name\": \"castSpell\", \"exposed\": true, \"colour\": 1}"),
                  NEEDLES("Avatar.castSpell", "unknown key 'colour'"));
     expect_error(state,
                  with_methods("base_methods",
@@ -432,16 +414,14 @@ static void test_error_unknown_keys(void **state) {
                  " \"flags\": \"BASE\"}]}]}",
                  NEEDLES("P.x", "unknown key 'flags'"));
     /* a key given twice is caught too (cJSON keeps both) */
-    expect_error(state,
-                 with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"BASE\", \"flags\": \"BASE\"}"),
+    expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"BASE\", \"flags\": \"BASE\"}"),
                  NEEDLES("Avatar.hp", "duplicate key 'flags'"));
 }
 
 static void test_error_types(void **state) {
     expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int17\", \"flags\": \"BASE\"}"),
                  NEEDLES("Avatar.hp", "unknown type 'int17'"));
-    expect_error(state, with_props("{\"name\": \"hp\", \"flags\": \"BASE\"}"),
-                 NEEDLES("Avatar.hp", "missing 'type'"));
+    expect_error(state, with_props("{\"name\": \"hp\", \"flags\": \"BASE\"}"), NEEDLES("Avatar.hp", "missing 'type'"));
     expect_error(state, with_props("{\"name\": \"nick\", \"type\": \"string\", \"flags\": \"BASE\"}"),
                  NEEDLES("Avatar.nick", "needs 'max_length'"));
     expect_error(state, with_props("{\"name\": \"blob\", \"type\": \"bytes\", \"flags\": \"BASE\"}"),
@@ -453,18 +433,15 @@ static void test_error_types(void **state) {
                  with_props("{\"name\": \"nicks\", \"type\": \"array\", \"count\": 2, \"element\": \"string\","
                             " \"flags\": \"BASE\"}"),
                  NEEDLES("Avatar.nicks[]", "needs 'max_length'"));
-    expect_error(state,
-                 with_methods("base_methods",
-                              "{\"name\": \"chat\", \"args\": [{\"name\": \"text\", \"type\": \"string\"}]}"),
-                 NEEDLES("Avatar.chat(text)", "needs 'max_length'"));
-    expect_error(state,
-                 with_props("{\"name\": \"health\", \"type\": \"int16\", \"bits\": 40, \"flags\": \"BASE\"}"),
+    expect_error(
+        state,
+        with_methods("base_methods", "{\"name\": \"chat\", \"args\": [{\"name\": \"text\", \"type\": \"string\"}]}"),
+        NEEDLES("Avatar.chat(text)", "needs 'max_length'"));
+    expect_error(state, with_props("{\"name\": \"health\", \"type\": \"int16\", \"bits\": 40, \"flags\": \"BASE\"}"),
                  NEEDLES("Avatar.health: bit width 40 does not fit type int16"));
-    expect_error(state,
-                 with_props("{\"name\": \"health\", \"type\": \"uint8\", \"bits\": 9, \"flags\": \"BASE\"}"),
+    expect_error(state, with_props("{\"name\": \"health\", \"type\": \"uint8\", \"bits\": 9, \"flags\": \"BASE\"}"),
                  NEEDLES("Avatar.health", "bit width 9 does not fit type uint8"));
-    expect_error(state,
-                 with_props("{\"name\": \"health\", \"type\": \"uint8\", \"bits\": 0, \"flags\": \"BASE\"}"),
+    expect_error(state, with_props("{\"name\": \"health\", \"type\": \"uint8\", \"bits\": 0, \"flags\": \"BASE\"}"),
                  NEEDLES("Avatar.health", "from 1 to 64"));
     expect_error(state,
                  with_props("{\"name\": \"a\", \"type\": \"array\", \"element\": \"uint8\", \"flags\": \"BASE\"}"),
@@ -488,8 +465,7 @@ static void test_error_types(void **state) {
                  NEEDLES("Avatar.properties[0]", "not an identifier"));
     expect_error(state, "{\"types\": [{\"name\": \"uint8\", \"fields\": [{\"name\": \"x\", \"type\": \"bool\"}]}]}",
                  NEEDLES("uint8", "built-in type"));
-    expect_error(state, "{\"types\": [{\"name\": \"Empty\", \"fields\": []}]}",
-                 NEEDLES("Empty", "at least one field"));
+    expect_error(state, "{\"types\": [{\"name\": \"Empty\", \"fields\": []}]}", NEEDLES("Empty", "at least one field"));
     expect_error(state, "{\"format\": 2, \"entities\": []}", NEEDLES("'format' must be 1"));
 }
 
@@ -529,9 +505,8 @@ static void test_error_duplicates(void **state) {
     expect_error(state, with_methods("cell_methods", "{\"name\": \"go\"}, {\"name\": \"go\"}"),
                  NEEDLES("Avatar.go", "duplicate cell method name"));
     expect_error(state,
-                 with_methods("base_methods",
-                              "{\"name\": \"go\", \"args\": [{\"name\": \"a\", \"type\": \"bool\"},"
-                              " {\"name\": \"a\", \"type\": \"bool\"}]}"),
+                 with_methods("base_methods", "{\"name\": \"go\", \"args\": [{\"name\": \"a\", \"type\": \"bool\"},"
+                                              " {\"name\": \"a\", \"type\": \"bool\"}]}"),
                  NEEDLES("Avatar.go(a)", "duplicate argument name"));
     expect_error(state, "{\"entities\": [{\"name\": \"Avatar\"}, {\"name\": \"Avatar\"}]}",
                  NEEDLES("Avatar", "duplicate class name"));
@@ -544,9 +519,9 @@ static void test_error_duplicates(void **state) {
                  " {\"name\": \"P\", \"fields\": [{\"name\": \"y\", \"type\": \"bool\"}]}]}",
                  NEEDLES("P", "duplicate struct name"));
     /* the same method name in two parts is fine */
-    entity_def_registry *reg = load_ok(
-        "{\"entities\": [{\"name\": \"A\", \"base_methods\": [{\"name\": \"go\"}],"
-        " \"cell_methods\": [{\"name\": \"go\"}], \"client_methods\": [{\"name\": \"go\"}]}]}");
+    entity_def_registry *reg =
+        load_ok("{\"entities\": [{\"name\": \"A\", \"base_methods\": [{\"name\": \"go\"}],"
+                " \"cell_methods\": [{\"name\": \"go\"}], \"client_methods\": [{\"name\": \"go\"}]}]}");
     entity_def_registry_free(reg);
 }
 
@@ -555,20 +530,17 @@ static void test_error_flags(void **state) {
                  NEEDLES("Avatar.hp", "unknown flag 'EVERYONE'"));
     expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"base\"}"),
                  NEEDLES("Avatar.hp", "unknown flag 'base'"));
-    expect_error(state,
-                 with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"ALL_CLIENTS|OWN_CLIENT\"}"),
+    expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"ALL_CLIENTS|OWN_CLIENT\"}"),
                  NEEDLES("Avatar.hp", "exactly one flag"));
     expect_error(state,
                  with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": [\"ALL_CLIENTS\", \"OWN_CLIENT\"]}"),
                  NEEDLES("Avatar.hp", "exactly one flag"));
-    expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int16\"}"),
-                 NEEDLES("Avatar.hp", "missing 'flags'"));
-    expect_error(state,
-                 with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"BASE\", \"persistent\": 1}"),
+    expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int16\"}"), NEEDLES("Avatar.hp", "missing 'flags'"));
+    expect_error(state, with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"BASE\", \"persistent\": 1}"),
                  NEEDLES("Avatar.hp", "'persistent' must be true or false"));
-    expect_error(state,
-                 with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"ALL_CLIENTS\", \"detail\": \"close\"}"),
-                 NEEDLES("Avatar.hp", "'detail' must be"));
+    expect_error(
+        state, with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"ALL_CLIENTS\", \"detail\": \"close\"}"),
+        NEEDLES("Avatar.hp", "'detail' must be"));
     /* a detail level on a property no other client sees */
     expect_error(state,
                  with_props("{\"name\": \"hp\", \"type\": \"int16\", \"flags\": \"OWN_CLIENT\", \"detail\": \"near\"}"),
@@ -584,16 +556,14 @@ static void test_error_methods(void **state) {
                  NEEDLES("Avatar.go", "'exposed' must be true or false"));
     expect_error(state, with_methods("cell_methods", "{\"name\": \"go\", \"args\": {}}"),
                  NEEDLES("Avatar.go", "'args' must be an array"));
-    expect_error(state,
-                 with_methods("cell_methods", "{\"name\": \"go\", \"args\": [{\"type\": \"bool\"}]}"),
+    expect_error(state, with_methods("cell_methods", "{\"name\": \"go\", \"args\": [{\"type\": \"bool\"}]}"),
                  NEEDLES("Avatar.go(args[0])", "missing 'name'"));
     expect_error(state, with_methods("cell_methods", "{\"exposed\": true}"),
                  NEEDLES("Avatar.cell_methods[0]", "missing 'name'"));
 }
 
 static void test_error_recursive_struct(void **state) {
-    expect_error(state,
-                 "{\"types\": [{\"name\": \"Node\", \"fields\": [{\"name\": \"next\", \"type\": \"Node\"}]}]}",
+    expect_error(state, "{\"types\": [{\"name\": \"Node\", \"fields\": [{\"name\": \"next\", \"type\": \"Node\"}]}]}",
                  NEEDLES("Node.next", "struct Node contains itself (Node -> Node)"));
     /* through another struct and an array */
     expect_error(state,
@@ -620,8 +590,7 @@ static void test_error_files(void **state) {
     assert_non_null(strstr(err, path));
     assert_non_null(strstr(err, "cannot open"));
 
-    expect_error(state, "{\"entities\": [\n  {\"name\": \"Avatar\",,}\n]}",
-                 NEEDLES("invalid JSON near line 2"));
+    expect_error(state, "{\"entities\": [\n  {\"name\": \"Avatar\",,}\n]}", NEEDLES("invalid JSON near line 2"));
     expect_error(state, "[1, 2]", NEEDLES("top level must be a JSON object"));
     expect_error(state, "", NEEDLES("invalid JSON"));
     expect_error(state, "{\"entities\": {}}", NEEDLES("'entities' must be an array"));
@@ -639,8 +608,8 @@ static void test_error_files(void **state) {
 
 /* ---- audience --------------------------------------------------------- */
 
-static void check_audience(entity_def_flags flags, const char *name, bool base, bool cell,
-                           bool ghosts, bool own, bool others) {
+static void check_audience(entity_def_flags flags, const char *name, bool base, bool cell, bool ghosts, bool own,
+                           bool others) {
     entity_def_audience a = entity_def_property_audience(flags);
     assert_int_equal(a.on_base, base);
     assert_int_equal(a.on_cell, cell);
@@ -652,8 +621,7 @@ static void check_audience(entity_def_flags flags, const char *name, bool base, 
     char props[256];
     snprintf(props, sizeof props, "{\"name\": \"p\", \"type\": \"uint8\", \"flags\": \"%s\"}", name);
     entity_def_registry *reg = load_ok(with_props(props));
-    const entity_def_property *p =
-        entity_def_class_find_property(entity_def_registry_find_class(reg, "Avatar"), "p");
+    const entity_def_property *p = entity_def_class_find_property(entity_def_registry_find_class(reg, "Avatar"), "p");
     assert_int_equal(p->flags, flags);
     assert_memory_equal(&p->audience, &a, sizeof a);
     entity_def_registry_free(reg);
@@ -694,19 +662,19 @@ static void test_audience_out_of_range(void **state) {
 /* ---- quantization ----------------------------------------------------- */
 
 static void test_quantization_bits(void **state) {
-    assert_int_equal(entity_def_quantization_bits(0.5, 2, 0.01), 8);    /* 151 levels */
-    assert_int_equal(entity_def_quantization_bits(0, 255, 1), 8);       /* 256 levels */
-    assert_int_equal(entity_def_quantization_bits(0, 256, 1), 9);       /* 257 levels */
-    assert_int_equal(entity_def_quantization_bits(0, 1, 1), 1);         /* 2 levels */
-    assert_int_equal(entity_def_quantization_bits(-1, 1, 0.001), 11);   /* 2001 levels */
-    assert_int_equal(entity_def_quantization_bits(0, 1, 0.1), 4);       /* 11 levels */
-    assert_int_equal(entity_def_quantization_bits(0, 0.7, 0.1), 3);     /* 0.7/0.1 = 6.999..: 8 levels */
-    assert_int_equal(entity_def_quantization_bits(0, 1.5, 0.1), 4);     /* 16 levels */
+    assert_int_equal(entity_def_quantization_bits(0.5, 2, 0.01), 8);  /* 151 levels */
+    assert_int_equal(entity_def_quantization_bits(0, 255, 1), 8);     /* 256 levels */
+    assert_int_equal(entity_def_quantization_bits(0, 256, 1), 9);     /* 257 levels */
+    assert_int_equal(entity_def_quantization_bits(0, 1, 1), 1);       /* 2 levels */
+    assert_int_equal(entity_def_quantization_bits(-1, 1, 0.001), 11); /* 2001 levels */
+    assert_int_equal(entity_def_quantization_bits(0, 1, 0.1), 4);     /* 11 levels */
+    assert_int_equal(entity_def_quantization_bits(0, 0.7, 0.1), 3);   /* 0.7/0.1 = 6.999..: 8 levels */
+    assert_int_equal(entity_def_quantization_bits(0, 1.5, 0.1), 4);   /* 16 levels */
     /* 2.1 / 0.3 is 7.000000000000001 and 7.65 / 0.03 is 255.00000000000003:
      * still 8 and 256 levels, not one more bit */
     assert_int_equal(entity_def_quantization_bits(0, 2.1, 0.3), 3);
     assert_int_equal(entity_def_quantization_bits(0, 7.65, 0.03), 8);
-    assert_int_equal(entity_def_quantization_bits(0, 1, 3), 1);         /* one step covers it */
+    assert_int_equal(entity_def_quantization_bits(0, 1, 3), 1); /* one step covers it */
     assert_int_equal(entity_def_quantization_bits(0, 1e12, 0.001), 50);
     assert_int_equal(entity_def_quantization_bits(0, 1, 0), -1);
     assert_int_equal(entity_def_quantization_bits(0, 1, -1), -1);
@@ -717,11 +685,10 @@ static void test_quantization_bits(void **state) {
     assert_int_equal(entity_def_quantization_bits(0, 1, INFINITY), -1);
 
     /* a loaded property records its count */
-    entity_def_registry *reg = load_ok(with_props(
-        "{\"name\": \"s\", \"type\": \"float\", \"flags\": \"BASE\", \"default\": 1,"
-        " \"quantize\": {\"min\": 0.5, \"max\": 2, \"precision\": 0.01}}"));
-    const entity_def_property *p =
-        entity_def_class_find_property(entity_def_registry_find_class(reg, "Avatar"), "s");
+    entity_def_registry *reg =
+        load_ok(with_props("{\"name\": \"s\", \"type\": \"float\", \"flags\": \"BASE\", \"default\": 1,"
+                           " \"quantize\": {\"min\": 0.5, \"max\": 2, \"precision\": 0.01}}"));
+    const entity_def_property *p = entity_def_class_find_property(entity_def_registry_find_class(reg, "Avatar"), "s");
     assert_true(p->type.quantized);
     assert_int_equal(p->type.bits, 8);
     entity_def_registry_free(reg);
@@ -735,8 +702,7 @@ static void digest_of(const char *text, char hex[65]) {
     assert_int_equal(strlen(digest), 64);
     memcpy(hex, digest, 65);
     char check[65];
-    for (int i = 0; i < 32; i++)
-        snprintf(check + 2 * i, 3, "%02x", entity_def_registry_digest(reg)[i]);
+    for (int i = 0; i < 32; i++) snprintf(check + 2 * i, 3, "%02x", entity_def_registry_digest(reg)[i]);
     assert_string_equal(check, digest);
     entity_def_registry_free(reg);
 }
@@ -758,11 +724,15 @@ static void test_digest_stable(void **state) {
     digest_of("{\n  \"entities\": [ { \"cell_methods\": [ { \"args\": [ { \"type\": \"entity\", \"name\": \"t\" } ],"
               "    \"exposed\": true, \"name\": \"go\" } ],\n"
               "    \"properties\": [\n"
-              "      { \"flags\": \"CELL_PUBLIC_AND_OWN\", \"default\": 100, \"bits\": 12, \"type\": \"int16\", \"name\": \"hp\" },\n"
-              "      { \"persistent\": true, \"name\": \"lvl\", \"flags\": \"ALL_CLIENTS\", \"type\": \"uint8\", \"bits\": 8, \"default\": 0 },\n"
-              "      { \"detail\": \"near\", \"name\": \"eq\", \"type\": \"Eq\", \"flags\": \"ALL_CLIENTS\", \"default\": {\"w\": 0} }\n"
+              "      { \"flags\": \"CELL_PUBLIC_AND_OWN\", \"default\": 100, \"bits\": 12, \"type\": \"int16\", "
+              "\"name\": \"hp\" },\n"
+              "      { \"persistent\": true, \"name\": \"lvl\", \"flags\": \"ALL_CLIENTS\", \"type\": \"uint8\", "
+              "\"bits\": 8, \"default\": 0 },\n"
+              "      { \"detail\": \"near\", \"name\": \"eq\", \"type\": \"Eq\", \"flags\": \"ALL_CLIENTS\", "
+              "\"default\": {\"w\": 0} }\n"
               "    ], \"name\": \"Avatar\", \"client_methods\": [] } ],\n"
-              "  \"types\": [ { \"fields\": [ { \"type\": \"bool\", \"name\": \"z\", \"default\": false } ], \"name\": \"Ab\" },\n"
+              "  \"types\": [ { \"fields\": [ { \"type\": \"bool\", \"name\": \"z\", \"default\": false } ], \"name\": "
+              "\"Ab\" },\n"
               "             { \"name\": \"Eq\", \"fields\": [ { \"name\": \"w\", \"type\": \"uint16\" } ] } ],\n"
               "  \"format\": 1\n}\n",
               b);
@@ -790,14 +760,12 @@ static void test_digest_stable(void **state) {
         snprintf(text, sizeof text, "%.*s%s%s", (int)(at - digest_base), digest_base, changes[i][1],
                  at + strlen(changes[i][0]));
         digest_of(text, b);
-        if (strcmp(a, b) == 0)
-            fail_msg("changing %s to %s kept the digest", changes[i][0], changes[i][1]);
+        if (strcmp(a, b) == 0) fail_msg("changing %s to %s kept the digest", changes[i][0], changes[i][1]);
     }
 
     /* property order gives the ids: swapping two properties changes it */
-    entity_def_registry *reg = load_ok(with_props(
-        "{\"name\": \"a\", \"type\": \"uint8\", \"flags\": \"BASE\"},"
-        "{\"name\": \"b\", \"type\": \"uint8\", \"flags\": \"BASE\"}"));
+    entity_def_registry *reg = load_ok(with_props("{\"name\": \"a\", \"type\": \"uint8\", \"flags\": \"BASE\"},"
+                                                  "{\"name\": \"b\", \"type\": \"uint8\", \"flags\": \"BASE\"}"));
     memcpy(a, entity_def_registry_digest_hex(reg), 65);
     entity_def_registry_free(reg);
     reg = load_ok(with_props("{\"name\": \"b\", \"type\": \"uint8\", \"flags\": \"BASE\"},"
@@ -850,12 +818,12 @@ static void test_describe_round_trip(void **state) {
 
     /* numbers survive exactly, even where cJSON's own printer would round
      * them to 15 digits */
-    reg = load_ok(with_props(
-        "{\"name\": \"a\", \"type\": \"double\", \"flags\": \"BASE\", \"default\": 0.30000000000000004},"
-        "{\"name\": \"b\", \"type\": \"uint64\", \"flags\": \"BASE\", \"default\": 9007199254740992},"
-        "{\"name\": \"c\", \"type\": \"double\", \"flags\": \"BASE\", \"default\": -1.7976931348623157e308},"
-        "{\"name\": \"d\", \"type\": \"float\", \"flags\": \"BASE\", \"default\": 0.2,"
-        " \"quantize\": {\"min\": 0.1, \"max\": 0.30000000000000004, \"precision\": 0.1}}"));
+    reg = load_ok(
+        with_props("{\"name\": \"a\", \"type\": \"double\", \"flags\": \"BASE\", \"default\": 0.30000000000000004},"
+                   "{\"name\": \"b\", \"type\": \"uint64\", \"flags\": \"BASE\", \"default\": 9007199254740992},"
+                   "{\"name\": \"c\", \"type\": \"double\", \"flags\": \"BASE\", \"default\": -1.7976931348623157e308},"
+                   "{\"name\": \"d\", \"type\": \"float\", \"flags\": \"BASE\", \"default\": 0.2,"
+                   " \"quantize\": {\"min\": 0.1, \"max\": 0.30000000000000004, \"precision\": 0.1}}"));
     text = entity_def_registry_describe(reg);
     assert_non_null(strstr(text, "0.30000000000000004"));
     assert_non_null(strstr(text, "9007199254740992"));
@@ -886,8 +854,7 @@ static void test_directory(void **state) {
 
     entity_def_registry *reg = NULL;
     char err[512] = "";
-    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(entity_def_registry_class_count(reg), 4);
     const char *order[] = {"Ant", "Bee", "Bee2", "Zed"};
     for (uint16_t i = 0; i < 4; i++) {
@@ -911,8 +878,9 @@ static void test_directory(void **state) {
     assert_non_null(strstr(err, "a.json"));
 
     /* an error in one file fails the whole load and names that file */
-    write_file(state, "c.json", "{\"entities\": [{\"name\": \"Cat\", \"properties\": ["
-                                "{\"name\": \"hp\", \"type\": \"int16\", \"bits\": 40, \"flags\": \"BASE\"}]}]}");
+    write_file(state, "c.json",
+               "{\"entities\": [{\"name\": \"Cat\", \"properties\": ["
+               "{\"name\": \"hp\", \"type\": \"int16\", \"bits\": 40, \"flags\": \"BASE\"}]}]}");
     assert_int_equal(entity_def_load_directory(dir, &reg, err, sizeof err), -1);
     assert_non_null(strstr(err, "c.json: Cat.hp: bit width 40 does not fit type int16"));
     empty_dir(dir, false);
@@ -1110,8 +1078,7 @@ static void test_events_directory(void **state) {
                " \"events\": [{\"name\": \"fourth\"}]}");
     entity_def_registry *reg = NULL;
     char err[512] = "";
-    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0) fail_msg("%s", err);
     static const char *const order[] = {"first", "second", "third", "fourth"};
     assert_int_equal(entity_def_registry_event_count(reg), 4);
     for (uint32_t i = 0; i < 4; i++) {
@@ -1146,8 +1113,7 @@ static void test_events_directory(void **state) {
     reg = (entity_def_registry *)0x1;
     assert_int_equal(entity_def_load_directory(dir, &reg, err, sizeof err), -1);
     assert_null(reg);
-    if (strstr(err, "d.json: events.first: duplicate event name") == NULL)
-        fail_msg("unexpected error: %s", err);
+    if (strstr(err, "d.json: events.first: duplicate event name") == NULL) fail_msg("unexpected error: %s", err);
     empty_dir(dir, false);
 
     /* at most ENTITY_DEF_MAX_EVENTS in all, whatever the files */
@@ -1155,8 +1121,7 @@ static void test_events_directory(void **state) {
     char *rest = many_events("b", ENTITY_DEF_MAX_EVENTS / 2);
     write_file(state, "a.json", half);
     write_file(state, "b.json", rest);
-    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
-        fail_msg("%s", err);
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0) fail_msg("%s", err);
     assert_int_equal(entity_def_registry_event_count(reg), ENTITY_DEF_MAX_EVENTS);
     const entity_def_method *last = entity_def_registry_event(reg, ENTITY_DEF_MAX_EVENTS - 1);
     assert_non_null(last);
@@ -1171,8 +1136,7 @@ static void test_events_directory(void **state) {
     write_file(state, "b.json", rest);
     assert_int_equal(entity_def_load_directory(dir, &reg, err, sizeof err), -1);
     assert_null(reg);
-    if (strstr(err, "more than 4096 events in all") == NULL)
-        fail_msg("unexpected error: %s", err);
+    if (strstr(err, "more than 4096 events in all") == NULL) fail_msg("unexpected error: %s", err);
     free(half);
     free(rest);
     /* and one document of too many */
@@ -1193,8 +1157,7 @@ static void test_error_events(void **state) {
     expect_error(state, "{\"events\": [{\"name\": \"a\", \"args\": [], \"args\": []}]}",
                  NEEDLES("events.a", "duplicate key 'args'"));
     expect_error(state, "{\"events\": [{\"args\": []}]}", NEEDLES("events[0]", "missing 'name'"));
-    expect_error(state, "{\"events\": [{\"name\": \"a\"}, {\"args\": []}]}",
-                 NEEDLES("events[1]", "missing 'name'"));
+    expect_error(state, "{\"events\": [{\"name\": \"a\"}, {\"args\": []}]}", NEEDLES("events[1]", "missing 'name'"));
     expect_error(state, "{\"events\": [{\"name\": \"9a\"}]}", NEEDLES("events[0]", "not an identifier"));
     expect_error(state, "{\"events\": [{\"name\": 5}]}", NEEDLES("events[0]", "'name' must be a string"));
     expect_error(state, "{\"events\": {}}", NEEDLES("'events' must be an array"));
@@ -1211,8 +1174,7 @@ static void test_error_events(void **state) {
         {"{\"name\": \"n\", \"type\": \"int17\"}", "events.a(n)", "unknown type 'int17'"},
         {"{\"name\": \"n\", \"type\": \"Nowhere\"}", "events.a(n)", "unknown type 'Nowhere'"},
         {"{\"name\": \"n\"}", "events.a(n)", "missing 'type'"},
-        {"{\"name\": \"n\", \"type\": \"int16\", \"bits\": 40}", "events.a(n)",
-         "bit width 40 does not fit type int16"},
+        {"{\"name\": \"n\", \"type\": \"int16\", \"bits\": 40}", "events.a(n)", "bit width 40 does not fit type int16"},
         {"{\"name\": \"n\", \"type\": \"uint8\", \"flags\": \"BASE\"}", "events.a(n)", "unknown key 'flags'"},
         {"{\"name\": \"n\", \"type\": \"uint8\", \"default\": 1}", "events.a(n)", "unknown key 'default'"},
         {"{\"name\": \"n\", \"type\": \"uint8\"}, {\"name\": \"n\", \"type\": \"bool\"}", "events.a(n)",
@@ -1245,17 +1207,17 @@ static void test_events_digest(void **state) {
     /* each a change of meaning: all different, and none the base's */
     static const char *const variants[] = {
         "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}",
-        "{\"name\": \"hat\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}",          /* renamed */
-        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint32\"}]}",          /* arg type */
-        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"int16\"}]}",           /* arg type */
+        "{\"name\": \"hat\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}",               /* renamed */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint32\"}]}",               /* arg type */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"int16\"}]}",                /* arg type */
         "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\", \"bits\": 12}]}", /* bits */
-        "{\"name\": \"hit\", \"args\": [{\"name\": \"m\", \"type\": \"uint16\"}]}",          /* arg name */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"m\", \"type\": \"uint16\"}]}",               /* arg name */
         "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"},"
-        " {\"name\": \"t\", \"type\": \"entity\"}]}",                                        /* an arg more */
-        "{\"name\": \"hit\"}",                                                               /* no args */
+        " {\"name\": \"t\", \"type\": \"entity\"}]}", /* an arg more */
+        "{\"name\": \"hit\"}",                        /* no args */
         "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"string\", \"max_length\": 8}]}",
         "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"string\", \"max_length\": 9}]}",
-        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"Eq\"}]}",              /* a struct */
+        "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"Eq\"}]}",                           /* a struct */
         "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}, {\"name\": \"miss\"}", /* added */
         "{\"name\": \"miss\"}, {\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\"}]}", /* ids */
     };
@@ -1263,8 +1225,7 @@ static void test_events_digest(void **state) {
     char digests[VARIANTS][65];
     for (size_t i = 0; i < VARIANTS; i++) {
         digest_of(with_events(digest_base, variants[i]), digests[i]);
-        if (strcmp(digests[i], none) == 0)
-            fail_msg("events [%s] kept the digest of no events", variants[i]);
+        if (strcmp(digests[i], none) == 0) fail_msg("events [%s] kept the digest of no events", variants[i]);
         for (size_t j = 0; j < i; j++) {
             if (strcmp(digests[i], digests[j]) == 0)
                 fail_msg("events [%s] and [%s] have the same digest", variants[i], variants[j]);
@@ -1290,10 +1251,11 @@ static void test_events_digest(void **state) {
     assert_string_not_equal(b, none);
 
     /* how an event is written does not count */
-    digest_of(with_events(digest_base, "{ \"args\": [ { \"type\": \"uint16\", \"name\": \"n\" } ], \"name\": \"hit\" }"),
-              b);
+    digest_of(
+        with_events(digest_base, "{ \"args\": [ { \"type\": \"uint16\", \"name\": \"n\" } ], \"name\": \"hit\" }"), b);
     assert_string_equal(b, digests[0]);
-    digest_of(with_events(digest_base, "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\", \"bits\": 16}]}"),
+    digest_of(with_events(digest_base,
+                          "{\"name\": \"hit\", \"args\": [{\"name\": \"n\", \"type\": \"uint16\", \"bits\": 16}]}"),
               b);
     assert_string_equal(b, digests[0]);
     digest_of(with_events(digest_base, "{\"name\": \"hit\", \"args\": []}"), b);
@@ -1328,8 +1290,7 @@ static void check_events_round_trip(const entity_def_registry *reg) {
             assert_int_equal(tx->count, ty->count);
             assert_int_equal(tx->quantized, ty->quantized);
             assert_int_equal(tx->value_count, ty->value_count);
-            if (tx->kind == ENTITY_DEF_STRUCT)
-                assert_string_equal(tx->structure->name, ty->structure->name);
+            if (tx->kind == ENTITY_DEF_STRUCT) assert_string_equal(tx->structure->name, ty->structure->name);
         }
     }
     free(text);
@@ -1363,7 +1324,8 @@ static void test_events_describe(void **state) {
     entity_def_registry_free(reg);
 
     /* events only */
-    reg = load_ok("{\"events\": [{\"name\": \"e\", \"args\": [{\"name\": \"s\", \"type\": \"bytes\", \"max_length\": 3}]}]}");
+    reg = load_ok(
+        "{\"events\": [{\"name\": \"e\", \"args\": [{\"name\": \"s\", \"type\": \"bytes\", \"max_length\": 3}]}]}");
     check_events_round_trip(reg);
     entity_def_registry_free(reg);
 }
@@ -1378,11 +1340,10 @@ static void demo_dir(char *buf, size_t len) {
         snprintf(buf, len, "../demo/entities");
 }
 
-static const entity_def_property *prop_of(const entity_def_class *cls, const char *name,
-                                          entity_def_kind kind, entity_def_flags flags) {
+static const entity_def_property *prop_of(const entity_def_class *cls, const char *name, entity_def_kind kind,
+                                          entity_def_flags flags) {
     const entity_def_property *p = entity_def_class_find_property(cls, name);
-    if (p == NULL)
-        fail_msg("%s has no property %s", cls->name, name);
+    if (p == NULL) fail_msg("%s has no property %s", cls->name, name);
     assert_int_equal(p->type.kind, kind);
     assert_int_equal(p->flags, flags);
     return p;
@@ -1393,8 +1354,7 @@ static void test_demo_entities(void **state) {
     demo_dir(dir, sizeof dir);
     entity_def_registry *reg = NULL;
     char err[512] = "";
-    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
-        fail_msg("loading %s: %s", dir, err);
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0) fail_msg("loading %s: %s", dir, err);
 
     const entity_def_class *account = entity_def_registry_find_class(reg, "Account");
     const entity_def_class *avatar = entity_def_registry_find_class(reg, "Avatar");
@@ -1486,8 +1446,7 @@ static void test_demo_events(void **state) {
     demo_dir(dir, sizeof dir);
     entity_def_registry *reg = NULL;
     char err[512] = "";
-    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0)
-        fail_msg("loading %s: %s", dir, err);
+    if (entity_def_load_directory(dir, &reg, err, sizeof err) != 0) fail_msg("loading %s: %s", dir, err);
     assert_int_equal(entity_def_registry_event_count(reg), 4);
     assert_string_equal(entity_def_registry_event(reg, 0)->name, "player_joined");
     assert_string_equal(entity_def_registry_event(reg, 1)->name, "door_changed");

@@ -196,10 +196,10 @@ static void test_long_delays_and_long_pauses(void **state) {
     entity_io_outputs longer = {0}, shorter = {0};
     assert_int_equal(entity_io_connect(&longer, "OnGo", "far", "In", NULL, 20000, -1), 0);
     assert_int_equal(entity_io_connect(&shorter, "OnGo", "near", "In", NULL, 1000, -1), 0);
-    const uint64_t idle = 3600ull * 1000 * 5; /* five hours in */
-    assert_int_equal(entity_io_fire(io, &longer, 1, "OnGo", 0, 0, NULL, idle), 1);            /* due idle + 20000 */
-    assert_int_equal(entity_io_fire(io, &shorter, 2, "OnGo", 0, 0, NULL, idle + 19000), 1);  /* due idle + 20000 too */
-    assert_int_equal(entity_io_fire(io, &longer, 3, "OnGo", 0, 0, NULL, idle + 100), 1);     /* idle + 20100 */
+    const uint64_t idle = 3600ull * 1000 * 5;                                               /* five hours in */
+    assert_int_equal(entity_io_fire(io, &longer, 1, "OnGo", 0, 0, NULL, idle), 1);          /* due idle + 20000 */
+    assert_int_equal(entity_io_fire(io, &shorter, 2, "OnGo", 0, 0, NULL, idle + 19000), 1); /* due idle + 20000 too */
+    assert_int_equal(entity_io_fire(io, &longer, 3, "OnGo", 0, 0, NULL, idle + 100), 1);    /* idle + 20100 */
     recorder r = {0};
     assert_int_equal(entity_io_service(io, idle + 19999, record, &r), 0);
     assert_int_equal(entity_io_service(io, idle + 20000, record, &r), 2);

@@ -101,8 +101,7 @@ static void test_fifo_reuse(void **state) {
     entity_list *list = entity_list_create(8, 32);
     int obj[5];
     entity_handle h[5];
-    for (int i = 0; i < 5; i++)
-        h[i] = entity_list_add(list, &obj[i]);
+    for (int i = 0; i < 5; i++) h[i] = entity_list_add(list, &obj[i]);
     /* Free slots 3, 1, 4 in that order: they come back in that order. */
     entity_list_remove(list, h[3]);
     entity_list_remove(list, h[1]);
@@ -160,8 +159,7 @@ static void test_serial_wraparound_retires_slots(void **state) {
     for (int use = 2; use <= 3; use++) {
         entity_handle h = entity_list_add(list, &b);
         assert_int_equal(entity_handle_slot(h), 0);
-        for (size_t i = 0; i < n_old; i++)
-            assert_true(old[i] != h);
+        for (size_t i = 0; i < n_old; i++) assert_true(old[i] != h);
         assert_ptr_equal(entity_list_get(list, h), &b);
         assert_ptr_equal(entity_list_remove(list, h), &b);
         old[n_old++] = h;
@@ -170,15 +168,13 @@ static void test_serial_wraparound_retires_slots(void **state) {
     assert_int_equal(entity_list_retired(list), 1);
     assert_int_equal(entity_list_count(list), 1);
     assert_int_equal(entity_list_add(list, &b), ENTITY_HANDLE_NONE);
-    for (size_t i = 0; i < n_old; i++)
-        assert_null(entity_list_get(list, old[i]));
+    for (size_t i = 0; i < n_old; i++) assert_null(entity_list_get(list, old[i]));
 
     /* Slot 1 goes the same way; then nothing is left. */
     for (int use = 1; use <= 3; use++) {
         entity_handle h = use == 1 ? ha : entity_list_add(list, &a);
         assert_int_equal(entity_handle_slot(h), 1);
-        for (size_t i = 0; i < n_old; i++)
-            assert_true(old[i] != h);
+        for (size_t i = 0; i < n_old; i++) assert_true(old[i] != h);
         assert_ptr_equal(entity_list_remove(list, h), &a);
         old[n_old++] = h;
     }
@@ -203,11 +199,9 @@ static void test_serial_one_bit_churn_until_exhausted(void **state) {
     int n = 0;
     for (;;) {
         entity_handle h = entity_list_add(list, &obj);
-        if (h == ENTITY_HANDLE_NONE)
-            break;
+        if (h == ENTITY_HANDLE_NONE) break;
         assert_true(n < 5);
-        for (int i = 0; i < n; i++)
-            assert_true(seen[i] != h);
+        for (int i = 0; i < n; i++) assert_true(seen[i] != h);
         seen[n++] = h;
         assert_ptr_equal(entity_list_remove(list, h), &obj);
     }
@@ -231,20 +225,17 @@ static void test_serial_wraparound_under_churn(void **state) {
             live[k] = ENTITY_HANDLE_NONE;
         }
         entity_handle h = entity_list_add(list, &obj);
-        if (h == ENTITY_HANDLE_NONE)
-            continue;
+        if (h == ENTITY_HANDLE_NONE) continue;
         assert_true(n < 28);
         for (int i = 0; i < n; i++) {
             assert_true(seen[i] != h);
-            if (seen[i] != live[1 - k])
-                assert_null(entity_list_get(list, seen[i]));
+            if (seen[i] != live[1 - k]) assert_null(entity_list_get(list, seen[i]));
         }
         seen[n++] = h;
         live[k] = h;
     }
     for (int k = 0; k < 2; k++)
-        if (live[k] != ENTITY_HANDLE_NONE)
-            entity_list_remove(list, live[k]);
+        if (live[k] != ENTITY_HANDLE_NONE) entity_list_remove(list, live[k]);
     assert_int_equal(n, 28);
     assert_int_equal(entity_list_retired(list), 4);
     assert_int_equal(entity_list_count(list), 0);
@@ -255,8 +246,7 @@ static void test_iteration_with_removal(void **state) {
     entity_list *list = entity_list_create(16, 32);
     int obj[10];
     entity_handle h[10];
-    for (int i = 0; i < 10; i++)
-        h[i] = entity_list_add(list, &obj[i]);
+    for (int i = 0; i < 10; i++) h[i] = entity_list_add(list, &obj[i]);
     entity_list_remove(list, h[2]);
     entity_list_remove(list, h[7]);
 
@@ -273,13 +263,11 @@ static void test_iteration_with_removal(void **state) {
         visited[i]++;
         visits++;
         assert_ptr_equal(entity_list_remove(list, hh), o);
-        if (i % 2 == 1 && i + 1 < 10)
-            entity_list_remove(list, h[i + 1]);
+        if (i % 2 == 1 && i + 1 < 10) entity_list_remove(list, h[i + 1]);
     }
     /* 0,1 (removes 2: already gone),3 (removes 4),5 (removes 6),8,9. */
     int expected[10] = {1, 1, 0, 1, 0, 1, 0, 0, 1, 1};
-    for (int i = 0; i < 10; i++)
-        assert_int_equal(visited[i], expected[i]);
+    for (int i = 0; i < 10; i++) assert_int_equal(visited[i], expected[i]);
     assert_int_equal(visits, 6);
     assert_int_equal(entity_list_count(list), 0);
     cursor = 0;
@@ -292,10 +280,8 @@ static void test_iteration_counts_live(void **state) {
     entity_list *list = entity_list_create(1000, 32);
     int obj[300];
     entity_handle h[300];
-    for (int i = 0; i < 300; i++)
-        h[i] = entity_list_add(list, &obj[i]);
-    for (int i = 0; i < 300; i += 3)
-        entity_list_remove(list, h[i]);
+    for (int i = 0; i < 300; i++) h[i] = entity_list_add(list, &obj[i]);
+    for (int i = 0; i < 300; i += 3) entity_list_remove(list, h[i]);
     uint32_t cursor = 0;
     int n = 0;
     uint32_t last_slot = 0;

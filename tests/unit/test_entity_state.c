@@ -21,62 +21,86 @@
 #include "entity_state.h"
 
 /* Every type, with defaults. Property ids follow the order below. */
-static const char defs[] =
-    "{\"types\": [\n"
-    "  {\"name\": \"Stats\", \"fields\": [\n"
-    "    {\"name\": \"hp\", \"type\": \"int16\", \"bits\": 12, \"default\": 100},\n"
-    "    {\"name\": \"pos\", \"type\": \"vector3\",\n"
-    "     \"quantize\": {\"min\": -100, \"max\": 100, \"precision\": 0.01}},\n"
-    "    {\"name\": \"tag\", \"type\": \"string\", \"max_length\": 8, \"default\": \"x\"}]},\n"
-    "  {\"name\": \"Outer\", \"fields\": [\n"
-    "    {\"name\": \"inner\", \"type\": \"Stats\"},\n"
-    "    {\"name\": \"flags\", \"type\": \"array\", \"element\": \"bool\", \"count\": 3},\n"
-    "    {\"name\": \"ids\", \"type\": \"array\", \"element\": \"uint8\", \"count\": 2,\n"
-    "     \"default\": [1, 2]}]}\n"
-    "],\n"
-    "\"entities\": [{\"name\": \"Thing\", \"properties\": [\n"
-    "  {\"name\": \"i8\", \"type\": \"int8\", \"flags\": \"ALL_CLIENTS\", \"default\": -5},\n"
-    "  {\"name\": \"u8\", \"type\": \"uint8\", \"flags\": \"ALL_CLIENTS\", \"default\": 200},\n"
-    "  {\"name\": \"i16_12\", \"type\": \"int16\", \"bits\": 12, \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"u32\", \"type\": \"uint32\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"i64\", \"type\": \"int64\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"u64\", \"type\": \"uint64\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"i32\", \"type\": \"int32\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"u16\", \"type\": \"uint16\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"f\", \"type\": \"float\", \"flags\": \"ALL_CLIENTS\", \"default\": 1.5},\n"
-    "  {\"name\": \"d\", \"type\": \"double\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"q\", \"type\": \"float\", \"flags\": \"ALL_CLIENTS\", \"default\": 2.5,\n"
-    "   \"quantize\": {\"min\": -10, \"max\": 10, \"precision\": 0.5}},\n"
-    "  {\"name\": \"qd\", \"type\": \"double\", \"flags\": \"ALL_CLIENTS\",\n"
-    "   \"quantize\": {\"min\": 0, \"max\": 1000, \"precision\": 0.001}},\n"
-    "  {\"name\": \"b\", \"type\": \"bool\", \"flags\": \"ALL_CLIENTS\", \"default\": true},\n"
-    "  {\"name\": \"s\", \"type\": \"string\", \"max_length\": 5, \"flags\": \"ALL_CLIENTS\",\n"
-    "   \"default\": \"hi\"},\n"
-    "  {\"name\": \"by\", \"type\": \"bytes\", \"max_length\": 4, \"flags\": \"ALL_CLIENTS\",\n"
-    "   \"default\": \"0aFF\"},\n"
-    "  {\"name\": \"v2\", \"type\": \"vector2\", \"flags\": \"ALL_CLIENTS\",\n"
-    "   \"default\": [1, 2]},\n"
-    "  {\"name\": \"v3\", \"type\": \"vector3\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"qv3\", \"type\": \"vector3\", \"flags\": \"ALL_CLIENTS\",\n"
-    "   \"quantize\": {\"min\": -1000, \"max\": 1000, \"precision\": 0.01}},\n"
-    "  {\"name\": \"e\", \"type\": \"entity\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"arr\", \"type\": \"array\", \"element\": \"int16\", \"count\": 4,\n"
-    "   \"flags\": \"ALL_CLIENTS\", \"default\": [1, 2, 3, 4]},\n"
-    "  {\"name\": \"stats\", \"type\": \"Stats\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"outer\", \"type\": \"Outer\", \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"statsarr\", \"type\": \"array\", \"element\": \"Stats\", \"count\": 3,\n"
-    "   \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"u8_5\", \"type\": \"uint8\", \"bits\": 5, \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"i64_40\", \"type\": \"int64\", \"bits\": 40, \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"u64_33\", \"type\": \"uint64\", \"bits\": 33, \"flags\": \"ALL_CLIENTS\"},\n"
-    "  {\"name\": \"strs\", \"type\": \"array\", \"count\": 2, \"flags\": \"ALL_CLIENTS\",\n"
-    "   \"element\": {\"type\": \"string\", \"max_length\": 3}, \"default\": [\"a\", \"bc\"]}\n"
-    "]}]}\n";
+static const char defs[] = "{\"types\": [\n"
+                           "  {\"name\": \"Stats\", \"fields\": [\n"
+                           "    {\"name\": \"hp\", \"type\": \"int16\", \"bits\": 12, \"default\": 100},\n"
+                           "    {\"name\": \"pos\", \"type\": \"vector3\",\n"
+                           "     \"quantize\": {\"min\": -100, \"max\": 100, \"precision\": 0.01}},\n"
+                           "    {\"name\": \"tag\", \"type\": \"string\", \"max_length\": 8, \"default\": \"x\"}]},\n"
+                           "  {\"name\": \"Outer\", \"fields\": [\n"
+                           "    {\"name\": \"inner\", \"type\": \"Stats\"},\n"
+                           "    {\"name\": \"flags\", \"type\": \"array\", \"element\": \"bool\", \"count\": 3},\n"
+                           "    {\"name\": \"ids\", \"type\": \"array\", \"element\": \"uint8\", \"count\": 2,\n"
+                           "     \"default\": [1, 2]}]}\n"
+                           "],\n"
+                           "\"entities\": [{\"name\": \"Thing\", \"properties\": [\n"
+                           "  {\"name\": \"i8\", \"type\": \"int8\", \"flags\": \"ALL_CLIENTS\", \"default\": -5},\n"
+                           "  {\"name\": \"u8\", \"type\": \"uint8\", \"flags\": \"ALL_CLIENTS\", \"default\": 200},\n"
+                           "  {\"name\": \"i16_12\", \"type\": \"int16\", \"bits\": 12, \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"u32\", \"type\": \"uint32\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"i64\", \"type\": \"int64\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"u64\", \"type\": \"uint64\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"i32\", \"type\": \"int32\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"u16\", \"type\": \"uint16\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"f\", \"type\": \"float\", \"flags\": \"ALL_CLIENTS\", \"default\": 1.5},\n"
+                           "  {\"name\": \"d\", \"type\": \"double\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"q\", \"type\": \"float\", \"flags\": \"ALL_CLIENTS\", \"default\": 2.5,\n"
+                           "   \"quantize\": {\"min\": -10, \"max\": 10, \"precision\": 0.5}},\n"
+                           "  {\"name\": \"qd\", \"type\": \"double\", \"flags\": \"ALL_CLIENTS\",\n"
+                           "   \"quantize\": {\"min\": 0, \"max\": 1000, \"precision\": 0.001}},\n"
+                           "  {\"name\": \"b\", \"type\": \"bool\", \"flags\": \"ALL_CLIENTS\", \"default\": true},\n"
+                           "  {\"name\": \"s\", \"type\": \"string\", \"max_length\": 5, \"flags\": \"ALL_CLIENTS\",\n"
+                           "   \"default\": \"hi\"},\n"
+                           "  {\"name\": \"by\", \"type\": \"bytes\", \"max_length\": 4, \"flags\": \"ALL_CLIENTS\",\n"
+                           "   \"default\": \"0aFF\"},\n"
+                           "  {\"name\": \"v2\", \"type\": \"vector2\", \"flags\": \"ALL_CLIENTS\",\n"
+                           "   \"default\": [1, 2]},\n"
+                           "  {\"name\": \"v3\", \"type\": \"vector3\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"qv3\", \"type\": \"vector3\", \"flags\": \"ALL_CLIENTS\",\n"
+                           "   \"quantize\": {\"min\": -1000, \"max\": 1000, \"precision\": 0.01}},\n"
+                           "  {\"name\": \"e\", \"type\": \"entity\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"arr\", \"type\": \"array\", \"element\": \"int16\", \"count\": 4,\n"
+                           "   \"flags\": \"ALL_CLIENTS\", \"default\": [1, 2, 3, 4]},\n"
+                           "  {\"name\": \"stats\", \"type\": \"Stats\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"outer\", \"type\": \"Outer\", \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"statsarr\", \"type\": \"array\", \"element\": \"Stats\", \"count\": 3,\n"
+                           "   \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"u8_5\", \"type\": \"uint8\", \"bits\": 5, \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"i64_40\", \"type\": \"int64\", \"bits\": 40, \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"u64_33\", \"type\": \"uint64\", \"bits\": 33, \"flags\": \"ALL_CLIENTS\"},\n"
+                           "  {\"name\": \"strs\", \"type\": \"array\", \"count\": 2, \"flags\": \"ALL_CLIENTS\",\n"
+                           "   \"element\": {\"type\": \"string\", \"max_length\": 3}, \"default\": [\"a\", \"bc\"]}\n"
+                           "]}]}\n";
 
 enum {
-    P_I8, P_U8, P_I16_12, P_U32, P_I64, P_U64, P_I32, P_U16, P_F, P_D, P_Q, P_QD, P_B, P_S, P_BY,
-    P_V2, P_V3, P_QV3, P_E, P_ARR, P_STATS, P_OUTER, P_STATSARR, P_U8_5, P_I64_40, P_U64_33,
-    P_STRS, P_COUNT
+    P_I8,
+    P_U8,
+    P_I16_12,
+    P_U32,
+    P_I64,
+    P_U64,
+    P_I32,
+    P_U16,
+    P_F,
+    P_D,
+    P_Q,
+    P_QD,
+    P_B,
+    P_S,
+    P_BY,
+    P_V2,
+    P_V3,
+    P_QV3,
+    P_E,
+    P_ARR,
+    P_STATS,
+    P_OUTER,
+    P_STATSARR,
+    P_U8_5,
+    P_I64_40,
+    P_U64_33,
+    P_STRS,
+    P_COUNT
 };
 
 typedef struct fixture {
@@ -94,8 +118,7 @@ static int setup(void **state) {
         return -1;
     }
     fx->cls = entity_def_registry_find_class(fx->reg, "Thing");
-    if (fx->cls == NULL || fx->cls->property_count != P_COUNT)
-        return -1;
+    if (fx->cls == NULL || fx->cls->property_count != P_COUNT) return -1;
     fx->st = entity_state_create(fx->cls);
     *state = fx;
     return 0;
@@ -112,14 +135,11 @@ static int teardown(void **state) {
 static uint32_t idx(fixture *fx, uint16_t prop, const char *path) {
     uint32_t index = 999;
     int rc = entity_state_index(fx->cls, prop, path, &index);
-    if (rc != 0)
-        fail_msg("path %s of property %u: %s", path, prop, entity_state_strerror(rc));
+    if (rc != 0) fail_msg("path %s of property %u: %s", path, prop, entity_state_strerror(rc));
     return index;
 }
 
-static void assert_nothing_dirty(const entity_state *st) {
-    assert_int_equal(entity_state_next_dirty(st, -1), -1);
-}
+static void assert_nothing_dirty(const entity_state *st) { assert_int_equal(entity_state_next_dirty(st, -1), -1); }
 
 /* ---- layout and defaults ---------------------------------------------- */
 
@@ -167,17 +187,13 @@ static void test_defaults(void **state) {
     /* Struct defaults, nested and in arrays. */
     assert_int_equal(entity_state_get_int(st, P_STATS, idx(fx, P_STATS, "hp"), &i), 0);
     assert_int_equal(i, 100);
-    assert_int_equal(entity_state_get_string(st, P_STATS, idx(fx, P_STATS, ".tag"), &s, NULL),
-                     0);
+    assert_int_equal(entity_state_get_string(st, P_STATS, idx(fx, P_STATS, ".tag"), &s, NULL), 0);
     assert_string_equal(s, "x");
-    assert_int_equal(
-        entity_state_get_uint(st, P_OUTER, idx(fx, P_OUTER, "ids[1]"), &u), 0);
+    assert_int_equal(entity_state_get_uint(st, P_OUTER, idx(fx, P_OUTER, "ids[1]"), &u), 0);
     assert_int_equal(u, 2);
-    assert_int_equal(
-        entity_state_get_int(st, P_OUTER, idx(fx, P_OUTER, "inner.hp"), &i), 0);
+    assert_int_equal(entity_state_get_int(st, P_OUTER, idx(fx, P_OUTER, "inner.hp"), &i), 0);
     assert_int_equal(i, 100);
-    assert_int_equal(
-        entity_state_get_int(st, P_STATSARR, idx(fx, P_STATSARR, "[2].hp"), &i), 0);
+    assert_int_equal(entity_state_get_int(st, P_STATSARR, idx(fx, P_STATSARR, "[2].hp"), &i), 0);
     assert_int_equal(i, 100);
     assert_int_equal(entity_state_get_string(st, P_STRS, 1, &s, &len), 0);
     assert_string_equal(s, "bc");
@@ -202,16 +218,13 @@ static void test_layout_and_paths(void **state) {
     assert_int_equal(idx(fx, P_ARR, "[3]"), 3);
 
     uint32_t index;
-    assert_int_equal(entity_state_index(cls, P_COUNT, "", &index),
-                     ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
+    assert_int_equal(entity_state_index(cls, P_COUNT, "", &index), ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
     const char *bad[] = {"[4]", "x", "[", "[1", "[a]", ".hp", "[1]x"};
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++)
-        assert_int_equal(entity_state_index(cls, P_ARR, bad[k], &index),
-                         ENTITY_STATE_ERROR_INDEX);
+        assert_int_equal(entity_state_index(cls, P_ARR, bad[k], &index), ENTITY_STATE_ERROR_INDEX);
     assert_int_equal(entity_state_index(cls, P_STATS, "nope", &index), ENTITY_STATE_ERROR_INDEX);
     assert_int_equal(entity_state_index(cls, P_OUTER, "inner", &index), ENTITY_STATE_ERROR_INDEX);
-    assert_int_equal(entity_state_index(cls, P_STATSARR, "[1]", &index),
-                     ENTITY_STATE_ERROR_INDEX);
+    assert_int_equal(entity_state_index(cls, P_STATSARR, "[1]", &index), ENTITY_STATE_ERROR_INDEX);
     assert_int_equal(entity_state_index(cls, P_I8, "[0]", &index), ENTITY_STATE_ERROR_INDEX);
 
     /* Value types. */
@@ -286,9 +299,7 @@ static void int_case(entity_state *st, uint16_t prop, int64_t value, int expect)
     assert_int_equal(entity_state_get_int(st, prop, 0, &before), 0);
     entity_state_clear_dirty(st);
     int rc = entity_state_set_int(st, prop, 0, value);
-    if (rc != expect)
-        fail_msg("property %u value %lld: got %d, expected %d", prop, (long long)value, rc,
-                 expect);
+    if (rc != expect) fail_msg("property %u value %lld: got %d, expected %d", prop, (long long)value, rc, expect);
     assert_int_equal(entity_state_get_int(st, prop, 0, &after), 0);
     if (expect == 0) {
         assert_true(after == value);
@@ -304,8 +315,7 @@ static void uint_case(entity_state *st, uint16_t prop, uint64_t value, int expec
     entity_state_clear_dirty(st);
     int rc = entity_state_set_uint(st, prop, 0, value);
     if (rc != expect)
-        fail_msg("property %u value %llu: got %d, expected %d", prop, (unsigned long long)value,
-                 rc, expect);
+        fail_msg("property %u value %llu: got %d, expected %d", prop, (unsigned long long)value, rc, expect);
     assert_int_equal(entity_state_get_uint(st, prop, 0, &after), 0);
     if (expect == 0) {
         assert_true(after == value);
@@ -375,8 +385,7 @@ static void float_case(entity_state *st, uint16_t prop, double value, int expect
     assert_int_equal(entity_state_get_float(st, prop, 0, &before), 0);
     entity_state_clear_dirty(st);
     int rc = entity_state_set_float(st, prop, 0, value);
-    if (rc != expect)
-        fail_msg("property %u value %.17g: got %d, expected %d", prop, value, rc, expect);
+    if (rc != expect) fail_msg("property %u value %.17g: got %d, expected %d", prop, value, rc, expect);
     assert_int_equal(entity_state_get_float(st, prop, 0, &after), 0);
     if (expect != 0) {
         assert_true(after == before);
@@ -474,8 +483,7 @@ static void test_string_and_bytes_limits(void **state) {
     assert_int_equal(entity_state_set_string(st, P_S, 0, "a\0b", 3), ENTITY_STATE_ERROR_INVALID);
     assert_int_equal(entity_state_set_string(st, P_S, 0, "\xff", 1), ENTITY_STATE_ERROR_INVALID);
     assert_int_equal(entity_state_set_string(st, P_S, 0, "\xc3", 1), ENTITY_STATE_ERROR_INVALID);
-    assert_int_equal(entity_state_set_string(st, P_S, 0, "\xc0\x80", 2),
-                     ENTITY_STATE_ERROR_INVALID); /* overlong NUL */
+    assert_int_equal(entity_state_set_string(st, P_S, 0, "\xc0\x80", 2), ENTITY_STATE_ERROR_INVALID); /* overlong NUL */
     assert_int_equal(entity_state_set_string(st, P_S, 0, "\xed\xa0\x80", 3),
                      ENTITY_STATE_ERROR_INVALID); /* surrogate */
     assert_int_equal(entity_state_set_string(st, P_S, 0, "\xf4\x90\x80\x80", 4),
@@ -621,8 +629,7 @@ static void test_masks(void **state) {
 /* Every error code has a message. */
 static void test_strerror(void **state) {
     (void)state;
-    for (int code = -15; code <= -10; code++)
-        assert_null(strstr(entity_state_strerror(code), "unknown"));
+    for (int code = -15; code <= -10; code++) assert_null(strstr(entity_state_strerror(code), "unknown"));
     assert_non_null(strstr(entity_state_strerror(-99), "unknown"));
 }
 

@@ -74,8 +74,27 @@ static const char defs[] =
     "]}\n";
 
 enum {
-    P_I8, P_I16, P_I32, P_I64, P_U8, P_U16, P_U32, P_U64, P_F, P_Q, P_D, P_B, P_S, P_BY, P_V2,
-    P_V3, P_E, P_ARR, P_ITEMS, P_OUTER, P_COUNT
+    P_I8,
+    P_I16,
+    P_I32,
+    P_I64,
+    P_U8,
+    P_U16,
+    P_U32,
+    P_U64,
+    P_F,
+    P_Q,
+    P_D,
+    P_B,
+    P_S,
+    P_BY,
+    P_V2,
+    P_V3,
+    P_E,
+    P_ARR,
+    P_ITEMS,
+    P_OUTER,
+    P_COUNT
 };
 
 /* Item has 3 flattened values: element i's id is 3*i, name 3*i+1, pos 3*i+2.
@@ -126,8 +145,7 @@ static int teardown(void **state) {
 /* Setters must succeed: a failing one would make the test meaningless. */
 #define SET(call) assert_int_equal((call), 0)
 
-static void assert_json(const entity_state *st, const entity_state_mask *only,
-                        const char *expected) {
+static void assert_json(const entity_state *st, const entity_state_mask *only, const char *expected) {
     char *text = entity_state_to_json_string(st, only);
     assert_non_null(text);
     assert_string_equal(text, expected);
@@ -177,16 +195,15 @@ static void set_everything(fixture *fx) {
     SET(entity_state_set_float(st, P_OUTER, 4, 9007199254740992.0)); /* 2^53 */
 }
 
-static const char everything_text[] =
-    "{\"i8\":-128,\"i16\":32767,\"i32\":-2147483648,\"i64\":\"-9223372036854775808\","
-    "\"u8\":255,\"u16\":65535,\"u32\":4294967295,\"u64\":\"18446744073709551615\","
-    "\"f\":0.10000000149011612,\"q\":-7.25,\"d\":0.33333333333333331,\"b\":true,"
-    "\"s\":\"a\\\"b\\\\c\\n\xc3\xa9\",\"by\":\"00abff\","
-    "\"v2\":[-1.5,0.25],\"v3\":[1,2.5,-3],\"e\":42,\"arr\":[10,65535,3],"
-    "\"items\":[{\"id\":7,\"name\":\"none\",\"pos\":[3,4]},"
-    "{\"id\":9,\"name\":\"sword\",\"pos\":[0.5,-2]}],"
-    "\"outer\":{\"inner\":{\"hp\":-2048,\"tags\":[1,255]},\"alive\":false,"
-    "\"scale\":9007199254740992}}";
+static const char everything_text[] = "{\"i8\":-128,\"i16\":32767,\"i32\":-2147483648,\"i64\":\"-9223372036854775808\","
+                                      "\"u8\":255,\"u16\":65535,\"u32\":4294967295,\"u64\":\"18446744073709551615\","
+                                      "\"f\":0.10000000149011612,\"q\":-7.25,\"d\":0.33333333333333331,\"b\":true,"
+                                      "\"s\":\"a\\\"b\\\\c\\n\xc3\xa9\",\"by\":\"00abff\","
+                                      "\"v2\":[-1.5,0.25],\"v3\":[1,2.5,-3],\"e\":42,\"arr\":[10,65535,3],"
+                                      "\"items\":[{\"id\":7,\"name\":\"none\",\"pos\":[3,4]},"
+                                      "{\"id\":9,\"name\":\"sword\",\"pos\":[0.5,-2]}],"
+                                      "\"outer\":{\"inner\":{\"hp\":-2048,\"tags\":[1,255]},\"alive\":false,"
+                                      "\"scale\":9007199254740992}}";
 
 /* ---- tests ------------------------------------------------------------ */
 
@@ -301,8 +318,7 @@ static void test_doubles_exact(void **state) {
         cJSON *parsed = cJSON_Parse(text);
         assert_non_null(parsed);
         double back = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(parsed, "d"));
-        assert_memory_equal(&back, &(double){cases[i].value == 0 ? 0.0 : cases[i].value},
-                            sizeof back);
+        assert_memory_equal(&back, &(double){cases[i].value == 0 ? 0.0 : cases[i].value}, sizeof back);
         cJSON_Delete(parsed);
         free(text);
     }
@@ -341,8 +357,7 @@ static void test_tree(void **state) {
     assert_true(cJSON_IsString(u64));
     assert_true(strtoull(u64->valuestring, NULL, 10) == UINT64_MAX);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "b")));
-    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "s")),
-                        "a\"b\\c\n\xc3\xa9");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(root, "s")), "a\"b\\c\n\xc3\xa9");
 
     const cJSON *v3 = cJSON_GetObjectItemCaseSensitive(root, "v3");
     assert_true(cJSON_IsArray(v3));
@@ -375,9 +390,7 @@ static void test_tree(void **state) {
     assert_true(f == (double)0.1f);
     double d = cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(parsed, "d"));
     assert_true(d == 1.0 / 3.0);
-    const cJSON *scale =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(parsed, "outer"),
-                                         "scale");
+    const cJSON *scale = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(parsed, "outer"), "scale");
     assert_true(cJSON_GetNumberValue(scale) == 9007199254740992.0);
     const cJSON *pos = cJSON_GetObjectItemCaseSensitive(
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(parsed, "items"), 1), "pos");
@@ -496,11 +509,11 @@ static void test_read_plain_numbers(void **state) {
  * first field too. The members that fit are set. */
 static void test_read_problems(void **state) {
     fixture *fx = *state;
-    cJSON *object = cJSON_Parse(
-        "{\"gone\": 1, \"u8\": 300, \"i8\": \"x\", \"b\": 1, \"s\": \"ok\", \"arr\": [1, 2],"
-        " \"outer\": {\"inner\": {\"hp\": 5, \"tags\": [1, 2]}, \"alive\": \"yes\", \"scale\": 1},"
-        " \"items\": [{\"id\": 1, \"name\": \"a\", \"pos\": [0, 0]}, {\"id\": 2, \"pos\": [0, 0]}],"
-        " \"by\": \"abc\", \"u16\": 9}");
+    cJSON *object =
+        cJSON_Parse("{\"gone\": 1, \"u8\": 300, \"i8\": \"x\", \"b\": 1, \"s\": \"ok\", \"arr\": [1, 2],"
+                    " \"outer\": {\"inner\": {\"hp\": 5, \"tags\": [1, 2]}, \"alive\": \"yes\", \"scale\": 1},"
+                    " \"items\": [{\"id\": 1, \"name\": \"a\", \"pos\": [0, 0]}, {\"id\": 2, \"pos\": [0, 0]}],"
+                    " \"by\": \"abc\", \"u16\": 9}");
     assert_non_null(object);
     entity_state_mask only;
     entity_state_mask_all(&only, P_COUNT);

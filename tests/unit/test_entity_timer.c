@@ -91,8 +91,7 @@ struct recorder {
     int cancel_result;
 };
 
-static void on_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
-                     void *context) {
+static void on_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context) {
     recorder *r = context;
     assert_ptr_equal(c, FAKE_CELL);
     assert_non_null(entity);
@@ -287,7 +286,7 @@ static void test_catch_up_several(void **state) {
     assert_int_equal(run(&r, 809), 0);
     assert_int_equal(run(&r, 810), 1);
     assert_int_equal(r.fired[before].timer_id, c);
-    assert_int_equal(run(&r, 900), 1 + 9); /* a at 900; c at 820 .. 900 */
+    assert_int_equal(run(&r, 900), 1 + 9);       /* a at 900; c at 820 .. 900 */
     assert_int_equal(run(&r, 1000), 1 + 1 + 10); /* a, b at 1000; c at 910 .. 1000 */
     recorder_close(&r);
 }
@@ -420,7 +419,7 @@ static void test_callback_adds_timers(void **state) {
     uint64_t after = entity_timers_add(r.timers, 1, 0, 100, 0, 2, 0);
     assert_int_equal(run(&r, 100), 3);
     assert_int_equal(r.fired[0].timer_id, r.watch_id);
-    assert_int_equal(r.fired[1].timer_id, after);       /* same due, smaller id */
+    assert_int_equal(r.fired[1].timer_id, after);         /* same due, smaller id */
     assert_int_equal(r.fired[2].timer_id, r.added_id[0]); /* due now */
     assert_int_equal(r.fired[2].tag, 100);
     assert_int_equal(entity_timers_count(r.timers), 2);
@@ -512,8 +511,8 @@ static void test_take_and_put(void **state) {
     make_entity(1, CELL_ENTITY_REAL);
     make_entity(2, CELL_ENTITY_REAL);
     uint64_t once = entity_timers_add(from.timers, 1, 0, 700, 0, 11, 111);
-    uint64_t beat = entity_timers_add(from.timers, 1, 0, 250, 1000, 12, 222);     /* 250, 1250, 2250 ... */
-    uint64_t overdue = entity_timers_add(from.timers, 1, 0, 1600, 0, 13, 333);    /* due, not yet run */
+    uint64_t beat = entity_timers_add(from.timers, 1, 0, 250, 1000, 12, 222);  /* 250, 1250, 2250 ... */
+    uint64_t overdue = entity_timers_add(from.timers, 1, 0, 1600, 0, 13, 333); /* due, not yet run */
     uint64_t stays = entity_timers_add(from.timers, 2, 0, 400, 400, 14, 444);
     assert_int_equal(run(&from, 1250), 1 + 2 + 3); /* once; beat 250, 1250; stays 400, 800, 1200 */
     assert_int_equal(entity_timers_of(from.timers, 1, 1700, NULL, 0), 2);
@@ -732,8 +731,10 @@ static size_t model_run(model *m, uint64_t now, uint64_t *out, size_t cap) {
         }
         assert_true(n < cap);
         out[n++] = t->id;
-        if (t->interval) t->due += t->interval; /* never behind by more than a few beats here */
-        else model_remove(m, (size_t)best);
+        if (t->interval)
+            t->due += t->interval; /* never behind by more than a few beats here */
+        else
+            model_remove(m, (size_t)best);
     }
 }
 
@@ -818,8 +819,10 @@ static void test_random_against_brute_force(void **state) {
                 assert_int_equal(s->remaining_us, m.t[i].due > now ? m.t[i].due - now : 0);
                 assert_int_equal(s->interval_us, m.t[i].interval);
                 in_model++;
-                if (test_rand(&seed) % 2 == 0) model_remove(&m, i);
-                else i++; /* it comes back below */
+                if (test_rand(&seed) % 2 == 0)
+                    model_remove(&m, i);
+                else
+                    i++; /* it comes back below */
             }
             assert_int_equal(count, in_model);
             taken += count;
@@ -841,8 +844,10 @@ static void test_random_against_brute_force(void **state) {
                 make_entity(e, CELL_ENTITY_REAL);
             }
         }
-        if (op % 50 == 0) check_against_model(&r, &m, now);
-        else assert_int_equal(entity_timers_count(r.timers), m.count);
+        if (op % 50 == 0)
+            check_against_model(&r, &m, now);
+        else
+            assert_int_equal(entity_timers_count(r.timers), m.count);
     }
     check_against_model(&r, &m, now);
     assert_true(total_fired > 1000);

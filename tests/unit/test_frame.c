@@ -76,8 +76,7 @@ static void check_frame(const stream *s, size_t index, const uint8_t *frame, siz
     assert_int_equal(length, s->frame_lengths[index]);
     for (size_t j = 0; j < length; j++) {
         if (frame[j] != frame_pattern(index, j)) {
-            fail_msg("frame %zu byte %zu: got 0x%02x, expected 0x%02x", index, j, frame[j],
-                     frame_pattern(index, j));
+            fail_msg("frame %zu byte %zu: got 0x%02x, expected 0x%02x", index, j, frame[j], frame_pattern(index, j));
         }
     }
 }
@@ -491,10 +490,14 @@ static void test_randomized_stream(void **state) {
     assert_non_null(lengths);
     for (size_t i = 0; i < FRAMES; i++) {
         size_t kind = rng_below(&rng, 100);
-        if (kind < 30) lengths[i] = rng_below(&rng, 17);          /* tiny, including empty */
-        else if (kind < 70) lengths[i] = rng_below(&rng, 2000);   /* a typical message */
-        else if (kind < 95) lengths[i] = rng_below(&rng, 40000);  /* spans the starting buffer */
-        else lengths[i] = rng_below(&rng, 200000);                /* spans many reads */
+        if (kind < 30)
+            lengths[i] = rng_below(&rng, 17); /* tiny, including empty */
+        else if (kind < 70)
+            lengths[i] = rng_below(&rng, 2000); /* a typical message */
+        else if (kind < 95)
+            lengths[i] = rng_below(&rng, 40000); /* spans the starting buffer */
+        else
+            lengths[i] = rng_below(&rng, 200000); /* spans many reads */
     }
     stream s;
     stream_build(&s, lengths, FRAMES);

@@ -20,13 +20,13 @@
 #include "game_event.h"
 #include "method_call.h"
 
-static const char *defs =
-    "{\"format\":1,"
-    " \"entities\":[{\"name\":\"Hero\",\"client_methods\":[{\"name\":\"onHit\",\"args\":[{\"name\":\"n\",\"type\":\"uint8\"}]}]}],"
-    " \"events\":["
-    "  {\"name\":\"joined\",\"args\":[{\"name\":\"who\",\"type\":\"entity\"},"
-    "                               {\"name\":\"name\",\"type\":\"string\",\"max_length\":8}]},"
-    "  {\"name\":\"tick\"}]}";
+static const char *defs = "{\"format\":1,"
+                          " \"entities\":[{\"name\":\"Hero\",\"client_methods\":[{\"name\":\"onHit\",\"args\":[{"
+                          "\"name\":\"n\",\"type\":\"uint8\"}]}]}],"
+                          " \"events\":["
+                          "  {\"name\":\"joined\",\"args\":[{\"name\":\"who\",\"type\":\"entity\"},"
+                          "                               {\"name\":\"name\",\"type\":\"string\",\"max_length\":8}]},"
+                          "  {\"name\":\"tick\"}]}";
 
 static entity_def_registry *load(void) {
     entity_def_registry *reg = NULL;

@@ -164,7 +164,8 @@ typedef struct run {
     size_t count;
 } run;
 
-#define RUN(array) {array, sizeof array / sizeof array[0]}
+#define RUN(array) \
+    { array, sizeof array / sizeof array[0] }
 
 /* Real A on cellapp 10 makes the ghost and moves to B. */
 static const msg_spec run_a[] = {
@@ -360,8 +361,7 @@ static void test_three_reals_ending_in_delete_every_order(void **state) {
 static void test_offload_destination_every_order(void **state) {
     (void)state;
     const run runs[] = {RUN(run_a), RUN(run_b_offload)};
-    chain_case c = {.runs = runs, .run_count = 2, .present = true, .incarnation = 3, .owner = SELF,
-                    .offload_id = 203};
+    chain_case c = {.runs = runs, .run_count = 2, .present = true, .incarnation = 3, .owner = SELF, .offload_id = 203};
     run_chain_case(&c, 35);
 }
 

@@ -19,9 +19,7 @@ static uint64_t test_rand(uint64_t *s) {
     return *s * UINT64_C(0x2545f4914f6cdd1d);
 }
 
-static void *as_value(uintptr_t v) {
-    return (void *)v;
-}
+static void *as_value(uintptr_t v) { return (void *)v; }
 
 static void test_put_get_replace_remove(void **state) {
     id_map m;
@@ -75,16 +73,13 @@ static void test_key_zero_rejected(void **state) {
 static void test_sequential_keys_grow(void **state) {
     id_map m;
     id_map_init(&m);
-    for (uint64_t k = 1; k <= 10000; k++)
-        assert_int_equal(id_map_put(&m, k, as_value((uintptr_t)k * 2)), 0);
+    for (uint64_t k = 1; k <= 10000; k++) assert_int_equal(id_map_put(&m, k, as_value((uintptr_t)k * 2)), 0);
     assert_int_equal(id_map_count(&m), 10000);
     /* Power-of-two capacity, load at most 70%. */
     assert_true((m.capacity & (m.capacity - 1)) == 0);
     assert_true(m.count * 10 <= m.capacity * 7);
-    for (uint64_t k = 1; k <= 10000; k++)
-        assert_ptr_equal(id_map_get(&m, k), as_value((uintptr_t)k * 2));
-    for (uint64_t k = 1; k <= 10000; k += 2)
-        assert_ptr_equal(id_map_remove(&m, k), as_value((uintptr_t)k * 2));
+    for (uint64_t k = 1; k <= 10000; k++) assert_ptr_equal(id_map_get(&m, k), as_value((uintptr_t)k * 2));
+    for (uint64_t k = 1; k <= 10000; k += 2) assert_ptr_equal(id_map_remove(&m, k), as_value((uintptr_t)k * 2));
     assert_int_equal(id_map_count(&m), 5000);
     for (uint64_t k = 1; k <= 10000; k++) {
         if (k % 2)
@@ -103,10 +98,8 @@ static void test_iteration(void **state) {
     void *value;
     assert_int_equal(id_map_next(&m, &cursor, &key, &value), 0);
     enum { N = 500 };
-    for (uint64_t k = 1; k <= N; k++)
-        id_map_put(&m, k * 1000003u, as_value((uintptr_t)k));
-    for (uint64_t k = 1; k <= N; k += 5)
-        id_map_remove(&m, k * 1000003u);
+    for (uint64_t k = 1; k <= N; k++) id_map_put(&m, k * 1000003u, as_value((uintptr_t)k));
+    for (uint64_t k = 1; k <= N; k += 5) id_map_remove(&m, k * 1000003u);
     int seen[N + 1] = {0};
     int count = 0;
     cursor = 0;
@@ -119,8 +112,7 @@ static void test_iteration(void **state) {
     }
     assert_int_equal(count, N - N / 5);
     assert_int_equal((size_t)count, id_map_count(&m));
-    for (int k = 1; k <= N; k++)
-        assert_int_equal(seen[k], (k - 1) % 5 == 0 ? 0 : 1);
+    for (int k = 1; k <= N; k++) assert_int_equal(seen[k], (k - 1) % 5 == 0 ? 0 : 1);
     /* At the end it stays at the end. */
     assert_int_equal(id_map_next(&m, &cursor, &key, &value), 0);
     id_map_close(&m);
@@ -143,8 +135,7 @@ static void test_random_churn_against_reference(void **state) {
             k = (uint64_t)(i + 1) << 40; /* low 40 bits all zero */
         else
             k = test_rand(&seed);
-        if (k == 0)
-            k = 1;
+        if (k == 0) k = 1;
         for (int j = 0; j < i; j++) {
             if (keys[j] == k) {
                 k = test_rand(&seed) | 1;
@@ -166,31 +157,26 @@ static void test_random_churn_against_reference(void **state) {
         if (op < (grow_phase ? 6u : 3u)) {
             uintptr_t v = (uintptr_t)step + 1;
             assert_int_equal(id_map_put(&m, keys[i], as_value(v)), 0);
-            if (ref[i] == 0)
-                ref_count++;
+            if (ref[i] == 0) ref_count++;
             ref[i] = v;
         } else if (op < 9) {
             void *got = id_map_remove(&m, keys[i]);
             assert_ptr_equal(got, as_value(ref[i]));
-            if (ref[i] != 0)
-                ref_count--;
+            if (ref[i] != 0) ref_count--;
             ref[i] = 0;
         } else {
             assert_ptr_equal(id_map_get(&m, keys[i]), as_value(ref[i]));
         }
         assert_int_equal(id_map_count(&m), ref_count);
         if (step % 10000 == 0) {
-            for (int j = 0; j < POOL; j++)
-                assert_ptr_equal(id_map_get(&m, keys[j]), as_value(ref[j]));
+            for (int j = 0; j < POOL; j++) assert_ptr_equal(id_map_get(&m, keys[j]), as_value(ref[j]));
         }
     }
-    for (int j = 0; j < POOL; j++)
-        assert_ptr_equal(id_map_get(&m, keys[j]), as_value(ref[j]));
+    for (int j = 0; j < POOL; j++) assert_ptr_equal(id_map_get(&m, keys[j]), as_value(ref[j]));
     size_t cursor = 0, iterated = 0;
     uint64_t key;
     void *value;
-    while (id_map_next(&m, &cursor, &key, &value))
-        iterated++;
+    while (id_map_next(&m, &cursor, &key, &value)) iterated++;
     assert_int_equal(iterated, ref_count);
     id_map_close(&m);
     free(keys);
@@ -199,10 +185,8 @@ static void test_random_churn_against_reference(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_put_get_replace_remove),
-        cmocka_unit_test(test_key_zero_rejected),
-        cmocka_unit_test(test_sequential_keys_grow),
-        cmocka_unit_test(test_iteration),
+        cmocka_unit_test(test_put_get_replace_remove),         cmocka_unit_test(test_key_zero_rejected),
+        cmocka_unit_test(test_sequential_keys_grow),           cmocka_unit_test(test_iteration),
         cmocka_unit_test(test_random_churn_against_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,7 +33,7 @@ static void test_init_rejects_bad_layouts(void **state) {
     assert_int_equal(latency_histogram_init(&h, 0, 1000), -1);
     assert_null(h.buckets);
     assert_int_equal(latency_histogram_init(&h, 10, 0), -1);
-    assert_int_equal(latency_histogram_init(&h, 10, 1005), -1);           /* not a multiple */
+    assert_int_equal(latency_histogram_init(&h, 10, 1005), -1);                   /* not a multiple */
     assert_int_equal(latency_histogram_init(&h, 1, (UINT64_C(1) << 24) + 1), -1); /* too many buckets */
     /* A zeroed or failed histogram is safe to use and to close. */
     latency_histogram_add(&h, 5);
@@ -152,8 +152,10 @@ static void test_random_against_reference(void **state) {
         uint64_t truth = values[rank - 1];
         uint64_t got = latency_histogram_percentile(&h, percents[i]);
         assert_true(got >= truth);
-        if (truth < limit) assert_true(got - truth <= bucket);
-        else assert_int_equal(got, values[SAMPLES - 1]);
+        if (truth < limit)
+            assert_true(got - truth <= bucket);
+        else
+            assert_int_equal(got, values[SAMPLES - 1]);
     }
     latency_histogram_close(&h);
     free(values);

@@ -91,19 +91,19 @@ static size_t drain(harness *h, uint64_t now_us, uint64_t gap_us) {
 static mailbox_verdict offer(harness *h, uint64_t sender, uint64_t stream, uint64_t sequence, uint64_t now_us) {
     mailbox_verdict verdict = mailbox_inbox_offer(h->inbox, sender, stream, sequence, now_us);
     switch (verdict) {
-    case MAILBOX_DELIVER:
-        record(h, sender, sequence, false);
-        drain(h, now_us, UINT64_MAX);
-        break;
-    case MAILBOX_HOLD: {
-        uint8_t payload[PAYLOAD_LENGTH];
-        encode_payload(payload, sender, sequence);
-        mailbox_inbox_hold(h->inbox, sender, sequence, payload, sizeof payload, now_us);
-        break;
-    }
-    case MAILBOX_DUPLICATE:
-        h->duplicates++;
-        break;
+        case MAILBOX_DELIVER:
+            record(h, sender, sequence, false);
+            drain(h, now_us, UINT64_MAX);
+            break;
+        case MAILBOX_HOLD: {
+            uint8_t payload[PAYLOAD_LENGTH];
+            encode_payload(payload, sender, sequence);
+            mailbox_inbox_hold(h->inbox, sender, sequence, payload, sizeof payload, now_us);
+            break;
+        }
+        case MAILBOX_DUPLICATE:
+            h->duplicates++;
+            break;
     }
     return verdict;
 }
@@ -216,7 +216,7 @@ static void test_gap_given_up(void **state) {
     harness_init(&h);
     assert_int_equal(offer(&h, SENDER_A, 1, 1, 0), MAILBOX_DELIVER);
     const uint64_t t0 = 1000000;
-    assert_int_equal(offer(&h, SENDER_A, 1, 5, t0), MAILBOX_HOLD);     /* 2, 3, 4 missing */
+    assert_int_equal(offer(&h, SENDER_A, 1, 5, t0), MAILBOX_HOLD); /* 2, 3, 4 missing */
     assert_int_equal(offer(&h, SENDER_A, 1, 6, t0 + 10), MAILBOX_HOLD);
     assert_int_equal(offer(&h, SENDER_A, 1, 9, t0 + 20), MAILBOX_HOLD); /* 7, 8 missing */
 
@@ -668,9 +668,12 @@ static void test_random_traffic(void **state) {
             stream[s]++; /* the sender forgot the target: a new stream */
             sent[s] = 0;
         }
-        if (r < 70 || sent[s] == 0) sequence = ++sent[s];              /* the next one */
-        else if (r < 85) sequence = sent[s] - test_rand(&seed) % sent[s]; /* a repeat */
-        else sequence = sent[s] + 1 + test_rand(&seed) % 3;            /* ahead: what is between is lost */
+        if (r < 70 || sent[s] == 0)
+            sequence = ++sent[s]; /* the next one */
+        else if (r < 85)
+            sequence = sent[s] - test_rand(&seed) % sent[s]; /* a repeat */
+        else
+            sequence = sent[s] + 1 + test_rand(&seed) % 3; /* ahead: what is between is lost */
         if (sequence > sent[s]) sent[s] = sequence;
         size_t before = h.delivered_count;
         offer(&h, SENDER_A + (uint64_t)s, stream[s], sequence, now);
@@ -727,9 +730,9 @@ typedef struct sender_context {
 static int on_send(uint64_t process_id, const Tessera__Cluster__CellMessage *message, void *user_data) {
     sender_context *ctx = user_data;
     assert_true(ctx->sent_count < MAX_SENT);
-    ctx->sent[ctx->sent_count++] = (sent_message){process_id,         message->entity_id, message->sender_id,
-                                                  message->stream,    message->sequence,  message->hops,
-                                                  message->body_case};
+    ctx->sent[ctx->sent_count++] =
+        (sent_message){process_id,        message->entity_id, message->sender_id, message->stream,
+                       message->sequence, message->hops,      message->body_case};
     return ctx->send_result;
 }
 
@@ -813,9 +816,9 @@ static void test_send_stamps_streams(void **state) {
     harness_init(&h);
     for (size_t i = 0; i < ctx.sent_count; i++)
         if (ctx.sent[i].entity_id == 100)
-            assert_int_equal(mailbox_inbox_offer(h.inbox, ctx.sent[i].sender_id, ctx.sent[i].stream,
-                                                 ctx.sent[i].sequence, 0),
-                             MAILBOX_DELIVER);
+            assert_int_equal(
+                mailbox_inbox_offer(h.inbox, ctx.sent[i].sender_id, ctx.sent[i].stream, ctx.sent[i].sequence, 0),
+                MAILBOX_DELIVER);
     harness_close(&h);
 
     mailbox_free(box);

@@ -23,11 +23,15 @@ static const char *defs =
     "  \"cell_methods\":["
     "   {\"name\":\"cast\",\"exposed\":true,\"args\":[{\"name\":\"spell\",\"type\":\"uint16\"},"
     "                                           {\"name\":\"target\",\"type\":\"entity\"}]},"
-    "   {\"name\":\"all\",\"args\":[{\"name\":\"a\",\"type\":\"int16\"},{\"name\":\"b\",\"type\":\"string\",\"max_length\":20},"
+    "   "
+    "{\"name\":\"all\",\"args\":[{\"name\":\"a\",\"type\":\"int16\"},{\"name\":\"b\",\"type\":\"string\",\"max_"
+    "length\":20},"
     "                          {\"name\":\"c\",\"type\":\"vector3\"},{\"name\":\"d\",\"type\":\"bool\"},"
-    "                          {\"name\":\"e\",\"type\":\"float\",\"quantize\":{\"min\":0,\"max\":10,\"precision\":0.5}},"
+    "                          "
+    "{\"name\":\"e\",\"type\":\"float\",\"quantize\":{\"min\":0,\"max\":10,\"precision\":0.5}},"
     "                          {\"name\":\"f\",\"type\":\"array\",\"element\":\"Slot\",\"count\":2},"
-    "                          {\"name\":\"g\",\"type\":\"int64\"},{\"name\":\"h\",\"type\":\"bytes\",\"max_length\":4}]},"
+    "                          "
+    "{\"name\":\"g\",\"type\":\"int64\"},{\"name\":\"h\",\"type\":\"bytes\",\"max_length\":4}]},"
     "   {\"name\":\"none\"}]}]}";
 
 typedef struct fixture {

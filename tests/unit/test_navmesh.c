@@ -211,13 +211,13 @@ typedef struct world {
     cellapp_settings settings;
     cell_shared shared;
     space_layout *layout;
-    cell *cells[3];                  /* x < -50, -50 .. 50, x >= 50 */
+    cell *cells[3]; /* x < -50, -50 .. 50, x >= 50 */
     entity_timer_ids timer_ids;
     int arrived, failed;
 } world;
 
-static void on_event(cell *c, cell_entity *entity, controller_event event, uint32_t controller_id,
-                     uint64_t user_data, const char *reason, void *context) {
+static void on_event(cell *c, cell_entity *entity, controller_event event, uint32_t controller_id, uint64_t user_data,
+                     const char *reason, void *context) {
     world *w = context;
     (void)c, (void)entity, (void)controller_id, (void)user_data, (void)reason;
     if (event == CONTROLLER_ARRIVED) w->arrived++;

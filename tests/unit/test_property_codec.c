@@ -79,9 +79,37 @@ static const char defs[] =
     "]}]}\n";
 
 enum {
-    P_I8, P_I16, P_I32, P_I64, P_U8, P_U16, P_U32, P_U64, P_I16_12, P_U8_5, P_I32_20, P_I64_40,
-    P_U64_33, P_F, P_D, P_Q, P_QD, P_B, P_S, P_BY, P_V2, P_V3, P_QV3, P_E, P_ARR, P_STATS,
-    P_OUTER, P_STATSARR, P_STRS, P_GRID, P_COUNT
+    P_I8,
+    P_I16,
+    P_I32,
+    P_I64,
+    P_U8,
+    P_U16,
+    P_U32,
+    P_U64,
+    P_I16_12,
+    P_U8_5,
+    P_I32_20,
+    P_I64_40,
+    P_U64_33,
+    P_F,
+    P_D,
+    P_Q,
+    P_QD,
+    P_B,
+    P_S,
+    P_BY,
+    P_V2,
+    P_V3,
+    P_QV3,
+    P_E,
+    P_ARR,
+    P_STATS,
+    P_OUTER,
+    P_STATSARR,
+    P_STRS,
+    P_GRID,
+    P_COUNT
 };
 
 /* A fixed-seed xorshift64*, so that a failure replays. */
@@ -110,8 +138,7 @@ static int setup(void **state) {
         return -1;
     }
     fx->cls = entity_def_registry_find_class(fx->reg, "Thing");
-    if (fx->cls == NULL || fx->cls->property_count != P_COUNT)
-        return -1;
+    if (fx->cls == NULL || fx->cls->property_count != P_COUNT) return -1;
     fx->a = entity_state_create(fx->cls);
     fx->b = entity_state_create(fx->cls);
     bit_writer_init(&fx->w);
@@ -134,12 +161,12 @@ static int teardown(void **state) {
 static double random_real(const entity_def_type *t) {
     if (t->quantized) {
         switch (rng() % 8) {
-        case 0:
-            return t->quant_min;
-        case 1:
-            return t->quant_max;
-        default:
-            return t->quant_min + (t->quant_max - t->quant_min) * uniform();
+            case 0:
+                return t->quant_min;
+            case 1:
+                return t->quant_max;
+            default:
+                return t->quant_min + (t->quant_max - t->quant_min) * uniform();
         }
     }
     if (t->kind == ENTITY_DEF_DOUBLE) {
@@ -160,78 +187,73 @@ static void randomize_value(entity_state *st, uint16_t prop, uint32_t index) {
     int rc = -1;
     uint64_t mask = t->bits >= 64 ? UINT64_MAX : (UINT64_C(1) << t->bits) - 1;
     switch (t->kind) {
-    case ENTITY_DEF_INT8:
-    case ENTITY_DEF_INT16:
-    case ENTITY_DEF_INT32:
-    case ENTITY_DEF_INT64: {
-        /* Small magnitudes half the time: they take the short varint forms. */
-        uint64_t zero = UINT64_C(0) - (uint64_t)t->int_min; /* raw form of 0 */
-        uint64_t raw = rng() % 2 ? rng() & mask : zero + (rng() % 17) - 8;
-        rc = entity_state_set_int(st, prop, index, (int64_t)((raw & mask) + (uint64_t)t->int_min));
-        break;
-    }
-    case ENTITY_DEF_UINT8:
-    case ENTITY_DEF_UINT16:
-    case ENTITY_DEF_UINT32:
-    case ENTITY_DEF_UINT64:
-        rc = entity_state_set_uint(st, prop, index, (rng() >> (rng() % 64)) & mask);
-        break;
-    case ENTITY_DEF_FLOAT:
-    case ENTITY_DEF_DOUBLE:
-        rc = entity_state_set_float(st, prop, index, random_real(t));
-        break;
-    case ENTITY_DEF_BOOL:
-        rc = entity_state_set_bool(st, prop, index, rng() & 1);
-        break;
-    case ENTITY_DEF_STRING: {
-        char text[ENTITY_DEF_MAX_LENGTH];
-        size_t n = (size_t)(rng() % (t->max_length + 1)), len = 0;
-        while (len < n) {
-            if (n - len >= 2 && rng() % 4 == 0) {
-                memcpy(text + len, "\xc3\xa9", 2); /* e acute: multi-byte UTF-8 */
-                len += 2;
-            } else {
-                text[len++] = (char)('a' + rng() % 26);
-            }
+        case ENTITY_DEF_INT8:
+        case ENTITY_DEF_INT16:
+        case ENTITY_DEF_INT32:
+        case ENTITY_DEF_INT64: {
+            /* Small magnitudes half the time: they take the short varint forms. */
+            uint64_t zero = UINT64_C(0) - (uint64_t)t->int_min; /* raw form of 0 */
+            uint64_t raw = rng() % 2 ? rng() & mask : zero + (rng() % 17) - 8;
+            rc = entity_state_set_int(st, prop, index, (int64_t)((raw & mask) + (uint64_t)t->int_min));
+            break;
         }
-        rc = entity_state_set_string(st, prop, index, text, len);
-        break;
+        case ENTITY_DEF_UINT8:
+        case ENTITY_DEF_UINT16:
+        case ENTITY_DEF_UINT32:
+        case ENTITY_DEF_UINT64:
+            rc = entity_state_set_uint(st, prop, index, (rng() >> (rng() % 64)) & mask);
+            break;
+        case ENTITY_DEF_FLOAT:
+        case ENTITY_DEF_DOUBLE:
+            rc = entity_state_set_float(st, prop, index, random_real(t));
+            break;
+        case ENTITY_DEF_BOOL:
+            rc = entity_state_set_bool(st, prop, index, rng() & 1);
+            break;
+        case ENTITY_DEF_STRING: {
+            char text[ENTITY_DEF_MAX_LENGTH];
+            size_t n = (size_t)(rng() % (t->max_length + 1)), len = 0;
+            while (len < n) {
+                if (n - len >= 2 && rng() % 4 == 0) {
+                    memcpy(text + len, "\xc3\xa9", 2); /* e acute: multi-byte UTF-8 */
+                    len += 2;
+                } else {
+                    text[len++] = (char)('a' + rng() % 26);
+                }
+            }
+            rc = entity_state_set_string(st, prop, index, text, len);
+            break;
+        }
+        case ENTITY_DEF_BYTES: {
+            uint8_t bytes[ENTITY_DEF_MAX_LENGTH];
+            size_t n = (size_t)(rng() % (t->max_length + 1));
+            for (size_t k = 0; k < n; k++) bytes[k] = (uint8_t)rng();
+            rc = entity_state_set_bytes(st, prop, index, bytes, n);
+            break;
+        }
+        case ENTITY_DEF_VECTOR2:
+            rc = entity_state_set_vector2(st, prop, index, random_real(t), random_real(t));
+            break;
+        case ENTITY_DEF_VECTOR3:
+            rc = entity_state_set_vector3(st, prop, index, random_real(t), random_real(t), random_real(t));
+            break;
+        case ENTITY_DEF_ENTITY:
+            rc = entity_state_set_entity(st, prop, index, rng());
+            break;
+        default:
+            fail_msg("value type %d", (int)t->kind);
     }
-    case ENTITY_DEF_BYTES: {
-        uint8_t bytes[ENTITY_DEF_MAX_LENGTH];
-        size_t n = (size_t)(rng() % (t->max_length + 1));
-        for (size_t k = 0; k < n; k++)
-            bytes[k] = (uint8_t)rng();
-        rc = entity_state_set_bytes(st, prop, index, bytes, n);
-        break;
-    }
-    case ENTITY_DEF_VECTOR2:
-        rc = entity_state_set_vector2(st, prop, index, random_real(t), random_real(t));
-        break;
-    case ENTITY_DEF_VECTOR3:
-        rc = entity_state_set_vector3(st, prop, index, random_real(t), random_real(t),
-                                      random_real(t));
-        break;
-    case ENTITY_DEF_ENTITY:
-        rc = entity_state_set_entity(st, prop, index, rng());
-        break;
-    default:
-        fail_msg("value type %d", (int)t->kind);
-    }
-    if (rc != 0)
-        fail_msg("random value for %u[%u]: %s", prop, index, entity_state_strerror(rc));
+    if (rc != 0) fail_msg("random value for %u[%u]: %s", prop, index, entity_state_strerror(rc));
 }
 
 static void randomize(entity_state *st, uint16_t prop) {
     uint32_t n = entity_state_class(st)->properties[prop].type.value_count;
-    for (uint32_t i = 0; i < n; i++)
-        randomize_value(st, prop, i);
+    for (uint32_t i = 0; i < n; i++) randomize_value(st, prop, i);
 }
 
 /* Asserts that value `index` of `prop` in `got` equals that of `want`,
  * within precision / 2 for quantized numbers (inside [min, max]). */
-static void assert_value(const entity_state *want, const entity_state *got, uint16_t prop,
-                         uint32_t index) {
+static void assert_value(const entity_state *want, const entity_state *got, uint16_t prop, uint32_t index) {
     const entity_def_type *t = entity_state_value_type(entity_state_class(want), prop, index);
     int64_t i1, i2;
     uint64_t u1, u2;
@@ -242,83 +264,79 @@ static void assert_value(const entity_state *want, const entity_state *got, uint
     size_t l1, l2;
     unsigned n = 1;
     switch (t->kind) {
-    case ENTITY_DEF_INT8:
-    case ENTITY_DEF_INT16:
-    case ENTITY_DEF_INT32:
-    case ENTITY_DEF_INT64:
-        assert_int_equal(entity_state_get_int(want, prop, index, &i1), 0);
-        assert_int_equal(entity_state_get_int(got, prop, index, &i2), 0);
-        if (i1 != i2)
-            fail_msg("%u[%u]: %lld != %lld", prop, index, (long long)i1, (long long)i2);
-        return;
-    case ENTITY_DEF_UINT8:
-    case ENTITY_DEF_UINT16:
-    case ENTITY_DEF_UINT32:
-    case ENTITY_DEF_UINT64:
-        assert_int_equal(entity_state_get_uint(want, prop, index, &u1), 0);
-        assert_int_equal(entity_state_get_uint(got, prop, index, &u2), 0);
-        assert_true(u1 == u2);
-        return;
-    case ENTITY_DEF_ENTITY:
-        assert_int_equal(entity_state_get_entity(want, prop, index, &u1), 0);
-        assert_int_equal(entity_state_get_entity(got, prop, index, &u2), 0);
-        assert_true(u1 == u2);
-        return;
-    case ENTITY_DEF_BOOL:
-        assert_int_equal(entity_state_get_bool(want, prop, index, &b1), 0);
-        assert_int_equal(entity_state_get_bool(got, prop, index, &b2), 0);
-        assert_true(b1 == b2);
-        return;
-    case ENTITY_DEF_STRING:
-        assert_int_equal(entity_state_get_string(want, prop, index, &s1, &l1), 0);
-        assert_int_equal(entity_state_get_string(got, prop, index, &s2, &l2), 0);
-        assert_int_equal(l1, l2);
-        assert_string_equal(s1, s2);
-        return;
-    case ENTITY_DEF_BYTES:
-        assert_int_equal(entity_state_get_bytes(want, prop, index, &y1, &l1), 0);
-        assert_int_equal(entity_state_get_bytes(got, prop, index, &y2, &l2), 0);
-        assert_int_equal(l1, l2);
-        assert_memory_equal(y1, y2, l1);
-        return;
-    case ENTITY_DEF_FLOAT:
-    case ENTITY_DEF_DOUBLE:
-        assert_int_equal(entity_state_get_float(want, prop, index, d1), 0);
-        assert_int_equal(entity_state_get_float(got, prop, index, d2), 0);
-        break;
-    case ENTITY_DEF_VECTOR2:
-        n = 2;
-        assert_int_equal(entity_state_get_vector2(want, prop, index, d1), 0);
-        assert_int_equal(entity_state_get_vector2(got, prop, index, d2), 0);
-        break;
-    case ENTITY_DEF_VECTOR3:
-        n = 3;
-        assert_int_equal(entity_state_get_vector3(want, prop, index, d1), 0);
-        assert_int_equal(entity_state_get_vector3(got, prop, index, d2), 0);
-        break;
-    default:
-        fail_msg("value type %d", (int)t->kind);
+        case ENTITY_DEF_INT8:
+        case ENTITY_DEF_INT16:
+        case ENTITY_DEF_INT32:
+        case ENTITY_DEF_INT64:
+            assert_int_equal(entity_state_get_int(want, prop, index, &i1), 0);
+            assert_int_equal(entity_state_get_int(got, prop, index, &i2), 0);
+            if (i1 != i2) fail_msg("%u[%u]: %lld != %lld", prop, index, (long long)i1, (long long)i2);
+            return;
+        case ENTITY_DEF_UINT8:
+        case ENTITY_DEF_UINT16:
+        case ENTITY_DEF_UINT32:
+        case ENTITY_DEF_UINT64:
+            assert_int_equal(entity_state_get_uint(want, prop, index, &u1), 0);
+            assert_int_equal(entity_state_get_uint(got, prop, index, &u2), 0);
+            assert_true(u1 == u2);
+            return;
+        case ENTITY_DEF_ENTITY:
+            assert_int_equal(entity_state_get_entity(want, prop, index, &u1), 0);
+            assert_int_equal(entity_state_get_entity(got, prop, index, &u2), 0);
+            assert_true(u1 == u2);
+            return;
+        case ENTITY_DEF_BOOL:
+            assert_int_equal(entity_state_get_bool(want, prop, index, &b1), 0);
+            assert_int_equal(entity_state_get_bool(got, prop, index, &b2), 0);
+            assert_true(b1 == b2);
+            return;
+        case ENTITY_DEF_STRING:
+            assert_int_equal(entity_state_get_string(want, prop, index, &s1, &l1), 0);
+            assert_int_equal(entity_state_get_string(got, prop, index, &s2, &l2), 0);
+            assert_int_equal(l1, l2);
+            assert_string_equal(s1, s2);
+            return;
+        case ENTITY_DEF_BYTES:
+            assert_int_equal(entity_state_get_bytes(want, prop, index, &y1, &l1), 0);
+            assert_int_equal(entity_state_get_bytes(got, prop, index, &y2, &l2), 0);
+            assert_int_equal(l1, l2);
+            assert_memory_equal(y1, y2, l1);
+            return;
+        case ENTITY_DEF_FLOAT:
+        case ENTITY_DEF_DOUBLE:
+            assert_int_equal(entity_state_get_float(want, prop, index, d1), 0);
+            assert_int_equal(entity_state_get_float(got, prop, index, d2), 0);
+            break;
+        case ENTITY_DEF_VECTOR2:
+            n = 2;
+            assert_int_equal(entity_state_get_vector2(want, prop, index, d1), 0);
+            assert_int_equal(entity_state_get_vector2(got, prop, index, d2), 0);
+            break;
+        case ENTITY_DEF_VECTOR3:
+            n = 3;
+            assert_int_equal(entity_state_get_vector3(want, prop, index, d1), 0);
+            assert_int_equal(entity_state_get_vector3(got, prop, index, d2), 0);
+            break;
+        default:
+            fail_msg("value type %d", (int)t->kind);
     }
     for (unsigned k = 0; k < n; k++) {
         if (!t->quantized) {
-            if (d1[k] != d2[k])
-                fail_msg("%u[%u].%u: %.17g != %.17g", prop, index, k, d1[k], d2[k]);
+            if (d1[k] != d2[k]) fail_msg("%u[%u].%u: %.17g != %.17g", prop, index, k, d1[k], d2[k]);
             continue;
         }
         /* precision / 2, plus a few units in the last place of the range. */
-        double bound =
-            t->quant_precision / 2 + 1e-12 * fmax(fabs(t->quant_min), fabs(t->quant_max));
+        double bound = t->quant_precision / 2 + 1e-12 * fmax(fabs(t->quant_min), fabs(t->quant_max));
         if (!(fabs(d1[k] - d2[k]) <= bound))
-            fail_msg("%u[%u].%u: %.17g decoded as %.17g (precision %g)", prop, index, k, d1[k],
-                     d2[k], t->quant_precision);
+            fail_msg("%u[%u].%u: %.17g decoded as %.17g (precision %g)", prop, index, k, d1[k], d2[k],
+                     t->quant_precision);
         assert_true(d2[k] >= t->quant_min && d2[k] <= t->quant_max);
     }
 }
 
 static void assert_property(const entity_state *want, const entity_state *got, uint16_t prop) {
     uint32_t n = entity_state_class(want)->properties[prop].type.value_count;
-    for (uint32_t i = 0; i < n; i++)
-        assert_value(want, got, prop, i);
+    for (uint32_t i = 0; i < n; i++) assert_value(want, got, prop, i);
 }
 
 /* The whole state as bytes, to prove that a rejected decode changed
@@ -350,8 +368,7 @@ static int decode_copy(entity_state *st, const uint8_t *data, size_t bytes, size
                        const entity_state_mask *accept, entity_state_mask *changed) {
     uint8_t *copy = malloc(bytes > 0 ? bytes : 1);
     assert_non_null(copy);
-    if (bytes > 0)
-        memcpy(copy, data, bytes);
+    if (bytes > 0) memcpy(copy, data, bytes);
     bit_reader r;
     bit_reader_init_bits(&r, bytes > 0 ? copy : NULL, bits);
     int rc = property_codec_decode_changes(&r, st, accept, changed);
@@ -371,8 +388,7 @@ static size_t round_trip(fixture *fx, uint16_t prop) {
     bit_reader r;
     bit_reader_init_bits(&r, bit_writer_data(&fx->w), bits);
     int rc = property_codec_decode(&r, fx->b, prop);
-    if (rc != 0)
-        fail_msg("property %s: %s", fx->cls->properties[prop].name, property_codec_strerror(rc));
+    if (rc != 0) fail_msg("property %s: %s", fx->cls->properties[prop].name, property_codec_strerror(rc));
     assert_int_equal(bit_reader_remaining(&r), 0);
     assert_property(fx->a, fx->b, prop);
     return bits;
@@ -467,8 +483,7 @@ static void test_bit_counts(void **state) {
 static void test_encode_all_round_trip(void **state) {
     fixture *fx = *state;
     for (int round = 0; round < 100; round++) {
-        for (uint16_t p = 0; p < P_COUNT; p++)
-            randomize(fx->a, p);
+        for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->a, p);
         bit_writer_reset(&fx->w);
         entity_state_encode_all(fx->a, &fx->w);
         bit_reader r;
@@ -476,8 +491,7 @@ static void test_encode_all_round_trip(void **state) {
         entity_state_clear_dirty(fx->b);
         assert_int_equal(entity_state_decode_all(fx->b, &r), 0);
         assert_true(bit_reader_remaining(&r) < 8);
-        for (uint16_t p = 0; p < P_COUNT; p++)
-            assert_property(fx->a, fx->b, p);
+        for (uint16_t p = 0; p < P_COUNT; p++) assert_property(fx->a, fx->b, p);
         /* Re-encoding the decoded state gives the same bytes: quantized
          * values decode onto their own grid point. */
         size_t n;
@@ -494,8 +508,7 @@ static void test_encode_all_round_trip(void **state) {
     assert_int_equal(entity_state_next_dirty(fx->b, -1), -1);
 
     /* Truncated at every byte: rejected, and nothing changes. */
-    for (uint16_t p = 0; p < P_COUNT; p++)
-        randomize(fx->a, p);
+    for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->a, p);
     bit_writer_reset(&fx->w);
     entity_state_encode_all(fx->a, &fx->w);
     size_t before_bytes;
@@ -534,16 +547,15 @@ static void test_quantization_bound(void **state) {
             double back = property_codec_dequantize(t, q);
             double err = fabs(back - v);
             if (err > t->quant_precision / 2 * (1 + 1e-9))
-                fail_msg("%.17g -> %llu -> %.17g: error %g over %g", v, (unsigned long long)q,
-                         back, err, t->quant_precision / 2);
+                fail_msg("%.17g -> %llu -> %.17g: error %g over %g", v, (unsigned long long)q, back, err,
+                         t->quant_precision / 2);
             /* The grid point is a fixed point. */
             assert_true(property_codec_quantize(t, back) == q);
         }
     }
     /* A range that is not a whole number of steps: max decodes as max. */
-    const char text[] =
-        "{\"entities\": [{\"name\": \"C\", \"properties\": [{\"name\": \"x\", \"type\": \"float\","
-        " \"flags\": \"BASE\", \"quantize\": {\"min\": 0, \"max\": 1, \"precision\": 0.4}}]}]}";
+    const char text[] = "{\"entities\": [{\"name\": \"C\", \"properties\": [{\"name\": \"x\", \"type\": \"float\","
+                        " \"flags\": \"BASE\", \"quantize\": {\"min\": 0, \"max\": 1, \"precision\": 0.4}}]}]}";
     entity_def_registry *reg;
     char err[256];
     assert_int_equal(entity_def_load_string(text, "t", &reg, err, sizeof err), 0);
@@ -574,8 +586,8 @@ static void test_change_list_round_trip(void **state) {
         entity_state_clear_dirty(fx->b);
         entity_state_mask changed;
         size_t bits = bit_writer_bits(&fx->w);
-        assert_int_equal(decode_copy(fx->b, bit_writer_data(&fx->w), bit_writer_bytes(&fx->w),
-                                     bits, round % 2 ? &all : NULL, &changed),
+        assert_int_equal(decode_copy(fx->b, bit_writer_data(&fx->w), bit_writer_bytes(&fx->w), bits,
+                                     round % 2 ? &all : NULL, &changed),
                          0);
         for (uint16_t p = 0; p < P_COUNT; p++) {
             if (entity_state_mask_has(&props, p))
@@ -604,15 +616,12 @@ static void test_change_list_round_trip(void **state) {
     entity_state_mask bad = one;
     entity_state_mask_add(&bad, P_COUNT);
     bit_writer_reset(&fx->w);
-    assert_int_equal(property_codec_encode_changes(&fx->w, fx->a, &bad),
-                     ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
+    assert_int_equal(property_codec_encode_changes(&fx->w, fx->a, &bad), ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
     assert_int_equal(bit_writer_bits(&fx->w), 0);
-    assert_int_equal(property_codec_encode(&fx->w, fx->a, P_COUNT),
-                     ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
+    assert_int_equal(property_codec_encode(&fx->w, fx->a, P_COUNT), ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
     bit_reader r;
     bit_reader_init(&r, NULL, 0);
-    assert_int_equal(property_codec_decode(&r, fx->b, P_COUNT),
-                     ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
+    assert_int_equal(property_codec_decode(&r, fx->b, P_COUNT), ENTITY_STATE_ERROR_NO_SUCH_PROPERTY);
 }
 
 /* Packing once per audience: dirty AND audience, and the receiver accepts
@@ -630,8 +639,8 @@ static void test_change_list_audience(void **state) {
     bit_writer_reset(&fx->w);
     assert_int_equal(property_codec_encode_changes(&fx->w, fx->a, &send), 0);
     entity_state_mask changed;
-    assert_int_equal(decode_copy(fx->b, bit_writer_data(&fx->w), bit_writer_bytes(&fx->w),
-                                 bit_writer_bits(&fx->w), &audience, &changed),
+    assert_int_equal(decode_copy(fx->b, bit_writer_data(&fx->w), bit_writer_bytes(&fx->w), bit_writer_bits(&fx->w),
+                                 &audience, &changed),
                      0);
     assert_property(fx->a, fx->b, P_QV3);
     assert_property(fx->a, fx->b, P_E);
@@ -648,9 +657,9 @@ static void test_change_list_audience(void **state) {
     entity_state_mask_add(&narrow, P_QV3);
     size_t before_bytes;
     uint8_t *before = snapshot(fx->b, &before_bytes);
-    assert_int_equal(decode_copy(fx->b, bit_writer_data(&fx->w), bit_writer_bytes(&fx->w),
-                                 bit_writer_bits(&fx->w), &narrow, NULL),
-                     PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY);
+    assert_int_equal(
+        decode_copy(fx->b, bit_writer_data(&fx->w), bit_writer_bytes(&fx->w), bit_writer_bits(&fx->w), &narrow, NULL),
+        PROPERTY_CODEC_ERROR_UNEXPECTED_PROPERTY);
     assert_same_state(fx->b, before, before_bytes); /* not even P_QV3, listed first */
     free(before);
 }
@@ -682,8 +691,7 @@ static void test_change_list_truncated_everywhere(void **state) {
             assert_same_state(fx->b, before, before_bytes);
         }
         free(before);
-        assert_int_equal(decode_copy(fx->b, bit_writer_data(&fx->w), bytes, bits, NULL, NULL),
-                         0);
+        assert_int_equal(decode_copy(fx->b, bit_writer_data(&fx->w), bytes, bits, NULL, NULL), 0);
     }
 }
 
@@ -693,10 +701,8 @@ static int decode_crafted(fixture *fx, bit_writer *w, const entity_state_mask *a
     entity_state_clear_dirty(fx->b);
     size_t before_bytes;
     uint8_t *before = snapshot(fx->b, &before_bytes);
-    int rc = decode_copy(fx->b, bit_writer_data(w), bit_writer_bytes(w), bit_writer_bits(w),
-                         accept, NULL);
-    if (rc != 0)
-        assert_same_state(fx->b, before, before_bytes);
+    int rc = decode_copy(fx->b, bit_writer_data(w), bit_writer_bytes(w), bit_writer_bits(w), accept, NULL);
+    if (rc != 0) assert_same_state(fx->b, before, before_bytes);
     free(before);
     bit_writer_reset(w);
     return rc;
@@ -734,8 +740,7 @@ static void test_malformed_change_lists(void **state) {
     bit_writer_write(w, 1, C);
     bit_writer_write(w, P_BY, ID);
     bit_writer_write(w, 301, 9);
-    for (int i = 0; i < 301; i++)
-        bit_writer_write(w, 0, 8);
+    for (int i = 0; i < 301; i++) bit_writer_write(w, 0, 8);
     assert_int_equal(decode_crafted(fx, w, NULL), PROPERTY_CODEC_ERROR_RANGE);
 
     /* Strings that are not UTF-8, or hold a NUL. */
@@ -847,17 +852,14 @@ static void test_random_garbage(void **state) {
     int accepted = 0;
     for (int round = 0; round < 20000; round++) {
         size_t n = (size_t)(rng() % sizeof garbage);
-        for (size_t k = 0; k < n; k++)
-            garbage[k] = (uint8_t)rng();
+        for (size_t k = 0; k < n; k++) garbage[k] = (uint8_t)rng();
         /* Small counts are likelier to decode. */
-        if (n > 0 && rng() % 2)
-            garbage[0] = (uint8_t)((garbage[0] & 0xe0) | (rng() % 3));
+        if (n > 0 && rng() % 2) garbage[0] = (uint8_t)((garbage[0] & 0xe0) | (rng() % 3));
         int rc = decode_copy(fx->b, garbage, n, n * 8, NULL, NULL);
         if (rc == 0)
             accepted++;
         else
-            assert_true(rc <= PROPERTY_CODEC_ERROR_TRUNCATED &&
-                        rc >= PROPERTY_CODEC_ERROR_MALFORMED);
+            assert_true(rc <= PROPERTY_CODEC_ERROR_TRUNCATED && rc >= PROPERTY_CODEC_ERROR_MALFORMED);
     }
     assert_true(accepted > 0);
     bit_writer_reset(&fx->w);
@@ -876,8 +878,7 @@ static void test_encoding_reuses_buffer(void **state) {
     size_t capacity = fx->w.capacity;
     for (int tick = 0; tick < 50; tick++) {
         bit_writer_reset(&fx->w);
-        for (uint16_t p = 0; p < P_COUNT; p++)
-            assert_int_equal(property_codec_encode(&fx->w, fx->a, p), 0);
+        for (uint16_t p = 0; p < P_COUNT; p++) assert_int_equal(property_codec_encode(&fx->w, fx->a, p), 0);
         assert_int_equal(property_codec_encode_changes(&fx->w, fx->a, &all), 0);
         entity_state_encode_all(fx->a, &fx->w);
         assert_ptr_equal(bit_writer_data(&fx->w), data);
@@ -888,8 +889,7 @@ static void test_encoding_reuses_buffer(void **state) {
 static void test_strerror(void **state) {
     (void)state;
     const char *fallback = property_codec_strerror(-999);
-    for (int code = -24; code <= -20; code++)
-        assert_string_not_equal(property_codec_strerror(code), fallback);
+    for (int code = -24; code <= -20; code++) assert_string_not_equal(property_codec_strerror(code), fallback);
     /* entity_state's codes pass through (encode and decode return them). */
     assert_string_equal(property_codec_strerror(ENTITY_STATE_ERROR_NO_SUCH_PROPERTY),
                         entity_state_strerror(ENTITY_STATE_ERROR_NO_SUCH_PROPERTY));

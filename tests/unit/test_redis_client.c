@@ -33,7 +33,7 @@ typedef struct test_ctx {
     int port;
     uv_timer_t watchdog;
     int watchdog_fired;
-    uv_timer_t finish;          /* stops everything outside hiredis's callbacks */
+    uv_timer_t finish; /* stops everything outside hiredis's callbacks */
     redis_client *client;
     int connects, disconnects;
     int replies, null_replies;
@@ -148,10 +148,10 @@ static void test_a_reset_with_a_command_in_flight_is_a_lost_connection(void **st
 
     assert_false(ctx.watchdog_fired);
     assert_true(ctx.bytes_before_reset > 0);
-    assert_int_equal(ctx.replies, 1);       /* exactly once */
-    assert_int_equal(ctx.null_replies, 1);  /* and with no reply */
+    assert_int_equal(ctx.replies, 1);      /* exactly once */
+    assert_int_equal(ctx.null_replies, 1); /* and with no reply */
     assert_int_equal(ctx.disconnects, 1);
-    assert_int_equal(ctx.connects, 2);      /* and it came back */
+    assert_int_equal(ctx.connects, 2); /* and it came back */
 }
 
 int main(void) {

@@ -39,8 +39,21 @@ static const char defs[] =
     "]}]}\n";
 
 enum {
-    P_BASE, P_BASE_CLIENT, P_CELL_PRIVATE, P_CELL_PUBLIC, P_CELL_PUBLIC_OWN, P_ALL, P_OWN,
-    P_OTHER, P_NEAR, P_MEDIUM, P_LABEL, P_SPEED, P_TARGET, P_STATS, P_COUNT
+    P_BASE,
+    P_BASE_CLIENT,
+    P_CELL_PRIVATE,
+    P_CELL_PUBLIC,
+    P_CELL_PUBLIC_OWN,
+    P_ALL,
+    P_OWN,
+    P_OTHER,
+    P_NEAR,
+    P_MEDIUM,
+    P_LABEL,
+    P_SPEED,
+    P_TARGET,
+    P_STATS,
+    P_COUNT
 };
 
 #define ALIASES 64
@@ -80,11 +93,10 @@ typedef struct fixture {
     uint64_t tick;
 } fixture;
 
-static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id,
-                                  const entity_def_class *cls, bool is_owner) {
+static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id, const entity_def_class *cls,
+                                  bool is_owner) {
     client *c = ctx;
-    if (alias >= ALIASES)
-        return NULL;
+    if (alias >= ALIASES) return NULL;
     c->entity_id[alias] = entity_id;
     entity_state_free(c->states[alias]);
     c->states[alias] = entity_state_create(cls);
@@ -93,8 +105,7 @@ static entity_state *client_enter(void *ctx, uint32_t alias, uint64_t entity_id,
 }
 static entity_state *client_find(void *ctx, uint32_t alias, bool *is_owner) {
     client *c = ctx;
-    if (alias >= ALIASES || c->states[alias] == NULL)
-        return NULL;
+    if (alias >= ALIASES || c->states[alias] == NULL) return NULL;
     *is_owner = c->owner[alias];
     return c->states[alias];
 }
@@ -105,8 +116,7 @@ static void client_leave(void *ctx, uint32_t alias) {
         c->states[alias] = NULL;
     }
 }
-static void client_changed(void *ctx, uint32_t alias, entity_state *state,
-                           const entity_state_mask *changed) {
+static void client_changed(void *ctx, uint32_t alias, entity_state *state, const entity_state_mask *changed) {
     (void)alias, (void)state, (void)changed;
     ((client *)ctx)->changed_calls++;
 }
@@ -117,8 +127,7 @@ static int client_move(void *ctx, uint32_t alias, bit_reader *r) {
         return rc < 0 ? rc : 0;
     }
     float y, yaw;
-    int rc = volatile_codec_decode(r, &c->track[alias], &move_config, &c->x[alias], &y,
-                                   &c->z[alias], &yaw);
+    int rc = volatile_codec_decode(r, &c->track[alias], &move_config, &c->x[alias], &y, &c->z[alias], &yaw);
     return rc < 0 ? rc : 1;
 }
 static const replication_decode_callbacks callbacks = {
@@ -145,8 +154,7 @@ static int setup(void **state) {
         return -1;
     }
     fx->cls = entity_def_registry_find_class(fx->reg, "Thing");
-    if (fx->cls == NULL || fx->cls->property_count != P_COUNT)
-        return -1;
+    if (fx->cls == NULL || fx->cls->property_count != P_COUNT) return -1;
     fx->schema = replication_schema_create(fx->reg);
     fx->rep = replication_create(fx->schema);
     for (int i = 0; i < ENTITIES; i++) {
@@ -161,8 +169,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fixture *fx = *state;
     client_clear(&fx->cl);
-    for (int i = 0; i < ENTITIES; i++)
-        entity_state_free(fx->server[i]);
+    for (int i = 0; i < ENTITIES; i++) entity_state_free(fx->server[i]);
     bit_writer_close(&fx->w);
     replication_free(fx->rep);
     replication_schema_free(fx->schema);
@@ -176,31 +183,29 @@ static void next_tick(fixture *fx) { replication_begin_tick(fx->rep, ++fx->tick)
 /* Sets property `p` of `s` to a random legal value. */
 static void randomize(entity_state *s, uint16_t p) {
     switch (p) {
-    case P_NEAR:
-    case P_MEDIUM:
-        assert_int_equal(entity_state_set_uint(s, p, 0, rng() % 256), 0);
-        break;
-    case P_LABEL: {
-        char text[41];
-        size_t n = rng() % 41;
-        for (size_t i = 0; i < n; i++)
-            text[i] = (char)('a' + rng() % 26);
-        assert_int_equal(entity_state_set_string(s, p, 0, text, n), 0);
-        break;
-    }
-    case P_SPEED:
-        assert_int_equal(entity_state_set_float(s, p, 0, (double)(rng() % 2001) / 100.0), 0);
-        break;
-    case P_TARGET:
-        assert_int_equal(entity_state_set_entity(s, p, 0, rng()), 0);
-        break;
-    case P_STATS:
-        for (uint32_t i = 0; i < 3; i++)
-            assert_int_equal(entity_state_set_uint(s, p, i, rng() % 65536), 0);
-        break;
-    default:
-        assert_int_equal(entity_state_set_int(s, p, 0, (int64_t)(rng() % 65536) - 32768), 0);
-        break;
+        case P_NEAR:
+        case P_MEDIUM:
+            assert_int_equal(entity_state_set_uint(s, p, 0, rng() % 256), 0);
+            break;
+        case P_LABEL: {
+            char text[41];
+            size_t n = rng() % 41;
+            for (size_t i = 0; i < n; i++) text[i] = (char)('a' + rng() % 26);
+            assert_int_equal(entity_state_set_string(s, p, 0, text, n), 0);
+            break;
+        }
+        case P_SPEED:
+            assert_int_equal(entity_state_set_float(s, p, 0, (double)(rng() % 2001) / 100.0), 0);
+            break;
+        case P_TARGET:
+            assert_int_equal(entity_state_set_entity(s, p, 0, rng()), 0);
+            break;
+        case P_STATS:
+            for (uint32_t i = 0; i < 3; i++) assert_int_equal(entity_state_set_uint(s, p, i, rng() % 65536), 0);
+            break;
+        default:
+            assert_int_equal(entity_state_set_int(s, p, 0, (int64_t)(rng() % 65536) - 32768), 0);
+            break;
     }
 }
 
@@ -208,8 +213,7 @@ static void randomize(entity_state *s, uint16_t p) {
 static void span_ids(const replication *rep, const entity_def_class *cls, replication_span span,
                      entity_state_mask *ids) {
     memset(ids, 0, sizeof *ids);
-    if (span.bits == 0)
-        return;
+    if (span.bits == 0) return;
     bit_reader r;
     bit_reader_init_bits(&r, replication_shared_data(rep), span.start + span.bits);
     assert_int_equal(bit_reader_skip(&r, span.start), 0);
@@ -240,8 +244,7 @@ static void check_matrix(fixture *fx, uint16_t p, unsigned expected) {
             fail_msg("property %u, audience %d: expected %s", p, a, want ? "in" : "absent");
         assert_int_equal(span.bits != 0, want);
         /* The mask agrees with the encoding. */
-        assert_int_equal(entity_state_mask_has(replication_schema_mask(fx->schema, 0, a), p),
-                         want);
+        assert_int_equal(entity_state_mask_has(replication_schema_mask(fx->schema, 0, a), p), want);
     }
     entity_state_clear_dirty(fx->server[0]);
 }
@@ -258,9 +261,7 @@ static void test_flag_base(void **s) { check_matrix(*s, P_BASE, 0); }
 static void test_flag_base_and_client(void **s) { check_matrix(*s, P_BASE_CLIENT, 0); }
 static void test_flag_cell_private(void **s) { check_matrix(*s, P_CELL_PRIVATE, 0); }
 static void test_flag_cell_public(void **s) { check_matrix(*s, P_CELL_PUBLIC, GHOSTS); }
-static void test_flag_cell_public_and_own(void **s) {
-    check_matrix(*s, P_CELL_PUBLIC_OWN, OWN | GHOSTS);
-}
+static void test_flag_cell_public_and_own(void **s) { check_matrix(*s, P_CELL_PUBLIC_OWN, OWN | GHOSTS); }
 static void test_flag_all_clients(void **s) { check_matrix(*s, P_ALL, OWN | OTHERS | GHOSTS); }
 static void test_flag_own_client(void **s) { check_matrix(*s, P_OWN, OWN); }
 static void test_flag_other_clients(void **s) { check_matrix(*s, P_OTHER, OTHERS | GHOSTS); }
@@ -276,22 +277,21 @@ static void test_detail_levels(void **state) {
     assert_int_equal(entity_state_set_uint(fx->server[1], P_NEAR, 0, 7), 0);
     replication_pack(fx->rep, &fx->ent[1]);
     bit_writer_reset(&fx->w);
-    assert_int_equal(replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS,
-                                               false, ENTITY_DEF_DETAIL_FAR), 0);
-    assert_int_equal(replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS,
-                                               false, ENTITY_DEF_DETAIL_MEDIUM), 0);
-    assert_true(replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS, false,
-                                          ENTITY_DEF_DETAIL_NEAR) > 0);
-    assert_true(replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS, true,
-                                          ENTITY_DEF_DETAIL_FAR) > 0);
+    assert_int_equal(
+        replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS, false, ENTITY_DEF_DETAIL_FAR), 0);
+    assert_int_equal(
+        replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS, false, ENTITY_DEF_DETAIL_MEDIUM), 0);
+    assert_true(replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS, false, ENTITY_DEF_DETAIL_NEAR) >
+                0);
+    assert_true(replication_append_update(fx->rep, &fx->ent[1], &fx->w, 1, ALIAS_BITS, true, ENTITY_DEF_DETAIL_FAR) >
+                0);
     entity_state_clear_dirty(fx->server[1]);
 }
 
 static void test_unchanged_costs_nothing(void **state) {
     fixture *fx = *state;
     next_tick(fx);
-    for (int i = 0; i < ENTITIES; i++)
-        entity_state_clear_dirty(fx->server[i]);
+    for (int i = 0; i < ENTITIES; i++) entity_state_clear_dirty(fx->server[i]);
     replication_pack(fx->rep, &fx->ent[0]); /* packed with nothing dirty */
     /* entity 1 is not packed at all this tick */
     assert_int_equal(entity_state_set_int(fx->server[2], P_CELL_PRIVATE, 0, 5), 0);
@@ -300,9 +300,7 @@ static void test_unchanged_costs_nothing(void **state) {
     for (int e = 0; e < 3; e++) {
         for (int owner = 0; owner < 2; owner++) {
             for (int d = 0; d <= ENTITY_DEF_DETAIL_FAR; d++)
-                assert_int_equal(replication_append_update(fx->rep, &fx->ent[e], &fx->w, 3,
-                                                           ALIAS_BITS, owner, d),
-                                 0);
+                assert_int_equal(replication_append_update(fx->rep, &fx->ent[e], &fx->w, 3, ALIAS_BITS, owner, d), 0);
         }
     }
     assert_int_equal(bit_writer_bits(&fx->w), 0);
@@ -310,22 +308,19 @@ static void test_unchanged_costs_nothing(void **state) {
     assert_int_equal(entity_state_set_int(fx->server[3], P_ALL, 0, 5), 0);
     replication_pack(fx->rep, &fx->ent[3]);
     next_tick(fx);
-    assert_int_equal(replication_append_update(fx->rep, &fx->ent[3], &fx->w, 3, ALIAS_BITS,
-                                               false, ENTITY_DEF_DETAIL_NEAR),
-                     0);
+    assert_int_equal(
+        replication_append_update(fx->rep, &fx->ent[3], &fx->w, 3, ALIAS_BITS, false, ENTITY_DEF_DETAIL_NEAR), 0);
     entity_state_clear_dirty(fx->server[2]);
     entity_state_clear_dirty(fx->server[3]);
 }
 
 /* Every property the client may hold for entity e equals the server's
  * (compared through their encodings); every other one holds its default. */
-static void assert_client_matches(fixture *fx, int e, uint32_t alias, bool owner,
-                                  entity_def_detail detail) {
+static void assert_client_matches(fixture *fx, int e, uint32_t alias, bool owner, entity_def_detail detail) {
     entity_state *c = fx->cl.states[alias];
     assert_non_null(c);
     entity_state *defaults = entity_state_create(fx->cls);
-    const entity_state_mask *m =
-        replication_schema_mask(fx->schema, 0, replication_audience_for(owner, detail));
+    const entity_state_mask *m = replication_schema_mask(fx->schema, 0, replication_audience_for(owner, detail));
     bit_writer a, b;
     bit_writer_init(&a);
     bit_writer_init(&b);
@@ -350,27 +345,23 @@ static int decode(fixture *fx, const void *data, size_t bits, replication_decode
 
 /* Viewers of the round trip: entity e is seen with alias e + 10 at these
  * levels; entity 0 is the receiver's own. */
-static const entity_def_detail levels[ENTITIES] = {
-    ENTITY_DEF_DETAIL_FAR, ENTITY_DEF_DETAIL_NEAR, ENTITY_DEF_DETAIL_MEDIUM,
-    ENTITY_DEF_DETAIL_FAR, ENTITY_DEF_DETAIL_NEAR, ENTITY_DEF_DETAIL_FAR};
+static const entity_def_detail levels[ENTITIES] = {ENTITY_DEF_DETAIL_FAR,    ENTITY_DEF_DETAIL_NEAR,
+                                                   ENTITY_DEF_DETAIL_MEDIUM, ENTITY_DEF_DETAIL_FAR,
+                                                   ENTITY_DEF_DETAIL_NEAR,   ENTITY_DEF_DETAIL_FAR};
 
 static void test_round_trip(void **state) {
     fixture *fx = *state;
     /* Some state before anyone sees it. */
     for (int e = 0; e < ENTITIES; e++) {
-        for (uint16_t p = 0; p < P_COUNT; p++)
-            randomize(fx->server[e], p);
+        for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[e], p);
     }
     next_tick(fx);
-    for (int e = 0; e < ENTITIES; e++)
-        replication_pack(fx->rep, &fx->ent[e]);
+    for (int e = 0; e < ENTITIES; e++) replication_pack(fx->rep, &fx->ent[e]);
     bit_writer_reset(&fx->w);
     for (int e = 0; e < ENTITIES; e++)
-        replication_append_enter(fx->rep, &fx->ent[e], &fx->w, (uint32_t)e + 10, ALIAS_BITS,
-                                 e == 0, levels[e]);
+        replication_append_enter(fx->rep, &fx->ent[e], &fx->w, (uint32_t)e + 10, ALIAS_BITS, e == 0, levels[e]);
     replication_append_end(&fx->w);
-    for (int e = 0; e < ENTITIES; e++)
-        entity_state_clear_dirty(fx->server[e]);
+    for (int e = 0; e < ENTITIES; e++) entity_state_clear_dirty(fx->server[e]);
     replication_decode_stats st;
     assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), &st), 0);
     assert_int_equal(st.enters, ENTITIES);
@@ -383,22 +374,18 @@ static void test_round_trip(void **state) {
         next_tick(fx);
         for (int e = 0; e < ENTITIES; e++) {
             for (uint16_t p = 0; p < P_COUNT; p++) {
-                if (rng() % 5 == 0)
-                    randomize(fx->server[e], p);
+                if (rng() % 5 == 0) randomize(fx->server[e], p);
             }
             replication_pack(fx->rep, &fx->ent[e]);
         }
         bit_writer_reset(&fx->w);
         /* A writer not at a byte boundary, to exercise unaligned copies. */
         for (int e = 0; e < ENTITIES; e++)
-            replication_append_update(fx->rep, &fx->ent[e], &fx->w, (uint32_t)e + 10,
-                                      ALIAS_BITS, e == 0, levels[e]);
+            replication_append_update(fx->rep, &fx->ent[e], &fx->w, (uint32_t)e + 10, ALIAS_BITS, e == 0, levels[e]);
         replication_append_end(&fx->w);
-        for (int e = 0; e < ENTITIES; e++)
-            entity_state_clear_dirty(fx->server[e]);
+        for (int e = 0; e < ENTITIES; e++) entity_state_clear_dirty(fx->server[e]);
         assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), &st), 0);
-        for (int e = 0; e < ENTITIES; e++)
-            assert_client_matches(fx, e, (uint32_t)e + 10, e == 0, levels[e]);
+        for (int e = 0; e < ENTITIES; e++) assert_client_matches(fx, e, (uint32_t)e + 10, e == 0, levels[e]);
     }
     assert_true(fx->cl.changed_calls > 0);
     /* Leave. */
@@ -414,25 +401,18 @@ static void test_round_trip(void **state) {
  * leave 11, END. */
 static void valid_stream(fixture *fx) {
     for (int e = 0; e < 2; e++) {
-        for (uint16_t p = 0; p < P_COUNT; p++)
-            randomize(fx->server[e], p);
+        for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[e], p);
     }
     next_tick(fx);
-    for (int e = 0; e < 2; e++)
-        replication_pack(fx->rep, &fx->ent[e]);
+    for (int e = 0; e < 2; e++) replication_pack(fx->rep, &fx->ent[e]);
     bit_writer_reset(&fx->w);
-    replication_append_enter(fx->rep, &fx->ent[0], &fx->w, 10, ALIAS_BITS, true,
-                             ENTITY_DEF_DETAIL_NEAR);
-    replication_append_enter(fx->rep, &fx->ent[1], &fx->w, 11, ALIAS_BITS, false,
-                             ENTITY_DEF_DETAIL_NEAR);
-    replication_append_update(fx->rep, &fx->ent[0], &fx->w, 10, ALIAS_BITS, true,
-                              ENTITY_DEF_DETAIL_NEAR);
-    replication_append_update(fx->rep, &fx->ent[1], &fx->w, 11, ALIAS_BITS, false,
-                              ENTITY_DEF_DETAIL_NEAR);
+    replication_append_enter(fx->rep, &fx->ent[0], &fx->w, 10, ALIAS_BITS, true, ENTITY_DEF_DETAIL_NEAR);
+    replication_append_enter(fx->rep, &fx->ent[1], &fx->w, 11, ALIAS_BITS, false, ENTITY_DEF_DETAIL_NEAR);
+    replication_append_update(fx->rep, &fx->ent[0], &fx->w, 10, ALIAS_BITS, true, ENTITY_DEF_DETAIL_NEAR);
+    replication_append_update(fx->rep, &fx->ent[1], &fx->w, 11, ALIAS_BITS, false, ENTITY_DEF_DETAIL_NEAR);
     replication_append_leave(&fx->w, 11, ALIAS_BITS);
     replication_append_end(&fx->w);
-    for (int e = 0; e < 2; e++)
-        entity_state_clear_dirty(fx->server[e]);
+    for (int e = 0; e < 2; e++) entity_state_clear_dirty(fx->server[e]);
 }
 
 static void test_truncated_everywhere(void **state) {
@@ -441,15 +421,13 @@ static void test_truncated_everywhere(void **state) {
     size_t total = bit_writer_bits(&fx->w);
     /* The END record ends 4 bits into the padding at most. */
     size_t end = total;
-    while (end > 0 && (bit_writer_data(&fx->w)[(end - 1) / 8] >> ((end - 1) % 8) & 1) == 0)
-        end--;
+    while (end > 0 && (bit_writer_data(&fx->w)[(end - 1) / 8] >> ((end - 1) % 8) & 1) == 0) end--;
     end += 2; /* END's kind is 3 (binary 11) and its ext kind 00: its last set bit is the
                * kind's, and two zero bits complete it */
     for (size_t n = 0; n < end; n++) {
         client_clear(&fx->cl);
         int rc = decode(fx, bit_writer_data(&fx->w), n, NULL);
-        if (rc == 0)
-            fail_msg("a stream cut at bit %zu of %zu was accepted", n, end);
+        if (rc == 0) fail_msg("a stream cut at bit %zu of %zu was accepted", n, end);
     }
     client_clear(&fx->cl);
     replication_decode_stats st;
@@ -462,17 +440,15 @@ static void test_truncated_everywhere(void **state) {
 static void test_unknown_alias_discarded(void **state) {
     fixture *fx = *state;
     client_clear(&fx->cl);
-    for (uint16_t p = 0; p < P_COUNT; p++)
-        randomize(fx->server[0], p);
+    for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[0], p);
     next_tick(fx);
     replication_pack(fx->rep, &fx->ent[0]);
     bit_writer_reset(&fx->w);
     /* An update for alias 5, which the client never entered, then a valid
      * enter and a leave for an unknown alias. */
-    assert_true(replication_append_update(fx->rep, &fx->ent[0], &fx->w, 5, ALIAS_BITS, false,
-                                          ENTITY_DEF_DETAIL_NEAR) > 0);
-    replication_append_enter(fx->rep, &fx->ent[0], &fx->w, 6, ALIAS_BITS, false,
-                             ENTITY_DEF_DETAIL_NEAR);
+    assert_true(replication_append_update(fx->rep, &fx->ent[0], &fx->w, 5, ALIAS_BITS, false, ENTITY_DEF_DETAIL_NEAR) >
+                0);
+    replication_append_enter(fx->rep, &fx->ent[0], &fx->w, 6, ALIAS_BITS, false, ENTITY_DEF_DETAIL_NEAR);
     replication_append_leave(&fx->w, 40, ALIAS_BITS);
     replication_append_end(&fx->w);
     entity_state_clear_dirty(fx->server[0]);
@@ -506,8 +482,7 @@ static void test_bad_kind_and_garbage(void **state) {
     /* Random bytes never crash. */
     uint8_t junk[64];
     for (int round = 0; round < 2000; round++) {
-        for (size_t i = 0; i < sizeof junk; i++)
-            junk[i] = (uint8_t)rng();
+        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)rng();
         client_clear(&fx->cl);
         (void)decode(fx, junk, (rng() % sizeof junk) * 8, NULL);
     }
@@ -519,8 +494,8 @@ enum { KIND_MOVE = 0, KIND_UPDATE = 1, KIND_ENTER = 2 };
 
 /* Writes an UPDATE (or ENTER when kind is KIND_ENTER) for `alias` carrying
  * the change list of `props` of `src`; `length_delta` falsifies the length. */
-static void forge(bit_writer *w, unsigned kind, uint32_t alias, int owner,
-                  const entity_state *src, const entity_state_mask *props, int length_delta) {
+static void forge(bit_writer *w, unsigned kind, uint32_t alias, int owner, const entity_state *src,
+                  const entity_state_mask *props, int length_delta) {
     bit_writer body;
     bit_writer_init(&body);
     if (kind == KIND_ENTER) {
@@ -578,12 +553,10 @@ static void test_property_outside_audience(void **state) {
         bit_writer_reset(&fx->w);
         forge(&fx->w, KIND_UPDATE, 8, 1, fx->server[0], &own, delta);
         replication_append_end(&fx->w);
-        assert_int_not_equal(
-            decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL), 0);
+        assert_int_not_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL), 0);
     }
     client_clear(&fx->cl);
 }
-
 
 /* An ENTER names the entity; a MOVE after it places it; a MOVE for an alias
  * the client does not know is read and discarded, and the stream goes on. */
@@ -594,18 +567,15 @@ static void test_enter_then_moves(void **state) {
     bit_writer_reset(&fx->w);
     volatile_track server_track;
     volatile_track_init(&server_track);
-    replication_append_enter(fx->rep, &fx->ent[2], &fx->w, 3, ALIAS_BITS, false,
-                             ENTITY_DEF_DETAIL_FAR);
+    replication_append_enter(fx->rep, &fx->ent[2], &fx->w, 3, ALIAS_BITS, false, ENTITY_DEF_DETAIL_FAR);
     replication_append_move_header(&fx->w, 3, ALIAS_BITS);
-    assert_true(volatile_codec_encode(&fx->w, &server_track, &move_config, 10.5f, 0.0f, 20.25f,
-                                      0.5f) > 0);
+    assert_true(volatile_codec_encode(&fx->w, &server_track, &move_config, 10.5f, 0.0f, 20.25f, 0.5f) > 0);
     volatile_track stale;
     volatile_track_init(&stale);
     replication_append_move_header(&fx->w, 9, ALIAS_BITS); /* never entered */
     assert_true(volatile_codec_encode(&fx->w, &stale, &move_config, 1, 0, 1, 0) > 0);
     replication_append_move_header(&fx->w, 3, ALIAS_BITS); /* a delta */
-    assert_true(volatile_codec_encode(&fx->w, &server_track, &move_config, 10.75f, 0.0f,
-                                      20.5f, 0.5f) > 0);
+    assert_true(volatile_codec_encode(&fx->w, &server_track, &move_config, 10.75f, 0.0f, 20.5f, 0.5f) > 0);
     size_t before_end = bit_writer_bits(&fx->w);
     replication_append_end(&fx->w);
     replication_decode_stats st;
@@ -631,36 +601,29 @@ static void test_refresh_properties(void **state) {
     client_clear(&fx->cl);
     next_tick(fx);
     bit_writer_reset(&fx->w);
-    replication_append_enter(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS, false,
-                             ENTITY_DEF_DETAIL_FAR);
+    replication_append_enter(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS, false, ENTITY_DEF_DETAIL_FAR);
     replication_append_end(&fx->w);
     assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL), 0);
     /* The near-only property changes on the server while the client is far;
      * when it comes near it gets the value now held. */
-    const entity_state_mask *near = replication_schema_mask(fx->schema, fx->cls->id,
-                                                            REPLICATION_AUDIENCE_OTHERS_NEAR);
-    const entity_state_mask *far = replication_schema_mask(fx->schema, fx->cls->id,
-                                                           REPLICATION_AUDIENCE_OTHERS_FAR);
+    const entity_state_mask *near = replication_schema_mask(fx->schema, fx->cls->id, REPLICATION_AUDIENCE_OTHERS_NEAR);
+    const entity_state_mask *far = replication_schema_mask(fx->schema, fx->cls->id, REPLICATION_AUDIENCE_OTHERS_FAR);
     entity_state_mask gained = {0};
-    for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++)
-        gained.words[k] = near->words[k] & ~far->words[k];
+    for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) gained.words[k] = near->words[k] & ~far->words[k];
     assert_false(entity_state_mask_empty(&gained));
     for (int p = entity_state_mask_next(&gained, -1); p >= 0; p = entity_state_mask_next(&gained, p))
         randomize(fx->server[1], (uint16_t)p);
     entity_state_clear_dirty(fx->server[1]);
     next_tick(fx);
     bit_writer_reset(&fx->w);
-    assert_true(replication_append_properties(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS,
-                                              &gained) > 0);
+    assert_true(replication_append_properties(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS, &gained) > 0);
     entity_state_mask none = {0};
-    assert_int_equal(replication_append_properties(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS,
-                                                   &none), 0);
+    assert_int_equal(replication_append_properties(fx->rep, &fx->ent[1], &fx->w, 4, ALIAS_BITS, &none), 0);
     replication_append_end(&fx->w);
     assert_int_equal(decode(fx, bit_writer_data(&fx->w), bit_writer_bits(&fx->w), NULL), 0);
     assert_client_matches(fx, 1, 4, false, ENTITY_DEF_DETAIL_NEAR);
     client_clear(&fx->cl);
 }
-
 
 /* The batch append writes exactly what one call per record writes, at any
  * starting bit phase, for empty, short and long (> 128 bit) encodings. */
@@ -674,10 +637,8 @@ static void test_batch_matches_single(void **state) {
             /* Sometimes everything changes (long lists), sometimes nothing. */
             int chance = round % 3 == 0 ? 1 : round % 3 == 1 ? 4 : 50;
             for (uint16_t p = 0; p < P_COUNT; p++)
-                if (rng() % (uint64_t)chance == 0)
-                    randomize(fx->server[e], p);
-            if (rng() % 4 != 0)
-                replication_pack(fx->rep, &fx->ent[e]);
+                if (rng() % (uint64_t)chance == 0) randomize(fx->server[e], p);
+            if (rng() % 4 != 0) replication_pack(fx->rep, &fx->ent[e]);
         }
         unsigned phase = (unsigned)(rng() % 8);
         bit_writer_reset(&single);
@@ -691,18 +652,13 @@ static void test_batch_matches_single(void **state) {
             bool owner = rng() % 4 == 0;
             entity_def_detail detail = (entity_def_detail)(rng() % 3);
             uint32_t alias = (uint32_t)(rng() % (1u << ALIAS_BITS));
-            expected += replication_append_update(fx->rep, &fx->ent[e], &single, alias, ALIAS_BITS,
-                                                  owner, detail);
-            refs[count++] = (replication_ref){&fx->ent[e], alias,
-                                              (uint8_t)replication_audience_for(owner, detail)};
+            expected += replication_append_update(fx->rep, &fx->ent[e], &single, alias, ALIAS_BITS, owner, detail);
+            refs[count++] = (replication_ref){&fx->ent[e], alias, (uint8_t)replication_audience_for(owner, detail)};
         }
-        assert_int_equal(replication_append_updates(fx->rep, &fx->w, refs, count, ALIAS_BITS),
-                         expected);
+        assert_int_equal(replication_append_updates(fx->rep, &fx->w, refs, count, ALIAS_BITS), expected);
         assert_int_equal(bit_writer_bits(&fx->w), bit_writer_bits(&single));
-        assert_memory_equal(bit_writer_data(&fx->w), bit_writer_data(&single),
-                            bit_writer_bytes(&single));
-        for (int e = 0; e < ENTITIES; e++)
-            entity_state_clear_dirty(fx->server[e]);
+        assert_memory_equal(bit_writer_data(&fx->w), bit_writer_data(&single), bit_writer_bytes(&single));
+        for (int e = 0; e < ENTITIES; e++) entity_state_clear_dirty(fx->server[e]);
     }
     bit_writer_close(&single);
 }
@@ -711,8 +667,7 @@ static void test_batch_matches_single(void **state) {
  * packed ones are what a full pack gives. */
 static void test_pack_some_audiences(void **state) {
     fixture *fx = *state;
-    for (uint16_t p = 0; p < P_COUNT; p++)
-        randomize(fx->server[0], p);
+    for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[0], p);
     next_tick(fx);
     replication_pack(fx->rep, &fx->ent[0]);
     replication_span full[REPLICATION_AUDIENCE_COUNT];
@@ -732,17 +687,16 @@ static void test_pack_some_audiences(void **state) {
             assert_int_equal(span.bits, 0);
             bit_writer_reset(&fx->w);
             if (a == REPLICATION_AUDIENCE_OWN)
-                assert_int_equal(replication_append_update(fx->rep, &fx->ent[0], &fx->w, 1,
-                                                           ALIAS_BITS, true, ENTITY_DEF_DETAIL_NEAR),
+                assert_int_equal(replication_append_update(fx->rep, &fx->ent[0], &fx->w, 1, ALIAS_BITS, true,
+                                                           ENTITY_DEF_DETAIL_NEAR),
                                  0);
         } else {
             assert_int_equal(span.bits, full[a].bits);
             bit_writer copy;
             bit_writer_init(&copy);
-            bit_writer_append_bits(&copy, 0, 0, replication_shared_data(fx->rep),
-                                   (span.start + span.bits + 7) / 8, span.start, span.bits);
-            assert_memory_equal(bit_writer_data(&copy), bit_writer_data(&reference[a]),
-                                bit_writer_bytes(&copy));
+            bit_writer_append_bits(&copy, 0, 0, replication_shared_data(fx->rep), (span.start + span.bits + 7) / 8,
+                                   span.start, span.bits);
+            assert_memory_equal(bit_writer_data(&copy), bit_writer_data(&reference[a]), bit_writer_bytes(&copy));
             bit_writer_close(&copy);
         }
         bit_writer_close(&reference[a]);
@@ -760,8 +714,7 @@ static void test_change_list_copy(void **state) {
     for (int round = 0; round < 100; round++) {
         next_tick(fx);
         for (uint16_t p = 0; p < P_COUNT; p++)
-            if (rng() % 3 == 0)
-                randomize(fx->server[0], p);
+            if (rng() % 3 == 0) randomize(fx->server[0], p);
         replication_pack(fx->rep, &fx->ent[0]);
         for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {
             entity_state_mask m;
@@ -791,8 +744,7 @@ static void test_change_list_copy(void **state) {
 
 int main(void) {
     const double min[3] = {0, -100, 0}, max[3] = {1000, 100, 1000};
-    if (volatile_codec_config_init(&move_config, 1.0 / 64, min, max, 256) != 0)
-        return 1;
+    if (volatile_codec_config_init(&move_config, 1.0 / 64, min, max, 256) != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_flag_base, setup, teardown),
         cmocka_unit_test_setup_teardown(test_flag_base_and_client, setup, teardown),

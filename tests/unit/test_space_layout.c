@@ -38,9 +38,7 @@ static uint64_t test_rand(uint64_t *s) {
 }
 
 /* Uniform in [0, 1). */
-static double test_unit(uint64_t *s) {
-    return (double)(test_rand(s) >> 11) / 9007199254740992.0;
-}
+static double test_unit(uint64_t *s) { return (double)(test_rand(s) >> 11) / 9007199254740992.0; }
 
 static void assert_close(double a, double b) {
     if (!(fabs(a - b) <= 1e-9 * fmax(1.0, fabs(b)))) fail_msg("%.17g is not %.17g", a, b);
@@ -180,8 +178,8 @@ static char *deep_json(int splits) {
     size_t cap = 128 + (size_t)splits * 96;
     char *text = malloc(cap);
     assert_non_null(text);
-    size_t len = (size_t)snprintf(text, cap,
-                                  "{\"name\":\"deep\",\"min\":[-500,-1000,-500],\"max\":[500,1000,500],\"tree\":");
+    size_t len =
+        (size_t)snprintf(text, cap, "{\"name\":\"deep\",\"min\":[-500,-1000,-500],\"max\":[500,1000,500],\"tree\":");
     for (int i = 0; i < splits; i++)
         len += (size_t)snprintf(text + len, cap - len,
                                 "{\"split\":\"x\",\"at\":0,\"high\":{\"cell\":%d,\"cellapp\":%d},\"low\":", i + 1,
@@ -607,16 +605,15 @@ static void test_json_errors(void **state) {
     assert_parse_fails("{\"name\":\"s\",\"max\":[1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}", "min", NULL);
     assert_parse_fails("{\"name\":\"s\",\"min\":[0,0],\"max\":[1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}", "min",
                        "s'");
-    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}",
-                       "max", NULL);
+    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}", "max",
+                       NULL);
     assert_parse_fails("{\"name\":\"s\",\"min\":[0,\"0\",0],\"max\":[1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}",
                        "min", NULL);
-    assert_parse_fails("{\"name\":\"s\",\"min\":{},\"max\":[1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}", "min",
+    assert_parse_fails("{\"name\":\"s\",\"min\":{},\"max\":[1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}", "min", NULL);
+    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,0,1],\"tree\":{\"cell\":1,\"cellapp\":1}}", "below",
                        NULL);
-    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,0,1],\"tree\":{\"cell\":1,\"cellapp\":1}}",
-                       "below", NULL);
-    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,5],\"max\":[1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}",
-                       "below", NULL);
+    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,5],\"max\":[1,1,1],\"tree\":{\"cell\":1,\"cellapp\":1}}", "below",
+                       NULL);
     /* Spawn. */
     assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1],\"spawn\":{\"x\":0,\"z\":0},"
                        "\"tree\":{\"cell\":1,\"cellapp\":1}}",
@@ -664,8 +661,7 @@ static void test_json_errors(void **state) {
                        "cellapp", NULL);
     assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"cell\":0,\"cellapp\":1}}",
                        "\"cell\"", "from 1");
-    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"cellapp\":1}}", "\"cell\"",
-                       NULL);
+    assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"cellapp\":1}}", "\"cell\"", NULL);
     assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"cell\":-1,\"cellapp\":1}}",
                        "\"cell\"", NULL);
     assert_parse_fails("{\"name\":\"s\",\"min\":[0,0,0],\"max\":[1,1,1],\"tree\":{\"cell\":2.5,\"cellapp\":1}}",
@@ -695,9 +691,7 @@ static void test_json_errors(void **state) {
 
 /* ---- check ----------------------------------------------------------------- */
 
-static bool alive_unless(uint64_t cellapp_id, void *context) {
-    return cellapp_id != *(const uint64_t *)context;
-}
+static bool alive_unless(uint64_t cellapp_id, void *context) { return cellapp_id != *(const uint64_t *)context; }
 
 static void test_check(void **state) {
     const uint64_t apps[] = {7, 8, 9, 10};
@@ -1029,8 +1023,8 @@ static void test_cell_at_agrees_with_rects(void **state) {
             assert_int_equal(space_layout_rect_of(layout, cell_at(layout, x, z), &r), 0);
             assert_true(space_layout_rect_contains(&r, x, z));
         }
-        assert_int_equal(space_layout_split_info(layout, (uint32_t)space_layout_split_count(layout), &(space_layout_axis){0},
-                                                 &(double){0}, &(double){0}, &(double){0}),
+        assert_int_equal(space_layout_split_info(layout, (uint32_t)space_layout_split_count(layout),
+                                                 &(space_layout_axis){0}, &(double){0}, &(double){0}, &(double){0}),
                          -1);
         space_layout_free(layout);
     }
@@ -1244,8 +1238,8 @@ static void test_split_cell(void **state) {
         space_layout_rect r;
         assert_int_equal(space_layout_rect_of(layout, id, &r), 0);
         assert_int_equal(space_layout_split_cell(layout, id, i & 1 ? SPACE_LAYOUT_AXIS_Z : SPACE_LAYOUT_AXIS_X,
-                                                 i & 1 ? (r.min_z + r.max_z) / 2 : (r.min_x + r.max_x) / 2, 2 + i,
-                                                 err, sizeof err),
+                                                 i & 1 ? (r.min_z + r.max_z) / 2 : (r.min_x + r.max_x) / 2, 2 + i, err,
+                                                 sizeof err),
                          0);
     }
     assert_int_equal(space_layout_cell_count(layout), 31);
@@ -1324,7 +1318,6 @@ static void test_print(void **state) {
     free(buf);
     space_layout_free(layout);
 }
-
 
 /* The balancer's fields: fence, aggression and direction of each line, a
  * retiring cell; they round-trip, bad values are refused, and a new split

@@ -56,20 +56,20 @@ void *__wrap_realloc(void *pointer, size_t size) {
 /* ---- the game ------------------------------------------------------------- */
 
 /* The fixture's classes: the inside of "entities". */
-#define FIXTURE_ENTITIES \
-    "{\"name\":\"Avatar\",\"properties\":[" \
-    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"}," \
-    "{\"name\":\"health\",\"type\":\"int16\",\"flags\":\"CELL_PUBLIC_AND_OWN\",\"default\":100}," \
-    "{\"name\":\"gold\",\"type\":\"uint32\",\"flags\":\"BASE_AND_CLIENT\"}," \
-    "{\"name\":\"secret\",\"type\":\"uint8\",\"flags\":\"BASE\"}]," \
-    "\"base_methods\":[{\"name\":\"chat\",\"exposed\":true," \
-    "\"args\":[{\"name\":\"text\",\"type\":\"string\",\"max_length\":200}]}]," \
-    "\"cell_methods\":[{\"name\":\"castSpell\",\"exposed\":true,\"args\":[" \
-    "{\"name\":\"spell_id\",\"type\":\"uint16\"},{\"name\":\"target\",\"type\":\"entity\"}]}," \
-    "{\"name\":\"hidden\",\"args\":[]}]," \
+#define FIXTURE_ENTITIES                                                                                 \
+    "{\"name\":\"Avatar\",\"properties\":["                                                              \
+    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"},"               \
+    "{\"name\":\"health\",\"type\":\"int16\",\"flags\":\"CELL_PUBLIC_AND_OWN\",\"default\":100},"        \
+    "{\"name\":\"gold\",\"type\":\"uint32\",\"flags\":\"BASE_AND_CLIENT\"},"                             \
+    "{\"name\":\"secret\",\"type\":\"uint8\",\"flags\":\"BASE\"}],"                                      \
+    "\"base_methods\":[{\"name\":\"chat\",\"exposed\":true,"                                             \
+    "\"args\":[{\"name\":\"text\",\"type\":\"string\",\"max_length\":200}]}],"                           \
+    "\"cell_methods\":[{\"name\":\"castSpell\",\"exposed\":true,\"args\":["                              \
+    "{\"name\":\"spell_id\",\"type\":\"uint16\"},{\"name\":\"target\",\"type\":\"entity\"}]},"           \
+    "{\"name\":\"hidden\",\"args\":[]}],"                                                                \
     "\"client_methods\":[{\"name\":\"onDamage\",\"args\":[{\"name\":\"amount\",\"type\":\"int16\"}]}]}," \
-    "{\"name\":\"Npc\",\"properties\":[" \
-    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"}," \
+    "{\"name\":\"Npc\",\"properties\":["                                                                 \
+    "{\"name\":\"name\",\"type\":\"string\",\"max_length\":32,\"flags\":\"ALL_CLIENTS\"},"               \
     "{\"name\":\"mood\",\"type\":\"uint8\",\"flags\":\"OTHER_CLIENTS\"}]}"
 
 static const char *const DEFINITIONS = "{\"format\":1,\"entities\":[" FIXTURE_ENTITIES "]}";
@@ -177,8 +177,8 @@ static void on_properties_changed(tessera_client *client, const tessera_client_e
     s->last_changed_id = entity->id;
     note(s, 'P');
 }
-static void on_client_call(tessera_client *client, const tessera_client_entity *entity,
-                           const entity_def_method *method, const entity_state *args) {
+static void on_client_call(tessera_client *client, const tessera_client_entity *entity, const entity_def_method *method,
+                           const entity_state *args) {
     seen *s = tessera_client_user_data(client);
     s->calls++;
     note(s, 'C');
@@ -204,31 +204,31 @@ static void on_event(tessera_client *client, const entity_def_method *event, uin
             int64_t i;
             const char *text;
             switch (event->args[a].type.kind) {
-            case ENTITY_DEF_ENTITY:
-                assert_int_equal(entity_state_get_entity(fields, a, 0, &u), 0);
-                snprintf(value, sizeof value, "#%" PRIu64, u);
-                break;
-            case ENTITY_DEF_UINT8:
-            case ENTITY_DEF_UINT16:
-            case ENTITY_DEF_UINT32:
-            case ENTITY_DEF_UINT64:
-                assert_int_equal(entity_state_get_uint(fields, a, 0, &u), 0);
-                snprintf(value, sizeof value, "%" PRIu64, u);
-                break;
-            case ENTITY_DEF_INT8:
-            case ENTITY_DEF_INT16:
-            case ENTITY_DEF_INT32:
-            case ENTITY_DEF_INT64:
-                assert_int_equal(entity_state_get_int(fields, a, 0, &i), 0);
-                snprintf(value, sizeof value, "%" PRId64, i);
-                break;
-            case ENTITY_DEF_STRING:
-                assert_int_equal(entity_state_get_string(fields, a, 0, &text, NULL), 0);
-                snprintf(value, sizeof value, "'%s'", text);
-                break;
-            default:
-                snprintf(value, sizeof value, "?");
-                break;
+                case ENTITY_DEF_ENTITY:
+                    assert_int_equal(entity_state_get_entity(fields, a, 0, &u), 0);
+                    snprintf(value, sizeof value, "#%" PRIu64, u);
+                    break;
+                case ENTITY_DEF_UINT8:
+                case ENTITY_DEF_UINT16:
+                case ENTITY_DEF_UINT32:
+                case ENTITY_DEF_UINT64:
+                    assert_int_equal(entity_state_get_uint(fields, a, 0, &u), 0);
+                    snprintf(value, sizeof value, "%" PRIu64, u);
+                    break;
+                case ENTITY_DEF_INT8:
+                case ENTITY_DEF_INT16:
+                case ENTITY_DEF_INT32:
+                case ENTITY_DEF_INT64:
+                    assert_int_equal(entity_state_get_int(fields, a, 0, &i), 0);
+                    snprintf(value, sizeof value, "%" PRId64, i);
+                    break;
+                case ENTITY_DEF_STRING:
+                    assert_int_equal(entity_state_get_string(fields, a, 0, &text, NULL), 0);
+                    snprintf(value, sizeof value, "'%s'", text);
+                    break;
+                default:
+                    snprintf(value, sizeof value, "?");
+                    break;
             }
             at += (size_t)snprintf(e->fields + at, sizeof e->fields - at, "%s%s=%s", a > 0 ? "," : "",
                                    event->args[a].name, value);
@@ -548,8 +548,8 @@ static void test_enter_move_update_leave(void **state) {
     assert_int_equal(entity_state_set_uint(fx->npc, NPC_MOOD, 0, 3), 0);
     begin_tick(fx);
     unsigned bits = replication_alias_bits(MAX_ALIASES);
-    assert_true(replication_append_update(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false,
-                                          ENTITY_DEF_DETAIL_NEAR) > 0);
+    assert_true(replication_append_update(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false, ENTITY_DEF_DETAIL_NEAR) >
+                0);
     append_move(fx, 5, &fx->npc_track, 11.0f, 0.0f, -10.0f, 1.0f);
     append_move(fx, 42, &(volatile_track){0}, 1.0f, 1.0f, 1.0f, 0.0f); /* a stale alias: skipped */
     bit_writer args_writer;
@@ -591,8 +591,10 @@ static void test_enter_move_update_leave(void **state) {
         end_tick(fx);
         unsigned long before = allocations;
         assert_int_equal(feed(fx), 0);
-        if (round > 0) assert_int_equal(allocations - before, 0);
-        else assert_true(allocations - before <= 2);
+        if (round > 0)
+            assert_int_equal(allocations - before, 0);
+        else
+            assert_true(allocations - before <= 2);
     }
 
     /* Leave: gone from both maps; on_leave before anything else. A call
@@ -962,8 +964,8 @@ static void test_game_events_in_view(void **state) {
     assert_int_equal(entity_state_set_uint(fx->npc, NPC_MOOD, 0, 6), 0);
     begin_tick(fx);
     unsigned bits = replication_alias_bits(MAX_ALIASES);
-    assert_true(replication_append_update(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false,
-                                          ENTITY_DEF_DETAIL_NEAR) > 0);
+    assert_true(replication_append_update(fx->rep, &fx->npc_rep, &fx->stream, 5, bits, false, ENTITY_DEF_DETAIL_NEAR) >
+                0);
     append_move(fx, 5, &fx->npc_track, 11.0f, 0.0f, -10.0f, 1.0f);
     const entity_def_method *damage = entity_def_class_find_method(
         entity_def_registry_find_class(fx->registry, "Avatar"), ENTITY_DEF_PART_CLIENT, "onDamage");
@@ -1158,9 +1160,9 @@ static void test_game_event_bad_fields(void **state) {
         size_t length;
     } cases[] = {
         {EVENT_SPELL_HIT, hit.message.args.data, hit.message.args.len - 1}, /* truncated */
-        {EVENT_ANNOUNCE, trailing, said.message.args.len + 1},               /* a byte too many */
-        {EVENT_ROUND_OVER, one_byte, 1},                                     /* fields where none are */
-        {EVENT_SPELL_HIT, said.message.args.data, said.message.args.len},    /* announce's fields */
+        {EVENT_ANNOUNCE, trailing, said.message.args.len + 1},              /* a byte too many */
+        {EVENT_ROUND_OVER, one_byte, 1},                                    /* fields where none are */
+        {EVENT_SPELL_HIT, said.message.args.data, said.message.args.len},   /* announce's fields */
     };
     for (size_t lone = 0; lone < 2; lone++) {
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

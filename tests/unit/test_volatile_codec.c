@@ -51,16 +51,14 @@ static bool tracks_equal(const volatile_track *a, const volatile_track *b) {
 
 /* Encodes one record into a fresh writer, decodes it on the client's
  * tracker, checks lockstep and the error bounds. Returns the bits. */
-static int round_trip(const volatile_codec_config *config, volatile_track *server,
-                      volatile_track *client, float x, float y, float z, float yaw,
-                      bool *absolute) {
+static int round_trip(const volatile_codec_config *config, volatile_track *server, volatile_track *client, float x,
+                      float y, float z, float yaw, bool *absolute) {
     bit_writer w;
     bit_writer_init(&w);
     int bits = volatile_codec_encode(&w, server, config, x, y, z, yaw);
     assert_true(bits > 0);
     assert_int_equal((size_t)bits, bit_writer_bits(&w));
-    if (absolute != NULL)
-        *absolute = (bit_writer_data(&w)[0] & 1) != 0;
+    if (absolute != NULL) *absolute = (bit_writer_data(&w)[0] & 1) != 0;
     bit_reader r;
     bit_reader_init_bits(&r, bit_writer_data(&w), bit_writer_bits(&w));
     float ox, oy, oz, oyaw;
@@ -87,15 +85,12 @@ static void test_config_bits(void **state) {
     double bad_max[3] = {1024, -256, 1024};
     assert_int_equal(volatile_codec_config_init(&config, PRECISION, world_min, bad_max, 256),
                      VOLATILE_CODEC_ERROR_CONFIG);
-    assert_int_equal(volatile_codec_config_init(&config, 0, world_min, world_max, 256),
-                     VOLATILE_CODEC_ERROR_CONFIG);
-    assert_int_equal(volatile_codec_config_init(&config, NAN, world_min, world_max, 256),
-                     VOLATILE_CODEC_ERROR_CONFIG);
+    assert_int_equal(volatile_codec_config_init(&config, 0, world_min, world_max, 256), VOLATILE_CODEC_ERROR_CONFIG);
+    assert_int_equal(volatile_codec_config_init(&config, NAN, world_min, world_max, 256), VOLATILE_CODEC_ERROR_CONFIG);
     assert_int_equal(volatile_codec_config_init(&config, PRECISION, world_min, world_max, 1),
                      VOLATILE_CODEC_ERROR_CONFIG);
     double huge[3] = {1e9, 1e9, 1e9};
-    assert_int_equal(volatile_codec_config_init(&config, PRECISION, world_min, huge, 256),
-                     VOLATILE_CODEC_ERROR_CONFIG);
+    assert_int_equal(volatile_codec_config_init(&config, PRECISION, world_min, huge, 256), VOLATILE_CODEC_ERROR_CONFIG);
     assert_int_equal(volatile_codec_config_init(&config, 0.01, world_min, world_max, 360), 0);
     assert_int_equal(config.yaw_bits, 9);
 }
@@ -130,17 +125,14 @@ static void test_no_drift_random_walk(void **state) {
     volatile_track_init(&client);
     double x = 0, y = 10, z = 0, heading = 0;
     for (int step = 0; step < 10000; step++) {
-        if (rnd() < 0.1)
-            heading += rnd_range(-1, 1);
+        if (rnd() < 0.1) heading += rnd_range(-1, 1);
         double speed = rnd_range(0, 0.6); /* up to ~40 units a tick */
         x = fmin(1023, fmax(-1023, x + speed * cos(heading)));
         z = fmin(1023, fmax(-1023, z + speed * sin(heading)));
-        if (rnd() < 0.2)
-            y = fmin(255, fmax(-255, y + rnd_range(-0.4, 0.4)));
+        if (rnd() < 0.2) y = fmin(255, fmax(-255, y + rnd_range(-0.4, 0.4)));
         /* The check is against the true value at every step: no drift. */
         bool absolute = true;
-        int bits = round_trip(&config, &server, &client, (float)x, (float)y, (float)z,
-                              (float)heading, &absolute);
+        int bits = round_trip(&config, &server, &client, (float)x, (float)y, (float)z, (float)heading, &absolute);
         if (step > 0) {
             assert_false(absolute);
             assert_true(bits <= 1 + 2 + 14 + 1 + 7 + 1 + 1 + 8);
@@ -172,8 +164,8 @@ static void test_absolute_first_and_teleport(void **state) {
     assert_true(absolute);
 }
 
-static int encode_bits(const volatile_codec_config *config, volatile_track *track, float x, float y,
-                       float z, float yaw) {
+static int encode_bits(const volatile_codec_config *config, volatile_track *track, float x, float y, float z,
+                       float yaw) {
     bit_writer w;
     bit_writer_init(&w);
     int bits = volatile_codec_encode(&w, track, config, x, y, z, yaw);
@@ -194,11 +186,9 @@ static void test_unchanged_costs_one_bit(void **state) {
     /* Walking pace, 32 units on both axes: class 7. */
     assert_int_equal(encode_bits(&config, &t, 42 * u, 0, 32 * u, yaw_a), 1 + 2 + 14 + 1 + 1);
     /* The same with y changed: + yclass + 6 bits. */
-    assert_int_equal(encode_bits(&config, &t, 74 * u, 3 * u, 64 * u, yaw_a),
-                     1 + 2 + 14 + 1 + 7 + 1);
+    assert_int_equal(encode_bits(&config, &t, 74 * u, 3 * u, 64 * u, yaw_a), 1 + 2 + 14 + 1 + 7 + 1);
     /* The same with a sharp turn (10 steps): + small-turn flag + 8 bits. */
-    assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, yaw_b),
-                     1 + 2 + 14 + 1 + 1 + 1 + 8);
+    assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, yaw_b), 1 + 2 + 14 + 1 + 1 + 1 + 8);
     /* Turning in place, back by 10 steps: no horizontal bits at all. */
     assert_int_equal(encode_bits(&config, &t, 106 * u, 3 * u, 96 * u, yaw_a), 1 + 2 + 1 + 1 + 1 + 8);
     /* Nothing changed: 5 bits (the witness normally sends nothing). */
@@ -241,8 +231,7 @@ static void check_truncations(const volatile_codec_config *config, const bit_wri
         bit_reader r;
         bit_reader_init_bits(&r, bit_writer_data(w), (size_t)n);
         float x = 7, y = 7, z = 7, yaw = 7;
-        assert_int_equal(volatile_codec_decode(&r, &client, config, &x, &y, &z, &yaw),
-                         VOLATILE_CODEC_ERROR_TRUNCATED);
+        assert_int_equal(volatile_codec_decode(&r, &client, config, &x, &y, &z, &yaw), VOLATILE_CODEC_ERROR_TRUNCATED);
         assert_true(tracks_equal(&client, before));
         assert_true(x == 7 && y == 7 && z == 7 && yaw == 7);
         assert_true(bit_reader_failed(&r));
@@ -272,11 +261,9 @@ static void test_truncated_every_bit(void **state) {
     float x, y, z, yaw;
     assert_int_equal(volatile_codec_decode(&r, &client, &config, &x, &y, &z, &yaw), 0);
     for (int i = 0; i < 3; i++) {
-        static const float moves[3][4] = {
-            {100.3f, 20.2f, -300.4f, 2}, {110, 40, -290, -2}, {100, 20, -300, 2}};
+        static const float moves[3][4] = {{100.3f, 20.2f, -300.4f, 2}, {110, 40, -290, -2}, {100, 20, -300, 2}};
         bit_writer_reset(&w);
-        bits = volatile_codec_encode(&w, &server, &config, moves[i][0], moves[i][1], moves[i][2],
-                                     moves[i][3]);
+        bits = volatile_codec_encode(&w, &server, &config, moves[i][0], moves[i][1], moves[i][2], moves[i][3]);
         assert_true((bit_writer_data(&w)[0] & 1) == 0); /* delta */
         check_truncations(&config, &w, bits, &client);
         bit_reader_init_bits(&r, bit_writer_data(&w), (size_t)bits);
@@ -287,8 +274,8 @@ static void test_truncated_every_bit(void **state) {
 }
 
 /* Decodes a hand-made record and expects `rc` with the tracker unchanged. */
-static void expect_rejected(const volatile_codec_config *config, const bit_writer *w,
-                            const volatile_track *before, int rc) {
+static void expect_rejected(const volatile_codec_config *config, const bit_writer *w, const volatile_track *before,
+                            int rc) {
     volatile_track client = *before;
     bit_reader r;
     bit_reader_init_bits(&r, bit_writer_data(w), bit_writer_bits(w));
@@ -368,14 +355,10 @@ static void test_out_of_world_rejected(void **state) {
     /* The encoder refuses what lies outside the world, writing nothing. */
     volatile_track t = held;
     bit_writer_reset(&w);
-    assert_int_equal(volatile_codec_encode(&w, &t, &config, 1025, 0, 0, 0),
-                     VOLATILE_CODEC_ERROR_RANGE);
-    assert_int_equal(volatile_codec_encode(&w, &t, &config, 0, -300, 0, 0),
-                     VOLATILE_CODEC_ERROR_RANGE);
-    assert_int_equal(volatile_codec_encode(&w, &t, &config, NAN, 0, 0, 0),
-                     VOLATILE_CODEC_ERROR_RANGE);
-    assert_int_equal(volatile_codec_encode(&w, &t, &config, 0, 0, 0, INFINITY),
-                     VOLATILE_CODEC_ERROR_RANGE);
+    assert_int_equal(volatile_codec_encode(&w, &t, &config, 1025, 0, 0, 0), VOLATILE_CODEC_ERROR_RANGE);
+    assert_int_equal(volatile_codec_encode(&w, &t, &config, 0, -300, 0, 0), VOLATILE_CODEC_ERROR_RANGE);
+    assert_int_equal(volatile_codec_encode(&w, &t, &config, NAN, 0, 0, 0), VOLATILE_CODEC_ERROR_RANGE);
+    assert_int_equal(volatile_codec_encode(&w, &t, &config, 0, 0, 0, INFINITY), VOLATILE_CODEC_ERROR_RANGE);
     assert_int_equal(bit_writer_bits(&w), 0);
     assert_true(tracks_equal(&t, &held));
     bit_writer_close(&w);

@@ -90,7 +90,10 @@ static void client_leave(void *ctx, uint32_t alias) {
 }
 
 static const replication_decode_callbacks client_callbacks = {
-    .enter = client_enter, .find = client_find, .move = client_move, .leave = client_leave,
+    .enter = client_enter,
+    .find = client_find,
+    .move = client_move,
+    .leave = client_leave,
 };
 
 typedef struct fixture {
@@ -177,8 +180,8 @@ static void tick(fixture *fx, cell_entity *viewer) {
         assert_int_equal(message->body_case, TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW);
         bit_reader r;
         bit_reader_init(&r, message->view->stream.data, message->view->stream.len);
-        assert_int_equal(replication_decode_stream(&r, shared->schema, fx->cl.alias_bits, &client_callbacks, &fx->cl, NULL),
-                         0);
+        assert_int_equal(
+            replication_decode_stream(&r, shared->schema, fx->cl.alias_bits, &client_callbacks, &fx->cl, NULL), 0);
         tessera__client__server_to_client__free_unpacked(message, NULL);
         free(payload);
     }
@@ -317,8 +320,8 @@ static void test_budget_starvation_bound(void **state) {
     enum { N = 300 };
     cell_entity *walkers[N];
     for (int i = 0; i < N; i++)
-        walkers[i] = cell_add(c, 10 + (uint64_t)i, CELL_ENTITY_REAL, fx->cls,
-                               (float)(i % 20) * 4 - 40, 0, (float)(i / 20) * 5 - 40);
+        walkers[i] = cell_add(c, 10 + (uint64_t)i, CELL_ENTITY_REAL, fx->cls, (float)(i % 20) * 4 - 40, 0,
+                              (float)(i / 20) * 5 - 40);
     tick(fx, viewer);
     for (int i = 0; i < N; i++) assert_true(alias_of(fx, 10 + (uint64_t)i) >= 0);
     fx->cl.longest_gap = 0;

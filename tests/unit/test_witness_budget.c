@@ -73,9 +73,9 @@ static void test_interval_curve(void **state) {
     witness_budget *budget = witness_budget_create(&config);
     assert_int_equal(witness_budget_interval(budget, 0.0f), 1);
     assert_int_equal(witness_budget_interval(budget, 10.0f), 1);
-    assert_int_equal(witness_budget_interval(budget, 20.0f), 2);  /* 1 + floor(1.0) */
-    assert_int_equal(witness_budget_interval(budget, 55.0f), 5);  /* 1 + floor(4.5) */
-    assert_int_equal(witness_budget_interval(budget, 99.0f), 9);  /* 1 + floor(8.9) */
+    assert_int_equal(witness_budget_interval(budget, 20.0f), 2); /* 1 + floor(1.0) */
+    assert_int_equal(witness_budget_interval(budget, 55.0f), 5); /* 1 + floor(4.5) */
+    assert_int_equal(witness_budget_interval(budget, 99.0f), 9); /* 1 + floor(8.9) */
     assert_int_equal(witness_budget_interval(budget, 100.0f), HZ);
     assert_int_equal(witness_budget_interval(budget, 1e6f), HZ);
     for (float d = 0; d < 120; d += 0.5f)
@@ -204,8 +204,7 @@ static void test_starvation_bound_randomized(void **state) {
             assert_int_equal(witness_budget_select(budget, out, N, &count), 0);
             for (uint32_t i = 0; i < count; i++) {
                 uint32_t e = out[i];
-                if (last_sent[e] != UINT64_MAX && tick - last_sent[e] > max_gap)
-                    max_gap = tick - last_sent[e];
+                if (last_sent[e] != UINT64_MAX && tick - last_sent[e] > max_gap) max_gap = tick - last_sent[e];
                 last_sent[e] = tick;
             }
             for (uint32_t e = 0; e < N; e++) {
@@ -242,8 +241,7 @@ static void test_nearer_sent_more(void **state) {
     uint32_t sends[N] = {0}, out[N], count;
     for (uint32_t tick = 1; tick <= TICKS; tick++) {
         assert_int_equal(witness_budget_begin_tick(budget, tick), 0);
-        for (uint32_t e = 0; e < N; e++)
-            assert_int_equal(witness_budget_offer(budget, e, (float)e, 20, false), 0);
+        for (uint32_t e = 0; e < N; e++) assert_int_equal(witness_budget_offer(budget, e, (float)e, 20, false), 0);
         assert_int_equal(witness_budget_select(budget, out, N, &count), 0);
         for (uint32_t i = 0; i < count; i++) sends[out[i]]++;
     }
@@ -546,10 +544,8 @@ static void test_commit_and_errors(void **state) {
     assert_int_equal(witness_budget_select(budget, out, 4, &count), WITNESS_BUDGET_ERROR_SEQUENCE);
     assert_int_equal(witness_budget_begin_tick(budget, 5), 0);
     assert_int_equal(witness_budget_begin_tick(budget, 5), WITNESS_BUDGET_ERROR_SEQUENCE);
-    assert_int_equal(witness_budget_offer(budget, MAX_ALIASES, 5.0f, 10, false),
-                     WITNESS_BUDGET_ERROR_ARGUMENT);
-    assert_int_equal(witness_budget_offer(budget, 1, __builtin_nanf(""), 10, false),
-                     WITNESS_BUDGET_ERROR_ARGUMENT);
+    assert_int_equal(witness_budget_offer(budget, MAX_ALIASES, 5.0f, 10, false), WITNESS_BUDGET_ERROR_ARGUMENT);
+    assert_int_equal(witness_budget_offer(budget, 1, __builtin_nanf(""), 10, false), WITNESS_BUDGET_ERROR_ARGUMENT);
     assert_int_equal(witness_budget_offer(budget, 1, 5.0f, 40, false), 0);
     assert_int_equal(witness_budget_offer(budget, 1, 5.0f, 40, false), WITNESS_BUDGET_ERROR_DUPLICATE);
     assert_int_equal(witness_budget_offer(budget, 2, 5.0f, 30, true), 0);
