@@ -457,7 +457,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         uint64_t tick_bytes = 0;
         for (int e = 0; e < WITNESSES; e++) {
             uint8_t *payload;
-            size_t length = witness_update(entities[e]->witness, c, entities[e], &payload);
+            size_t length = witness_update(entities[e]->real->witness, c, entities[e], &payload);
             tick_bytes += length;
             if (e == 0) {
                 mine = payload;
@@ -496,7 +496,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         for (int e = 0; e < ENTITIES; e++) entities[e]->packed = false;
         witness_notify_changes(c);
         uint8_t *payload;
-        size_t length = witness_update(entities[0]->witness, c, entities[0], &payload);
+        size_t length = witness_update(entities[0]->real->witness, c, entities[0], &payload);
         client->tick = (uint32_t)(ticks + warmup + t);
         if (length && probe_stream(client, payload, length, shared.schema) != 0) return -1;
         free(payload);

@@ -72,36 +72,57 @@ bool cell_in_bounds(const cell *c, float x, float y, float z) {
 }
 
 static void cell_remove_traps(cell *c, cell_entity *entity) {
-    for (uint32_t i = 0; i < entity->trap_count; i++) {
-        coord_remove_watcher(c->coord, entity->traps[i].watcher);
-        free(entity->traps[i].binding);
+    for (uint32_t i = 0; i < entity->real->trap_count; i++) {
+        coord_remove_watcher(c->coord, entity->real->traps[i].watcher);
+        free(entity->real->traps[i].binding);
     }
-    entity->trap_count = 0;
+    entity->real->trap_count = 0;
 }
 
-/* Everything only a real has. */
+/* Releases what only a real holds elsewhere (its witness, traps, timers,
+ * inbox, game data, controllers, outputs) and keeps the real part itself:
+ * a destroyed real stays one until it is reaped. No-op on a ghost. */
 static void cell_strip_real(cell *c, cell_entity *entity) {
-    if (entity->witness) witness_detach(c, entity);
+    cell_real *real = entity->real;
+    if (!real) return;
+    if (real->witness) witness_detach(c, entity);
     cell_remove_traps(c, entity);
     entity_timers_take(c->timers, entity->id, 0, NULL, NULL);
-    mailbox_inbox_free(entity->inbox);
-    entity->inbox = NULL;
-    entity->haunt_count = 0;
-    free(entity->game_data);
-    entity->game_data = NULL;
+    mailbox_inbox_free(real->inbox);
+    real->inbox = NULL;
+    real->haunt_count = 0;
+    free(real->game_data);
+    real->game_data = NULL;
     controller_release(entity);
-    entity_io_outputs_free(&entity->outputs);
+    entity_io_outputs_free(&real->outputs);
+}
+
+/* Strips the real part and frees it: the entity is left with what a ghost
+ * has. No-op on a ghost. */
+static void cell_free_real(cell *c, cell_entity *entity) {
+    if (!entity->real) return;
+    cell_strip_real(c, entity);
+    cell_clear_broadcasts(entity);
+    free(entity->real->broadcast_calls);
+    free(entity->real->broadcast_events);
+    free(entity->real->haunts);
+    free(entity->real->traps);
+    free(entity->real);
+    entity->real = NULL;
+}
+
+/* A fresh real part: no witness, traps, haunts or messages yet, and its
+ * haunts to be worked out. */
+static cell_real *cell_real_create(void) {
+    cell_real *real = xcalloc(1, sizeof *real);
+    real->haunts_stale = true;
+    return real;
 }
 
 static void cell_free_entity(cell *c, cell_entity *entity) {
-    cell_strip_real(c, entity);
+    cell_free_real(c, entity);
     witness_entity_gone(entity);
     free(entity->observers);
-    cell_clear_broadcasts(entity);
-    free(entity->broadcast_calls);
-    free(entity->broadcast_events);
-    free(entity->haunts);
-    free(entity->traps);
     entity_state_free(entity->state);
     free(entity);
 }
@@ -136,7 +157,7 @@ cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_
     entity->state = entity_state_create(cls);
     replication_entity_init(&entity->replication, entity->state, id);
     entity->is_new = true;
-    entity->haunts_stale = true;
+    if (kind == CELL_ENTITY_REAL) entity->real = cell_real_create();
     entity->x = x;
     entity->y = y;
     entity->z = z;
@@ -179,7 +200,7 @@ void cell_move(cell *c, cell_entity *entity, float x, float y, float z, float ya
     entity->z = z;
     entity->yaw = yaw;
     entity->moved = true;
-    entity->haunts_stale = true;
+    if (entity->real) entity->real->haunts_stale = true;
 }
 
 void cell_destroy(cell *c, cell_entity *entity) {
@@ -191,7 +212,7 @@ void cell_destroy(cell *c, cell_entity *entity) {
 
 void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t incarnation) {
     if (entity->kind == CELL_ENTITY_REAL) {
-        cell_strip_real(c, entity);
+        cell_free_real(c, entity);
         c->real_count--;
         c->ghost_count++;
         coord_set_entity_filter(c->coord, entity->coord_id, 0, 0);
@@ -199,8 +220,18 @@ void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t inca
     entity->kind = CELL_ENTITY_GHOST;
     entity->owner_cellapp = owner;
     entity->incarnation = incarnation;
-    entity->baseapp_id = 0;
-    entity->teleported = entity->space_changed = false;
+}
+
+cell_real *cell_make_real(cell *c, cell_entity *entity) {
+    if (entity->kind == CELL_ENTITY_GHOST) {
+        entity->real = cell_real_create();
+        entity->kind = CELL_ENTITY_REAL;
+        entity->owner_cellapp = 0;
+        c->ghost_count--;
+        c->real_count++;
+        coord_set_entity_filter(c->coord, entity->coord_id, 0, 1);
+    }
+    return entity->real;
 }
 
 /* Whether any of `audiences` receives a property in the entity's change
@@ -225,8 +256,9 @@ void cell_pack(cell *c) {
         /* Only the audiences someone receives: the own client's when there
          * is one, the ghosts' when it has ghosts. */
         unsigned audiences = REPLICATION_OTHERS_AUDIENCES;
-        if (entity->witness) audiences |= 1u << REPLICATION_AUDIENCE_OWN;
-        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count) audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
+        if (cell_entity_witness(entity)) audiences |= 1u << REPLICATION_AUDIENCE_OWN;
+        if (entity->kind == CELL_ENTITY_REAL && entity->real->haunt_count)
+            audiences |= 1u << REPLICATION_AUDIENCE_GHOSTS;
         /* A change nobody receives (a cell-private counter that moves with
          * every step) is not packed, and touches no witness. */
         if (!cell_anyone_receives(c, entity, audiences)) continue;
@@ -245,7 +277,7 @@ void cell_end_tick(cell *c) {
         if (!entity->destroyed) {
             entity->moved = false;
             entity->is_new = false;
-            entity->teleported = entity->space_changed = false;
+            if (entity->real) entity->real->teleported = entity->real->space_changed = false;
             i++;
             continue;
         }
@@ -270,7 +302,7 @@ static void cell_on_trap(coord_system *cs, uint32_t watcher, uint32_t other, voi
     cell_entity *visitor = coord_entity_user_data(cs, other);
     if (!owner || owner->kind != CELL_ENTITY_REAL || !visitor || visitor->destroyed) return;
     bool live = false;
-    for (uint32_t i = 0; i < owner->trap_count; i++) live |= owner->traps[i].watcher == watcher;
+    for (uint32_t i = 0; i < owner->real->trap_count; i++) live |= owner->real->traps[i].watcher == watcher;
     if (!live) return;
     cell_shared *shared = binding->c->shared;
     if (shared->on_trap) shared->on_trap(shared->host, owner, binding->tag, visitor, entered);
@@ -304,11 +336,11 @@ int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t
         cell_entity *member = cell_find(c, members[i]);
         if (member) coord_watcher_seed(c->coord, watcher, member->coord_id);
     }
-    if (entity->trap_count == entity->trap_capacity) {
-        entity->trap_capacity = entity->trap_capacity ? entity->trap_capacity * 2 : 2;
-        entity->traps = xrealloc(entity->traps, entity->trap_capacity * sizeof *entity->traps);
+    if (entity->real->trap_count == entity->real->trap_capacity) {
+        entity->real->trap_capacity = entity->real->trap_capacity ? entity->real->trap_capacity * 2 : 2;
+        entity->real->traps = xrealloc(entity->real->traps, entity->real->trap_capacity * sizeof *entity->real->traps);
     }
-    entity->traps[entity->trap_count++] = (cell_trap){watcher, controller_id, tag, radius, binding};
+    entity->real->traps[entity->real->trap_count++] = (cell_trap){watcher, controller_id, tag, radius, binding};
     return 0;
 }
 
@@ -321,8 +353,8 @@ void cell_note_view(cell *c, uint64_t owner_id, uint64_t other_id, bool entered)
 }
 
 void cell_doom(cell *c, cell_entity *entity) {
-    if (entity->doomed || entity->destroyed) return;
-    entity->doomed = true;
+    if (!entity->real || entity->real->doomed || entity->destroyed) return;
+    entity->real->doomed = true;
     if (c->doomed_count == c->doomed_capacity) {
         c->doomed_capacity = c->doomed_capacity ? c->doomed_capacity * 2 : 16;
         c->doomed = xrealloc(c->doomed, c->doomed_capacity * sizeof *c->doomed);
@@ -331,22 +363,23 @@ void cell_doom(cell *c, cell_entity *entity) {
 }
 
 int cell_remove_trap(cell *c, cell_entity *entity, uint32_t controller_id) {
-    for (uint32_t i = 0; i < entity->trap_count; i++) {
-        if (entity->traps[i].controller_id != controller_id) continue;
-        coord_remove_watcher(c->coord, entity->traps[i].watcher);
-        free(entity->traps[i].binding);
-        memmove(&entity->traps[i], &entity->traps[i + 1], (entity->trap_count - i - 1) * sizeof *entity->traps);
-        entity->trap_count--;
+    for (uint32_t i = 0; i < entity->real->trap_count; i++) {
+        if (entity->real->traps[i].controller_id != controller_id) continue;
+        coord_remove_watcher(c->coord, entity->real->traps[i].watcher);
+        free(entity->real->traps[i].binding);
+        memmove(&entity->real->traps[i], &entity->real->traps[i + 1],
+                (entity->real->trap_count - i - 1) * sizeof *entity->real->traps);
+        entity->real->trap_count--;
         return 0;
     }
     return -1;
 }
 
 void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length) {
-    if (entity->broadcast_count == entity->broadcast_capacity) {
-        entity->broadcast_capacity = entity->broadcast_capacity ? entity->broadcast_capacity * 2 : 4;
-        entity->broadcast_calls =
-            xrealloc(entity->broadcast_calls, entity->broadcast_capacity * sizeof *entity->broadcast_calls);
+    if (entity->real->broadcast_count == entity->real->broadcast_capacity) {
+        entity->real->broadcast_capacity = entity->real->broadcast_capacity ? entity->real->broadcast_capacity * 2 : 4;
+        entity->real->broadcast_calls = xrealloc(
+            entity->real->broadcast_calls, entity->real->broadcast_capacity * sizeof *entity->real->broadcast_calls);
     }
     Tessera__Client__ClientCall call = TESSERA__CLIENT__CLIENT_CALL__INIT;
     call.entity_id = entity->id;
@@ -354,14 +387,16 @@ void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t
     call.args.data = xmalloc(length ? length : 1);
     if (length) memcpy(call.args.data, args, length);
     call.args.len = length;
-    entity->broadcast_calls[entity->broadcast_count++] = call;
+    entity->real->broadcast_calls[entity->real->broadcast_count++] = call;
 }
 
 void cell_queue_broadcast_event(cell_entity *entity, uint32_t event_id, const uint8_t *args, size_t length) {
-    if (entity->broadcast_event_count == entity->broadcast_event_capacity) {
-        entity->broadcast_event_capacity = entity->broadcast_event_capacity ? entity->broadcast_event_capacity * 2 : 4;
-        entity->broadcast_events =
-            xrealloc(entity->broadcast_events, entity->broadcast_event_capacity * sizeof *entity->broadcast_events);
+    if (entity->real->broadcast_event_count == entity->real->broadcast_event_capacity) {
+        entity->real->broadcast_event_capacity =
+            entity->real->broadcast_event_capacity ? entity->real->broadcast_event_capacity * 2 : 4;
+        entity->real->broadcast_events =
+            xrealloc(entity->real->broadcast_events,
+                     entity->real->broadcast_event_capacity * sizeof *entity->real->broadcast_events);
     }
     Tessera__Client__GameEvent event = TESSERA__CLIENT__GAME_EVENT__INIT;
     event.event_id = event_id;
@@ -369,12 +404,13 @@ void cell_queue_broadcast_event(cell_entity *entity, uint32_t event_id, const ui
     event.args.data = xmalloc(length ? length : 1);
     if (length) memcpy(event.args.data, args, length);
     event.args.len = length;
-    entity->broadcast_events[entity->broadcast_event_count++] = event;
+    entity->real->broadcast_events[entity->real->broadcast_event_count++] = event;
 }
 
 void cell_clear_broadcasts(cell_entity *entity) {
-    for (size_t i = 0; i < entity->broadcast_count; i++) free(entity->broadcast_calls[i].args.data);
-    entity->broadcast_count = 0;
-    for (size_t i = 0; i < entity->broadcast_event_count; i++) free(entity->broadcast_events[i].args.data);
-    entity->broadcast_event_count = 0;
+    if (!entity->real) return;
+    for (size_t i = 0; i < entity->real->broadcast_count; i++) free(entity->real->broadcast_calls[i].args.data);
+    entity->real->broadcast_count = 0;
+    for (size_t i = 0; i < entity->real->broadcast_event_count; i++) free(entity->real->broadcast_events[i].args.data);
+    entity->real->broadcast_event_count = 0;
 }

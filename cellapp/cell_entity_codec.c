@@ -30,9 +30,9 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
     out->yaw = entity->yaw;
     out->stamp_us = entity->move_stamp_us;
     out->move_count = entity->move_count;
-    out->client_binding = entity->client_binding;
+    out->client_binding = entity->real->client_binding;
     out->property_count = entity->property_count;
-    out->baseapp_id = entity->baseapp_id;
+    out->baseapp_id = entity->real->baseapp_id;
     bit_writer w;
     bit_writer_init(&w);
     entity_state_encode_all(entity->state, &w);
@@ -44,9 +44,9 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
 
     Tessera__Cluster__MovementState *movement = xmalloc(sizeof *movement);
     tessera__cluster__movement_state__init(movement);
-    movement->allowance = entity->move_allowance;
-    movement->age_us = now_us > entity->allowance_us ? now_us - entity->allowance_us : 0;
-    movement->last_sequence = entity->last_sequence;
+    movement->allowance = entity->real->move_allowance;
+    movement->age_us = now_us > entity->real->allowance_us ? now_us - entity->real->allowance_us : 0;
+    movement->last_sequence = entity->real->last_sequence;
     out->movement = movement;
 
     size_t timer_count = entity_timers_of(c->timers, entity->id, now_us, NULL, 0);
@@ -68,10 +68,10 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
         free(timers);
     }
 
-    if (entity->trap_count) {
-        out->traps = xcalloc(entity->trap_count, sizeof *out->traps);
-        for (uint32_t t = 0; t < entity->trap_count; t++) {
-            const cell_trap *trap = &entity->traps[t];
+    if (entity->real->trap_count) {
+        out->traps = xcalloc(entity->real->trap_count, sizeof *out->traps);
+        for (uint32_t t = 0; t < entity->real->trap_count; t++) {
+            const cell_trap *trap = &entity->real->traps[t];
             Tessera__Cluster__TrapState *saved = xmalloc(sizeof *saved);
             tessera__cluster__trap_state__init(saved);
             saved->tag = trap->tag;
@@ -86,21 +86,21 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
                 saved->members[saved->n_members++] = cell_entity_id_of(c, coord_id);
             out->traps[t] = saved;
         }
-        out->n_traps = entity->trap_count;
+        out->n_traps = entity->real->trap_count;
     }
 
-    if (entity->witness) {
+    if (cell_entity_witness(entity)) {
         Tessera__Cluster__WitnessState *witness = xmalloc(sizeof *witness);
-        witness_save(entity->witness, c, witness);
+        witness_save(cell_entity_witness(entity), c, witness);
         out->witness = witness;
     }
-    if (entity->inbox) mailbox_inbox_save(entity->inbox, now_us, &out->inbox, &out->n_inbox);
+    if (entity->real->inbox) mailbox_inbox_save(entity->real->inbox, now_us, &out->inbox, &out->n_inbox);
     out->sent_wall_us = clock_wall_us();
-    out->teleported = entity->teleported;
-    out->offloads = entity->offloads;
+    out->teleported = entity->real->teleported;
+    out->offloads = entity->real->offloads;
     out->controllers = controller_save(entity);
-    out->entity_name = (char *)entity->name;
-    entity_io_save(&entity->outputs, &out->connections, &out->n_connections);
+    out->entity_name = (char *)entity->real->name;
+    entity_io_save(&entity->real->outputs, &out->connections, &out->n_connections);
     game_host_save(app->game, entity, out);
 }
 
@@ -165,12 +165,7 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
             return -1;
         }
     } else {
-        if (entity->kind == CELL_ENTITY_GHOST) {
-            c->ghost_count--;
-            c->real_count++;
-        }
-        entity->kind = CELL_ENTITY_REAL;
-        coord_set_entity_filter(c->coord, entity->coord_id, 0, 1);
+        cell_make_real(c, entity);
         if (x != entity->x || y != entity->y || z != entity->z) cell_move(c, entity, x, y, z, state->yaw);
     }
     if (had_ghost) {
@@ -189,19 +184,19 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
     entity->yaw = state->yaw;
     entity->move_stamp_us = state->stamp_us;
     entity->move_count = state->move_count & CELL_CHANGE_COUNT_MASK;
-    entity->client_binding = state->client_binding;
+    entity->real->client_binding = state->client_binding;
     entity->property_count = state->property_count & CELL_CHANGE_COUNT_MASK;
-    entity->baseapp_id = state->baseapp_id;
+    entity->real->baseapp_id = state->baseapp_id;
     entity->owner_cellapp = 0;
     entity->incarnation = state->incarnation;
-    entity->offloads = state->offloads;
-    entity->teleported = state->teleported;
-    entity->haunts_stale = true;
+    entity->real->offloads = state->offloads;
+    entity->real->teleported = state->teleported;
+    entity->real->haunts_stale = true;
     uint64_t now_us = clock_monotonic_us();
     if (state->movement) {
-        entity->move_allowance = state->movement->allowance;
-        entity->allowance_us = now_us > state->movement->age_us ? now_us - state->movement->age_us : 0;
-        entity->last_sequence = state->movement->last_sequence;
+        entity->real->move_allowance = state->movement->allowance;
+        entity->real->allowance_us = now_us > state->movement->age_us ? now_us - state->movement->age_us : 0;
+        entity->real->last_sequence = state->movement->last_sequence;
     } else {
         movement_reset(&app->settings.movement, entity, now_us);
     }
@@ -221,8 +216,8 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
         free(timers);
     }
     controller_restore(c, entity, state->controllers);
-    snprintf(entity->name, sizeof entity->name, "%s", state->entity_name ? state->entity_name : "");
-    entity_io_restore(&entity->outputs, state->connections, state->n_connections);
+    snprintf(entity->real->name, sizeof entity->real->name, "%s", state->entity_name ? state->entity_name : "");
+    entity_io_restore(&entity->real->outputs, state->connections, state->n_connections);
     for (size_t t = 0; t < state->n_traps; t++) {
         const Tessera__Cluster__TrapState *trap = state->traps[t];
         uint32_t controller_id = trap->controller_id ? trap->controller_id : controller_new_id(entity);
@@ -233,8 +228,8 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
     if (state->witness) witness_restore(c, entity, state->witness);
     game_host_restore(app->game, entity, state);
     if (state->n_inbox) {
-        mailbox_inbox_free(entity->inbox);
-        entity->inbox = mailbox_inbox_restore(state->inbox, state->n_inbox, now_us);
+        mailbox_inbox_free(entity->real->inbox);
+        entity->real->inbox = mailbox_inbox_restore(state->inbox, state->n_inbox, now_us);
     }
     return 0;
 }

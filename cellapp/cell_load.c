@@ -57,7 +57,7 @@ void cell_load_sample(cellapp *app, uint64_t now_us) {
 
 /* A real's work, in the units shares are counted in. */
 static double cell_load_weight(const cell_entity *entity) {
-    return 1.0 + (entity->witness ? (double)witness_view_count(entity->witness) : 0.0);
+    return 1.0 + (cell_entity_witness(entity) ? (double)witness_view_count(cell_entity_witness(entity)) : 0.0);
 }
 
 static double cell_load_cell_weight(const cell *c) {

@@ -59,7 +59,7 @@ static void cell_message_move(cellapp *app, cell_entity *entity, const Tessera__
     float z = move->position ? move->position->z : entity->z;
     movement_verdict verdict =
         movement_check(&app->settings.movement, c, entity, x, y, z, move->yaw, clock_monotonic_us());
-    entity->last_sequence = move->sequence;
+    entity->real->last_sequence = move->sequence;
     if (verdict == MOVEMENT_ACCEPTED) {
         double metres = hypot(hypot((double)x - entity->x, (double)y - entity->y), (double)z - entity->z);
         cell_move(c, entity, x, y, z, move->yaw);
@@ -92,7 +92,8 @@ static void cell_message_client_call(cellapp *app, cell_entity *caller, const Te
     char reason[256];
     uint64_t target_id = call->target_id ? call->target_id : caller->id;
     cell_entity *target = target_id == caller->id ? caller : cell_find(caller->home, target_id);
-    if (!target || (target != caller && !(caller->witness && witness_sees(caller->witness, target->id)))) {
+    if (!target ||
+        (target != caller && !(cell_entity_witness(caller) && witness_sees(cell_entity_witness(caller), target->id)))) {
         snprintf(reason, sizeof reason, "called a method of entity %" PRIu64 ", which it does not see", target_id);
         cellapp_drop_client(app, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY, reason);
         return;
@@ -131,19 +132,19 @@ static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity 
  * from nothing, and tell the base what the client needs to know. */
 static void cell_message_client_binding(cellapp *app, cell_entity *entity,
                                         const Tessera__Cluster__ClientBinding *binding) {
-    entity->client_binding = binding->binding;
+    entity->real->client_binding = binding->binding;
     if (!binding->attached) {
-        bool had = entity->witness != NULL;
+        bool had = cell_entity_witness(entity) != NULL;
         witness_detach(entity->home, entity);
         if (had) game_host_witness(app->game, entity, false);
         log_debug("entity %" PRIu64 ": its client left (binding %u): no witness", entity->id, binding->binding);
         return;
     }
-    bool had = entity->witness != NULL;
+    bool had = cell_entity_witness(entity) != NULL;
     witness_reset(entity->home, entity);
     if (!had) game_host_witness(app->game, entity, true);
     log_debug("entity %" PRIu64 ": a client attached (binding %u): a fresh witness", entity->id, binding->binding);
-    cellapp_reply_created(app, entity->baseapp_id, entity->id, entity, NULL);
+    cellapp_reply_created(app, entity->real->baseapp_id, entity->id, entity, NULL);
 }
 
 /* Sends the base the entity's persistent cell state (CellBackup): the
@@ -171,16 +172,16 @@ static void cell_message_backup(cellapp *app, cell_entity *entity, uint64_t requ
     backup.position = &position;
     backup.yaw = entity->yaw;
     backup.destroyed = destroyed;
-    if (peer_send_cell_backup(app->peers, entity->baseapp_id, &backup) != 0)
+    if (peer_send_cell_backup(app->peers, entity->real->baseapp_id, &backup) != 0)
         log_warn("entity %" PRIu64 ": its baseapp %" PRIu64 " is not up: the cell backup is lost", entity->id,
-                 entity->baseapp_id);
+                 entity->real->baseapp_id);
     bit_writer_close(&w);
 }
 
 /* What the message asks of the real `entity`. The base-only bodies come
  * from the entity's own baseapp or not at all. */
 static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
-    bool from_base = message->sender_id == entity->baseapp_id && entity->baseapp_id != 0;
+    bool from_base = message->sender_id == entity->real->baseapp_id && entity->real->baseapp_id != 0;
     switch (message->body_case) {
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE:
             if (from_base && message->client_move->move) cell_message_move(app, entity, message->client_move->move);
@@ -204,7 +205,8 @@ static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tesse
             if (from_base) cell_message_backup(app, entity, message->backup->request, false);
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION:
-            if (from_base && entity->witness) witness_set_congested(entity->witness, message->congestion->congested);
+            if (from_base && cell_entity_witness(entity))
+                witness_set_congested(cell_entity_witness(entity), message->congestion->congested);
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT:
             event_route_on_message(app, entity, message->event);
@@ -227,10 +229,10 @@ static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tesse
 static void cell_message_drain(cellapp *app, cell_entity *entity, uint64_t gap_us) {
     uint64_t now_us = clock_monotonic_us();
     for (;;) {
-        if (!entity->inbox || entity->destroyed || entity->kind != CELL_ENTITY_REAL) return;
+        if (entity->destroyed || !entity->real || !entity->real->inbox) return;
         size_t length;
         uint64_t skipped;
-        uint8_t *encoded = mailbox_inbox_next(entity->inbox, now_us, gap_us, &length, &skipped);
+        uint8_t *encoded = mailbox_inbox_next(entity->real->inbox, now_us, gap_us, &length, &skipped);
         if (!encoded) return;
         if (skipped) {
             app->counters.stream_gaps += skipped;
@@ -246,9 +248,9 @@ static void cell_message_drain(cellapp *app, cell_entity *entity, uint64_t gap_u
 }
 
 static void cell_message_deliver(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
-    if (!entity->inbox) entity->inbox = mailbox_inbox_create();
+    if (!entity->real->inbox) entity->real->inbox = mailbox_inbox_create();
     uint64_t now_us = clock_monotonic_us();
-    switch (mailbox_inbox_offer(entity->inbox, message->sender_id, message->stream, message->sequence, now_us)) {
+    switch (mailbox_inbox_offer(entity->real->inbox, message->sender_id, message->stream, message->sequence, now_us)) {
         case MAILBOX_DELIVER:
             cell_message_dispatch(app, entity, message);
             cell_message_drain(app, entity, UINT64_MAX);
@@ -257,7 +259,7 @@ static void cell_message_deliver(cellapp *app, cell_entity *entity, const Tesser
             size_t length = tessera__cluster__cell_message__get_packed_size(message);
             uint8_t *encoded = xmalloc(length ? length : 1);
             tessera__cluster__cell_message__pack(message, encoded);
-            mailbox_inbox_hold(entity->inbox, message->sender_id, message->sequence, encoded, length, now_us);
+            mailbox_inbox_hold(entity->real->inbox, message->sender_id, message->sequence, encoded, length, now_us);
             free(encoded);
             break;
         }
@@ -301,7 +303,7 @@ void cell_message_tick(cellapp *app, cell *c) {
     uint64_t gap_us = (uint64_t)app->settings.cell_stream_gap_ms * 1000u;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
-        if (entity->inbox && entity->kind == CELL_ENTITY_REAL && mailbox_inbox_held_count(entity->inbox))
+        if (entity->real && entity->real->inbox && mailbox_inbox_held_count(entity->real->inbox))
             cell_message_drain(app, entity, gap_us);
     }
 }
@@ -340,11 +342,12 @@ void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_de
     const uint8_t *data = bit_writer_data(&w);
     size_t length = bit_writer_bytes(&w);
     if (!every_observer) {
-        if (entity->witness) witness_queue_call(entity->witness, entity->id, method->id, data, length);
+        if (cell_entity_witness(entity))
+            witness_queue_call(cell_entity_witness(entity), entity->id, method->id, data, length);
     } else {
         witness_queue_call_for_observers(entity, method->id, data, length);
         /* Observers in other cells see a ghost: the call goes with it. */
-        if (entity->kind == CELL_ENTITY_REAL && entity->haunt_count)
+        if (entity->kind == CELL_ENTITY_REAL && entity->real->haunt_count)
             cell_queue_broadcast(entity, method->id, data, length);
     }
     bit_writer_close(&w);

@@ -42,7 +42,7 @@ cell_entity *cellapp_find_entity(const cellapp *app, uint64_t entity_id) {
 }
 
 void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tessera__Client__ServerToClient *message) {
-    if (!entity->baseapp_id) return;
+    if (!entity->real || !entity->real->baseapp_id) return;
     size_t length = tessera__client__server_to_client__get_packed_size(message);
     uint8_t *payload = xmalloc(length);
     tessera__client__server_to_client__pack(message, payload);
@@ -51,11 +51,12 @@ void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tesse
 
 void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason) {
     log_warn("entity %" PRIu64 ": dropping its client: %s", entity->id, reason);
+    if (!entity->real) return; /* a ghost has no client of its own here */
     Tessera__Cluster__DropClient drop = TESSERA__CLUSTER__DROP_CLIENT__INIT;
     drop.entity_id = entity->id;
     drop.code = code;
     drop.reason = (char *)reason;
-    peer_send_drop_client(app->peers, entity->baseapp_id, &drop);
+    peer_send_drop_client(app->peers, entity->real->baseapp_id, &drop);
 }
 
 /* xorshift64*: spawn points need spread, not cryptographic quality. */
@@ -74,7 +75,7 @@ cell_entity *cellapp_create_real(cellapp *app, cell *c, uint64_t id, const entit
     cell_entity *entity = cell_add(c, id, CELL_ENTITY_REAL, cls, x, y, z);
     if (!entity) return NULL;
     entity->incarnation = 1;
-    entity->baseapp_id = baseapp_id;
+    entity->real->baseapp_id = baseapp_id;
     entity->yaw = isfinite(yaw) ? yaw : 0.0f;
     entity->move_stamp_us = clock_wall_us();
     movement_reset(&app->settings.movement, entity, clock_monotonic_us());
@@ -175,7 +176,7 @@ void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t entity_id
         reply.alias_cooldown_ms = (uint32_t)settings->witness.alias_cooldown_ms;
         reply.detail_hysteresis = (float)settings->witness.detail_hysteresis;
         reply.incarnation = entity->incarnation;
-        reply.client_binding = entity->client_binding;
+        reply.client_binding = entity->real->client_binding;
     }
     peer_send_cell_entity_created(app->peers, baseapp_id, &reply);
 }
@@ -270,11 +271,11 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
         }
     }
     if (request->has_client) {
-        entity->client_binding = request->client_binding;
+        entity->real->client_binding = request->client_binding;
         witness_attach(c, entity);
     }
     game_host_created(app->game, entity);
-    if (entity->witness) game_host_witness(app->game, entity, true);
+    if (cell_entity_witness(entity)) game_host_witness(app->game, entity, true);
     log_debug("created %s %" PRIu64 " for baseapp %" PRIu64 " in space '%s' at (%.1f, %.1f)", cls->name, entity->id,
               baseapp_id, c->space_name, (double)x, (double)z);
     cellapp_reply_created(app, baseapp_id, request->entity_id, entity, NULL);
@@ -364,8 +365,8 @@ int cellapp_call_base(cellapp *app, uint64_t caller_id, uint64_t target_id, cons
     if (!method || !app->bases || (part != ENTITY_DEF_PART_BASE && part != ENTITY_DEF_PART_CLIENT)) return -1;
     /* A real here knows its own base's baseapp: no lookup. */
     cell_entity *target = cellapp_find_entity(app, target_id);
-    if (target && target->kind == CELL_ENTITY_REAL && target->baseapp_id)
-        base_mailbox_learn(app->bases, target_id, target->baseapp_id);
+    if (target && target->kind == CELL_ENTITY_REAL && target->real->baseapp_id)
+        base_mailbox_learn(app->bases, target_id, target->real->baseapp_id);
     app->base_calls++;
     return base_mailbox_call(app->bases, caller_id, target_id, class_name, method, args);
 }
@@ -430,7 +431,7 @@ void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, co
     while ((c = spaces_next_cell(app, &cursor)) != NULL) {
         for (size_t i = 0; i < c->count; i++) {
             cell_entity *entity = c->by_index[i];
-            if (entity->kind == CELL_ENTITY_REAL && entity->baseapp_id == process_id && !entity->destroyed) {
+            if (entity->kind == CELL_ENTITY_REAL && entity->real->baseapp_id == process_id && !entity->destroyed) {
                 cellapp_destroy_real(app, entity);
                 destroyed++;
             }
@@ -444,11 +445,34 @@ void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, co
 static void cellapp_witnesses(cellapp *app, cell *c) {
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
-        if (!entity->witness || entity->destroyed) continue;
+        if (!cell_entity_witness(entity) || entity->destroyed) continue;
         uint8_t *payload;
-        size_t length = witness_update(entity->witness, c, entity, &payload);
+        size_t length = witness_update(cell_entity_witness(entity), c, entity, &payload);
         if (length) outbox_to_client(app, entity, payload, length);
     }
+}
+
+/* The timers of one cell fire for its reals, into the game's rules. */
+typedef struct cellapp_timer_run {
+    cell *c;
+    game_host *game;
+} cellapp_timer_run;
+
+static bool cellapp_timer_live(uint64_t entity_id, void *context) {
+    const cellapp_timer_run *run = context;
+    const cell_entity *entity = cell_find(run->c, entity_id);
+    return entity && entity->kind == CELL_ENTITY_REAL;
+}
+
+static void cellapp_timer_fire(uint64_t entity_id, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context) {
+    const cellapp_timer_run *run = context;
+    cell_entity *entity = cell_find(run->c, entity_id);
+    if (entity) game_host_timer(run->game, entity, timer_id, tag, user_data);
+}
+
+static void cellapp_run_timers(cellapp *app, cell *c, uint64_t now_us) {
+    cellapp_timer_run run = {c, app->game};
+    entity_timers_run(c->timers, now_us, cellapp_timer_live, cellapp_timer_fire, &run);
 }
 
 static void cellapp_end_tick(cell *c) {
@@ -468,8 +492,7 @@ void cellapp_tick(cellapp *app) {
     size_t cursor = 0;
     cell *c;
     game_host_before_thinks(app->game);
-    while ((c = spaces_next_cell(app, &cursor)) != NULL)
-        entity_timers_run(c->timers, started, c, cell_find, game_host_timer, app);
+    while ((c = spaces_next_cell(app, &cursor)) != NULL) cellapp_run_timers(app, c, started);
     /* Entity I/O: the events that are due, after the thinks and timers. */
     if (app->io) entity_io_service(app->io, started / 1000, game_host_io_deliver, app);
     game_host_after_thinks(app->game);
@@ -506,7 +529,7 @@ void cellapp_tick(cellapp *app) {
     while ((c = spaces_next_cell(app, &cursor)) != NULL) {
         for (size_t i = 0; i < c->doomed_count; i++) {
             cell_entity *doomed = cell_find(c, c->doomed[i]);
-            if (doomed && doomed->doomed) cellapp_destroy_real(app, doomed);
+            if (doomed && doomed->real && doomed->real->doomed) cellapp_destroy_real(app, doomed);
         }
         c->doomed_count = 0;
     }

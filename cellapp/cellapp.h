@@ -27,6 +27,7 @@
 #include "cluster.pb-c.h"
 #include "controller.h"
 #include "entity_io.h"
+#include "entity_timer.h"
 #include "coord.h"
 #include "entity_def.h"
 #include "entity_state.h"
@@ -156,40 +157,22 @@ typedef struct cell_observer {
     bool move_owed;
 } cell_observer;
 
-typedef struct cell_entity {
-    /* The packer's record (replication.h): first, so that its encodings
-     * start on the allocation's alignment. */
-    replication_entity replication;
-    uint64_t id;
-    cell_entity_kind kind;
-    cell *home;                  /* the cell it is in */
-    const entity_def_class *cls; /* its class in the definitions */
-    entity_state *state;         /* its properties: all on a real, the ghosts' ones kept on a ghost */
-    bool packed;                 /* replication_pack ran for it this tick */
-    void *game_data;             /* reals: the game's per-entity data (game_host.c), NULL until asked */
-    float x, y, z, yaw;
-    uint64_t move_stamp_us; /* wall clock when the real applied its last move */
-    bool moved;             /* position changed since the last tick */
-    bool is_new;            /* created here since the last tick */
-    bool destroyed;         /* deferred deletion: reaped at the end of the tick */
-    bool doomed;            /* game code destroyed it: it goes at the end of this tick (cell_doom) */
-    uint32_t incarnation;   /* of the real (ghosts: of the real they copy) */
-    /* The real's change counters (cell_change_count_ahead): ticks in which
-     * it moved, and in which a ghost property changed; ghosts copy them. */
-    uint32_t move_count, property_count;
-    uint64_t baseapp_id;     /* reals: where the base and client live (0: none) */
-    uint32_t client_binding; /* reals: its client's binding, stamped on client messages */
-    uint64_t owner_cellapp;  /* ghosts: the cellapp that holds the real */
-    /* Movement checking (reals with a client). */
+/* What only a real has: the parts of an entity this cellapp runs. A ghost
+ * has none of it (cell_entity.real is NULL); making a ghost frees it
+ * (cell_make_ghost) and promoting a ghost attaches a fresh one
+ * (cell_make_real). BigWorld keeps the same split (RealEntity). */
+typedef struct cell_real {
+    uint64_t baseapp_id;           /* where the base and client live (0: none) */
+    uint32_t client_binding;       /* its client's binding, stamped on client messages */
+    void *game_data;               /* the game's per-entity data (game_host.c), NULL until asked */
+    char name[ENTITY_IO_NAME_MAX]; /* its name for entity I/O and look-ups ("": none) */
+    bool doomed;                   /* game code destroyed it: it goes at the end of this tick (cell_doom) */
+    uint32_t offloads;             /* times it moved between cellapps */
+    /* Movement checking (reals with a client, movement.c). */
     double move_allowance; /* metres the entity may still move now */
     uint64_t allowance_us; /* monotonic time of the last allowance update */
     uint32_t last_sequence;
     witness *witness; /* NULL when nobody watches through this entity */
-    /* The witnesses that have it in view (their own entity included). */
-    cell_observer *observers;
-    uint32_t observer_count, observer_capacity;
-    uint32_t coord_id; /* this entity in the cell's coordinate system */
-    size_t index;      /* position in cell.by_index */
     /* Client calls to every client that sees this real, made this tick:
      * sent to its haunts with its next ghost update. */
     Tessera__Client__ClientCall *broadcast_calls;
@@ -198,27 +181,64 @@ typedef struct cell_entity {
      * to its haunts the same way (game_event.c). */
     Tessera__Client__GameEvent *broadcast_events;
     size_t broadcast_event_count, broadcast_event_capacity;
-    /* Reals: where its ghosts are (haunt.c). */
+    /* Where its ghosts are (haunt.c). */
     cell_haunt *haunts;
     uint32_t haunt_count, haunt_capacity;
-    bool haunts_stale;        /* moved, or the layout changed: recheck */
-    uint64_t ghosted_at_tick; /* the tick its ghost update went out (haunt.c) */
-    /* Reals: traps, messages to it, and its history. */
+    bool haunts_stale; /* moved, or the layout changed: recheck */
+    /* Traps, controllers, entity I/O, and the order of messages to it. */
     cell_trap *traps;
     uint32_t trap_count, trap_capacity;
-    controller_chain controllers;  /* its movement chain and controller ids (controller.c) */
-    char name[ENTITY_IO_NAME_MAX]; /* its name for entity I/O and look-ups ("": none) */
-    entity_io_outputs outputs;     /* reals: its outputs' connections (entity_io.h) */
-    mailbox_inbox *inbox;          /* NULL until the first message */
-    uint32_t offloads;             /* times it moved between cellapps */
-    bool teleported;               /* game code moved it this tick */
-    bool space_changed;            /* ... and it came from another space */
+    controller_chain controllers; /* its movement chain and controller ids (controller.c) */
+    entity_io_outputs outputs;    /* its outputs' connections (entity_io.h) */
+    mailbox_inbox *inbox;         /* NULL until the first message */
+    bool teleported;              /* game code moved it this tick */
+    bool space_changed;           /* ... and it came from another space */
     /* A teleport into another space, done by offload_tick after this
      * tick's client messages have gone. */
     bool teleport_pending;
     char teleport_space[SPACE_LAYOUT_NAME_MAX];
     float teleport_x, teleport_y, teleport_z, teleport_yaw;
+} cell_real;
+
+/* An entity in a cell: what a real and its ghosts share (position, class,
+ * properties, change counters, who sees it), and the real part on a real. */
+typedef struct cell_entity {
+    /* The packer's record (replication.h): first, so that its encodings
+     * start on the allocation's alignment. */
+    replication_entity replication;
+    uint64_t id;
+    cell_entity_kind kind;
+    cell_real *real;             /* exactly when kind is CELL_ENTITY_REAL; NULL on a ghost */
+    cell *home;                  /* the cell it is in */
+    const entity_def_class *cls; /* its class in the definitions */
+    entity_state *state;         /* its properties: all on a real, the ghosts' ones kept on a ghost */
+    bool packed;                 /* replication_pack ran for it this tick */
+    float x, y, z, yaw;
+    uint64_t move_stamp_us; /* wall clock when the real applied its last move */
+    bool moved;             /* position changed since the last tick */
+    bool is_new;            /* created here since the last tick */
+    bool destroyed;         /* deferred deletion: reaped at the end of the tick */
+    uint32_t incarnation;   /* of the real (ghosts: of the real they copy) */
+    /* The real's change counters (cell_change_count_ahead): ticks in which
+     * it moved, and in which a ghost property changed; ghosts copy them. */
+    uint32_t move_count, property_count;
+    uint64_t owner_cellapp; /* ghosts: the cellapp that holds the real */
+    /* The witnesses that have it in view (their own entity included). */
+    cell_observer *observers;
+    uint32_t observer_count, observer_capacity;
+    uint32_t coord_id; /* this entity in the cell's coordinate system */
+    size_t index;      /* position in cell.by_index */
 } cell_entity;
+
+/* The entity's name for entity I/O and look-ups ("": none; a ghost has
+ * none). */
+static inline const char *cell_entity_name(const cell_entity *entity) { return entity->real ? entity->real->name : ""; }
+
+/* The witness that sees through `entity`, NULL for a ghost or a real
+ * nobody watches through. */
+static inline witness *cell_entity_witness(const cell_entity *entity) {
+    return entity->real ? entity->real->witness : NULL;
+}
 
 /* What the cells of one cellapp share: settings, definitions, the packer,
  * one writer every witness's stream is built in, in turn, and counters. */
@@ -246,8 +266,6 @@ typedef struct cell_shared {
     bool report_views;
     void *host;
 } cell_shared;
-
-typedef struct entity_timers entity_timers;
 
 /* This cellapp's part of one space: its region (if the layout gives it
  * one), its entities, their coordinate system, their timers. */
@@ -302,9 +320,12 @@ void cell_move(cell *c, cell_entity *entity, float x, float y, float z, float ya
 /* Takes the entity out of the cell now (watchers that saw it are told at
  * the next flush) and frees it at the end of the tick. Idempotent. */
 void cell_destroy(cell *c, cell_entity *entity);
-/* Removes what only a real has (witness, traps, timers, inbox, haunts) and
- * makes it a ghost of `owner` at `incarnation`. */
+/* Frees the real part (witness, traps, timers, inbox, haunts, ...) and
+ * makes the entity a ghost of `owner` at `incarnation`. */
 void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t incarnation);
+/* Promotes a ghost to a real here: attaches a fresh real part (no witness,
+ * traps or haunts yet) and returns it; a real's own part unchanged. */
+cell_real *cell_make_real(cell *c, cell_entity *entity);
 /* Frees the entities marked destroyed and clears per-tick flags. */
 /* Once per tick, after coord_flush: encodes every changed entity once per
  * audience that receives something of the change (replication.h), marks it
@@ -412,14 +433,6 @@ movement_verdict movement_check(const movement_config *config, const cell *c, ce
 const char *movement_verdict_text(movement_verdict verdict);
 /* Gives a new real its full allowance. */
 void movement_reset(const movement_config *config, cell_entity *entity, uint64_t now_monotonic_us);
-
-/* ---- timers (entity_timer.c) -------------------------------------------- */
-
-/* Runs when a timer is due: `entity` is the real it belongs to. */
-typedef void (*entity_timer_callback)(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
-                                      void *context);
-
-#include "entity_timer.h"
 
 /* ---- the process (main.c, cellapp.c) ------------------------------------ */
 

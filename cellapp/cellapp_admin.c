@@ -57,7 +57,7 @@ static const cell_entity *cellapp_admin_witness_owner(const cellapp *app, const 
     if (!at) return NULL;
     uint64_t id = strtoull(at + 8, NULL, 10);
     const cell_entity *entity = id ? cellapp_find_entity(app, id) : NULL;
-    return entity && entity->kind == CELL_ENTITY_REAL && entity->witness ? entity : NULL;
+    return entity && entity->kind == CELL_ENTITY_REAL && cell_entity_witness(entity) ? entity : NULL;
 }
 
 /* The snapshot JSON for one query (the map asks with ?witness=ID for the
@@ -86,7 +86,7 @@ static char *cellapp_admin_snapshot(const char *query, void *user_data) {
             const cell_entity *e = c->by_index[i];
             if (e->destroyed) continue;
             text_buffer_printf(&t, "%s[%" PRIu64 ",%.2f,%.2f,%d,%d]", first ? "" : ",", e->id, e->x, e->z,
-                               e->kind == CELL_ENTITY_REAL ? 0 : 1, e->witness != NULL);
+                               e->kind == CELL_ENTITY_REAL ? 0 : 1, cell_entity_witness(e) != NULL);
             first = false;
         }
         text_buffer_printf(&t, "]}");
@@ -100,7 +100,7 @@ static char *cellapp_admin_snapshot(const char *query, void *user_data) {
         bool first = true;
         for (size_t i = 0; i < home->count; i++) {
             const cell_entity *e = home->by_index[i];
-            if (e == owner || e->destroyed || !witness_sees(owner->witness, e->id)) continue;
+            if (e == owner || e->destroyed || !witness_sees(cell_entity_witness(owner), e->id)) continue;
             text_buffer_printf(&t, "%s%" PRIu64, first ? "" : ",", e->id);
             first = false;
         }
@@ -156,10 +156,10 @@ static void cellapp_admin_on_entity(admin_http_request *request, void *user_data
     cJSON_AddItemToArray(position, cJSON_CreateNumber(e->z));
     cJSON_AddNumberToObject(root, "incarnation", e->incarnation);
     if (e->kind == CELL_ENTITY_REAL)
-        cJSON_AddNumberToObject(root, "baseapp", (double)e->baseapp_id);
+        cJSON_AddNumberToObject(root, "baseapp", (double)e->real->baseapp_id);
     else
         cJSON_AddNumberToObject(root, "real_on", (double)e->owner_cellapp);
-    cJSON_AddBoolToObject(root, "has_client", e->witness != NULL);
+    cJSON_AddBoolToObject(root, "has_client", cell_entity_witness(e) != NULL);
     cJSON_AddItemToObject(root, "properties", entity_state_to_json(e->state, NULL));
     char *json = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);

@@ -14,32 +14,32 @@
 #include "log.h"
 
 uint32_t controller_new_id(cell_entity *entity) {
-    controller_chain *chain = &entity->controllers;
+    controller_chain *chain = &entity->real->controllers;
     if (++chain->next_id == 0) chain->next_id = 1; /* 2^32 controllers later: ids start over, never 0 */
     return chain->next_id;
 }
 
 bool controller_moving(const cell_entity *entity) {
-    return entity->controllers.move.id != 0 || entity->controllers.turn.id != 0;
+    return entity->real->controllers.move.id != 0 || entity->real->controllers.turn.id != 0;
 }
 
 void controller_release(cell_entity *entity) {
-    free(entity->controllers.move.path);
-    memset(&entity->controllers.move, 0, sizeof entity->controllers.move);
-    memset(&entity->controllers.turn, 0, sizeof entity->controllers.turn);
+    free(entity->real->controllers.move.path);
+    memset(&entity->real->controllers.move, 0, sizeof entity->real->controllers.move);
+    memset(&entity->real->controllers.turn, 0, sizeof entity->real->controllers.turn);
 }
 
 void controller_stop(cell_entity *entity) { controller_release(entity); }
 
 /* Puts the entity on its cell's list of entities with a chain. */
 static void controller_list(cell *c, cell_entity *entity) {
-    if (entity->controllers.listed) return;
+    if (entity->real->controllers.listed) return;
     if (c->chained_count == c->chained_capacity) {
         c->chained_capacity = c->chained_capacity ? c->chained_capacity * 2 : 16;
         c->chained = xrealloc(c->chained, c->chained_capacity * sizeof *c->chained);
     }
     c->chained[c->chained_count++] = entity->id;
-    entity->controllers.listed = true;
+    entity->real->controllers.listed = true;
 }
 
 static bool controller_startable(const cell *c, const cell_entity *entity, float speed, float distance) {
@@ -51,7 +51,7 @@ static bool controller_startable(const cell *c, const cell_entity *entity, float
 static uint32_t controller_begin_move(cell *c, cell_entity *entity, controller_move_kind kind, float speed,
                                       float distance, bool face, uint64_t user_data) {
     controller_stop(entity);
-    struct controller_move *move = &entity->controllers.move;
+    struct controller_move *move = &entity->real->controllers.move;
     move->id = controller_new_id(entity);
     move->kind = kind;
     move->speed = speed;
@@ -68,7 +68,7 @@ uint32_t controller_move_to_point(cell *c, cell_entity *entity, const float dest
         !cell_in_bounds(c, destination[0], destination[1], destination[2]))
         return 0;
     uint32_t id = controller_begin_move(c, entity, CONTROLLER_MOVE_POINT, speed, distance, face, user_data);
-    memcpy(entity->controllers.move.destination, destination, sizeof entity->controllers.move.destination);
+    memcpy(entity->real->controllers.move.destination, destination, sizeof entity->real->controllers.move.destination);
     return id;
 }
 
@@ -78,7 +78,7 @@ uint32_t controller_move_to_entity(cell *c, cell_entity *entity, uint64_t target
         !cell_find(c, target_id))
         return 0;
     uint32_t id = controller_begin_move(c, entity, CONTROLLER_MOVE_ENTITY, speed, distance, face, user_data);
-    entity->controllers.move.target_id = target_id;
+    entity->real->controllers.move.target_id = target_id;
     return id;
 }
 
@@ -88,7 +88,7 @@ uint32_t controller_follow_path(cell *c, cell_entity *entity, const float *point
     for (size_t i = 0; i < count; i++)
         if (!cell_in_bounds(c, points[3 * i], points[3 * i + 1], points[3 * i + 2])) return 0;
     uint32_t id = controller_begin_move(c, entity, CONTROLLER_MOVE_PATH, speed, distance, face, user_data);
-    struct controller_move *move = &entity->controllers.move;
+    struct controller_move *move = &entity->real->controllers.move;
     move->path = xmalloc(count * 3 * sizeof *move->path);
     memcpy(move->path, points, count * 3 * sizeof *move->path);
     move->path_count = (uint32_t)count;
@@ -100,7 +100,7 @@ uint32_t controller_follow_path(cell *c, cell_entity *entity, const float *point
 uint32_t controller_turn_to(cell *c, cell_entity *entity, float yaw, float speed, uint64_t user_data) {
     if (!controller_startable(c, entity, speed, 0) || !isfinite(yaw)) return 0;
     controller_stop(entity);
-    struct controller_turn *turn = &entity->controllers.turn;
+    struct controller_turn *turn = &entity->real->controllers.turn;
     turn->id = controller_new_id(entity);
     turn->yaw = remainderf(yaw, 2.0f * (float)M_PI);
     turn->speed = speed;
@@ -111,7 +111,7 @@ uint32_t controller_turn_to(cell *c, cell_entity *entity, float yaw, float speed
 
 int controller_cancel(cell *c, cell_entity *entity, uint32_t id) {
     if (id == 0) return -1;
-    const controller_chain *chain = &entity->controllers;
+    const controller_chain *chain = &entity->real->controllers;
     if (id == chain->move.id || id == chain->turn.id) {
         controller_stop(entity);
         return 0;
@@ -145,7 +145,7 @@ static bool controller_aim(const cell *c, const struct controller_move *move, fl
 
 /* One tick of a move. Returns the event it ends with, or MOVED. */
 static controller_event controller_step_move(cell *c, cell_entity *entity, double seconds, const char **reason) {
-    struct controller_move *move = &entity->controllers.move;
+    struct controller_move *move = &entity->real->controllers.move;
     double budget = move->speed * seconds;
     float x = entity->x, y = entity->y, z = entity->z, yaw = entity->yaw;
     for (;;) {
@@ -192,7 +192,7 @@ static controller_event controller_step_move(cell *c, cell_entity *entity, doubl
 
 /* One tick of a turn: true once it faces its yaw. */
 static bool controller_step_turn(cell *c, cell_entity *entity, double seconds) {
-    struct controller_turn *turn = &entity->controllers.turn;
+    struct controller_turn *turn = &entity->real->controllers.turn;
     float delta = remainderf(turn->yaw - entity->yaw, 2.0f * (float)M_PI);
     float step = (float)(turn->speed * seconds);
     bool done = fabsf(delta) <= step;
@@ -210,11 +210,11 @@ void controller_tick(cell *c, double seconds, controller_event_callback callback
         uint64_t id = c->chained[i];
         cell_entity *entity = cell_find(c, id);
         if (!entity || entity->kind != CELL_ENTITY_REAL || !controller_moving(entity)) {
-            if (entity) entity->controllers.listed = false;
+            if (entity && entity->real) entity->real->controllers.listed = false;
             continue;
         }
         c->chained[kept++] = id;
-        controller_chain *chain = &entity->controllers;
+        controller_chain *chain = &entity->real->controllers;
         if (chain->move.id) {
             const char *reason = NULL;
             uint32_t move_id = chain->move.id;
@@ -241,7 +241,7 @@ void controller_tick(cell *c, double seconds, controller_event_callback callback
 /* ---- saved state -------------------------------------------------------------- */
 
 Tessera__Cluster__ControllerState *controller_save(const cell_entity *entity) {
-    const controller_chain *chain = &entity->controllers;
+    const controller_chain *chain = &entity->real->controllers;
     if (chain->next_id == 0) return NULL;
     Tessera__Cluster__ControllerState *out = xmalloc(sizeof *out);
     tessera__cluster__controller_state__init(out);
@@ -294,7 +294,7 @@ void controller_saved_free(Tessera__Cluster__ControllerState *state) {
 void controller_restore(cell *c, cell_entity *entity, const Tessera__Cluster__ControllerState *state) {
     controller_release(entity);
     if (!state) return;
-    controller_chain *chain = &entity->controllers;
+    controller_chain *chain = &entity->real->controllers;
     chain->next_id = state->next_id;
     const Tessera__Cluster__ControllerMove *move = state->move;
     bool move_ok = move && move->id && move->n_destination == 3 && move->kind >= CONTROLLER_MOVE_POINT &&

@@ -4,7 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "entity_timer.h"
+#include "id_map.h"
 #include "log.h"
 
 typedef struct entity_timer {
@@ -174,8 +175,7 @@ int entity_timers_cancel(entity_timers *timers, uint64_t timer_id) {
     return 0;
 }
 
-size_t entity_timers_run(entity_timers *timers, uint64_t now_us, cell *c,
-                         cell_entity *(*find)(const cell *c, uint64_t entity_id), entity_timer_callback callback,
+size_t entity_timers_run(entity_timers *timers, uint64_t now_us, entity_timer_live live, entity_timer_fire fire,
                          void *context) {
     size_t fired = 0;
     /* A timer re-armed this run may fall due again within it; each timer
@@ -185,8 +185,7 @@ size_t entity_timers_run(entity_timers *timers, uint64_t now_us, cell *c,
         entity_timer *timer = timers->heap[0];
         uint64_t id = timer->id, entity_id = timer->entity_id, user_data = timer->user_data;
         uint32_t tag = timer->tag;
-        cell_entity *entity = find(c, entity_id);
-        if (!entity || entity->kind != CELL_ENTITY_REAL) {
+        if (!live(entity_id, context)) {
             entity_timers_delete(timers, timer);
             continue;
         }
@@ -201,7 +200,7 @@ size_t entity_timers_run(entity_timers *timers, uint64_t now_us, cell *c,
             entity_timers_delete(timers, timer);
         }
         fired++;
-        callback(c, entity, id, tag, user_data, context);
+        fire(entity_id, id, tag, user_data, context);
     }
     return fired;
 }

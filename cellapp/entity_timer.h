@@ -17,11 +17,13 @@
  * per process (entity_timer_ids, shared by all its cells) in the low ones,
  * so game code may keep one across moves.
  *
- * This header is included by cellapp.h under its timers banner.
+ * The scheduler knows entities by id only: the caller says which ids are
+ * live reals and what a firing does (entity_timer_live, entity_timer_fire).
  */
 #ifndef TESSERA_ENTITY_TIMER_H
 #define TESSERA_ENTITY_TIMER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -45,6 +47,16 @@ typedef struct entity_timer_ids {
     uint64_t counter;
 } entity_timer_ids;
 
+typedef struct entity_timers entity_timers;
+
+/* Whether entity `entity_id` is a real the scheduler's timers may fire
+ * for; a timer of one that is not is dropped. */
+typedef bool (*entity_timer_live)(uint64_t entity_id, void *context);
+/* Runs when a timer of a live entity is due (after it was re-armed or
+ * removed, so the callback may add and cancel timers, its own included). */
+typedef void (*entity_timer_fire)(uint64_t entity_id, uint64_t timer_id, uint32_t tag, uint64_t user_data,
+                                  void *context);
+
 /* A scheduler taking its new ids from `ids`. */
 entity_timers *entity_timers_create(entity_timer_ids *ids);
 void entity_timers_free(entity_timers *timers);
@@ -55,11 +67,10 @@ uint64_t entity_timers_add(entity_timers *timers, uint64_t entity_id, uint64_t n
                            uint64_t interval_us, uint32_t tag, uint64_t user_data);
 /* Cancels a timer. Returns 0, or -1 if unknown (fired once-only, cancelled). */
 int entity_timers_cancel(entity_timers *timers, uint64_t timer_id);
-/* Runs every timer due by now_us, in (due, id) order: `find` turns the
- * entity id into the real (NULL: the timer is dropped), then `callback`
- * runs. Callbacks may add and cancel timers. Returns the firings. */
-size_t entity_timers_run(entity_timers *timers, uint64_t now_us, cell *c,
-                         cell_entity *(*find)(const cell *c, uint64_t entity_id), entity_timer_callback callback,
+/* Runs every timer due by now_us, in (due, id) order: a timer whose
+ * entity `live` denies is dropped, the others `fire`. Returns the
+ * firings. */
+size_t entity_timers_run(entity_timers *timers, uint64_t now_us, entity_timer_live live, entity_timer_fire fire,
                          void *context);
 /* Removes every timer of `entity_id`; with `out`, describes them there
  * (allocated, *count entries; the caller frees). */

@@ -25,9 +25,9 @@ static void event_route_to_space_here(cellapp *app, const char *space, const Tes
     if (!c) return;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
-        if (entity->kind == CELL_ENTITY_REAL && entity->witness && !entity->destroyed)
-            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data, event->args.len,
-                                false);
+        if (entity->kind == CELL_ENTITY_REAL && cell_entity_witness(entity) && !entity->destroyed)
+            witness_queue_event(cell_entity_witness(entity), event->source_id, event->event_id, event->args.data,
+                                event->args.len, false);
     }
 }
 
@@ -56,7 +56,7 @@ void event_route_fire(cellapp *app, cell_entity *source, tessera_event_scope sco
             /* Its own client is among its observers: it sees itself. */
             witness_queue_event_for_observers(source, event->event_id, event->args.data, event->args.len);
             /* Viewers in other cells see a ghost: the event goes with it. */
-            if (source->haunt_count)
+            if (source->real && source->real->haunt_count)
                 cell_queue_broadcast_event(source, event->event_id, event->args.data, event->args.len);
             return;
         case TESSERA_EVENT_SPACE:
@@ -78,9 +78,9 @@ size_t event_route_send(cellapp *app, const Tessera__Client__GameEvent *event, c
         if (!recipients[i]) continue;
         cell_entity *entity = cellapp_find_entity(app, recipients[i]);
         if (entity && entity->kind == CELL_ENTITY_REAL) {
-            if (!entity->witness) continue;
-            witness_queue_event(entity->witness, event->source_id, event->event_id, event->args.data, event->args.len,
-                                false);
+            if (!cell_entity_witness(entity)) continue;
+            witness_queue_event(cell_entity_witness(entity), event->source_id, event->event_id, event->args.data,
+                                event->args.len, false);
             sent++;
             continue;
         }
@@ -127,11 +127,11 @@ void event_route_on_message(cellapp *app, cell_entity *recipient, const Tessera_
                  recipient->id, event->event_id);
         return;
     }
-    if (!recipient->witness) {
+    if (!cell_entity_witness(recipient)) {
         log_debug("entity %" PRIu64 ": a user message '%s' for an entity without a client: dropped", recipient->id,
                   declared->name);
         return;
     }
-    witness_queue_event(recipient->witness, event->source_id, event->event_id, event->args.data, event->args.len,
-                        false);
+    witness_queue_event(cell_entity_witness(recipient), event->source_id, event->event_id, event->args.data,
+                        event->args.len, false);
 }

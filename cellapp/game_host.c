@@ -131,21 +131,21 @@ static size_t game_host_field_type_size(tessera_field_type type) {
 /* The entity's data, made (zeroed) the first time a real asks. */
 static void *game_host_data_of(cell_entity *entity) {
     if (entity->kind != CELL_ENTITY_REAL) return NULL;
-    if (entity->game_data) return entity->game_data;
+    if (entity->real->game_data) return entity->real->game_data;
     cellapp *app = game_host_app_of_entity(entity);
     tessera_class *cls = game_host_class_of(app->game, entity->cls);
     if (!cls || cls->data_size == 0) return NULL;
-    entity->game_data = xcalloc(1, cls->data_size);
-    return entity->game_data;
+    entity->real->game_data = xcalloc(1, cls->data_size);
+    return entity->real->game_data;
 }
 
 void game_host_save(game_host *host, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
     tessera_class *cls = game_host_class_of(host, entity->cls);
-    if (!cls || cls->field_count == 0 || !entity->game_data) return;
+    if (!cls || cls->field_count == 0 || !entity->real->game_data) return;
     out->game_fields = xcalloc(cls->field_count, sizeof *out->game_fields);
     for (size_t i = 0; i < cls->field_count; i++) {
         const tessera_field *field = &cls->fields[i];
-        const uint8_t *at = (const uint8_t *)entity->game_data + field->offset;
+        const uint8_t *at = (const uint8_t *)entity->real->game_data + field->offset;
         Tessera__Cluster__GameField *saved = xmalloc(sizeof *saved);
         tessera__cluster__game_field__init(saved);
         saved->name = (char *)field->name;
@@ -375,7 +375,9 @@ static bool game_api_is_real(const tessera_entity *entity) {
     return e->kind == CELL_ENTITY_REAL && !e->destroyed;
 }
 
-static bool game_api_has_client(const tessera_entity *entity) { return game_host_entity_of(entity)->witness != NULL; }
+static bool game_api_has_client(const tessera_entity *entity) {
+    return cell_entity_witness(game_host_entity_of(entity)) != NULL;
+}
 
 static void game_api_position(const tessera_entity *entity, float position[3], float *yaw) {
     const cell_entity *e = game_host_entity_of(entity);
@@ -594,8 +596,8 @@ static void game_api_stop_movement(tessera_entity *entity) {
 
 static bool game_api_in_view(const tessera_entity *viewer, const tessera_entity *target) {
     const cell_entity *v = game_host_entity_of(viewer), *t = game_host_entity_of(target);
-    if (!v->witness) return false;
-    return v == t || witness_sees(v->witness, t->id);
+    if (!cell_entity_witness(v)) return false;
+    return v == t || witness_sees(cell_entity_witness(v), t->id);
 }
 
 static double game_api_distance(const tessera_entity *a, const tessera_entity *b) {
@@ -791,7 +793,7 @@ static tessera_handle game_api_spawn(tessera_cellapp *handle, const char *class_
 
 static int game_api_destroy(tessera_entity *entity) {
     cell_entity *e = game_host_entity_of(entity);
-    if (e->kind != CELL_ENTITY_REAL || e->baseapp_id) {
+    if (e->kind != CELL_ENTITY_REAL || e->real->baseapp_id) {
         log_warn("game: entity %" PRIu64 " (%s): destroy refused: %s", e->id, e->cls->name,
                  e->kind != CELL_ENTITY_REAL ? "it is a ghost here" : "a player's entity is destroyed by its base");
         return -1;
@@ -834,8 +836,9 @@ static uint64_t game_host_name_hash(const char *name) {
 }
 
 static void game_host_index_name(game_host *host, const cell_entity *entity) {
-    if (!entity->name[0]) return;
-    uint64_t key = game_host_name_hash(entity->name);
+    const char *name = cell_entity_name(entity);
+    if (!name[0]) return;
+    uint64_t key = game_host_name_hash(name);
     game_host_named *named = id_map_get(&host->names, key);
     if (!named) {
         named = xcalloc(1, sizeof *named);
@@ -851,8 +854,9 @@ static void game_host_index_name(game_host *host, const cell_entity *entity) {
 }
 
 static void game_host_unindex_name(game_host *host, const cell_entity *entity) {
-    if (!entity->name[0]) return;
-    uint64_t key = game_host_name_hash(entity->name);
+    const char *name = cell_entity_name(entity);
+    if (!name[0]) return;
+    uint64_t key = game_host_name_hash(name);
     game_host_named *named = id_map_get(&host->names, key);
     for (size_t i = 0; named && i < named->count; i++)
         if (named->ids[i] == entity->id) {
@@ -881,18 +885,18 @@ static void game_host_index(game_host *host, cell_entity *entity, bool here) {
 
 static int game_api_set_name(tessera_entity *entity, const char *name) {
     cell_entity *e = game_host_entity_of(entity);
-    if (!name || strlen(name) >= sizeof e->name || !game_host_writable(e, "a name")) return -1;
+    if (!name || strlen(name) >= sizeof e->real->name || !game_host_writable(e, "a name")) return -1;
     cellapp *app = game_host_app_of_entity(e);
-    char old[sizeof e->name];
-    snprintf(old, sizeof old, "%s", e->name);
+    char old[sizeof e->real->name];
+    snprintf(old, sizeof old, "%s", e->real->name);
     game_host_unindex_name(app->game, e);
-    snprintf(e->name, sizeof e->name, "%s", name);
+    snprintf(e->real->name, sizeof e->real->name, "%s", name);
     game_host_index_name(app->game, e);
-    if (strcmp(old, e->name) != 0) io_route_named(app, e, old);
+    if (strcmp(old, e->real->name) != 0) io_route_named(app, e, old);
     return 0;
 }
 
-static const char *game_api_name(const tessera_entity *entity) { return game_host_entity_of(entity)->name; }
+static const char *game_api_name(const tessera_entity *entity) { return cell_entity_name(game_host_entity_of(entity)); }
 
 static size_t game_api_find_by_name(tessera_cellapp *handle, const char *name, tessera_handle *out, size_t max) {
     cellapp *app = game_host_app_of(handle);
@@ -900,7 +904,8 @@ static size_t game_api_find_by_name(tessera_cellapp *handle, const char *name, t
     size_t found = 0;
     for (size_t i = 0; named && i < named->count; i++) {
         const cell_entity *e = cellapp_find_entity(app, named->ids[i]);
-        if (!e || e->kind != CELL_ENTITY_REAL || strcmp(e->name, name) != 0) continue; /* another name, same hash */
+        if (!e || e->kind != CELL_ENTITY_REAL || strcmp(e->real->name, name) != 0)
+            continue; /* another name, same hash */
         if (found < max && out) out[found] = e->id;
         found++;
     }
@@ -942,7 +947,7 @@ static int game_api_connect(tessera_entity *entity, const char *output, const ch
                             const char *parameter, uint32_t delay_ms, int32_t times) {
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a connection")) return -1;
-    if (entity_io_connect(&e->outputs, output, target, input, parameter, delay_ms, times) != 0) {
+    if (entity_io_connect(&e->real->outputs, output, target, input, parameter, delay_ms, times) != 0) {
         log_warn("game: entity %" PRIu64 ": connection %s -> %s.%s refused (an empty or long name, or times 0)", e->id,
                  output ? output : "", target ? target : "", input ? input : "");
         return -1;
@@ -955,7 +960,7 @@ static size_t game_api_fire_output(tessera_entity *entity, const char *output, t
     cell_entity *e = game_host_entity_of(entity);
     if (e->kind != CELL_ENTITY_REAL) return 0;
     cellapp *app = game_host_app_of_entity(e);
-    return entity_io_fire(app->io, &e->outputs, e->id, output, activator, caller, parameter,
+    return entity_io_fire(app->io, &e->real->outputs, e->id, output, activator, caller, parameter,
                           clock_monotonic_us() / 1000);
 }
 
@@ -1281,7 +1286,7 @@ void game_host_after_thinks(game_host *host) {
 void game_host_created(game_host *host, cell_entity *entity) {
     if (host) {
         game_host_index(host, entity, true);
-        if (entity->name[0]) io_route_named(host->app, entity, NULL);
+        if (entity->real->name[0]) io_route_named(host->app, entity, NULL);
     }
     GAME_HOST_CALL(host, entity, created);
 }
@@ -1342,17 +1347,15 @@ void game_host_trap(game_host *host, cell_entity *owner, uint32_t tag, cell_enti
         GAME_HOST_CALL(host, owner, left_trap, tag, game_host_entity_handle(visitor));
 }
 
-void game_host_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context) {
-    cellapp *app = context;
-    (void)c;
+void game_host_timer(game_host *host, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data) {
     if (tag >= GAME_HOST_THINK_TAG) {
-        tessera_class *cls = game_host_class_of(app->game, entity->cls);
+        tessera_class *cls = game_host_class_of(host, entity->cls);
         size_t index = tag - GAME_HOST_THINK_TAG;
         if (cls && entity->kind == CELL_ENTITY_REAL && index < cls->think_count)
-            cls->thinks[index].think(&app->game->context, game_host_entity_handle(entity), game_host_data_of(entity));
+            cls->thinks[index].think(&host->context, game_host_entity_handle(entity), game_host_data_of(entity));
         return;
     }
-    GAME_HOST_CALL(app->game, entity, timer, timer_id, tag, user_data);
+    GAME_HOST_CALL(host, entity, timer, timer_id, tag, user_data);
 }
 
 void game_host_controller_event(cell *c, cell_entity *entity, controller_event event, uint32_t controller_id,

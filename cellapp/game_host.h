@@ -58,9 +58,9 @@ void game_host_view(game_host *host, struct cell_entity *owner, uint64_t other_i
 bool game_host_wants_views(const game_host *host);
 void game_host_trap(game_host *host, struct cell_entity *owner, uint32_t tag, struct cell_entity *visitor,
                     bool entered);
-/* An entity_timer_callback (entity_timer.h); context is the cellapp. */
-void game_host_timer(struct cell *c, struct cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data,
-                     void *context);
+/* Timer `timer_id` of real `entity` is due: its think (a tag from
+ * GAME_HOST_THINK_TAG up) or its class's timer hook runs. */
+void game_host_timer(game_host *host, struct cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data);
 /* A controller_event_callback (controller.h); context is the cellapp. */
 void game_host_controller_event(struct cell *c, struct cell_entity *entity, controller_event event,
                                 uint32_t controller_id, uint64_t user_data, const char *reason, void *context);

@@ -30,17 +30,18 @@
 #define HAUNT_MAX_NEAR 32
 
 static bool haunt_has(const cell_entity *entity, uint64_t peer) {
-    for (uint32_t i = 0; i < entity->haunt_count; i++)
-        if (entity->haunts[i].cellapp_id == peer) return true;
+    for (uint32_t i = 0; i < entity->real->haunt_count; i++)
+        if (entity->real->haunts[i].cellapp_id == peer) return true;
     return false;
 }
 
 static void haunt_append(cell_entity *entity, uint64_t peer, uint64_t now_us) {
-    if (entity->haunt_count == entity->haunt_capacity) {
-        entity->haunt_capacity = entity->haunt_capacity ? entity->haunt_capacity * 2 : 2;
-        entity->haunts = xrealloc(entity->haunts, entity->haunt_capacity * sizeof *entity->haunts);
+    if (entity->real->haunt_count == entity->real->haunt_capacity) {
+        entity->real->haunt_capacity = entity->real->haunt_capacity ? entity->real->haunt_capacity * 2 : 2;
+        entity->real->haunts =
+            xrealloc(entity->real->haunts, entity->real->haunt_capacity * sizeof *entity->real->haunts);
     }
-    entity->haunts[entity->haunt_count++] = (cell_haunt){peer, now_us};
+    entity->real->haunts[entity->real->haunt_count++] = (cell_haunt){peer, now_us};
 }
 
 void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
@@ -105,10 +106,10 @@ void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, b
 }
 
 void haunt_destroyed(cellapp *app, cell_entity *entity) {
-    for (uint32_t i = 0; i < entity->haunt_count; i++)
-        if (peer_set_is_up(app->peers, entity->haunts[i].cellapp_id))
-            haunt_send_delete(app, entity, entity->haunts[i].cellapp_id, true);
-    entity->haunt_count = 0;
+    for (uint32_t i = 0; i < entity->real->haunt_count; i++)
+        if (peer_set_is_up(app->peers, entity->real->haunts[i].cellapp_id))
+            haunt_send_delete(app, entity, entity->real->haunts[i].cellapp_id, true);
+    entity->real->haunt_count = 0;
 }
 
 /* How far `entity` is from the region of the cell `peer` owns in its space
@@ -136,8 +137,8 @@ static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t
     }
     bool lingering = false;
     uint64_t lifespan_us = (uint64_t)config->ghost_min_lifespan_ms * 1000u;
-    for (uint32_t i = 0; i < entity->haunt_count;) {
-        cell_haunt *haunt = &entity->haunts[i];
+    for (uint32_t i = 0; i < entity->real->haunt_count;) {
+        cell_haunt *haunt = &entity->real->haunts[i];
         bool wanted = false;
         for (size_t n = 0; n < found && !wanted; n++) wanted = near[n]->cellapp_id == haunt->cellapp_id;
         if (wanted) {
@@ -152,7 +153,7 @@ static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t
             continue;
         }
         if (peer_set_is_up(app->peers, haunt->cellapp_id)) haunt_send_delete(app, entity, haunt->cellapp_id, false);
-        entity->haunts[i] = entity->haunts[--entity->haunt_count];
+        entity->real->haunts[i] = entity->real->haunts[--entity->real->haunt_count];
     }
     return lingering;
 }
@@ -244,10 +245,11 @@ void haunt_free(cellapp *app) {
  * the haunt's GhostMoves. */
 static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_state_mask *changed) {
     bool has_properties = !entity_state_mask_empty(changed);
-    bool has_broadcasts = entity->broadcast_count || entity->broadcast_event_count;
+    bool has_broadcasts = entity->real->broadcast_count || entity->real->broadcast_event_count;
     if (!entity->moved && !has_properties && !has_broadcasts) return;
     if (!has_properties && !has_broadcasts) {
-        for (uint32_t i = 0; i < entity->haunt_count; i++) haunt_add_move(app, entity->haunts[i].cellapp_id, entity);
+        for (uint32_t i = 0; i < entity->real->haunt_count; i++)
+            haunt_add_move(app, entity->real->haunts[i].cellapp_id, entity);
         return;
     }
     bit_writer w;
@@ -272,17 +274,17 @@ static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_st
     update.properties.data = (uint8_t *)bit_writer_data(&w);
     update.properties.len = bit_writer_bytes(&w);
     Tessera__Client__ClientCall **calls = NULL;
-    if (entity->broadcast_count) {
-        calls = xcalloc(entity->broadcast_count, sizeof *calls);
-        for (size_t i = 0; i < entity->broadcast_count; i++) calls[i] = &entity->broadcast_calls[i];
-        update.n_client_calls = entity->broadcast_count;
+    if (entity->real->broadcast_count) {
+        calls = xcalloc(entity->real->broadcast_count, sizeof *calls);
+        for (size_t i = 0; i < entity->real->broadcast_count; i++) calls[i] = &entity->real->broadcast_calls[i];
+        update.n_client_calls = entity->real->broadcast_count;
         update.client_calls = calls;
     }
     Tessera__Client__GameEvent **events = NULL;
-    if (entity->broadcast_event_count) {
-        events = xcalloc(entity->broadcast_event_count, sizeof *events);
-        for (size_t i = 0; i < entity->broadcast_event_count; i++) events[i] = &entity->broadcast_events[i];
-        update.n_events = entity->broadcast_event_count;
+    if (entity->real->broadcast_event_count) {
+        events = xcalloc(entity->real->broadcast_event_count, sizeof *events);
+        for (size_t i = 0; i < entity->real->broadcast_event_count; i++) events[i] = &entity->real->broadcast_events[i];
+        update.n_events = entity->real->broadcast_event_count;
         update.events = events;
     }
     Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
@@ -290,7 +292,8 @@ static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_st
     message.incarnation = entity->incarnation;
     message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE;
     message.update = &update;
-    for (uint32_t i = 0; i < entity->haunt_count; i++) haunt_send(app, entity->haunts[i].cellapp_id, &message);
+    for (uint32_t i = 0; i < entity->real->haunt_count; i++)
+        haunt_send(app, entity->real->haunts[i].cellapp_id, &message);
     free(calls);
     free(events);
     bit_writer_close(&w);
@@ -314,8 +317,9 @@ void haunt_tick(cellapp *app, cell *c) {
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
         entity_state_mask changed;
         haunt_count_changes(app, entity, &changed);
-        if (entity->haunts_stale || c->layout_changed) entity->haunts_stale = haunt_recompute(app, c, entity, now_us);
-        if (entity->haunt_count) haunt_send_update(app, entity, &changed);
+        if (entity->real->haunts_stale || c->layout_changed)
+            entity->real->haunts_stale = haunt_recompute(app, c, entity, now_us);
+        if (entity->real->haunt_count) haunt_send_update(app, entity, &changed);
     }
     haunt_flush_moves(app);
 }
@@ -329,7 +333,8 @@ void haunt_count(const cellapp *app, size_t *interior_reals, size_t *reals, size
         *ghosts += c->ghost_count;
         for (size_t i = 0; i < c->count; i++) {
             const cell_entity *entity = c->by_index[i];
-            if (entity->kind == CELL_ENTITY_REAL && !entity->destroyed && entity->haunt_count == 0) (*interior_reals)++;
+            if (entity->kind == CELL_ENTITY_REAL && !entity->destroyed && entity->real->haunt_count == 0)
+                (*interior_reals)++;
         }
     }
 }
@@ -607,9 +612,10 @@ void haunt_peer_down(cellapp *app, uint64_t peer) {
                 dropped++;
                 continue;
             }
-            for (uint32_t h = 0; h < entity->haunt_count;) {
-                if (entity->haunts[h].cellapp_id == peer)
-                    entity->haunts[h] = entity->haunts[--entity->haunt_count];
+            if (!entity->real) continue; /* another cellapp's ghost */
+            for (uint32_t h = 0; h < entity->real->haunt_count;) {
+                if (entity->real->haunts[h].cellapp_id == peer)
+                    entity->real->haunts[h] = entity->real->haunts[--entity->real->haunt_count];
                 else
                     h++;
             }

@@ -21,17 +21,17 @@ void io_route_named(cellapp *app, const cell_entity *entity, const char *old_nam
         redis_key_entity_name(key, app->settings.process.cluster_name, old_name);
         redis_client_command(app->redis, NULL, NULL, "SREM %s %s", key, id);
     }
-    if (entity->name[0]) {
-        redis_key_entity_name(key, app->settings.process.cluster_name, entity->name);
+    if (entity->real->name[0]) {
+        redis_key_entity_name(key, app->settings.process.cluster_name, entity->real->name);
         redis_client_command(app->redis, NULL, NULL, "SADD %s %s", key, id);
     }
 }
 
 void io_route_unnamed(cellapp *app, const cell_entity *entity) {
-    if (!entity->name[0] || !app->redis) return;
+    if (!entity->real->name[0] || !app->redis) return;
     char key[REDIS_KEY_MAX], id[24];
     snprintf(id, sizeof id, "%" PRIu64, entity->id);
-    redis_key_entity_name(key, app->settings.process.cluster_name, entity->name);
+    redis_key_entity_name(key, app->settings.process.cluster_name, entity->real->name);
     redis_client_command(app->redis, NULL, NULL, "SREM %s %s", key, id);
 }
 

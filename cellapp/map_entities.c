@@ -117,7 +117,7 @@ static int map_entities_create(cellapp *app, cell *c, map_entity *e) {
     cell_entity *entity = cellapp_create_real(app, c, id, e->cls, origin[0], origin[1], origin[2],
                                               cJSON_IsNumber(yaw) ? (float)yaw->valuedouble : 0, 0);
     if (!entity) log_panic("map entity %" PRIu64 ": a fresh id is taken", id);
-    if (e->name) snprintf(entity->name, sizeof entity->name, "%s", e->name);
+    if (e->name) snprintf(entity->real->name, sizeof entity->real->name, "%s", e->name);
     const cJSON *keyvalues = cJSON_GetObjectItemCaseSensitive(e->json, "keyvalues");
     if (keyvalues) map_keyvalues_apply(app, entity, keyvalues);
     const cJSON *output;
@@ -125,7 +125,7 @@ static int map_entities_create(cellapp *app, cell *c, map_entity *e) {
         const cJSON *delay = cJSON_GetObjectItemCaseSensitive(output, "delay");
         const cJSON *times = cJSON_GetObjectItemCaseSensitive(output, "times");
         entity_io_connect(
-            &entity->outputs, map_entities_string(output, "output"), map_entities_string(output, "target"),
+            &entity->real->outputs, map_entities_string(output, "output"), map_entities_string(output, "target"),
             map_entities_string(output, "input"), map_entities_string(output, "parameter"),
             delay ? (uint32_t)llround(delay->valuedouble * 1000.0) : 0, times ? (int32_t)times->valuedouble : -1);
     }

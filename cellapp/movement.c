@@ -26,8 +26,8 @@ static double movement_bank_limit(const movement_config *settings) {
 }
 
 void movement_reset(const movement_config *settings, cell_entity *entity, uint64_t now_monotonic_us) {
-    entity->move_allowance = movement_bank_limit(settings);
-    entity->allowance_us = now_monotonic_us;
+    entity->real->move_allowance = movement_bank_limit(settings);
+    entity->real->allowance_us = now_monotonic_us;
 }
 
 movement_verdict movement_check(const movement_config *settings, const cell *c, cell_entity *entity, float x, float y,
@@ -37,18 +37,18 @@ movement_verdict movement_check(const movement_config *settings, const cell *c, 
      * in no cell. */
     if (!cell_in_bounds(c, x, y, z)) return MOVEMENT_OUTSIDE_WORLD;
 
-    double elapsed = (double)(now_monotonic_us - entity->allowance_us) / 1e6;
-    double allowance = entity->move_allowance + elapsed * settings->max_speed;
+    double elapsed = (double)(now_monotonic_us - entity->real->allowance_us) / 1e6;
+    double allowance = entity->real->move_allowance + elapsed * settings->max_speed;
     double limit = movement_bank_limit(settings);
     if (allowance > limit) allowance = limit;
-    entity->allowance_us = now_monotonic_us;
+    entity->real->allowance_us = now_monotonic_us;
 
     double dx = (double)x - entity->x, dy = (double)y - entity->y, dz = (double)z - entity->z;
     double distance = sqrt(dx * dx + dy * dy + dz * dz);
     if (distance > allowance) {
-        entity->move_allowance = allowance;
+        entity->real->move_allowance = allowance;
         return MOVEMENT_TOO_FAST;
     }
-    entity->move_allowance = allowance - distance;
+    entity->real->move_allowance = allowance - distance;
     return MOVEMENT_ACCEPTED;
 }

@@ -106,7 +106,7 @@ static void offload_tell_base_address(cellapp *app, uint64_t baseapp_id, uint64_
 /* The client learns it was teleported: where to, and with a new space the
  * quantization of the new one. Goes in the entity's client stream. */
 static void offload_tell_client_teleported(cellapp *app, const cell_entity *entity, bool space_changed) {
-    if (!entity->baseapp_id || !entity->witness) return;
+    if (!entity->real->baseapp_id || !cell_entity_witness(entity)) return;
     const cell *c = entity->home;
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT, low = TESSERA__CLIENT__VECTOR3__INIT,
                              high = TESSERA__CLIENT__VECTOR3__INIT;
@@ -161,15 +161,16 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     }
     if (!space_changed) {
         bool has_ghost = false;
-        for (uint32_t i = 0; i < entity->haunt_count; i++) has_ghost |= entity->haunts[i].cellapp_id == target;
+        for (uint32_t i = 0; i < entity->real->haunt_count; i++)
+            has_ghost |= entity->real->haunts[i].cellapp_id == target;
         if (!has_ghost) haunt_add(app, entity, target);
     }
     /* The haunts the new real takes over: all but itself, plus us (the copy
      * here becomes its ghost). */
-    uint64_t *haunts = xcalloc(entity->haunt_count + 1, sizeof *haunts);
+    uint64_t *haunts = xcalloc(entity->real->haunt_count + 1, sizeof *haunts);
     size_t haunt_count = 0;
-    for (uint32_t i = 0; i < entity->haunt_count; i++) {
-        uint64_t peer = entity->haunts[i].cellapp_id;
+    for (uint32_t i = 0; i < entity->real->haunt_count; i++) {
+        uint64_t peer = entity->real->haunts[i].cellapp_id;
         if (peer == target) continue;
         if (space_changed) {
             haunt_send_delete(app, entity, peer, false);
@@ -183,7 +184,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     if (!space_changed) haunts[haunt_count++] = app->process_id;
 
     state->incarnation = k + 1;
-    state->offloads = entity->offloads + 1;
+    state->offloads = entity->real->offloads + 1;
     state->space_changed = space_changed;
     Tessera__Cluster__Offload offload = TESSERA__CLUSTER__OFFLOAD__INIT;
     offload.entity = state;
@@ -194,7 +195,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     item.offload = &offload;
     outbox_to_cellapp(app, target, &item);
 
-    offload_tell_base_handoff(app, entity->baseapp_id, entity->id, k, target);
+    offload_tell_base_handoff(app, entity->real->baseapp_id, entity->id, k, target);
     offload_pending *pending = xcalloc(1, sizeof *pending);
     pending->target = target;
     pending->incarnation = k + 1;
@@ -236,15 +237,15 @@ static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Te
 /* A teleport into another space, now that this tick's client messages
  * have gone: to the cellapp that owns the point (possibly this one). */
 static void offload_teleport_now(cellapp *app, cell_entity *entity) {
-    entity->teleport_pending = false;
-    const space_layout *layout = spaces_layout(app, entity->teleport_space);
+    entity->real->teleport_pending = false;
+    const space_layout *layout = spaces_layout(app, entity->real->teleport_space);
     const space_layout_node *node =
-        layout ? space_layout_cell_at(layout, entity->teleport_x, entity->teleport_z) : NULL;
-    if (!node ||
-        (node->cellapp_id != app->process_id && (!peer_set_is_up(app->peers, node->cellapp_id) ||
-                                                 !spaces_peer_epoch(app, node->cellapp_id, entity->teleport_space)))) {
+        layout ? space_layout_cell_at(layout, entity->real->teleport_x, entity->real->teleport_z) : NULL;
+    if (!node || (node->cellapp_id != app->process_id &&
+                  (!peer_set_is_up(app->peers, node->cellapp_id) ||
+                   !spaces_peer_epoch(app, node->cellapp_id, entity->real->teleport_space)))) {
         log_warn("entity %" PRIu64 ": its teleport into space '%s' found no cell up there: it stays", entity->id,
-                 entity->teleport_space);
+                 entity->real->teleport_space);
         return;
     }
     game_host_leaving(app->game, entity);
@@ -254,11 +255,11 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
     uint8_t *kept = offload_pack_state(&state, &kept_length);
     /* Where it goes: the same entity, somewhere else. */
     Tessera__Client__Vector3 *position = state.position;
-    position->x = entity->teleport_x;
-    position->y = entity->teleport_y;
-    position->z = entity->teleport_z;
-    state.yaw = entity->teleport_yaw;
-    state.space_name = entity->teleport_space;
+    position->x = entity->real->teleport_x;
+    position->y = entity->real->teleport_y;
+    position->z = entity->real->teleport_z;
+    state.yaw = entity->real->teleport_yaw;
+    state.space_name = entity->real->teleport_space;
     state.teleported = true;
     app->counters.teleports++;
     if (node->cellapp_id != app->process_id) {
@@ -270,18 +271,18 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
      * gets it as the next incarnation, like an offload to ourselves. */
     free(kept);
     uint32_t k = entity->incarnation;
-    uint64_t baseapp_id = entity->baseapp_id;
+    uint64_t baseapp_id = entity->real->baseapp_id;
     state.incarnation = k + 1;
     state.space_changed = true;
-    state.offloads = entity->offloads;
+    state.offloads = entity->real->offloads;
     haunt_destroyed(app, entity);
     offload_tell_base_handoff(app, baseapp_id, entity->id, k, app->process_id);
     cell_destroy(entity->home, entity);
-    cell *c = spaces_cell(app, entity->teleport_space, true);
+    cell *c = spaces_cell(app, entity->real->teleport_space, true);
     char err[256];
     if (!c || offload_arrive(app, c, NULL, &state, NULL, 0, app->process_id, err, sizeof err) != 0)
         log_warn("entity %" PRIu64 ": teleport into space '%s' failed on arrival: %s", state.entity_id,
-                 entity->teleport_space, c ? err : "no cell");
+                 entity->real->teleport_space, c ? err : "no cell");
     cell_entity_saved_free(&state);
 }
 
@@ -294,7 +295,7 @@ void offload_tick(cellapp *app, cell *c) {
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
-        if (entity->teleport_pending) {
+        if (entity->real->teleport_pending) {
             offload_teleport_now(app, entity);
             continue;
         }
@@ -318,24 +319,25 @@ static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Te
     if (cell_entity_restore(app, c, existing, state, err, errlen) != 0) return -1;
     cell_entity *entity = cell_find(c, state->entity_id);
     uint64_t now_us = clock_monotonic_us();
-    entity->haunt_count = 0;
+    entity->real->haunt_count = 0;
     for (size_t i = 0; i < haunt_count; i++) {
         if (haunts[i] == app->process_id || !peer_set_is_up(app->peers, haunts[i])) continue;
-        if (entity->haunt_count == entity->haunt_capacity) {
-            entity->haunt_capacity = entity->haunt_capacity ? entity->haunt_capacity * 2 : 4;
-            entity->haunts = xrealloc(entity->haunts, entity->haunt_capacity * sizeof *entity->haunts);
+        if (entity->real->haunt_count == entity->real->haunt_capacity) {
+            entity->real->haunt_capacity = entity->real->haunt_capacity ? entity->real->haunt_capacity * 2 : 4;
+            entity->real->haunts =
+                xrealloc(entity->real->haunts, entity->real->haunt_capacity * sizeof *entity->real->haunts);
         }
-        entity->haunts[entity->haunt_count++] = (cell_haunt){haunts[i], now_us};
+        entity->real->haunts[entity->real->haunt_count++] = (cell_haunt){haunts[i], now_us};
     }
-    entity->haunts_stale = true;
+    entity->real->haunts_stale = true;
     ghost_order_set_real(app->ghost_order, entity->id, entity->incarnation, app->process_id);
     ghost_route_remove(app->route, entity->id);
-    offload_tell_base_address(app, entity->baseapp_id, entity->id, entity->incarnation);
+    offload_tell_base_address(app, entity->real->baseapp_id, entity->id, entity->incarnation);
     mailbox_directory_set(app->redis, app->settings.process.cluster_name, entity->id, app->process_id,
                           entity->incarnation);
     if (state->space_changed) {
-        entity->space_changed = true;
-        if (entity->witness) witness_reset(c, entity);
+        entity->real->space_changed = true;
+        if (cell_entity_witness(entity)) witness_reset(c, entity);
         offload_tell_client_teleported(app, entity, true);
     }
     (void)from;
@@ -525,19 +527,19 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
         return -1;
     }
     if (strcmp(target, c->space_name) != 0) {
-        entity->teleport_pending = true;
-        snprintf(entity->teleport_space, sizeof entity->teleport_space, "%s", target);
-        entity->teleport_x = x;
-        entity->teleport_y = y;
-        entity->teleport_z = z;
-        entity->teleport_yaw = yaw;
+        entity->real->teleport_pending = true;
+        snprintf(entity->real->teleport_space, sizeof entity->real->teleport_space, "%s", target);
+        entity->real->teleport_x = x;
+        entity->real->teleport_y = y;
+        entity->real->teleport_z = z;
+        entity->real->teleport_yaw = yaw;
         return 0;
     }
     /* Within the space: it moves now; if the point is another cellapp's,
      * the offload follows at the end of the tick, like any crossing. */
     cell_move(c, entity, x, y, z, yaw);
     entity->move_stamp_us = clock_wall_us();
-    entity->teleported = true;
+    entity->real->teleported = true;
     movement_reset(&app->settings.movement, entity, clock_monotonic_us());
     offload_tell_client_teleported(app, entity, false);
     app->counters.teleports++;

@@ -27,7 +27,7 @@ typedef struct cell_outbox {
 } cell_outbox;
 
 void outbox_to_client(cellapp *app, const cell_entity *entity, uint8_t *payload, size_t length) {
-    uint64_t baseapp_id = entity->baseapp_id;
+    uint64_t baseapp_id = entity->real->baseapp_id;
     base_outbox *box = id_map_get(&app->base_outboxes, baseapp_id);
     if (!box) {
         box = xcalloc(1, sizeof *box);
@@ -42,7 +42,7 @@ void outbox_to_client(cellapp *app, const cell_entity *entity, uint8_t *payload,
     message.payload.data = payload;
     message.payload.len = length;
     message.incarnation = entity->incarnation;
-    message.binding = entity->client_binding;
+    message.binding = entity->real->client_binding;
     box->messages[box->count++] = message;
 }
 

@@ -364,11 +364,11 @@ static void witness_watch(cell *c, cell_entity *entity, witness *view) {
     view->watcher = coord_add_watcher(c->coord, entity->coord_id, (float)settings->view_radius,
                                       (float)settings->view_hysteresis, &witness_callbacks, view);
     if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
-    entity->witness = view;
+    entity->real->witness = view;
 }
 
 void witness_attach(cell *c, cell_entity *entity) {
-    if (entity->witness) return;
+    if (!entity->real || cell_entity_witness(entity)) return; /* a ghost sees through its real, elsewhere */
     witness_watch(c, entity, witness_create(&c->shared->settings->witness, entity->id));
 }
 
@@ -401,11 +401,11 @@ static void witness_free(witness *view) {
 }
 
 void witness_detach(cell *c, cell_entity *entity) {
-    witness *view = entity->witness;
+    witness *view = cell_entity_witness(entity);
     if (!view) return;
     coord_remove_watcher(c->coord, view->watcher);
     witness_free(view);
-    entity->witness = NULL;
+    entity->real->witness = NULL;
 }
 
 void witness_set_congested(witness *view, bool congested) {
@@ -1129,7 +1129,7 @@ static void witness_resolve_awaited(witness *view, cell *c, uint64_t now_ms) {
 }
 
 int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__WitnessState *state) {
-    if (entity->witness) witness_detach(c, entity);
+    if (cell_entity_witness(entity)) witness_detach(c, entity);
     const witness_config *settings = &c->shared->settings->witness;
     witness *view = witness_create(settings, entity->id);
     uint64_t now_ms = clock_monotonic_us() / 1000;

@@ -276,7 +276,7 @@ static void tick(cell *c, cell_entity *viewer) {
     replication_begin_tick(shared->replication, ++shared->replication_tick);
     cell_pack(c);
     uint8_t *payload;
-    size_t length = witness_update(viewer->witness, c, viewer, &payload);
+    size_t length = witness_update(cell_entity_witness(viewer), c, viewer, &payload);
     if (length) {
         Tessera__Client__ServerToClient *message = tessera__client__server_to_client__unpack(NULL, length, payload);
         assert_non_null(message);
@@ -379,16 +379,16 @@ static void build_in_a(void) {
     assert_non_null(e);
     W.e = e;
     e->incarnation = 3;
-    e->baseapp_id = 42;
-    e->offloads = 2;
+    e->real->baseapp_id = 42;
+    e->real->offloads = 2;
     e->move_count = 1234;
     e->property_count = CELL_CHANGE_COUNT_MASK;
     set_every_property(e->state);
     uint64_t now = clock_monotonic_us();
     movement_reset(&app.settings.movement, e, now);
-    e->move_allowance = 3.25;
-    e->allowance_us = W.allowance_us = now - 200000;
-    e->last_sequence = 17;
+    e->real->move_allowance = 3.25;
+    e->real->allowance_us = W.allowance_us = now - 200000;
+    e->real->last_sequence = 17;
     witness_attach(a, e);
     W.trap_id = controller_new_id(e);
     assert_int_equal(cell_add_trap(a, e, W.trap_id, TRAP_TAG, TRAP_RADIUS, NULL, 0), 0);
@@ -408,10 +408,10 @@ static void build_in_a(void) {
     /* Tick 1: everything enters, the trap catches 100 and 101. */
     tick(a, e);
     assert_int_equal(W.trap_enters, 2);
-    assert_int_equal(coord_watcher_view_size(a->coord, e->traps[0].watcher), 2);
+    assert_int_equal(coord_watcher_view_size(a->coord, e->real->traps[0].watcher), 2);
     for (size_t i = 0; i < sizeof first_others / sizeof *first_others; i++)
-        assert_true(witness_sees(e->witness, first_others[i].id));
-    assert_true(witness_sees(e->witness, E_ID));
+        assert_true(witness_sees(cell_entity_witness(e), first_others[i].id));
+    assert_true(witness_sees(cell_entity_witness(e), E_ID));
     for (int t = 2; t <= 8; t++) {
         /* Walkers: far ones wait for their interval and owe their moves. */
         cell_entity *w102 = find_in(a, 102), *w104 = find_in(a, 104), *w106 = find_in(a, 106);
@@ -441,23 +441,23 @@ static void build_in_a(void) {
         }
         tick(a, e);
     }
-    assert_false(witness_sees(e->witness, 109));
-    assert_false(witness_sees(e->witness, 110));
-    assert_false(witness_sees(e->witness, 111));
-    assert_true(witness_sees(e->witness, 112));
-    assert_true(witness_sees(e->witness, 113));
-    assert_int_equal(coord_watcher_view_size(a->coord, e->traps[0].watcher), 2);
+    assert_false(witness_sees(cell_entity_witness(e), 109));
+    assert_false(witness_sees(cell_entity_witness(e), 110));
+    assert_false(witness_sees(cell_entity_witness(e), 111));
+    assert_true(witness_sees(cell_entity_witness(e), 112));
+    assert_true(witness_sees(cell_entity_witness(e), 113));
+    assert_int_equal(coord_watcher_view_size(a->coord, e->real->traps[0].watcher), 2);
     /* A call queued for the next update, and messages to E: 1 and 2
      * delivered, 4 and 5 held for the gap. */
-    witness_queue_call(e->witness, 100, 3, (const uint8_t *)"abc", 3);
-    e->inbox = mailbox_inbox_create();
+    witness_queue_call(cell_entity_witness(e), 100, 3, (const uint8_t *)"abc", 3);
+    e->real->inbox = mailbox_inbox_create();
     now = clock_monotonic_us();
-    assert_int_equal(mailbox_inbox_offer(e->inbox, SENDER, 1, 1, now), MAILBOX_DELIVER);
-    assert_int_equal(mailbox_inbox_offer(e->inbox, SENDER, 1, 2, now), MAILBOX_DELIVER);
-    assert_int_equal(mailbox_inbox_offer(e->inbox, SENDER, 1, 4, now), MAILBOX_HOLD);
-    mailbox_inbox_hold(e->inbox, SENDER, 4, (const uint8_t *)"four", 4, now);
-    assert_int_equal(mailbox_inbox_offer(e->inbox, SENDER, 1, 5, now), MAILBOX_HOLD);
-    mailbox_inbox_hold(e->inbox, SENDER, 5, (const uint8_t *)"five", 4, now);
+    assert_int_equal(mailbox_inbox_offer(e->real->inbox, SENDER, 1, 1, now), MAILBOX_DELIVER);
+    assert_int_equal(mailbox_inbox_offer(e->real->inbox, SENDER, 1, 2, now), MAILBOX_DELIVER);
+    assert_int_equal(mailbox_inbox_offer(e->real->inbox, SENDER, 1, 4, now), MAILBOX_HOLD);
+    mailbox_inbox_hold(e->real->inbox, SENDER, 4, (const uint8_t *)"four", 4, now);
+    assert_int_equal(mailbox_inbox_offer(e->real->inbox, SENDER, 1, 5, now), MAILBOX_HOLD);
+    mailbox_inbox_hold(e->real->inbox, SENDER, 5, (const uint8_t *)"five", 4, now);
     e->move_stamp_us = W.stamp_us = clock_wall_us() - 5000;
 
     Tessera__Cluster__CellEntityState saved;
@@ -635,17 +635,17 @@ static void test_round_trip(void **state) {
     assert_true(r->yaw == e->yaw);
     assert_true(r->yaw == 1.25f);
     assert_int_equal(r->move_stamp_us, W.stamp_us);
-    assert_int_equal(r->baseapp_id, 42);
+    assert_int_equal(r->real->baseapp_id, 42);
     assert_int_equal(r->incarnation, 3);
-    assert_int_equal(r->offloads, 2);
+    assert_int_equal(r->real->offloads, 2);
     assert_int_equal(r->move_count, 1234);
     assert_int_equal(r->property_count, CELL_CHANGE_COUNT_MASK);
     assert_int_equal(r->owner_cellapp, 0);
 
     /* Movement: the allowance, and its age. */
-    assert_true(r->move_allowance == 3.25);
-    assert_int_equal(r->last_sequence, 17);
-    assert_near_u64(r->allowance_us, W.allowance_us, SLACK_US);
+    assert_true(r->real->move_allowance == 3.25);
+    assert_int_equal(r->real->last_sequence, 17);
+    assert_near_u64(r->real->allowance_us, W.allowance_us, SLACK_US);
 
     /* Timers: same ids, the time left, interval, tag, user data. */
     entity_timer_state timers[4];
@@ -671,30 +671,31 @@ static void test_round_trip(void **state) {
     assert_true(seen_repeat && seen_once);
 
     /* The trap, with its members in it already. */
-    assert_int_equal(r->trap_count, 1);
-    assert_int_equal(r->traps[0].tag, TRAP_TAG);
-    assert_int_equal(r->traps[0].controller_id, W.trap_id);
+    assert_int_equal(r->real->trap_count, 1);
+    assert_int_equal(r->real->traps[0].tag, TRAP_TAG);
+    assert_int_equal(r->real->traps[0].controller_id, W.trap_id);
     /* The move, as it was: same id, path, point reached, speed, user data. */
-    const struct controller_move *move = &r->controllers.move;
+    const struct controller_move *move = &r->real->controllers.move;
     assert_int_equal(move->id, W.move_id);
     assert_int_equal(move->kind, CONTROLLER_MOVE_PATH);
     assert_int_equal(move->path_count, 2);
     assert_true(move->path[3] == 20.0f && move->path[5] == 10.0f);
     assert_true(move->speed == 3.5f && move->distance == 1.0f && move->face);
     assert_int_equal(move->user_data, 0xabcULL);
-    assert_int_equal(r->controllers.next_id, W.move_id);
-    assert_true(r->controllers.listed);
-    assert_true(r->traps[0].radius == TRAP_RADIUS);
-    uint32_t trap = r->traps[0].watcher;
+    assert_int_equal(r->real->controllers.next_id, W.move_id);
+    assert_true(r->real->controllers.listed);
+    assert_true(r->real->traps[0].radius == TRAP_RADIUS);
+    uint32_t trap = r->real->traps[0].watcher;
     assert_int_equal(coord_watcher_view_size(b->coord, trap), 2);
     assert_true(coord_watcher_sees(b->coord, trap, find_in(b, 100)->coord_id));
     assert_true(coord_watcher_sees(b->coord, trap, find_in(b, 101)->coord_id));
 
     /* The witness: the client's every alias still known. */
-    assert_non_null(r->witness);
-    for (size_t i = 0; i < fw->n_aliases; i++) assert_true(witness_sees(r->witness, fw->aliases[i]->entity_id));
-    assert_false(witness_sees(r->witness, 109));
-    assert_false(witness_sees(r->witness, 110));
+    assert_non_null(cell_entity_witness(r));
+    for (size_t i = 0; i < fw->n_aliases; i++)
+        assert_true(witness_sees(cell_entity_witness(r), fw->aliases[i]->entity_id));
+    assert_false(witness_sees(cell_entity_witness(r), 109));
+    assert_false(witness_sees(cell_entity_witness(r), 110));
 
     /* Saved again: the same witness, and byte for byte the same state but
      * for the clocks. */
@@ -731,26 +732,26 @@ static void test_round_trip(void **state) {
 
     /* The inbox: 3 arrives, then the held 4 and 5, in order, and 2 again
      * is a duplicate. */
-    assert_non_null(r->inbox);
-    assert_int_equal(mailbox_inbox_held_count(r->inbox), 2);
+    assert_non_null(r->real->inbox);
+    assert_int_equal(mailbox_inbox_held_count(r->real->inbox), 2);
     size_t length;
     uint64_t skipped;
     now = clock_monotonic_us();
-    assert_null(mailbox_inbox_next(r->inbox, now, 60000000, &length, &skipped));
-    assert_int_equal(mailbox_inbox_offer(r->inbox, SENDER, 1, 2, now), MAILBOX_DUPLICATE);
-    assert_int_equal(mailbox_inbox_offer(r->inbox, SENDER, 1, 3, now), MAILBOX_DELIVER);
-    uint8_t *message = mailbox_inbox_next(r->inbox, now, 60000000, &length, &skipped);
+    assert_null(mailbox_inbox_next(r->real->inbox, now, 60000000, &length, &skipped));
+    assert_int_equal(mailbox_inbox_offer(r->real->inbox, SENDER, 1, 2, now), MAILBOX_DUPLICATE);
+    assert_int_equal(mailbox_inbox_offer(r->real->inbox, SENDER, 1, 3, now), MAILBOX_DELIVER);
+    uint8_t *message = mailbox_inbox_next(r->real->inbox, now, 60000000, &length, &skipped);
     assert_non_null(message);
     assert_int_equal(length, 4);
     assert_memory_equal(message, "four", 4);
     assert_int_equal(skipped, 0);
     free(message);
-    message = mailbox_inbox_next(r->inbox, now, 60000000, &length, &skipped);
+    message = mailbox_inbox_next(r->real->inbox, now, 60000000, &length, &skipped);
     assert_non_null(message);
     assert_memory_equal(message, "five", 4);
     free(message);
-    assert_null(mailbox_inbox_next(r->inbox, now, 60000000, &length, &skipped));
-    assert_int_equal(mailbox_inbox_offer(r->inbox, SENDER, 1, 6, now), MAILBOX_DELIVER);
+    assert_null(mailbox_inbox_next(r->real->inbox, now, 60000000, &length, &skipped));
+    assert_int_equal(mailbox_inbox_offer(r->real->inbox, SENDER, 1, 6, now), MAILBOX_DELIVER);
 
     tessera__cluster__cell_entity_state__free_unpacked(first, NULL);
 }
@@ -770,13 +771,13 @@ static void test_inbox_gap_age_travels(void **state) {
     size_t length;
     uint64_t skipped;
     uint64_t now = clock_monotonic_us();
-    assert_null(mailbox_inbox_next(r->inbox, now, 20000000, &length, &skipped));
-    uint8_t *message = mailbox_inbox_next(r->inbox, now, 5000000, &length, &skipped);
+    assert_null(mailbox_inbox_next(r->real->inbox, now, 20000000, &length, &skipped));
+    uint8_t *message = mailbox_inbox_next(r->real->inbox, now, 5000000, &length, &skipped);
     assert_non_null(message);
     assert_memory_equal(message, "four", 4);
     assert_int_equal(skipped, 1); /* 3 given up */
     free(message);
-    message = mailbox_inbox_next(r->inbox, now, 5000000, &length, &skipped);
+    message = mailbox_inbox_next(r->real->inbox, now, 5000000, &length, &skipped);
     assert_non_null(message);
     assert_memory_equal(message, "five", 4);
     assert_int_equal(skipped, 0);
@@ -820,8 +821,8 @@ static void test_first_update_after_restore(void **state) {
     uint64_t awaited_before = b->shared->witness_totals.arrivals_awaited;
     uint64_t missed_before = b->shared->witness_totals.arrivals_missed;
     cell_entity *r = restore_in_b(s);
-    assert_true(witness_sees(r->witness, 103));
-    assert_true(witness_sees(r->witness, 105));
+    assert_true(witness_sees(cell_entity_witness(r), 103));
+    assert_true(witness_sees(cell_entity_witness(r), 105));
     int alias_103 = client_alias_of(&W.cl, 103), alias_105 = client_alias_of(&W.cl, 105);
     assert_true(alias_103 >= 0 && alias_105 >= 0);
 
@@ -831,16 +832,16 @@ static void test_first_update_after_restore(void **state) {
     assert_int_equal(W.cl.leave_total, 1);
     assert_int_equal(W.cl.leaves[103], 0);
     assert_int_equal(W.cl.leaves[105], 1);
-    assert_true(witness_sees(r->witness, 103));
+    assert_true(witness_sees(cell_entity_witness(r), 103));
     assert_int_equal(client_alias_of(&W.cl, 103), alias_103);
-    assert_false(witness_sees(r->witness, 105));
+    assert_false(witness_sees(cell_entity_witness(r), 105));
     assert_int_equal(b->shared->witness_totals.arrivals_awaited, awaited_before + 1);
     for (size_t i = 0; i < s->witness->n_aliases; i++) {
         uint64_t id = s->witness->aliases[i]->entity_id;
         if (id == 103 || id == 105) continue;
         assert_int_equal(W.cl.enters[id], 0);
         assert_int_equal(W.cl.leaves[id], 0);
-        assert_true(witness_sees(r->witness, id));
+        assert_true(witness_sees(cell_entity_witness(r), id));
         /* The client still holds it under the same alias. */
         assert_int_equal(client_alias_of(&W.cl, id), (int)s->witness->aliases[i]->alias);
     }
@@ -860,7 +861,7 @@ static void test_first_update_after_restore(void **state) {
     tick(b, r);
     assert_int_equal(W.cl.leaves[103], 1);
     assert_int_equal(W.cl.leave_total, 2);
-    assert_false(witness_sees(r->witness, 103));
+    assert_false(witness_sees(cell_entity_witness(r), 103));
     assert_int_equal(b->shared->witness_totals.arrivals_missed, missed_before + 1);
     for (size_t i = 0; i < b->count; i++) {
         cell_entity *o = b->by_index[i];
@@ -923,7 +924,7 @@ static void test_awaited_copy_arrives(void **state) {
      * the change counters its knowledge of it was at, and no LEAVE. */
     bool saved_here = false;
     Tessera__Cluster__WitnessState travelling;
-    witness_save(r->witness, b, &travelling);
+    witness_save(cell_entity_witness(r), b, &travelling);
     for (size_t i = 0; i < travelling.n_aliases; i++)
         if (travelling.aliases[i]->entity_id == 103) {
             saved_here = true;
@@ -950,7 +951,7 @@ static void test_awaited_copy_arrives(void **state) {
     tick(b, r);
     assert_int_equal(W.cl.enter_total, 0);
     assert_int_equal(W.cl.leave_total, 0);
-    assert_true(witness_sees(r->witness, 103));
+    assert_true(witness_sees(cell_entity_witness(r), 103));
     assert_int_equal(client_alias_of(&W.cl, 103), alias_103);
     assert_float_equal(W.cl.x[alias_103], in_a->x + 1.0f, 1.0 / 64);
     uint64_t level;
@@ -968,7 +969,7 @@ static void test_awaited_copy_arrives(void **state) {
     tick(b, r);
     tick(b, r);
     assert_int_equal(W.cl.leaves[103], 1);
-    assert_false(witness_sees(r->witness, 103));
+    assert_false(witness_sees(cell_entity_witness(r), 103));
     tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
 }
 
@@ -1087,10 +1088,10 @@ static void test_restore_onto_ghost(void **state) {
     assert_int_equal(ghost->owner_cellapp, 0);
     assert_true(ghost->x == W.e->x && ghost->z == W.e->z && ghost->yaw == W.e->yaw);
     assert_same_properties(W.e->state, ghost->state);
-    assert_non_null(ghost->witness);
-    assert_int_equal(ghost->trap_count, 1);
+    assert_non_null(cell_entity_witness(ghost));
+    assert_int_equal(ghost->real->trap_count, 1);
     assert_int_equal(entity_timers_count(b->timers), 2);
-    assert_non_null(ghost->inbox);
+    assert_non_null(ghost->real->inbox);
     /* Where the ghost was is forgotten at the flush; its trap holds the
      * same members, and its view everything the client knew. */
     W.trap_enters = W.trap_leaves = 0;
@@ -1100,7 +1101,7 @@ static void test_restore_onto_ghost(void **state) {
     assert_true(x == W.e->x && z == W.e->z);
     assert_int_equal(W.trap_enters, 0);
     assert_int_equal(W.trap_leaves, 0);
-    assert_int_equal(coord_watcher_view_size(b->coord, ghost->traps[0].watcher), 2);
+    assert_int_equal(coord_watcher_view_size(b->coord, ghost->real->traps[0].watcher), 2);
     client_listen_to(b);
     tick(b, ghost);
     assert_int_equal(W.cl.enter_total, 0);
@@ -1190,7 +1191,7 @@ static void test_restore_refusals(void **state) {
     assert_true(err[0] != 0);
     assert_same_census(before, census(b));
     assert_ptr_equal(cell_find(b, E_ID), squatter);
-    assert_null(squatter->witness);
+    assert_null(cell_entity_witness(squatter));
 
     /* Onto a ghost of another class: the ghost stays a ghost. */
     cell_destroy(b, squatter);
@@ -1202,9 +1203,7 @@ static void test_restore_refusals(void **state) {
     assert_int_equal(cell_entity_restore(&app, b, ghost, s, err, sizeof err), -1);
     assert_non_null(strstr(err, "Crate"));
     assert_int_equal(ghost->kind, CELL_ENTITY_GHOST);
-    assert_null(ghost->witness);
-    assert_int_equal(ghost->trap_count, 0);
-    assert_null(ghost->inbox);
+    assert_null(ghost->real); /* no witness, traps, inbox: no real part at all */
     assert_same_census(before, census(b));
 
     /* And the same state, unharmed, still restores. */
@@ -1225,11 +1224,11 @@ static void test_witness_that_does_not_fit(void **state) {
     Tessera__Cluster__CellEntityState *s = unpack_saved();
     s->witness->next_unused_alias = MAX_ALIASES + 1;
     cell_entity *r = restore_in_b(s);
-    assert_non_null(r->witness);
+    assert_non_null(cell_entity_witness(r));
     for (size_t i = 0; i < s->witness->n_aliases; i++)
-        assert_false(witness_sees(r->witness, s->witness->aliases[i]->entity_id));
+        assert_false(witness_sees(cell_entity_witness(r), s->witness->aliases[i]->entity_id));
     /* Everything else came through. */
-    assert_int_equal(r->trap_count, 1);
+    assert_int_equal(r->real->trap_count, 1);
     assert_int_equal(entity_timers_count(b->timers), 2);
     client_listen_to(b);
     tick(b, r);
@@ -1238,13 +1237,13 @@ static void test_witness_that_does_not_fit(void **state) {
         in_view += fmaxf(fabsf(b->by_index[i]->x - r->x), fabsf(b->by_index[i]->z - r->z)) <= 50;
     assert_int_equal(in_view, b->count - 1); /* all but 109 */
     assert_int_equal(W.cl.enter_total, in_view);
-    assert_true(witness_sees(r->witness, E_ID));
-    assert_true(witness_sees(r->witness, 100));
+    assert_true(witness_sees(cell_entity_witness(r), E_ID));
+    assert_true(witness_sees(cell_entity_witness(r), 100));
 
     /* witness_restore itself says so, whatever else is wrong. */
     Tessera__Cluster__WitnessState *ws = s->witness;
     assert_int_equal(witness_restore(b, r, ws), -1);
-    assert_non_null(r->witness);
+    assert_non_null(cell_entity_witness(r));
     ws->next_unused_alias = 15;
     /* An alias at or past next_unused. */
     uint32_t alias = ws->aliases[1]->alias;
@@ -1261,11 +1260,11 @@ static void test_witness_that_does_not_fit(void **state) {
     ws->cooling[0]->alias = ws->aliases[3]->alias;
     assert_int_equal(witness_restore(b, r, ws), -1);
     ws->cooling[0]->alias = cooling;
-    assert_non_null(r->witness);
-    assert_false(witness_sees(r->witness, 100));
+    assert_non_null(cell_entity_witness(r));
+    assert_false(witness_sees(cell_entity_witness(r), 100));
     /* Once whole again it restores. */
     assert_int_equal(witness_restore(b, r, ws), 0);
-    assert_true(witness_sees(r->witness, 100));
+    assert_true(witness_sees(cell_entity_witness(r), 100));
     client_forget_all(&W.cl); /* it was told of the fresh witness's aliases */
     tick(b, r);
     tessera__cluster__cell_entity_state__free_unpacked(s, NULL);

@@ -169,7 +169,7 @@ static void test_cancel_rules(void **state) {
     uint32_t move = controller_move_to_point(fx->c, e, far, 10, 0, false, 0);
     /* A trap's id removes the trap, and only it. */
     assert_int_equal(controller_cancel(fx->c, e, trap), 0);
-    assert_int_equal(e->trap_count, 0);
+    assert_int_equal(e->real->trap_count, 0);
     assert_true(controller_moving(e));
     assert_int_equal(controller_cancel(fx->c, e, trap), -1);
     /* The move's id stops the chain. */

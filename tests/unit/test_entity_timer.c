@@ -1,6 +1,6 @@
 /* test_entity_timer.c -- unit tests for the tick-driven timers of a cell's
- * reals (cellapp/entity_timer.h), run with a fake cell and a find function
- * of the test's own over calloc'd cell_entity records.
+ * reals (cellapp/entity_timer.h), run over a table of the test's own that
+ * says which entity ids are live reals.
  *
  * Covered: a one-shot fires once at its due time, not before; a repeating
  * timer keeps its beat from its due time (no drift over 60 s of uneven
@@ -9,8 +9,8 @@
  * stall, at most ENTITY_TIMER_MAX_CATCH_UP firings per run, then skipping
  * ahead on the beat; (due, id) order; cancel before and after firing;
  * callbacks that cancel themselves, add timers and cancel another timer due
- * in the same run; timers of an entity find() does not know (or that is a
- * ghost) dropped; entity_timers_take / entity_timers_put moving timers to
+ * in the same run; timers of an entity the live callback denies (unknown, or
+ * a ghost) dropped; entity_timers_take / entity_timers_put moving timers to
  * another scheduler under the same ids (the prefix in the high bits) and the
  * same beat; entity_timers_of; a second put of an id refused without harm;
  * new ids never colliding with ids put; and 10,000 random adds, cancels,
@@ -26,42 +26,35 @@
 
 #include <cmocka.h>
 
-#include "cellapp.h"
+#include "entity_timer.h"
 
 #define COUNTER_BITS 40 /* the id's low bits (entity_timer.c) */
 
-/* ---- a fake cell and its entities ---------------------------------------------- */
+/* ---- the entities the scheduler asks about ---------------------------------------- */
 
 enum { MAX_ENTITIES = 64, MAX_FIRINGS = 4096 };
 
-static int fake_cell_storage;
-#define FAKE_CELL ((cell *)&fake_cell_storage)
+typedef enum entity_kind { ENTITY_UNKNOWN, ENTITY_REAL, ENTITY_GHOST } entity_kind;
 
-static cell_entity *entities[MAX_ENTITIES]; /* by id; NULL: unknown */
+static entity_kind entities[MAX_ENTITIES]; /* by id */
 
-static cell_entity *make_entity(uint64_t id, cell_entity_kind kind) {
+static void make_entity(uint64_t id, entity_kind kind) {
     assert_true(id > 0 && id < MAX_ENTITIES);
-    assert_null(entities[id]);
-    cell_entity *entity = calloc(1, sizeof *entity);
-    assert_non_null(entity);
-    entity->id = id;
-    entity->kind = kind;
-    entities[id] = entity;
-    return entity;
+    assert_int_equal(entities[id], ENTITY_UNKNOWN);
+    entities[id] = kind;
 }
 
-static void forget_entity(uint64_t id) {
-    free(entities[id]);
-    entities[id] = NULL;
-}
+static void forget_entity(uint64_t id) { entities[id] = ENTITY_UNKNOWN; }
 
 static void forget_all_entities(void) {
     for (uint64_t id = 0; id < MAX_ENTITIES; id++) forget_entity(id);
 }
 
-static cell_entity *find(const cell *c, uint64_t entity_id) {
-    assert_ptr_equal(c, FAKE_CELL);
-    return entity_id < MAX_ENTITIES ? entities[entity_id] : NULL;
+static bool is_real(uint64_t entity_id) { return entity_id < MAX_ENTITIES && entities[entity_id] == ENTITY_REAL; }
+
+static bool live(uint64_t entity_id, void *context) {
+    (void)context;
+    return is_real(entity_id);
 }
 
 /* ---- what the callback saw ------------------------------------------------------- */
@@ -91,22 +84,19 @@ struct recorder {
     int cancel_result;
 };
 
-static void on_timer(cell *c, cell_entity *entity, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context) {
+static void on_timer(uint64_t entity_id, uint64_t timer_id, uint32_t tag, uint64_t user_data, void *context) {
     recorder *r = context;
-    assert_ptr_equal(c, FAKE_CELL);
-    assert_non_null(entity);
-    assert_int_equal(entity->kind, CELL_ENTITY_REAL);
-    assert_ptr_equal(entities[entity->id], entity);
+    assert_true(is_real(entity_id));
     assert_true(r->count < MAX_FIRINGS);
     firing *f = &r->fired[r->count++];
-    *f = (firing){timer_id, entity->id, tag, user_data, r->now_us};
+    *f = (firing){timer_id, entity_id, tag, user_data, r->now_us};
     if (r->action) r->action(r, f);
 }
 
 static size_t run(recorder *r, uint64_t now_us) {
     r->now_us = now_us;
     size_t before = r->count;
-    size_t fired = entity_timers_run(r->timers, now_us, FAKE_CELL, find, on_timer, r);
+    size_t fired = entity_timers_run(r->timers, now_us, live, on_timer, r);
     assert_int_equal(fired, r->count - before);
     return fired;
 }
@@ -130,7 +120,7 @@ static void recorder_close(recorder *r) {
 static void test_one_shot(void **state) {
     recorder r;
     recorder_init(&r, 3);
-    make_entity(1, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
     uint64_t id = entity_timers_add(r.timers, 1, 1000, 500, 0, 7, 99);
     assert_true(id > 0);
     assert_int_equal(id >> COUNTER_BITS, 3);
@@ -190,7 +180,7 @@ static uint64_t test_rand(uint64_t *s) {
 static void check_no_drift(uint64_t delay, uint64_t interval, uint64_t seed) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(2, CELL_ENTITY_REAL);
+    make_entity(2, ENTITY_REAL);
     const uint64_t t0 = 7000000;
     uint64_t id = entity_timers_add(r.timers, 2, t0, delay, interval, 4, 5);
     /* A run at the time it was set: only a zero delay is due. */
@@ -238,7 +228,7 @@ static void test_catch_up_after_stall(void **state) {
         for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; o++) {
             recorder r;
             recorder_init(&r, 1);
-            make_entity(1, CELL_ENTITY_REAL);
+            make_entity(1, ENTITY_REAL);
             uint64_t id = entity_timers_add(r.timers, 1, 0, interval, interval, 0, 0);
             assert_int_equal(run(&r, interval), 1);
             /* Due at 2I, 3I, ...: `backlog` of them by now. */
@@ -265,8 +255,8 @@ static void test_catch_up_after_stall(void **state) {
 static void test_catch_up_several(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
-    make_entity(2, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
+    make_entity(2, ENTITY_REAL);
     uint64_t a = entity_timers_add(r.timers, 1, 0, 100, 100, 1, 0); /* 8 due by 800 */
     uint64_t b = entity_timers_add(r.timers, 2, 0, 250, 250, 2, 0); /* 3 */
     uint64_t c = entity_timers_add(r.timers, 2, 0, 10, 10, 3, 0);   /* 80: too many */
@@ -295,8 +285,8 @@ static void test_catch_up_several(void **state) {
 static void test_due_id_order(void **state) {
     recorder r;
     recorder_init(&r, 2);
-    make_entity(1, CELL_ENTITY_REAL);
-    make_entity(2, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
+    make_entity(2, ENTITY_REAL);
     uint64_t t30a = entity_timers_add(r.timers, 1, 0, 30, 0, 1, 0);
     uint64_t t10 = entity_timers_add(r.timers, 2, 0, 10, 0, 2, 0);
     uint64_t rep = entity_timers_add(r.timers, 1, 0, 5, 10, 3, 0); /* 5, 15, 25, 35 */
@@ -318,7 +308,7 @@ static void test_due_id_order(void **state) {
 static void test_cancel(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
     uint64_t once = entity_timers_add(r.timers, 1, 0, 100, 0, 1, 0);
     uint64_t repeat = entity_timers_add(r.timers, 1, 0, 100, 100, 2, 0);
     uint64_t gone = entity_timers_add(r.timers, 1, 0, 100, 0, 3, 0);
@@ -344,7 +334,7 @@ static void test_cancel(void **state) {
 static void test_cancel_keeps_order(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
     enum { N = 200 };
     uint64_t ids[N];
     uint64_t seed = 99;
@@ -380,7 +370,7 @@ static void cancel_self(recorder *r, const firing *f) {
 static void test_callback_cancels_itself(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
     r.action = cancel_self;
     /* A repeat that cancels itself: it never fires again, even in a run
      * that would have caught it up. */
@@ -412,8 +402,8 @@ static void add_more(recorder *r, const firing *f) {
 static void test_callback_adds_timers(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
-    make_entity(2, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
+    make_entity(2, ENTITY_REAL);
     r.action = add_more;
     r.watch_id = entity_timers_add(r.timers, 1, 0, 100, 0, 1, 0);
     uint64_t after = entity_timers_add(r.timers, 1, 0, 100, 0, 2, 0);
@@ -441,8 +431,8 @@ static void cancel_other(recorder *r, const firing *f) {
 static void test_callback_cancels_another_due(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
-    make_entity(2, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
+    make_entity(2, ENTITY_REAL);
     r.action = cancel_other;
     r.watch_id = entity_timers_add(r.timers, 1, 0, 100, 0, 1, 0);
     r.other_id = entity_timers_add(r.timers, 2, 0, 100, 0, 2, 0); /* due with it, after it */
@@ -464,13 +454,13 @@ static void test_callback_cancels_another_due(void **state) {
     recorder_close(&r);
 }
 
-/* ---- entities find() does not know ---------------------------------------------------- */
+/* ---- entities the live callback denies ---------------------------------------------------- */
 
 static void test_unknown_entity_dropped(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
-    make_entity(3, CELL_ENTITY_GHOST);
+    make_entity(1, ENTITY_REAL);
+    make_entity(3, ENTITY_GHOST);
     uint64_t live = entity_timers_add(r.timers, 1, 0, 10, 100, 1, 0); /* 10, 110, 210 ... */
     uint64_t missing = entity_timers_add(r.timers, 2, 0, 10, 10, 2, 0);
     uint64_t ghost = entity_timers_add(r.timers, 3, 0, 10, 0, 3, 0);
@@ -484,7 +474,7 @@ static void test_unknown_entity_dropped(void **state) {
     assert_int_equal(entity_timers_of(r.timers, 3, 10, NULL, 0), 0);
     assert_int_equal(entity_timers_of(r.timers, 2, 10, NULL, 0), 1); /* not due yet: kept */
     /* Entity 2 appears before its timer is due: it fires. */
-    make_entity(2, CELL_ENTITY_REAL);
+    make_entity(2, ENTITY_REAL);
     assert_int_equal(run(&r, 1000), 1 + 9); /* later; live at 110 .. 910 */
     size_t of_later = 0;
     for (size_t i = 0; i < r.count; i++) of_later += r.fired[i].timer_id == later;
@@ -508,8 +498,8 @@ static const entity_timer_state *state_of(const entity_timer_state *states, size
 static void test_take_and_put(void **state) {
     recorder from, to;
     recorder_init(&from, 3);
-    make_entity(1, CELL_ENTITY_REAL);
-    make_entity(2, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
+    make_entity(2, ENTITY_REAL);
     uint64_t once = entity_timers_add(from.timers, 1, 0, 700, 0, 11, 111);
     uint64_t beat = entity_timers_add(from.timers, 1, 0, 250, 1000, 12, 222);  /* 250, 1250, 2250 ... */
     uint64_t overdue = entity_timers_add(from.timers, 1, 0, 1600, 0, 13, 333); /* due, not yet run */
@@ -596,7 +586,7 @@ static void test_take_and_put(void **state) {
 static void test_timers_of(void **state) {
     recorder r;
     recorder_init(&r, 1);
-    make_entity(1, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
     uint64_t ids[5];
     for (int i = 0; i < 5; i++) ids[i] = entity_timers_add(r.timers, 1, 0, 100 * (uint64_t)(i + 1), 0, (uint32_t)i, 0);
     entity_timers_add(r.timers, 2, 0, 50, 0, 9, 0);
@@ -619,7 +609,7 @@ static void test_timers_of(void **state) {
 static void test_put_twice_refused(void **state) {
     recorder r;
     recorder_init(&r, 5);
-    make_entity(1, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
     entity_timer_state states[3] = {
         {(UINT64_C(9) << COUNTER_BITS) | 1, 100, 0, 1, 10},
         {(UINT64_C(9) << COUNTER_BITS) | 2, 200, 100, 2, 20},
@@ -659,7 +649,7 @@ static void test_put_twice_refused(void **state) {
 static void test_add_after_put_never_reuses_an_id(void **state) {
     recorder r;
     recorder_init(&r, 6);
-    make_entity(1, CELL_ENTITY_REAL);
+    make_entity(1, ENTITY_REAL);
     entity_timer_state states[3] = {
         {(UINT64_C(6) << COUNTER_BITS) | 1, 100, 0, 1, 0},
         {(UINT64_C(6) << COUNTER_BITS) | 2, 100, 50, 2, 0},
@@ -725,7 +715,7 @@ static size_t model_run(model *m, uint64_t now, uint64_t *out, size_t cap) {
         }
         if (best < 0) return n;
         model_timer *t = &m->t[best];
-        if (!find(FAKE_CELL, t->entity)) {
+        if (!is_real(t->entity)) {
             model_remove(m, (size_t)best);
             continue;
         }
@@ -762,7 +752,7 @@ static void test_random_against_brute_force(void **state) {
     enum { OPS = 10000, STEP = 2000 };
     recorder r;
     recorder_init(&r, 77);
-    for (uint64_t e = 1; e <= 8; e++) make_entity(e, CELL_ENTITY_REAL);
+    for (uint64_t e = 1; e <= 8; e++) make_entity(e, ENTITY_REAL);
     model m = {0};
     uint64_t seed = 0xC0FFEE;
     uint64_t now = 1000000;
@@ -835,13 +825,13 @@ static void test_random_against_brute_force(void **state) {
             }
             free(states);
         } else {
-            /* An entity disappears or reappears (find's answer changes). */
+            /* An entity disappears or reappears (live's answer changes). */
             uint64_t e = 1 + test_rand(&seed) % 8;
             if (entities[e]) {
                 forget_entity(e);
                 dropped_entities++;
             } else {
-                make_entity(e, CELL_ENTITY_REAL);
+                make_entity(e, ENTITY_REAL);
             }
         }
         if (op % 50 == 0)

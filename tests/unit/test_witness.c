@@ -171,7 +171,7 @@ static void tick(fixture *fx, cell_entity *viewer) {
     replication_begin_tick(shared->replication, ++shared->replication_tick);
     cell_pack(c);
     uint8_t *payload;
-    size_t length = witness_update(viewer->witness, c, viewer, &payload);
+    size_t length = witness_update(cell_entity_witness(viewer), c, viewer, &payload);
     fx->cl.tick++;
     if (length) {
         fx->cl.bytes += length;
@@ -364,7 +364,7 @@ static void test_congested_client_gets_latest_state(void **state) {
     cell_entity *walker = cell_add(c, 2, CELL_ENTITY_REAL, fx->cls, 5, 0, 0);
     witness_attach(c, viewer);
     tick(fx, viewer);
-    witness_set_congested(viewer->witness, true);
+    witness_set_congested(cell_entity_witness(viewer), true);
     uint64_t bytes = fx->cl.bytes;
     for (int t = 0; t < 20; t++) {
         cell_move(c, walker, 5 + 0.5f * (float)t, 0, 0, 0);
@@ -376,7 +376,7 @@ static void test_congested_client_gets_latest_state(void **state) {
     tick(fx, viewer);
     assert_true(alias_of(fx, 3) >= 0); /* an enter still goes */
     assert_int_equal(held(fx, 2, FAR_PROP), 0);
-    witness_set_congested(viewer->witness, false);
+    witness_set_congested(cell_entity_witness(viewer), false);
     uint64_t before = fx->cl.bytes;
     tick(fx, viewer);
     assert_int_equal(held(fx, 2, FAR_PROP), 19);
