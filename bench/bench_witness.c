@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "cellapp.h"
+#include "cell_real.h"
 #include "log.h"
 #include "tessera_client.h"
 #include "property_codec.h"
@@ -393,6 +394,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
     shared.self_id = 1;
     static entity_timer_ids timer_ids = {1, 0};
     shared.timer_ids = &timer_ids;
+    cell_real_install_hooks(&shared);
     if (entity_def_load_directory(definitions, &shared.definitions, err, sizeof err) != 0) {
         fprintf(stderr, "bench-witness: %s\n", err);
         return -1;
@@ -452,6 +454,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         coord_flush(c->coord);
         replication_begin_tick(shared.replication, ++shared.replication_tick);
         cell_pack(c);
+        witness_notify_changes(c);
         uint8_t *mine = NULL;
         size_t mine_length = 0;
         uint64_t tick_bytes = 0;

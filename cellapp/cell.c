@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "cell.h"
 #include "log.h"
 
 /* A trap's coord watcher reaches its owner through this: by id, so a
@@ -85,7 +85,7 @@ static void cell_remove_traps(cell *c, cell_entity *entity) {
 static void cell_strip_real(cell *c, cell_entity *entity) {
     cell_real *real = entity->real;
     if (!real) return;
-    if (real->witness) witness_detach(c, entity);
+    c->shared->release_real(c->shared->host, c, entity);
     cell_remove_traps(c, entity);
     entity_timers_take(c->timers, entity->id, 0, NULL, NULL);
     mailbox_inbox_free(real->inbox);
@@ -93,7 +93,6 @@ static void cell_strip_real(cell *c, cell_entity *entity) {
     real->haunt_count = 0;
     free(real->game_data);
     real->game_data = NULL;
-    controller_release(entity);
     entity_io_outputs_free(&real->outputs);
 }
 
@@ -121,7 +120,7 @@ static cell_real *cell_real_create(void) {
 
 static void cell_free_entity(cell *c, cell_entity *entity) {
     cell_free_real(c, entity);
-    witness_entity_gone(entity);
+    c->shared->entity_freed(c->shared->host, entity);
     free(entity->observers);
     entity_state_free(entity->state);
     free(entity);
@@ -265,9 +264,6 @@ void cell_pack(cell *c) {
         replication_pack_audiences(c->shared->replication, &entity->replication, audiences);
         entity->packed = true;
     }
-    /* Then tell the witnesses that see what changed: their updates look at
-     * nothing else. */
-    witness_notify_changes(c);
 }
 
 void cell_end_tick(cell *c) {

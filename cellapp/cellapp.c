@@ -510,6 +510,7 @@ void cellapp_tick(cellapp *app) {
          * properties). Then pack once. */
         coord_flush(c->coord);
         cell_pack(c);
+        witness_notify_changes(c);
         cellapp_witnesses(app, c);
     }
     /* The game hears of this tick's view changes once every witness has

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cellapp.h"
+#include "cell_real.h"
 #include "map_entities.h"
 #include "clock.h"
 #include "log.h"
@@ -446,6 +447,7 @@ int main(int argc, char **argv) {
     app.shared.schema = replication_schema_create(app.shared.definitions);
     app.shared.replication = replication_create(app.shared.schema);
     app.shared.on_trap = cellapp_on_trap;
+    cell_real_install_hooks(&app.shared);
     app.shared.timer_ids = &app.timer_ids;
     app.shared.host = &app;
     app.io = entity_io_create();

@@ -21,6 +21,7 @@
 
 #include "alias_table.h"
 #include "cellapp.h"
+#include "cell_real.h"
 #include "clock.h"
 #include "witness_budget.h"
 
@@ -226,6 +227,7 @@ static int setup(void **state) {
     shared->self_id = 1;
     static entity_timer_ids timer_ids = {1, 0};
     shared->timer_ids = &timer_ids;
+    cell_real_install_hooks(shared);
     shared->on_trap = on_trap;
     shared->host = &W;
     char err[512];
@@ -275,6 +277,7 @@ static void tick(cell *c, cell_entity *viewer) {
     coord_flush(c->coord);
     replication_begin_tick(shared->replication, ++shared->replication_tick);
     cell_pack(c);
+    witness_notify_changes(c);
     uint8_t *payload;
     size_t length = witness_update(cell_entity_witness(viewer), c, viewer, &payload);
     if (length) {

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "cellapp.h"
+#include "cell_real.h"
 
 static const char *defs = "{\"format\":1,\"entities\":[{\"name\":\"Thing\",\"properties\":["
                           " {\"name\":\"hp\",\"type\":\"uint8\",\"flags\":\"ALL_CLIENTS\"}]}]}";
@@ -57,6 +58,7 @@ static fixture *fixture_create(void) {
     fx->shared.self_id = 1;
     fx->timer_ids = (entity_timer_ids){1, 0};
     fx->shared.timer_ids = &fx->timer_ids;
+    cell_real_install_hooks(&fx->shared);
     char err[512];
     if (entity_def_load_string(defs, "test", &fx->shared.definitions, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "cellapp.h"
+#include "cell_real.h"
 #include "navmesh.h"
 #include "space_map.h"
 
@@ -235,6 +236,7 @@ static void test_a_navigate_across_three_cells_arrives(void **state) {
     w->shared.settings = &w->settings;
     w->timer_ids = (entity_timer_ids){1, 0};
     w->shared.timer_ids = &w->timer_ids;
+    cell_real_install_hooks(&w->shared);
     char err[512];
     assert_int_equal(entity_def_load_string(defs, "test", &w->shared.definitions, err, sizeof err), 0);
     const entity_def_class *cls = entity_def_registry_find_class(w->shared.definitions, "Walker");

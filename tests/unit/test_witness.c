@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "cellapp.h"
+#include "cell_real.h"
 
 static const char *defs =
     "{\"format\":1,\"entities\":[{\"name\":\"Thing\",\"properties\":["
@@ -133,6 +134,7 @@ static fixture *fixture_create(int64_t bytes_per_second) {
     shared->self_id = 1;
     static entity_timer_ids timer_ids = {1, 0};
     shared->timer_ids = &timer_ids;
+    cell_real_install_hooks(shared);
     char err[512];
     if (entity_def_load_string(defs, "test", &shared->definitions, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -170,6 +172,7 @@ static void tick(fixture *fx, cell_entity *viewer) {
     coord_flush(c->coord);
     replication_begin_tick(shared->replication, ++shared->replication_tick);
     cell_pack(c);
+    witness_notify_changes(c);
     uint8_t *payload;
     size_t length = witness_update(cell_entity_witness(viewer), c, viewer, &payload);
     fx->cl.tick++;
