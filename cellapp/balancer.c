@@ -88,7 +88,7 @@ static cJSON *balancer_number_or_null(double value) {
 
 static char *balancer_report_json(const cellapp *app) {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "cellapp", (double)app->process_id);
+    cJSON_AddNumberToObject(root, "cellapp", (double)app->self.process_id);
     cJSON_AddNumberToObject(root, "at_ms", (double)(clock_wall_us() / 1000));
     cJSON_AddNumberToObject(root, "load", app->load.load);
     cJSON_AddNumberToObject(root, "transient", app->load.transient);
@@ -97,7 +97,7 @@ static char *balancer_report_json(const cellapp *app) {
     cJSON *cells = cJSON_AddArrayToObject(root, "cells");
     size_t cursor = 0;
     const cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         if (!c->has_region) continue;
         balance_cell_report report;
         cell_load_report(app, c, &report);
@@ -128,7 +128,7 @@ static void balancer_publish_report(balancer *b) {
     char *json = balancer_report_json(app);
     if (!json) return;
     char id[24];
-    snprintf(id, sizeof id, "%" PRIu64, app->process_id);
+    snprintf(id, sizeof id, "%" PRIu64, app->self.process_id);
     const char *argv[] = {"HSET", b->loads_key, id, json};
     size_t lengths[] = {4, strlen(b->loads_key), strlen(id), strlen(json)};
     redis_client_command_argv(app->redis, NULL, NULL, 4, argv, lengths);
@@ -216,7 +216,7 @@ static bool balancer_report_fresh(const balancer *b, const balancer_report *repo
 }
 
 static bool balancer_cellapp_alive(const balancer *b, uint64_t cellapp_id) {
-    if (cellapp_id == b->app->process_id) return true;
+    if (cellapp_id == b->app->self.process_id) return true;
     if (peer_set_is_up(b->app->peers, cellapp_id)) return true;
     return balancer_report_fresh(b, balancer_find_report(b, cellapp_id));
 }
@@ -231,7 +231,7 @@ typedef struct balancer_lookup_context {
 /* A cellapp this one is connected to (or itself): one a layout may name. */
 static bool balancer_cellapp_connected(uint64_t cellapp_id, void *context) {
     const balancer *b = context;
-    return cellapp_id == b->app->process_id || peer_set_is_up(b->app->peers, cellapp_id);
+    return cellapp_id == b->app->self.process_id || peer_set_is_up(b->app->peers, cellapp_id);
 }
 
 /* A cell's report, if its owner in the layout reported it lately and is
@@ -254,14 +254,14 @@ static size_t balancer_cellapps(const balancer *b, balance_cellapp **out) {
     const cellapp *app = b->app;
     size_t capacity = 1 + peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) + b->report_count, count = 0;
     balance_cellapp *list = xcalloc(capacity, sizeof *list);
-    list[count++] = (balance_cellapp){app->process_id, app->load.load, app->draining};
+    list[count++] = (balance_cellapp){app->self.process_id, app->load.load, app->draining};
     size_t cursor = 0;
     uint64_t peer;
     while ((peer = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0 && count < capacity)
         list[count++] = (balance_cellapp){peer, 0, false};
     for (size_t i = 0; i < b->report_count; i++) {
         const balancer_report *report = &b->reports[i];
-        if (report->cellapp_id == app->process_id || !balancer_report_fresh(b, report)) continue;
+        if (report->cellapp_id == app->self.process_id || !balancer_report_fresh(b, report)) continue;
         balance_cellapp *entry = NULL;
         for (size_t k = 0; k < count && !entry; k++)
             if (list[k].cellapp_id == report->cellapp_id) entry = &list[k];
@@ -452,7 +452,7 @@ static void balancer_on_reports(redis_client *redis, redisReply *reply, void *us
     size_t cellapp_count = balancer_cellapps(b, &cellapps);
     size_t cursor = 0;
     const space_layout *layout;
-    while ((layout = spaces_next_newest_layout(app, &cursor)) != NULL)
+    while ((layout = spaces_next_newest_layout(app->spaces, &cursor)) != NULL)
         balancer_decide_space(b, layout, cellapps, cellapp_count, fence, now_us);
     free(cellapps);
     /* Reports of cellapps long gone are dropped, so the hash stays the
@@ -488,11 +488,11 @@ balancer *balancer_create(cellapp *app) {
 
 void balancer_tick(balancer *b, uint64_t now_us) {
     cellapp *app = b->app;
-    if (b->stopped || app->process_id == 0 || now_us < b->next_period_us) return;
+    if (b->stopped || app->self.process_id == 0 || now_us < b->next_period_us) return;
     b->next_period_us = now_us + (uint64_t)app->settings.balance.period_ms * 1000;
     if (!redis_client_is_connected(app->redis)) return;
     if (!b->lease)
-        b->lease = lease_create(app->redis, app->settings.process.cluster_name, app->process_id,
+        b->lease = lease_create(app->redis, app->settings.process.cluster_name, app->self.process_id,
                                 (uint64_t)app->settings.balance.lease_ms, balancer_on_lease, b);
     balancer_publish_report(b);
     if (!app->draining) lease_tick(b->lease, now_us);
@@ -506,9 +506,9 @@ void balancer_stop(balancer *b) {
     if (!b || b->stopped) return;
     cellapp *app = b->app;
     if (b->lease) lease_release(b->lease);
-    if (app->process_id && redis_client_is_connected(app->redis)) {
+    if (app->self.process_id && redis_client_is_connected(app->redis)) {
         char id[24];
-        snprintf(id, sizeof id, "%" PRIu64, app->process_id);
+        snprintf(id, sizeof id, "%" PRIu64, app->self.process_id);
         const char *argv[] = {"HDEL", b->loads_key, id};
         size_t lengths[] = {4, strlen(b->loads_key), strlen(id)};
         redis_client_command_argv(app->redis, NULL, NULL, 3, argv, lengths);

@@ -72,14 +72,14 @@ static double cell_load_cell_weight(const cell *c) {
 void cell_load_report(const cellapp *app, const cell *c, balance_cell_report *out) {
     memset(out, 0, sizeof *out);
     out->cell_id = c->cell_id;
-    out->cellapp_id = app->process_id;
+    out->cellapp_id = app->self.process_id;
     out->cellapp_load = app->load.load;
     out->epoch = c->layout ? c->layout->epoch : 0;
     out->pending_offloads = (uint32_t)id_map_count(&app->pending_offloads);
     double total = 0, mine = cell_load_cell_weight(c);
     size_t cells = 0, cursor = 0;
     const cell *each;
-    while ((each = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((each = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         total += cell_load_cell_weight(each);
         cells++;
     }

@@ -33,7 +33,7 @@ static void cell_message_fail(cellapp *app, const Tessera__Cluster__CellMessage 
     failed.stream = message->stream;
     failed.sequence = message->sequence;
     failed.reason = (char *)reason;
-    if (message->sender_id == app->process_id) {
+    if (message->sender_id == app->self.process_id) {
         mailbox_on_failed(app->mailbox, &failed);
         return;
     }
@@ -46,7 +46,7 @@ static void cell_message_forward(cellapp *app, uint64_t target, const Tessera__C
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE;
     item.message = &copy;
-    outbox_to_cellapp(app, target, &item);
+    outbox_to_cellapp(app->outbox, target, &item);
     app->counters.messages_forwarded++;
 }
 
@@ -82,7 +82,7 @@ static void cell_message_move(cellapp *app, cell_entity *entity, const Tessera__
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION;
     message.correction = &correction;
-    cellapp_send_to_client(app, entity, &message);
+    outbox_message_to_client(app->outbox, entity, &message);
 }
 
 /* A client's call, at the caller's real: the client may address its own
@@ -281,14 +281,14 @@ void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role,
         log_warn("%s %" PRIu64 " sent a message without an entity or a sequence: ignored", peer_role_name(role), peer);
         return;
     }
-    cell_entity *entity = cellapp_find_entity(app, message->entity_id);
+    cell_entity *entity = spaces_find_entity(app->spaces, message->entity_id);
     if (entity && entity->kind == CELL_ENTITY_REAL) {
         cell_message_deliver(app, entity, message);
         return;
     }
     uint64_t target =
         entity ? entity->owner_cellapp : ghost_route_find(app->route, message->entity_id, clock_monotonic_us() / 1000);
-    if (!target || target == app->process_id) {
+    if (!target || target == app->self.process_id) {
         cell_message_fail(app, message, "the entity is not real anywhere this cellapp knows of");
     } else if (message->hops >= CELL_MESSAGE_MAX_HOPS) {
         cell_message_fail(app, message, "it was forwarded too often (cells that disagree where the real is)");

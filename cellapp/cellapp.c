@@ -31,24 +31,6 @@
 #include "peer_message.h"
 #include "property_codec.h"
 
-cell_entity *cellapp_find_entity(const cellapp *app, uint64_t entity_id) {
-    size_t cursor = 0;
-    cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
-        cell_entity *entity = cell_find(c, entity_id);
-        if (entity) return entity;
-    }
-    return NULL;
-}
-
-void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tessera__Client__ServerToClient *message) {
-    if (!entity->real || !entity->real->baseapp_id) return;
-    size_t length = tessera__client__server_to_client__get_packed_size(message);
-    uint8_t *payload = xmalloc(length);
-    tessera__client__server_to_client__pack(message, payload);
-    outbox_to_client(app, entity, payload, length);
-}
-
 void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason) {
     log_warn("entity %" PRIu64 ": dropping its client: %s", entity->id, reason);
     if (!entity->real) return; /* a ghost has no client of its own here */
@@ -71,7 +53,7 @@ double cellapp_random_unit(cellapp *app) {
 
 cell_entity *cellapp_create_real(cellapp *app, cell *c, uint64_t id, const entity_def_class *cls, float x, float y,
                                  float z, float yaw, uint64_t baseapp_id) {
-    if (cellapp_find_entity(app, id)) return NULL;
+    if (spaces_find_entity(app->spaces, id)) return NULL;
     cell_entity *entity = cell_add(c, id, CELL_ENTITY_REAL, cls, x, y, z);
     if (!entity) return NULL;
     entity->incarnation = 1;
@@ -79,8 +61,8 @@ cell_entity *cellapp_create_real(cellapp *app, cell *c, uint64_t id, const entit
     entity->yaw = isfinite(yaw) ? yaw : 0.0f;
     entity->move_stamp_us = clock_wall_us();
     movement_reset(&app->settings.movement, entity, clock_monotonic_us());
-    ghost_order_set_real(app->ghost_order, id, 1, app->process_id);
-    mailbox_directory_set(app->redis, app->settings.process.cluster_name, id, app->process_id, 1);
+    ghost_order_set_real(app->ghost_order, id, 1, app->self.process_id);
+    mailbox_directory_set(app->redis, app->settings.process.cluster_name, id, app->self.process_id, 1);
     return entity;
 }
 
@@ -88,7 +70,7 @@ void cellapp_destroy_real(cellapp *app, cell_entity *entity) {
     if (entity->destroyed || entity->kind != CELL_ENTITY_REAL) return;
     game_host_destroyed(app->game, entity);
     haunt_destroyed(app, entity);
-    mailbox_directory_remove(app->redis, app->settings.process.cluster_name, entity->id, app->process_id,
+    mailbox_directory_remove(app->redis, app->settings.process.cluster_name, entity->id, app->self.process_id,
                              entity->incarnation);
     ghost_order_forget(app->ghost_order, entity->id, clock_monotonic_us());
     cell_destroy(entity->home, entity);
@@ -186,7 +168,7 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
     uint64_t baseapp_id = request->baseapp_id;
     const char *space_name =
         request->space_name && request->space_name[0] ? request->space_name : settings->default_space;
-    const space_layout *layout = spaces_layout(app, space_name);
+    const space_layout *layout = spaces_layout(app->spaces, space_name);
     if (!layout) {
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, "unknown space");
         return;
@@ -221,8 +203,9 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
      * cannot (not up, or without the space yet), this one does, and the
      * real moves there when it can. */
     const space_layout_node *node = space_layout_cell_at(layout, x, z);
-    if (node && node->cellapp_id != app->process_id && request->hops == 0 &&
-        peer_set_is_up(app->peers, node->cellapp_id) && spaces_peer_epoch(app, node->cellapp_id, space_name) != 0) {
+    if (node && node->cellapp_id != app->self.process_id && request->hops == 0 &&
+        peer_set_is_up(app->peers, node->cellapp_id) &&
+        spaces_peer_epoch(app->spaces, node->cellapp_id, space_name) != 0) {
         Tessera__Cluster__CreateCellEntity forward = *request;
         Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
         position.x = x;
@@ -235,15 +218,11 @@ static void cellapp_create_entity(cellapp *app, uint64_t from, const Tessera__Cl
         Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
         item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_CREATE;
         item.create = &forward;
-        outbox_to_cellapp(app, node->cellapp_id, &item);
+        outbox_to_cellapp(app->outbox, node->cellapp_id, &item);
         return;
     }
-    cell *c = spaces_cell(app, space_name, true);
-    int64_t reals = 0;
-    size_t cursor = 0;
-    cell *each;
-    while ((each = spaces_next_cell(app, &cursor)) != NULL) reals += (int64_t)each->real_count;
-    if (!c || reals >= settings->max_entities) {
+    cell *c = spaces_cell(app->spaces, space_name, true);
+    if (!c || (int64_t)spaces_real_count(app->spaces) >= settings->max_entities) {
         cellapp_reply_created(app, baseapp_id, request->entity_id, NULL, c ? "cellapp is full" : "unknown space");
         return;
     }
@@ -325,7 +304,7 @@ static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cl
                 haunt_on_moves(app, peer, item->ghost_moves);
                 break;
             case TESSERA__CLUSTER__CELL_ITEM__BODY_LAYOUT_APPLIED:
-                spaces_on_layout_applied(app, peer, item->layout_applied);
+                spaces_on_layout_applied(app->spaces, peer, item->layout_applied);
                 break;
             default:
                 log_warn("cellapp %" PRIu64 " sent an empty item: ignored", peer);
@@ -336,7 +315,7 @@ static void cellapp_on_cell_batch(cellapp *app, uint64_t peer, const Tessera__Cl
     /* Acknowledgements (and whatever else this queued for the sender) go
      * at once rather than with our next tick: an offload's sender waits for
      * its acknowledgement, and nothing queued for it depends on our tick. */
-    outbox_flush_cellapp(app, peer);
+    outbox_flush_cellapp(app->outbox, peer);
 }
 
 /* ---- calls to bases ---------------------------------------------------------- */
@@ -364,7 +343,7 @@ int cellapp_call_base(cellapp *app, uint64_t caller_id, uint64_t target_id, cons
     const entity_def_method *method = cls ? entity_def_class_find_method(cls, part, method_name) : NULL;
     if (!method || !app->bases || (part != ENTITY_DEF_PART_BASE && part != ENTITY_DEF_PART_CLIENT)) return -1;
     /* A real here knows its own base's baseapp: no lookup. */
-    cell_entity *target = cellapp_find_entity(app, target_id);
+    cell_entity *target = spaces_find_entity(app->spaces, target_id);
     if (target && target->kind == CELL_ENTITY_REAL && target->real->baseapp_id)
         base_mailbox_learn(app->bases, target_id, target->real->baseapp_id);
     app->base_calls++;
@@ -375,7 +354,7 @@ void cellapp_on_message(peer_set *set, uint64_t process_id, peer_role role,
                         const Tessera__Cluster__PeerMessage *message, void *user_data) {
     cellapp *app = user_data;
     (void)set;
-    if (app->shutting_down) return;
+    if (app->self.stopping) return;
     switch (message->body_case) {
         case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY:
             if (role == PEER_ROLE_BASEAPP && message->create_cell_entity->baseapp_id == process_id)
@@ -409,16 +388,16 @@ void cellapp_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void
     if (role != PEER_ROLE_CELLAPP) return;
     /* It learns our layouts; once it says which it has, reals near its
      * cells give it ghosts. */
-    spaces_announce(app, process_id);
+    spaces_announce(app->spaces, process_id);
 }
 
 void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason, void *user_data) {
     cellapp *app = user_data;
     (void)set;
     (void)reason;
-    outbox_drop_peer(app, process_id);
+    outbox_drop_peer(app->outbox, process_id);
     if (role == PEER_ROLE_CELLAPP) {
-        spaces_peer_down(app, process_id);
+        spaces_peer_down(app->spaces, process_id);
         /* First take back what was in flight to it, then let its ghosts go. */
         offload_peer_down(app, process_id);
         haunt_peer_down(app, process_id);
@@ -428,7 +407,7 @@ void cellapp_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, co
      * cell entities have nobody to answer to. */
     size_t destroyed = 0, cursor = 0;
     cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         for (size_t i = 0; i < c->count; i++) {
             cell_entity *entity = c->by_index[i];
             if (entity->kind == CELL_ENTITY_REAL && entity->real->baseapp_id == process_id && !entity->destroyed) {
@@ -448,7 +427,7 @@ static void cellapp_witnesses(cellapp *app, cell *c) {
         if (!cell_entity_witness(entity) || entity->destroyed) continue;
         uint8_t *payload;
         size_t length = witness_update(cell_entity_witness(entity), c, entity, &payload);
-        if (length) outbox_to_client(app, entity, payload, length);
+        if (length) outbox_to_client(app->outbox, entity, payload, length);
     }
 }
 
@@ -486,24 +465,24 @@ static void cellapp_end_tick(cell *c) {
 
 void cellapp_tick(cellapp *app) {
     uint64_t started = clock_monotonic_us();
-    spaces_apply_pending(app);
+    spaces_apply_pending(app->spaces);
     game_host_tick(app->game);
     map_entities_tick(app);
     size_t cursor = 0;
     cell *c;
     game_host_before_thinks(app->game);
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) cellapp_run_timers(app, c, started);
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) cellapp_run_timers(app, c, started);
     /* Entity I/O: the events that are due, after the thinks and timers. */
     if (app->io) entity_io_service(app->io, started / 1000, game_host_io_deliver, app);
     game_host_after_thinks(app->game);
     cursor = 0;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         cell_message_tick(app, c);
         controller_tick(c, 1.0 / (double)app->settings.tick_hz, game_host_controller_event, app);
     }
     replication_begin_tick(app->shared.replication, ++app->shared.replication_tick);
     cursor = 0;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         /* Every move since the last tick is already in the coordinate
          * system; the flush turns the crossings into the witnesses' net
          * leaves and fires the traps (whose game rules may change
@@ -516,7 +495,7 @@ void cellapp_tick(cellapp *app) {
     /* The game hears of this tick's view changes once every witness has
      * written its stream. */
     cursor = 0;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         for (size_t i = 0; i < c->view_event_count; i++) {
             cell_entity *owner = cell_find(c, c->view_events[i].owner_id);
             if (owner && owner->kind == CELL_ENTITY_REAL)
@@ -527,23 +506,23 @@ void cellapp_tick(cellapp *app) {
     /* The end of the tick for what game code destroyed: each goes now, its
      * destroyed hook told once; witnesses see it leave at the next flush. */
     cursor = 0;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         for (size_t i = 0; i < c->doomed_count; i++) {
             cell_entity *doomed = cell_find(c, c->doomed[i]);
             if (doomed && doomed->real && doomed->real->doomed) cellapp_destroy_real(app, doomed);
         }
         c->doomed_count = 0;
     }
-    outbox_flush_clients(app);
+    outbox_flush_clients(app->outbox);
     cursor = 0;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         haunt_tick(app, c);
         offload_tick(app, c);
     }
-    outbox_flush_cellapps(app);
+    outbox_flush_cellapps(app->outbox);
     cursor = 0;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) cellapp_end_tick(c);
-    spaces_reap(app);
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) cellapp_end_tick(c);
+    spaces_reap(app->spaces);
     uint64_t now_us = clock_monotonic_us();
     ghost_route_expire(app->route, now_us / 1000);
     if (app->shared.replication_tick % (uint64_t)app->settings.tick_hz == 0) {
@@ -553,7 +532,7 @@ void cellapp_tick(cellapp *app) {
         ghost_order_expire(app->ghost_order, now_us, 30u * 1000u * 1000u, 60u * 1000u * 1000u);
         mailbox_sweep(app->mailbox, now_us / 1000);
     }
-    spaces_poll(app);
+    spaces_poll(app->spaces);
     cell_load_sample(app, now_us);
     if (app->balancer) balancer_tick(app->balancer, now_us);
     app->last_tick_duration_us = clock_monotonic_us() - started;

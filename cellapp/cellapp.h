@@ -42,6 +42,7 @@
 #include "navmesh.h"
 #include "peer_set.h"
 #include "process.h"
+#include "process_self.h"
 #include "redis_client.h"
 #include "registry.h"
 #include "replication.h"
@@ -51,11 +52,12 @@
 #include "cell.h"
 #include "witness.h"
 #include "movement.h"
+#include "outbox.h"
+#include "spaces.h"
 
 /* ---- the process (main.c, cellapp.c) ------------------------------------ */
 
 typedef struct cellapp cellapp;
-typedef struct cellapp_space cellapp_space;
 typedef struct balancer balancer;
 typedef struct cellapp_admin cellapp_admin;
 
@@ -102,27 +104,21 @@ struct cellapp {
     uv_signal_t sigint, sigterm, sigusr1, sighup;
     int argc; /* main's, for SIGHUP's reload */
     char **argv;
-    uint64_t process_id;
+    process_self self; /* its process id and whether it is stopping */
     cell_shared shared;
-    /* The spaces this cellapp knows (spaces.c), each with its cell here,
-     * if any. */
-    cellapp_space **spaces;
-    size_t space_count, space_capacity;
-    bool spaces_polling; /* an HGETALL of the epochs is in flight */
+    spaces *spaces; /* the spaces this cellapp knows, each with its cell here, if any */
     channel_stats totals;
     uint64_t tick_last_us;        /* monotonic time the accumulator last advanced */
     uint64_t tick_accumulator_us; /* time owed to the simulation */
     uint64_t last_tick_duration_us;
     uint64_t random_state;    /* spawn points */
-    id_map base_outboxes;     /* baseapp id -> cellapp_base_outbox (outbox.c) */
-    id_map cell_outboxes;     /* cellapp id -> cellapp_cell_outbox (outbox.c) */
+    outbox *outbox;           /* what the tick sends, per peer */
     ghost_order *ghost_order; /* the incarnation books (haunt.c applies them) */
     ghost_route *route;       /* where departed reals went (ghost_route.c) */
     mailbox *mailbox;         /* this cellapp's streams to other entities */
     base_mailbox *bases;      /* calls to entities' bases (cellapp_call_base) */
     uint64_t base_calls, base_calls_failed;
     id_map pending_offloads;    /* entity id -> offload_pending (offload.c) */
-    id_map peer_layouts;        /* cellapp id -> what it applied (spaces.c) */
     entity_timer_ids timer_ids; /* every cell's timers take their ids here */
     id_map ghost_moves;         /* cellapp id -> this tick's moves for it (haunt.c) */
     cellapp_counters counters;
@@ -131,7 +127,6 @@ struct cellapp {
     cellapp_admin *admin; /* the admin HTTP listener's part (NULL: admin_port -1) */
     bool draining;        /* SIGTERM: the cells go elsewhere, then the process stops */
     uint64_t drain_started_us;
-    int shutting_down;
     int exit_code;
     id_block *ids;                        /* entity ids for what the game spawns */
     game_host *game;                      /* the game module (never NULL once running) */
@@ -159,8 +154,6 @@ const navmesh *cellapp_navmesh_of(const cellapp *app, const char *space);
  * or -1 with why in err. */
 int cellapp_load_navmeshes(cellapp *app, char *err, size_t errlen);
 void cellapp_free_navmeshes(cellapp *app);
-/* The entity with this id in any cell here, or NULL. */
-cell_entity *cellapp_find_entity(const cellapp *app, uint64_t entity_id);
 /* A pseudo-random number in [0, 1) (spawn points: spread, not secrecy). */
 double cellapp_random_unit(cellapp *app);
 /* Creates a real of class `cls` in cell `c` at a position (checked by the
@@ -171,8 +164,6 @@ cell_entity *cellapp_create_real(cellapp *app, cell *c, uint64_t id, const entit
 /* Destroys a real: its haunts delete their ghosts, the directory forgets
  * it. Idempotent. */
 void cellapp_destroy_real(cellapp *app, cell_entity *entity);
-/* Sends `message` to the client of real `entity` (through its baseapp). */
-void cellapp_send_to_client(cellapp *app, const cell_entity *entity, const Tessera__Client__ServerToClient *message);
 /* Asks the baseapp of real `entity` to drop its client, which broke the
  * rules; the cell entity goes when the baseapp destroys it. */
 void cellapp_drop_client(cellapp *app, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason);
@@ -189,56 +180,6 @@ base_mailbox *cellapp_base_mailbox_create(cellapp *app);
  * `error`). Also the answer to a ClientBinding that attaches a client. */
 void cellapp_reply_created(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, const cell_entity *entity,
                            const char *error);
-
-/* spaces.c: the layouts in Redis and this cellapp's cells. */
-/* Starts a poll of the layout epochs (one at a time), every tick. */
-void spaces_poll(cellapp *app);
-/* Applies layouts fetched since the last tick, whole: creates, resizes
- * and marks cells. Call at the start of a tick. */
-void spaces_apply_pending(cellapp *app);
-/* The cell of space `name` here, or NULL. With `create`, makes one (with
- * no region) when the space is known but has no cell here. */
-cell *spaces_cell(cellapp *app, const char *name, bool create);
-/* The layout of space `name`, or NULL if unknown. */
-const space_layout *spaces_layout(const cellapp *app, const char *name);
-/* Iterates the cells: *cursor = 0 to start; NULL at the end. */
-cell *spaces_next_cell(const cellapp *app, size_t *cursor);
-/* Iterates the applied layouts likewise. */
-const space_layout *spaces_next_layout(const cellapp *app, size_t *cursor);
-/* Likewise, but a layout fetched and not yet applied (waiting for a cellapp
- * it names to be up, say) instead of the applied one: what the balancer
- * must build on, or its writes would be older than what Redis holds. */
-const space_layout *spaces_next_newest_layout(const cellapp *app, size_t *cursor);
-/* Frees every space and cell (shutdown). */
-void spaces_free(cellapp *app);
-/* Drops cells with no region and no entities left. */
-void spaces_reap(cellapp *app);
-/* Tells cellapp `peer` (0: every one) which layouts this cellapp applied. */
-void spaces_announce(cellapp *app, uint64_t peer);
-/* A peer says it applied a layout. */
-void spaces_on_layout_applied(cellapp *app, uint64_t peer, const Tessera__Cluster__LayoutApplied *applied);
-/* The epoch of space `name` that `peer` has applied, 0 if none. */
-uint64_t spaces_peer_epoch(const cellapp *app, uint64_t peer, const char *name);
-/* The latest epoch of space `name` any up peer has applied (0: none). */
-uint64_t spaces_newest_peer_epoch(const cellapp *app, const char *name);
-void spaces_peer_down(cellapp *app, uint64_t peer);
-
-/* outbox.c: what a tick sends, gathered per peer and sent at its end. */
-/* Queues a client payload (ownership passes) for the client of `entity` (a
- * real with a base), stamped with its incarnation and client binding. */
-void outbox_to_client(cellapp *app, const cell_entity *entity, uint8_t *payload, size_t length);
-/* Appends one CellItem (encoded now) for cellapp `peer`. */
-void outbox_to_cellapp(cellapp *app, uint64_t peer, const Tessera__Cluster__CellItem *item);
-/* Bytes `outbox_to_cellapp` appended for `peer` since the last flush. */
-size_t outbox_cellapp_bytes(const cellapp *app, uint64_t peer);
-void outbox_flush_clients(cellapp *app);
-void outbox_flush_cellapps(cellapp *app);
-/* Sends what is queued for cellapp `peer` now, ahead of the tick (the
- * order of its items is kept). */
-void outbox_flush_cellapp(cellapp *app, uint64_t peer);
-/* Forgets what was queued for a peer that went away. */
-void outbox_drop_peer(cellapp *app, uint64_t peer);
-void outbox_free(cellapp *app);
 
 /* haunt.c: where each real's ghosts live, and the ghost protocol. */
 /* Once per tick, after the witnesses: brings every real's haunts up to

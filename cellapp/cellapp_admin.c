@@ -56,7 +56,7 @@ static const cell_entity *cellapp_admin_witness_owner(const cellapp *app, const 
     const char *at = strstr(query, "witness=");
     if (!at) return NULL;
     uint64_t id = strtoull(at + 8, NULL, 10);
-    const cell_entity *entity = id ? cellapp_find_entity(app, id) : NULL;
+    const cell_entity *entity = id ? spaces_find_entity(app->spaces, id) : NULL;
     return entity && entity->kind == CELL_ENTITY_REAL && cell_entity_witness(entity) ? entity : NULL;
 }
 
@@ -65,12 +65,12 @@ static const cell_entity *cellapp_admin_witness_owner(const cellapp *app, const 
 static char *cellapp_admin_snapshot(const char *query, void *user_data) {
     const cellapp *app = user_data;
     text_buffer t = {0};
-    text_buffer_printf(&t, "{\"cellapp\":%" PRIu64 ",\"tick\":%" PRIu64 ",\"cells\":[", app->process_id,
+    text_buffer_printf(&t, "{\"cellapp\":%" PRIu64 ",\"tick\":%" PRIu64 ",\"cells\":[", app->self.process_id,
                        app->shared.replication_tick);
     size_t cursor = 0;
     const cell *c;
     bool first_cell = true;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         text_buffer_printf(&t, "%s{\"space\":", first_cell ? "" : ",");
         cellapp_admin_print_string(&t, c->space_name);
         text_buffer_printf(&t, ",\"cell\":%u,\"region\":", c->cell_id);
@@ -138,14 +138,14 @@ static void cellapp_admin_on_entity(admin_http_request *request, void *user_data
     struct cellapp_admin *admin = user_data;
     char text[32];
     uint64_t id = admin_http_query(request, "id", text, sizeof text) ? strtoull(text, NULL, 10) : 0;
-    const cell_entity *e = id ? cellapp_find_entity(admin->app, id) : NULL;
+    const cell_entity *e = id ? spaces_find_entity(admin->app->spaces, id) : NULL;
     if (!e) {
         admin_http_reply_text(request, 404, "no such entity on this cellapp\n");
         return;
     }
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "id", (double)e->id);
-    cJSON_AddNumberToObject(root, "cellapp", (double)admin->app->process_id);
+    cJSON_AddNumberToObject(root, "cellapp", (double)admin->app->self.process_id);
     cJSON_AddStringToObject(root, "kind", e->kind == CELL_ENTITY_REAL ? "real" : "ghost");
     cJSON_AddStringToObject(root, "class", e->cls->name);
     cJSON_AddStringToObject(root, "space", e->home->space_name);
@@ -178,11 +178,11 @@ static void cellapp_admin_on_shutdown(admin_http_request *request, void *user_da
 
 static bool cellapp_admin_ready(void *user_data, char *why, size_t size) {
     const cellapp *app = user_data;
-    if (app->process_id == 0)
+    if (app->self.process_id == 0)
         snprintf(why, size, "not registered yet");
     else if (app->draining)
         snprintf(why, size, "draining");
-    else if (app->shutting_down)
+    else if (app->self.stopping)
         snprintf(why, size, "shutting down");
     else
         return true;
@@ -213,7 +213,7 @@ static void cellapp_admin_metrics(void *user_data, metrics_text *m) {
     metrics_family(m, "ghosts", "gauge", "ghosts held, per cell");
     size_t cursor = 0;
     const cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         char labels[160] = "", id[16];
         snprintf(id, sizeof id, "%u", c->cell_id);
         metrics_label(labels, sizeof labels, "space", c->space_name);

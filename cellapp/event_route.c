@@ -21,7 +21,7 @@
 
 /* Every real with a client in this cellapp's cell of `space`. */
 static void event_route_to_space_here(cellapp *app, const char *space, const Tessera__Client__GameEvent *event) {
-    cell *c = spaces_cell(app, space, false);
+    cell *c = spaces_cell(app->spaces, space, false);
     if (!c) return;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
@@ -76,7 +76,7 @@ size_t event_route_send(cellapp *app, const Tessera__Client__GameEvent *event, c
     size_t sent = 0;
     for (size_t i = 0; i < count; i++) {
         if (!recipients[i]) continue;
-        cell_entity *entity = cellapp_find_entity(app, recipients[i]);
+        cell_entity *entity = spaces_find_entity(app->spaces, recipients[i]);
         if (entity && entity->kind == CELL_ENTITY_REAL) {
             if (!cell_entity_witness(entity)) continue;
             witness_queue_event(cell_entity_witness(entity), event->source_id, event->event_id, event->args.data,
@@ -109,7 +109,7 @@ void event_route_on_broadcast(cellapp *app, uint64_t from, const Tessera__Cluste
     const char *space = broadcast->space_name ? broadcast->space_name : "";
     if (space[0]) {
         /* A space's event: only where the space has a cell here. */
-        if (!spaces_cell(app, space, false)) {
+        if (!spaces_cell(app->spaces, space, false)) {
             entity_state_free(fields);
             return;
         }

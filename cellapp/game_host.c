@@ -353,7 +353,7 @@ static int game_api_property_index(const tessera_class *cls, int property, const
 /* ---- entities --------------------------------------------------------------------- */
 
 static tessera_entity *game_api_resolve(tessera_cellapp *handle, tessera_handle id) {
-    cell_entity *entity = id ? cellapp_find_entity(game_host_app_of(handle), id) : NULL;
+    cell_entity *entity = id ? spaces_find_entity(game_host_app_of(handle)->spaces, id) : NULL;
     return entity ? game_host_entity_handle(entity) : NULL;
 }
 
@@ -755,7 +755,7 @@ static const char *game_api_default_space(tessera_cellapp *handle) {
 }
 
 static int game_api_spawn_area(tessera_cellapp *handle, const char *space, float *x, float *z, float *radius) {
-    const space_layout *layout = spaces_layout(game_host_app_of(handle), space);
+    const space_layout *layout = spaces_layout(game_host_app_of(handle)->spaces, space);
     if (!layout) return -1;
     if (x) *x = (float)layout->spawn_x;
     if (z) *z = (float)layout->spawn_z;
@@ -772,7 +772,7 @@ static tessera_handle game_api_spawn(tessera_cellapp *handle, const char *class_
         log_warn("game: spawn: no class '%s'", class_name ? class_name : "");
         return TESSERA_HANDLE_NONE;
     }
-    cell *c = space && spaces_layout(app, space) ? spaces_cell(app, space, true) : NULL;
+    cell *c = space && spaces_layout(app->spaces, space) ? spaces_cell(app->spaces, space, true) : NULL;
     if (!c || !app->ids) return TESSERA_HANDLE_NONE;
     if (!cell_in_bounds(c, x, y, z) || !isfinite(yaw)) {
         log_warn("game: spawn of a %s at (%.1f, %.1f, %.1f): outside space '%s'", class_name, (double)x, (double)y,
@@ -903,7 +903,7 @@ static size_t game_api_find_by_name(tessera_cellapp *handle, const char *name, t
     game_host_named *named = name && name[0] ? id_map_get(&app->game->names, game_host_name_hash(name)) : NULL;
     size_t found = 0;
     for (size_t i = 0; named && i < named->count; i++) {
-        const cell_entity *e = cellapp_find_entity(app, named->ids[i]);
+        const cell_entity *e = spaces_find_entity(app->spaces, named->ids[i]);
         if (!e || e->kind != CELL_ENTITY_REAL || strcmp(e->real->name, name) != 0)
             continue; /* another name, same hash */
         if (found < max && out) out[found] = e->id;
@@ -1057,14 +1057,14 @@ void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activat
         count = game_api_find_by_class(handle, target, ids, 64);
         if (count == 0) log_info("entity I/O: no entity here is named or of class '%s': '%s' skipped", target, input);
         for (size_t i = 0; i < count && i < 64; i++) {
-            cell_entity *e = cellapp_find_entity(app, ids[i]);
+            cell_entity *e = spaces_find_entity(app->spaces, ids[i]);
             if (e) game_host_io_input(app, e, activator_id, self_id, input, parameter);
         }
         return;
     }
     if (count > 64) count = 64;
     for (size_t i = 0; i < count; i++) {
-        cell_entity *e = cellapp_find_entity(app, ids[i]);
+        cell_entity *e = spaces_find_entity(app->spaces, ids[i]);
         if (e) game_host_io_input(app, e, activator_id, self_id, input, parameter);
     }
     /* Those of the name elsewhere in the cluster. */
@@ -1326,7 +1326,7 @@ void game_host_witness(game_host *host, cell_entity *entity, bool got) {
 
 void game_host_view(game_host *host, cell_entity *owner, uint64_t other_id, bool entered) {
     if (entered) {
-        cell_entity *other = cellapp_find_entity(host->app, other_id);
+        cell_entity *other = spaces_find_entity(host->app->spaces, other_id);
         if (other) GAME_HOST_CALL(host, owner, entered_view, game_host_entity_handle(other));
     } else {
         GAME_HOST_CALL(host, owner, left_view, other_id);

@@ -48,9 +48,9 @@ void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessag
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
     item.ghost = (Tessera__Cluster__GhostMessage *)message;
-    size_t before = outbox_cellapp_bytes(app, peer);
-    outbox_to_cellapp(app, peer, &item);
-    app->counters.ghost_bytes += outbox_cellapp_bytes(app, peer) - before;
+    size_t before = outbox_cellapp_bytes(app->outbox, peer);
+    outbox_to_cellapp(app->outbox, peer, &item);
+    app->counters.ghost_bytes += outbox_cellapp_bytes(app->outbox, peer) - before;
 }
 
 /* The ghost properties of `entity`: all of them into `w`, byte-aligned. */
@@ -131,8 +131,8 @@ static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t
     if (found > HAUNT_MAX_NEAR) found = HAUNT_MAX_NEAR;
     for (size_t i = 0; i < found; i++) {
         uint64_t peer = near[i]->cellapp_id;
-        if (peer == app->process_id || haunt_has(entity, peer) || !peer_set_is_up(app->peers, peer)) continue;
-        if (!spaces_peer_epoch(app, peer, c->space_name)) continue; /* it cannot place a ghost yet */
+        if (peer == app->self.process_id || haunt_has(entity, peer) || !peer_set_is_up(app->peers, peer)) continue;
+        if (!spaces_peer_epoch(app->spaces, peer, c->space_name)) continue; /* it cannot place a ghost yet */
         haunt_add(app, entity, peer);
     }
     bool lingering = false;
@@ -216,9 +216,9 @@ static void haunt_flush_moves(cellapp *app) {
         Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
         item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST_MOVES;
         item.ghost_moves = &message;
-        size_t before = outbox_cellapp_bytes(app, peer);
-        outbox_to_cellapp(app, peer, &item);
-        app->counters.ghost_bytes += outbox_cellapp_bytes(app, peer) - before;
+        size_t before = outbox_cellapp_bytes(app->outbox, peer);
+        outbox_to_cellapp(app->outbox, peer, &item);
+        app->counters.ghost_bytes += outbox_cellapp_bytes(app->outbox, peer) - before;
         moves->count = 0;
     }
 }
@@ -328,7 +328,7 @@ void haunt_count(const cellapp *app, size_t *interior_reals, size_t *reals, size
     *interior_reals = *reals = *ghosts = 0;
     size_t cursor = 0;
     cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         *reals += c->real_count;
         *ghosts += c->ghost_count;
         for (size_t i = 0; i < c->count; i++) {
@@ -363,7 +363,7 @@ static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, 
                  peer, entity_id, create->entity_type ? create->entity_type : "");
         return;
     }
-    cell *c = spaces_cell(app, create->space_name, true);
+    cell *c = spaces_cell(app->spaces, create->space_name, true);
     if (!c) {
         log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 " in space '%s', which this cellapp does not "
                  "know yet: dropped",
@@ -372,7 +372,7 @@ static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, 
     }
     float x = create->position ? create->position->x : 0, y = create->position ? create->position->y : 0;
     float z = create->position ? create->position->z : 0;
-    cell_entity *ghost = cellapp_find_entity(app, entity_id);
+    cell_entity *ghost = spaces_find_entity(app->spaces, entity_id);
     if (ghost && (ghost->kind != CELL_ENTITY_GHOST || ghost->home != c || ghost->cls != cls)) {
         if (ghost->kind == CELL_ENTITY_REAL) {
             log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 ", which is real here: ignored", peer,
@@ -436,7 +436,7 @@ static void haunt_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Gho
         haunt_apply_create(app, peer, id, message->incarnation, message->create);
         return;
     }
-    cell_entity *ghost = cellapp_find_entity(app, id);
+    cell_entity *ghost = spaces_find_entity(app->spaces, id);
     if (!ghost || ghost->kind != CELL_ENTITY_GHOST) {
         log_debug("cellapp %" PRIu64 ": ghost message for entity %" PRIu64 ", which has no ghost here", peer, id);
         return;
@@ -580,7 +580,7 @@ void haunt_release(cellapp *app, uint64_t entity_id) {
         ghost_order_event event = ghost_order_next(app->ghost_order, entity_id, &message);
         if (event == GHOST_ORDER_NONE) return;
         if (event == GHOST_ORDER_LOST) {
-            cell_entity *ghost = cellapp_find_entity(app, entity_id);
+            cell_entity *ghost = spaces_find_entity(app->spaces, entity_id);
             if (ghost && ghost->kind == CELL_ENTITY_GHOST) {
                 log_debug("ghost %" PRIu64 ": its real's cellapp is gone: dropped", entity_id);
                 cell_destroy(ghost->home, ghost);
@@ -602,7 +602,7 @@ void haunt_peer_down(cellapp *app, uint64_t peer) {
      * them) goes too; and the peer leaves every haunt list. */
     size_t dropped = 0, cursor = 0;
     cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         for (size_t i = 0; i < c->count; i++) {
             cell_entity *entity = c->by_index[i];
             if (entity->destroyed) continue;

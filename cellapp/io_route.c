@@ -37,7 +37,7 @@ void io_route_unnamed(cellapp *app, const cell_entity *entity) {
 
 void io_route_to_entity(cellapp *app, uint64_t entity_id, uint64_t activator_id, uint64_t caller_id, const char *input,
                         const char *parameter) {
-    cell_entity *entity = cellapp_find_entity(app, entity_id);
+    cell_entity *entity = spaces_find_entity(app->spaces, entity_id);
     if (entity && entity->kind == CELL_ENTITY_REAL) {
         game_host_io_input(app, entity, activator_id, caller_id, input, parameter);
         return;
@@ -82,7 +82,7 @@ static void io_route_on_lookup(redis_client *redis, redisReply *reply, void *use
         io_route_lookup_free(lookup);
         return;
     }
-    if (app->shutting_down) {
+    if (app->self.stopping) {
         io_route_lookup_free(lookup);
         return;
     }

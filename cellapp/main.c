@@ -176,7 +176,7 @@ static void cellapp_publish_stats(cellapp *app) {
     size_t interior, reals, ghosts;
     haunt_count(app, &interior, &reals, &ghosts);
     size_t cells = 0, cursor = 0;
-    while (spaces_next_cell(app, &cursor)) cells++;
+    while (spaces_next_cell(app->spaces, &cursor)) cells++;
     const cellapp_counters *n = &app->counters;
     registry_set_stat(app->registry, "load", (int64_t)reals);
     registry_set_stat(app->registry, "entities", (int64_t)(reals + ghosts));
@@ -226,7 +226,7 @@ static void cellapp_on_stats_timer(uv_timer_t *timer) { cellapp_publish_stats(ti
 static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user_data) {
     cellapp *app = user_data;
     (void)reg;
-    app->process_id = process_id;
+    app->self.process_id = process_id;
     app->shared.self_id = process_id;
     app->timer_ids.prefix = process_id;
     peer_set_set_process_id(app->peers, process_id);
@@ -251,7 +251,7 @@ static void cellapp_on_redis_state(redis_client *client, int connected, unsigned
         registry_on_redis_state(app->registry, 1);
         return;
     }
-    if (process_redis_should_give_up(&app->settings.process, app->process_id, failed_attempts)) {
+    if (process_redis_should_give_up(&app->settings.process, app->self.process_id, failed_attempts)) {
         app->exit_code = 1;
         uv_stop(app->loop);
     }
@@ -269,8 +269,8 @@ static void cellapp_on_peer_connection(uv_stream_t *listener, int status) {
 /* ---- shutdown ------------------------------------------------------------ */
 
 static void cellapp_shutdown(cellapp *app) {
-    if (app->shutting_down) return;
-    app->shutting_down = 1;
+    if (app->self.stopping) return;
+    app->self.stopping = true;
     log_info("shutting down");
     balancer_stop(app->balancer);
     cellapp_admin_stop(app->admin);
@@ -327,7 +327,7 @@ static void cellapp_on_signal(uv_signal_t *handle, int signum) {
  * stops (cellapp_drain_check). Without a balancer, or with no other
  * cellapp to take over, or on a second SIGTERM, it stops at once. */
 void cellapp_begin_drain(cellapp *app) {
-    if (app->shutting_down) return;
+    if (app->self.stopping) return;
     if (app->draining) {
         log_info("asked to stop again while draining: stopping now");
         cellapp_shutdown(app);
@@ -353,10 +353,10 @@ static void cellapp_on_terminate(uv_signal_t *handle, int signum) {
 /* Whether a draining cellapp is done: no cell with a region, no real, no
  * offload waiting for its acknowledgement. */
 static void cellapp_drain_check(cellapp *app) {
-    if (!app->draining || app->shutting_down) return;
+    if (!app->draining || app->self.stopping) return;
     size_t regions = 0, reals = 0, cursor = 0;
     const cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         regions += c->has_region;
         reals += c->real_count;
     }
@@ -476,10 +476,7 @@ int main(int argc, char **argv) {
     app.loop = uv_default_loop();
     app.random_state = clock_monotonic_us() ^ ((uint64_t)getpid() << 32);
     if (app.random_state == 0) app.random_state = 1;
-    id_map_init(&app.base_outboxes);
-    id_map_init(&app.cell_outboxes);
     id_map_init(&app.pending_offloads);
-    id_map_init(&app.peer_layouts);
     id_map_init(&app.ghost_moves);
     /* 50 us buckets up to 5 s (800 KB): an offload's acknowledgement takes
      * a round trip and the receiver's handling, milliseconds, or up to a
@@ -506,6 +503,7 @@ int main(int argc, char **argv) {
     };
     app.peers = peer_set_create(app.loop, PEER_ROLE_CELLAPP, settings->process.cluster_name, &peer_callbacks, &app,
                                 &app.totals);
+    app.outbox = outbox_create(app.peers);
     app.redis = redis_client_create(app.loop, settings->process.redis_host, (int)settings->process.redis_port,
                                     (unsigned)settings->process.redis_retry_ms, cellapp_on_redis_state, &app);
     if (!app.redis) {
@@ -513,6 +511,9 @@ int main(int argc, char **argv) {
                 settings->process.redis_host);
         return 1;
     }
+    spaces_context spaces_needs = {app.redis, settings->process.cluster_name, app.peers, app.outbox, &app.shared,
+                                   &app.self};
+    app.spaces = spaces_create(&spaces_needs);
     app.mailbox =
         mailbox_create(app.redis, settings->process.cluster_name, cellapp_mailbox_send, cellapp_mailbox_failed, &app);
     app.bases = cellapp_base_mailbox_create(&app);
@@ -575,10 +576,10 @@ int main(int argc, char **argv) {
      * start-up error stopped the loop: close what is left and drain. */
     cellapp_shutdown(&app);
     process_drain_loop(app.loop);
-    outbox_free(&app);
+    outbox_free(app.outbox);
     offload_free(&app);
     haunt_free(&app);
-    spaces_free(&app);
+    spaces_free(app.spaces);
     ghost_route_free(app.route);
     ghost_order_free(app.ghost_order);
     latency_histogram_close(&app.counters.offload_latency);

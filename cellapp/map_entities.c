@@ -149,7 +149,7 @@ static void map_entities_spawn_order(cellapp *app, map_entity *entities, size_t 
                                strcmp(entities[k].name, e->parent) == 0;
             if (parent_waits) continue;
             e->spawned = true;
-            cell_entity *real = cellapp_find_entity(app, e->id);
+            cell_entity *real = spaces_find_entity(app->spaces, e->id);
             if (real) game_host_created(app->game, real);
             progress++;
             spawned++;
@@ -160,7 +160,7 @@ static void map_entities_spawn_order(cellapp *app, map_entity *entities, size_t 
             for (size_t i = 0; i < count; i++)
                 if (!entities[i].spawned && entities[i].id) {
                     entities[i].spawned = true;
-                    cell_entity *real = cellapp_find_entity(app, entities[i].id);
+                    cell_entity *real = spaces_find_entity(app->spaces, entities[i].id);
                     if (real) game_host_created(app->game, real);
                     spawned++;
                 }
@@ -172,7 +172,7 @@ static void map_entities_spawn_order(cellapp *app, map_entity *entities, size_t 
 /* Spawns the map of `space`. Returns 0 when done, -1 to try again next
  * tick (not enough entity ids yet). */
 static int map_entities_spawn(cellapp *app, const char *space, const char *path) {
-    cell *c = spaces_cell(app, space, true);
+    cell *c = spaces_cell(app->spaces, space, true);
     if (!c || !app->ids) return -1;
     size_t length;
     char problem[256];
@@ -202,7 +202,7 @@ static int map_entities_spawn(cellapp *app, const char *space, const char *path)
             /* Out of ids: what was made goes; all of it again next tick. */
             for (size_t k = 0; k < i; k++)
                 if (entities[k].id) {
-                    cell_entity *made = cellapp_find_entity(app, entities[k].id);
+                    cell_entity *made = spaces_find_entity(app->spaces, entities[k].id);
                     if (made) cellapp_destroy_real(app, made);
                 }
             id_block_refill(app->ids);
@@ -261,7 +261,7 @@ static void map_entities_on_holder(redis_client *redis, redisReply *reply, void 
             claim->state = MAP_CLAIM_NONE;
         } else if (reply && reply->type == REDIS_REPLY_STRING) {
             uint64_t holder = strtoull(reply->str, NULL, 10);
-            bool alive = holder == app->process_id || (app->peers && peer_set_is_up(app->peers, holder));
+            bool alive = holder == app->self.process_id || (app->peers && peer_set_is_up(app->peers, holder));
             claim->state = alive ? MAP_CLAIM_DONE : MAP_CLAIM_WAITING;
             if (!alive) {
                 log_debug("space '%s': its map was claimed by process %" PRIu64 ", not alive: waiting for the claim "
@@ -283,7 +283,7 @@ static void map_entities_on_holder(redis_client *redis, redisReply *reply, void 
 void map_entities_tick(cellapp *app) {
     const config_group *maps = &app->settings.maps;
     if (!app->map_claims && maps->count) app->map_claims = xcalloc(maps->count, sizeof *app->map_claims);
-    if (!app->process_id || !app->redis) return;
+    if (!app->self.process_id || !app->redis) return;
     for (size_t i = 0; i < maps->count; i++) {
         struct cellapp_map_claim *claim = &app->map_claims[i];
         const char *space = maps->items[i].name, *path = maps->items[i].value;
@@ -297,11 +297,11 @@ void map_entities_tick(cellapp *app) {
         }
         if (claim->state == MAP_CLAIM_ASKING || claim->state == MAP_CLAIM_CHECKING) continue;
         /* Only a cellapp with a cell of the space claims it, or renews it. */
-        cell *c = spaces_cell(app, space, false);
+        cell *c = spaces_cell(app->spaces, space, false);
         if (!c || !c->has_region) continue;
         char key[REDIS_KEY_MAX], holder[24];
         redis_key_space_map(key, app->settings.process.cluster_name, space);
-        snprintf(holder, sizeof holder, "%" PRIu64, app->process_id);
+        snprintf(holder, sizeof holder, "%" PRIu64, app->self.process_id);
         uint64_t now_ms = clock_monotonic_us() / 1000;
         if (claim->state == MAP_CLAIM_DONE) {
             /* The map's entities live while the space's cellapps do: they

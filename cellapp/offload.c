@@ -82,7 +82,7 @@ static void offload_send_ack(cellapp *app, uint64_t peer, uint64_t entity_id, ui
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK;
     item.offload_ack = &ack;
-    outbox_to_cellapp(app, peer, &item);
+    outbox_to_cellapp(app->outbox, peer, &item);
 }
 
 static void offload_tell_base_handoff(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation,
@@ -133,7 +133,7 @@ static void offload_tell_client_teleported(cellapp *app, const cell_entity *enti
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED;
     message.teleported = &teleported;
-    cellapp_send_to_client(app, entity, &message);
+    outbox_message_to_client(app->outbox, entity, &message);
 }
 
 /* Packs a state for keeping. */
@@ -181,7 +181,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     }
     /* (Into another space, the target's ghost in the old one goes when the
      * real arrives in the new one: offload_apply.) */
-    if (!space_changed) haunts[haunt_count++] = app->process_id;
+    if (!space_changed) haunts[haunt_count++] = app->self.process_id;
 
     state->incarnation = k + 1;
     state->offloads = entity->real->offloads + 1;
@@ -193,7 +193,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD;
     item.offload = &offload;
-    outbox_to_cellapp(app, target, &item);
+    outbox_to_cellapp(app->outbox, target, &item);
 
     offload_tell_base_handoff(app, entity->real->baseapp_id, entity->id, k, target);
     offload_pending *pending = xcalloc(1, sizeof *pending);
@@ -238,12 +238,12 @@ static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Te
  * have gone: to the cellapp that owns the point (possibly this one). */
 static void offload_teleport_now(cellapp *app, cell_entity *entity) {
     entity->real->teleport_pending = false;
-    const space_layout *layout = spaces_layout(app, entity->real->teleport_space);
+    const space_layout *layout = spaces_layout(app->spaces, entity->real->teleport_space);
     const space_layout_node *node =
         layout ? space_layout_cell_at(layout, entity->real->teleport_x, entity->real->teleport_z) : NULL;
-    if (!node || (node->cellapp_id != app->process_id &&
+    if (!node || (node->cellapp_id != app->self.process_id &&
                   (!peer_set_is_up(app->peers, node->cellapp_id) ||
-                   !spaces_peer_epoch(app, node->cellapp_id, entity->real->teleport_space)))) {
+                   !spaces_peer_epoch(app->spaces, node->cellapp_id, entity->real->teleport_space)))) {
         log_warn("entity %" PRIu64 ": its teleport into space '%s' found no cell up there: it stays", entity->id,
                  entity->real->teleport_space);
         return;
@@ -262,7 +262,7 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
     state.space_name = entity->real->teleport_space;
     state.teleported = true;
     app->counters.teleports++;
-    if (node->cellapp_id != app->process_id) {
+    if (node->cellapp_id != app->self.process_id) {
         offload_dispatch(app, entity, node->cellapp_id, &state, kept, kept_length, true);
         cell_entity_saved_free(&state);
         return;
@@ -276,11 +276,11 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
     state.space_changed = true;
     state.offloads = entity->real->offloads;
     haunt_destroyed(app, entity);
-    offload_tell_base_handoff(app, baseapp_id, entity->id, k, app->process_id);
+    offload_tell_base_handoff(app, baseapp_id, entity->id, k, app->self.process_id);
     cell_destroy(entity->home, entity);
-    cell *c = spaces_cell(app, entity->real->teleport_space, true);
+    cell *c = spaces_cell(app->spaces, entity->real->teleport_space, true);
     char err[256];
-    if (!c || offload_arrive(app, c, NULL, &state, NULL, 0, app->process_id, err, sizeof err) != 0)
+    if (!c || offload_arrive(app, c, NULL, &state, NULL, 0, app->self.process_id, err, sizeof err) != 0)
         log_warn("entity %" PRIu64 ": teleport into space '%s' failed on arrival: %s", state.entity_id,
                  entity->real->teleport_space, c ? err : "no cell");
     cell_entity_saved_free(&state);
@@ -290,7 +290,7 @@ void offload_tick(cellapp *app, cell *c) {
     /* A cellapp that knows a later layout than ours has seen lines move
      * that we have not: moving reals by our old one could send them the
      * wrong way, so they wait the tick or two until we have it. */
-    if (!c->layout || spaces_newest_peer_epoch(app, c->space_name) > c->layout->epoch) return;
+    if (!c->layout || spaces_newest_peer_epoch(app->spaces, c->space_name) > c->layout->epoch) return;
     double margin = app->settings.haunt.offload_margin;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
@@ -301,10 +301,11 @@ void offload_tick(cellapp *app, cell *c) {
         }
         if (cell_region_holds(c, entity->x, entity->z, margin)) continue;
         const space_layout_node *node = space_layout_cell_at(c->layout, entity->x, entity->z);
-        if (!node || node->cellapp_id == app->process_id) continue;
+        if (!node || node->cellapp_id == app->self.process_id) continue;
         /* It waits here until that cellapp is up and knows the space, so it
          * arrives where it can be placed. */
-        if (!peer_set_is_up(app->peers, node->cellapp_id) || !spaces_peer_epoch(app, node->cellapp_id, c->space_name))
+        if (!peer_set_is_up(app->peers, node->cellapp_id) ||
+            !spaces_peer_epoch(app->spaces, node->cellapp_id, c->space_name))
             continue;
         uint64_t began = cell_load_transient_begin(); /* moving reals is transient load */
         offload_send(app, entity, node->cellapp_id);
@@ -321,7 +322,7 @@ static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Te
     uint64_t now_us = clock_monotonic_us();
     entity->real->haunt_count = 0;
     for (size_t i = 0; i < haunt_count; i++) {
-        if (haunts[i] == app->process_id || !peer_set_is_up(app->peers, haunts[i])) continue;
+        if (haunts[i] == app->self.process_id || !peer_set_is_up(app->peers, haunts[i])) continue;
         if (entity->real->haunt_count == entity->real->haunt_capacity) {
             entity->real->haunt_capacity = entity->real->haunt_capacity ? entity->real->haunt_capacity * 2 : 4;
             entity->real->haunts =
@@ -330,10 +331,10 @@ static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Te
         entity->real->haunts[entity->real->haunt_count++] = (cell_haunt){haunts[i], now_us};
     }
     entity->real->haunts_stale = true;
-    ghost_order_set_real(app->ghost_order, entity->id, entity->incarnation, app->process_id);
+    ghost_order_set_real(app->ghost_order, entity->id, entity->incarnation, app->self.process_id);
     ghost_route_remove(app->route, entity->id);
     offload_tell_base_address(app, entity->real->baseapp_id, entity->id, entity->incarnation);
-    mailbox_directory_set(app->redis, app->settings.process.cluster_name, entity->id, app->process_id,
+    mailbox_directory_set(app->redis, app->settings.process.cluster_name, entity->id, app->self.process_id,
                           entity->incarnation);
     if (state->space_changed) {
         entity->real->space_changed = true;
@@ -353,7 +354,7 @@ static void offload_refuse(cellapp *app, uint64_t peer, const Tessera__Cluster__
     uint32_t refused = state->incarnation;
     log_warn("entity %" PRIu64 ": offload from cellapp %" PRIu64 " refused: %s", state->entity_id, peer, reason);
     for (size_t i = 0; i < offload->n_haunts; i++)
-        if (offload->haunts[i] != peer && offload->haunts[i] != app->process_id &&
+        if (offload->haunts[i] != peer && offload->haunts[i] != app->self.process_id &&
             peer_set_is_up(app->peers, offload->haunts[i]))
             offload_send_set_real(app, offload->haunts[i], state->entity_id, refused, peer);
     offload_send_ack(app, peer, state->entity_id, refused, reason);
@@ -364,20 +365,16 @@ static void offload_refuse(cellapp *app, uint64_t peer, const Tessera__Cluster__
 
 void offload_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload) {
     const Tessera__Cluster__CellEntityState *state = offload->entity;
-    cell *c = spaces_cell(app, state->space_name, true);
+    cell *c = spaces_cell(app->spaces, state->space_name, true);
     if (!c) {
         offload_refuse(app, peer, offload, "this cellapp does not know the space");
         return;
     }
-    int64_t reals = 0;
-    size_t cursor = 0;
-    cell *each;
-    while ((each = spaces_next_cell(app, &cursor)) != NULL) reals += (int64_t)each->real_count;
-    if (reals >= app->settings.max_entities) {
+    if ((int64_t)spaces_real_count(app->spaces) >= app->settings.max_entities) {
         offload_refuse(app, peer, offload, "this cellapp is full (max_entities)");
         return;
     }
-    cell_entity *existing = cellapp_find_entity(app, state->entity_id);
+    cell_entity *existing = spaces_find_entity(app->spaces, state->entity_id);
     if (existing && existing->kind == CELL_ENTITY_REAL) {
         offload_refuse(app, peer, offload, "the entity is real here already");
         return;
@@ -404,7 +401,7 @@ void offload_on_offload(cellapp *app, uint64_t peer, const Tessera__Cluster__Off
         log_warn("cellapp %" PRIu64 " sent a malformed offload: ignored", peer);
         return;
     }
-    ghost_order_message book = {GHOST_ORDER_OFFLOAD, peer, state->incarnation - 1, app->process_id, NULL};
+    ghost_order_message book = {GHOST_ORDER_OFFLOAD, peer, state->incarnation - 1, app->self.process_id, NULL};
     switch (ghost_order_offer(app->ghost_order, state->entity_id, &book, clock_monotonic_us())) {
         case GHOST_ORDER_APPLY:
             offload_apply(app, peer, offload);
@@ -429,8 +426,8 @@ static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *p
     if (!state) log_panic("entity %" PRIu64 ": the state kept for its offload does not decode", entity_id);
     uint32_t incarnation = pending->incarnation + 1;
     state->incarnation = incarnation;
-    cell *c = spaces_cell(app, state->space_name, true);
-    cell_entity *existing = cellapp_find_entity(app, entity_id);
+    cell *c = spaces_cell(app->spaces, state->space_name, true);
+    cell_entity *existing = spaces_find_entity(app->spaces, entity_id);
     if (existing && existing->kind == CELL_ENTITY_REAL) {
         log_warn("entity %" PRIu64 ": real here already; the kept state is dropped", entity_id);
         tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
@@ -441,7 +438,7 @@ static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *p
         existing = NULL;
     }
     char err[256];
-    if (!c || offload_arrive(app, c, existing, state, NULL, 0, app->process_id, err, sizeof err) != 0) {
+    if (!c || offload_arrive(app, c, existing, state, NULL, 0, app->self.process_id, err, sizeof err) != 0) {
         log_error("entity %" PRIu64 ": cannot take back its real (%s): it is lost", entity_id,
                   c ? err : "its space is gone");
         tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
@@ -452,7 +449,7 @@ static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *p
      * once the refused or dead incarnation has ended there. */
     for (size_t i = 0; i < pending->haunt_count; i++) {
         uint64_t peer = pending->haunts[i];
-        if (peer != app->process_id && peer_set_is_up(app->peers, peer)) haunt_add(app, entity, peer);
+        if (peer != app->self.process_id && peer_set_is_up(app->peers, peer)) haunt_add(app, entity, peer);
     }
     if (peer_set_is_up(app->peers, pending->target)) haunt_add(app, entity, pending->target);
     app->counters.offloads_reclaimed++;
@@ -508,7 +505,7 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
     }
     cell *c = entity->home;
     const char *target = space_name && space_name[0] ? space_name : c->space_name;
-    const space_layout *layout = spaces_layout(app, target);
+    const space_layout *layout = spaces_layout(app->spaces, target);
     if (!layout) {
         snprintf(err, errlen, "there is no space '%s'", target);
         return -1;
@@ -520,8 +517,9 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
         return -1;
     }
     const space_layout_node *node = space_layout_cell_at(layout, x, z);
-    if (!node || (node->cellapp_id != app->process_id && (!peer_set_is_up(app->peers, node->cellapp_id) ||
-                                                          !spaces_peer_epoch(app, node->cellapp_id, target)))) {
+    if (!node ||
+        (node->cellapp_id != app->self.process_id && (!peer_set_is_up(app->peers, node->cellapp_id) ||
+                                                      !spaces_peer_epoch(app->spaces, node->cellapp_id, target)))) {
         snprintf(err, errlen, "the cell of space '%s' at (%.1f, %.1f) is on cellapp %" PRIu64 ", which is not ready",
                  target, (double)x, (double)z, node ? node->cellapp_id : 0);
         return -1;

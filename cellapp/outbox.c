@@ -8,34 +8,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "outbox.h"
+
+#include "id_map.h"
 #include "log.h"
 #include "peer_message.h"
 
+struct outbox {
+    peer_set *peers;
+    id_map baseapp_queues; /* baseapp id -> baseapp_queue */
+    id_map cellapp_queues; /* cellapp id -> cellapp_queue */
+};
+
 /* Client messages for one baseapp; the payloads are owned here until the
  * flush. */
-typedef struct base_outbox {
+typedef struct baseapp_queue {
     Tessera__Cluster__ToClient *messages;
     size_t count, capacity;
-} base_outbox;
+} baseapp_queue;
 
 /* Encoded CellItems for one cellapp. */
-typedef struct cell_outbox {
+typedef struct cellapp_queue {
     ProtobufCBinaryData *items;
     size_t count, capacity;
     size_t bytes;
-} cell_outbox;
+} cellapp_queue;
 
-void outbox_to_client(cellapp *app, const cell_entity *entity, uint8_t *payload, size_t length) {
+void outbox_to_client(outbox *out, const cell_entity *entity, uint8_t *payload, size_t length) {
     uint64_t baseapp_id = entity->real->baseapp_id;
-    base_outbox *box = id_map_get(&app->base_outboxes, baseapp_id);
-    if (!box) {
-        box = xcalloc(1, sizeof *box);
-        id_map_put(&app->base_outboxes, baseapp_id, box);
+    baseapp_queue *queue = id_map_get(&out->baseapp_queues, baseapp_id);
+    if (!queue) {
+        queue = xcalloc(1, sizeof *queue);
+        id_map_put(&out->baseapp_queues, baseapp_id, queue);
     }
-    if (box->count == box->capacity) {
-        box->capacity = box->capacity ? box->capacity * 2 : 64;
-        box->messages = xrealloc(box->messages, box->capacity * sizeof *box->messages);
+    if (queue->count == queue->capacity) {
+        queue->capacity = queue->capacity ? queue->capacity * 2 : 64;
+        queue->messages = xrealloc(queue->messages, queue->capacity * sizeof *queue->messages);
     }
     Tessera__Cluster__ToClient message = TESSERA__CLUSTER__TO_CLIENT__INIT;
     message.entity_id = entity->id;
@@ -43,118 +51,136 @@ void outbox_to_client(cellapp *app, const cell_entity *entity, uint8_t *payload,
     message.payload.len = length;
     message.incarnation = entity->incarnation;
     message.binding = entity->real->client_binding;
-    box->messages[box->count++] = message;
+    queue->messages[queue->count++] = message;
 }
 
-void outbox_to_cellapp(cellapp *app, uint64_t peer, const Tessera__Cluster__CellItem *item) {
-    cell_outbox *box = id_map_get(&app->cell_outboxes, peer);
-    if (!box) {
-        box = xcalloc(1, sizeof *box);
-        id_map_put(&app->cell_outboxes, peer, box);
+void outbox_to_cellapp(outbox *out, uint64_t peer, const Tessera__Cluster__CellItem *item) {
+    cellapp_queue *queue = id_map_get(&out->cellapp_queues, peer);
+    if (!queue) {
+        queue = xcalloc(1, sizeof *queue);
+        id_map_put(&out->cellapp_queues, peer, queue);
     }
-    if (box->count == box->capacity) {
-        box->capacity = box->capacity ? box->capacity * 2 : 64;
-        box->items = xrealloc(box->items, box->capacity * sizeof *box->items);
+    if (queue->count == queue->capacity) {
+        queue->capacity = queue->capacity ? queue->capacity * 2 : 64;
+        queue->items = xrealloc(queue->items, queue->capacity * sizeof *queue->items);
     }
     size_t length = tessera__cluster__cell_item__get_packed_size(item);
     uint8_t *data = xmalloc(length ? length : 1);
     tessera__cluster__cell_item__pack(item, data);
-    box->items[box->count].data = data;
-    box->items[box->count].len = length;
-    box->count++;
-    box->bytes += length;
+    queue->items[queue->count].data = data;
+    queue->items[queue->count].len = length;
+    queue->count++;
+    queue->bytes += length;
 }
 
-size_t outbox_cellapp_bytes(const cellapp *app, uint64_t peer) {
-    const cell_outbox *box = id_map_get(&app->cell_outboxes, peer);
-    return box ? box->bytes : 0;
+size_t outbox_cellapp_bytes(const outbox *out, uint64_t peer) {
+    const cellapp_queue *queue = id_map_get(&out->cellapp_queues, peer);
+    return queue ? queue->bytes : 0;
 }
 
-static void base_outbox_clear(base_outbox *box) {
-    for (size_t i = 0; i < box->count; i++) free(box->messages[i].payload.data);
-    box->count = 0;
+static void baseapp_queue_clear(baseapp_queue *queue) {
+    for (size_t i = 0; i < queue->count; i++) free(queue->messages[i].payload.data);
+    queue->count = 0;
 }
 
-static void cell_outbox_clear(cell_outbox *box) {
-    for (size_t i = 0; i < box->count; i++) free(box->items[i].data);
-    box->count = 0;
-    box->bytes = 0;
+static void cellapp_queue_clear(cellapp_queue *queue) {
+    for (size_t i = 0; i < queue->count; i++) free(queue->items[i].data);
+    queue->count = 0;
+    queue->bytes = 0;
 }
 
-void outbox_flush_clients(cellapp *app) {
+void outbox_flush_clients(outbox *out) {
     size_t cursor = 0;
     uint64_t baseapp_id;
     void *value;
-    while (id_map_next(&app->base_outboxes, &cursor, &baseapp_id, &value)) {
-        base_outbox *box = value;
-        if (box->count == 0) continue;
-        Tessera__Cluster__ToClient **pointers = xcalloc(box->count, sizeof *pointers);
-        for (size_t i = 0; i < box->count; i++) pointers[i] = &box->messages[i];
+    while (id_map_next(&out->baseapp_queues, &cursor, &baseapp_id, &value)) {
+        baseapp_queue *queue = value;
+        if (queue->count == 0) continue;
+        Tessera__Cluster__ToClient **pointers = xcalloc(queue->count, sizeof *pointers);
+        for (size_t i = 0; i < queue->count; i++) pointers[i] = &queue->messages[i];
         Tessera__Cluster__ToClientBatch batch = TESSERA__CLUSTER__TO_CLIENT_BATCH__INIT;
-        batch.n_messages = box->count;
+        batch.n_messages = queue->count;
         batch.messages = pointers;
         /* A baseapp that went away loses its messages; its entities are
          * being destroyed. */
-        peer_send_to_client(app->peers, baseapp_id, &batch);
+        peer_send_to_client(out->peers, baseapp_id, &batch);
         free(pointers);
-        base_outbox_clear(box);
+        baseapp_queue_clear(queue);
     }
 }
 
-static void outbox_send_cellapp(cellapp *app, uint64_t peer, cell_outbox *box) {
-    if (box->count == 0) return;
+static void outbox_send_cellapp(outbox *out, uint64_t peer, cellapp_queue *queue) {
+    if (queue->count == 0) return;
     Tessera__Cluster__CellBatch batch = TESSERA__CLUSTER__CELL_BATCH__INIT;
-    batch.n_items = box->count;
-    batch.items = box->items;
-    if (peer_send_cell_batch(app->peers, peer, &batch) != 0)
-        log_info("cellapp %" PRIu64 " is not up: %zu items for it are lost with it", peer, box->count);
-    cell_outbox_clear(box);
+    batch.n_items = queue->count;
+    batch.items = queue->items;
+    if (peer_send_cell_batch(out->peers, peer, &batch) != 0)
+        log_info("cellapp %" PRIu64 " is not up: %zu items for it are lost with it", peer, queue->count);
+    cellapp_queue_clear(queue);
 }
 
-void outbox_flush_cellapps(cellapp *app) {
+void outbox_flush_cellapps(outbox *out) {
     size_t cursor = 0;
     uint64_t peer;
     void *value;
-    while (id_map_next(&app->cell_outboxes, &cursor, &peer, &value)) outbox_send_cellapp(app, peer, value);
+    while (id_map_next(&out->cellapp_queues, &cursor, &peer, &value)) outbox_send_cellapp(out, peer, value);
 }
 
-void outbox_flush_cellapp(cellapp *app, uint64_t peer) {
-    cell_outbox *box = id_map_get(&app->cell_outboxes, peer);
-    if (box) outbox_send_cellapp(app, peer, box);
+void outbox_flush_cellapp(outbox *out, uint64_t peer) {
+    cellapp_queue *queue = id_map_get(&out->cellapp_queues, peer);
+    if (queue) outbox_send_cellapp(out, peer, queue);
 }
 
-void outbox_drop_peer(cellapp *app, uint64_t peer) {
-    base_outbox *base = id_map_remove(&app->base_outboxes, peer);
+void outbox_drop_peer(outbox *out, uint64_t peer) {
+    baseapp_queue *base = id_map_remove(&out->baseapp_queues, peer);
     if (base) {
-        base_outbox_clear(base);
+        baseapp_queue_clear(base);
         free(base->messages);
         free(base);
     }
-    cell_outbox *cells = id_map_remove(&app->cell_outboxes, peer);
+    cellapp_queue *cells = id_map_remove(&out->cellapp_queues, peer);
     if (cells) {
-        cell_outbox_clear(cells);
+        cellapp_queue_clear(cells);
         free(cells->items);
         free(cells);
     }
 }
 
-void outbox_free(cellapp *app) {
+outbox *outbox_create(peer_set *peers) {
+    outbox *out = xcalloc(1, sizeof *out);
+    out->peers = peers;
+    id_map_init(&out->baseapp_queues);
+    id_map_init(&out->cellapp_queues);
+    return out;
+}
+
+void outbox_message_to_client(outbox *out, const cell_entity *entity, const Tessera__Client__ServerToClient *message) {
+    if (!entity->real || !entity->real->baseapp_id) return;
+    size_t length = tessera__client__server_to_client__get_packed_size(message);
+    uint8_t *payload = xmalloc(length);
+    tessera__client__server_to_client__pack(message, payload);
+    outbox_to_client(out, entity, payload, length);
+}
+
+void outbox_free(outbox *out) {
+    if (!out) return;
     size_t cursor = 0;
     uint64_t id;
     void *value;
-    while (id_map_next(&app->base_outboxes, &cursor, &id, &value)) {
-        base_outbox *box = value;
-        base_outbox_clear(box);
-        free(box->messages);
-        free(box);
+    while (id_map_next(&out->baseapp_queues, &cursor, &id, &value)) {
+        baseapp_queue *queue = value;
+        baseapp_queue_clear(queue);
+        free(queue->messages);
+        free(queue);
     }
-    id_map_close(&app->base_outboxes);
+    id_map_close(&out->baseapp_queues);
     cursor = 0;
-    while (id_map_next(&app->cell_outboxes, &cursor, &id, &value)) {
-        cell_outbox *box = value;
-        cell_outbox_clear(box);
-        free(box->items);
-        free(box);
+    while (id_map_next(&out->cellapp_queues, &cursor, &id, &value)) {
+        cellapp_queue *queue = value;
+        cellapp_queue_clear(queue);
+        free(queue->items);
+        free(queue);
     }
-    id_map_close(&app->cell_outboxes);
+    id_map_close(&out->cellapp_queues);
+    free(out);
 }

@@ -24,7 +24,7 @@ int state_dump_write(const cellapp *app) {
         return -1;
     }
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "process_id", (double)app->process_id);
+    cJSON_AddNumberToObject(root, "process_id", (double)app->self.process_id);
     cJSON_AddNumberToObject(root, "wall_ms", (double)(clock_wall_us() / 1000));
     cJSON *entities = cJSON_AddArrayToObject(root, "entities");
     cJSON *ghosts = cJSON_AddArrayToObject(root, "ghosts");
@@ -32,7 +32,7 @@ int state_dump_write(const cellapp *app) {
     uint64_t now_us = clock_monotonic_us();
     size_t reals = 0, cursor = 0;
     const cell *c;
-    while ((c = spaces_next_cell(app, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         cJSON *info = cJSON_CreateObject();
         cJSON_AddStringToObject(info, "space", c->space_name);
         cJSON_AddNumberToObject(info, "cell", c->cell_id);
