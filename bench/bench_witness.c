@@ -26,7 +26,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "cellapp.h"
+#include "cell.h"
+#include "movement.h"
+#include "witness.h"
 #include "cell_real.h"
 #include "log.h"
 #include "tessera_client.h"

@@ -34,7 +34,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "cellapp.h"
+#include "balancer.h"
 #include "lease.h"
 #include "log.h"
 #include "redis_keys.h"
@@ -64,7 +64,7 @@ typedef struct balancer_written {
 } balancer_written;
 
 struct balancer {
-    cellapp *app;
+    balancer_context context;
     lease *lease;
     char loads_key[REDIS_KEY_MAX];
     uint64_t next_period_us;
@@ -86,21 +86,23 @@ static cJSON *balancer_number_or_null(double value) {
     return isfinite(value) ? cJSON_CreateNumber(value) : cJSON_CreateNull();
 }
 
-static char *balancer_report_json(const cellapp *app) {
+static char *balancer_report_json(const balancer *b) {
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "cellapp", (double)app->self.process_id);
+    cJSON_AddNumberToObject(root, "cellapp", (double)b->context.self->process_id);
     cJSON_AddNumberToObject(root, "at_ms", (double)(clock_wall_us() / 1000));
-    cJSON_AddNumberToObject(root, "load", app->load.load);
-    cJSON_AddNumberToObject(root, "transient", app->load.transient);
-    cJSON_AddBoolToObject(root, "draining", app->draining);
-    cJSON_AddNumberToObject(root, "pending_offloads", (double)id_map_count(&app->pending_offloads));
+    cJSON_AddNumberToObject(root, "load", cell_load_value(b->context.load));
+    cJSON_AddNumberToObject(root, "transient", cell_load_transient(b->context.load));
+    cJSON_AddBoolToObject(root, "draining", *b->context.draining);
+    cJSON_AddNumberToObject(root, "pending_offloads", (double)offload_pending_count(b->context.offloads));
     cJSON *cells = cJSON_AddArrayToObject(root, "cells");
     size_t cursor = 0;
     const cell *c;
-    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(b->context.spaces, &cursor)) != NULL) {
         if (!c->has_region) continue;
         balance_cell_report report;
-        cell_load_report(app, c, &report);
+        cell_load_report(b->context.load, b->context.spaces, c, &report);
+        report.cellapp_id = b->context.self->process_id;
+        report.pending_offloads = (uint32_t)offload_pending_count(b->context.offloads);
         cJSON *entry = cJSON_CreateObject();
         cJSON_AddStringToObject(entry, "space", c->space_name);
         cJSON_AddNumberToObject(entry, "cell", report.cell_id);
@@ -124,14 +126,13 @@ static char *balancer_report_json(const cellapp *app) {
 }
 
 static void balancer_publish_report(balancer *b) {
-    cellapp *app = b->app;
-    char *json = balancer_report_json(app);
+    char *json = balancer_report_json(b);
     if (!json) return;
     char id[24];
-    snprintf(id, sizeof id, "%" PRIu64, app->self.process_id);
+    snprintf(id, sizeof id, "%" PRIu64, b->context.self->process_id);
     const char *argv[] = {"HSET", b->loads_key, id, json};
     size_t lengths[] = {4, strlen(b->loads_key), strlen(id), strlen(json)};
-    redis_client_command_argv(app->redis, NULL, NULL, 4, argv, lengths);
+    redis_client_command_argv(b->context.redis, NULL, NULL, 4, argv, lengths);
     free(json);
 }
 
@@ -211,13 +212,13 @@ static const balancer_report *balancer_find_report(const balancer *b, uint64_t c
 
 static bool balancer_report_fresh(const balancer *b, const balancer_report *report) {
     uint64_t now_ms = clock_wall_us() / 1000;
-    uint64_t timeout = (uint64_t)b->app->settings.balance.report_timeout_ms;
+    uint64_t timeout = (uint64_t)b->context.settings->report_timeout_ms;
     return report && report->at_ms + timeout >= now_ms;
 }
 
 static bool balancer_cellapp_alive(const balancer *b, uint64_t cellapp_id) {
-    if (cellapp_id == b->app->self.process_id) return true;
-    if (peer_set_is_up(b->app->peers, cellapp_id)) return true;
+    if (cellapp_id == b->context.self->process_id) return true;
+    if (peer_set_is_up(b->context.peers, cellapp_id)) return true;
     return balancer_report_fresh(b, balancer_find_report(b, cellapp_id));
 }
 
@@ -231,7 +232,7 @@ typedef struct balancer_lookup_context {
 /* A cellapp this one is connected to (or itself): one a layout may name. */
 static bool balancer_cellapp_connected(uint64_t cellapp_id, void *context) {
     const balancer *b = context;
-    return cellapp_id == b->app->self.process_id || peer_set_is_up(b->app->peers, cellapp_id);
+    return cellapp_id == b->context.self->process_id || peer_set_is_up(b->context.peers, cellapp_id);
 }
 
 /* A cell's report, if its owner in the layout reported it lately and is
@@ -251,17 +252,17 @@ static const balance_cell_report *balancer_lookup(uint32_t cell_id, void *contex
 
 /* Every live cellapp, with what its report says. Returns the count. */
 static size_t balancer_cellapps(const balancer *b, balance_cellapp **out) {
-    const cellapp *app = b->app;
-    size_t capacity = 1 + peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) + b->report_count, count = 0;
+    size_t capacity = 1 + peer_set_count_up(b->context.peers, PEER_ROLE_CELLAPP) + b->report_count, count = 0;
     balance_cellapp *list = xcalloc(capacity, sizeof *list);
-    list[count++] = (balance_cellapp){app->self.process_id, app->load.load, app->draining};
+    list[count++] =
+        (balance_cellapp){b->context.self->process_id, cell_load_value(b->context.load), *b->context.draining};
     size_t cursor = 0;
     uint64_t peer;
-    while ((peer = peer_set_next_up(app->peers, PEER_ROLE_CELLAPP, &cursor)) != 0 && count < capacity)
+    while ((peer = peer_set_next_up(b->context.peers, PEER_ROLE_CELLAPP, &cursor)) != 0 && count < capacity)
         list[count++] = (balance_cellapp){peer, 0, false};
     for (size_t i = 0; i < b->report_count; i++) {
         const balancer_report *report = &b->reports[i];
-        if (report->cellapp_id == app->self.process_id || !balancer_report_fresh(b, report)) continue;
+        if (report->cellapp_id == b->context.self->process_id || !balancer_report_fresh(b, report)) continue;
         balance_cellapp *entry = NULL;
         for (size_t k = 0; k < count && !entry; k++)
             if (list[k].cellapp_id == report->cellapp_id) entry = &list[k];
@@ -348,8 +349,7 @@ static void balancer_write(balancer *b, space_layout *layout, uint64_t fence) {
     ticket->b = b;
     snprintf(ticket->space, sizeof ticket->space, "%s", layout->name);
     ticket->epoch = layout->epoch;
-    if (space_store_write(b->app->redis, b->app->settings.process.cluster_name, layout, balancer_on_written, ticket) !=
-        0) {
+    if (space_store_write(b->context.redis, b->context.cluster_name, layout, balancer_on_written, ticket) != 0) {
         free(ticket);
     } else {
         balancer_written_for(b, layout->name)->in_flight = true;
@@ -383,7 +383,7 @@ static void balancer_decide_space(balancer *b, const space_layout *applied, cons
                                   size_t cellapp_count, uint64_t fence, uint64_t now_us) {
     balancer_written *written = balancer_written_for(b, applied->name);
     if (written->in_flight || applied->epoch < written->epoch) return; /* our last write is not back yet */
-    const balancer_settings *settings = &b->app->settings.balance;
+    const balancer_settings *settings = b->context.settings;
     space_layout *layout = space_layout_copy(applied);
     balancer_lookup_context context = {b, layout};
     balance_action action =
@@ -427,7 +427,6 @@ static void balancer_on_reports(redis_client *redis, redisReply *reply, void *us
     (void)redis;
     b->reading_reports = false;
     if (b->stopped || !reply || reply->type != REDIS_REPLY_ARRAY) return;
-    cellapp *app = b->app;
     uint64_t now_us = clock_monotonic_us();
     uint64_t fence = lease_fence(b->lease, now_us);
     if (!fence) return;
@@ -447,12 +446,12 @@ static void balancer_on_reports(redis_client *redis, redisReply *reply, void *us
     }
     /* Until the peers have had a period to connect, "not connected" means
      * nothing: decide only once the lease has been held that long. */
-    if (now_us - b->leading_since_us < (uint64_t)app->settings.balance.period_ms * 1000) return;
+    if (now_us - b->leading_since_us < (uint64_t)b->context.settings->period_ms * 1000) return;
     balance_cellapp *cellapps;
     size_t cellapp_count = balancer_cellapps(b, &cellapps);
     size_t cursor = 0;
     const space_layout *layout;
-    while ((layout = spaces_next_newest_layout(app->spaces, &cursor)) != NULL)
+    while ((layout = spaces_next_newest_layout(b->context.spaces, &cursor)) != NULL)
         balancer_decide_space(b, layout, cellapps, cellapp_count, fence, now_us);
     free(cellapps);
     /* Reports of cellapps long gone are dropped, so the hash stays the
@@ -464,7 +463,7 @@ static void balancer_on_reports(redis_client *redis, redisReply *reply, void *us
         snprintf(id, sizeof id, "%" PRIu64, report->cellapp_id);
         const char *argv[] = {"HDEL", b->loads_key, id};
         size_t lengths[] = {4, strlen(b->loads_key), strlen(id)};
-        redis_client_command_argv(app->redis, NULL, NULL, 3, argv, lengths);
+        redis_client_command_argv(b->context.redis, NULL, NULL, 3, argv, lengths);
     }
 }
 
@@ -479,39 +478,38 @@ static void balancer_on_lease(lease *l, uint64_t fence, void *user_data) {
     if (fence) b->last_cell_change_us = b->leading_since_us;
 }
 
-balancer *balancer_create(cellapp *app) {
+balancer *balancer_create(const balancer_context *context) {
     balancer *b = xcalloc(1, sizeof *b);
-    b->app = app;
-    redis_key_cell_loads(b->loads_key, app->settings.process.cluster_name);
+    b->context = *context;
+    redis_key_cell_loads(b->loads_key, context->cluster_name);
     return b;
 }
 
 void balancer_tick(balancer *b, uint64_t now_us) {
-    cellapp *app = b->app;
-    if (b->stopped || app->self.process_id == 0 || now_us < b->next_period_us) return;
-    b->next_period_us = now_us + (uint64_t)app->settings.balance.period_ms * 1000;
-    if (!redis_client_is_connected(app->redis)) return;
+    if (b->stopped || b->context.self->process_id == 0 || now_us < b->next_period_us) return;
+    b->next_period_us = now_us + (uint64_t)b->context.settings->period_ms * 1000;
+    if (!redis_client_is_connected(b->context.redis)) return;
     if (!b->lease)
-        b->lease = lease_create(app->redis, app->settings.process.cluster_name, app->self.process_id,
-                                (uint64_t)app->settings.balance.lease_ms, balancer_on_lease, b);
+        b->lease = lease_create(b->context.redis, b->context.cluster_name, b->context.self->process_id,
+                                (uint64_t)b->context.settings->lease_ms, balancer_on_lease, b);
     balancer_publish_report(b);
-    if (!app->draining) lease_tick(b->lease, now_us);
+    if (!*b->context.draining) lease_tick(b->lease, now_us);
     if (!lease_fence(b->lease, now_us) || b->reading_reports) return;
     const char *argv[] = {"HGETALL", b->loads_key};
     size_t lengths[] = {7, strlen(b->loads_key)};
-    if (redis_client_command_argv(app->redis, balancer_on_reports, b, 2, argv, lengths) == 0) b->reading_reports = true;
+    if (redis_client_command_argv(b->context.redis, balancer_on_reports, b, 2, argv, lengths) == 0)
+        b->reading_reports = true;
 }
 
 void balancer_stop(balancer *b) {
     if (!b || b->stopped) return;
-    cellapp *app = b->app;
     if (b->lease) lease_release(b->lease);
-    if (app->self.process_id && redis_client_is_connected(app->redis)) {
+    if (b->context.self->process_id && redis_client_is_connected(b->context.redis)) {
         char id[24];
-        snprintf(id, sizeof id, "%" PRIu64, app->self.process_id);
+        snprintf(id, sizeof id, "%" PRIu64, b->context.self->process_id);
         const char *argv[] = {"HDEL", b->loads_key, id};
         size_t lengths[] = {4, strlen(b->loads_key), strlen(id)};
-        redis_client_command_argv(app->redis, NULL, NULL, 3, argv, lengths);
+        redis_client_command_argv(b->context.redis, NULL, NULL, 3, argv, lengths);
     }
     b->stopped = true;
 }

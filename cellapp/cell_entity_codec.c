@@ -3,17 +3,21 @@
  * them), position, movement allowance, timers, traps and what is inside
  * them, the witness (aliases, cooldowns, budget, per-alias state, queued
  * calls), the order of the messages sent to it, and the game's
- * per-entity data (game_host.c). An offload moves
+ * per-entity data (through the game's hooks). An offload moves
  * exactly this; anything a real gains later must join it here. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "cell_entity_codec.h"
+
 #include "clock.h"
 #include "log.h"
+#include "movement.h"
+#include "witness.h"
 
-void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
+void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
+                      Tessera__Cluster__CellEntityState *out) {
     cell *c = entity->home;
     uint64_t now_us = clock_monotonic_us();
     tessera__cluster__cell_entity_state__init(out);
@@ -101,7 +105,7 @@ void cell_entity_save(cellapp *app, const cell_entity *entity, Tessera__Cluster_
     out->controllers = controller_save(entity);
     out->entity_name = (char *)entity->real->name;
     entity_io_save(&entity->real->outputs, &out->connections, &out->n_connections);
-    game_host_save(app->game, entity, out);
+    codec->hooks->save(codec->hooks->host, entity, out);
 }
 
 void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
@@ -120,16 +124,20 @@ void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
         free(state->witness);
     }
     if (state->inbox) mailbox_inbox_saved_free(state->inbox, state->n_inbox);
-    game_host_saved_free(state);
+    for (size_t i = 0; i < state->n_game_fields; i++) {
+        free(state->game_fields[i]->value.data);
+        free(state->game_fields[i]);
+    }
+    free(state->game_fields);
     controller_saved_free(state->controllers);
     entity_io_saved_free(state->connections, state->n_connections);
     tessera__cluster__cell_entity_state__init(state);
 }
 
-int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tessera__Cluster__CellEntityState *state,
-                        char *err, size_t errlen) {
+int cell_entity_restore(const cell_entity_codec *codec, cell *c, cell_entity *entity,
+                        const Tessera__Cluster__CellEntityState *state, char *err, size_t errlen) {
     const entity_def_class *cls =
-        state->entity_type ? entity_def_registry_find_class(app->shared.definitions, state->entity_type) : NULL;
+        state->entity_type ? entity_def_registry_find_class(codec->definitions, state->entity_type) : NULL;
     if (!cls) {
         snprintf(err, errlen, "its class '%s' is not in this cellapp's definitions",
                  state->entity_type ? state->entity_type : "");
@@ -198,7 +206,7 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
         entity->real->allowance_us = now_us > state->movement->age_us ? now_us - state->movement->age_us : 0;
         entity->real->last_sequence = state->movement->last_sequence;
     } else {
-        movement_reset(&app->settings.movement, entity, now_us);
+        movement_reset(codec->movement, entity, now_us);
     }
     /* Time in flight counts against the timers (same clock on one machine,
      * NTP's few milliseconds across machines). */
@@ -226,7 +234,7 @@ int cell_entity_restore(cellapp *app, cell *c, cell_entity *entity, const Tesser
                      (double)trap->radius);
     }
     if (state->witness) witness_restore(c, entity, state->witness);
-    game_host_restore(app->game, entity, state);
+    codec->hooks->restore(codec->hooks->host, entity, state);
     if (state->n_inbox) {
         mailbox_inbox_free(entity->real->inbox);
         entity->real->inbox = mailbox_inbox_restore(state->inbox, state->n_inbox, now_us);

@@ -18,23 +18,45 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "cell_load.h"
+
 #include "log.h"
+#include "witness.h"
 
-void cell_load_start(cellapp *app) {
-    int rc = uv_loop_configure(app->loop, UV_METRICS_IDLE_TIME);
+struct cell_load {
+    uv_loop_t *loop;
+    double smoothing;
+    const balance_config *algorithm;
+    uint64_t sampled_us;   /* monotonic time of the last sample (0: none yet) */
+    uint64_t idle_ns;      /* the loop's idle time then (uv_metrics_idle_time) */
+    uint64_t transient_us; /* offload and ghost work since then */
+    double load;           /* smoothed, a fraction of one core */
+    double transient;      /* smoothed likewise */
+};
+
+cell_load *cell_load_create(uv_loop_t *loop, double smoothing, const balance_config *algorithm) {
+    int rc = uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
     if (rc != 0) log_warn("load: libuv cannot measure idle time (%s): the load counts as 0", uv_strerror(rc));
-    memset(&app->load, 0, sizeof app->load);
+    cell_load *load = xcalloc(1, sizeof *load);
+    load->loop = loop;
+    load->smoothing = smoothing;
+    load->algorithm = algorithm;
+    return load;
 }
 
-void cell_load_transient_end(cellapp *app, uint64_t began_us) {
+void cell_load_free(cell_load *load) { free(load); }
+
+double cell_load_value(const cell_load *load) { return load->load; }
+
+double cell_load_transient(const cell_load *load) { return load->transient; }
+
+void cell_load_transient_end(cell_load *load, uint64_t began_us) {
     uint64_t now = clock_monotonic_us();
-    if (now > began_us) app->load.transient_us += now - began_us;
+    if (now > began_us) load->transient_us += now - began_us;
 }
 
-void cell_load_sample(cellapp *app, uint64_t now_us) {
-    cellapp_load *load = &app->load;
-    uint64_t idle_ns = uv_metrics_idle_time(app->loop);
+void cell_load_sample(cell_load *load, uint64_t now_us) {
+    uint64_t idle_ns = uv_metrics_idle_time(load->loop);
     if (load->sampled_us == 0 || now_us <= load->sampled_us) {
         load->sampled_us = now_us;
         load->idle_ns = idle_ns;
@@ -47,7 +69,7 @@ void cell_load_sample(cellapp *app, uint64_t now_us) {
     double transient = (double)load->transient_us / wall_us;
     busy = fmin(fmax(busy, 0.0), 1.0);
     transient = fmin(fmax(transient, 0.0), busy);
-    double bias = app->settings.balance.load_smoothing;
+    double bias = load->smoothing;
     load->load += bias * ((busy - transient) - load->load);
     load->transient += bias * (transient - load->transient);
     load->sampled_us = now_us;
@@ -69,24 +91,22 @@ static double cell_load_cell_weight(const cell *c) {
     return weight;
 }
 
-void cell_load_report(const cellapp *app, const cell *c, balance_cell_report *out) {
+void cell_load_report(const cell_load *load, const spaces *s, const cell *c, balance_cell_report *out) {
     memset(out, 0, sizeof *out);
     out->cell_id = c->cell_id;
-    out->cellapp_id = app->self.process_id;
-    out->cellapp_load = app->load.load;
+    out->cellapp_load = load->load;
     out->epoch = c->layout ? c->layout->epoch : 0;
-    out->pending_offloads = (uint32_t)id_map_count(&app->pending_offloads);
     double total = 0, mine = cell_load_cell_weight(c);
     size_t cells = 0, cursor = 0;
     const cell *each;
-    while ((each = spaces_next_cell(app->spaces, &cursor)) != NULL) {
+    while ((each = spaces_next_cell(s, &cursor)) != NULL) {
         total += cell_load_cell_weight(each);
         cells++;
     }
     /* Load per unit of work; a cellapp whose cells hold no reals splits its
      * (small) load evenly. */
-    double per_weight = total > 0 ? app->load.load / total : 0;
-    out->load = total > 0 ? mine * per_weight : (cells ? app->load.load / (double)cells : 0);
+    double per_weight = total > 0 ? load->load / total : 0;
+    out->load = total > 0 ? mine * per_weight : (cells ? load->load / (double)cells : 0);
     balance_entity *entities = xmalloc((c->real_count ? c->real_count : 1) * sizeof *entities);
     size_t n = 0;
     for (size_t i = 0; i < c->count; i++) {
@@ -95,6 +115,6 @@ void cell_load_report(const cellapp *app, const cell *c, balance_cell_report *ou
         entities[n++] = (balance_entity){entity->x, entity->z, cell_load_weight(entity) * per_weight};
         out->reals++;
     }
-    balance_compute_bounds(entities, n, &app->settings.balance.algorithm, &out->bounds);
+    balance_compute_bounds(entities, n, load->algorithm, &out->bounds);
     free(entities);
 }

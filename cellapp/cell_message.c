@@ -10,21 +10,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "cell_message.h"
+
 #include "clock.h"
-#include "event_route.h"
-#include "io_route.h"
 #include "log.h"
 #include "method_call.h"
 #include "peer_message.h"
 #include "property_codec.h"
+#include "movement.h"
+#include "witness.h"
 
 /* Why 8: a real moves at most once a tick or two; a message still behind
  * it after eight hops is chasing a loop (layouts that disagree). */
 #define CELL_MESSAGE_MAX_HOPS 8
 
-static void cell_message_fail(cellapp *app, const Tessera__Cluster__CellMessage *message, const char *reason) {
-    app->counters.messages_failed++;
+struct cell_messages {
+    cell_messages_context context;
+};
+
+cell_messages *cell_message_create(const cell_messages_context *context) {
+    cell_messages *messages = xcalloc(1, sizeof *messages);
+    messages->context = *context;
+    return messages;
+}
+
+void cell_message_free(cell_messages *messages) { free(messages); }
+
+static void cell_message_fail(cell_messages *m, const Tessera__Cluster__CellMessage *message, const char *reason) {
+    m->context.counters->messages_failed++;
     log_info("entity %" PRIu64 ": a message from process %" PRIu64 " (stream %" PRIu64 ", #%" PRIu64
              ") cannot be delivered: %s",
              message->entity_id, message->sender_id, message->stream, message->sequence, reason);
@@ -33,41 +46,41 @@ static void cell_message_fail(cellapp *app, const Tessera__Cluster__CellMessage 
     failed.stream = message->stream;
     failed.sequence = message->sequence;
     failed.reason = (char *)reason;
-    if (message->sender_id == app->self.process_id) {
-        mailbox_on_failed(app->mailbox, &failed);
+    if (message->sender_id == m->context.self->process_id) {
+        mailbox_on_failed(m->context.mailbox, &failed);
         return;
     }
-    peer_send_cell_message_failed(app->peers, message->sender_id, &failed);
+    peer_send_cell_message_failed(m->context.peers, message->sender_id, &failed);
 }
 
-static void cell_message_forward(cellapp *app, uint64_t target, const Tessera__Cluster__CellMessage *message) {
+static void cell_message_forward(cell_messages *m, uint64_t target, const Tessera__Cluster__CellMessage *message) {
     Tessera__Cluster__CellMessage copy = *message;
     copy.hops = message->hops + 1;
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE;
     item.message = &copy;
-    outbox_to_cellapp(app->outbox, target, &item);
-    app->counters.messages_forwarded++;
+    outbox_to_cellapp(m->context.outbox, target, &item);
+    m->context.counters->messages_forwarded++;
 }
 
 /* ---- what a delivered message does ----------------------------------------- */
 
-static void cell_message_move(cellapp *app, cell_entity *entity, const Tessera__Client__Move *move) {
+static void cell_message_move(cell_messages *m, cell_entity *entity, const Tessera__Client__Move *move) {
     cell *c = entity->home;
     float x = move->position ? move->position->x : entity->x;
     float y = move->position ? move->position->y : entity->y;
     float z = move->position ? move->position->z : entity->z;
     movement_verdict verdict =
-        movement_check(&app->settings.movement, c, entity, x, y, z, move->yaw, clock_monotonic_us());
+        movement_check(&m->context.settings->movement, c, entity, x, y, z, move->yaw, clock_monotonic_us());
     entity->real->last_sequence = move->sequence;
     if (verdict == MOVEMENT_ACCEPTED) {
         double metres = hypot(hypot((double)x - entity->x, (double)y - entity->y), (double)z - entity->z);
         cell_move(c, entity, x, y, z, move->yaw);
         entity->move_stamp_us = clock_wall_us();
-        game_host_moved(app->game, entity, metres);
+        m->context.hooks->moved(m->context.hooks->host, entity, metres);
         return;
     }
-    app->counters.moves_refused++;
+    m->context.counters->moves_refused++;
     log_info("entity %" PRIu64 ": move %u refused (%s); correcting", entity->id, move->sequence,
              movement_verdict_text(verdict));
     Tessera__Client__Correction correction = TESSERA__CLIENT__CORRECTION__INIT;
@@ -82,20 +95,20 @@ static void cell_message_move(cellapp *app, cell_entity *entity, const Tessera__
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION;
     message.correction = &correction;
-    outbox_message_to_client(app->outbox, entity, &message);
+    outbox_message_to_client(m->context.outbox, entity, &message);
 }
 
 /* A client's call, at the caller's real: the client may address its own
  * entity and the entities its witness has sent it; method_call_prepare
  * checks the rest. Anything else drops the client. */
-static void cell_message_client_call(cellapp *app, cell_entity *caller, const Tessera__Cluster__CellCall *call) {
+static void cell_message_client_call(cell_messages *m, cell_entity *caller, const Tessera__Cluster__CellCall *call) {
     char reason[256];
     uint64_t target_id = call->target_id ? call->target_id : caller->id;
     cell_entity *target = target_id == caller->id ? caller : cell_find(caller->home, target_id);
     if (!target ||
         (target != caller && !(cell_entity_witness(caller) && witness_sees(cell_entity_witness(caller), target->id)))) {
         snprintf(reason, sizeof reason, "called a method of entity %" PRIu64 ", which it does not see", target_id);
-        cellapp_drop_client(app, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY, reason);
+        reals_drop_client(m->context.reals, caller, TESSERA__CLIENT__ERROR_CODE__ERROR_UNKNOWN_ENTITY, reason);
         return;
     }
     const entity_def_method *method;
@@ -104,16 +117,17 @@ static void cell_message_client_call(cellapp *app, cell_entity *caller, const Te
         method_call_prepare(target->cls, ENTITY_DEF_PART_CELL, call->method_id, call->args.data, call->args.len, true,
                             &method, &args, reason, sizeof reason);
     if (verdict != METHOD_CALL_OK) {
-        cellapp_drop_client(app, caller, (Tessera__Client__ErrorCode)method_call_error_code(verdict), reason);
+        reals_drop_client(m->context.reals, caller, (Tessera__Client__ErrorCode)method_call_error_code(verdict),
+                          reason);
         return;
     }
-    cell_message_call(app, target, method, caller->id, args);
+    cell_message_call(m, target, method, caller->id, args);
     entity_state_free(args);
 }
 
 /* A server call (a base's, or game code's on another cellapp): trusted as
  * far as exposure goes, checked like any input. */
-static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity *target,
+static void cell_message_server_call(cell_messages *m, uint64_t sender, cell_entity *target,
                                      const Tessera__Cluster__CellCall *call) {
     char reason[256];
     const entity_def_method *method;
@@ -123,33 +137,33 @@ static void cell_message_server_call(cellapp *app, uint64_t sender, cell_entity 
         log_warn("process %" PRIu64 ": call on entity %" PRIu64 " dropped: %s", sender, target->id, reason);
         return;
     }
-    game_host_call(app->game, target, method, call->caller_id, args);
+    m->context.hooks->call(m->context.hooks->host, target, method, call->caller_id, args);
     entity_state_free(args);
 }
 
 /* The client of `entity` changed (cluster.proto's ClientBinding): drop the
  * witness, or build a fresh one for the new connection, whose view starts
  * from nothing, and tell the base what the client needs to know. */
-static void cell_message_client_binding(cellapp *app, cell_entity *entity,
+static void cell_message_client_binding(cell_messages *m, cell_entity *entity,
                                         const Tessera__Cluster__ClientBinding *binding) {
     entity->real->client_binding = binding->binding;
     if (!binding->attached) {
         bool had = cell_entity_witness(entity) != NULL;
         witness_detach(entity->home, entity);
-        if (had) game_host_witness(app->game, entity, false);
+        if (had) m->context.hooks->witness(m->context.hooks->host, entity, false);
         log_debug("entity %" PRIu64 ": its client left (binding %u): no witness", entity->id, binding->binding);
         return;
     }
     bool had = cell_entity_witness(entity) != NULL;
     witness_reset(entity->home, entity);
-    if (!had) game_host_witness(app->game, entity, true);
+    if (!had) m->context.hooks->witness(m->context.hooks->host, entity, true);
     log_debug("entity %" PRIu64 ": a client attached (binding %u): a fresh witness", entity->id, binding->binding);
-    cellapp_reply_created(app, entity->real->baseapp_id, entity->id, entity, NULL);
+    reals_reply_created(m->context.reals, entity->real->baseapp_id, entity->id, entity, NULL);
 }
 
 /* Sends the base the entity's persistent cell state (CellBackup): the
  * persistent cell properties as a change list, and where it is. */
-static void cell_message_backup(cellapp *app, cell_entity *entity, uint64_t request, bool destroyed) {
+static void cell_message_backup(cell_messages *m, cell_entity *entity, uint64_t request, bool destroyed) {
     entity_state_mask persistent = {{0}};
     for (size_t p = 0; p < entity->cls->property_count; p++) {
         const entity_def_property *property = &entity->cls->properties[p];
@@ -172,7 +186,7 @@ static void cell_message_backup(cellapp *app, cell_entity *entity, uint64_t requ
     backup.position = &position;
     backup.yaw = entity->yaw;
     backup.destroyed = destroyed;
-    if (peer_send_cell_backup(app->peers, entity->real->baseapp_id, &backup) != 0)
+    if (peer_send_cell_backup(m->context.peers, entity->real->baseapp_id, &backup) != 0)
         log_warn("entity %" PRIu64 ": its baseapp %" PRIu64 " is not up: the cell backup is lost", entity->id,
                  entity->real->baseapp_id);
     bit_writer_close(&w);
@@ -180,39 +194,39 @@ static void cell_message_backup(cellapp *app, cell_entity *entity, uint64_t requ
 
 /* What the message asks of the real `entity`. The base-only bodies come
  * from the entity's own baseapp or not at all. */
-static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
+static void cell_message_dispatch(cell_messages *m, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
     bool from_base = message->sender_id == entity->real->baseapp_id && entity->real->baseapp_id != 0;
     switch (message->body_case) {
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE:
-            if (from_base && message->client_move->move) cell_message_move(app, entity, message->client_move->move);
+            if (from_base && message->client_move->move) cell_message_move(m, entity, message->client_move->move);
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL:
             if (message->call->from_client) {
-                if (from_base) cell_message_client_call(app, entity, message->call);
+                if (from_base) cell_message_client_call(m, entity, message->call);
             } else {
-                cell_message_server_call(app, message->sender_id, entity, message->call);
+                cell_message_server_call(m, message->sender_id, entity, message->call);
             }
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY:
             if (!from_base) break;
-            if (message->destroy->backup) cell_message_backup(app, entity, message->destroy->request, true);
-            cellapp_destroy_real(app, entity);
+            if (message->destroy->backup) cell_message_backup(m, entity, message->destroy->request, true);
+            reals_destroy(m->context.reals, entity);
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_BINDING:
-            if (from_base) cell_message_client_binding(app, entity, message->client_binding);
+            if (from_base) cell_message_client_binding(m, entity, message->client_binding);
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_BACKUP:
-            if (from_base) cell_message_backup(app, entity, message->backup->request, false);
+            if (from_base) cell_message_backup(m, entity, message->backup->request, false);
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_CONGESTION:
             if (from_base && cell_entity_witness(entity))
                 witness_set_congested(cell_entity_witness(entity), message->congestion->congested);
             break;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT:
-            event_route_on_message(app, entity, message->event);
+            event_route_on_message(m->context.events, entity, message->event);
             return;
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_IO_INPUT:
-            io_route_on_message(app, entity, message->io_input);
+            io_route_on_message(m->context.io, entity, message->io_input);
             return;
         default:
             log_warn("process %" PRIu64 ": a message for entity %" PRIu64 " with no body: ignored", message->sender_id,
@@ -226,7 +240,7 @@ static void cell_message_dispatch(cellapp *app, cell_entity *entity, const Tesse
 
 /* Delivers held messages of `entity` whose turn has come (or whose gap
  * waited `gap_us`). */
-static void cell_message_drain(cellapp *app, cell_entity *entity, uint64_t gap_us) {
+static void cell_message_drain(cell_messages *m, cell_entity *entity, uint64_t gap_us) {
     uint64_t now_us = clock_monotonic_us();
     for (;;) {
         if (entity->destroyed || !entity->real || !entity->real->inbox) return;
@@ -235,25 +249,25 @@ static void cell_message_drain(cellapp *app, cell_entity *entity, uint64_t gap_u
         uint8_t *encoded = mailbox_inbox_next(entity->real->inbox, now_us, gap_us, &length, &skipped);
         if (!encoded) return;
         if (skipped) {
-            app->counters.stream_gaps += skipped;
+            m->context.counters->stream_gaps += skipped;
             log_warn("entity %" PRIu64 ": %" PRIu64 " messages never arrived; going on without them", entity->id,
                      skipped);
         }
         Tessera__Cluster__CellMessage *message = tessera__cluster__cell_message__unpack(NULL, length, encoded);
         free(encoded);
         if (!message) continue;
-        cell_message_dispatch(app, entity, message);
+        cell_message_dispatch(m, entity, message);
         tessera__cluster__cell_message__free_unpacked(message, NULL);
     }
 }
 
-static void cell_message_deliver(cellapp *app, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
+static void cell_message_deliver(cell_messages *m, cell_entity *entity, const Tessera__Cluster__CellMessage *message) {
     if (!entity->real->inbox) entity->real->inbox = mailbox_inbox_create();
     uint64_t now_us = clock_monotonic_us();
     switch (mailbox_inbox_offer(entity->real->inbox, message->sender_id, message->stream, message->sequence, now_us)) {
         case MAILBOX_DELIVER:
-            cell_message_dispatch(app, entity, message);
-            cell_message_drain(app, entity, UINT64_MAX);
+            cell_message_dispatch(m, entity, message);
+            cell_message_drain(m, entity, UINT64_MAX);
             break;
         case MAILBOX_HOLD: {
             size_t length = tessera__cluster__cell_message__get_packed_size(message);
@@ -264,14 +278,14 @@ static void cell_message_deliver(cellapp *app, cell_entity *entity, const Tesser
             break;
         }
         case MAILBOX_DUPLICATE:
-            app->counters.duplicates++;
+            m->context.counters->duplicates++;
             log_debug("entity %" PRIu64 ": message #%" PRIu64 " from process %" PRIu64 " delivered before: dropped",
                       entity->id, message->sequence, message->sender_id);
             break;
     }
 }
 
-void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role,
+void cell_message_on_message(cell_messages *m, uint64_t peer, peer_role role,
                              const Tessera__Cluster__CellMessage *message) {
     if (role == PEER_ROLE_BASEAPP && message->sender_id != peer) {
         log_warn("baseapp %" PRIu64 " sent a message as process %" PRIu64 ": ignored", peer, message->sender_id);
@@ -281,39 +295,39 @@ void cell_message_on_message(cellapp *app, uint64_t peer, peer_role role,
         log_warn("%s %" PRIu64 " sent a message without an entity or a sequence: ignored", peer_role_name(role), peer);
         return;
     }
-    cell_entity *entity = spaces_find_entity(app->spaces, message->entity_id);
+    cell_entity *entity = spaces_find_entity(m->context.spaces, message->entity_id);
     if (entity && entity->kind == CELL_ENTITY_REAL) {
-        cell_message_deliver(app, entity, message);
+        cell_message_deliver(m, entity, message);
         return;
     }
-    uint64_t target =
-        entity ? entity->owner_cellapp : ghost_route_find(app->route, message->entity_id, clock_monotonic_us() / 1000);
-    if (!target || target == app->self.process_id) {
-        cell_message_fail(app, message, "the entity is not real anywhere this cellapp knows of");
+    uint64_t target = entity ? entity->owner_cellapp
+                             : ghost_route_find(m->context.route, message->entity_id, clock_monotonic_us() / 1000);
+    if (!target || target == m->context.self->process_id) {
+        cell_message_fail(m, message, "the entity is not real anywhere this cellapp knows of");
     } else if (message->hops >= CELL_MESSAGE_MAX_HOPS) {
-        cell_message_fail(app, message, "it was forwarded too often (cells that disagree where the real is)");
-    } else if (!peer_set_is_up(app->peers, target)) {
-        cell_message_fail(app, message, "the cellapp holding the real is not up");
+        cell_message_fail(m, message, "it was forwarded too often (cells that disagree where the real is)");
+    } else if (!peer_set_is_up(m->context.peers, target)) {
+        cell_message_fail(m, message, "the cellapp holding the real is not up");
     } else {
-        cell_message_forward(app, target, message);
+        cell_message_forward(m, target, message);
     }
 }
 
-void cell_message_tick(cellapp *app, cell *c) {
-    uint64_t gap_us = (uint64_t)app->settings.cell_stream_gap_ms * 1000u;
+void cell_message_tick(cell_messages *m, cell *c) {
+    uint64_t gap_us = (uint64_t)m->context.settings->cell_stream_gap_ms * 1000u;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
         if (entity->real && entity->real->inbox && mailbox_inbox_held_count(entity->real->inbox))
-            cell_message_drain(app, entity, gap_us);
+            cell_message_drain(m, entity, gap_us);
     }
 }
 
 /* ---- calls game code makes ---------------------------------------------------- */
 
-void cell_message_call(cellapp *app, cell_entity *target, const entity_def_method *method, uint64_t caller_id,
+void cell_message_call(cell_messages *m, cell_entity *target, const entity_def_method *method, uint64_t caller_id,
                        const entity_state *args) {
     if (target->kind == CELL_ENTITY_REAL) {
-        game_host_call(app->game, target, method, caller_id, args);
+        m->context.hooks->call(m->context.hooks->host, target, method, caller_id, args);
         return;
     }
     /* A ghost: the method runs where the real is. */
@@ -329,13 +343,12 @@ void cell_message_call(cellapp *app, cell_entity *target, const entity_def_metho
     message.entity_id = target->id;
     message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
     message.call = &call;
-    mailbox_send_cell(app->mailbox, &message, target->owner_cellapp, clock_monotonic_us() / 1000);
+    mailbox_send_cell(m->context.mailbox, &message, target->owner_cellapp, clock_monotonic_us() / 1000);
     bit_writer_close(&w);
 }
 
-void cell_message_call_client(cellapp *app, cell_entity *entity, const entity_def_method *method,
-                              const entity_state *args, bool every_observer) {
-    (void)app;
+void cell_message_call_client(cell_entity *entity, const entity_def_method *method, const entity_state *args,
+                              bool every_observer) {
     bit_writer w;
     bit_writer_init(&w);
     method_call_encode(args, &w);

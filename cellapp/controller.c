@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "cell.h"
 #include "log.h"
 
 uint32_t controller_new_id(cell_entity *entity) {

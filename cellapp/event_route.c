@@ -11,17 +11,30 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "clock.h"
 #include "game_event.h"
-#include "game_host.h"
 #include "log.h"
 #include "method_call.h"
 #include "peer_message.h"
+#include "witness.h"
+
+struct event_route {
+    event_route_context context;
+};
+
+event_route *event_route_create(const event_route_context *context) {
+    event_route *route = xcalloc(1, sizeof *route);
+    route->context = *context;
+    return route;
+}
+
+void event_route_free(event_route *route) { free(route); }
 
 /* Every real with a client in this cellapp's cell of `space`. */
-static void event_route_to_space_here(cellapp *app, const char *space, const Tessera__Client__GameEvent *event) {
-    cell *c = spaces_cell(app->spaces, space, false);
+static void event_route_to_space_here(event_route *route, const char *space, const Tessera__Client__GameEvent *event) {
+    cell *c = spaces_cell(route->context.spaces, space, false);
     if (!c) return;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
@@ -32,21 +45,21 @@ static void event_route_to_space_here(cellapp *app, const char *space, const Tes
 }
 
 /* A broadcast to every up peer of `role`. */
-static void event_route_to_peers(cellapp *app, peer_role role, const char *space,
+static void event_route_to_peers(event_route *route, peer_role role, const char *space,
                                  const Tessera__Client__GameEvent *event) {
     Tessera__Cluster__GameEventBroadcast broadcast = TESSERA__CLUSTER__GAME_EVENT_BROADCAST__INIT;
     broadcast.space_name = (char *)(space ? space : "");
     broadcast.event = (Tessera__Client__GameEvent *)event;
     size_t cursor = 0;
     uint64_t peer;
-    while ((peer = peer_set_next_up(app->peers, role, &cursor)) != 0) {
-        if (peer_send_game_event(app->peers, peer, &broadcast) != 0)
+    while ((peer = peer_set_next_up(route->context.peers, role, &cursor)) != 0) {
+        if (peer_send_game_event(route->context.peers, peer, &broadcast) != 0)
             log_info("game event %u: %s %" PRIu64 " went down before it was sent", event->event_id,
                      peer_role_name(role), peer);
     }
 }
 
-void event_route_fire(cellapp *app, cell_entity *source, tessera_event_scope scope,
+void event_route_fire(event_route *route, cell_entity *source, tessera_event_scope scope,
                       const Tessera__Client__GameEvent *event) {
     switch (scope) {
         case TESSERA_EVENT_SERVER:
@@ -61,22 +74,22 @@ void event_route_fire(cellapp *app, cell_entity *source, tessera_event_scope sco
             return;
         case TESSERA_EVENT_SPACE:
             if (!source) return;
-            event_route_to_space_here(app, source->home->space_name, event);
-            event_route_to_peers(app, PEER_ROLE_CELLAPP, source->home->space_name, event);
+            event_route_to_space_here(route, source->home->space_name, event);
+            event_route_to_peers(route, PEER_ROLE_CELLAPP, source->home->space_name, event);
             return;
         case TESSERA_EVENT_EVERYONE:
-            event_route_to_peers(app, PEER_ROLE_CELLAPP, "", event);
-            event_route_to_peers(app, PEER_ROLE_BASEAPP, "", event);
+            event_route_to_peers(route, PEER_ROLE_CELLAPP, "", event);
+            event_route_to_peers(route, PEER_ROLE_BASEAPP, "", event);
             return;
     }
 }
 
-size_t event_route_send(cellapp *app, const Tessera__Client__GameEvent *event, const uint64_t *recipients,
+size_t event_route_send(event_route *route, const Tessera__Client__GameEvent *event, const uint64_t *recipients,
                         size_t count) {
     size_t sent = 0;
     for (size_t i = 0; i < count; i++) {
         if (!recipients[i]) continue;
-        cell_entity *entity = spaces_find_entity(app->spaces, recipients[i]);
+        cell_entity *entity = spaces_find_entity(route->context.spaces, recipients[i]);
         if (entity && entity->kind == CELL_ENTITY_REAL) {
             if (!cell_entity_witness(entity)) continue;
             witness_queue_event(cell_entity_witness(entity), event->source_id, event->event_id, event->args.data,
@@ -90,18 +103,19 @@ size_t event_route_send(cellapp *app, const Tessera__Client__GameEvent *event, c
         message.entity_id = recipients[i];
         message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_EVENT;
         message.event = (Tessera__Client__GameEvent *)event;
-        if (mailbox_send_cell(app->mailbox, &message, entity ? entity->owner_cellapp : 0,
+        if (mailbox_send_cell(route->context.mailbox, &message, entity ? entity->owner_cellapp : 0,
                               clock_monotonic_us() / 1000) != 0)
             sent++;
     }
     return sent;
 }
 
-void event_route_on_broadcast(cellapp *app, uint64_t from, const Tessera__Cluster__GameEventBroadcast *broadcast) {
+void event_route_on_broadcast(event_route *route, uint64_t from,
+                              const Tessera__Cluster__GameEventBroadcast *broadcast) {
     if (!broadcast->event) return;
     const entity_def_method *event;
     char why[160];
-    entity_state *fields = game_event_decode(app->shared.definitions, broadcast->event, &event, why, sizeof why);
+    entity_state *fields = game_event_decode(route->context.definitions, broadcast->event, &event, why, sizeof why);
     if (!fields) {
         log_warn("process %" PRIu64 ": a game event broadcast refused: %s", from, why);
         return;
@@ -109,18 +123,18 @@ void event_route_on_broadcast(cellapp *app, uint64_t from, const Tessera__Cluste
     const char *space = broadcast->space_name ? broadcast->space_name : "";
     if (space[0]) {
         /* A space's event: only where the space has a cell here. */
-        if (!spaces_cell(app->spaces, space, false)) {
+        if (!spaces_cell(route->context.spaces, space, false)) {
             entity_state_free(fields);
             return;
         }
-        event_route_to_space_here(app, space, broadcast->event);
+        event_route_to_space_here(route, space, broadcast->event);
     }
-    game_host_event_heard(app->game, event, broadcast->event->source_id, fields);
+    route->context.hooks->event_heard(route->context.hooks->host, event, broadcast->event->source_id, fields);
     entity_state_free(fields);
 }
 
-void event_route_on_message(cellapp *app, cell_entity *recipient, const Tessera__Client__GameEvent *event) {
-    const entity_def_method *declared = entity_def_registry_event(app->shared.definitions, event->event_id);
+void event_route_on_message(event_route *route, cell_entity *recipient, const Tessera__Client__GameEvent *event) {
+    const entity_def_method *declared = entity_def_registry_event(route->context.definitions, event->event_id);
     if (!declared || method_call_check(declared, event->args.data, event->args.len) != 0) {
         log_warn("entity %" PRIu64 ": a user message of event %u with fields that are not its declared types: "
                  "dropped",

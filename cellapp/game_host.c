@@ -2,13 +2,14 @@
  * and what it registered, and implements the engine services of
  * include/tessera/game.h on top of the cellapp's modules: the entity's
  * typed properties (entity_state), its timers (entity_timer), traps and
- * calls (cell.c, cell_message.c, cellapp_call_base), spawning and
- * teleporting. Every other file reaches game code through the
- * game_host_* events here.
+ * calls (cell.c, cell_message.c, base_route.c), spawning (reals.c),
+ * teleporting (offload.c), events (event_route.c) and entity I/O
+ * (io_route.c). The tick reaches game code through the game_host_* events
+ * here, every other module through the game_hooks this host fills.
  *
- * The ABI's opaque types are the engine's own: a tessera_cellapp is the
- * cellapp, a tessera_entity a cell_entity, a tessera_args an entity_state
- * of a method's arguments, a tessera_class this file's game_host_class.
+ * The ABI's opaque types are the engine's own: a tessera_cellapp is this
+ * game host, a tessera_entity a cell_entity, a tessera_args an entity_state
+ * of a method's arguments, a tessera_class this file's tessera_class.
  */
 #include "game_host.h"
 
@@ -22,15 +23,14 @@
 
 #include <tessera/game.h>
 
-#include "cellapp.h"
 #include "clock.h"
-#include "event_route.h"
-#include "io_route.h"
 #include "game_args.h"
 #include "game_event.h"
 #include "game_module.h"
 #include "log.h"
 #include "method_call.h"
+#include "random_unit.h"
+#include "witness.h"
 
 #define GAME_HOST_MAX_THINKS 16
 #define GAME_HOST_MAX_INPUTS 32
@@ -68,7 +68,7 @@ typedef struct game_host_named {
 } game_host_named;
 
 struct game_host {
-    cellapp *app;
+    game_host_services services;
     char path[256];
     void *library; /* dlopen handle; NULL without a module */
     const tessera_game_module *module;
@@ -86,12 +86,14 @@ struct game_host {
     game_event_listeners listeners;
 };
 
-static tessera_cellapp *game_host_app_handle(cellapp *app) { return (tessera_cellapp *)(void *)app; }
-static cellapp *game_host_app_of(tessera_cellapp *app) { return (cellapp *)(void *)app; }
+static void game_host_install(game_host *host);
+
+static tessera_cellapp *game_host_handle(game_host *host) { return (tessera_cellapp *)(void *)host; }
+static game_host *game_host_of(tessera_cellapp *handle) { return (game_host *)(void *)handle; }
 static cell_entity *game_host_entity_of(const tessera_entity *entity) { return (cell_entity *)(void *)entity; }
 static tessera_entity *game_host_entity_handle(cell_entity *entity) { return (tessera_entity *)(void *)entity; }
 static entity_state *game_host_args_of(const tessera_args *args) { return game_args_state(args); }
-static cellapp *game_host_app_of_entity(const cell_entity *entity) { return entity->home->shared->host; }
+static game_host *game_host_of_entity(const cell_entity *entity) { return entity->home->shared->host; }
 
 static tessera_class *game_host_class_of(game_host *host, const entity_def_class *cls) {
     return host && cls && cls->id < host->class_count ? &host->classes[cls->id] : NULL;
@@ -132,8 +134,8 @@ static size_t game_host_field_type_size(tessera_field_type type) {
 static void *game_host_data_of(cell_entity *entity) {
     if (entity->kind != CELL_ENTITY_REAL) return NULL;
     if (entity->real->game_data) return entity->real->game_data;
-    cellapp *app = game_host_app_of_entity(entity);
-    tessera_class *cls = game_host_class_of(app->game, entity->cls);
+    game_host *host = game_host_of_entity(entity);
+    tessera_class *cls = game_host_class_of(host, entity->cls);
     if (!cls || cls->data_size == 0) return NULL;
     entity->real->game_data = xcalloc(1, cls->data_size);
     return entity->real->game_data;
@@ -156,16 +158,6 @@ void game_host_save(game_host *host, const cell_entity *entity, Tessera__Cluster
         memcpy(saved->value.data, at, length);
         out->game_fields[out->n_game_fields++] = saved;
     }
-}
-
-void game_host_saved_free(Tessera__Cluster__CellEntityState *state) {
-    for (size_t i = 0; i < state->n_game_fields; i++) {
-        free(state->game_fields[i]->value.data);
-        free(state->game_fields[i]);
-    }
-    free(state->game_fields);
-    state->game_fields = NULL;
-    state->n_game_fields = 0;
 }
 
 void game_host_restore(game_host *host, cell_entity *entity, const Tessera__Cluster__CellEntityState *state) {
@@ -237,13 +229,13 @@ static int game_host_check_fields(const char *class_name, size_t data_size, cons
 static tessera_class *game_api_register_class(tessera_cellapp *handle, const char *class_name,
                                               const tessera_cell_hooks *hooks, size_t data_size,
                                               const tessera_field *fields, size_t field_count) {
-    game_host *host = game_host_app_of(handle)->game_loading;
+    game_host *host = game_host_of(handle);
     if (!host || !host->initialising) {
         log_warn("game: register_class('%s') outside cell_init: refused", class_name ? class_name : "");
         return NULL;
     }
     const entity_def_class *def =
-        class_name ? entity_def_registry_find_class(host->app->shared.definitions, class_name) : NULL;
+        class_name ? entity_def_registry_find_class(host->services.shared->definitions, class_name) : NULL;
     if (!def) {
         log_warn("game: register_class: the definitions declare no class '%s'", class_name ? class_name : "");
         return NULL;
@@ -269,7 +261,7 @@ static tessera_class *game_api_register_class(tessera_cellapp *handle, const cha
 
 static int game_api_register_method(tessera_cellapp *handle, tessera_class *cls, const char *method_name,
                                     tessera_cell_method body) {
-    game_host *host = game_host_app_of(handle)->game_loading;
+    game_host *host = game_host_of(handle);
     if (!host || !host->initialising || !cls || !body) return -1;
     const entity_def_method *method = game_module_find_method(cls->cls, ENTITY_DEF_PART_CELL, method_name);
     if (!method) return -1;
@@ -283,7 +275,7 @@ static int game_api_register_method(tessera_cellapp *handle, tessera_class *cls,
 
 static int game_api_register_think(tessera_cellapp *handle, tessera_class *cls, const char *name,
                                    tessera_cell_think think) {
-    game_host *host = game_host_app_of(handle)->game_loading;
+    game_host *host = game_host_of(handle);
     if (!host || !host->initialising || !cls || !think || !name || !name[0] ||
         strlen(name) >= sizeof cls->thinks[0].name)
         return -1;
@@ -303,7 +295,7 @@ static int game_api_register_think(tessera_cellapp *handle, tessera_class *cls, 
 }
 
 static int game_api_register_system(tessera_cellapp *handle, const tessera_system *system) {
-    game_host *host = game_host_app_of(handle)->game_loading;
+    game_host *host = game_host_of(handle);
     if (!host || !host->initialising || !system || !system->name || !system->name[0] ||
         host->system_count == GAME_HOST_MAX_SYSTEMS)
         return -1;
@@ -315,23 +307,21 @@ static int game_api_register_system(tessera_cellapp *handle, const tessera_syste
 }
 
 static void game_api_set_tick(tessera_cellapp *handle, tessera_cell_tick tick) {
-    game_host *host = game_host_app_of(handle)->game_loading;
+    game_host *host = game_host_of(handle);
     if (host && host->initialising) host->tick = tick;
 }
 
 static double game_api_setting_number(tessera_cellapp *handle, const char *name, double otherwise) {
-    cellapp *app = game_host_app_of(handle);
-    game_host *host = app->game_loading ? app->game_loading : app->game;
+    game_host *host = game_host_of(handle);
     return game_module_setting_number(host ? host->settings : NULL, name, otherwise);
 }
 
 /* ---- classes and properties ---------------------------------------------------- */
 
 static tessera_class *game_api_find_class(tessera_cellapp *handle, const char *class_name) {
-    cellapp *app = game_host_app_of(handle);
-    game_host *host = app->game_loading ? app->game_loading : app->game;
+    game_host *host = game_host_of(handle);
     const entity_def_class *def =
-        class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
+        class_name ? entity_def_registry_find_class(host->services.shared->definitions, class_name) : NULL;
     tessera_class *cls = game_host_class_of(host, def);
     return cls && cls->registered ? cls : NULL;
 }
@@ -353,7 +343,7 @@ static int game_api_property_index(const tessera_class *cls, int property, const
 /* ---- entities --------------------------------------------------------------------- */
 
 static tessera_entity *game_api_resolve(tessera_cellapp *handle, tessera_handle id) {
-    cell_entity *entity = id ? spaces_find_entity(game_host_app_of(handle)->spaces, id) : NULL;
+    cell_entity *entity = id ? spaces_find_entity(game_host_of(handle)->services.spaces, id) : NULL;
     return entity ? game_host_entity_handle(entity) : NULL;
 }
 
@@ -363,7 +353,7 @@ static tessera_handle game_api_handle(const tessera_entity *entity) {
 
 static tessera_class *game_api_class_of(const tessera_entity *entity) {
     const cell_entity *e = game_host_entity_of(entity);
-    return game_host_class_of(game_host_app_of_entity(e)->game, e->cls);
+    return game_host_class_of(game_host_of_entity(e), e->cls);
 }
 
 static const char *game_api_class_name(const tessera_entity *entity) { return game_host_entity_of(entity)->cls->name; }
@@ -398,7 +388,9 @@ static uint64_t game_api_wall_ms(tessera_cellapp *handle) {
     (void)handle;
     return clock_wall_us() / 1000;
 }
-static double game_api_random_unit(tessera_cellapp *handle) { return cellapp_random_unit(game_host_app_of(handle)); }
+static double game_api_random_unit(tessera_cellapp *handle) {
+    return random_unit(game_host_of(handle)->services.random_state);
+}
 
 /* ---- properties --------------------------------------------------------------------- */
 
@@ -471,7 +463,7 @@ static int game_api_cancel_timer(tessera_entity *entity, uint64_t timer_id) {
 
 /* The index of think `name` of the entity's class, or -1. */
 static int game_host_think_index(const cell_entity *e, const char *name) {
-    const tessera_class *cls = game_host_class_of(game_host_app_of_entity(e)->game, e->cls);
+    const tessera_class *cls = game_host_class_of(game_host_of_entity(e), e->cls);
     for (size_t i = 0; cls && name && i < cls->think_count; i++)
         if (strcmp(cls->thinks[i].name, name) == 0) return (int)i;
     return -1;
@@ -553,7 +545,7 @@ static uint32_t game_api_navigate(tessera_entity *entity, const float destinatio
     cell_entity *e = game_host_entity_of(entity);
     char reason[160] = "";
     uint32_t id = 0;
-    const navmesh *mesh = cellapp_navmesh_of(game_host_app_of_entity(e), e->home->space_name);
+    const navmesh *mesh = space_maps_navmesh(game_host_of_entity(e)->services.maps, e->home->space_name);
     float points[3 * GAME_HOST_PATH_POINTS];
     size_t count = 0;
     if (!game_host_writable(e, "a navigate")) {
@@ -630,7 +622,7 @@ static int game_api_call_cell(tessera_entity *from, tessera_entity *target, cons
     if (!method) return -1;
     entity_state *owned = NULL;
     if (!args) owned = method_call_args_create(method);
-    cell_message_call(game_host_app_of_entity(t), t, method, from ? game_host_entity_of(from)->id : 0,
+    cell_message_call(game_host_of_entity(t)->services.messages, t, method, from ? game_host_entity_of(from)->id : 0,
                       args ? game_host_args_of(args) : owned);
     entity_state_free(owned);
     return 0;
@@ -640,11 +632,11 @@ static int game_api_call_base(tessera_entity *from, tessera_handle target, const
                               const char *method_name, const tessera_args *args) {
     if (!from || !class_name || !method_name || (part != TESSERA_PART_BASE && part != TESSERA_PART_CLIENT)) return -1;
     cell_entity *f = game_host_entity_of(from);
-    cellapp *app = game_host_app_of_entity(f);
-    const entity_def_class *cls = entity_def_registry_find_class(app->shared.definitions, class_name);
+    game_host *host = game_host_of_entity(f);
+    const entity_def_class *cls = entity_def_registry_find_class(host->services.shared->definitions, class_name);
     if (!cls || !game_host_method_for(cls, (entity_def_part)part, method_name, args)) return -1;
-    return cellapp_call_base(app, f->id, target, class_name, (entity_def_part)part, method_name,
-                             args ? game_host_args_of(args) : NULL);
+    return base_route_call(host->services.bases, f->id, target, class_name, (entity_def_part)part, method_name,
+                           args ? game_host_args_of(args) : NULL);
 }
 
 static int game_api_call_clients(tessera_entity *entity, const char *method_name, const tessera_args *args,
@@ -655,8 +647,7 @@ static int game_api_call_clients(tessera_entity *entity, const char *method_name
     if (!method) return -1;
     entity_state *owned = NULL;
     if (!args) owned = method_call_args_create(method);
-    cell_message_call_client(game_host_app_of_entity(e), e, method, args ? game_host_args_of(args) : owned,
-                             every_observer);
+    cell_message_call_client(e, method, args ? game_host_args_of(args) : owned, every_observer);
     entity_state_free(owned);
     return 0;
 }
@@ -664,18 +655,17 @@ static int game_api_call_clients(tessera_entity *entity, const char *method_name
 /* ---- game events and user messages ------------------------------------------------------ */
 
 static tessera_args *game_api_event_args_create(tessera_cellapp *handle, const char *name) {
-    const entity_def_method *event = game_event_find(game_host_app_of(handle)->shared.definitions, name, "cellapp");
+    const entity_def_method *event =
+        game_event_find(game_host_of(handle)->services.shared->definitions, name, "cellapp");
     return event ? game_args_of(method_call_args_create(event)) : NULL;
 }
 
 /* The host, whether cell_init is running or not. */
-static game_host *game_host_of(cellapp *app) { return app->game_loading ? app->game_loading : app->game; }
 
 static int game_api_listen_event(tessera_cellapp *handle, const char *name, tessera_cell_event_listener listener,
                                  void *user_data) {
-    cellapp *app = game_host_app_of(handle);
-    game_host *host = game_host_of(app);
-    const entity_def_method *event = game_event_find(app->shared.definitions, name, "cellapp");
+    game_host *host = game_host_of(handle);
+    const entity_def_method *event = game_event_find(host->services.shared->definitions, name, "cellapp");
     if (!host || !event || !listener) return -1;
     return game_event_listen(&host->listeners, event, (void (*)(void))listener, user_data);
 }
@@ -695,18 +685,18 @@ void game_host_event_heard(game_host *host, const entity_def_method *event, uint
 
 /* What fire_event and send_event check alike: the event, its fields, the
  * source. Returns the fields to code (*owned to free), or NULL. */
-static entity_state *game_host_event_checks(cellapp *app, tessera_entity *source, const char *name,
+static entity_state *game_host_event_checks(game_host *host, tessera_entity *source, const char *name,
                                             const tessera_args *fields, const entity_def_method **event,
                                             entity_state **owned) {
     *owned = NULL;
-    if (!app->game || (source && !game_host_writable(game_host_entity_of(source), "firing an event"))) return NULL;
-    return game_event_check_firing(app->shared.definitions, &app->game->listeners, name, fields, "cellapp", event,
+    if ((source && !game_host_writable(game_host_entity_of(source), "firing an event"))) return NULL;
+    return game_event_check_firing(host->services.shared->definitions, &host->listeners, name, fields, "cellapp", event,
                                    owned);
 }
 
 static int game_api_fire_event(tessera_cellapp *handle, tessera_entity *source, const char *name,
                                const tessera_args *fields, tessera_event_scope scope) {
-    cellapp *app = game_host_app_of(handle);
+    game_host *host = game_host_of(handle);
     if (!source && (scope == TESSERA_EVENT_VIEWERS || scope == TESSERA_EVENT_SPACE)) {
         log_warn("game: event '%s' fired to %s without a source: refused", name ? name : "(null)",
                  scope == TESSERA_EVENT_VIEWERS ? "the viewers" : "a space");
@@ -718,44 +708,44 @@ static int game_api_fire_event(tessera_cellapp *handle, tessera_entity *source, 
     }
     const entity_def_method *event;
     entity_state *owned;
-    entity_state *state = game_host_event_checks(app, source, name, fields, &event, &owned);
+    entity_state *state = game_host_event_checks(host, source, name, fields, &event, &owned);
     if (!state) return -1;
     cell_entity *s = source ? game_host_entity_of(source) : NULL;
-    game_host_event_heard(app->game, event, s ? s->id : 0, state);
+    game_host_event_heard(host, event, s ? s->id : 0, state);
     Tessera__Client__GameEvent coded;
     game_event_encode(event, s ? s->id : 0, state, &coded);
-    event_route_fire(app, s, scope, &coded);
+    event_route_fire(host->services.events, s, scope, &coded);
     free(coded.args.data);
     entity_state_free(owned);
-    app->counters.game_events++;
+    host->services.counters->game_events++;
     return 0;
 }
 
 static int game_api_send_event(tessera_cellapp *handle, tessera_entity *source, const char *name,
                                const tessera_args *fields, const tessera_handle *recipients, size_t count) {
-    cellapp *app = game_host_app_of(handle);
+    game_host *host = game_host_of(handle);
     if (count && !recipients) return -1;
     const entity_def_method *event;
     entity_state *owned;
-    entity_state *state = game_host_event_checks(app, source, name, fields, &event, &owned);
+    entity_state *state = game_host_event_checks(host, source, name, fields, &event, &owned);
     if (!state) return -1;
     Tessera__Client__GameEvent coded;
     game_event_encode(event, source ? game_host_entity_of(source)->id : 0, state, &coded);
-    size_t sent = event_route_send(app, &coded, recipients, count);
+    size_t sent = event_route_send(host->services.events, &coded, recipients, count);
     free(coded.args.data);
     entity_state_free(owned);
-    app->counters.game_events++;
+    host->services.counters->game_events++;
     return (int)(sent > INT32_MAX ? INT32_MAX : sent);
 }
 
 /* ---- the world ------------------------------------------------------------------------ */
 
 static const char *game_api_default_space(tessera_cellapp *handle) {
-    return game_host_app_of(handle)->settings.default_space;
+    return game_host_of(handle)->services.default_space;
 }
 
 static int game_api_spawn_area(tessera_cellapp *handle, const char *space, float *x, float *z, float *radius) {
-    const space_layout *layout = spaces_layout(game_host_app_of(handle)->spaces, space);
+    const space_layout *layout = spaces_layout(game_host_of(handle)->services.spaces, space);
     if (!layout) return -1;
     if (x) *x = (float)layout->spawn_x;
     if (z) *z = (float)layout->spawn_z;
@@ -765,29 +755,30 @@ static int game_api_spawn_area(tessera_cellapp *handle, const char *space, float
 
 static tessera_handle game_api_spawn(tessera_cellapp *handle, const char *class_name, const char *space, float x,
                                      float y, float z, float yaw) {
-    cellapp *app = game_host_app_of(handle);
+    game_host *host = game_host_of(handle);
     const entity_def_class *cls =
-        class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
+        class_name ? entity_def_registry_find_class(host->services.shared->definitions, class_name) : NULL;
     if (!cls) {
         log_warn("game: spawn: no class '%s'", class_name ? class_name : "");
         return TESSERA_HANDLE_NONE;
     }
-    cell *c = space && spaces_layout(app->spaces, space) ? spaces_cell(app->spaces, space, true) : NULL;
-    if (!c || !app->ids) return TESSERA_HANDLE_NONE;
+    cell *c =
+        space && spaces_layout(host->services.spaces, space) ? spaces_cell(host->services.spaces, space, true) : NULL;
+    if (!c || !host->services.ids) return TESSERA_HANDLE_NONE;
     if (!cell_in_bounds(c, x, y, z) || !isfinite(yaw)) {
         log_warn("game: spawn of a %s at (%.1f, %.1f, %.1f): outside space '%s'", class_name, (double)x, (double)y,
                  (double)z, space);
         return TESSERA_HANDLE_NONE;
     }
     uint64_t id;
-    if (id_block_take(app->ids, &id) != 0) {
-        id_block_refill(app->ids);
+    if (id_block_take(host->services.ids, &id) != 0) {
+        id_block_refill(host->services.ids);
         return TESSERA_HANDLE_NONE;
     }
-    id_block_refill(app->ids);
-    cell_entity *entity = cellapp_create_real(app, c, id, cls, x, y, z, yaw, 0);
+    id_block_refill(host->services.ids);
+    cell_entity *entity = reals_create_real(host->services.reals, c, id, cls, x, y, z, yaw, 0);
     if (!entity) log_panic("spawn: entity id %" PRIu64 " from a fresh block is taken", id);
-    game_host_created(app->game, entity);
+    game_host_created(host, entity);
     return id;
 }
 
@@ -806,7 +797,8 @@ static int game_api_teleport(tessera_entity *entity, const char *space, float x,
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a teleport")) return -1;
     char err[256];
-    if (offload_teleport(game_host_app_of_entity(e), e, space ? space : "", x, y, z, e->yaw, err, sizeof err) != 0) {
+    if (offload_teleport(game_host_of_entity(e)->services.offloads, e, space ? space : "", x, y, z, e->yaw, err,
+                         sizeof err) != 0) {
         log_info("game: entity %" PRIu64 ": teleport refused: %s", e->id, err);
         return -1;
     }
@@ -886,24 +878,24 @@ static void game_host_index(game_host *host, cell_entity *entity, bool here) {
 static int game_api_set_name(tessera_entity *entity, const char *name) {
     cell_entity *e = game_host_entity_of(entity);
     if (!name || strlen(name) >= sizeof e->real->name || !game_host_writable(e, "a name")) return -1;
-    cellapp *app = game_host_app_of_entity(e);
+    game_host *host = game_host_of_entity(e);
     char old[sizeof e->real->name];
     snprintf(old, sizeof old, "%s", e->real->name);
-    game_host_unindex_name(app->game, e);
+    game_host_unindex_name(host, e);
     snprintf(e->real->name, sizeof e->real->name, "%s", name);
-    game_host_index_name(app->game, e);
-    if (strcmp(old, e->real->name) != 0) io_route_named(app, e, old);
+    game_host_index_name(host, e);
+    if (strcmp(old, e->real->name) != 0) io_route_named(host->services.io_route, e, old);
     return 0;
 }
 
 static const char *game_api_name(const tessera_entity *entity) { return cell_entity_name(game_host_entity_of(entity)); }
 
 static size_t game_api_find_by_name(tessera_cellapp *handle, const char *name, tessera_handle *out, size_t max) {
-    cellapp *app = game_host_app_of(handle);
-    game_host_named *named = name && name[0] ? id_map_get(&app->game->names, game_host_name_hash(name)) : NULL;
+    game_host *host = game_host_of(handle);
+    game_host_named *named = name && name[0] ? id_map_get(&host->names, game_host_name_hash(name)) : NULL;
     size_t found = 0;
     for (size_t i = 0; named && i < named->count; i++) {
-        const cell_entity *e = spaces_find_entity(app->spaces, named->ids[i]);
+        const cell_entity *e = spaces_find_entity(host->services.spaces, named->ids[i]);
         if (!e || e->kind != CELL_ENTITY_REAL || strcmp(e->real->name, name) != 0)
             continue; /* another name, same hash */
         if (found < max && out) out[found] = e->id;
@@ -913,10 +905,10 @@ static size_t game_api_find_by_name(tessera_cellapp *handle, const char *name, t
 }
 
 static size_t game_api_find_by_class(tessera_cellapp *handle, const char *class_name, tessera_handle *out, size_t max) {
-    cellapp *app = game_host_app_of(handle);
+    game_host *host = game_host_of(handle);
     const entity_def_class *def =
-        class_name ? entity_def_registry_find_class(app->shared.definitions, class_name) : NULL;
-    tessera_class *cls = game_host_class_of(app->game, def);
+        class_name ? entity_def_registry_find_class(host->services.shared->definitions, class_name) : NULL;
+    tessera_class *cls = game_host_class_of(host, def);
     if (!cls) return 0;
     size_t found = 0, cursor = 0;
     uint64_t id;
@@ -930,7 +922,7 @@ static size_t game_api_find_by_class(tessera_cellapp *handle, const char *class_
 
 static int game_api_register_input(tessera_cellapp *handle, tessera_class *cls, const char *name,
                                    tessera_field_type type, tessera_cell_input input) {
-    game_host *host = game_host_app_of(handle)->game_loading;
+    game_host *host = game_host_of(handle);
     if (!host || !host->initialising || !cls || !input || !name || !name[0] || strlen(name) >= ENTITY_IO_NAME_MAX ||
         type > TESSERA_FIELD_STRING || cls->input_count == GAME_HOST_MAX_INPUTS)
         return -1;
@@ -959,8 +951,8 @@ static size_t game_api_fire_output(tessera_entity *entity, const char *output, t
                                    tessera_handle caller, const char *parameter) {
     cell_entity *e = game_host_entity_of(entity);
     if (e->kind != CELL_ENTITY_REAL) return 0;
-    cellapp *app = game_host_app_of_entity(e);
-    return entity_io_fire(app->io, &e->real->outputs, e->id, output, activator, caller, parameter,
+    game_host *host = game_host_of_entity(e);
+    return entity_io_fire(host->services.io, &e->real->outputs, e->id, output, activator, caller, parameter,
                           clock_monotonic_us() / 1000);
 }
 
@@ -1006,10 +998,10 @@ int game_host_convert(const char *text, tessera_field_type type, tessera_value *
 }
 
 /* Input `input` of one target, with the parameter converted. */
-void game_host_io_input(cellapp *app, cell_entity *target, uint64_t activator_id, uint64_t self_id, const char *input,
-                        const char *parameter) {
-    if (!app->game || target->kind != CELL_ENTITY_REAL || target->destroyed) return;
-    tessera_class *cls = game_host_class_of(app->game, target->cls);
+void game_host_io_input(game_host *host, cell_entity *target, uint64_t activator_id, uint64_t self_id,
+                        const char *input, const char *parameter) {
+    if (target->kind != CELL_ENTITY_REAL || target->destroyed) return;
+    tessera_class *cls = game_host_class_of(host, target->cls);
     const struct game_host_input *slot = NULL;
     for (size_t i = 0; cls && i < cls->input_count && !slot; i++)
         if (strcmp(cls->inputs[i].name, input) == 0) slot = &cls->inputs[i];
@@ -1024,14 +1016,13 @@ void game_host_io_input(cellapp *app, cell_entity *target, uint64_t activator_id
                  target->id, target->cls->name, input, parameter);
         return;
     }
-    slot->input(&app->game->context, game_host_entity_handle(target), game_host_data_of(target), activator_id, self_id,
+    slot->input(&host->context, game_host_entity_handle(target), game_host_data_of(target), activator_id, self_id,
                 &value);
 }
 
 void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activator_id, uint64_t caller_id,
                           const char *input, const char *parameter, void *context) {
-    cellapp *app = context;
-    if (!app->game) return;
+    game_host *host = context;
     uint64_t single = 0;
     if (strcmp(target, "!self") == 0)
         single = self_id;
@@ -1045,30 +1036,30 @@ void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activat
             return;
         }
         /* Here, or wherever its real is. */
-        io_route_to_entity(app, single, activator_id, self_id, input, parameter);
+        io_route_to_entity(host->services.io_route, single, activator_id, self_id, input, parameter);
         return;
     }
-    tessera_cellapp *handle = game_host_app_handle(app);
+    tessera_cellapp *handle = game_host_handle(host);
     tessera_handle ids[64];
     size_t count = game_api_find_by_name(handle, target, ids, 64);
-    if (count == 0 && entity_def_registry_find_class(app->shared.definitions, target)) {
+    if (count == 0 && entity_def_registry_find_class(host->services.shared->definitions, target)) {
         /* No entity here bears the name, and it is a class: the class's
          * entities here. */
         count = game_api_find_by_class(handle, target, ids, 64);
         if (count == 0) log_info("entity I/O: no entity here is named or of class '%s': '%s' skipped", target, input);
         for (size_t i = 0; i < count && i < 64; i++) {
-            cell_entity *e = spaces_find_entity(app->spaces, ids[i]);
-            if (e) game_host_io_input(app, e, activator_id, self_id, input, parameter);
+            cell_entity *e = spaces_find_entity(host->services.spaces, ids[i]);
+            if (e) game_host_io_input(host, e, activator_id, self_id, input, parameter);
         }
         return;
     }
     if (count > 64) count = 64;
     for (size_t i = 0; i < count; i++) {
-        cell_entity *e = spaces_find_entity(app->spaces, ids[i]);
-        if (e) game_host_io_input(app, e, activator_id, self_id, input, parameter);
+        cell_entity *e = spaces_find_entity(host->services.spaces, ids[i]);
+        if (e) game_host_io_input(host, e, activator_id, self_id, input, parameter);
     }
     /* Those of the name elsewhere in the cluster. */
-    io_route_to_name(app, target, ids, count, activator_id, self_id, input, parameter);
+    io_route_to_name(host->services.io_route, target, ids, count, activator_id, self_id, input, parameter);
 }
 
 static const tessera_cell_api game_host_api = {
@@ -1145,18 +1136,18 @@ static const tessera_cell_api game_host_api = {
 
 /* ---- loading ---------------------------------------------------------------------------- */
 
-static game_host *game_host_new(cellapp *app, const char *path, const config_group *settings) {
+static game_host *game_host_new(const game_host_services *services, const char *path, const config_group *settings) {
     game_host *host = xcalloc(1, sizeof *host);
-    host->app = app;
+    host->services = *services;
     snprintf(host->path, sizeof host->path, "%s", path ? path : "");
     host->settings = settings;
-    host->context.app = game_host_app_handle(app);
+    host->context.app = game_host_handle(host);
     host->context.api = &game_host_api;
     id_map_init(&host->names);
-    host->class_count = entity_def_registry_class_count(app->shared.definitions);
+    host->class_count = entity_def_registry_class_count(host->services.shared->definitions);
     host->classes = xcalloc(host->class_count ? host->class_count : 1, sizeof *host->classes);
     for (size_t i = 0; i < host->class_count; i++) {
-        const entity_def_class *cls = entity_def_registry_class(app->shared.definitions, i);
+        const entity_def_class *cls = entity_def_registry_class(host->services.shared->definitions, i);
         host->classes[cls->id].cls = cls;
         id_map_init(&host->classes[cls->id].members);
         size_t methods = cls->method_count[ENTITY_DEF_PART_CELL];
@@ -1196,8 +1187,10 @@ static void game_host_release(game_host *host) {
     free(host);
 }
 
-game_host *game_host_load(cellapp *app, const char *path, const config_group *settings, char *err, size_t errlen) {
-    game_host *host = game_host_new(app, path, settings);
+game_host *game_host_load(const game_host_services *services, const char *path, const config_group *settings, char *err,
+                          size_t errlen) {
+    game_host *host = game_host_new(services, path, settings);
+    game_host_install(host);
     if (!path || !path[0]) return host;
     const tessera_game_module *module = game_module_open(path, "cellapp", &host->library, err, errlen);
     if (!module) {
@@ -1207,15 +1200,13 @@ game_host *game_host_load(cellapp *app, const char *path, const config_group *se
     host->module = module;
     if (module->cell_init) {
         host->initialising = true;
-        app->game_loading = host;
-        int rc = module->cell_init(game_host_app_handle(app), &game_host_api, &host->game);
+        int rc = module->cell_init(game_host_handle(host), &game_host_api, &host->game);
         host->context.game = host->game;
-        app->game_loading = NULL;
         host->initialising = false;
         if (rc != 0) {
             snprintf(err, errlen, "game_module '%s' (%s): its cell_init failed (returned %d; its log lines say why)",
                      path, game_module_name(module), rc);
-            if (module->cell_shutdown) module->cell_shutdown(game_host_app_handle(app), host->game);
+            if (module->cell_shutdown) module->cell_shutdown(game_host_handle(host), host->game);
             game_host_release(host);
             return NULL;
         }
@@ -1227,7 +1218,7 @@ game_host *game_host_load(cellapp *app, const char *path, const config_group *se
             snprintf(err, errlen, "game_module '%s' (%s): game system '%s' failed to start", path,
                      game_module_name(module), system->name);
             game_host_stop_systems(host);
-            if (module->cell_shutdown) module->cell_shutdown(game_host_app_handle(app), host->game);
+            if (module->cell_shutdown) module->cell_shutdown(game_host_handle(host), host->game);
             game_host_release(host);
             return NULL;
         }
@@ -1238,14 +1229,14 @@ game_host *game_host_load(cellapp *app, const char *path, const config_group *se
     for (size_t i = 0; i < host->class_count; i++) registered += host->classes[i].registered;
     log_info("game module '%s' loaded from %s: %zu classes with rules, %zu systems", game_module_name(module), path,
              registered, host->system_count);
+    host->services.shared->report_views = game_host_wants_views(host);
     return host;
 }
 
 void game_host_free(game_host *host) {
     if (!host) return;
     game_host_stop_systems(host);
-    if (host->module && host->module->cell_shutdown)
-        host->module->cell_shutdown(game_host_app_handle(host->app), host->game);
+    if (host->module && host->module->cell_shutdown) host->module->cell_shutdown(game_host_handle(host), host->game);
     game_host_release(host);
 }
 
@@ -1286,7 +1277,7 @@ void game_host_after_thinks(game_host *host) {
 void game_host_created(game_host *host, cell_entity *entity) {
     if (host) {
         game_host_index(host, entity, true);
-        if (entity->real->name[0]) io_route_named(host->app, entity, NULL);
+        if (entity->real->name[0]) io_route_named(host->services.io_route, entity, NULL);
     }
     GAME_HOST_CALL(host, entity, created);
 }
@@ -1295,7 +1286,7 @@ void game_host_destroyed(game_host *host, cell_entity *entity) {
     GAME_HOST_CALL(host, entity, destroyed);
     if (host) {
         game_host_index(host, entity, false);
-        io_route_unnamed(host->app, entity);
+        io_route_unnamed(host->services.io_route, entity);
     }
 }
 
@@ -1326,7 +1317,7 @@ void game_host_witness(game_host *host, cell_entity *entity, bool got) {
 
 void game_host_view(game_host *host, cell_entity *owner, uint64_t other_id, bool entered) {
     if (entered) {
-        cell_entity *other = spaces_find_entity(host->app->spaces, other_id);
+        cell_entity *other = spaces_find_entity(host->services.spaces, other_id);
         if (other) GAME_HOST_CALL(host, owner, entered_view, game_host_entity_handle(other));
     } else {
         GAME_HOST_CALL(host, owner, left_view, other_id);
@@ -1360,17 +1351,17 @@ void game_host_timer(game_host *host, cell_entity *entity, uint64_t timer_id, ui
 
 void game_host_controller_event(cell *c, cell_entity *entity, controller_event event, uint32_t controller_id,
                                 uint64_t user_data, const char *reason, void *context) {
-    cellapp *app = context;
+    game_host *host = context;
     (void)c;
     switch (event) {
         case CONTROLLER_MOVED:
-            GAME_HOST_CALL(app->game, entity, controller_moved, controller_id, user_data);
+            GAME_HOST_CALL(host, entity, controller_moved, controller_id, user_data);
             break;
         case CONTROLLER_ARRIVED:
-            GAME_HOST_CALL(app->game, entity, controller_arrived, controller_id, user_data);
+            GAME_HOST_CALL(host, entity, controller_arrived, controller_id, user_data);
             break;
         case CONTROLLER_FAILED:
-            GAME_HOST_CALL(app->game, entity, controller_failed, controller_id, user_data, reason ? reason : "");
+            GAME_HOST_CALL(host, entity, controller_failed, controller_id, user_data, reason ? reason : "");
             break;
     }
 }
@@ -1390,4 +1381,62 @@ bool game_host_call(game_host *host, cell_entity *entity, const entity_def_metho
     body(&host->context, game_host_entity_handle(entity), game_host_data_of(entity), caller_id,
          (const tessera_args *)(const void *)args);
     return true;
+}
+
+/* ---- the hooks the engine's modules reach the game through ---------------------------------- */
+
+static void game_host_hook_created(void *host, cell_entity *entity) { game_host_created(host, entity); }
+static void game_host_hook_destroyed(void *host, cell_entity *entity) { game_host_destroyed(host, entity); }
+static void game_host_hook_leaving(void *host, cell_entity *entity) { game_host_leaving(host, entity); }
+static void game_host_hook_arrived(void *host, cell_entity *entity) { game_host_arrived(host, entity); }
+static void game_host_hook_teleported(void *host, cell_entity *entity, bool space_changed) {
+    game_host_teleported(host, entity, space_changed);
+}
+static void game_host_hook_moved(void *host, cell_entity *entity, double metres) {
+    game_host_moved(host, entity, metres);
+}
+static void game_host_hook_witness(void *host, cell_entity *entity, bool got) { game_host_witness(host, entity, got); }
+static bool game_host_hook_call(void *host, cell_entity *entity, const entity_def_method *method, uint64_t caller_id,
+                                const entity_state *args) {
+    return game_host_call(host, entity, method, caller_id, args);
+}
+static void game_host_hook_event_heard(void *host, const entity_def_method *event, uint64_t source_id,
+                                       const entity_state *fields) {
+    game_host_event_heard(host, event, source_id, fields);
+}
+static void game_host_hook_io_input(void *host, cell_entity *target, uint64_t activator_id, uint64_t self_id,
+                                    const char *input, const char *parameter) {
+    game_host_io_input(host, target, activator_id, self_id, input, parameter);
+}
+static void game_host_hook_save(void *host, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
+    game_host_save(host, entity, out);
+}
+static void game_host_hook_restore(void *host, cell_entity *entity, const Tessera__Cluster__CellEntityState *state) {
+    game_host_restore(host, entity, state);
+}
+static void game_host_hook_trap(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered) {
+    game_host_trap(host, owner, tag, visitor, entered);
+}
+
+/* The host becomes what the cells report traps to and what an entity
+ * handle leads back to (shared->host), and fills the modules' hooks. */
+static void game_host_install(game_host *host) {
+    cell_shared *shared = host->services.shared;
+    shared->host = host;
+    shared->on_trap = game_host_hook_trap;
+    *host->services.hooks = (game_hooks){
+        .host = host,
+        .created = game_host_hook_created,
+        .destroyed = game_host_hook_destroyed,
+        .leaving = game_host_hook_leaving,
+        .arrived = game_host_hook_arrived,
+        .teleported = game_host_hook_teleported,
+        .moved = game_host_hook_moved,
+        .witness = game_host_hook_witness,
+        .call = game_host_hook_call,
+        .event_heard = game_host_hook_event_heard,
+        .io_input = game_host_hook_io_input,
+        .save = game_host_hook_save,
+        .restore = game_host_hook_restore,
+    };
 }

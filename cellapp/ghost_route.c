@@ -7,7 +7,9 @@
  * FIFO and stops at the first live one. */
 #include <stdlib.h>
 
-#include "cellapp.h"
+#include "ghost_route.h"
+
+#include "id_map.h"
 #include "log.h"
 
 typedef struct ghost_route_entry {

@@ -12,22 +12,29 @@
  * whole ghost state. Everything goes through the outbox, in order, on the
  * channel to that cellapp.
  *
- * Receiving. Messages pass the incarnation books (ghost_order.h) first:
- * applied now, held until an earlier real's last message arrives (then
- * replayed from the held bytes), or dropped as stale. */
+ * Receiving. Messages pass the incarnation books first (ghost_inbox.c);
+ * haunt_apply does what those let through to the ghosts here. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "haunt.h"
+
 #include "clock.h"
+#include "id_map.h"
 #include "log.h"
 #include "property_codec.h"
+#include "witness.h"
 
 /* Cells one real can be near: a handful in any sane layout; the rest of a
  * pathological one is ignored (and logged). */
 #define HAUNT_MAX_NEAR 32
+
+struct haunts {
+    haunts_context context;
+    id_map ghost_moves; /* cellapp id -> this tick's moves for it (haunt_moves) */
+};
 
 static bool haunt_has(const cell_entity *entity, uint64_t peer) {
     for (uint32_t i = 0; i < entity->real->haunt_count; i++)
@@ -44,29 +51,29 @@ static void haunt_append(cell_entity *entity, uint64_t peer, uint64_t now_us) {
     entity->real->haunts[entity->real->haunt_count++] = (cell_haunt){peer, now_us};
 }
 
-void haunt_send(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
+void haunt_send(haunts *h, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
     item.ghost = (Tessera__Cluster__GhostMessage *)message;
-    size_t before = outbox_cellapp_bytes(app->outbox, peer);
-    outbox_to_cellapp(app->outbox, peer, &item);
-    app->counters.ghost_bytes += outbox_cellapp_bytes(app->outbox, peer) - before;
+    size_t before = outbox_cellapp_bytes(h->context.outbox, peer);
+    outbox_to_cellapp(h->context.outbox, peer, &item);
+    h->context.counters->ghost_bytes += outbox_cellapp_bytes(h->context.outbox, peer) - before;
 }
 
 /* The ghost properties of `entity`: all of them into `w`, byte-aligned. */
-static void haunt_encode_all(const cellapp *app, const cell_entity *entity, bit_writer *w) {
+static void haunt_encode_all(const haunts *h, const cell_entity *entity, bit_writer *w) {
     const entity_state_mask *ghosts =
-        replication_schema_mask(app->shared.schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+        replication_schema_mask(h->context.shared->schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
     property_codec_encode_changes(w, entity->state, ghosts);
     bit_writer_align(w);
 }
 
-void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer) {
+void haunt_add(haunts *h, cell_entity *entity, uint64_t peer) {
     uint64_t began = cell_load_transient_begin(); /* ghost churn is transient load */
     if (haunt_has(entity, peer)) return;
     bit_writer w;
     bit_writer_init(&w);
-    haunt_encode_all(app, entity, &w);
+    haunt_encode_all(h, entity, &w);
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
     position.x = entity->x;
     position.y = entity->y;
@@ -86,14 +93,14 @@ void haunt_add(cellapp *app, cell_entity *entity, uint64_t peer) {
     message.incarnation = entity->incarnation;
     message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE;
     message.create = &create;
-    haunt_send(app, peer, &message);
+    haunt_send(h, peer, &message);
     bit_writer_close(&w);
     haunt_append(entity, peer, clock_monotonic_us());
-    app->counters.ghosts_created++;
-    cell_load_transient_end(app, began);
+    h->context.counters->ghosts_created++;
+    cell_load_transient_end(h->context.load, began);
 }
 
-void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, bool destroyed) {
+void haunt_send_delete(haunts *h, const cell_entity *entity, uint64_t peer, bool destroyed) {
     Tessera__Cluster__GhostDelete remove = TESSERA__CLUSTER__GHOST_DELETE__INIT;
     remove.destroyed = destroyed;
     Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
@@ -101,14 +108,14 @@ void haunt_send_delete(cellapp *app, const cell_entity *entity, uint64_t peer, b
     message.incarnation = entity->incarnation;
     message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE;
     message.delete_ = &remove;
-    haunt_send(app, peer, &message);
-    app->counters.ghosts_deleted++;
+    haunt_send(h, peer, &message);
+    h->context.counters->ghosts_deleted++;
 }
 
-void haunt_destroyed(cellapp *app, cell_entity *entity) {
+void haunt_destroyed(haunts *h, cell_entity *entity) {
     for (uint32_t i = 0; i < entity->real->haunt_count; i++)
-        if (peer_set_is_up(app->peers, entity->real->haunts[i].cellapp_id))
-            haunt_send_delete(app, entity, entity->real->haunts[i].cellapp_id, true);
+        if (peer_set_is_up(h->context.peers, entity->real->haunts[i].cellapp_id))
+            haunt_send_delete(h, entity, entity->real->haunts[i].cellapp_id, true);
     entity->real->haunt_count = 0;
 }
 
@@ -123,17 +130,18 @@ static double haunt_distance_to(const cell *c, const cell_entity *entity, uint64
 
 /* Brings one real's haunts up to date. Returns true while some haunt is
  * kept only by the fudge margin or the lifespan (so it is checked again). */
-static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t now_us) {
-    const haunt_config *config = &app->settings.haunt;
+static bool haunt_recompute(haunts *h, cell *c, cell_entity *entity, uint64_t now_us) {
+    const haunt_config *config = h->context.config;
     const space_layout_node *near[HAUNT_MAX_NEAR];
     size_t found =
         space_layout_cells_near(c->layout, entity->x, entity->z, config->ghost_distance, near, HAUNT_MAX_NEAR);
     if (found > HAUNT_MAX_NEAR) found = HAUNT_MAX_NEAR;
     for (size_t i = 0; i < found; i++) {
         uint64_t peer = near[i]->cellapp_id;
-        if (peer == app->self.process_id || haunt_has(entity, peer) || !peer_set_is_up(app->peers, peer)) continue;
-        if (!spaces_peer_epoch(app->spaces, peer, c->space_name)) continue; /* it cannot place a ghost yet */
-        haunt_add(app, entity, peer);
+        if (peer == h->context.self->process_id || haunt_has(entity, peer) || !peer_set_is_up(h->context.peers, peer))
+            continue;
+        if (!spaces_peer_epoch(h->context.spaces, peer, c->space_name)) continue; /* it cannot place a ghost yet */
+        haunt_add(h, entity, peer);
     }
     bool lingering = false;
     uint64_t lifespan_us = (uint64_t)config->ghost_min_lifespan_ms * 1000u;
@@ -147,12 +155,12 @@ static bool haunt_recompute(cellapp *app, cell *c, cell_entity *entity, uint64_t
         }
         bool young = now_us - haunt->since_us < lifespan_us;
         bool close = haunt_distance_to(c, entity, haunt->cellapp_id) <= config->ghost_distance + config->ghost_fudge;
-        if (peer_set_is_up(app->peers, haunt->cellapp_id) && (young || close)) {
+        if (peer_set_is_up(h->context.peers, haunt->cellapp_id) && (young || close)) {
             lingering = true;
             i++;
             continue;
         }
-        if (peer_set_is_up(app->peers, haunt->cellapp_id)) haunt_send_delete(app, entity, haunt->cellapp_id, false);
+        if (peer_set_is_up(h->context.peers, haunt->cellapp_id)) haunt_send_delete(h, entity, haunt->cellapp_id, false);
         entity->real->haunts[i] = entity->real->haunts[--entity->real->haunt_count];
     }
     return lingering;
@@ -167,11 +175,11 @@ typedef struct haunt_moves {
     size_t count, capacity;
 } haunt_moves;
 
-static void haunt_add_move(cellapp *app, uint64_t peer, const cell_entity *entity) {
-    haunt_moves *moves = id_map_get(&app->ghost_moves, peer);
+static void haunt_add_move(haunts *h, uint64_t peer, const cell_entity *entity) {
+    haunt_moves *moves = id_map_get(&h->ghost_moves, peer);
     if (!moves) {
         moves = xcalloc(1, sizeof *moves);
-        id_map_put(&app->ghost_moves, peer, moves);
+        id_map_put(&h->ghost_moves, peer, moves);
     }
     if (moves->count == moves->capacity) {
         moves->capacity = moves->capacity ? moves->capacity * 2 : 64;
@@ -196,11 +204,11 @@ static void haunt_add_move(cellapp *app, uint64_t peer, const cell_entity *entit
 /* Appends each haunt's gathered moves to its outbox, after everything else
  * the tick's haunts queued for it (creates first, so a move never precedes
  * its ghost). */
-static void haunt_flush_moves(cellapp *app) {
+static void haunt_flush_moves(haunts *h) {
     size_t cursor = 0;
     uint64_t peer;
     void *value;
-    while (id_map_next(&app->ghost_moves, &cursor, &peer, &value)) {
+    while (id_map_next(&h->ghost_moves, &cursor, &peer, &value)) {
         haunt_moves *moves = value;
         if (!moves->count) continue;
         Tessera__Cluster__GhostMoves message = TESSERA__CLUSTER__GHOST_MOVES__INIT;
@@ -216,18 +224,26 @@ static void haunt_flush_moves(cellapp *app) {
         Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
         item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST_MOVES;
         item.ghost_moves = &message;
-        size_t before = outbox_cellapp_bytes(app->outbox, peer);
-        outbox_to_cellapp(app->outbox, peer, &item);
-        app->counters.ghost_bytes += outbox_cellapp_bytes(app->outbox, peer) - before;
+        size_t before = outbox_cellapp_bytes(h->context.outbox, peer);
+        outbox_to_cellapp(h->context.outbox, peer, &item);
+        h->context.counters->ghost_bytes += outbox_cellapp_bytes(h->context.outbox, peer) - before;
         moves->count = 0;
     }
 }
 
-void haunt_free(cellapp *app) {
+haunts *haunt_create(const haunts_context *context) {
+    haunts *h = xcalloc(1, sizeof *h);
+    h->context = *context;
+    id_map_init(&h->ghost_moves);
+    return h;
+}
+
+void haunt_free(haunts *h) {
+    if (!h) return;
     size_t cursor = 0;
     uint64_t peer;
     void *value;
-    while (id_map_next(&app->ghost_moves, &cursor, &peer, &value)) {
+    while (id_map_next(&h->ghost_moves, &cursor, &peer, &value)) {
         haunt_moves *moves = value;
         free(moves->entity_id);
         free(moves->incarnation);
@@ -238,25 +254,26 @@ void haunt_free(cellapp *app) {
         free(moves->yaw);
         free(moves);
     }
-    id_map_close(&app->ghost_moves);
+    id_map_close(&h->ghost_moves);
+    free(h);
 }
 
 /* The tick's GhostUpdate of a real, to each haunt: a move alone goes in
  * the haunt's GhostMoves. */
-static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_state_mask *changed) {
+static void haunt_send_update(haunts *h, cell_entity *entity, const entity_state_mask *changed) {
     bool has_properties = !entity_state_mask_empty(changed);
     bool has_broadcasts = entity->real->broadcast_count || entity->real->broadcast_event_count;
     if (!entity->moved && !has_properties && !has_broadcasts) return;
     if (!has_properties && !has_broadcasts) {
         for (uint32_t i = 0; i < entity->real->haunt_count; i++)
-            haunt_add_move(app, entity->real->haunts[i].cellapp_id, entity);
+            haunt_add_move(h, entity->real->haunts[i].cellapp_id, entity);
         return;
     }
     bit_writer w;
     bit_writer_init(&w);
     if (has_properties) {
         /* The cell packed this tick's GHOSTS encoding once; copy it. */
-        if (!(entity->packed && replication_append_change_list(app->shared.replication, &entity->replication,
+        if (!(entity->packed && replication_append_change_list(h->context.shared->replication, &entity->replication,
                                                                REPLICATION_AUDIENCE_GHOSTS, &w) > 0))
             property_codec_encode_changes(&w, entity->state, changed);
         bit_writer_align(&w);
@@ -293,7 +310,7 @@ static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_st
     message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE;
     message.update = &update;
     for (uint32_t i = 0; i < entity->real->haunt_count; i++)
-        haunt_send(app, entity->real->haunts[i].cellapp_id, &message);
+        haunt_send(h, entity->real->haunts[i].cellapp_id, &message);
     free(calls);
     free(events);
     bit_writer_close(&w);
@@ -302,33 +319,33 @@ static void haunt_send_update(cellapp *app, cell_entity *entity, const entity_st
 /* Counts this tick's changes of a real (cell_change_count_ahead), haunts
  * or not: its copies, and a witness that travels, compare them. Leaves the
  * ghost properties that changed in `changed`. */
-static void haunt_count_changes(cellapp *app, cell_entity *entity, entity_state_mask *changed) {
+static void haunt_count_changes(haunts *h, cell_entity *entity, entity_state_mask *changed) {
     if (entity->moved) entity->move_count = cell_change_count_next(entity->move_count);
     const entity_state_mask *ghosts =
-        replication_schema_mask(app->shared.schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
+        replication_schema_mask(h->context.shared->schema, entity->cls->id, REPLICATION_AUDIENCE_GHOSTS);
     entity_state_mask_intersect(changed, entity_state_dirty(entity->state), ghosts);
     if (!entity_state_mask_empty(changed)) entity->property_count = cell_change_count_next(entity->property_count);
 }
 
-void haunt_tick(cellapp *app, cell *c) {
+void haunt_tick(haunts *h, cell *c) {
     uint64_t now_us = clock_monotonic_us();
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
         entity_state_mask changed;
-        haunt_count_changes(app, entity, &changed);
+        haunt_count_changes(h, entity, &changed);
         if (entity->real->haunts_stale || c->layout_changed)
-            entity->real->haunts_stale = haunt_recompute(app, c, entity, now_us);
-        if (entity->real->haunt_count) haunt_send_update(app, entity, &changed);
+            entity->real->haunts_stale = haunt_recompute(h, c, entity, now_us);
+        if (entity->real->haunt_count) haunt_send_update(h, entity, &changed);
     }
-    haunt_flush_moves(app);
+    haunt_flush_moves(h);
 }
 
-void haunt_count(const cellapp *app, size_t *interior_reals, size_t *reals, size_t *ghosts) {
+void haunt_count(const haunts *h, size_t *interior_reals, size_t *reals, size_t *ghosts) {
     *interior_reals = *reals = *ghosts = 0;
     size_t cursor = 0;
     cell *c;
-    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(h->context.spaces, &cursor)) != NULL) {
         *reals += c->real_count;
         *ghosts += c->ghost_count;
         for (size_t i = 0; i < c->count; i++) {
@@ -353,17 +370,18 @@ static void haunt_decode_properties(uint64_t peer, cell_entity *ghost, const Pro
                  property_codec_strerror(rc));
 }
 
-static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
+static void haunt_apply_create(haunts *h, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
                                const Tessera__Cluster__GhostCreate *create) {
     const entity_def_class *cls =
-        create->entity_type ? entity_def_registry_find_class(app->shared.definitions, create->entity_type) : NULL;
+        create->entity_type ? entity_def_registry_find_class(h->context.shared->definitions, create->entity_type)
+                            : NULL;
     if (!cls) {
         log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 " of type '%s', which our definitions lack "
                  "(do the cellapps load the same definitions?)",
                  peer, entity_id, create->entity_type ? create->entity_type : "");
         return;
     }
-    cell *c = spaces_cell(app->spaces, create->space_name, true);
+    cell *c = spaces_cell(h->context.spaces, create->space_name, true);
     if (!c) {
         log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 " in space '%s', which this cellapp does not "
                  "know yet: dropped",
@@ -372,7 +390,7 @@ static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, 
     }
     float x = create->position ? create->position->x : 0, y = create->position ? create->position->y : 0;
     float z = create->position ? create->position->z : 0;
-    cell_entity *ghost = spaces_find_entity(app->spaces, entity_id);
+    cell_entity *ghost = spaces_find_entity(h->context.spaces, entity_id);
     if (ghost && (ghost->kind != CELL_ENTITY_GHOST || ghost->home != c || ghost->cls != cls)) {
         if (ghost->kind == CELL_ENTITY_REAL) {
             log_warn("cellapp %" PRIu64 " sent a ghost of entity %" PRIu64 ", which is real here: ignored", peer,
@@ -401,10 +419,10 @@ static void haunt_apply_create(cellapp *app, uint64_t peer, uint64_t entity_id, 
     ghost->move_stamp_us = create->stamp_us;
     ghost->move_count = create->move_count & CELL_CHANGE_COUNT_MASK;
     ghost->property_count = create->property_count & CELL_CHANGE_COUNT_MASK;
-    haunt_decode_properties(peer, ghost, &create->properties, app->shared.schema);
+    haunt_decode_properties(peer, ghost, &create->properties, h->context.shared->schema);
 }
 
-static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
+static void haunt_apply_update(haunts *h, uint64_t peer, cell_entity *ghost,
                                const Tessera__Cluster__GhostUpdate *update) {
     cell *c = ghost->home;
     if (update->position && (update->position->x != ghost->x || update->position->y != ghost->y ||
@@ -416,7 +434,7 @@ static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
     ghost->move_count = update->move_count & CELL_CHANGE_COUNT_MASK;
     /* A move from GhostMoves leaves the property counter as it is. */
     if (update->property_count <= CELL_CHANGE_COUNT_MASK) ghost->property_count = update->property_count;
-    haunt_decode_properties(peer, ghost, &update->properties, app->shared.schema);
+    haunt_decode_properties(peer, ghost, &update->properties, h->context.shared->schema);
     for (size_t i = 0; i < update->n_client_calls; i++) {
         const Tessera__Client__ClientCall *call = update->client_calls[i];
         if (call->entity_id != ghost->id) continue;
@@ -430,13 +448,13 @@ static void haunt_apply_update(cellapp *app, uint64_t peer, cell_entity *ghost,
 }
 
 /* Applies one ghost message the books let through. */
-static void haunt_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
+void haunt_apply(haunts *h, uint64_t peer, const Tessera__Cluster__GhostMessage *message) {
     uint64_t id = message->entity_id;
     if (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE) {
-        haunt_apply_create(app, peer, id, message->incarnation, message->create);
+        haunt_apply_create(h, peer, id, message->incarnation, message->create);
         return;
     }
-    cell_entity *ghost = spaces_find_entity(app->spaces, id);
+    cell_entity *ghost = spaces_find_entity(h->context.spaces, id);
     if (!ghost || ghost->kind != CELL_ENTITY_GHOST) {
         log_debug("cellapp %" PRIu64 ": ghost message for entity %" PRIu64 ", which has no ghost here", peer, id);
         return;
@@ -446,7 +464,7 @@ static void haunt_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Gho
     ghost->incarnation = message->incarnation;
     switch (message->body_case) {
         case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE:
-            haunt_apply_update(app, peer, ghost, message->update);
+            haunt_apply_update(h, peer, ghost, message->update);
             break;
         case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE:
             cell_destroy(ghost->home, ghost);
@@ -460,167 +478,29 @@ static void haunt_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Gho
     }
 }
 
-static ghost_order_kind haunt_kind_of(const Tessera__Cluster__GhostMessage *message) {
-    switch (message->body_case) {
-        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_CREATE:
-            return GHOST_ORDER_CREATE;
-        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_DELETE:
-            return GHOST_ORDER_DELETE;
-        case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL:
-            return GHOST_ORDER_SET_REAL;
-        default:
-            return GHOST_ORDER_UPDATE;
-    }
-}
-
-/* A held item, as the books keep it: the encoded CellItem and its sender. */
-typedef struct haunt_held_item {
-    uint64_t peer;
-    size_t length;
-    uint8_t bytes[];
-} haunt_held_item;
-
-void *haunt_hold_item(uint64_t peer, const uint8_t *item, size_t length) {
-    haunt_held_item *held = xmalloc(sizeof *held + (length ? length : 1));
-    held->peer = peer;
-    held->length = length;
-    if (length) memcpy(held->bytes, item, length);
-    return held;
-}
-
-void haunt_on_message(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMessage *message, const uint8_t *item,
-                      size_t item_length) {
-    if (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY__NOT_SET || message->entity_id == 0 ||
-        (message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL && !message->set_real->next_cellapp_id)) {
-        log_warn("cellapp %" PRIu64 " sent an empty or malformed ghost message: ignored", peer);
-        return;
-    }
-    ghost_order_message book = {
-        haunt_kind_of(message), peer, message->incarnation,
-        message->body_case == TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL ? message->set_real->next_cellapp_id : 0,
-        NULL};
-    switch (ghost_order_offer(app->ghost_order, message->entity_id, &book, clock_monotonic_us())) {
-        case GHOST_ORDER_APPLY:
-            haunt_apply(app, peer, message);
-            haunt_release(app, message->entity_id);
-            break;
-        case GHOST_ORDER_HOLD:
-            ghost_order_hold_payload(app->ghost_order, message->entity_id, haunt_hold_item(peer, item, item_length));
-            log_debug("entity %" PRIu64 ": %s of incarnation %u from cellapp %" PRIu64 " held for an earlier real",
-                      message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
-            break;
-        case GHOST_ORDER_STALE:
-            log_debug("entity %" PRIu64 ": stale %s of incarnation %u from cellapp %" PRIu64 ": dropped",
-                      message->entity_id, ghost_order_kind_name(book.kind), message->incarnation, peer);
-            break;
-    }
-}
-
-void haunt_on_moves(cellapp *app, uint64_t peer, const Tessera__Cluster__GhostMoves *moves) {
-    size_t n = moves->n_entity_id;
-    if (moves->n_incarnation != n || moves->n_move_count != n || moves->n_x != n || moves->n_y != n ||
-        moves->n_z != n || moves->n_yaw != n) {
-        log_warn("cellapp %" PRIu64 " sent ghost moves whose arrays differ in length: ignored", peer);
-        return;
-    }
-    uint64_t now_us = clock_monotonic_us();
-    for (size_t i = 0; i < n; i++) {
-        uint64_t id = moves->entity_id[i];
-        ghost_order_message book = {GHOST_ORDER_UPDATE, peer, moves->incarnation[i], 0, NULL};
-        ghost_order_verdict verdict = ghost_order_offer(app->ghost_order, id, &book, now_us);
-        if (verdict == GHOST_ORDER_STALE) continue;
-        Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
-        position.x = moves->x[i];
-        position.y = moves->y[i];
-        position.z = moves->z[i];
-        Tessera__Cluster__GhostUpdate update = TESSERA__CLUSTER__GHOST_UPDATE__INIT;
-        update.position = &position;
-        update.yaw = moves->yaw[i];
-        update.move_count = moves->move_count[i];
-        update.property_count = CELL_CHANGE_COUNT_MASK + 1; /* not told: unchanged */
-        Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
-        message.entity_id = id;
-        message.incarnation = moves->incarnation[i];
-        message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE;
-        message.update = &update;
-        if (verdict == GHOST_ORDER_APPLY) {
-            haunt_apply(app, peer, &message);
-            continue;
-        }
-        /* Held for an earlier real: kept as the GhostUpdate it stands for. */
-        Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
-        item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST;
-        item.ghost = &message;
-        size_t length = tessera__cluster__cell_item__get_packed_size(&item);
-        haunt_held_item *held = xmalloc(sizeof *held + (length ? length : 1));
-        held->peer = peer;
-        held->length = length;
-        tessera__cluster__cell_item__pack(&item, held->bytes);
-        ghost_order_hold_payload(app->ghost_order, id, held);
-    }
-}
-
-/* Replays one held item. */
-static void haunt_replay(cellapp *app, haunt_held_item *held) {
-    Tessera__Cluster__CellItem *item = tessera__cluster__cell_item__unpack(NULL, held->length, held->bytes);
-    if (!item) {
-        log_warn("a held item from cellapp %" PRIu64 " does not decode: dropped", held->peer);
-        return;
-    }
-    if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_GHOST)
-        haunt_apply(app, held->peer, item->ghost);
-    else if (item->body_case == TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD)
-        offload_apply(app, held->peer, item->offload);
-    tessera__cluster__cell_item__free_unpacked(item, NULL);
-}
-
-void haunt_release(cellapp *app, uint64_t entity_id) {
-    ghost_order_message message;
-    for (;;) {
-        ghost_order_event event = ghost_order_next(app->ghost_order, entity_id, &message);
-        if (event == GHOST_ORDER_NONE) return;
-        if (event == GHOST_ORDER_LOST) {
-            cell_entity *ghost = spaces_find_entity(app->spaces, entity_id);
-            if (ghost && ghost->kind == CELL_ENTITY_GHOST) {
-                log_debug("ghost %" PRIu64 ": its real's cellapp is gone: dropped", entity_id);
-                cell_destroy(ghost->home, ghost);
-            }
-            continue;
-        }
-        haunt_replay(app, message.payload);
-        free(message.payload);
-    }
-}
-
-void haunt_peer_down(cellapp *app, uint64_t peer) {
-    size_t capacity = ghost_order_size(app->ghost_order);
-    uint64_t *ids = xcalloc(capacity ? capacity : 1, sizeof *ids);
-    size_t count = ghost_order_peer_down(app->ghost_order, peer, ids, capacity);
-    for (size_t i = 0; i < count; i++) haunt_release(app, ids[i]);
-    free(ids);
-    /* Whatever the books did not cover (a ghost whose create never passed
-     * them) goes too; and the peer leaves every haunt list. */
+void haunt_peer_down(haunts *h, uint64_t peer) {
+    /* Whatever the books did not release (a ghost whose create never
+     * passed them) goes; and the peer leaves every haunt list. */
     size_t dropped = 0, cursor = 0;
     cell *c;
-    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(h->context.spaces, &cursor)) != NULL) {
         for (size_t i = 0; i < c->count; i++) {
             cell_entity *entity = c->by_index[i];
             if (entity->destroyed) continue;
             if (entity->kind == CELL_ENTITY_GHOST && entity->owner_cellapp == peer) {
                 cell_destroy(c, entity);
-                ghost_order_forget(app->ghost_order, entity->id, clock_monotonic_us());
+                ghost_order_forget(h->context.ghost_order, entity->id, clock_monotonic_us());
                 dropped++;
                 continue;
             }
             if (!entity->real) continue; /* another cellapp's ghost */
-            for (uint32_t h = 0; h < entity->real->haunt_count;) {
-                if (entity->real->haunts[h].cellapp_id == peer)
-                    entity->real->haunts[h] = entity->real->haunts[--entity->real->haunt_count];
+            for (uint32_t k = 0; k < entity->real->haunt_count;) {
+                if (entity->real->haunts[k].cellapp_id == peer)
+                    entity->real->haunts[k] = entity->real->haunts[--entity->real->haunt_count];
                 else
-                    h++;
+                    k++;
             }
         }
     }
-    if (dropped || count)
-        log_info("cellapp %" PRIu64 " gone: %zu ghosts dropped, %zu entities re-examined", peer, dropped, count);
+    if (dropped) log_info("cellapp %" PRIu64 " gone: %zu more of its ghosts dropped", peer, dropped);
 }

@@ -17,24 +17,47 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cellapp.h"
+#include "cell.h"
+#include "cluster.pb-c.h"
+#include "game_hooks.h"
+#include "mailbox.h"
+#include "peer_set.h"
+#include "process_self.h"
+#include "redis_client.h"
+#include "spaces.h"
+
+typedef struct io_route io_route;
+
+/* What the routes borrow (each outlives them). */
+typedef struct io_route_context {
+    redis_client *redis; /* the name directory */
+    const char *cluster_name;
+    const game_hooks *hooks; /* io_input */
+    spaces *spaces;
+    peer_set *peers;
+    mailbox *mailbox;
+    const process_self *self;
+} io_route_context;
+
+io_route *io_route_create(const io_route_context *context);
+void io_route_free(io_route *route);
 
 /* Records in the directory that `entity` now bears its name (old_name: the
  * name it had, "" or NULL for none). */
-void io_route_named(cellapp *app, const cell_entity *entity, const char *old_name);
+void io_route_named(io_route *route, const cell_entity *entity, const char *old_name);
 /* The named `entity` is destroyed: it leaves the directory. */
-void io_route_unnamed(cellapp *app, const cell_entity *entity);
+void io_route_unnamed(io_route *route, const cell_entity *entity);
 
 /* The input for entities named `name` on other cellapps: looks the name up
  * and sends the input to each id that is not among the `delivered` ones
  * (served here already). Nothing when this cellapp has no peer cellapp. */
-void io_route_to_name(cellapp *app, const char *name, const uint64_t *delivered, size_t delivered_count,
+void io_route_to_name(io_route *route, const char *name, const uint64_t *delivered, size_t delivered_count,
                       uint64_t activator_id, uint64_t caller_id, const char *input, const char *parameter);
 /* The input for the entity `entity_id`, whose real is not here. */
-void io_route_to_entity(cellapp *app, uint64_t entity_id, uint64_t activator_id, uint64_t caller_id, const char *input,
-                        const char *parameter);
+void io_route_to_entity(io_route *route, uint64_t entity_id, uint64_t activator_id, uint64_t caller_id,
+                        const char *input, const char *parameter);
 
 /* An io_input CellMessage for the real `target`. */
-void io_route_on_message(cellapp *app, cell_entity *target, const Tessera__Cluster__IoInput *input);
+void io_route_on_message(io_route *route, cell_entity *target, const Tessera__Cluster__IoInput *input);
 
 #endif

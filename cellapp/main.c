@@ -1,6 +1,8 @@
 /* main.c -- the cellapp process: its settings table, start-up (config,
- * Redis, registry, peer listener), the fixed-timestep tick, the published
- * numbers, and an orderly shutdown on SIGINT/SIGTERM. */
+ * Redis, registry, peer listener, then its modules from the bottom up),
+ * the published figures, signals, the drain SIGTERM asks for, and an
+ * orderly shutdown. The tick is tick.c's; what peers send, peer
+ * dispatch's. */
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -10,10 +12,14 @@
 
 #include "cellapp.h"
 #include "cell_real.h"
-#include "map_entities.h"
+#include "cellapp_admin.h"
+#include "cellapp_figures.h"
 #include "clock.h"
 #include "log.h"
+#include "peer_dispatch.h"
 #include "peer_message.h"
+#include "state_dump.h"
+#include "tick.h"
 
 static const config_key cellapp_config_keys[] = {
     PROCESS_CONFIG_KEYS(cellapp_settings, process),
@@ -136,106 +142,30 @@ static const config_key cellapp_config_keys[] = {
 
 #define CELLAPP_CONFIG_KEY_COUNT (sizeof cellapp_config_keys / sizeof cellapp_config_keys[0])
 
-/* ---- tick ---------------------------------------------------------------- */
+/* ---- registry and figures ------------------------------------------------ */
 
-/* The tick is a fixed-timestep accumulator driven by a libuv timer that fires
- * once per tick period. Time is read from the monotonic clock, so wall-clock
- * steps (NTP, an operator) cannot speed up or stall the simulation. Each
- * wake-up adds the elapsed time to the accumulator and runs whole ticks
- * while it holds at least one period. After a stall (a debugger, a swapped
- * out process) at most CELLAPP_MAX_CATCH_UP ticks run back to back and the
- * rest of the debt is forgiven: replaying seconds of ticks at once would
- * only flood clients with stale movement. */
-#define CELLAPP_MAX_CATCH_UP 3
-
-static void cellapp_drain_check(cellapp *app);
-
-static void cellapp_on_tick_timer(uv_timer_t *timer) {
+static void cellapp_on_stats_timer(uv_timer_t *timer) {
     cellapp *app = timer->data;
-    uint64_t period_us = 1000000u / (uint64_t)app->settings.tick_hz;
-    uint64_t now = clock_monotonic_us();
-    app->tick_accumulator_us += now - app->tick_last_us;
-    app->tick_last_us = now;
-    int ran = 0;
-    while (app->tick_accumulator_us >= period_us && ran < CELLAPP_MAX_CATCH_UP) {
-        cellapp_tick(app);
-        app->tick_accumulator_us -= period_us;
-        ran++;
-    }
-    if (app->tick_accumulator_us >= period_us) {
-        log_warn("tick fell %" PRIu64 " ms behind; skipping the missed ticks", app->tick_accumulator_us / 1000);
-        app->tick_accumulator_us = 0;
-    }
-    if (ran) cellapp_drain_check(app);
-}
-
-/* ---- registry and stats -------------------------------------------------- */
-
-static void cellapp_publish_stats(cellapp *app) {
     if (!app->registry) return;
-    size_t interior, reals, ghosts;
-    haunt_count(app, &interior, &reals, &ghosts);
-    size_t cells = 0, cursor = 0;
-    while (spaces_next_cell(app->spaces, &cursor)) cells++;
-    const cellapp_counters *n = &app->counters;
-    registry_set_stat(app->registry, "load", (int64_t)reals);
-    registry_set_stat(app->registry, "entities", (int64_t)(reals + ghosts));
-    registry_set_stat(app->registry, "reals", (int64_t)reals);
-    registry_set_stat(app->registry, "ghosts", (int64_t)ghosts);
-    registry_set_stat(app->registry, "interior_reals", (int64_t)interior);
-    registry_set_stat(app->registry, "cells", (int64_t)cells);
-    registry_set_stat(app->registry, "baseapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_BASEAPP));
-    registry_set_stat(app->registry, "cellapps", (int64_t)peer_set_count_up(app->peers, PEER_ROLE_CELLAPP));
-    registry_set_stat(app->registry, "frames_in", (int64_t)app->totals.frames_in);
-    registry_set_stat(app->registry, "frames_out", (int64_t)app->totals.frames_out);
-    registry_set_stat(app->registry, "bytes_in", (int64_t)app->totals.bytes_in);
-    registry_set_stat(app->registry, "bytes_out", (int64_t)app->totals.bytes_out);
-    registry_set_stat(app->registry, "tick_us", (int64_t)app->last_tick_duration_us);
-    registry_set_stat(app->registry, "stream_bytes", (int64_t)app->shared.witness_totals.stream_bytes);
-    registry_set_stat(app->registry, "records_held", (int64_t)app->shared.witness_totals.records_held);
-    registry_set_stat(app->registry, "arrivals_awaited", (int64_t)app->shared.witness_totals.arrivals_awaited);
-    registry_set_stat(app->registry, "arrivals_missed", (int64_t)app->shared.witness_totals.arrivals_missed);
-    registry_set_stat(app->registry, "near_leaves", (int64_t)app->shared.witness_totals.near_leaves);
-    registry_set_stat(app->registry, "offloads_out", (int64_t)n->offloads_out);
-    registry_set_stat(app->registry, "offloads_in", (int64_t)n->offloads_in);
-    registry_set_stat(app->registry, "offloads_reclaimed", (int64_t)n->offloads_reclaimed);
-    registry_set_stat(app->registry, "ghost_bytes", (int64_t)n->ghost_bytes);
-    registry_set_stat(app->registry, "forwarded", (int64_t)n->messages_forwarded);
-    registry_set_stat(app->registry, "failed", (int64_t)n->messages_failed);
-    registry_set_stat(app->registry, "teleports", (int64_t)n->teleports);
-    registry_set_stat(app->registry, "held_ghost_messages", (int64_t)ghost_order_held_count(app->ghost_order));
-    registry_set_stat(app->registry, "aliases_exhausted", (int64_t)app->shared.witness_totals.aliases_exhausted);
-    registry_set_stat(app->registry, "load_permille", (int64_t)(app->load.load * 1000.0 + 0.5));
-    registry_set_stat(app->registry, "transient_permille", (int64_t)(app->load.transient * 1000.0 + 0.5));
-    registry_set_stat(app->registry, "draining", app->draining);
-    balancer_figures figures;
-    balancer_stats(app->balancer, &figures);
-    registry_set_stat(app->registry, "balance_leader", figures.leader);
-    registry_set_stat(app->registry, "balance_passes", (int64_t)figures.passes);
-    registry_set_stat(app->registry, "line_moves", (int64_t)figures.line_moves);
-    registry_set_stat(app->registry, "cell_changes", (int64_t)figures.cell_changes);
-    registry_set_stat(app->registry, "balance_writes_refused", (int64_t)figures.writes_refused);
-    const latency_histogram *latency = &app->counters.offload_latency;
-    registry_set_stat(app->registry, "offload_p50_us", (int64_t)latency_histogram_percentile(latency, 50.0));
-    registry_set_stat(app->registry, "offload_p99_us", (int64_t)latency_histogram_percentile(latency, 99.0));
-    registry_set_stat(app->registry, "offload_acks", (int64_t)latency->count);
+    cellapp_figures figures;
+    cellapp_figures_gather(app, &figures);
+    cellapp_figures_publish(&figures, app->registry);
 }
 
-static void cellapp_on_stats_timer(uv_timer_t *timer) { cellapp_publish_stats(timer->data); }
+static void cellapp_metrics(void *owner, metrics_text *text) { cellapp_figures_metrics(owner, text); }
 
 static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user_data) {
     cellapp *app = user_data;
-    (void)reg;
     app->self.process_id = process_id;
     app->shared.self_id = process_id;
     app->timer_ids.prefix = process_id;
     peer_set_set_process_id(app->peers, process_id);
     mailbox_set_self(app->mailbox, process_id);
-    base_mailbox_set_self(app->bases, process_id);
+    base_route_set_self(app->bases, process_id);
     id_block_refill(app->ids);
     app->random_state ^= process_id * 0x9E3779B97F4A7C15ull;
-    cellapp_admin_publish(app->admin, reg);
     if (app->random_state == 0) app->random_state = 1;
+    cellapp_admin_publish(app->admin, reg);
 }
 
 static void cellapp_on_peers(registry *reg, const registry_peer *peers, size_t count, void *user_data) {
@@ -268,6 +198,10 @@ static void cellapp_on_peer_connection(uv_stream_t *listener, int status) {
 
 /* ---- shutdown ------------------------------------------------------------ */
 
+/* Closes what talks to the outside: the balancer's lease, the admin and
+ * peer listeners, the tick and the signals, the registry, the peers and
+ * Redis. The modules stay until the loop has drained (cellapp_free); they
+ * see self.stopping and do nothing more. Idempotent. */
 static void cellapp_shutdown(cellapp *app) {
     if (app->self.stopping) return;
     app->self.stopping = true;
@@ -275,30 +209,52 @@ static void cellapp_shutdown(cellapp *app) {
     balancer_stop(app->balancer);
     cellapp_admin_stop(app->admin);
     app->admin = NULL;
-    uv_timer_stop(&app->tick_timer);
-    uv_timer_stop(&app->stats_timer);
-    uv_close((uv_handle_t *)&app->tick_timer, NULL);
-    uv_close((uv_handle_t *)&app->stats_timer, NULL);
-    uv_close((uv_handle_t *)&app->sigint, NULL);
-    uv_close((uv_handle_t *)&app->sigterm, NULL);
-    uv_close((uv_handle_t *)&app->sigusr1, NULL);
-    uv_close((uv_handle_t *)&app->sighup, NULL);
-    uv_close((uv_handle_t *)&app->listener, NULL);
+    if (app->running) {
+        tick_stop(app);
+        uv_timer_stop(&app->stats_timer);
+        uv_close((uv_handle_t *)&app->stats_timer, NULL);
+        uv_close((uv_handle_t *)&app->sigint, NULL);
+        uv_close((uv_handle_t *)&app->sigterm, NULL);
+        uv_close((uv_handle_t *)&app->sigusr1, NULL);
+        uv_close((uv_handle_t *)&app->sighup, NULL);
+    }
+    if (app->listening) uv_close((uv_handle_t *)&app->listener, NULL);
     registry_free(app->registry);
     app->registry = NULL;
-    id_block_free(app->ids);
-    app->ids = NULL;
-    mailbox_free(app->mailbox);
-    base_mailbox_free(app->bases);
-    app->bases = NULL;
-    app->mailbox = NULL;
     peer_set_free(app->peers);
+    app->peers = NULL;
     redis_client_free(app->redis);
+    app->redis = NULL;
 }
 
-static void cellapp_free_held(void *payload, void *context) {
-    (void)context;
-    free(payload);
+/* Frees the modules, top first, once the loop has drained. */
+static void cellapp_free(cellapp *app) {
+    balancer_free(app->balancer);
+    map_entities_free(app->map_spawner);
+    game_host_free(app->game);
+    space_maps_free(app->maps);
+    id_block_free(app->ids);
+    entity_io_free(app->io);
+    base_route_free(app->bases);
+    cell_message_free(app->messages);
+    io_route_free(app->io_route);
+    event_route_free(app->events);
+    ghost_inbox_free(app->ghost_inbox);
+    offload_free(app->offloads);
+    reals_free(app->reals);
+    haunt_free(app->haunts);
+    cell_load_free(app->load);
+    spaces_free(app->spaces);
+    outbox_free(app->outbox);
+    mailbox_free(app->mailbox);
+    ghost_route_free(app->route);
+    ghost_order_free(app->ghost_order);
+    latency_histogram_close(&app->counters.offload_latency);
+    latency_histogram_close(&app->counters.tick_time);
+    bit_writer_close(&app->shared.stream);
+    replication_free(app->shared.replication);
+    replication_schema_free(app->shared.schema);
+    entity_def_registry_free(app->shared.definitions);
 }
 
 /* SIGHUP: log_level and log_format again from the config. */
@@ -310,8 +266,9 @@ static void cellapp_on_reload_signal(uv_signal_t *handle, int signum) {
 }
 
 static void cellapp_on_dump_signal(uv_signal_t *handle, int signum) {
+    cellapp *app = handle->data;
     (void)signum;
-    state_dump_write(handle->data);
+    state_dump_write(app->spaces, app->settings.state_dump_path, app->self.process_id);
 }
 
 static void cellapp_on_signal(uv_signal_t *handle, int signum) {
@@ -326,7 +283,8 @@ static void cellapp_on_signal(uv_signal_t *handle, int signum) {
  * say, and once it holds no cell, no real and no offload in flight it
  * stops (cellapp_drain_check). Without a balancer, or with no other
  * cellapp to take over, or on a second SIGTERM, it stops at once. */
-void cellapp_begin_drain(cellapp *app) {
+static void cellapp_begin_drain(void *owner) {
+    cellapp *app = owner;
     if (app->self.stopping) return;
     if (app->draining) {
         log_info("asked to stop again while draining: stopping now");
@@ -351,7 +309,7 @@ static void cellapp_on_terminate(uv_signal_t *handle, int signum) {
 }
 
 /* Whether a draining cellapp is done: no cell with a region, no real, no
- * offload waiting for its acknowledgement. */
+ * offload waiting for its acknowledgement. Runs after the ticks. */
 static void cellapp_drain_check(cellapp *app) {
     if (!app->draining || app->self.stopping) return;
     size_t regions = 0, reals = 0, cursor = 0;
@@ -360,7 +318,7 @@ static void cellapp_drain_check(cellapp *app) {
         regions += c->has_region;
         reals += c->real_count;
     }
-    size_t pending = id_map_count(&app->pending_offloads);
+    size_t pending = offload_pending_count(app->offloads);
     if (regions == 0 && reals == 0 && pending == 0) {
         log_info("drained: no cell, no real, no offload in flight is left here");
         cellapp_shutdown(app);
@@ -377,12 +335,6 @@ static void cellapp_drain_check(cellapp *app) {
     }
 }
 
-/* The cell tells the cellapp what a trap saw; the game decides. */
-static void cellapp_on_trap(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered) {
-    cellapp *app = host;
-    game_host_trap(app->game, owner, tag, visitor, entered);
-}
-
 /* The mailbox's wire: straight to the process that holds the real. */
 static int cellapp_mailbox_send(uint64_t process_id, const Tessera__Cluster__CellMessage *message, void *user_data) {
     cellapp *app = user_data;
@@ -395,7 +347,6 @@ static void cellapp_mailbox_failed(uint64_t entity_id, uint64_t sequence, const 
     log_warn("a call to entity %" PRIu64 " (#%" PRIu64 ") failed: %s", entity_id, sequence, reason);
 }
 
-/* Settings that only make sense together (process_settings_check). */
 static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
     const cellapp_settings *settings = raw;
     const witness_config *w = &settings->witness;
@@ -429,55 +380,198 @@ static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
     return 0;
 }
 
+/* ---- start-up ------------------------------------------------------------ */
+
+/* What every cell shares: the settings, the definitions (loaded here), the
+ * packer, and the release hooks. Returns 0, or -1 with why in err. */
+static int cellapp_build_shared(cellapp *app, char *err, size_t errlen) {
+    cellapp_settings *settings = &app->settings;
+    char why[400];
+    if (entity_def_load_directory(settings->entity_definitions, &app->shared.definitions, why, sizeof why) != 0) {
+        snprintf(err, errlen, "configuration error: entity_definitions '%s': %s", settings->entity_definitions, why);
+        return -1;
+    }
+    app->shared.settings = settings;
+    app->shared.schema = replication_schema_create(app->shared.definitions);
+    app->shared.replication = replication_create(app->shared.schema);
+    app->shared.timer_ids = &app->timer_ids;
+    cell_real_install_hooks(&app->shared);
+    bit_writer_init(&app->shared.stream);
+    app->codec = (cell_entity_codec){app->shared.definitions, &settings->movement, &app->hooks};
+    return 0;
+}
+
+/* The modules, bottom up: each borrows only what was built before it. */
+static void cellapp_build_modules(cellapp *app) {
+    cellapp_settings *settings = &app->settings;
+    const char *cluster = settings->process.cluster_name;
+    app->outbox = outbox_create(app->peers);
+    app->mailbox = mailbox_create(app->redis, cluster, cellapp_mailbox_send, cellapp_mailbox_failed, app);
+    spaces_context spaces_needs = {app->redis, cluster, app->peers, app->outbox, &app->shared, &app->self};
+    app->spaces = spaces_create(&spaces_needs);
+    app->load = cell_load_create(app->loop, settings->balance.load_smoothing, &settings->balance.algorithm);
+    haunts_context haunt_needs = {&settings->haunt, &app->shared, app->spaces,    app->outbox, app->peers,
+                                  app->ghost_order, app->load,    &app->counters, &app->self};
+    app->haunts = haunt_create(&haunt_needs);
+    reals_context real_needs = {
+        settings,    app->shared.definitions, &app->hooks, app->spaces, app->outbox,        app->peers,
+        app->haunts, app->ghost_order,        app->redis,  cluster,     &app->random_state, &app->self};
+    app->reals = reals_create(&real_needs);
+    offloads_context offload_needs = {settings,   &app->codec, &app->hooks,      app->spaces, app->outbox,
+                                      app->peers, app->haunts, app->ghost_order, app->route,  app->redis,
+                                      cluster,    app->load,   &app->counters,   &app->self};
+    app->offloads = offload_create(&offload_needs);
+    ghost_inbox_context inbox_needs = {app->ghost_order, app->haunts, app->offloads, app->spaces, &app->self};
+    app->ghost_inbox = ghost_inbox_create(&inbox_needs);
+    event_route_context event_needs = {app->shared.definitions, &app->hooks, app->spaces, app->peers, app->mailbox};
+    app->events = event_route_create(&event_needs);
+    io_route_context io_needs = {app->redis, cluster, &app->hooks, app->spaces, app->peers, app->mailbox, &app->self};
+    app->io_route = io_route_create(&io_needs);
+    cell_messages_context message_needs = {settings,    &app->hooks,   app->spaces,    app->outbox,
+                                           app->peers,  app->mailbox,  app->route,     app->reals,
+                                           app->events, app->io_route, &app->counters, &app->self};
+    app->messages = cell_message_create(&message_needs);
+    base_route_context base_needs = {app->redis,    cluster, app->peers, app->spaces, app->shared.definitions,
+                                     &app->counters};
+    app->bases = base_route_create(&base_needs);
+    app->io = entity_io_create();
+    /* Ids for what the game spawns: a small block, since a cellapp
+     * creates few entities itself. */
+    app->ids = id_block_create(app->redis, cluster, 256);
+}
+
+/* The game module, the maps, the registry, the balancer and the admin
+ * listener. Returns 0, or -1 with why in err. */
+static int cellapp_build_top(cellapp *app, char *err, size_t errlen) {
+    cellapp_settings *settings = &app->settings;
+    const char *cluster = settings->process.cluster_name;
+    char why[400];
+    app->maps = space_maps_load(&settings->maps, settings->navmesh_cell_size, why, sizeof why);
+    if (!app->maps) {
+        snprintf(err, errlen, "configuration error: %s", why);
+        return -1;
+    }
+    game_host_services services = {
+        &app->shared, &app->hooks,   app->spaces,        app->reals,     app->messages,
+        app->events,  app->io_route, app->offloads,      app->bases,     app->io,
+        app->ids,     app->maps,     &app->random_state, &app->counters, settings->default_space};
+    app->game = game_host_load(&services, settings->game_module, &settings->game, why, sizeof why);
+    if (!app->game) {
+        snprintf(err, errlen, "configuration error: %s", why);
+        return -1;
+    }
+    map_entities_context map_needs = {&settings->maps, app->shared.definitions,
+                                      app->redis,      cluster,
+                                      app->peers,      app->spaces,
+                                      app->reals,      app->game,
+                                      app->ids,        &app->self};
+    app->map_spawner = map_entities_create(&map_needs);
+    registry_options registry_settings = {
+        .cluster_name = cluster,
+        .role = "cellapp",
+        .host = settings->process.internal_host,
+        .port = app->listen_port,
+        .heartbeat_ms = (unsigned)settings->process.heartbeat_ms,
+        .ttl_ms = (unsigned)settings->process.registry_ttl_ms,
+        .on_registered = cellapp_on_registered,
+        .on_peers = cellapp_on_peers,
+        .user_data = app,
+    };
+    app->registry = registry_create(app->loop, app->redis, &registry_settings);
+    if (settings->balance.enabled) {
+        balancer_context balance_needs = {&settings->balance, app->redis,    cluster,        app->peers, app->spaces,
+                                          app->load,          app->offloads, &app->draining, &app->self};
+        app->balancer = balancer_create(&balance_needs);
+    }
+    cellapp_admin_context admin_needs = {
+        .loop = app->loop,
+        .process = &settings->process,
+        .redis = app->redis,
+        .spaces = app->spaces,
+        .shared = &app->shared,
+        .view_radius = settings->witness.view_radius,
+        .self = &app->self,
+        .draining = &app->draining,
+        .tick_last_us = &app->clock.last_us,
+        .owner = app,
+        .drain = cellapp_begin_drain,
+        .metrics = cellapp_metrics,
+    };
+    app->admin = cellapp_admin_start(&admin_needs, why, sizeof why);
+    if (!app->admin && why[0]) {
+        snprintf(err, errlen, "%s", why);
+        return -1;
+    }
+    return 0;
+}
+
+/* The process up to its modules: the peer listener, the peers, Redis (not
+ * connected yet), then the modules. Returns 0, or -1 with why in err. */
+static int cellapp_build(cellapp *app, char *err, size_t errlen) {
+    cellapp_settings *settings = &app->settings;
+    char why[400];
+    if (channel_listen(app->loop, &app->listener, settings->process.internal_host, (int)settings->process.internal_port,
+                       cellapp_on_peer_connection, why, sizeof why) != 0) {
+        snprintf(err, errlen, "peer listener: %s", why);
+        return -1;
+    }
+    app->listening = true;
+    app->listener.data = app;
+    app->listen_port = channel_listener_port(&app->listener);
+    static const peer_set_callbacks peer_callbacks = {
+        .on_peer_up = peer_dispatch_on_peer_up,
+        .on_peer_down = peer_dispatch_on_peer_down,
+        .on_message = peer_dispatch_on_message,
+    };
+    app->peers = peer_set_create(app->loop, PEER_ROLE_CELLAPP, settings->process.cluster_name, &peer_callbacks, app,
+                                 &app->totals);
+    app->redis = redis_client_create(app->loop, settings->process.redis_host, (int)settings->process.redis_port,
+                                     (unsigned)settings->process.redis_retry_ms, cellapp_on_redis_state, app);
+    if (!app->redis) {
+        snprintf(err, errlen, "configuration error: redis_host '%s' is not usable", settings->process.redis_host);
+        return -1;
+    }
+    cellapp_build_modules(app);
+    return cellapp_build_top(app, err, errlen);
+}
+
+/* The tick, the figures' timer and the signals. */
+static void cellapp_start(cellapp *app, int argc, char **argv) {
+    app->running = true;
+    app->clock.after_ticks = cellapp_drain_check;
+    tick_start(app);
+    uv_timer_init(app->loop, &app->stats_timer);
+    app->stats_timer.data = app;
+    uv_timer_start(&app->stats_timer, cellapp_on_stats_timer, 200, 200);
+    uv_signal_init(app->loop, &app->sigint);
+    uv_signal_init(app->loop, &app->sigterm);
+    uv_signal_init(app->loop, &app->sighup);
+    uv_signal_init(app->loop, &app->sigusr1);
+    app->sigint.data = app->sigterm.data = app->sighup.data = app->sigusr1.data = app;
+    uv_signal_start(&app->sigint, cellapp_on_signal, SIGINT);
+    uv_signal_start(&app->sigterm, cellapp_on_terminate, SIGTERM);
+    app->argc = argc;
+    app->argv = argv;
+    uv_signal_start(&app->sighup, cellapp_on_reload_signal, SIGHUP);
+    uv_signal_start(&app->sigusr1, cellapp_on_dump_signal, SIGUSR1);
+}
+
 int main(int argc, char **argv) {
     static cellapp app; /* the process's single context */
-    char err[512];
     int status =
         process_configure("tessera-cellapp", "cellapp", argc, argv, cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
                           &app.settings, &app.settings.process, cellapp_check_settings);
     if (status != PROCESS_CONTINUE) return status;
     cellapp_settings *settings = &app.settings;
     settings->witness.tick_hz = settings->tick_hz;
-    if (entity_def_load_directory(settings->entity_definitions, &app.shared.definitions, err, sizeof err) != 0) {
-        fprintf(stderr, "tessera-cellapp: configuration error: entity_definitions '%s': %s\n",
-                settings->entity_definitions, err);
+    char err[1024];
+    if (cellapp_build_shared(&app, err, sizeof err) != 0) {
+        fprintf(stderr, "tessera-cellapp: %s\n", err);
         return 1;
     }
-    app.shared.settings = settings;
-    app.shared.schema = replication_schema_create(app.shared.definitions);
-    app.shared.replication = replication_create(app.shared.schema);
-    app.shared.on_trap = cellapp_on_trap;
-    cell_real_install_hooks(&app.shared);
-    app.shared.timer_ids = &app.timer_ids;
-    app.shared.host = &app;
-    app.io = entity_io_create();
-    app.game = game_host_load(&app, settings->game_module, &settings->game, err, sizeof err);
-    if (!app.game) {
-        fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
-        entity_io_free(app.io);
-        replication_free(app.shared.replication);
-        replication_schema_free(app.shared.schema);
-        entity_def_registry_free(app.shared.definitions);
-        return 1;
-    }
-    app.shared.report_views = game_host_wants_views(app.game);
-    if (cellapp_load_navmeshes(&app, err, sizeof err) != 0) {
-        fprintf(stderr, "tessera-cellapp: configuration error: %s\n", err);
-        cellapp_free_navmeshes(&app);
-        game_host_free(app.game);
-        entity_io_free(app.io);
-        replication_free(app.shared.replication);
-        replication_schema_free(app.shared.schema);
-        entity_def_registry_free(app.shared.definitions);
-        return 1;
-    }
-    bit_writer_init(&app.shared.stream);
-
     app.loop = uv_default_loop();
     app.random_state = clock_monotonic_us() ^ ((uint64_t)getpid() << 32);
     if (app.random_state == 0) app.random_state = 1;
-    id_map_init(&app.pending_offloads);
-    id_map_init(&app.ghost_moves);
     /* 50 us buckets up to 5 s (800 KB): an offload's acknowledgement takes
      * a round trip and the receiver's handling, milliseconds, or up to a
      * tick behind a burst of thousands; slower ones land in the overflow
@@ -485,114 +579,29 @@ int main(int argc, char **argv) {
     if (latency_histogram_init(&app.counters.offload_latency, 50, 5000000) != 0 ||
         latency_histogram_init(&app.counters.tick_time, 100, 5000000) != 0)
         log_panic("latency histogram layout rejected");
-    app.ghost_order = ghost_order_create(cellapp_free_held, NULL);
+    app.ghost_order = ghost_order_create(ghost_inbox_free_held, NULL);
     app.route = ghost_route_create();
 
-    if (channel_listen(app.loop, &app.listener, settings->process.internal_host, (int)settings->process.internal_port,
-                       cellapp_on_peer_connection, err, sizeof err) != 0) {
-        fprintf(stderr, "tessera-cellapp: peer listener: %s\n", err);
-        return 1;
-    }
-    app.listener.data = &app;
-    app.listen_port = channel_listener_port(&app.listener);
-
-    static const peer_set_callbacks peer_callbacks = {
-        .on_peer_up = cellapp_on_peer_up,
-        .on_peer_down = cellapp_on_peer_down,
-        .on_message = cellapp_on_message,
-    };
-    app.peers = peer_set_create(app.loop, PEER_ROLE_CELLAPP, settings->process.cluster_name, &peer_callbacks, &app,
-                                &app.totals);
-    app.outbox = outbox_create(app.peers);
-    app.redis = redis_client_create(app.loop, settings->process.redis_host, (int)settings->process.redis_port,
-                                    (unsigned)settings->process.redis_retry_ms, cellapp_on_redis_state, &app);
-    if (!app.redis) {
-        fprintf(stderr, "tessera-cellapp: configuration error: redis_host '%s' is not usable\n",
-                settings->process.redis_host);
-        return 1;
-    }
-    spaces_context spaces_needs = {app.redis, settings->process.cluster_name, app.peers, app.outbox, &app.shared,
-                                   &app.self};
-    app.spaces = spaces_create(&spaces_needs);
-    app.mailbox =
-        mailbox_create(app.redis, settings->process.cluster_name, cellapp_mailbox_send, cellapp_mailbox_failed, &app);
-    app.bases = cellapp_base_mailbox_create(&app);
-    registry_options registry_settings = {
-        .cluster_name = settings->process.cluster_name,
-        .role = "cellapp",
-        .host = settings->process.internal_host,
-        .port = app.listen_port,
-        .heartbeat_ms = (unsigned)settings->process.heartbeat_ms,
-        .ttl_ms = (unsigned)settings->process.registry_ttl_ms,
-        .on_registered = cellapp_on_registered,
-        .on_peers = cellapp_on_peers,
-        .user_data = &app,
-    };
-    app.registry = registry_create(app.loop, app.redis, &registry_settings);
-    /* Ids for what the game spawns: a small block, since a cellapp
-     * creates few entities itself. */
-    app.ids = id_block_create(app.redis, settings->process.cluster_name, 256);
-    if (settings->balance.enabled) app.balancer = balancer_create(&app);
-    app.admin = cellapp_admin_start(&app, err, sizeof err);
-    if (!app.admin && err[0]) {
+    if (cellapp_build(&app, err, sizeof err) != 0) {
         fprintf(stderr, "tessera-cellapp: %s\n", err);
-        return 1;
+        app.exit_code = 1;
+    } else {
+        cellapp_start(&app, argc, argv);
+        log_info("cellapp starting: peers on %s:%d, Redis %s:%lld, %lld Hz, %zu entity types (digest %.16s), "
+                 "ghost distance %g m",
+                 settings->process.internal_host, app.listen_port, settings->process.redis_host,
+                 (long long)settings->process.redis_port, (long long)settings->tick_hz,
+                 entity_def_registry_class_count(app.shared.definitions),
+                 entity_def_registry_digest_hex(app.shared.definitions), settings->haunt.ghost_distance);
+        redis_client_start(app.redis);
+        uv_run(app.loop, UV_RUN_DEFAULT);
     }
-    cell_load_start(&app);
-    cellapp_publish_stats(&app);
-
-    uv_timer_init(app.loop, &app.tick_timer);
-    app.tick_timer.data = &app;
-    uint64_t period_ms = 1000u / (uint64_t)settings->tick_hz;
-    app.tick_last_us = clock_monotonic_us();
-    uv_timer_start(&app.tick_timer, cellapp_on_tick_timer, period_ms, period_ms ? period_ms : 1);
-    uv_timer_init(app.loop, &app.stats_timer);
-    app.stats_timer.data = &app;
-    uv_timer_start(&app.stats_timer, cellapp_on_stats_timer, 200, 200);
-    uv_signal_init(app.loop, &app.sigint);
-    uv_signal_init(app.loop, &app.sigterm);
-    app.sigint.data = app.sigterm.data = &app;
-    uv_signal_start(&app.sigint, cellapp_on_signal, SIGINT);
-    uv_signal_start(&app.sigterm, cellapp_on_terminate, SIGTERM);
-    app.argc = argc;
-    app.argv = argv;
-    uv_signal_init(app.loop, &app.sighup);
-    app.sighup.data = &app;
-    uv_signal_start(&app.sighup, cellapp_on_reload_signal, SIGHUP);
-    uv_signal_init(app.loop, &app.sigusr1);
-    app.sigusr1.data = &app;
-    uv_signal_start(&app.sigusr1, cellapp_on_dump_signal, SIGUSR1);
-
-    log_info("cellapp starting: peers on %s:%d, Redis %s:%lld, %lld Hz, %zu entity types (digest %.16s), "
-             "ghost distance %g m",
-             settings->process.internal_host, app.listen_port, settings->process.redis_host,
-             (long long)settings->process.redis_port, (long long)settings->tick_hz,
-             entity_def_registry_class_count(app.shared.definitions),
-             entity_def_registry_digest_hex(app.shared.definitions), settings->haunt.ghost_distance);
-    redis_client_start(app.redis);
-    uv_run(app.loop, UV_RUN_DEFAULT);
 
     /* Either a signal ran the shutdown and the loop drained, or a fatal
-     * start-up error stopped the loop: close what is left and drain. */
+     * error stopped the loop (or the start): close what is left and drain. */
     cellapp_shutdown(&app);
     process_drain_loop(app.loop);
-    outbox_free(app.outbox);
-    offload_free(&app);
-    haunt_free(&app);
-    spaces_free(app.spaces);
-    ghost_route_free(app.route);
-    ghost_order_free(app.ghost_order);
-    latency_histogram_close(&app.counters.offload_latency);
-    latency_histogram_close(&app.counters.tick_time);
-    game_host_free(app.game);
-    entity_io_free(app.io);
-    cellapp_free_navmeshes(&app);
-    map_entities_free(&app);
-    balancer_free(app.balancer);
-    bit_writer_close(&app.shared.stream);
-    replication_free(app.shared.replication);
-    replication_schema_free(app.shared.schema);
-    entity_def_registry_free(app.shared.definitions);
+    cellapp_free(&app);
     log_info("stopped");
     return app.exit_code;
 }

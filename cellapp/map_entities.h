@@ -30,6 +30,8 @@
 #ifndef TESSERA_MAP_ENTITIES_H
 #define TESSERA_MAP_ENTITIES_H
 
+#include <stddef.h>
+
 /* The claim lives MAP_CLAIM_TTL_MS and every cellapp with a cell of the
  * space renews it each MAP_CLAIM_RENEW_MS: while any of them runs, the
  * map's entities are not spawned again; once the last has stopped (a
@@ -38,10 +40,36 @@
 #define MAP_CLAIM_TTL_MS 5000
 #define MAP_CLAIM_RENEW_MS 1000
 
-struct cellapp;
+#include "cellapp_settings.h"
+#include "config.h"
+#include "entity_def.h"
+#include "game_host.h"
+#include "id_block.h"
+#include "peer_set.h"
+#include "process_self.h"
+#include "reals.h"
+#include "redis_client.h"
+#include "spaces.h"
 
+typedef struct map_entities map_entities;
+
+/* What spawning maps borrows (each outlives it). */
+typedef struct map_entities_context {
+    const config_group *maps; /* map files by space name */
+    const entity_def_registry *definitions;
+    redis_client *redis; /* the claims */
+    const char *cluster_name;
+    peer_set *peers; /* whether a claim's holder is alive */
+    spaces *spaces;
+    reals *reals;
+    game_host *game; /* keyvalues into the game's data; the created hooks */
+    id_block *ids;
+    const process_self *self;
+} map_entities_context;
+
+map_entities *map_entities_create(const map_entities_context *context);
+void map_entities_free(map_entities *maps);
 /* Once a tick: claims and spawns the maps this cellapp should. */
-void map_entities_tick(struct cellapp *app);
-void map_entities_free(struct cellapp *app);
+void map_entities_tick(map_entities *maps);
 
 #endif

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cellapp.h"
 #include "entity_state_json.h"
 #include "game_host.h"
 #include "log.h"
@@ -118,15 +117,14 @@ static void map_keyvalues_store(const tessera_field *field, const tessera_value 
 /* The keyvalues that name properties (the rest are fields): a new object
  * the caller frees, with the field keys checked (and, with `entity`,
  * stored). Returns NULL with why when a field's value is wrong. */
-static cJSON *map_keyvalues_split(cellapp *app, const entity_def_class *cls, cell_entity *entity,
+static cJSON *map_keyvalues_split(game_host *game, const entity_def_class *cls, cell_entity *entity,
                                   const cJSON *keyvalues, char *why, size_t why_size) {
     cJSON *properties = cJSON_CreateObject();
     if (!properties) log_panic("map keyvalues: out of memory");
     const cJSON *item;
     cJSON_ArrayForEach(item, keyvalues) {
-        const tessera_field *field = entity_def_class_find_property(cls, item->string)
-                                         ? NULL
-                                         : game_host_find_field(app->game, cls, item->string);
+        const tessera_field *field =
+            entity_def_class_find_property(cls, item->string) ? NULL : game_host_find_field(game, cls, item->string);
         if (!field) {
             cJSON_AddItemToObject(properties, item->string, cJSON_Duplicate(item, 1));
             continue;
@@ -144,12 +142,13 @@ static cJSON *map_keyvalues_split(cellapp *app, const entity_def_class *cls, cel
     return properties;
 }
 
-int map_keyvalues_check(cellapp *app, const entity_def_class *cls, const cJSON *keyvalues, char *why, size_t why_size) {
+int map_keyvalues_check(game_host *game, const entity_def_class *cls, const cJSON *keyvalues, char *why,
+                        size_t why_size) {
     if (!cJSON_IsObject(keyvalues)) {
         snprintf(why, why_size, "\"keyvalues\" is not an object");
         return -1;
     }
-    cJSON *properties = map_keyvalues_split(app, cls, NULL, keyvalues, why, why_size);
+    cJSON *properties = map_keyvalues_split(game, cls, NULL, keyvalues, why, why_size);
     if (!properties) return -1;
     entity_state *scratch = entity_state_create(cls);
     map_keyvalues_problem problem = {{0}};
@@ -163,9 +162,9 @@ int map_keyvalues_check(cellapp *app, const entity_def_class *cls, const cJSON *
     return 0;
 }
 
-void map_keyvalues_apply(cellapp *app, cell_entity *entity, const cJSON *keyvalues) {
+void map_keyvalues_apply(game_host *game, cell_entity *entity, const cJSON *keyvalues) {
     char why[256];
-    cJSON *properties = map_keyvalues_split(app, entity->cls, entity, keyvalues, why, sizeof why);
+    cJSON *properties = map_keyvalues_split(game, entity->cls, entity, keyvalues, why, sizeof why);
     if (!properties) return; /* checked before: cannot be */
     entity_state_from_json(entity->state, properties, NULL, NULL, NULL);
     cJSON_Delete(properties);

@@ -11,16 +11,19 @@
 
 #include <cJSON.h>
 
-struct cellapp;
+#include "cell.h"
+#include "entity_def.h"
+#include "game_host.h"
+
 struct cell_entity;
 typedef struct entity_def_class entity_def_class;
 
 /* Checks every keyvalue of an entity of `cls`. Returns 0, or -1 with why. */
-int map_keyvalues_check(struct cellapp *app, const entity_def_class *cls, const cJSON *keyvalues, char *why,
+int map_keyvalues_check(game_host *game, const entity_def_class *cls, const cJSON *keyvalues, char *why,
                         size_t why_size);
 
 /* Applies checked keyvalues to a fresh real: its properties and its game
  * data. */
-void map_keyvalues_apply(struct cellapp *app, struct cell_entity *entity, const cJSON *keyvalues);
+void map_keyvalues_apply(game_host *game, cell_entity *entity, const cJSON *keyvalues);
 
 #endif

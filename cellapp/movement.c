@@ -5,7 +5,7 @@
  * speed hack is not, and is refused without changing anything. */
 #include <math.h>
 
-#include "cellapp.h"
+#include "movement.h"
 
 const char *movement_verdict_text(movement_verdict verdict) {
     switch (verdict) {

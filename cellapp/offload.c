@@ -29,10 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cellapp.h"
+#include "offload.h"
+
 #include "clock.h"
+#include "id_map.h"
 #include "log.h"
+#include "mailbox.h"
+#include "movement.h"
 #include "peer_message.h"
+#include "witness.h"
 
 /* An offload sent and not yet acknowledged. */
 typedef struct offload_pending {
@@ -45,6 +50,11 @@ typedef struct offload_pending {
     uint64_t sent_us; /* monotonic */
 } offload_pending;
 
+struct offloads {
+    offloads_context context;
+    id_map pending; /* entity id -> offload_pending */
+};
+
 static void offload_pending_free(offload_pending *pending) {
     if (!pending) return;
     free(pending->state);
@@ -52,16 +62,26 @@ static void offload_pending_free(offload_pending *pending) {
     free(pending);
 }
 
-void offload_free(cellapp *app) {
+offloads *offload_create(const offloads_context *context) {
+    offloads *o = xcalloc(1, sizeof *o);
+    o->context = *context;
+    id_map_init(&o->pending);
+    return o;
+}
+
+void offload_free(offloads *o) {
+    if (!o) return;
     size_t cursor = 0;
     uint64_t id;
     void *value;
-    while (id_map_next(&app->pending_offloads, &cursor, &id, &value)) offload_pending_free(value);
-    id_map_close(&app->pending_offloads);
+    while (id_map_next(&o->pending, &cursor, &id, &value)) offload_pending_free(value);
+    id_map_close(&o->pending);
+    free(o);
 }
 
-static void offload_send_set_real(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
-                                  uint64_t next) {
+size_t offload_pending_count(const offloads *o) { return id_map_count(&o->pending); }
+
+static void offload_send_set_real(offloads *o, uint64_t peer, uint64_t entity_id, uint32_t incarnation, uint64_t next) {
     Tessera__Cluster__GhostSetReal set_real = TESSERA__CLUSTER__GHOST_SET_REAL__INIT;
     set_real.next_cellapp_id = next;
     Tessera__Cluster__GhostMessage message = TESSERA__CLUSTER__GHOST_MESSAGE__INIT;
@@ -69,10 +89,10 @@ static void offload_send_set_real(cellapp *app, uint64_t peer, uint64_t entity_i
     message.incarnation = incarnation;
     message.body_case = TESSERA__CLUSTER__GHOST_MESSAGE__BODY_SET_REAL;
     message.set_real = &set_real;
-    haunt_send(app, peer, &message);
+    haunt_send(o->context.haunts, peer, &message);
 }
 
-static void offload_send_ack(cellapp *app, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
+static void offload_send_ack(offloads *o, uint64_t peer, uint64_t entity_id, uint32_t incarnation,
                              const char *refused) {
     Tessera__Cluster__OffloadAck ack = TESSERA__CLUSTER__OFFLOAD_ACK__INIT;
     ack.entity_id = entity_id;
@@ -82,30 +102,30 @@ static void offload_send_ack(cellapp *app, uint64_t peer, uint64_t entity_id, ui
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD_ACK;
     item.offload_ack = &ack;
-    outbox_to_cellapp(app->outbox, peer, &item);
+    outbox_to_cellapp(o->context.outbox, peer, &item);
 }
 
-static void offload_tell_base_handoff(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation,
+static void offload_tell_base_handoff(offloads *o, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation,
                                       uint64_t next) {
     if (!baseapp_id) return;
     Tessera__Cluster__CellHandoff handoff = TESSERA__CLUSTER__CELL_HANDOFF__INIT;
     handoff.entity_id = entity_id;
     handoff.incarnation = incarnation;
     handoff.next_cellapp_id = next;
-    peer_send_cell_handoff(app->peers, baseapp_id, &handoff);
+    peer_send_cell_handoff(o->context.peers, baseapp_id, &handoff);
 }
 
-static void offload_tell_base_address(cellapp *app, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation) {
+static void offload_tell_base_address(offloads *o, uint64_t baseapp_id, uint64_t entity_id, uint32_t incarnation) {
     if (!baseapp_id) return;
     Tessera__Cluster__CellAddress address = TESSERA__CLUSTER__CELL_ADDRESS__INIT;
     address.entity_id = entity_id;
     address.incarnation = incarnation;
-    peer_send_cell_address(app->peers, baseapp_id, &address);
+    peer_send_cell_address(o->context.peers, baseapp_id, &address);
 }
 
 /* The client learns it was teleported: where to, and with a new space the
  * quantization of the new one. Goes in the entity's client stream. */
-static void offload_tell_client_teleported(cellapp *app, const cell_entity *entity, bool space_changed) {
+static void offload_tell_client_teleported(offloads *o, const cell_entity *entity, bool space_changed) {
     if (!entity->real->baseapp_id || !cell_entity_witness(entity)) return;
     const cell *c = entity->home;
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT, low = TESSERA__CLIENT__VECTOR3__INIT,
@@ -133,7 +153,7 @@ static void offload_tell_client_teleported(cellapp *app, const cell_entity *enti
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED;
     message.teleported = &teleported;
-    outbox_message_to_client(app->outbox, entity, &message);
+    outbox_message_to_client(o->context.outbox, entity, &message);
 }
 
 /* Packs a state for keeping. */
@@ -148,12 +168,12 @@ static uint8_t *offload_pack_state(const Tessera__Cluster__CellEntityState *stat
  * `state` (saved from it, possibly edited for a teleport) and `kept` (the
  * state to take back if it does not arrive). `space_changed`: the old
  * space's ghosts are deleted rather than told. */
-static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
+static void offload_dispatch(offloads *o, cell_entity *entity, uint64_t target,
                              Tessera__Cluster__CellEntityState *state, uint8_t *kept, size_t kept_length,
                              bool space_changed) {
     cell *c = entity->home;
     uint32_t k = entity->incarnation;
-    if (!peer_set_is_up(app->peers, target)) {
+    if (!peer_set_is_up(o->context.peers, target)) {
         /* Nothing would bring it back if it went: it stays real here. */
         log_warn("entity %" PRIu64 ": cellapp %" PRIu64 " went away before the offload: it stays", entity->id, target);
         free(kept);
@@ -163,7 +183,7 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
         bool has_ghost = false;
         for (uint32_t i = 0; i < entity->real->haunt_count; i++)
             has_ghost |= entity->real->haunts[i].cellapp_id == target;
-        if (!has_ghost) haunt_add(app, entity, target);
+        if (!has_ghost) haunt_add(o->context.haunts, entity, target);
     }
     /* The haunts the new real takes over: all but itself, plus us (the copy
      * here becomes its ghost). */
@@ -173,15 +193,15 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
         uint64_t peer = entity->real->haunts[i].cellapp_id;
         if (peer == target) continue;
         if (space_changed) {
-            haunt_send_delete(app, entity, peer, false);
+            haunt_send_delete(o->context.haunts, entity, peer, false);
             continue;
         }
-        offload_send_set_real(app, peer, entity->id, k, target);
+        offload_send_set_real(o, peer, entity->id, k, target);
         haunts[haunt_count++] = peer;
     }
     /* (Into another space, the target's ghost in the old one goes when the
      * real arrives in the new one: offload_apply.) */
-    if (!space_changed) haunts[haunt_count++] = app->self.process_id;
+    if (!space_changed) haunts[haunt_count++] = o->context.self->process_id;
 
     state->incarnation = k + 1;
     state->offloads = entity->real->offloads + 1;
@@ -193,9 +213,9 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD;
     item.offload = &offload;
-    outbox_to_cellapp(app->outbox, target, &item);
+    outbox_to_cellapp(o->context.outbox, target, &item);
 
-    offload_tell_base_handoff(app, entity->real->baseapp_id, entity->id, k, target);
+    offload_tell_base_handoff(o, entity->real->baseapp_id, entity->id, k, target);
     offload_pending *pending = xcalloc(1, sizeof *pending);
     pending->target = target;
     pending->incarnation = k + 1;
@@ -204,53 +224,53 @@ static void offload_dispatch(cellapp *app, cell_entity *entity, uint64_t target,
     pending->haunts = haunts;
     pending->haunt_count = haunt_count;
     pending->sent_us = clock_monotonic_us();
-    offload_pending_free(id_map_remove(&app->pending_offloads, entity->id));
-    id_map_put(&app->pending_offloads, entity->id, pending);
-    ghost_route_add(app->route, entity->id, target,
-                    clock_monotonic_us() / 1000 + (uint64_t)app->settings.ghost_route_ms);
-    app->counters.offloads_out++;
+    offload_pending_free(id_map_remove(&o->pending, entity->id));
+    id_map_put(&o->pending, entity->id, pending);
+    ghost_route_add(o->context.route, entity->id, target,
+                    clock_monotonic_us() / 1000 + (uint64_t)o->context.settings->ghost_route_ms);
+    o->context.counters->offloads_out++;
     log_debug("entity %" PRIu64 ": offloaded to cellapp %" PRIu64 " as incarnation %u%s", entity->id, target, k + 1,
               space_changed ? " (into another space)" : "");
     if (space_changed) {
-        ghost_order_forget(app->ghost_order, entity->id, clock_monotonic_us());
+        ghost_order_forget(o->context.ghost_order, entity->id, clock_monotonic_us());
         cell_destroy(c, entity);
     } else {
-        ghost_order_set_ghost(app->ghost_order, entity->id, k + 1, target);
+        ghost_order_set_ghost(o->context.ghost_order, entity->id, k + 1, target);
         cell_make_ghost(c, entity, target, k + 1);
     }
 }
 
-void offload_send(cellapp *app, cell_entity *entity, uint64_t target) {
-    game_host_leaving(app->game, entity);
+void offload_send(offloads *o, cell_entity *entity, uint64_t target) {
+    o->context.hooks->leaving(o->context.hooks->host, entity);
     Tessera__Cluster__CellEntityState state;
-    cell_entity_save(app, entity, &state);
+    cell_entity_save(o->context.codec, entity, &state);
     state.incarnation = entity->incarnation + 1;
     size_t kept_length;
     uint8_t *kept = offload_pack_state(&state, &kept_length);
-    offload_dispatch(app, entity, target, &state, kept, kept_length, false);
+    offload_dispatch(o, entity, target, &state, kept, kept_length, false);
     cell_entity_saved_free(&state);
 }
 
-static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
+static int offload_arrive(offloads *o, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
                           const uint64_t *haunts, size_t haunt_count, uint64_t from, char *err, size_t errlen);
 
 /* A teleport into another space, now that this tick's client messages
  * have gone: to the cellapp that owns the point (possibly this one). */
-static void offload_teleport_now(cellapp *app, cell_entity *entity) {
+static void offload_teleport_now(offloads *o, cell_entity *entity) {
     entity->real->teleport_pending = false;
-    const space_layout *layout = spaces_layout(app->spaces, entity->real->teleport_space);
+    const space_layout *layout = spaces_layout(o->context.spaces, entity->real->teleport_space);
     const space_layout_node *node =
         layout ? space_layout_cell_at(layout, entity->real->teleport_x, entity->real->teleport_z) : NULL;
-    if (!node || (node->cellapp_id != app->self.process_id &&
-                  (!peer_set_is_up(app->peers, node->cellapp_id) ||
-                   !spaces_peer_epoch(app->spaces, node->cellapp_id, entity->real->teleport_space)))) {
+    if (!node || (node->cellapp_id != o->context.self->process_id &&
+                  (!peer_set_is_up(o->context.peers, node->cellapp_id) ||
+                   !spaces_peer_epoch(o->context.spaces, node->cellapp_id, entity->real->teleport_space)))) {
         log_warn("entity %" PRIu64 ": its teleport into space '%s' found no cell up there: it stays", entity->id,
                  entity->real->teleport_space);
         return;
     }
-    game_host_leaving(app->game, entity);
+    o->context.hooks->leaving(o->context.hooks->host, entity);
     Tessera__Cluster__CellEntityState state;
-    cell_entity_save(app, entity, &state);
+    cell_entity_save(o->context.codec, entity, &state);
     size_t kept_length;
     uint8_t *kept = offload_pack_state(&state, &kept_length);
     /* Where it goes: the same entity, somewhere else. */
@@ -261,9 +281,9 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
     state.yaw = entity->real->teleport_yaw;
     state.space_name = entity->real->teleport_space;
     state.teleported = true;
-    app->counters.teleports++;
-    if (node->cellapp_id != app->self.process_id) {
-        offload_dispatch(app, entity, node->cellapp_id, &state, kept, kept_length, true);
+    o->context.counters->teleports++;
+    if (node->cellapp_id != o->context.self->process_id) {
+        offload_dispatch(o, entity, node->cellapp_id, &state, kept, kept_length, true);
         cell_entity_saved_free(&state);
         return;
     }
@@ -275,54 +295,54 @@ static void offload_teleport_now(cellapp *app, cell_entity *entity) {
     state.incarnation = k + 1;
     state.space_changed = true;
     state.offloads = entity->real->offloads;
-    haunt_destroyed(app, entity);
-    offload_tell_base_handoff(app, baseapp_id, entity->id, k, app->self.process_id);
+    haunt_destroyed(o->context.haunts, entity);
+    offload_tell_base_handoff(o, baseapp_id, entity->id, k, o->context.self->process_id);
     cell_destroy(entity->home, entity);
-    cell *c = spaces_cell(app->spaces, entity->real->teleport_space, true);
+    cell *c = spaces_cell(o->context.spaces, entity->real->teleport_space, true);
     char err[256];
-    if (!c || offload_arrive(app, c, NULL, &state, NULL, 0, app->self.process_id, err, sizeof err) != 0)
+    if (!c || offload_arrive(o, c, NULL, &state, NULL, 0, o->context.self->process_id, err, sizeof err) != 0)
         log_warn("entity %" PRIu64 ": teleport into space '%s' failed on arrival: %s", state.entity_id,
                  entity->real->teleport_space, c ? err : "no cell");
     cell_entity_saved_free(&state);
 }
 
-void offload_tick(cellapp *app, cell *c) {
+void offload_tick(offloads *o, cell *c) {
     /* A cellapp that knows a later layout than ours has seen lines move
      * that we have not: moving reals by our old one could send them the
      * wrong way, so they wait the tick or two until we have it. */
-    if (!c->layout || spaces_newest_peer_epoch(app->spaces, c->space_name) > c->layout->epoch) return;
-    double margin = app->settings.haunt.offload_margin;
+    if (!c->layout || spaces_newest_peer_epoch(o->context.spaces, c->space_name) > c->layout->epoch) return;
+    double margin = o->context.settings->haunt.offload_margin;
     for (size_t i = 0; i < c->count; i++) {
         cell_entity *entity = c->by_index[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
         if (entity->real->teleport_pending) {
-            offload_teleport_now(app, entity);
+            offload_teleport_now(o, entity);
             continue;
         }
         if (cell_region_holds(c, entity->x, entity->z, margin)) continue;
         const space_layout_node *node = space_layout_cell_at(c->layout, entity->x, entity->z);
-        if (!node || node->cellapp_id == app->self.process_id) continue;
+        if (!node || node->cellapp_id == o->context.self->process_id) continue;
         /* It waits here until that cellapp is up and knows the space, so it
          * arrives where it can be placed. */
-        if (!peer_set_is_up(app->peers, node->cellapp_id) ||
-            !spaces_peer_epoch(app->spaces, node->cellapp_id, c->space_name))
+        if (!peer_set_is_up(o->context.peers, node->cellapp_id) ||
+            !spaces_peer_epoch(o->context.spaces, node->cellapp_id, c->space_name))
             continue;
         uint64_t began = cell_load_transient_begin(); /* moving reals is transient load */
-        offload_send(app, entity, node->cellapp_id);
-        cell_load_transient_end(app, began);
+        offload_send(o, entity, node->cellapp_id);
+        cell_load_transient_end(o->context.load, began);
     }
 }
 
 /* ---- arriving ---------------------------------------------------------------- */
 
-static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
+static int offload_arrive(offloads *o, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
                           const uint64_t *haunts, size_t haunt_count, uint64_t from, char *err, size_t errlen) {
-    if (cell_entity_restore(app, c, existing, state, err, errlen) != 0) return -1;
+    if (cell_entity_restore(o->context.codec, c, existing, state, err, errlen) != 0) return -1;
     cell_entity *entity = cell_find(c, state->entity_id);
     uint64_t now_us = clock_monotonic_us();
     entity->real->haunt_count = 0;
     for (size_t i = 0; i < haunt_count; i++) {
-        if (haunts[i] == app->self.process_id || !peer_set_is_up(app->peers, haunts[i])) continue;
+        if (haunts[i] == o->context.self->process_id || !peer_set_is_up(o->context.peers, haunts[i])) continue;
         if (entity->real->haunt_count == entity->real->haunt_capacity) {
             entity->real->haunt_capacity = entity->real->haunt_capacity ? entity->real->haunt_capacity * 2 : 4;
             entity->real->haunts =
@@ -331,52 +351,52 @@ static int offload_arrive(cellapp *app, cell *c, cell_entity *existing, const Te
         entity->real->haunts[entity->real->haunt_count++] = (cell_haunt){haunts[i], now_us};
     }
     entity->real->haunts_stale = true;
-    ghost_order_set_real(app->ghost_order, entity->id, entity->incarnation, app->self.process_id);
-    ghost_route_remove(app->route, entity->id);
-    offload_tell_base_address(app, entity->real->baseapp_id, entity->id, entity->incarnation);
-    mailbox_directory_set(app->redis, app->settings.process.cluster_name, entity->id, app->self.process_id,
+    ghost_order_set_real(o->context.ghost_order, entity->id, entity->incarnation, o->context.self->process_id);
+    ghost_route_remove(o->context.route, entity->id);
+    offload_tell_base_address(o, entity->real->baseapp_id, entity->id, entity->incarnation);
+    mailbox_directory_set(o->context.redis, o->context.cluster_name, entity->id, o->context.self->process_id,
                           entity->incarnation);
     if (state->space_changed) {
         entity->real->space_changed = true;
         if (cell_entity_witness(entity)) witness_reset(c, entity);
-        offload_tell_client_teleported(app, entity, true);
+        offload_tell_client_teleported(o, entity, true);
     }
     (void)from;
-    game_host_arrived(app->game, entity);
-    if (state->space_changed) game_host_teleported(app->game, entity, true);
+    o->context.hooks->arrived(o->context.hooks->host, entity);
+    if (state->space_changed) o->context.hooks->teleported(o->context.hooks->host, entity, true);
     return 0;
 }
 
 /* The refusal's duties: the haunts and the base must not wait for an
  * incarnation that will never run. */
-static void offload_refuse(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload, const char *reason) {
+void offload_refuse(offloads *o, uint64_t peer, const Tessera__Cluster__Offload *offload, const char *reason) {
     const Tessera__Cluster__CellEntityState *state = offload->entity;
     uint32_t refused = state->incarnation;
     log_warn("entity %" PRIu64 ": offload from cellapp %" PRIu64 " refused: %s", state->entity_id, peer, reason);
     for (size_t i = 0; i < offload->n_haunts; i++)
-        if (offload->haunts[i] != peer && offload->haunts[i] != app->self.process_id &&
-            peer_set_is_up(app->peers, offload->haunts[i]))
-            offload_send_set_real(app, offload->haunts[i], state->entity_id, refused, peer);
-    offload_send_ack(app, peer, state->entity_id, refused, reason);
-    offload_tell_base_handoff(app, state->baseapp_id, state->entity_id, refused, peer);
-    ghost_order_set_ghost(app->ghost_order, state->entity_id, refused + 1, peer);
-    app->counters.offloads_refused++;
+        if (offload->haunts[i] != peer && offload->haunts[i] != o->context.self->process_id &&
+            peer_set_is_up(o->context.peers, offload->haunts[i]))
+            offload_send_set_real(o, offload->haunts[i], state->entity_id, refused, peer);
+    offload_send_ack(o, peer, state->entity_id, refused, reason);
+    offload_tell_base_handoff(o, state->baseapp_id, state->entity_id, refused, peer);
+    ghost_order_set_ghost(o->context.ghost_order, state->entity_id, refused + 1, peer);
+    o->context.counters->offloads_refused++;
 }
 
-void offload_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload) {
+void offload_apply(offloads *o, uint64_t peer, const Tessera__Cluster__Offload *offload) {
     const Tessera__Cluster__CellEntityState *state = offload->entity;
-    cell *c = spaces_cell(app->spaces, state->space_name, true);
+    cell *c = spaces_cell(o->context.spaces, state->space_name, true);
     if (!c) {
-        offload_refuse(app, peer, offload, "this cellapp does not know the space");
+        offload_refuse(o, peer, offload, "this cellapp does not know the space");
         return;
     }
-    if ((int64_t)spaces_real_count(app->spaces) >= app->settings.max_entities) {
-        offload_refuse(app, peer, offload, "this cellapp is full (max_entities)");
+    if ((int64_t)spaces_real_count(o->context.spaces) >= o->context.settings->max_entities) {
+        offload_refuse(o, peer, offload, "this cellapp is full (max_entities)");
         return;
     }
-    cell_entity *existing = spaces_find_entity(app->spaces, state->entity_id);
+    cell_entity *existing = spaces_find_entity(o->context.spaces, state->entity_id);
     if (existing && existing->kind == CELL_ENTITY_REAL) {
-        offload_refuse(app, peer, offload, "the entity is real here already");
+        offload_refuse(o, peer, offload, "the entity is real here already");
         return;
     }
     if (existing && existing->home != c) {
@@ -384,50 +404,26 @@ void offload_apply(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload 
         existing = NULL;
     }
     char err[256];
-    if (offload_arrive(app, c, existing, state, offload->haunts, offload->n_haunts, peer, err, sizeof err) != 0) {
-        offload_refuse(app, peer, offload, err);
+    if (offload_arrive(o, c, existing, state, offload->haunts, offload->n_haunts, peer, err, sizeof err) != 0) {
+        offload_refuse(o, peer, offload, err);
         return;
     }
-    offload_send_ack(app, peer, state->entity_id, state->incarnation, NULL);
-    app->counters.offloads_in++;
+    offload_send_ack(o, peer, state->entity_id, state->incarnation, NULL);
+    o->context.counters->offloads_in++;
     log_debug("entity %" PRIu64 ": arrived from cellapp %" PRIu64 " as incarnation %u", state->entity_id, peer,
               state->incarnation);
 }
 
-void offload_on_offload(cellapp *app, uint64_t peer, const Tessera__Cluster__Offload *offload, const uint8_t *item,
-                        size_t item_length) {
-    const Tessera__Cluster__CellEntityState *state = offload->entity;
-    if (!state || state->entity_id == 0 || state->incarnation < 2) {
-        log_warn("cellapp %" PRIu64 " sent a malformed offload: ignored", peer);
-        return;
-    }
-    ghost_order_message book = {GHOST_ORDER_OFFLOAD, peer, state->incarnation - 1, app->self.process_id, NULL};
-    switch (ghost_order_offer(app->ghost_order, state->entity_id, &book, clock_monotonic_us())) {
-        case GHOST_ORDER_APPLY:
-            offload_apply(app, peer, offload);
-            haunt_release(app, state->entity_id);
-            break;
-        case GHOST_ORDER_HOLD:
-            ghost_order_hold_payload(app->ghost_order, state->entity_id, haunt_hold_item(peer, item, item_length));
-            log_debug("entity %" PRIu64 ": offload from cellapp %" PRIu64 " held for an earlier real", state->entity_id,
-                      peer);
-            break;
-        case GHOST_ORDER_STALE:
-            offload_refuse(app, peer, offload, "a later incarnation of it is known here");
-            break;
-    }
-}
-
 /* ---- taking a real back ------------------------------------------------------ */
 
-static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *pending, const char *why) {
+static void offload_reclaim(offloads *o, uint64_t entity_id, offload_pending *pending, const char *why) {
     Tessera__Cluster__CellEntityState *state =
         tessera__cluster__cell_entity_state__unpack(NULL, pending->length, pending->state);
     if (!state) log_panic("entity %" PRIu64 ": the state kept for its offload does not decode", entity_id);
     uint32_t incarnation = pending->incarnation + 1;
     state->incarnation = incarnation;
-    cell *c = spaces_cell(app->spaces, state->space_name, true);
-    cell_entity *existing = spaces_find_entity(app->spaces, entity_id);
+    cell *c = spaces_cell(o->context.spaces, state->space_name, true);
+    cell_entity *existing = spaces_find_entity(o->context.spaces, entity_id);
     if (existing && existing->kind == CELL_ENTITY_REAL) {
         log_warn("entity %" PRIu64 ": real here already; the kept state is dropped", entity_id);
         tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
@@ -438,7 +434,7 @@ static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *p
         existing = NULL;
     }
     char err[256];
-    if (!c || offload_arrive(app, c, existing, state, NULL, 0, app->self.process_id, err, sizeof err) != 0) {
+    if (!c || offload_arrive(o, c, existing, state, NULL, 0, o->context.self->process_id, err, sizeof err) != 0) {
         log_error("entity %" PRIu64 ": cannot take back its real (%s): it is lost", entity_id,
                   c ? err : "its space is gone");
         tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
@@ -449,37 +445,38 @@ static void offload_reclaim(cellapp *app, uint64_t entity_id, offload_pending *p
      * once the refused or dead incarnation has ended there. */
     for (size_t i = 0; i < pending->haunt_count; i++) {
         uint64_t peer = pending->haunts[i];
-        if (peer != app->self.process_id && peer_set_is_up(app->peers, peer)) haunt_add(app, entity, peer);
+        if (peer != o->context.self->process_id && peer_set_is_up(o->context.peers, peer))
+            haunt_add(o->context.haunts, entity, peer);
     }
-    if (peer_set_is_up(app->peers, pending->target)) haunt_add(app, entity, pending->target);
-    app->counters.offloads_reclaimed++;
+    if (peer_set_is_up(o->context.peers, pending->target)) haunt_add(o->context.haunts, entity, pending->target);
+    o->context.counters->offloads_reclaimed++;
     log_warn("entity %" PRIu64 ": taken back from cellapp %" PRIu64 " (%s) as incarnation %u", entity_id,
              pending->target, why, incarnation);
     tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
 }
 
-void offload_on_ack(cellapp *app, uint64_t peer, const Tessera__Cluster__OffloadAck *ack) {
-    offload_pending *pending = id_map_get(&app->pending_offloads, ack->entity_id);
+void offload_on_ack(offloads *o, uint64_t peer, const Tessera__Cluster__OffloadAck *ack) {
+    offload_pending *pending = id_map_get(&o->pending, ack->entity_id);
     if (!pending || pending->target != peer || pending->incarnation != ack->incarnation) {
         log_debug("cellapp %" PRIu64 ": an acknowledgement of entity %" PRIu64 " that no offload waits for", peer,
                   ack->entity_id);
         return;
     }
-    id_map_remove(&app->pending_offloads, ack->entity_id);
+    id_map_remove(&o->pending, ack->entity_id);
     if (ack->refused)
-        offload_reclaim(app, ack->entity_id, pending, ack->reason ? ack->reason : "refused");
+        offload_reclaim(o, ack->entity_id, pending, ack->reason ? ack->reason : "refused");
     else
-        latency_histogram_add(&app->counters.offload_latency, clock_monotonic_us() - pending->sent_us);
+        latency_histogram_add(&o->context.counters->offload_latency, clock_monotonic_us() - pending->sent_us);
     offload_pending_free(pending);
 }
 
-void offload_peer_down(cellapp *app, uint64_t peer) {
+void offload_peer_down(offloads *o, uint64_t peer) {
     size_t cursor = 0;
     uint64_t id;
     void *value;
     uint64_t *lost = NULL;
     size_t lost_count = 0, lost_capacity = 0;
-    while (id_map_next(&app->pending_offloads, &cursor, &id, &value)) {
+    while (id_map_next(&o->pending, &cursor, &id, &value)) {
         if (((offload_pending *)value)->target != peer) continue;
         if (lost_count == lost_capacity) {
             lost_capacity = lost_capacity ? lost_capacity * 2 : 16;
@@ -488,8 +485,8 @@ void offload_peer_down(cellapp *app, uint64_t peer) {
         lost[lost_count++] = id;
     }
     for (size_t i = 0; i < lost_count; i++) {
-        offload_pending *pending = id_map_remove(&app->pending_offloads, lost[i]);
-        offload_reclaim(app, lost[i], pending, "it went away before acknowledging");
+        offload_pending *pending = id_map_remove(&o->pending, lost[i]);
+        offload_reclaim(o, lost[i], pending, "it went away before acknowledging");
         offload_pending_free(pending);
     }
     free(lost);
@@ -497,7 +494,7 @@ void offload_peer_down(cellapp *app, uint64_t peer) {
 
 /* ---- teleports ---------------------------------------------------------------- */
 
-int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, float x, float y, float z, float yaw,
+int offload_teleport(offloads *o, cell_entity *entity, const char *space_name, float x, float y, float z, float yaw,
                      char *err, size_t errlen) {
     if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) {
         snprintf(err, errlen, "entity %" PRIu64 " is not a real here", entity->id);
@@ -505,7 +502,7 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
     }
     cell *c = entity->home;
     const char *target = space_name && space_name[0] ? space_name : c->space_name;
-    const space_layout *layout = spaces_layout(app->spaces, target);
+    const space_layout *layout = spaces_layout(o->context.spaces, target);
     if (!layout) {
         snprintf(err, errlen, "there is no space '%s'", target);
         return -1;
@@ -517,9 +514,9 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
         return -1;
     }
     const space_layout_node *node = space_layout_cell_at(layout, x, z);
-    if (!node ||
-        (node->cellapp_id != app->self.process_id && (!peer_set_is_up(app->peers, node->cellapp_id) ||
-                                                      !spaces_peer_epoch(app->spaces, node->cellapp_id, target)))) {
+    if (!node || (node->cellapp_id != o->context.self->process_id &&
+                  (!peer_set_is_up(o->context.peers, node->cellapp_id) ||
+                   !spaces_peer_epoch(o->context.spaces, node->cellapp_id, target)))) {
         snprintf(err, errlen, "the cell of space '%s' at (%.1f, %.1f) is on cellapp %" PRIu64 ", which is not ready",
                  target, (double)x, (double)z, node ? node->cellapp_id : 0);
         return -1;
@@ -538,9 +535,9 @@ int offload_teleport(cellapp *app, cell_entity *entity, const char *space_name, 
     cell_move(c, entity, x, y, z, yaw);
     entity->move_stamp_us = clock_wall_us();
     entity->real->teleported = true;
-    movement_reset(&app->settings.movement, entity, clock_monotonic_us());
-    offload_tell_client_teleported(app, entity, false);
-    app->counters.teleports++;
-    game_host_teleported(app->game, entity, false);
+    movement_reset(&o->context.settings->movement, entity, clock_monotonic_us());
+    offload_tell_client_teleported(o, entity, false);
+    o->context.counters->teleports++;
+    o->context.hooks->teleported(o->context.hooks->host, entity, false);
     return 0;
 }

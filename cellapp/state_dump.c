@@ -11,20 +11,19 @@
 
 #include <cJSON.h>
 
-#include "cellapp.h"
+#include "state_dump.h"
 #include "clock.h"
 #include "entity_state_json.h"
 #include "json_file.h"
 #include "log.h"
 
-int state_dump_write(const cellapp *app) {
-    const char *path = app->settings.state_dump_path;
+int state_dump_write(const spaces *s, const char *path, uint64_t process_id) {
     if (!path[0]) {
         log_warn("state dump requested, but state_dump_path is not set");
         return -1;
     }
     cJSON *root = cJSON_CreateObject();
-    cJSON_AddNumberToObject(root, "process_id", (double)app->self.process_id);
+    cJSON_AddNumberToObject(root, "process_id", (double)process_id);
     cJSON_AddNumberToObject(root, "wall_ms", (double)(clock_wall_us() / 1000));
     cJSON *entities = cJSON_AddArrayToObject(root, "entities");
     cJSON *ghosts = cJSON_AddArrayToObject(root, "ghosts");
@@ -32,7 +31,7 @@ int state_dump_write(const cellapp *app) {
     uint64_t now_us = clock_monotonic_us();
     size_t reals = 0, cursor = 0;
     const cell *c;
-    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
+    while ((c = spaces_next_cell(s, &cursor)) != NULL) {
         cJSON *info = cJSON_CreateObject();
         cJSON_AddStringToObject(info, "space", c->space_name);
         cJSON_AddNumberToObject(info, "cell", c->cell_id);

@@ -73,7 +73,7 @@
 #include <string.h>
 
 #include "alias_table.h"
-#include "cellapp.h"
+#include "witness.h"
 #include "clock.h"
 #include "log.h"
 #include "witness_budget.h"

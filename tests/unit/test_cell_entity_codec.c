@@ -20,7 +20,10 @@
 #include <cmocka.h>
 
 #include "alias_table.h"
-#include "cellapp.h"
+#include "cell.h"
+#include "cell_entity_codec.h"
+#include "movement.h"
+#include "witness.h"
 #include "cell_real.h"
 #include "clock.h"
 #include "witness_budget.h"
@@ -167,7 +170,22 @@ static int client_alias_of(const client *c, uint64_t entity_id) {
 
 /* ---- the world: one cellapp, cells A and B of the same space ----------- */
 
-static cellapp app;
+/* What the codec borrows: settings, what cells share, and the game's
+ * hooks (no game here: its per-entity data is empty). */
+static struct {
+    cellapp_settings settings;
+    cell_shared shared;
+    game_hooks hooks;
+    cell_entity_codec codec;
+} app;
+
+static void no_game_save(void *host, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
+    (void)host, (void)entity, (void)out;
+}
+
+static void no_game_restore(void *host, cell_entity *entity, const Tessera__Cluster__CellEntityState *state) {
+    (void)host, (void)entity, (void)state;
+}
 
 typedef struct world {
     space_layout *layout_a, *layout_b;
@@ -221,7 +239,6 @@ static int setup(void **state) {
     wc->detail_hysteresis = 1;
     wc->update_near_distance = 10;
     wc->update_far_distance = 40;
-    app.process_id = 1;
     cell_shared *shared = &app.shared;
     shared->settings = &app.settings;
     shared->self_id = 1;
@@ -243,6 +260,9 @@ static int setup(void **state) {
     shared->schema = replication_schema_create(shared->definitions);
     shared->replication = replication_create(shared->schema);
     bit_writer_init(&shared->stream);
+    app.hooks.save = no_game_save;
+    app.hooks.restore = no_game_restore;
+    app.codec = (cell_entity_codec){shared->definitions, &app.settings.movement, &app.hooks};
     const double min[3] = {-500, -100, -500}, max[3] = {500, 100, 500};
     W.layout_a = space_layout_create("arena", min, max, false, 1);
     W.layout_b = space_layout_create("arena", min, max, false, 1);
@@ -464,7 +484,7 @@ static void build_in_a(void) {
     e->move_stamp_us = W.stamp_us = clock_wall_us() - 5000;
 
     Tessera__Cluster__CellEntityState saved;
-    cell_entity_save(&app, e, &saved);
+    cell_entity_save(&app.codec, e, &saved);
     W.packed_length = tessera__cluster__cell_entity_state__get_packed_size(&saved);
     W.packed = malloc(W.packed_length);
     assert_int_equal(tessera__cluster__cell_entity_state__pack(&saved, W.packed), W.packed_length);
@@ -612,7 +632,7 @@ static void test_round_trip(void **state) {
     cell *b = W.b;
     size_t reals = b->real_count, ghosts = b->ghost_count;
     char err[256] = "";
-    assert_int_equal(cell_entity_restore(&app, b, NULL, first, err, sizeof err), 0);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, first, err, sizeof err), 0);
     cell_entity *r = cell_find(b, E_ID);
     assert_non_null(r);
     assert_int_equal(r->kind, CELL_ENTITY_REAL);
@@ -703,7 +723,7 @@ static void test_round_trip(void **state) {
     /* Saved again: the same witness, and byte for byte the same state but
      * for the clocks. */
     Tessera__Cluster__CellEntityState second;
-    cell_entity_save(&app, r, &second);
+    cell_entity_save(&app.codec, r, &second);
     assert_non_null(second.witness);
     assert_same_witness(fw, second.witness);
     assert_int_equal(second.n_timers, 2);
@@ -769,7 +789,7 @@ static void test_inbox_gap_age_travels(void **state) {
     s->inbox[0]->gap_age_us = 10000000;
     populate_b(0, 0);
     char err[256];
-    assert_int_equal(cell_entity_restore(&app, W.b, NULL, s, err, sizeof err), 0);
+    assert_int_equal(cell_entity_restore(&app.codec, W.b, NULL, s, err, sizeof err), 0);
     cell_entity *r = find_in(W.b, E_ID);
     size_t length;
     uint64_t skipped;
@@ -792,7 +812,7 @@ static void test_inbox_gap_age_travels(void **state) {
  * there. */
 static cell_entity *restore_in_b(const Tessera__Cluster__CellEntityState *s) {
     char err[256];
-    assert_int_equal(cell_entity_restore(&app, W.b, NULL, s, err, sizeof err), 0);
+    assert_int_equal(cell_entity_restore(&app.codec, W.b, NULL, s, err, sizeof err), 0);
     return find_in(W.b, E_ID);
 }
 
@@ -1082,7 +1102,7 @@ static void test_restore_onto_ghost(void **state) {
     ghost->incarnation = 3;
     size_t reals = b->real_count, ghosts = b->ghost_count, count = b->count;
     char err[256];
-    assert_int_equal(cell_entity_restore(&app, b, ghost, s, err, sizeof err), 0);
+    assert_int_equal(cell_entity_restore(&app.codec, b, ghost, s, err, sizeof err), 0);
     assert_ptr_equal(cell_find(b, E_ID), ghost);
     assert_int_equal(ghost->kind, CELL_ENTITY_REAL);
     assert_int_equal(b->real_count, reals + 1);
@@ -1150,7 +1170,7 @@ static void test_restore_refusals(void **state) {
     char *type = s->entity_type;
     s->entity_type = unknown;
     err[0] = 0;
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), -1);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, s, err, sizeof err), -1);
     assert_non_null(strstr(err, "Dragon"));
     assert_null(cell_find(b, E_ID));
     assert_same_census(before, census(b));
@@ -1160,13 +1180,13 @@ static void test_restore_refusals(void **state) {
     size_t full = s->properties.len;
     s->properties.len = full / 2;
     err[0] = 0;
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), -1);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, s, err, sizeof err), -1);
     assert_non_null(strstr(err, "properties"));
     assert_null(cell_find(b, E_ID));
     assert_same_census(before, census(b));
     s->properties.len = 0;
     err[0] = 0;
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), -1);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, s, err, sizeof err), -1);
     assert_non_null(strstr(err, "properties"));
     assert_same_census(before, census(b));
     s->properties.len = full;
@@ -1175,13 +1195,13 @@ static void test_restore_refusals(void **state) {
     float x = s->position->x;
     s->position->x = 10000;
     err[0] = 0;
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), -1);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, s, err, sizeof err), -1);
     assert_non_null(strstr(err, "outside"));
     assert_null(cell_find(b, E_ID));
     assert_same_census(before, census(b));
     s->position->x = NAN;
     err[0] = 0;
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), -1);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, s, err, sizeof err), -1);
     assert_same_census(before, census(b));
     s->position->x = x;
 
@@ -1190,7 +1210,7 @@ static void test_restore_refusals(void **state) {
     assert_non_null(squatter);
     before = census(b);
     err[0] = 0;
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), -1);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, s, err, sizeof err), -1);
     assert_true(err[0] != 0);
     assert_same_census(before, census(b));
     assert_ptr_equal(cell_find(b, E_ID), squatter);
@@ -1203,7 +1223,7 @@ static void test_restore_refusals(void **state) {
     assert_non_null(ghost);
     before = census(b);
     err[0] = 0;
-    assert_int_equal(cell_entity_restore(&app, b, ghost, s, err, sizeof err), -1);
+    assert_int_equal(cell_entity_restore(&app.codec, b, ghost, s, err, sizeof err), -1);
     assert_non_null(strstr(err, "Crate"));
     assert_int_equal(ghost->kind, CELL_ENTITY_GHOST);
     assert_null(ghost->real); /* no witness, traps, inbox: no real part at all */
@@ -1212,7 +1232,7 @@ static void test_restore_refusals(void **state) {
     /* And the same state, unharmed, still restores. */
     cell_destroy(b, ghost);
     cell_end_tick(b);
-    assert_int_equal(cell_entity_restore(&app, b, NULL, s, err, sizeof err), 0);
+    assert_int_equal(cell_entity_restore(&app.codec, b, NULL, s, err, sizeof err), 0);
     assert_same_properties(W.e->state, find_in(b, E_ID)->state);
     tessera__cluster__cell_entity_state__free_unpacked(s, NULL);
 }

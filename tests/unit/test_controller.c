@@ -19,7 +19,9 @@
 
 #include <cmocka.h>
 
-#include "cellapp.h"
+#include "cell.h"
+#include "movement.h"
+#include "witness.h"
 #include "cell_real.h"
 
 static const char *defs = "{\"format\":1,\"entities\":[{\"name\":\"Thing\",\"properties\":["

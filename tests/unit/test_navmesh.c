@@ -19,7 +19,9 @@
 
 #include <cmocka.h>
 
-#include "cellapp.h"
+#include "cell.h"
+#include "movement.h"
+#include "witness.h"
 #include "cell_real.h"
 #include "navmesh.h"
 #include "space_map.h"

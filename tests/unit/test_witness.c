@@ -14,7 +14,9 @@
 
 #include <cmocka.h>
 
-#include "cellapp.h"
+#include "cell.h"
+#include "movement.h"
+#include "witness.h"
 #include "cell_real.h"
 
 static const char *defs =

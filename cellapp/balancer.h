@@ -1,0 +1,58 @@
+/* balancer.h -- the balancer as the cluster runs it (balancer.c): every
+ * cellapp reports its load to Redis once a period, stands for the balancer
+ * lease, and the holder moves split lines, adds and retires cells, and
+ * hands over the cells of cellapps that stop or die. The decisions
+ * themselves are balance.c's.
+ *
+ * Created after the registry; balancer_tick once a tick does what is due.
+ * balancer_stop gives the lease up and withdraws the report (a stopping
+ * cellapp).
+ */
+#ifndef TESSERA_BALANCER_H
+#define TESSERA_BALANCER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cell_load.h"
+#include "cellapp_settings.h"
+#include "offload.h"
+#include "peer_set.h"
+#include "process_self.h"
+#include "redis_client.h"
+#include "spaces.h"
+
+typedef struct balancer balancer;
+
+/* What the balancer borrows (each outlives it). */
+typedef struct balancer_context {
+    const balancer_settings *settings;
+    redis_client *redis; /* reports, the lease, layout writes */
+    const char *cluster_name;
+    peer_set *peers; /* who is alive */
+    spaces *spaces;  /* the layouts and this cellapp's cells */
+    cell_load *load;
+    const offloads *offloads;
+    const bool *draining; /* this cellapp is draining (it reports so and stops standing for the lease) */
+    const process_self *self;
+} balancer_context;
+
+balancer *balancer_create(const balancer_context *context);
+void balancer_free(balancer *b);
+void balancer_tick(balancer *b, uint64_t now_us);
+void balancer_stop(balancer *b);
+/* A draining cellapp stops standing for the lease (and lets it go now if
+ * it holds it), but keeps reporting. */
+void balancer_give_up_lease(balancer *b);
+bool balancer_is_leader(const balancer *b);
+
+/* What the balancer has done, for the registry and /metrics. */
+typedef struct balancer_figures {
+    bool leader;
+    uint64_t holder; /* the lease's holder last seen */
+    uint64_t passes, line_moves, cell_changes, writes_refused;
+} balancer_figures;
+/* Fills `out` (all zero for a NULL balancer: balancing is off). */
+void balancer_stats(const balancer *b, balancer_figures *out);
+
+#endif
