@@ -1,8 +1,11 @@
 /* base_game.h -- the baseapp's side of the game ABI (include/tessera/game.h):
  * loads the game module, keeps what its base_init registered (per class:
- * hooks and base method bodies), and is the one place the baseapp calls
- * into game code. After every hook and method body, what the game set of
- * a base's BASE_AND_CLIENT properties goes to its own client.
+ * hooks and base method bodies; event listeners), implements the base
+ * services of the ABI on top of the baseapp's modules, and is the one place
+ * the baseapp calls into game code: the modules below reach it through the
+ * base_hooks it fills (base_hooks.h). After every hook and method body,
+ * what the game set of a base's BASE_AND_CLIENT properties goes to its own
+ * client.
  *
  * With no module, or a module without base rules, bases keep their
  * properties and persistence, and a base method a client calls is checked
@@ -15,38 +18,43 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base_call.h"
+#include "base_entity.h"
+#include "base_event.h"
+#include "base_hooks.h"
+#include "base_life.h"
 #include "config.h"
 #include "entity_def.h"
-#include "entity_state.h"
+#include "persistence.h"
+#include "process_self.h"
+#include "proxy.h"
 
 typedef struct base_game base_game;
-struct baseapp;
-struct proxy;
+
+/* What the base services of the ABI are built on (each borrowed; each
+ * outlives the game). The game fills `hooks`. */
+typedef struct base_game_services {
+    const entity_def_registry *definitions;
+    base_hooks *hooks;
+    base_entities *bases;
+    base_life *life;
+    proxies *players;
+    cell_links *cells;
+    persistence *store;
+    base_calls *calls;
+    const base_events *events;
+    const process_self *self;
+    const bool *draining;
+} base_game_services;
 
 /* Loads the module at `path` ("" for none) and runs its base_init with
  * `settings` (the config's "game" group). NULL with why in err. */
-base_game *base_game_load(struct baseapp *app, const char *path, const config_group *settings, char *err,
+base_game *base_game_load(const base_game_services *services, const char *path, const config_group *settings, char *err,
                           size_t errlen);
 /* Runs base_shutdown and unloads the module. NULL is ignored. */
 void base_game_free(base_game *game);
 
+/* The game's base tick (the sweep timer's period). */
 void base_game_tick(base_game *game);
-void base_game_created(base_game *game, struct proxy *base);
-void base_game_destroyed(base_game *game, struct proxy *base);
-void base_game_client_enabled(base_game *game, struct proxy *base);
-void base_game_written(base_game *game, struct proxy *base, bool ok, const char *detail);
-void base_game_handover_refused(base_game *game, struct proxy *base, uint64_t target_id, const char *rule);
-/* A call `caller_id` made did not reach `target_id` (its method named by
- * class, part and id). */
-void base_game_call_failed(base_game *game, uint64_t caller_id, uint64_t target_id, const char *class_name,
-                           entity_def_part part, uint32_t method_id);
-/* The game event `event` was fired here or arrived here: its listeners
- * hear it. */
-void base_game_event_heard(base_game *game, const entity_def_method *event, uint64_t source_id,
-                           const entity_state *fields);
-/* Runs the body of base method `method` of `base` for `caller_id`.
- * Returns false (logged) when the game gave it none. */
-bool base_game_call(base_game *game, struct proxy *base, const entity_def_method *method, const entity_state *args,
-                    uint64_t caller_id);
 
 #endif

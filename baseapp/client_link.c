@@ -1,10 +1,11 @@
-/* client_link.c -- one client connection: the state machine from hello to
- * the world, checking every client message against the state it may
- * arrive in, the limits on what a client sends (frame time, moves and
- * calls a second), relaying movement to the cell of the proxy it is bound
- * to, and the single exit path (client_link_fail / channel close) that
- * tells its proxy the client is gone. The link owns no entity: proxies
- * (proxy.c) do; password checking is login.c's. */
+/* client_link.c -- client connections (client_link.h): the state machine
+ * from hello to the world, checking every client message against the state
+ * it may arrive in and the limits on what a client sends (frame time, moves
+ * and calls a second, failed logins), and the single exit path
+ * (client_link_fail / channel close) that tells the layer above a bound
+ * link let go of its proxy. It owns the connections and their decode
+ * arena; it owns no entity (proxies do) and checks no password (login.c
+ * does). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -12,7 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseapp.h"
+#include "client_link.h"
+
+#include "account_name.h"
+#include "arena.h"
 #include "clock.h"
 #include "log.h"
 
@@ -36,52 +40,78 @@ const char *client_link_state_name(client_link_state state) {
     return "?";
 }
 
-uint64_t baseapp_text_key(const char *text, size_t length) {
-    uint64_t hash = 14695981039346656037ull; /* FNV-1a */
-    for (size_t i = 0; i < length; i++) {
-        hash ^= (unsigned char)text[i];
-        hash *= 1099511628211ull;
-    }
-    return hash ? hash : 1;
-}
+struct client_links {
+    client_links_context context;
+    entity_list *list;
+    /* Client messages are decoded here and released after their handler:
+     * no allocation per move. */
+    arena decode;
+    client_link_counters counters;
+};
 
-uint64_t baseapp_account_key(const char *account) { return baseapp_text_key(account, strlen(account)); }
+#define CLIENT_LINK_HANDLER(link, name, ...)                                           \
+    do {                                                                               \
+        const client_link_handlers *handlers_ = &(link)->set->context.handlers;        \
+        if (handlers_->name) handlers_->name(handlers_->owner, (link), ##__VA_ARGS__); \
+    } while (0)
 
 void client_link_send(client_link *link, const Tessera__Client__ServerToClient *message) {
     channel_send_message(link->ch, &message->base);
 }
 
-void client_link_forget_congestion(client_link *link) {
-    if (!link->congested) return;
-    link->congested = false;
-    link->app->congested_clients--;
+void client_link_set_congested(client_link *link, bool congested) {
+    if (link->congested == congested) return;
+    link->congested = congested;
+    client_link_counters *counters = &link->set->counters;
+    if (congested) {
+        counters->congested++;
+        counters->congestion_events++;
+    } else {
+        counters->congested--;
+    }
+}
+
+void client_link_bind(client_link *link, proxy *player, uint64_t entity_id) {
+    link->proxy = player;
+    link->entity_id = entity_id;
+    link->state = CLIENT_LINK_ENTERING;
+}
+
+void client_link_release(client_link *link) {
+    client_link_set_congested(link, false);
+    link->proxy = NULL;
+    link->entity_id = 0;
 }
 
 /* Unbinds the link from its proxy, which learns its client is gone. */
 static void client_link_unbind(client_link *link) {
     proxy *player = link->proxy;
     if (!player) return;
-    client_link_forget_congestion(link);
-    link->proxy = NULL;
-    if (player->link == link) proxy_on_link_lost(player);
+    client_link_release(link);
+    CLIENT_LINK_HANDLER(link, unbound, player);
+}
+
+void client_link_count_failed_login(client_link *link) {
+    login_throttle_failed(link->set->context.throttle, link->account, channel_peer_name(link->ch),
+                          clock_monotonic_us());
 }
 
 static void client_link_vfail(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,
                               const char *format, va_list args) {
     if (link->state == CLIENT_LINK_CLOSING) return;
-    baseapp *app = link->app;
+    client_links *set = link->set;
     char text[256];
     vsnprintf(text, sizeof text, format, args);
     log_info("client %s (account '%s', entity %" PRIu64 ", %s): dropped: %s", channel_peer_name(link->ch),
-             link->account, link->proxy ? link->proxy->entity_id : 0, client_link_state_name(link->state), text);
+             link->account, link->entity_id, client_link_state_name(link->state), text);
     Tessera__Client__Error error = TESSERA__CLIENT__ERROR__INIT;
     error.code = code;
     error.message = (char *)(public_text ? public_text : text);
     if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN)
-        error.retry_after_ms = (uint32_t)app->settings.shutdown_retry_ms;
-    size_t slots = sizeof app->errors_sent / sizeof app->errors_sent[0];
-    app->errors_sent[(size_t)code < slots ? (size_t)code : slots - 1]++;
-    if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS) app->login_failures++;
+        error.retry_after_ms = (uint32_t)set->context.settings->shutdown_retry_ms;
+    size_t slots = sizeof set->counters.errors_sent / sizeof set->counters.errors_sent[0];
+    set->counters.errors_sent[(size_t)code < slots ? (size_t)code : slots - 1]++;
+    if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS) set->counters.login_failures++;
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR;
     message.error = &error;
@@ -117,10 +147,10 @@ static void client_link_on_close(channel *ch, const char *reason) {
     client_link *link = channel_user_data(ch);
     if (link->state != CLIENT_LINK_CLOSING)
         log_info("client %s (account '%s', entity %" PRIu64 ") disconnected: %s", channel_peer_name(ch), link->account,
-                 link->proxy ? link->proxy->entity_id : 0, reason);
+                 link->entity_id, reason);
     link->state = CLIENT_LINK_CLOSING;
     client_link_unbind(link);
-    entity_list_remove(link->app->links, link->handle);
+    entity_list_remove(link->set->list, link->handle);
     free(link);
 }
 
@@ -157,7 +187,7 @@ static void client_link_on_hello(client_link *link, const Tessera__Client__Hello
  * the order, the account name, a draining baseapp, the throttle. Returns
  * false when the link was failed. */
 static bool client_link_may_log_in(client_link *link, const char *what, const char *account) {
-    baseapp *app = link->app;
+    client_links *set = link->set;
     if (link->state == CLIENT_LINK_AWAITING_HELLO) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "%s before hello", what);
         return false;
@@ -166,19 +196,20 @@ static bool client_link_may_log_in(client_link *link, const char *what, const ch
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_OUT_OF_ORDER, "%s after a login or reconnect", what);
         return false;
     }
-    const char *problem = login_check_account_name(account);
+    const char *problem = account_name_check(account);
     if (problem) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT, "account name %s", problem);
         return false;
     }
-    if (app->draining) {
+    if (*set->context.draining) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN,
                          "this baseapp is stopping: log in again in a moment (another baseapp will take you)");
         return false;
     }
-    uint64_t wait_ms = login_throttle_check(&app->throttle, account, channel_peer_name(link->ch), clock_monotonic_us());
+    uint64_t wait_ms =
+        login_throttle_check(set->context.throttle, account, channel_peer_name(link->ch), clock_monotonic_us());
     if (wait_ms) {
-        app->logins_throttled++;
+        set->counters.logins_throttled++;
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
                          "too many failed logins for account '%s' or from this address: try again in %llu ms", account,
                          (unsigned long long)wait_ms);
@@ -196,32 +227,29 @@ static void client_link_on_login(client_link *link, const Tessera__Client__Login
         return;
     }
     snprintf(link->account, sizeof link->account, "%s", login->account);
-    link->has_definitions =
-        login->known_definitions_digest &&
-        strcmp(login->known_definitions_digest, entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->has_definitions = login->known_definitions_digest &&
+                            strcmp(login->known_definitions_digest, link->set->context.definitions_digest) == 0;
     link->state = CLIENT_LINK_AUTHENTICATING;
-    login_start(link, login->account, login->password);
+    CLIENT_LINK_HANDLER(link, login, login->password);
 }
 
 static void client_link_on_reconnect(client_link *link, const Tessera__Client__Reconnect *reconnect) {
     if (!client_link_may_log_in(link, "reconnect", reconnect->account)) return;
     snprintf(link->account, sizeof link->account, "%s", reconnect->account);
-    link->has_definitions =
-        reconnect->known_definitions_digest &&
-        strcmp(reconnect->known_definitions_digest, entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->has_definitions = reconnect->known_definitions_digest &&
+                            strcmp(reconnect->known_definitions_digest, link->set->context.definitions_digest) == 0;
     link->reconnecting = true;
     link->state = CLIENT_LINK_AUTHENTICATING;
-    proxy_reconnect(link, reconnect->session_token ? reconnect->session_token : "");
+    CLIENT_LINK_HANDLER(link, reconnect, reconnect->session_token ? reconnect->session_token : "");
 }
 
 static void client_link_on_token_login(client_link *link, const Tessera__Client__TokenLogin *login) {
     if (!client_link_may_log_in(link, "token login", login->account)) return;
     snprintf(link->account, sizeof link->account, "%s", login->account);
-    link->has_definitions =
-        login->known_definitions_digest &&
-        strcmp(login->known_definitions_digest, entity_def_registry_digest_hex(link->app->definitions)) == 0;
+    link->has_definitions = login->known_definitions_digest &&
+                            strcmp(login->known_definitions_digest, link->set->context.definitions_digest) == 0;
     link->state = CLIENT_LINK_AUTHENTICATING;
-    login_route_token_login(link, login->token ? login->token : "");
+    CLIENT_LINK_HANDLER(link, token_login, login->token ? login->token : "");
 }
 
 static void client_link_on_move(client_link *link, const Tessera__Client__Move *move) {
@@ -234,27 +262,22 @@ static void client_link_on_move(client_link *link, const Tessera__Client__Move *
     /* A flood of moves is not a speed hack (the cell checks distance), but
      * it would cost the cell and the cluster link: beyond the client's rate
      * moves are dropped -- the next one carries the latest position. */
-    const baseapp_settings *settings = &link->app->settings;
+    const baseapp_settings *settings = link->set->context.settings;
     uint64_t now = clock_monotonic_us();
     double bank = settings->client_moves_per_second / 2.0;
     link->move_tokens += (double)(now - link->move_tokens_us) / 1e6 * settings->client_moves_per_second;
     if (link->move_tokens > bank) link->move_tokens = bank;
     link->move_tokens_us = now;
     if (link->move_tokens < 1.0) {
-        link->app->moves_dropped++;
+        link->set->counters.moves_dropped++;
         return;
     }
     link->move_tokens -= 1.0;
-    Tessera__Cluster__ClientMove relay = TESSERA__CLUSTER__CLIENT_MOVE__INIT;
-    relay.move = (Tessera__Client__Move *)move;
-    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
-    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CLIENT_MOVE;
-    message.client_move = &relay;
-    cell_link_send(link->proxy, &message);
+    CLIENT_LINK_HANDLER(link, move, move);
 }
 
 void client_link_start_limits(client_link *link) {
-    const baseapp_settings *settings = &link->app->settings;
+    const baseapp_settings *settings = link->set->context.settings;
     link->move_tokens = settings->client_moves_per_second / 2.0;
     link->move_tokens_us = clock_monotonic_us();
     link->call_tokens = settings->client_calls_per_second;
@@ -269,8 +292,8 @@ void client_link_start_limits(client_link *link) {
  * disconnected. Returns whether this call goes. */
 #define CLIENT_LINK_CALL_STRIKE_SECONDS 3.0
 static bool client_link_take_call_token(client_link *link) {
-    baseapp *app = link->app;
-    double rate = app->settings.client_calls_per_second;
+    client_links *set = link->set;
+    double rate = set->context.settings->client_calls_per_second;
     uint64_t now = clock_monotonic_us();
     double elapsed = (double)(now - link->call_tokens_us) / 1e6;
     link->call_tokens_us = now;
@@ -283,7 +306,7 @@ static bool client_link_take_call_token(client_link *link) {
         link->call_tokens -= 1.0;
         return true;
     }
-    app->calls_dropped++;
+    set->counters.calls_dropped++;
     link->call_strikes += 1.0;
     if (link->call_strikes > rate * CLIENT_LINK_CALL_STRIKE_SECONDS)
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
@@ -300,7 +323,7 @@ static bool client_link_before_world(const client_link *link) {
 static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t length) {
     client_link *link = channel_user_data(ch);
     if (link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) return;
-    arena *decode = &link->app->client_arena;
+    arena *decode = &link->set->decode;
     arena_mark mark = arena_save(decode);
     Tessera__Client__ClientToServer *message =
         tessera__client__client_to_server__unpack(arena_protobuf(decode), length, frame);
@@ -332,7 +355,7 @@ static void client_link_on_frame(channel *ch, const uint8_t *frame, size_t lengt
             break;
         case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL:
             if (link->state == CLIENT_LINK_IN_WORLD) {
-                if (client_link_take_call_token(link)) base_entity_on_call(link->proxy, message->call);
+                if (client_link_take_call_token(link)) CLIENT_LINK_HANDLER(link, call, message->call);
             } else if (client_link_before_world(link)) {
                 client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_LOGGED_IN, "method call before login");
             } else {
@@ -352,7 +375,7 @@ static void client_link_on_oversized_frame(channel *ch, uint32_t declared_length
     client_link *link = channel_user_data(ch);
     client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_FRAME_TOO_LARGE,
                      "frame of %u bytes exceeds the limit of %lld bytes", declared_length,
-                     (long long)link->app->settings.client_max_frame_bytes);
+                     (long long)link->set->context.settings->client_max_frame_bytes);
 }
 
 static const channel_callbacks client_link_channel_callbacks = {
@@ -362,17 +385,46 @@ static const channel_callbacks client_link_channel_callbacks = {
     .on_close = client_link_on_close,
 };
 
-void client_link_accept(baseapp *app, uv_stream_t *listener) {
-    const baseapp_settings *settings = &app->settings;
+client_links *client_links_create(const client_links_context *context, uint32_t max_links) {
+    client_links *set = xcalloc(1, sizeof *set);
+    set->context = *context;
+    /* 32 serial bits: a slot is reused 2^32 times before a stale handle (a
+     * login step that outlived its client) could name a new link. */
+    set->list = entity_list_create(max_links, 32);
+    arena_init(&set->decode);
+    return set;
+}
+
+void client_links_free(client_links *set) {
+    if (!set) return;
+    entity_list_free(set->list);
+    arena_close(&set->decode);
+    free(set);
+}
+
+client_link *client_links_get(const client_links *set, entity_handle handle) {
+    return entity_list_get(set->list, handle);
+}
+
+client_link *client_links_next(const client_links *set, uint32_t *cursor) {
+    return entity_list_next(set->list, cursor, NULL);
+}
+
+size_t client_links_count(const client_links *set) { return entity_list_count(set->list); }
+
+const client_link_counters *client_links_counters(const client_links *set) { return &set->counters; }
+
+void client_links_accept(client_links *set, uv_stream_t *listener) {
+    const baseapp_settings *settings = set->context.settings;
     channel_options options = {
         .max_frame_bytes = (size_t)settings->client_max_frame_bytes,
         .write_high_water_bytes = (size_t)settings->client_write_high_water_bytes,
         .write_limit_bytes = (size_t)settings->client_write_limit_bytes,
-        .totals = &app->client_totals,
+        .totals = &set->counters.totals,
         .socket_send_buffer_bytes = (size_t)settings->client_send_buffer_bytes,
     };
     client_link *link = xcalloc(1, sizeof *link);
-    link->app = app;
+    link->set = set;
     link->state = CLIENT_LINK_AWAITING_HELLO;
     link->connected_us = clock_monotonic_us();
     link->ch = channel_accept(listener, &options, &client_link_channel_callbacks, link);
@@ -380,9 +432,9 @@ void client_link_accept(baseapp *app, uv_stream_t *listener) {
         free(link);
         return;
     }
-    link->handle = entity_list_add(app->links, link);
-    if (link->handle == ENTITY_HANDLE_NONE || app->shutting_down ||
-        (int64_t)entity_list_count(app->links) > settings->max_clients) {
+    link->handle = entity_list_add(set->list, link);
+    if (link->handle == ENTITY_HANDLE_NONE || set->context.self->stopping ||
+        (int64_t)entity_list_count(set->list) > settings->max_clients) {
         /* The close path copes with a link the full list left out. */
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "server full, try another baseapp");
         return;
@@ -390,31 +442,31 @@ void client_link_accept(baseapp *app, uv_stream_t *listener) {
     log_debug("client %s connected", channel_peer_name(link->ch));
 }
 
-void client_link_sweep(baseapp *app) {
+void client_links_sweep(client_links *set) {
+    const baseapp_settings *settings = set->context.settings;
     uint64_t now = clock_monotonic_us();
-    uint64_t timeout_us = (uint64_t)app->settings.login_timeout_ms * 1000u;
-    uint64_t frame_timeout_us = (uint64_t)app->settings.client_frame_timeout_ms * 1000u;
+    uint64_t timeout_us = (uint64_t)settings->login_timeout_ms * 1000u;
+    uint64_t frame_timeout_us = (uint64_t)settings->client_frame_timeout_ms * 1000u;
     uint32_t cursor = 0;
     client_link *link;
-    while ((link = entity_list_next(app->links, &cursor, NULL)) != NULL) {
+    while ((link = entity_list_next(set->list, &cursor, NULL)) != NULL) {
         if (link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) continue;
         uint64_t since = channel_incomplete_frame_since_us(link->ch);
         if (since && now > since && now - since > frame_timeout_us) {
             client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_MALFORMED_FRAME,
                              "a frame begun %llu ms ago is still incomplete (client_frame_timeout_ms %lld)",
-                             (unsigned long long)((now - since) / 1000),
-                             (long long)app->settings.client_frame_timeout_ms);
+                             (unsigned long long)((now - since) / 1000), (long long)settings->client_frame_timeout_ms);
             continue;
         }
         if (link->state == CLIENT_LINK_IN_WORLD) continue;
         if (now - link->connected_us > timeout_us)
             client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login not completed within %lld ms",
-                             (long long)app->settings.login_timeout_ms);
+                             (long long)settings->login_timeout_ms);
     }
 }
 
-void client_link_close_all(baseapp *app, Tessera__Client__ErrorCode code, const char *reason) {
+void client_links_close_all(client_links *set, Tessera__Client__ErrorCode code, const char *reason) {
     uint32_t cursor = 0;
     client_link *link;
-    while ((link = entity_list_next(app->links, &cursor, NULL)) != NULL) client_link_fail(link, code, "%s", reason);
+    while ((link = entity_list_next(set->list, &cursor, NULL)) != NULL) client_link_fail(link, code, "%s", reason);
 }

@@ -1,10 +1,5 @@
-/* login.c -- checking a client's account and password.
- *
- * Accounts live in Redis as hashes, tessera:<cluster>:account:<name>, with
- * the field password_hash holding an argon2id string from libsodium (the
- * string carries its own salt and cost). Hashing and verifying are
- * deliberately slow, so they run on libuv's thread pool and the loop keeps
- * serving everyone else meanwhile. Every step holds the client link by
+/* login.c -- checking a client's account and password (login.h). It owns
+ * the login requests in flight. Every step holds the client link by
  * handle: a client that disconnects mid-login simply makes the next step a
  * no-op.
  *
@@ -17,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseapp.h"
+#include "login.h"
+
 #include "clock.h"
 #include "log.h"
 #include "redis_keys.h"
@@ -30,9 +26,21 @@ typedef enum login_step {
     LOGIN_DECOY,
 } login_step;
 
+struct logins {
+    logins_context context;
+};
+
+logins *logins_create(const logins_context *context) {
+    logins *set = xcalloc(1, sizeof *set);
+    set->context = *context;
+    return set;
+}
+
+void logins_free(logins *set) { free(set); }
+
 typedef struct login_request {
     uv_work_t work;
-    baseapp *app;
+    logins *set;
     entity_handle link_handle;
     login_step step;
     int retried; /* lost an HSETNX race once already */
@@ -52,6 +60,10 @@ static void login_lookup(login_request *request);
 
 static void login_queue_work(client_link *link, login_request *request, login_step step);
 
+static void login_verified(logins *set, client_link *link) {
+    if (set->context.verified) set->context.verified(set->context.owner, link);
+}
+
 static void login_request_free(login_request *request) {
     sodium_memzero(request->password, sizeof request->password);
     free(request);
@@ -60,24 +72,12 @@ static void login_request_free(login_request *request) {
 /* The link this request is for, or NULL if the client has left or been
  * dropped; in that case the request is finished and freed. */
 static client_link *login_link(login_request *request) {
-    client_link *link = entity_list_get(request->app->links, request->link_handle);
+    client_link *link = client_links_get(request->set->context.links, request->link_handle);
     if (!link || link->state != CLIENT_LINK_AUTHENTICATING) {
         login_request_free(request);
         return NULL;
     }
     return link;
-}
-
-const char *login_check_account_name(const char *account) {
-    size_t length = account ? strlen(account) : 0;
-    if (length < 1 || length > 64) return "must be 1 to 64 characters";
-    for (size_t i = 0; i < length; i++) {
-        char c = account[i];
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' ||
-                 c == '.';
-        if (!ok) return "may only contain letters, digits, '_', '-' and '.'";
-    }
-    return NULL;
 }
 
 static void login_work(uv_work_t *work) {
@@ -102,8 +102,7 @@ static void login_after_work(uv_work_t *work, int status) {
         return;
     }
     if (request->step == LOGIN_DECOY) {
-        login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(link->ch),
-                              clock_monotonic_us());
+        client_link_count_failed_login(link);
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                                  "unknown account '%s'", request->account);
         login_request_free(request);
@@ -111,10 +110,9 @@ static void login_after_work(uv_work_t *work, int status) {
     }
     if (request->step == LOGIN_VERIFY) {
         if (request->result == 0) {
-            proxy_login_succeeded(link);
+            login_verified(request->set, link);
         } else {
-            login_throttle_failed(&request->app->throttle, request->account, channel_peer_name(link->ch),
-                                  clock_monotonic_us());
+            client_link_count_failed_login(link);
             client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                                      "wrong password for account '%s'", request->account);
         }
@@ -130,8 +128,8 @@ static void login_after_work(uv_work_t *work, int status) {
         return;
     }
     char key[REDIS_KEY_MAX];
-    redis_key_account(key, request->app->settings.process.cluster_name, request->account);
-    if (redis_client_command(request->app->redis, login_on_created, request, "HSETNX %s password_hash %s", key,
+    redis_key_account(key, request->set->context.settings->process.cluster_name, request->account);
+    if (redis_client_command(request->set->context.redis, login_on_created, request, "HSETNX %s password_hash %s", key,
                              request->stored_hash) != 0) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
                          "account database unavailable, try again");
@@ -142,7 +140,7 @@ static void login_after_work(uv_work_t *work, int status) {
 static void login_queue_work(client_link *link, login_request *request, login_step step) {
     request->step = step;
     request->work.data = request;
-    int rc = uv_queue_work(request->app->loop, &request->work, login_work, login_after_work);
+    int rc = uv_queue_work(request->set->context.loop, &request->work, login_work, login_after_work);
     if (rc != 0) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login queue failed: %s",
                          uv_strerror(rc));
@@ -163,7 +161,7 @@ static void login_on_created(redis_client *redis, redisReply *reply, void *user_
     }
     if (reply->integer == 1) {
         log_info("account '%s' created", request->account);
-        proxy_login_succeeded(link);
+        login_verified(request->set, link);
         login_request_free(request);
         return;
     }
@@ -202,7 +200,7 @@ static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_d
         login_queue_work(link, request, LOGIN_VERIFY);
         return;
     }
-    if (!request->app->settings.auto_create_accounts) {
+    if (!request->set->context.settings->auto_create_accounts) {
         login_queue_work(link, request, LOGIN_DECOY);
         return;
     }
@@ -211,8 +209,9 @@ static void login_on_lookup(redis_client *redis, redisReply *reply, void *user_d
 
 static void login_lookup(login_request *request) {
     char key[REDIS_KEY_MAX];
-    redis_key_account(key, request->app->settings.process.cluster_name, request->account);
-    if (redis_client_command(request->app->redis, login_on_lookup, request, "HGET %s password_hash", key) != 0) {
+    redis_key_account(key, request->set->context.settings->process.cluster_name, request->account);
+    if (redis_client_command(request->set->context.redis, login_on_lookup, request, "HGET %s password_hash", key) !=
+        0) {
         client_link *link = login_link(request);
         if (!link) return;
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
@@ -221,14 +220,14 @@ static void login_lookup(login_request *request) {
     }
 }
 
-void login_start(client_link *link, const char *account, const char *password) {
-    baseapp *app = link->app;
+void login_start(logins *set, client_link *link, const char *password) {
+    const baseapp_settings *settings = set->context.settings;
     login_request *request = xcalloc(1, sizeof *request);
-    request->app = app;
+    request->set = set;
     request->link_handle = link->handle;
-    snprintf(request->account, sizeof request->account, "%s", account);
+    snprintf(request->account, sizeof request->account, "%s", link->account);
     snprintf(request->password, sizeof request->password, "%s", password);
-    request->ops_limit = (unsigned long long)app->settings.password_ops_limit;
-    request->mem_limit = (size_t)app->settings.password_mem_limit_kib * 1024u;
+    request->ops_limit = (unsigned long long)settings->password_ops_limit;
+    request->mem_limit = (size_t)settings->password_mem_limit_kib * 1024u;
     login_lookup(request);
 }

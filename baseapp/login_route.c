@@ -18,47 +18,77 @@
  * cannot bounce a client between them.
  *
  * A draining baseapp hands its clients over the same way, once their
- * entities are written (proxy.c). */
+ * entities are written (proxy.c). This file owns the picture of the other
+ * baseapps and the logins sent to each; the session directory's entries
+ * are session_directory.c's. */
 #include <inttypes.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseapp.h"
+#include "login_route.h"
+
 #include "clock.h"
+#include "id_map.h"
 #include "log.h"
 #include "redis_keys.h"
 
-void login_route_on_registry(baseapp *app, const registry_peer *peers, size_t count) {
-    free(app->baseapps);
-    app->baseapps = NULL;
-    app->baseapp_count = 0;
-    for (size_t i = 0; i < count; i++) {
-        if (strcmp(peers[i].role, "baseapp") != 0 || !peers[i].client_host[0] || peers[i].client_port <= 0) continue;
-        app->baseapps = xrealloc(app->baseapps, (app->baseapp_count + 1) * sizeof *app->baseapps);
-        app->baseapps[app->baseapp_count++] = peers[i];
-    }
-    id_map_close(&app->baseapp_assignments);
-    id_map_init(&app->baseapp_assignments);
+struct login_routes {
+    login_routes_context context;
+    /* The other baseapps, as the registry last listed them, and the logins
+     * sent to each since. */
+    registry_peer *baseapps;
+    size_t baseapp_count;
+    id_map assignments;
+    login_route_counters counters;
+};
+
+login_routes *login_routes_create(const login_routes_context *context) {
+    login_routes *routes = xcalloc(1, sizeof *routes);
+    routes->context = *context;
+    id_map_init(&routes->assignments);
+    return routes;
 }
 
-static const registry_peer *login_route_find(const baseapp *app, uint64_t process_id) {
-    for (size_t i = 0; i < app->baseapp_count; i++)
-        if (app->baseapps[i].process_id == process_id) return &app->baseapps[i];
+void login_routes_free(login_routes *routes) {
+    if (!routes) return;
+    free(routes->baseapps);
+    id_map_close(&routes->assignments);
+    free(routes);
+}
+
+const login_route_counters *login_routes_figures(const login_routes *routes) { return &routes->counters; }
+
+void login_routes_on_registry(login_routes *routes, const registry_peer *peers, size_t count) {
+    free(routes->baseapps);
+    routes->baseapps = NULL;
+    routes->baseapp_count = 0;
+    for (size_t i = 0; i < count; i++) {
+        if (strcmp(peers[i].role, "baseapp") != 0 || !peers[i].client_host[0] || peers[i].client_port <= 0) continue;
+        routes->baseapps = xrealloc(routes->baseapps, (routes->baseapp_count + 1) * sizeof *routes->baseapps);
+        routes->baseapps[routes->baseapp_count++] = peers[i];
+    }
+    id_map_close(&routes->assignments);
+    id_map_init(&routes->assignments);
+}
+
+static const registry_peer *login_route_find(const login_routes *routes, uint64_t process_id) {
+    for (size_t i = 0; i < routes->baseapp_count; i++)
+        if (routes->baseapps[i].process_id == process_id) return &routes->baseapps[i];
     return NULL;
 }
 
 /* The least-loaded baseapp that is not draining, counting the logins sent
  * to each since the registry's last report (so a burst spreads); NULL when
  * that is this one (or, with `others_only`, when there is none). */
-static const registry_peer *login_route_least_loaded(baseapp *app, bool others_only) {
+static const registry_peer *login_route_least_loaded(login_routes *routes, bool others_only) {
     const registry_peer *best = NULL;
-    int64_t best_load = others_only ? INT64_MAX : (int64_t)entity_list_count(app->links);
-    for (size_t i = 0; i < app->baseapp_count; i++) {
-        const registry_peer *peer = &app->baseapps[i];
+    int64_t best_load = others_only ? INT64_MAX : (int64_t)client_links_count(routes->context.links);
+    for (size_t i = 0; i < routes->baseapp_count; i++) {
+        const registry_peer *peer = &routes->baseapps[i];
         if (peer->draining) continue;
-        int64_t load = peer->load + (int64_t)(uintptr_t)id_map_get(&app->baseapp_assignments, peer->process_id);
+        int64_t load = peer->load + (int64_t)(uintptr_t)id_map_get(&routes->assignments, peer->process_id);
         if (load < best_load) {
             best = peer;
             best_load = load;
@@ -67,16 +97,16 @@ static const registry_peer *login_route_least_loaded(baseapp *app, bool others_o
     return best;
 }
 
-bool login_route_can_hand_off(const baseapp *app) {
-    for (size_t i = 0; i < app->baseapp_count; i++)
-        if (!app->baseapps[i].draining) return true;
+bool login_route_can_hand_off(const login_routes *routes) {
+    for (size_t i = 0; i < routes->baseapp_count; i++)
+        if (!routes->baseapps[i].draining) return true;
     return false;
 }
 
 /* ---- the redirect ------------------------------------------------------------ */
 
 typedef struct login_route_redirect {
-    baseapp *app;
+    login_routes *routes;
     entity_handle link_handle;
     registry_peer target;
     char token[33];
@@ -86,8 +116,8 @@ typedef struct login_route_redirect {
 static void login_route_on_token_stored(redis_client *redis, redisReply *reply, void *user_data) {
     login_route_redirect *redirect = user_data;
     (void)redis;
-    baseapp *app = redirect->app;
-    client_link *link = entity_list_get(app->links, redirect->link_handle);
+    login_routes *routes = redirect->routes;
+    client_link *link = client_links_get(routes->context.links, redirect->link_handle);
     if (!link || link->state == CLIENT_LINK_CLOSING) {
         free(redirect);
         return;
@@ -106,7 +136,7 @@ static void login_route_on_token_stored(redis_client *redis, redisReply *reply, 
     envelope.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
     envelope.login_redirect = &message;
     client_link_send(link, &envelope);
-    app->redirects++;
+    routes->counters.redirects++;
     log_debug("client %s (account '%s'): redirected to baseapp %" PRIu64 " at %s:%d (%s)", channel_peer_name(link->ch),
               link->account, redirect->target.process_id, redirect->target.client_host, redirect->target.client_port,
               redirect->reason);
@@ -116,10 +146,10 @@ static void login_route_on_token_stored(redis_client *redis, redisReply *reply, 
 
 /* Stores a one-time token for the link's account and, once Redis has it,
  * sends the client to `target`. Returns 0, or -1 (nothing started). */
-static int login_route_redirect_to(client_link *link, const registry_peer *target, const char *reason) {
-    baseapp *app = link->app;
+static int login_route_redirect_to(login_routes *routes, client_link *link, const registry_peer *target,
+                                   const char *reason) {
     login_route_redirect *redirect = xcalloc(1, sizeof *redirect);
-    redirect->app = app;
+    redirect->routes = routes;
     redirect->link_handle = link->handle;
     redirect->target = *target;
     redirect->reason = reason;
@@ -127,47 +157,48 @@ static int login_route_redirect_to(client_link *link, const registry_peer *targe
     randombytes_buf(bytes, sizeof bytes);
     sodium_bin2hex(redirect->token, sizeof redirect->token, bytes, sizeof bytes);
     char key[REDIS_KEY_MAX], ttl[24];
-    redis_key_login_token(key, app->settings.process.cluster_name, redirect->token);
-    snprintf(ttl, sizeof ttl, "%lld", (long long)app->settings.redirect_token_ms);
+    redis_key_login_token(key, routes->context.settings->process.cluster_name, redirect->token);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)routes->context.settings->redirect_token_ms);
     const char *argv[] = {"SET", key, link->account, "PX", ttl};
     size_t lengths[] = {3, strlen(key), strlen(link->account), 2, strlen(ttl)};
-    if (redis_client_command_argv(app->redis, login_route_on_token_stored, redirect, 5, argv, lengths) != 0) {
+    if (redis_client_command_argv(routes->context.redis, login_route_on_token_stored, redirect, 5, argv, lengths) !=
+        0) {
         free(redirect);
         return -1;
     }
-    uintptr_t sent = (uintptr_t)id_map_get(&app->baseapp_assignments, target->process_id);
-    id_map_put(&app->baseapp_assignments, target->process_id, (void *)(sent + 1));
+    uintptr_t sent = (uintptr_t)id_map_get(&routes->assignments, target->process_id);
+    id_map_put(&routes->assignments, target->process_id, (void *)(sent + 1));
     /* Nothing more is read from this connection. */
     link->state = CLIENT_LINK_HANDING_OFF;
     return 0;
 }
 
-int login_route_hand_off(client_link *link, const char *reason) {
-    const registry_peer *target = login_route_least_loaded(link->app, true);
+int login_route_hand_off(login_routes *routes, client_link *link, const char *reason) {
+    const registry_peer *target = login_route_least_loaded(routes, true);
     if (!target) return -1;
-    return login_route_redirect_to(link, target, reason);
+    return login_route_redirect_to(routes, link, target, reason);
 }
 
 /* ---- routing a login ---------------------------------------------------------- */
 
 typedef struct login_route_lookup {
-    baseapp *app;
+    login_routes *routes;
     entity_handle link_handle;
 } login_route_lookup;
 
 /* Plays here, or on the least-loaded baseapp. */
-static void login_route_by_load(client_link *link) {
+static void login_route_by_load(login_routes *routes, client_link *link) {
     const registry_peer *target =
-        link->app->settings.login_redirect ? login_route_least_loaded(link->app, false) : NULL;
-    if (target && login_route_redirect_to(link, target, "the least-loaded baseapp") == 0) return;
-    proxy_login_here(link);
+        routes->context.settings->login_redirect ? login_route_least_loaded(routes, false) : NULL;
+    if (target && login_route_redirect_to(routes, link, target, "the least-loaded baseapp") == 0) return;
+    proxy_login_here(routes->context.players, link);
 }
 
 static void login_route_on_session(redis_client *redis, redisReply *reply, void *user_data) {
     login_route_lookup *lookup = user_data;
     (void)redis;
-    client_link *link = entity_list_get(lookup->app->links, lookup->link_handle);
-    baseapp *app = lookup->app;
+    login_routes *routes = lookup->routes;
+    client_link *link = client_links_get(routes->context.links, lookup->link_handle);
     free(lookup);
     if (!link || link->state != CLIENT_LINK_AUTHENTICATING) return;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
@@ -175,27 +206,30 @@ static void login_route_on_session(redis_client *redis, redisReply *reply, void 
         return;
     }
     uint64_t holder = reply->type == REDIS_REPLY_STRING ? strtoull(reply->str, NULL, 10) : 0;
-    const registry_peer *there = holder && holder != app->process_id ? login_route_find(app, holder) : NULL;
+    const registry_peer *there =
+        holder && holder != routes->context.self->process_id ? login_route_find(routes, holder) : NULL;
     /* A proxy here may have appeared meanwhile; proxy_login_here sees it. */
-    if (there && !proxy_find_by_account(app, link->account) &&
-        login_route_redirect_to(link, there, "the baseapp the account's entity lives on") == 0)
+    if (there && !proxy_find_by_account(routes->context.players, link->account) &&
+        login_route_redirect_to(routes, link, there, "the baseapp the account's entity lives on") == 0)
         return;
-    login_route_by_load(link);
+    login_route_by_load(routes, link);
 }
 
-void login_route(client_link *link) {
-    baseapp *app = link->app;
+void login_route_on_verified(login_routes *routes, client_link *link) {
+    if (link->state != CLIENT_LINK_AUTHENTICATING) return;
+    routes->counters.logins++;
     /* The account's proxy is here, or the login came by a redirect: here. */
-    if (proxy_find_by_account(app, link->account) || link->redirected || app->baseapp_count == 0) {
-        proxy_login_here(link);
+    if (proxy_find_by_account(routes->context.players, link->account) || link->redirected ||
+        routes->baseapp_count == 0) {
+        proxy_login_here(routes->context.players, link);
         return;
     }
     login_route_lookup *lookup = xcalloc(1, sizeof *lookup);
-    lookup->app = app;
+    lookup->routes = routes;
     lookup->link_handle = link->handle;
     char key[REDIS_KEY_MAX];
-    redis_key_session(key, app->settings.process.cluster_name, link->account);
-    if (redis_client_command(app->redis, login_route_on_session, lookup, "GET %s", key) != 0) {
+    redis_key_session(key, routes->context.settings->process.cluster_name, link->account);
+    if (redis_client_command(routes->context.redis, login_route_on_session, lookup, "GET %s", key) != 0) {
         free(lookup);
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
     }
@@ -206,8 +240,8 @@ void login_route(client_link *link) {
 static void login_route_on_token(redis_client *redis, redisReply *reply, void *user_data) {
     login_route_lookup *lookup = user_data;
     (void)redis;
-    baseapp *app = lookup->app;
-    client_link *link = entity_list_get(app->links, lookup->link_handle);
+    login_routes *routes = lookup->routes;
+    client_link *link = client_links_get(routes->context.links, lookup->link_handle);
     free(lookup);
     if (!link || link->state != CLIENT_LINK_AUTHENTICATING) return;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
@@ -219,14 +253,14 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
         char *end;
         uint64_t target_id = strtoull(reply->str + 9, &end, 10);
         if (*end == ':' && strcmp(end + 1, link->account) == 0 && target_id) {
-            app->token_logins++;
+            routes->counters.token_logins++;
             link->redirected = true;
-            proxy_take_handover(link, target_id);
+            proxy_take_handover(routes->context.players, link, target_id);
             return;
         }
     }
     if (reply->type == REDIS_REPLY_NIL || strcmp(reply->str, link->account) != 0) {
-        login_throttle_failed(&app->throttle, link->account, channel_peer_name(link->ch), clock_monotonic_us());
+        client_link_count_failed_login(link);
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
                                  "that login token is spent or unknown: log in again",
                                  "token login for account '%s' refused: %s", link->account,
@@ -234,48 +268,24 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
                                                                 : "the token is another account's");
         return;
     }
-    app->token_logins++;
+    routes->counters.token_logins++;
     link->redirected = true;
-    proxy_login_succeeded(link);
+    login_route_on_verified(routes, link);
 }
 
-void login_route_token_login(client_link *link, const char *token) {
-    baseapp *app = link->app;
+void login_route_token_login(login_routes *routes, client_link *link, const char *token) {
     size_t length = strlen(token);
     if (length < 1 || length > 64) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_INVALID_ARGUMENT, "a login token is 1 to 64 bytes");
         return;
     }
     login_route_lookup *lookup = xcalloc(1, sizeof *lookup);
-    lookup->app = app;
+    lookup->routes = routes;
     lookup->link_handle = link->handle;
     char key[REDIS_KEY_MAX];
-    redis_key_login_token(key, app->settings.process.cluster_name, token);
-    if (redis_client_command(app->redis, login_route_on_token, lookup, "GETDEL %s", key) != 0) {
+    redis_key_login_token(key, routes->context.settings->process.cluster_name, token);
+    if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "GETDEL %s", key) != 0) {
         free(lookup);
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
     }
-}
-
-/* ---- the session directory --------------------------------------------------------- */
-
-void login_route_claim(proxy *player) {
-    baseapp *app = player->app;
-    char key[REDIS_KEY_MAX], holder[24];
-    redis_key_session(key, app->settings.process.cluster_name, player->account);
-    snprintf(holder, sizeof holder, "%" PRIu64, app->process_id);
-    redis_client_command(app->redis, NULL, NULL, "SET %s %s", key, holder);
-}
-
-/* Deletes the entry only while it still names this baseapp: another may
- * hold the account's client by now. */
-static const char LOGIN_ROUTE_RELEASE_SCRIPT[] =
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
-
-void login_route_release(proxy *player) {
-    baseapp *app = player->app;
-    char key[REDIS_KEY_MAX], holder[24];
-    redis_key_session(key, app->settings.process.cluster_name, player->account);
-    snprintf(holder, sizeof holder, "%" PRIu64, app->process_id);
-    redis_client_command(app->redis, NULL, NULL, "EVAL %s 1 %s %s", LOGIN_ROUTE_RELEASE_SCRIPT, key, holder);
 }

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseapp.h"
+#include "text_key.h"
 #include "log.h"
 
 typedef struct login_throttle_bucket {
@@ -15,7 +15,7 @@ typedef struct login_throttle_bucket {
 
 static uint64_t login_throttle_address_key(const char *address) {
     const char *colon = strrchr(address, ':');
-    return baseapp_text_key(address, colon ? (size_t)(colon - address) : strlen(address));
+    return text_key(address, colon ? (size_t)(colon - address) : strlen(address));
 }
 
 void login_throttle_init(login_throttle *t, double account_per_minute, double address_per_minute) {
@@ -55,7 +55,7 @@ static uint64_t login_throttle_wait_ms(const id_map *map, uint64_t key, double p
 }
 
 uint64_t login_throttle_check(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
-    uint64_t a = login_throttle_wait_ms(&t->accounts, baseapp_account_key(account), t->account_per_minute, now_us);
+    uint64_t a = login_throttle_wait_ms(&t->accounts, text_key_string(account), t->account_per_minute, now_us);
     uint64_t b =
         login_throttle_wait_ms(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us);
     return a > b ? a : b;
@@ -74,7 +74,7 @@ static void login_throttle_take(id_map *map, uint64_t key, double per_minute, ui
 }
 
 void login_throttle_failed(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
-    login_throttle_take(&t->accounts, baseapp_account_key(account), t->account_per_minute, now_us);
+    login_throttle_take(&t->accounts, text_key_string(account), t->account_per_minute, now_us);
     login_throttle_take(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us);
 }
 

@@ -1,7 +1,8 @@
-/* persistence.c -- players' entities in Redis (writeToDB).
+/* persistence.c -- bases in Redis (writeToDB): it owns the loads and
+ * writes in flight and the write figures; the bases are base_entity.c's.
  *
  * The stored form is one JSON string per entity, at
- * tessera:<cluster>:entity:<class>:<account> (redis_keys.h):
+ * tessera:<cluster>:entity:<class>:<name> (redis_keys.h):
  *
  *   {"format": 1, "class": "Avatar", "entity_id": 1234, "saved_ms": <wall ms>,
  *    "space": "default", "position": [x, y, z], "yaw": 0.5,
@@ -15,11 +16,11 @@
  * or DestroyCellEntity with backup at the end), then writes; a backup that
  * does not come within backup_timeout_ms is written from the last one.
  *
- * Writes are never silently lost: one write per proxy is in flight at a
+ * Writes are never silently lost: one write per base is in flight at a
  * time (a save asked meanwhile follows it), a failed write is reported to
- * the game (base_game_written) and retried every write_retry_ms with
- * the latest state, and a proxy that is going is freed only once its last
- * write is acknowledged. Redis itself keeps acknowledged writes across a
+ * the game (the written hook) and retried every write_retry_ms with the
+ * latest state, and a base that is going is freed only once its last write
+ * is acknowledged (the finished callback). Redis itself keeps acknowledged writes across a
  * restart when it runs with appendonly and appendfsync always (the scripts'
  * Redis does). */
 #include <inttypes.h>
@@ -29,7 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "baseapp.h"
+#include "persistence.h"
+
 #include "clock.h"
 #include "entity_state_json.h"
 #include "log.h"
@@ -38,9 +40,30 @@
 
 #define PERSISTENCE_FORMAT 1
 
-static char *persistence_key(char *out, const baseapp *app, const char *class_name, const char *account) {
-    return redis_key_stored_entity(out, app->settings.process.cluster_name, class_name, account);
+struct persistence {
+    persistence_context context;
+    persistence_counters counters;
+    uint64_t next_backup_request;
+};
+
+static char *persistence_key(char *out, const persistence *store, const char *class_name, const char *name) {
+    return redis_key_stored_entity(out, store->context.settings->process.cluster_name, class_name, name);
 }
+
+persistence *persistence_create(const persistence_context *context) {
+    persistence *store = xcalloc(1, sizeof *store);
+    store->context = *context;
+    latency_histogram_init(&store->counters.write_latency, 100, 10000000);
+    return store;
+}
+
+void persistence_free(persistence *store) {
+    if (!store) return;
+    latency_histogram_close(&store->counters.write_latency);
+    free(store);
+}
+
+const persistence_counters *persistence_figures(const persistence *store) { return &store->counters; }
 
 /* The persistent properties of `cls` (only_cell: those the cell holds). */
 static entity_state_mask persistence_mask(const entity_def_class *cls, bool only_cell) {
@@ -56,7 +79,6 @@ static entity_state_mask persistence_mask(const entity_def_class *cls, bool only
 /* ---- loading ---------------------------------------------------------------- */
 
 typedef struct persistence_load_request {
-    baseapp *app;
     char class_name[ENTITY_DEF_NAME_MAX + 1];
     char name[72];
     persistence_loaded callback;
@@ -67,12 +89,12 @@ static void persistence_on_loaded(redis_client *redis, redisReply *reply, void *
     persistence_load_request *request = user_data;
     (void)redis;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
-        request->callback(request->app, PERSISTENCE_UNAVAILABLE, NULL, request->context);
+        request->callback(PERSISTENCE_UNAVAILABLE, NULL, request->context);
         free(request);
         return;
     }
     if (reply->type == REDIS_REPLY_NIL) {
-        request->callback(request->app, PERSISTENCE_NONE, NULL, request->context);
+        request->callback(PERSISTENCE_NONE, NULL, request->context);
         free(request);
         return;
     }
@@ -83,25 +105,24 @@ static void persistence_on_loaded(redis_client *redis, redisReply *reply, void *
         strcmp(class_name->valuestring, request->class_name) != 0) {
         log_error("the stored %s '%s' (%zu bytes) does not read as one: refused, and the record left as it is",
                   request->class_name, request->name, (size_t)reply->len);
-        request->callback(request->app, PERSISTENCE_DAMAGED, NULL, request->context);
+        request->callback(PERSISTENCE_DAMAGED, NULL, request->context);
     } else {
-        request->callback(request->app, PERSISTENCE_FOUND, stored, request->context);
+        request->callback(PERSISTENCE_FOUND, stored, request->context);
     }
     cJSON_Delete(stored);
     free(request);
 }
 
-int persistence_load(baseapp *app, const char *class_name, const char *name, persistence_loaded callback,
+int persistence_load(persistence *store, const char *class_name, const char *name, persistence_loaded callback,
                      void *context) {
     char key[REDIS_KEY_MAX];
-    persistence_key(key, app, class_name, name);
+    persistence_key(key, store, class_name, name);
     persistence_load_request *request = xcalloc(1, sizeof *request);
-    request->app = app;
     snprintf(request->class_name, sizeof request->class_name, "%s", class_name);
     snprintf(request->name, sizeof request->name, "%s", name);
     request->callback = callback;
     request->context = context;
-    if (redis_client_command(app->redis, persistence_on_loaded, request, "GET %s", key) != 0) {
+    if (redis_client_command(store->context.redis, persistence_on_loaded, request, "GET %s", key) != 0) {
         free(request);
         return -1;
     }
@@ -109,13 +130,13 @@ int persistence_load(baseapp *app, const char *class_name, const char *name, per
 }
 
 typedef struct persistence_problem_context {
-    const proxy *player;
+    const base_entity *base;
 } persistence_problem_context;
 
 static void persistence_on_problem(const char *name, const char *why, void *context) {
-    const proxy *player = ((persistence_problem_context *)context)->player;
-    log_warn("entity %" PRIu64 " (account '%s'): stored property '%s' %s: dropped", player->entity_id, player->account,
-             name, why);
+    const base_entity *base = ((persistence_problem_context *)context)->base;
+    log_warn("entity %" PRIu64 " (%s '%s'): stored property '%s' %s: dropped", base->entity_id, base->cls->name,
+             base->name, name, why);
 }
 
 static bool persistence_read_position(const cJSON *item, double out[3]) {
@@ -128,19 +149,18 @@ static bool persistence_read_position(const cJSON *item, double out[3]) {
     return true;
 }
 
-void persistence_restore(proxy *player, const cJSON *stored) {
-    baseapp *app = player->app;
-    struct proxy_persistence *saved = &player->persistence;
-    uint64_t interval_us = (uint64_t)app->settings.autosave_interval_ms * 1000u;
+void persistence_restore(persistence *store, base_entity *base, const cJSON *stored) {
+    base_persistence *saved = &base->persistence;
+    uint64_t interval_us = (uint64_t)store->context.settings->autosave_interval_ms * 1000u;
     /* Spread the autosaves over the interval, so a crowd that logged in
      * together does not write together. */
     saved->next_autosave_us =
         clock_monotonic_us() + interval_us / 2 + (uint64_t)(randombytes_uniform(1000)) * (interval_us / 2 / 1000 + 1);
     if (!stored) return;
     saved->loaded = true;
-    entity_state_mask persistent = persistence_mask(player->cls, false);
-    persistence_problem_context context = {player};
-    int restored = entity_state_from_json(player->properties, cJSON_GetObjectItemCaseSensitive(stored, "properties"),
+    entity_state_mask persistent = persistence_mask(base->cls, false);
+    persistence_problem_context context = {base};
+    int restored = entity_state_from_json(base->properties, cJSON_GetObjectItemCaseSensitive(stored, "properties"),
                                           &persistent, persistence_on_problem, &context);
     const cJSON *space = cJSON_GetObjectItemCaseSensitive(stored, "space");
     if (cJSON_IsString(space) && strlen(space->valuestring) < sizeof saved->space_name)
@@ -149,44 +169,59 @@ void persistence_restore(proxy *player, const cJSON *stored) {
         persistence_read_position(cJSON_GetObjectItemCaseSensitive(stored, "position"), saved->position);
     const cJSON *yaw = cJSON_GetObjectItemCaseSensitive(stored, "yaw");
     saved->yaw = cJSON_IsNumber(yaw) && isfinite(yaw->valuedouble) ? (float)yaw->valuedouble : 0.0f;
-    log_debug("entity %" PRIu64 " (account '%s'): restored %d properties%s", player->entity_id, player->account,
+    log_debug("entity %" PRIu64 " (%s '%s'): restored %d properties%s", base->entity_id, base->cls->name, base->name,
               restored, saved->has_position ? " and its position" : "");
 }
 
 /* ---- saving ----------------------------------------------------------------- */
 
-void persistence_save(proxy *player) {
-    baseapp *app = player->app;
-    struct proxy_persistence *saved = &player->persistence;
-    if (player->state != PROXY_LIVE) {
-        persistence_write(player);
+void persistence_save(persistence *store, base_entity *base) {
+    base_persistence *saved = &base->persistence;
+    if (base->state != BASE_ENTITY_LIVE) {
+        persistence_write(store, base);
         return;
     }
     if (saved->backup_request) return; /* the write follows the backup asked for */
     Tessera__Cluster__BackupRequest backup = TESSERA__CLUSTER__BACKUP_REQUEST__INIT;
-    backup.request = ++app->next_backup_request;
+    backup.request = ++store->next_backup_request;
     Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
     message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_BACKUP;
     message.backup = &backup;
-    if (cell_link_send(player, &message) != 0) {
-        persistence_write(player);
+    if (cell_link_send(store->context.cells, base, &message) != 0) {
+        persistence_write(store, base);
         return;
     }
     saved->backup_request = backup.request;
-    saved->backup_deadline_us = clock_monotonic_us() + (uint64_t)app->settings.backup_timeout_ms * 1000u;
+    saved->backup_deadline_us = clock_monotonic_us() + (uint64_t)store->context.settings->backup_timeout_ms * 1000u;
 }
 
-void persistence_on_backup(proxy *player, const Tessera__Cluster__CellBackup *backup) {
-    struct proxy_persistence *saved = &player->persistence;
+int persistence_destroy_cell(persistence *store, base_entity *base) {
+    Tessera__Cluster__DestroyCellEntity destroy = TESSERA__CLUSTER__DESTROY_CELL_ENTITY__INIT;
+    destroy.backup = true;
+    destroy.request = ++store->next_backup_request;
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_DESTROY;
+    message.destroy = &destroy;
+    if (cell_link_send(store->context.cells, base, &message) != 0) return -1;
+    /* The write follows the last backup (persistence_on_backup), or the
+     * deadline (persistence_sweep). */
+    base->persistence.backup_request = destroy.request;
+    base->persistence.backup_deadline_us =
+        clock_monotonic_us() + (uint64_t)store->context.settings->backup_timeout_ms * 1000u;
+    return 0;
+}
+
+void persistence_on_backup(persistence *store, base_entity *base, const Tessera__Cluster__CellBackup *backup) {
+    base_persistence *saved = &base->persistence;
     if (!saved->backup_request || backup->request != saved->backup_request) return; /* one given up on */
     saved->backup_request = 0;
-    entity_state_mask on_cell = persistence_mask(player->cls, true);
+    entity_state_mask on_cell = persistence_mask(base->cls, true);
     bit_reader reader;
     bit_reader_init(&reader, backup->properties.data, backup->properties.len);
-    int rc = property_codec_decode_changes(&reader, player->properties, &on_cell, NULL);
+    int rc = property_codec_decode_changes(&reader, base->properties, &on_cell, NULL);
     if (rc != 0)
-        log_warn("entity %" PRIu64 " (account '%s'): its cell backup does not decode (%s): the last one is kept",
-                 player->entity_id, player->account, property_codec_strerror(rc));
+        log_warn("entity %" PRIu64 " (%s '%s'): its cell backup does not decode (%s): the last one is kept",
+                 base->entity_id, base->cls->name, base->name, property_codec_strerror(rc));
     if (backup->space_name && strlen(backup->space_name) < sizeof saved->space_name)
         snprintf(saved->space_name, sizeof saved->space_name, "%s", backup->space_name);
     if (backup->position && isfinite(backup->position->x) && isfinite(backup->position->y) &&
@@ -197,18 +232,18 @@ void persistence_on_backup(proxy *player, const Tessera__Cluster__CellBackup *ba
         saved->yaw = isfinite(backup->yaw) ? backup->yaw : 0.0f;
         saved->has_position = true;
     }
-    if (backup->destroyed) cell_address_clear(&player->cell);
-    persistence_write(player);
+    if (backup->destroyed) cell_address_clear(&base->cell);
+    persistence_write(store, base);
 }
 
-/* The proxy's state as the stored form, printed (caller frees). */
-static char *persistence_encode(const proxy *player) {
-    const struct proxy_persistence *saved = &player->persistence;
-    entity_state_mask persistent = persistence_mask(player->cls, false);
+/* The base's state as the stored form, printed (caller frees). */
+static char *persistence_encode(const base_entity *base) {
+    const base_persistence *saved = &base->persistence;
+    entity_state_mask persistent = persistence_mask(base->cls, false);
     cJSON *root = cJSON_CreateObject();
     cJSON_AddNumberToObject(root, "format", PERSISTENCE_FORMAT);
-    cJSON_AddStringToObject(root, "class", player->cls->name);
-    cJSON_AddNumberToObject(root, "entity_id", (double)player->entity_id);
+    cJSON_AddStringToObject(root, "class", base->cls->name);
+    cJSON_AddNumberToObject(root, "entity_id", (double)base->entity_id);
     cJSON_AddNumberToObject(root, "saved_ms", (double)(clock_wall_us() / 1000));
     cJSON_AddStringToObject(root, "space", saved->space_name);
     if (saved->has_position) {
@@ -216,7 +251,7 @@ static char *persistence_encode(const proxy *player) {
         for (int i = 0; i < 3; i++) cJSON_AddItemToArray(position, cJSON_CreateNumber(saved->position[i]));
         cJSON_AddNumberToObject(root, "yaw", saved->yaw);
     }
-    cJSON_AddItemToObject(root, "properties", entity_state_to_json(player->properties, &persistent));
+    cJSON_AddItemToObject(root, "properties", entity_state_to_json(base->properties, &persistent));
     char *printed = cJSON_PrintUnformatted(root);
     cJSON_Delete(root);
     if (!printed) log_panic("persistence: out of memory printing an entity");
@@ -224,95 +259,102 @@ static char *persistence_encode(const proxy *player) {
 }
 
 typedef struct persistence_write_request {
-    baseapp *app;
-    entity_handle proxy_handle;
+    persistence *store;
+    entity_handle base_handle;
     uint64_t sent_us;
 } persistence_write_request;
 
-static void persistence_write_failed(proxy *player, const char *detail) {
-    baseapp *app = player->app;
-    struct proxy_persistence *saved = &player->persistence;
+static void persistence_write_failed(persistence *store, base_entity *base, const char *detail) {
+    base_persistence *saved = &base->persistence;
+    const baseapp_settings *settings = store->context.settings;
     saved->write_failures++;
-    saved->retry_at_us = clock_monotonic_us() + (uint64_t)app->settings.write_retry_ms * 1000u;
-    app->write_failures++;
-    log_warn("entity %" PRIu64 " (account '%s'): write %u failed (%s): retrying in %lld ms", player->entity_id,
-             player->account, saved->write_failures, detail, (long long)app->settings.write_retry_ms);
-    base_game_written(player->app->game, player, false, detail);
+    saved->retry_at_us = clock_monotonic_us() + (uint64_t)settings->write_retry_ms * 1000u;
+    store->counters.write_failures++;
+    log_warn("entity %" PRIu64 " (%s '%s'): write %u failed (%s): retrying in %lld ms", base->entity_id,
+             base->cls->name, base->name, saved->write_failures, detail, (long long)settings->write_retry_ms);
+    base_hooks_written(store->context.hooks, base, false, detail);
 }
 
 static void persistence_on_written(redis_client *redis, redisReply *reply, void *user_data) {
     persistence_write_request *request = user_data;
     (void)redis;
-    baseapp *app = request->app;
-    proxy *player = entity_list_get(app->proxies, request->proxy_handle);
+    persistence *store = request->store;
+    base_entity *base = base_entities_get(store->context.bases, request->base_handle);
     uint64_t took_us = clock_monotonic_us() - request->sent_us;
     free(request);
-    if (!player) return;
-    struct proxy_persistence *saved = &player->persistence;
+    if (!base) return;
+    base_persistence *saved = &base->persistence;
     saved->write_in_flight = false;
     if (!reply || reply->type != REDIS_REPLY_STATUS) {
-        persistence_write_failed(player, !reply                             ? "the connection to Redis was lost"
-                                         : reply->type == REDIS_REPLY_ERROR ? reply->str
-                                                                            : "an unexpected reply");
+        persistence_write_failed(store, base,
+                                 !reply                             ? "the connection to Redis was lost"
+                                 : reply->type == REDIS_REPLY_ERROR ? reply->str
+                                                                    : "an unexpected reply");
         return;
     }
     saved->write_failures = 0;
     saved->writes++;
-    app->writes++;
-    latency_histogram_add(&app->write_latency, took_us);
-    base_game_written(player->app->game, player, true, NULL);
+    store->counters.writes++;
+    latency_histogram_add(&store->counters.write_latency, took_us);
+    base_hooks_written(store->context.hooks, base, true, NULL);
     if (saved->write_again) {
         saved->write_again = false;
-        persistence_write(player);
+        persistence_write(store, base);
         return;
     }
-    if (player->state == PROXY_DESTROYING && !saved->backup_request) proxy_free(player);
+    if (base->state == BASE_ENTITY_DESTROYING && !saved->backup_request && store->context.finished)
+        store->context.finished(store->context.owner, base);
 }
 
-void persistence_write(proxy *player) {
-    baseapp *app = player->app;
-    struct proxy_persistence *saved = &player->persistence;
+void persistence_write(persistence *store, base_entity *base) {
+    base_persistence *saved = &base->persistence;
     if (saved->write_in_flight) {
         saved->write_again = true;
         return;
     }
     char key[REDIS_KEY_MAX];
-    persistence_key(key, app, player->cls->name, player->account);
-    char *value = persistence_encode(player);
+    persistence_key(key, store, base->cls->name, base->name);
+    char *value = persistence_encode(base);
     persistence_write_request *request = xcalloc(1, sizeof *request);
-    request->app = app;
-    request->proxy_handle = player->handle;
+    request->store = store;
+    request->base_handle = base->handle;
     request->sent_us = clock_monotonic_us();
     const char *argv[3] = {"SET", key, value};
     size_t lengths[3] = {3, strlen(key), strlen(value)};
-    int rc = redis_client_command_argv(app->redis, persistence_on_written, request, 3, argv, lengths);
+    int rc = redis_client_command_argv(store->context.redis, persistence_on_written, request, 3, argv, lengths);
     free(value);
     if (rc != 0) {
         free(request);
-        persistence_write_failed(player, "Redis is not connected");
+        persistence_write_failed(store, base, "Redis is not connected");
         return;
     }
     saved->write_in_flight = true;
 }
 
-void persistence_sweep(proxy *player, uint64_t now_us) {
-    baseapp *app = player->app;
-    struct proxy_persistence *saved = &player->persistence;
+bool persistence_unwritten(const base_entity *base) {
+    const base_persistence *saved = &base->persistence;
+    return saved->write_in_flight || saved->write_failures || saved->backup_request ||
+           base->state != BASE_ENTITY_DESTROYING;
+}
+
+void persistence_sweep(persistence *store, base_entity *base, uint64_t now_us) {
+    const baseapp_settings *settings = store->context.settings;
+    base_persistence *saved = &base->persistence;
     if (saved->backup_request && now_us >= saved->backup_deadline_us) {
-        log_warn("entity %" PRIu64 " (account '%s'): no backup from its cell part within %lld ms: writing the last "
-                 "one it sent",
-                 player->entity_id, player->account, (long long)app->settings.backup_timeout_ms);
+        log_warn("entity %" PRIu64 " (%s '%s'): no backup from its cell part within %lld ms: writing the last one it "
+                 "sent",
+                 base->entity_id, base->cls->name, base->name, (long long)settings->backup_timeout_ms);
         saved->backup_request = 0;
-        if (player->state == PROXY_DESTROYING) cell_address_clear(&player->cell);
-        persistence_write(player);
+        if (base->state == BASE_ENTITY_DESTROYING) cell_address_clear(&base->cell);
+        persistence_write(store, base);
         return;
     }
     if (saved->write_failures && !saved->write_in_flight && now_us >= saved->retry_at_us) {
-        persistence_write(player);
+        persistence_write(store, base);
         return;
     }
-    if (app->settings.autosave_interval_ms > 0 && player->state == PROXY_LIVE && now_us >= saved->next_autosave_us) {
-        saved->next_autosave_us = now_us + (uint64_t)app->settings.autosave_interval_ms * 1000u;
-        persistence_save(player);
+    if (settings->autosave_interval_ms > 0 && base->state == BASE_ENTITY_LIVE && now_us >= saved->next_autosave_us) {
+        saved->next_autosave_us = now_us + (uint64_t)settings->autosave_interval_ms * 1000u;
+        persistence_save(store, base);
     }
 }

@@ -40,7 +40,7 @@
 #include "offload.h"
 #include "outbox.h"
 #include "peer_set.h"
-#include "process_self.h"
+#include "process_runtime.h"
 #include "reals.h"
 #include "redis_client.h"
 #include "registry.h"
@@ -61,26 +61,13 @@ typedef struct tick_clock {
 } tick_clock;
 
 struct cellapp {
-    /* The process (main.c): its loop, settings, identity, signals, Redis,
-     * registry and peers. */
-    uv_loop_t *loop;
+    /* The process (main.c): loop, identity, peers, Redis, registry,
+     * signals (common/process_runtime.h). */
+    process_runtime runtime;
     cellapp_settings settings;
-    process_self self;
-    redis_client *redis;
-    registry *registry;
-    peer_set *peers;
-    uv_tcp_t listener;
-    int listen_port;
-    channel_stats totals;
-    uv_timer_t stats_timer;
-    uv_signal_t sigint, sigterm, sigusr1, sighup;
-    int argc; /* main's, for SIGHUP's reload */
-    char **argv;
     bool draining; /* SIGTERM: the cells go elsewhere, then the process stops */
     uint64_t drain_started_us;
-    int exit_code;
-    bool listening; /* the peer listener is open */
-    bool running;   /* the tick, timers and signals are started */
+    bool ticking; /* the tick is started */
     tick_clock clock;
     uint64_t random_state;      /* spawn points (random_unit.h) */
     entity_timer_ids timer_ids; /* every cell's timers take their ids here */

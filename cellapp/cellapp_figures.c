@@ -105,12 +105,12 @@ void cellapp_figures_gather(const cellapp *app, cellapp_figures *out) {
     out->interior_reals = interior;
     size_t cursor = 0;
     while (spaces_next_cell(app->spaces, &cursor)) out->cells++;
-    out->baseapps = peer_set_count_up(app->peers, PEER_ROLE_BASEAPP);
-    out->cellapps = peer_set_count_up(app->peers, PEER_ROLE_CELLAPP);
-    out->frames_in = app->totals.frames_in;
-    out->frames_out = app->totals.frames_out;
-    out->bytes_in = app->totals.bytes_in;
-    out->bytes_out = app->totals.bytes_out;
+    out->baseapps = peer_set_count_up(app->runtime.peers, PEER_ROLE_BASEAPP);
+    out->cellapps = peer_set_count_up(app->runtime.peers, PEER_ROLE_CELLAPP);
+    out->frames_in = app->runtime.peer_totals.frames_in;
+    out->frames_out = app->runtime.peer_totals.frames_out;
+    out->bytes_in = app->runtime.peer_totals.bytes_in;
+    out->bytes_out = app->runtime.peer_totals.bytes_out;
     out->tick_us = app->clock.last_duration_us;
     out->load = cell_load_value(app->load);
     out->transient_load = cell_load_transient(app->load);

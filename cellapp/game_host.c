@@ -24,6 +24,7 @@
 #include <tessera/game.h>
 
 #include "clock.h"
+#include "game_abi.h"
 #include "game_args.h"
 #include "game_event.h"
 #include "game_module.h"
@@ -46,8 +47,8 @@ struct tessera_class {
     size_t data_size;
     tessera_field *fields;
     size_t field_count;
-    tessera_cell_method *methods; /* by cell method id; NULL: no body */
-    struct game_host_think {      /* thinks by registration order: timer tag THINK_TAG + index */
+    game_abi_function *methods; /* tessera_cell_method by cell method id; NULL: no body */
+    struct game_host_think {    /* thinks by registration order: timer tag THINK_TAG + index */
         char name[48];
         tessera_cell_think think;
     } thinks[GAME_HOST_MAX_THINKS];
@@ -234,12 +235,8 @@ static tessera_class *game_api_register_class(tessera_cellapp *handle, const cha
         log_warn("game: register_class('%s') outside cell_init: refused", class_name ? class_name : "");
         return NULL;
     }
-    const entity_def_class *def =
-        class_name ? entity_def_registry_find_class(host->services.shared->definitions, class_name) : NULL;
-    if (!def) {
-        log_warn("game: register_class: the definitions declare no class '%s'", class_name ? class_name : "");
-        return NULL;
-    }
+    const entity_def_class *def = game_abi_class_to_register(host->services.shared->definitions, class_name, "cellapp");
+    if (!def) return NULL;
     tessera_class *cls = &host->classes[def->id];
     if (cls->registered) {
         log_warn("game: class %s is registered twice", class_name);
@@ -263,14 +260,7 @@ static int game_api_register_method(tessera_cellapp *handle, tessera_class *cls,
                                     tessera_cell_method body) {
     game_host *host = game_host_of(handle);
     if (!host || !host->initialising || !cls || !body) return -1;
-    const entity_def_method *method = game_module_find_method(cls->cls, ENTITY_DEF_PART_CELL, method_name);
-    if (!method) return -1;
-    if (cls->methods[method->id]) {
-        log_warn("game: %s.%s has a body already", cls->cls->name, method_name);
-        return -1;
-    }
-    cls->methods[method->id] = body;
-    return 0;
+    return game_abi_register_body(cls->cls, ENTITY_DEF_PART_CELL, method_name, cls->methods, (game_abi_function)body);
 }
 
 static int game_api_register_think(tessera_cellapp *handle, tessera_class *cls, const char *name,
@@ -327,16 +317,11 @@ static tessera_class *game_api_find_class(tessera_cellapp *handle, const char *c
 }
 
 static int game_api_property_id(const tessera_class *cls, const char *name) {
-    const entity_def_property *p = cls && name ? entity_def_class_find_property(cls->cls, name) : NULL;
-    return p ? (int)p->id : -1;
-}
-
-static bool game_host_property_ok(const entity_def_class *cls, int property) {
-    return property >= 0 && (size_t)property < cls->property_count;
+    return cls ? game_abi_property_id(cls->cls, name) : -1;
 }
 
 static int game_api_property_index(const tessera_class *cls, int property, const char *path, uint32_t *index) {
-    if (!cls || !path || !index || !game_host_property_ok(cls->cls, property)) return -1;
+    if (!cls || !path || !index || !game_abi_property_ok(cls->cls, property)) return -1;
     return entity_state_index(cls->cls, (uint16_t)property, path, index) == 0 ? 0 : -1;
 }
 
@@ -394,50 +379,40 @@ static double game_api_random_unit(tessera_cellapp *handle) {
 
 /* ---- properties --------------------------------------------------------------------- */
 
-/* Logs a refused write, naming the entity and the property. */
-static int game_host_set_result(const cell_entity *entity, int property, int rc) {
-    if (rc == 0) return 0;
-    log_warn("game: entity %" PRIu64 " %s.%s: the value is refused: %s", entity->id, entity->cls->name,
-             entity->cls->properties[property].name, entity_state_strerror(rc));
-    return -1;
-}
-
-#define GAME_HOST_GETTER(name, type, getter)                                                                  \
+#define GAME_HOST_GETTER(name, type)                                                                          \
     static int game_api_get_##name(const tessera_entity *entity, int property, uint32_t index, type *value) { \
         const cell_entity *e = game_host_entity_of(entity);                                                   \
-        if (!game_host_property_ok(e->cls, property)) return -1;                                              \
-        return getter(e->state, (uint16_t)property, index, value) == 0 ? 0 : -1;                              \
+        return game_abi_get_##name(e->cls, e->state, property, index, value);                                 \
     }
-GAME_HOST_GETTER(int, int64_t, entity_state_get_int)
-GAME_HOST_GETTER(uint, uint64_t, entity_state_get_uint)
-GAME_HOST_GETTER(float, double, entity_state_get_float)
-GAME_HOST_GETTER(handle, tessera_handle, entity_state_get_entity)
-GAME_HOST_GETTER(bool, bool, entity_state_get_bool)
+GAME_HOST_GETTER(int, int64_t)
+GAME_HOST_GETTER(uint, uint64_t)
+GAME_HOST_GETTER(float, double)
+GAME_HOST_GETTER(handle, tessera_handle)
+GAME_HOST_GETTER(bool, bool)
 
 static int game_api_get_string(const tessera_entity *entity, int property, uint32_t index, const char **value,
                                size_t *length) {
     const cell_entity *e = game_host_entity_of(entity);
-    if (!game_host_property_ok(e->cls, property)) return -1;
-    return entity_state_get_string(e->state, (uint16_t)property, index, value, length) == 0 ? 0 : -1;
+    return game_abi_get_string(e->cls, e->state, property, index, value, length);
 }
 
-#define GAME_HOST_SETTER(name, type, setter)                                                                   \
-    static int game_api_set_##name(tessera_entity *entity, int property, uint32_t index, type value) {         \
-        cell_entity *e = game_host_entity_of(entity);                                                          \
-        if (!game_host_property_ok(e->cls, property) || !game_host_writable(e, "a property write")) return -1; \
-        return game_host_set_result(e, property, setter(e->state, (uint16_t)property, index, value));          \
+/* Writes go through the real only (a ghost's properties are its real's). */
+#define GAME_HOST_SETTER(name, type)                                                                   \
+    static int game_api_set_##name(tessera_entity *entity, int property, uint32_t index, type value) { \
+        cell_entity *e = game_host_entity_of(entity);                                                  \
+        if (!game_host_writable(e, "a property write")) return -1;                                     \
+        return game_abi_set_##name(e->cls, e->state, e->id, property, index, value);                   \
     }
-GAME_HOST_SETTER(int, int64_t, entity_state_set_int)
-GAME_HOST_SETTER(uint, uint64_t, entity_state_set_uint)
-GAME_HOST_SETTER(float, double, entity_state_set_float)
-GAME_HOST_SETTER(handle, tessera_handle, entity_state_set_entity)
-GAME_HOST_SETTER(bool, bool, entity_state_set_bool)
+GAME_HOST_SETTER(int, int64_t)
+GAME_HOST_SETTER(uint, uint64_t)
+GAME_HOST_SETTER(float, double)
+GAME_HOST_SETTER(handle, tessera_handle)
+GAME_HOST_SETTER(bool, bool)
 
 static int game_api_set_string(tessera_entity *entity, int property, uint32_t index, const char *value, size_t length) {
     cell_entity *e = game_host_entity_of(entity);
-    if (!value || !game_host_property_ok(e->cls, property) || !game_host_writable(e, "a property write")) return -1;
-    return game_host_set_result(e, property,
-                                entity_state_set_string(e->state, (uint16_t)property, index, value, length));
+    if (!game_host_writable(e, "a property write")) return -1;
+    return game_abi_set_string(e->cls, e->state, e->id, property, index, value, length);
 }
 
 /* ---- timers and traps --------------------------------------------------------------- */
@@ -603,22 +578,11 @@ static tessera_args *game_api_args_create(const tessera_class *cls, tessera_part
     return cls ? game_module_args_create(cls->cls, part, method_name) : NULL;
 }
 
-/* The method of `cls` a call names, with arguments built for it. */
-static const entity_def_method *game_host_method_for(const entity_def_class *cls, entity_def_part part,
-                                                     const char *method_name, const tessera_args *args) {
-    const entity_def_method *method = game_module_find_method(cls, part, method_name);
-    if (method && !game_module_args_fit(method, args)) {
-        log_warn("game: %s.%s called with arguments made for another method", cls->name, method->name);
-        return NULL;
-    }
-    return method;
-}
-
 static int game_api_call_cell(tessera_entity *from, tessera_entity *target, const char *method_name,
                               const tessera_args *args) {
     if (!target) return -1;
     cell_entity *t = game_host_entity_of(target);
-    const entity_def_method *method = game_host_method_for(t->cls, ENTITY_DEF_PART_CELL, method_name, args);
+    const entity_def_method *method = game_abi_method_for(t->cls, ENTITY_DEF_PART_CELL, method_name, args);
     if (!method) return -1;
     entity_state *owned = NULL;
     if (!args) owned = method_call_args_create(method);
@@ -634,7 +598,7 @@ static int game_api_call_base(tessera_entity *from, tessera_handle target, const
     cell_entity *f = game_host_entity_of(from);
     game_host *host = game_host_of_entity(f);
     const entity_def_class *cls = entity_def_registry_find_class(host->services.shared->definitions, class_name);
-    if (!cls || !game_host_method_for(cls, (entity_def_part)part, method_name, args)) return -1;
+    if (!cls || !game_abi_method_for(cls, (entity_def_part)part, method_name, args)) return -1;
     return base_route_call(host->services.bases, f->id, target, class_name, (entity_def_part)part, method_name,
                            args ? game_host_args_of(args) : NULL);
 }
@@ -643,7 +607,7 @@ static int game_api_call_clients(tessera_entity *entity, const char *method_name
                                  bool every_observer) {
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a client call")) return -1;
-    const entity_def_method *method = game_host_method_for(e->cls, ENTITY_DEF_PART_CLIENT, method_name, args);
+    const entity_def_method *method = game_abi_method_for(e->cls, ENTITY_DEF_PART_CLIENT, method_name, args);
     if (!method) return -1;
     entity_state *owned = NULL;
     if (!args) owned = method_call_args_create(method);
@@ -655,32 +619,35 @@ static int game_api_call_clients(tessera_entity *entity, const char *method_name
 /* ---- game events and user messages ------------------------------------------------------ */
 
 static tessera_args *game_api_event_args_create(tessera_cellapp *handle, const char *name) {
-    const entity_def_method *event =
-        game_event_find(game_host_of(handle)->services.shared->definitions, name, "cellapp");
-    return event ? game_args_of(method_call_args_create(event)) : NULL;
+    return game_abi_event_args(game_host_of(handle)->services.shared->definitions, name, "cellapp");
 }
-
-/* The host, whether cell_init is running or not. */
 
 static int game_api_listen_event(tessera_cellapp *handle, const char *name, tessera_cell_event_listener listener,
                                  void *user_data) {
     game_host *host = game_host_of(handle);
-    const entity_def_method *event = game_event_find(host->services.shared->definitions, name, "cellapp");
-    if (!host || !event || !listener) return -1;
-    return game_event_listen(&host->listeners, event, (void (*)(void))listener, user_data);
+    return game_abi_listen(&host->listeners, host->services.shared->definitions, name, "cellapp",
+                           (game_abi_function)listener, user_data);
+}
+
+/* One firing being delivered to the listeners. */
+typedef struct game_host_firing {
+    game_host *host;
+    const char *name;
+    uint64_t source_id;
+    const tessera_args *fields;
+} game_host_firing;
+
+static void game_host_call_listener(game_abi_function listener, void *user_data, void *context) {
+    const game_host_firing *firing = context;
+    ((tessera_cell_event_listener)listener)(&firing->host->context, firing->name, firing->source_id, firing->fields,
+                                            user_data);
 }
 
 void game_host_event_heard(game_host *host, const entity_def_method *event, uint64_t source_id,
                            const entity_state *fields) {
     if (!host) return;
-    host->listeners.depth++;
-    for (size_t i = 0; i < host->listeners.count; i++) {
-        const game_event_listener *entry = &host->listeners.entries[i];
-        if (entry->event_id != event->id) continue;
-        ((tessera_cell_event_listener)entry->function)(&host->context, event->name, source_id,
-                                                       (const tessera_args *)(const void *)fields, entry->user_data);
-    }
-    host->listeners.depth--;
+    game_host_firing firing = {host, event->name, source_id, (const tessera_args *)(const void *)fields};
+    game_abi_deliver(&host->listeners, event, game_host_call_listener, &firing);
 }
 
 /* What fire_event and send_event check alike: the event, its fields, the
@@ -1151,7 +1118,7 @@ static game_host *game_host_new(const game_host_services *services, const char *
         host->classes[cls->id].cls = cls;
         id_map_init(&host->classes[cls->id].members);
         size_t methods = cls->method_count[ENTITY_DEF_PART_CELL];
-        host->classes[cls->id].methods = xcalloc(methods ? methods : 1, sizeof(tessera_cell_method));
+        host->classes[cls->id].methods = xcalloc(methods ? methods : 1, sizeof(game_abi_function));
     }
     return host;
 }
@@ -1371,7 +1338,7 @@ bool game_host_call(game_host *host, cell_entity *entity, const entity_def_metho
     tessera_class *cls = game_host_class_of(host, entity->cls);
     tessera_cell_method body =
         cls && method->part == ENTITY_DEF_PART_CELL && method->id < entity->cls->method_count[ENTITY_DEF_PART_CELL]
-            ? cls->methods[method->id]
+            ? (tessera_cell_method)cls->methods[method->id]
             : NULL;
     if (!body || entity->kind != CELL_ENTITY_REAL) {
         log_info("entity %" PRIu64 ": %s.%s has no body in this game: ignored", entity->id, entity->cls->name,

@@ -1,10 +1,9 @@
 /* main.c -- the cellapp process: its settings table, start-up (config,
- * Redis, registry, peer listener, then its modules from the bottom up),
- * the published figures, signals, the drain SIGTERM asks for, and an
- * orderly shutdown. The tick is tick.c's; what peers send, peer
- * dispatch's. */
+ * the process runtime, then its modules from the bottom up), the published
+ * figures, the drain SIGTERM asks for, and an orderly shutdown. The tick is
+ * tick.c's; what peers send, peer dispatch's; the loop, Redis, the
+ * registry, the peers and the signals, the process runtime's. */
 #include <inttypes.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,87 +143,44 @@ static const config_key cellapp_config_keys[] = {
 
 /* ---- registry and figures ------------------------------------------------ */
 
-static void cellapp_on_stats_timer(uv_timer_t *timer) {
-    cellapp *app = timer->data;
-    if (!app->registry) return;
+static void cellapp_on_figures(void *owner) {
+    cellapp *app = owner;
+    if (!app->runtime.registry) return;
     cellapp_figures figures;
     cellapp_figures_gather(app, &figures);
-    cellapp_figures_publish(&figures, app->registry);
+    cellapp_figures_publish(&figures, app->runtime.registry);
 }
 
 static void cellapp_metrics(void *owner, metrics_text *text) { cellapp_figures_metrics(owner, text); }
 
-static void cellapp_on_registered(registry *reg, uint64_t process_id, void *user_data) {
-    cellapp *app = user_data;
-    app->self.process_id = process_id;
+static void cellapp_on_registered(void *owner, uint64_t process_id) {
+    cellapp *app = owner;
     app->shared.self_id = process_id;
     app->timer_ids.prefix = process_id;
-    peer_set_set_process_id(app->peers, process_id);
     mailbox_set_self(app->mailbox, process_id);
     base_route_set_self(app->bases, process_id);
     id_block_refill(app->ids);
     app->random_state ^= process_id * 0x9E3779B97F4A7C15ull;
     if (app->random_state == 0) app->random_state = 1;
-    cellapp_admin_publish(app->admin, reg);
-}
-
-static void cellapp_on_peers(registry *reg, const registry_peer *peers, size_t count, void *user_data) {
-    cellapp *app = user_data;
-    (void)reg;
-    peer_set_on_registry(app->peers, peers, count);
-}
-
-static void cellapp_on_redis_state(redis_client *client, int connected, unsigned failed_attempts, void *user_data) {
-    cellapp *app = user_data;
-    (void)client;
-    if (connected) {
-        registry_on_redis_state(app->registry, 1);
-        return;
-    }
-    if (process_redis_should_give_up(&app->settings.process, app->self.process_id, failed_attempts)) {
-        app->exit_code = 1;
-        uv_stop(app->loop);
-    }
-}
-
-static void cellapp_on_peer_connection(uv_stream_t *listener, int status) {
-    cellapp *app = listener->data;
-    if (status < 0) {
-        log_warn("peer listener: %s", uv_strerror(status));
-        return;
-    }
-    peer_set_accept(app->peers, listener);
+    cellapp_admin_publish(app->admin, app->runtime.registry);
 }
 
 /* ---- shutdown ------------------------------------------------------------ */
 
-/* Closes what talks to the outside: the balancer's lease, the admin and
- * peer listeners, the tick and the signals, the registry, the peers and
- * Redis. The modules stay until the loop has drained (cellapp_free); they
- * see self.stopping and do nothing more. Idempotent. */
+/* Closes what talks to the outside: the balancer's lease, the admin
+ * listener, the tick, then the runtime (peer listener, signals, registry,
+ * peers, Redis). The modules stay until the loop has drained
+ * (cellapp_free); they see self.stopping and do nothing more. Idempotent. */
 static void cellapp_shutdown(cellapp *app) {
-    if (app->self.stopping) return;
-    app->self.stopping = true;
+    if (app->runtime.self.stopping) return;
+    app->runtime.self.stopping = true;
     log_info("shutting down");
     balancer_stop(app->balancer);
     cellapp_admin_stop(app->admin);
     app->admin = NULL;
-    if (app->running) {
-        tick_stop(app);
-        uv_timer_stop(&app->stats_timer);
-        uv_close((uv_handle_t *)&app->stats_timer, NULL);
-        uv_close((uv_handle_t *)&app->sigint, NULL);
-        uv_close((uv_handle_t *)&app->sigterm, NULL);
-        uv_close((uv_handle_t *)&app->sigusr1, NULL);
-        uv_close((uv_handle_t *)&app->sighup, NULL);
-    }
-    if (app->listening) uv_close((uv_handle_t *)&app->listener, NULL);
-    registry_free(app->registry);
-    app->registry = NULL;
-    peer_set_free(app->peers);
-    app->peers = NULL;
-    redis_client_free(app->redis);
-    app->redis = NULL;
+    if (app->ticking) tick_stop(app);
+    app->ticking = false;
+    process_runtime_stop(&app->runtime);
 }
 
 /* Frees the modules, top first, once the loop has drained. */
@@ -257,25 +213,13 @@ static void cellapp_free(cellapp *app) {
     entity_def_registry_free(app->shared.definitions);
 }
 
-/* SIGHUP: log_level and log_format again from the config. */
-static void cellapp_on_reload_signal(uv_signal_t *handle, int signum) {
-    cellapp *app = handle->data;
-    (void)signum;
-    process_reload_logging("tessera-cellapp", app->argc, app->argv, cellapp_config_keys, CELLAPP_CONFIG_KEY_COUNT,
-                           sizeof(cellapp_settings), offsetof(cellapp_settings, process));
+static void cellapp_on_dump(void *owner) {
+    cellapp *app = owner;
+    state_dump_write(app->spaces, app->settings.state_dump_path, app->runtime.self.process_id);
 }
 
-static void cellapp_on_dump_signal(uv_signal_t *handle, int signum) {
-    cellapp *app = handle->data;
-    (void)signum;
-    state_dump_write(app->spaces, app->settings.state_dump_path, app->self.process_id);
-}
-
-static void cellapp_on_signal(uv_signal_t *handle, int signum) {
-    cellapp *app = handle->data;
-    log_info("received signal %d", signum);
-    cellapp_shutdown(app);
-}
+/* SIGINT: stop at once. */
+static void cellapp_on_interrupt(void *owner) { cellapp_shutdown(owner); }
 
 /* SIGTERM: drain. The cellapp stops standing for the lease and reports
  * itself draining; the balancer hands its cells to other cellapps (or
@@ -285,13 +229,13 @@ static void cellapp_on_signal(uv_signal_t *handle, int signum) {
  * cellapp to take over, or on a second SIGTERM, it stops at once. */
 static void cellapp_begin_drain(void *owner) {
     cellapp *app = owner;
-    if (app->self.stopping) return;
+    if (app->runtime.self.stopping) return;
     if (app->draining) {
         log_info("asked to stop again while draining: stopping now");
         cellapp_shutdown(app);
         return;
     }
-    if (!app->balancer || peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0) {
+    if (!app->balancer || peer_set_count_up(app->runtime.peers, PEER_ROLE_CELLAPP) == 0) {
         log_info("stopping (%s)", app->balancer ? "no other cellapp to hand the cells to" : "balancing is off");
         cellapp_shutdown(app);
         return;
@@ -303,15 +247,10 @@ static void cellapp_begin_drain(void *owner) {
              (long long)app->settings.balance.drain_timeout_ms);
 }
 
-static void cellapp_on_terminate(uv_signal_t *handle, int signum) {
-    log_info("received signal %d", signum);
-    cellapp_begin_drain(handle->data);
-}
-
 /* Whether a draining cellapp is done: no cell with a region, no real, no
  * offload waiting for its acknowledgement. Runs after the ticks. */
 static void cellapp_drain_check(cellapp *app) {
-    if (!app->draining || app->self.stopping) return;
+    if (!app->draining || app->runtime.self.stopping) return;
     size_t regions = 0, reals = 0, cursor = 0;
     const cell *c;
     while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
@@ -329,7 +268,7 @@ static void cellapp_drain_check(cellapp *app) {
         log_warn("drain timed out after %" PRIu64 " ms with %zu cells, %zu reals and %zu offloads left: stopping",
                  waited_ms, regions, reals, pending);
         cellapp_shutdown(app);
-    } else if (peer_set_count_up(app->peers, PEER_ROLE_CELLAPP) == 0) {
+    } else if (peer_set_count_up(app->runtime.peers, PEER_ROLE_CELLAPP) == 0) {
         log_warn("draining: no other cellapp is left to take %zu cells and %zu reals: stopping", regions, reals);
         cellapp_shutdown(app);
     }
@@ -338,7 +277,7 @@ static void cellapp_drain_check(cellapp *app) {
 /* The mailbox's wire: straight to the process that holds the real. */
 static int cellapp_mailbox_send(uint64_t process_id, const Tessera__Cluster__CellMessage *message, void *user_data) {
     cellapp *app = user_data;
-    return peer_send_cell_message(app->peers, process_id, message);
+    return peer_send_cell_message(app->runtime.peers, process_id, message);
 }
 
 static void cellapp_mailbox_failed(uint64_t entity_id, uint64_t sequence, const char *reason, void *user_data) {
@@ -405,39 +344,43 @@ static int cellapp_build_shared(cellapp *app, char *err, size_t errlen) {
 static void cellapp_build_modules(cellapp *app) {
     cellapp_settings *settings = &app->settings;
     const char *cluster = settings->process.cluster_name;
-    app->outbox = outbox_create(app->peers);
-    app->mailbox = mailbox_create(app->redis, cluster, cellapp_mailbox_send, cellapp_mailbox_failed, app);
-    spaces_context spaces_needs = {app->redis, cluster, app->peers, app->outbox, &app->shared, &app->self};
+    app->outbox = outbox_create(app->runtime.peers);
+    app->mailbox = mailbox_create(app->runtime.redis, cluster, cellapp_mailbox_send, cellapp_mailbox_failed, app);
+    spaces_context spaces_needs = {app->runtime.redis, cluster,      app->runtime.peers,
+                                   app->outbox,        &app->shared, &app->runtime.self};
     app->spaces = spaces_create(&spaces_needs);
-    app->load = cell_load_create(app->loop, settings->balance.load_smoothing, &settings->balance.algorithm);
-    haunts_context haunt_needs = {&settings->haunt, &app->shared, app->spaces,    app->outbox, app->peers,
-                                  app->ghost_order, app->load,    &app->counters, &app->self};
+    app->load = cell_load_create(app->runtime.loop, settings->balance.load_smoothing, &settings->balance.algorithm);
+    haunts_context haunt_needs = {&settings->haunt, &app->shared, app->spaces,    app->outbox,       app->runtime.peers,
+                                  app->ghost_order, app->load,    &app->counters, &app->runtime.self};
     app->haunts = haunt_create(&haunt_needs);
     reals_context real_needs = {
-        settings,    app->shared.definitions, &app->hooks, app->spaces, app->outbox,        app->peers,
-        app->haunts, app->ghost_order,        app->redis,  cluster,     &app->random_state, &app->self};
+        settings,    app->shared.definitions, &app->hooks,        app->spaces, app->outbox,        app->runtime.peers,
+        app->haunts, app->ghost_order,        app->runtime.redis, cluster,     &app->random_state, &app->runtime.self};
     app->reals = reals_create(&real_needs);
-    offloads_context offload_needs = {settings,   &app->codec, &app->hooks,      app->spaces, app->outbox,
-                                      app->peers, app->haunts, app->ghost_order, app->route,  app->redis,
-                                      cluster,    app->load,   &app->counters,   &app->self};
+    offloads_context offload_needs = {settings,       &app->codec,        &app->hooks, app->spaces,
+                                      app->outbox,    app->runtime.peers, app->haunts, app->ghost_order,
+                                      app->route,     app->runtime.redis, cluster,     app->load,
+                                      &app->counters, &app->runtime.self};
     app->offloads = offload_create(&offload_needs);
-    ghost_inbox_context inbox_needs = {app->ghost_order, app->haunts, app->offloads, app->spaces, &app->self};
+    ghost_inbox_context inbox_needs = {app->ghost_order, app->haunts, app->offloads, app->spaces, &app->runtime.self};
     app->ghost_inbox = ghost_inbox_create(&inbox_needs);
-    event_route_context event_needs = {app->shared.definitions, &app->hooks, app->spaces, app->peers, app->mailbox};
+    event_route_context event_needs = {app->shared.definitions, &app->hooks, app->spaces, app->runtime.peers,
+                                       app->mailbox};
     app->events = event_route_create(&event_needs);
-    io_route_context io_needs = {app->redis, cluster, &app->hooks, app->spaces, app->peers, app->mailbox, &app->self};
+    io_route_context io_needs = {app->runtime.redis, cluster,      &app->hooks,       app->spaces,
+                                 app->runtime.peers, app->mailbox, &app->runtime.self};
     app->io_route = io_route_create(&io_needs);
-    cell_messages_context message_needs = {settings,    &app->hooks,   app->spaces,    app->outbox,
-                                           app->peers,  app->mailbox,  app->route,     app->reals,
-                                           app->events, app->io_route, &app->counters, &app->self};
+    cell_messages_context message_needs = {settings,           &app->hooks,   app->spaces,    app->outbox,
+                                           app->runtime.peers, app->mailbox,  app->route,     app->reals,
+                                           app->events,        app->io_route, &app->counters, &app->runtime.self};
     app->messages = cell_message_create(&message_needs);
-    base_route_context base_needs = {app->redis,    cluster, app->peers, app->spaces, app->shared.definitions,
-                                     &app->counters};
+    base_route_context base_needs = {app->runtime.redis,      cluster,       app->runtime.peers, app->spaces,
+                                     app->shared.definitions, &app->counters};
     app->bases = base_route_create(&base_needs);
     app->io = entity_io_create();
     /* Ids for what the game spawns: a small block, since a cellapp
      * creates few entities itself. */
-    app->ids = id_block_create(app->redis, cluster, 256);
+    app->ids = id_block_create(app->runtime.redis, cluster, 256);
 }
 
 /* The game module, the maps, the registry, the balancer and the admin
@@ -460,37 +403,27 @@ static int cellapp_build_top(cellapp *app, char *err, size_t errlen) {
         snprintf(err, errlen, "configuration error: %s", why);
         return -1;
     }
-    map_entities_context map_needs = {&settings->maps, app->shared.definitions,
-                                      app->redis,      cluster,
-                                      app->peers,      app->spaces,
-                                      app->reals,      app->game,
-                                      app->ids,        &app->self};
+    map_entities_context map_needs = {&settings->maps,    app->shared.definitions,
+                                      app->runtime.redis, cluster,
+                                      app->runtime.peers, app->spaces,
+                                      app->reals,         app->game,
+                                      app->ids,           &app->runtime.self};
     app->map_spawner = map_entities_create(&map_needs);
-    registry_options registry_settings = {
-        .cluster_name = cluster,
-        .role = "cellapp",
-        .host = settings->process.internal_host,
-        .port = app->listen_port,
-        .heartbeat_ms = (unsigned)settings->process.heartbeat_ms,
-        .ttl_ms = (unsigned)settings->process.registry_ttl_ms,
-        .on_registered = cellapp_on_registered,
-        .on_peers = cellapp_on_peers,
-        .user_data = app,
-    };
-    app->registry = registry_create(app->loop, app->redis, &registry_settings);
+    process_runtime_register(&app->runtime, NULL);
     if (settings->balance.enabled) {
-        balancer_context balance_needs = {&settings->balance, app->redis,    cluster,        app->peers, app->spaces,
-                                          app->load,          app->offloads, &app->draining, &app->self};
+        balancer_context balance_needs = {&settings->balance, app->runtime.redis, cluster,
+                                          app->runtime.peers, app->spaces,        app->load,
+                                          app->offloads,      &app->draining,     &app->runtime.self};
         app->balancer = balancer_create(&balance_needs);
     }
     cellapp_admin_context admin_needs = {
-        .loop = app->loop,
+        .loop = app->runtime.loop,
         .process = &settings->process,
-        .redis = app->redis,
+        .redis = app->runtime.redis,
         .spaces = app->spaces,
         .shared = &app->shared,
         .view_radius = settings->witness.view_radius,
-        .self = &app->self,
+        .self = &app->runtime.self,
         .draining = &app->draining,
         .tick_last_us = &app->clock.last_us,
         .owner = app,
@@ -505,55 +438,42 @@ static int cellapp_build_top(cellapp *app, char *err, size_t errlen) {
     return 0;
 }
 
-/* The process up to its modules: the peer listener, the peers, Redis (not
- * connected yet), then the modules. Returns 0, or -1 with why in err. */
-static int cellapp_build(cellapp *app, char *err, size_t errlen) {
+/* The process up to its modules: the runtime (peer listener, peers, Redis
+ * not connected yet), then the modules. Returns 0, or -1 with why in err. */
+static int cellapp_build(cellapp *app, int argc, char **argv, char *err, size_t errlen) {
     cellapp_settings *settings = &app->settings;
-    char why[400];
-    if (channel_listen(app->loop, &app->listener, settings->process.internal_host, (int)settings->process.internal_port,
-                       cellapp_on_peer_connection, why, sizeof why) != 0) {
-        snprintf(err, errlen, "peer listener: %s", why);
-        return -1;
-    }
-    app->listening = true;
-    app->listener.data = app;
-    app->listen_port = channel_listener_port(&app->listener);
     static const peer_set_callbacks peer_callbacks = {
         .on_peer_up = peer_dispatch_on_peer_up,
         .on_peer_down = peer_dispatch_on_peer_down,
         .on_message = peer_dispatch_on_message,
     };
-    app->peers = peer_set_create(app->loop, PEER_ROLE_CELLAPP, settings->process.cluster_name, &peer_callbacks, app,
-                                 &app->totals);
-    app->redis = redis_client_create(app->loop, settings->process.redis_host, (int)settings->process.redis_port,
-                                     (unsigned)settings->process.redis_retry_ms, cellapp_on_redis_state, app);
-    if (!app->redis) {
-        snprintf(err, errlen, "configuration error: redis_host '%s' is not usable", settings->process.redis_host);
-        return -1;
-    }
+    process_runtime_options options = {
+        .program = "tessera-cellapp",
+        .role = "cellapp",
+        .peer_role = PEER_ROLE_CELLAPP,
+        .settings = &settings->process,
+        .keys = cellapp_config_keys,
+        .key_count = CELLAPP_CONFIG_KEY_COUNT,
+        .settings_size = sizeof(cellapp_settings),
+        .common_offset = offsetof(cellapp_settings, process),
+        .argc = argc,
+        .argv = argv,
+        .peer_callbacks = &peer_callbacks,
+        .peer_user_data = app,
+        .figures_ms = 200,
+        .hooks =
+            {
+                .owner = app,
+                .registered = cellapp_on_registered,
+                .figures = cellapp_on_figures,
+                .terminate = cellapp_begin_drain,
+                .interrupt = cellapp_on_interrupt,
+                .dump = cellapp_on_dump,
+            },
+    };
+    if (process_runtime_open(&app->runtime, &options, err, errlen) != 0) return -1;
     cellapp_build_modules(app);
     return cellapp_build_top(app, err, errlen);
-}
-
-/* The tick, the figures' timer and the signals. */
-static void cellapp_start(cellapp *app, int argc, char **argv) {
-    app->running = true;
-    app->clock.after_ticks = cellapp_drain_check;
-    tick_start(app);
-    uv_timer_init(app->loop, &app->stats_timer);
-    app->stats_timer.data = app;
-    uv_timer_start(&app->stats_timer, cellapp_on_stats_timer, 200, 200);
-    uv_signal_init(app->loop, &app->sigint);
-    uv_signal_init(app->loop, &app->sigterm);
-    uv_signal_init(app->loop, &app->sighup);
-    uv_signal_init(app->loop, &app->sigusr1);
-    app->sigint.data = app->sigterm.data = app->sighup.data = app->sigusr1.data = app;
-    uv_signal_start(&app->sigint, cellapp_on_signal, SIGINT);
-    uv_signal_start(&app->sigterm, cellapp_on_terminate, SIGTERM);
-    app->argc = argc;
-    app->argv = argv;
-    uv_signal_start(&app->sighup, cellapp_on_reload_signal, SIGHUP);
-    uv_signal_start(&app->sigusr1, cellapp_on_dump_signal, SIGUSR1);
 }
 
 int main(int argc, char **argv) {
@@ -569,7 +489,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "tessera-cellapp: %s\n", err);
         return 1;
     }
-    app.loop = uv_default_loop();
+    app.runtime.loop = uv_default_loop();
     app.random_state = clock_monotonic_us() ^ ((uint64_t)getpid() << 32);
     if (app.random_state == 0) app.random_state = 1;
     /* 50 us buckets up to 5 s (800 KB): an offload's acknowledgement takes
@@ -582,26 +502,27 @@ int main(int argc, char **argv) {
     app.ghost_order = ghost_order_create(ghost_inbox_free_held, NULL);
     app.route = ghost_route_create();
 
-    if (cellapp_build(&app, err, sizeof err) != 0) {
+    if (cellapp_build(&app, argc, argv, err, sizeof err) != 0) {
         fprintf(stderr, "tessera-cellapp: %s\n", err);
-        app.exit_code = 1;
+        app.runtime.exit_code = 1;
     } else {
-        cellapp_start(&app, argc, argv);
+        app.ticking = true;
+        app.clock.after_ticks = cellapp_drain_check;
+        tick_start(&app);
         log_info("cellapp starting: peers on %s:%d, Redis %s:%lld, %lld Hz, %zu entity types (digest %.16s), "
                  "ghost distance %g m",
-                 settings->process.internal_host, app.listen_port, settings->process.redis_host,
+                 settings->process.internal_host, app.runtime.peer_port, settings->process.redis_host,
                  (long long)settings->process.redis_port, (long long)settings->tick_hz,
                  entity_def_registry_class_count(app.shared.definitions),
                  entity_def_registry_digest_hex(app.shared.definitions), settings->haunt.ghost_distance);
-        redis_client_start(app.redis);
-        uv_run(app.loop, UV_RUN_DEFAULT);
+        process_runtime_run(&app.runtime);
     }
 
     /* Either a signal ran the shutdown and the loop drained, or a fatal
      * error stopped the loop (or the start): close what is left and drain. */
     cellapp_shutdown(&app);
-    process_drain_loop(app.loop);
+    process_runtime_close(&app.runtime);
     cellapp_free(&app);
     log_info("stopped");
-    return app.exit_code;
+    return app.runtime.exit_code;
 }

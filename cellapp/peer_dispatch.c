@@ -72,7 +72,7 @@ void peer_dispatch_on_message(peer_set *set, uint64_t process_id, peer_role role
                               const Tessera__Cluster__PeerMessage *message, void *user_data) {
     cellapp *app = user_data;
     (void)set;
-    if (app->self.stopping) return;
+    if (app->runtime.self.stopping) return;
     switch (message->body_case) {
         case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CREATE_CELL_ENTITY:
             if (role == PEER_ROLE_BASEAPP && message->create_cell_entity->baseapp_id == process_id)

@@ -185,7 +185,7 @@ static void tick_housekeeping(cellapp *app, uint64_t now_us) {
         /* Once a second: held ghost messages whose earlier real never
          * finished, and the tombstones of deleted ghosts, both far older
          * than any message is late; and streams nobody writes to. */
-        ghost_order_expire(app->ghost_order, now_us, 30u * 1000u * 1000u, 60u * 1000u * 1000u);
+        ghost_order_expire(app->ghost_order, now_us, (uint64_t)30 * 1000 * 1000, (uint64_t)60 * 1000 * 1000);
         mailbox_sweep(app->mailbox, now_us / 1000);
     }
     spaces_poll(app->spaces);
@@ -232,7 +232,7 @@ static void tick_on_timer(uv_timer_t *timer) {
 
 void tick_start(cellapp *app) {
     tick_clock *clock = &app->clock;
-    uv_timer_init(app->loop, &clock->timer);
+    uv_timer_init(app->runtime.loop, &clock->timer);
     clock->timer.data = app;
     uint64_t period_ms = 1000u / (uint64_t)app->settings.tick_hz;
     clock->last_us = clock_monotonic_us();

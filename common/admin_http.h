@@ -62,7 +62,8 @@ void admin_http_reply(admin_http_request *request, int status, const char *conte
 void admin_http_reply_text(admin_http_request *request, int status, const char *text);
 
 /* Turns the request into a server-sent event stream and frees the request;
- * the stream remembers its query string (admin_http_stream_query). */
+ * the stream remembers its query string, which admin_http_broadcast hands
+ * to its render callback. */
 void admin_http_start_stream(admin_http_request *request);
 /* How many streams are open. */
 size_t admin_http_stream_count(const admin_http *server);

@@ -4,7 +4,7 @@
  * A metrics_text collects families in order: metrics_family writes a
  * family's # HELP and # TYPE lines (once: a second call for the same name
  * is ignored), then metrics_sample adds its samples, each with an optional
- * label set written as pairs (metrics_labels). Histograms come from a
+ * label set built with metrics_label. Histograms come from a
  * latency_histogram, in seconds, with the bucket edges given.
  *
  *   metrics_text m; metrics_text_init(&m, "tessera_");

@@ -64,26 +64,31 @@
  *   - Every api function that can fail returns 0 or a value, and -1 (or
  *     NULL) with the reason logged by the engine; none aborts.
  *
- * A cellapp tick runs, in this order (steps 2 to 7 cell by cell):
+ * A cellapp tick runs, in this order (steps 2 to 6 cell by cell;
+ * cellapp/tick.c lists the engine's own phases around them):
  *   1. the game's tick (set_tick), once;
  *   2. the timers and thinks that are due (the timer hook, the thinks), in
- *      (due time, id) order; then the entity I/O events that are due (the
- *      inputs), in (due time, firing) order;
- *   3. the messages that arrived: method calls from clients, bases and
- *      other cells (method bodies), entity I/O inputs fired on other
- *      cellapps (the inputs);
- *   4. the controllers: every movement chain advances one tick (the
+ *      (due time, id) order, between the game systems' before_thinks and
+ *      after_thinks; then the entity I/O events that are due (the inputs),
+ *      in (due time, firing) order;
+ *   3. the controllers: every movement chain advances one tick (the
  *      controller hooks);
- *   5. the flush: traps learn who crossed them since the last tick, moves
- *      of steps 3 and 4 included (the trap hooks);
- *   6. the pack: what changed is encoded once per audience, and every
+ *   4. the flush: traps learn who crossed them since the last tick, the
+ *      moves of step 3 and those that arrived between ticks included (the
+ *      trap hooks);
+ *   5. the pack: what changed is encoded once per audience, and every
  *      witness streams its client its view, then the client calls and the
- *      game events queued for it;
- *   7. reals past their cell's edge move to the cellapp that holds the
+ *      game events queued for it; then the view hooks hear this tick's
+ *      enters and leaves of views (entered_view, left_view);
+ *   6. reals the game destroyed go (their destroyed hooks run once), and
+ *      reals past their cell's edge move to the cellapp that holds the
  *      point (leaving here, arrived there, from its next tick on).
- * A change made at any step before 6 reaches the clients this tick. Game
- * events fired by other processes reach this cellapp's listeners between
- * ticks, as they arrive; those fired here, at once.
+ * Messages are not a step: method calls from clients, bases and other
+ * cells (method bodies), clients' moves, entity I/O inputs fired on other
+ * cellapps and game events fired by other processes run between ticks, as
+ * they arrive; game events fired here reach the listeners at once. A change
+ * made between ticks or at any step before 5 reaches the clients with the
+ * next pack.
  *
  * Versioning: TESSERA_GAME_ABI_VERSION changes whenever a struct here
  * changes shape or meaning. The engine refuses a module built against
@@ -207,7 +212,7 @@ typedef struct tessera_cell_hooks {
     void (*moved)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, double metres);
     /* Its client's view gained `other` (it will be sent its ENTER), or lost
      * the entity `other` (its LEAVE went out). Run once every witness of
-     * the tick has written its stream (after step 6). */
+     * the tick has written its stream (step 5). */
     void (*entered_view)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_entity *other);
     void (*left_view)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, tessera_handle other);
     /* It got a client's view (a witness), or lost it. */

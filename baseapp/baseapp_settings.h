@@ -1,0 +1,60 @@
+/* baseapp_settings.h -- a baseapp's settings: the common ones
+ * (process_settings) and its own, each declared once in the key table of
+ * baseapp_settings.c, with its bounds, default and meaning. */
+#ifndef TESSERA_BASEAPP_SETTINGS_H
+#define TESSERA_BASEAPP_SETTINGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "process.h"
+
+typedef struct baseapp_settings {
+    process_settings process;
+    char client_host[64];
+    char client_public_host[64];
+    bool login_redirect;
+    int64_t redirect_token_ms;
+    int64_t client_port;
+    int64_t client_max_frame_bytes;
+    int64_t client_write_high_water_bytes;
+    int64_t client_write_limit_bytes;
+    int64_t max_clients;
+    int64_t login_timeout_ms;
+    bool auto_create_accounts;
+    int64_t password_ops_limit;
+    int64_t password_mem_limit_kib;
+    int64_t entity_id_block;
+    char player_entity_type[32];
+    char entity_definitions[256];
+    double client_moves_per_second;
+    char state_dump_path[256];
+    char game_module[256]; /* the game module (base_game.c); empty: none */
+    config_group game;     /* its own settings */
+    int64_t client_congestion_bytes;
+    int64_t client_send_buffer_bytes;
+    int64_t cell_lost_grace_ms;
+    int64_t drain_timeout_ms;
+    int64_t shutdown_retry_ms;
+    double client_calls_per_second;
+    int64_t client_frame_timeout_ms;
+    double login_failures_per_account; /* a minute */
+    double login_failures_per_address; /* a minute */
+    int64_t client_detached_grace_ms;
+    int64_t autosave_interval_ms;
+    int64_t backup_timeout_ms;
+    int64_t write_retry_ms;
+} baseapp_settings;
+
+/* Every key a baseapp's config may hold. */
+extern const config_key baseapp_config_keys[];
+extern const size_t baseapp_config_key_count;
+
+/* Where other baseapps send clients to reach this one. */
+static inline const char *baseapp_settings_public_host(const baseapp_settings *settings) {
+    return settings->client_public_host[0] ? settings->client_public_host : settings->client_host;
+}
+
+#endif
