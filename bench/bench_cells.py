@@ -62,6 +62,7 @@ Python 3 standard library only; needs iproute2's ss, git, meson and ninja
 """
 
 import argparse
+import atexit
 import calendar
 import json
 import os
@@ -71,6 +72,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -237,12 +239,33 @@ def cellapp_link_bytes(sockets, cellapp_pids, internal_ports):
 # ---- clusters ----------------------------------------------------------------------
 
 
+_REDIS_BIN_DIR = []
+
+
+def launcher_env():
+    """The environment a tree's scripts/cluster runs in. A baseline's
+    launcher only looks for `redis-server` on PATH, which a machine set up
+    by scripts/deps (redis-tools alone) does not have: then a directory with
+    a symlink of that name to redis-tools' binary (the one Debian's
+    redis-server runs: tessera_cluster.find_redis_server) comes first."""
+    env = dict(os.environ)
+    if shutil.which("redis-server") is None:
+        if not _REDIS_BIN_DIR:
+            path = tempfile.mkdtemp(prefix="tessera-bench-bin-")
+            atexit.register(shutil.rmtree, path, True)
+            os.symlink(tessera_cluster.find_redis_server(), os.path.join(path, "redis-server"))
+            _REDIS_BIN_DIR.append(path)
+        env["PATH"] = _REDIS_BIN_DIR[0] + os.pathsep + env.get("PATH", "")
+    return env
+
+
 def cluster_up(tree, run_dir, build_dir, cellapps, extra):
     """scripts/cluster up of `tree` in run_dir; returns its cluster.json."""
     argv = [sys.executable, os.path.join(tree, "scripts", "cluster"), "up", "--dir", run_dir, "--build", build_dir,
             "--baseapps", "1", "--cellapps", str(cellapps), "--timeout", "60"] + list(extra)
     say("up: %s" % " ".join(argv[1:]))
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120,
+                          env=launcher_env())
     if proc.returncode != 0:
         raise RuntimeError("cluster up failed (exit %d):\n%s" % (proc.returncode, proc.stderr))
     with open(os.path.join(run_dir, "cluster.json")) as f:

@@ -22,6 +22,9 @@ reach it; `down` is the way to stop them.
 Also here: a tiny RESP client (`Redis`) that the integration tests import,
 and the registry readers (`registry_entries`). Python 3 standard library only.
 
+The Redis server is whatever `redis-server` is on PATH, else redis-tools'
+redis-check-rdb started as redis-server (`find_redis_server`).
+
 The registry (common/registry.h): every process keeps a hash
 tessera:<cluster>:process:<id> alive with a TTL heartbeat and lists its id in
 the set tessera:<cluster>:processes. The hash holds role, host, port, pid,
@@ -459,10 +462,13 @@ def log_tail(path, lines=LOG_TAIL_LINES):
     return "\n".join(tail) if tail else "(log is empty)"
 
 
-def _spawn(argv, log_path, env=None):
+def _spawn(argv, log_path, env=None, executable=None):
+    """Starts argv in its own session, output to log_path; `executable`
+    is the file to run when it is not argv[0] (which the program is then
+    only told as its name)."""
     with open(log_path, "wb") as log:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True, close_fds=True, env=env)
+                                start_new_session=True, close_fds=True, env=env, executable=executable)
 
 
 def parse_set(items):
@@ -668,9 +674,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             raise ClusterError("%s not found at %s; build first (scripts/build)" % (role, path))
         binaries[role] = path
     _grid_for(cellapps, grid)  # a bad --grid fails before anything starts
-    redis_server = redis_server or _which("redis-server")
-    if redis_server is None:
-        raise ClusterError("redis-server not found on PATH; run scripts/deps")
+    redis_server = redis_server or find_redis_server()
 
     rd = RunDir(dir_path)
     rd.make()
@@ -796,9 +800,11 @@ def _start_redis(rd, redis_server, redis_port, deadline, timeout):
     """Starts the cluster's redis-server on redis_port, durable (append-only,
     fsync before each acknowledgement), and waits for its PING."""
     redis_log = rd.log("redis")
-    child = _spawn([redis_server, "--bind", "127.0.0.1", "--port", str(redis_port), "--dir", rd.redis,
+    # Named redis-server whatever the file is called (find_redis_server).
+    child = _spawn(["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--dir", rd.redis,
                     "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-                    "--appenddirname", REDIS_AOF_DIR, "--protected-mode", "yes", "--daemonize", "no"], redis_log)
+                    "--appenddirname", REDIS_AOF_DIR, "--protected-mode", "yes", "--daemonize", "no"], redis_log,
+                   executable=redis_server)
     rd.write_pid("redis", child.pid)
     while not redis_alive(redis_port):
         if child.poll() is not None:
@@ -851,7 +857,7 @@ def restart_redis(dir_path, pause_s=0.5, timeout=30.0, hard=True):
         while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(POLL_S)
     time.sleep(pause_s)
-    redis_server = _which("redis-server")
+    redis_server = find_redis_server()
     child = _start_redis(rd, redis_server, cluster["redis_port"], time.monotonic() + timeout, timeout)
     _ADDED_CHILDREN.append(child)
     for p in cluster["processes"]:
@@ -999,6 +1005,20 @@ def _readiness(entries, procs, baseapps, cellapps):
     if len(entries) != baseapps + cellapps and not problems:
         problems.append("%d processes registered, want %d" % (len(entries), baseapps + cellapps))
     return (not problems), ("; ".join(problems) or "ready"), pending
+
+
+def find_redis_server():
+    """The Redis server program to start (as redis-server): `redis-server`
+    on PATH (a system Redis's, or one built by hand), else redis-tools'
+    redis-check-rdb. That is the same binary -- Debian's
+    /usr/bin/redis-server is a symlink to it -- and it runs as the server
+    when its argv[0] does not name it redis-check-rdb. Raises ClusterError
+    when there is neither."""
+    path = _which("redis-server") or _which("redis-check-rdb")
+    if path is None:
+        raise ClusterError("no redis-server on PATH, nor redis-tools' redis-check-rdb to start as one; "
+                           "run scripts/deps")
+    return path
 
 
 def _which(program):
