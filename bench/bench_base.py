@@ -26,8 +26,8 @@ reconnects, each against a baseline measured in the same run.
 
     bench/bench_base.py [--build /tmp/build-bench] [--bots 1000] [--rounds 5] [--json]
 
-Python 3 standard library only; needs redis-benchmark (Debian's
-redis-tools, installed with redis-server) and a build of this tree.
+Needs python3-redis (through scripts/tessera_cluster.py), redis-benchmark
+(Debian's redis-tools; scripts/deps installs both) and a build of this tree.
 """
 
 import argparse
@@ -141,7 +141,7 @@ def main():
                                          overrides=tessera_cluster.parse_set(
                                              ["%s=%s" % (k, json.dumps(v)) for k, v in overrides.items()]),
                                          out=quiet)
-        redis = tessera_cluster.Redis("127.0.0.1", cluster["redis_port"], timeout=10.0)
+        redis = tessera_cluster.redis_client("127.0.0.1", cluster["redis_port"], timeout=10.0)
         base_url = admin_url(cluster, redis, "baseapp")
         base_pid = process(cluster, "baseapp")["pid"]
         cell_pid = process(cluster, "cellapp")["pid"]

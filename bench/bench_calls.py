@@ -28,7 +28,8 @@ processes, each against a baseline in the same run.
 
     bench/bench_calls.py [--build /tmp/build-bench] [--calls 2000] [--window 32] [--bots 600] [--json]
 
-Python 3 standard library only, and a build of this tree.
+Python 3 and python3-redis (through scripts/tessera_cluster.py), and a build
+of this tree.
 """
 
 import argparse

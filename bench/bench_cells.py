@@ -56,7 +56,8 @@ errors and Ctrl-C too.
     bench/bench_cells.py [--build /tmp/build-bench] [--json] [--save FILE] [--repeat N]
                          [--no-baseline] [--no-baseline-one] [--no-offloads]
 
-Python 3 standard library only; needs iproute2's ss, git, meson and ninja
+Python 3 and python3-redis (through scripts/tessera_cluster.py); needs
+iproute2's ss, git, meson and ninja
 (for the baseline), and a build of this tree (default /tmp/build-bench:
 `meson setup /tmp/build-bench -Dwerror=true && ninja -C /tmp/build-bench`).
 """
@@ -546,7 +547,7 @@ def run_load(label, tree, build_dir, bots_bin, cellapps, up_extra, run_root, win
     redis = None
     try:
         cluster = cluster_up(tree, run_dir, build_dir, cellapps, up_extra)
-        redis = tessera_cluster.Redis("127.0.0.1", cluster["redis_port"], timeout=5.0)
+        redis = tessera_cluster.redis_client("127.0.0.1", cluster["redis_port"], timeout=5.0)
         bots = start_bots(bots_bin, cluster["login"], run_dir,
                           ["--area", AREA, "--calls-per-second", "0.2"])
         in_world_s = wait_in_world(cluster, redis, bots, BOTS + NPCS_PER_CELLAPP * cellapps)
@@ -632,7 +633,7 @@ def run_offloads(build_dir, run_root):
     redis = None
     try:
         cluster = cluster_up(REPO_ROOT, run_dir, build_dir, 2, up_extra)
-        redis = tessera_cluster.Redis("127.0.0.1", cluster["redis_port"], timeout=5.0)
+        redis = tessera_cluster.redis_client("127.0.0.1", cluster["redis_port"], timeout=5.0)
         bots = start_bots(bots_bin, cluster["login"], run_dir, ["--speed", "0", "--area", OFFLOAD_AREA])
         want = BOTS + 2 * NPCS_PER_CELLAPP
         wait_in_world(cluster, redis, bots, want)

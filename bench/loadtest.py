@@ -25,7 +25,8 @@ The table, one row per role: CPU per client-tick (cpu_s * 1e6 / (clients *
 often each process slept and woke (voluntary context switches a second); then
 latency p50/p99/max, bytes per client per second in and out, errors and
 logins. --compare prints each figure's ratio to an earlier run's JSON (of
-the same scenario). Python 3 standard library only.
+the same scenario). Python 3 and python3-redis (through
+scripts/tessera_cluster.py).
 """
 
 import argparse
@@ -159,7 +160,7 @@ def run(name, scenario, build, profile_dir=None):
                                          spawn_radius=area,
                                          overrides=tessera_cluster.parse_set(
                                              ["%s=%s" % (k, json.dumps(v)) for k, v in overrides.items()]))
-        redis = tessera_cluster.Redis("127.0.0.1", cluster["redis_port"], timeout=10.0)
+        redis = tessera_cluster.redis_client("127.0.0.1", cluster["redis_port"], timeout=10.0)
         procs = [p for p in cluster["processes"] if p["role"] in ("cellapp", "baseapp")]
         seconds = scenario["spread"] + scenario["window"] + 40
         argv = [bots_bin, "--connect", cluster["login"], "--count", str(scenario["bots"]), "--seconds", str(seconds),

@@ -19,8 +19,9 @@ Processes are named redis, cellapp-1..M, baseapp-1..K. Each runs in its own
 session (start_new_session) so a Ctrl-C in the terminal that ran `up` does not
 reach it; `down` is the way to stop them.
 
-Also here: a tiny RESP client (`Redis`) that the integration tests import,
-and the registry readers (`registry_entries`). Python 3 standard library only.
+Also here: `redis_client`, the Redis client the integration tests and the
+benchmarks use too (Debian's python3-redis, which scripts/deps installs),
+and the registry readers (`registry_entries`).
 
 The Redis server is whatever `redis-server` is on PATH, else redis-tools'
 redis-check-rdb started as redis-server (`find_redis_server`).
@@ -34,6 +35,7 @@ frames_out, cellapps, baseapps, ...).
 
 import argparse
 import errno
+import importlib
 import json
 import os
 import random
@@ -42,6 +44,33 @@ import socket
 import subprocess
 import sys
 import time
+
+# Where Debian installs its Python packages (python3-redis and the others
+# scripts/deps installs), for its own /usr/bin/python3.
+DEBIAN_DIST_PACKAGES = "/usr/lib/python3/dist-packages"
+
+
+def import_debian_module(name, package):
+    """Imports module `name`, which scripts/deps installs as the Debian
+    package `package`. Debian installs it for /usr/bin/python3; a python3 of
+    another installation that comes first on PATH (pyenv, a virtualenv)
+    does not look there, so that directory is tried after this
+    interpreter's own paths. Raises ImportError saying what to install."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        pass
+    if os.path.isdir(DEBIAN_DIST_PACKAGES) and DEBIAN_DIST_PACKAGES not in sys.path:
+        sys.path.append(DEBIAN_DIST_PACKAGES)
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            pass
+    raise ImportError("the Python module '%s' is missing (Debian package %s): run scripts/deps"
+                      % (name, package))
+
+
+redis = import_debian_module("redis", "python3-redis")
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -77,150 +106,46 @@ class ClusterError(Exception):
     """An operator-facing failure; the message is what to print."""
 
 
-# ---- RESP client --------------------------------------------------------------
+# ---- Redis client -------------------------------------------------------------
+
+# Any failure of a command: the server unreachable or gone
+# (redis.ConnectionError), a timeout (redis.TimeoutError), an error reply
+# (redis.ResponseError).
+RedisError = redis.RedisError
 
 
-class RedisError(Exception):
-    """An error reply (-ERR ...) from Redis."""
-
-
-class Redis:
-    """A minimal blocking RESP2 client: one socket, one command at a time.
-
-    `execute("HGETALL", key)` returns str for simple strings, int for
-    integers, bytes for bulk strings (None for a null bulk), list for arrays
-    (None for a null array) and raises RedisError for an error reply and
-    OSError/ConnectionError for socket trouble (the connection is then
-    closed and the next command reconnects).
-    """
-
-    def __init__(self, host="127.0.0.1", port=6379, timeout=5.0):
-        self.host = host
-        self.port = int(port)
-        self.timeout = timeout
-        self._sock = None
-        self._buf = b""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __repr__(self):
-        return "Redis(%s:%d)" % (self.host, self.port)
+class _Redis(redis.Redis):
+    """redis.Redis whose close() closes its connections (python3-redis 4.3
+    only hands them back to the client's own pool, where they stay open)."""
 
     def close(self):
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            except OSError:
-                pass
-        self._sock = None
-        self._buf = b""
-
-    def _connect(self):
-        if self._sock is None:
-            self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
-            self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self._buf = b""
-
-    @staticmethod
-    def encode(args):
-        out = [b"*%d\r\n" % len(args)]
-        for arg in args:
-            if isinstance(arg, bytes):
-                data = arg
-            elif isinstance(arg, str):
-                data = arg.encode("utf-8")
-            else:
-                data = str(arg).encode("ascii")
-            out.append(b"$%d\r\n%s\r\n" % (len(data), data))
-        return b"".join(out)
-
-    def _fill(self):
-        chunk = self._sock.recv(65536)
-        if not chunk:
-            raise ConnectionError("redis %s:%d closed the connection" % (self.host, self.port))
-        self._buf += chunk
-
-    def _readline(self):
-        while True:
-            i = self._buf.find(b"\r\n")
-            if i >= 0:
-                line, self._buf = self._buf[:i], self._buf[i + 2:]
-                return line
-            self._fill()
-
-    def _readexact(self, n):
-        while len(self._buf) < n:
-            self._fill()
-        data, self._buf = self._buf[:n], self._buf[n:]
-        return data
-
-    def _read_reply(self):
-        line = self._readline()
-        if not line:
-            raise ConnectionError("redis: empty reply line")
-        kind, rest = line[:1], line[1:]
-        if kind == b"+":
-            return rest.decode("utf-8", "replace")
-        if kind == b"-":
-            return RedisError(rest.decode("utf-8", "replace"))
-        if kind == b":":
-            return int(rest)
-        if kind == b"$":
-            n = int(rest)
-            if n < 0:
-                return None
-            data = self._readexact(n + 2)
-            return data[:-2]
-        if kind == b"*":
-            n = int(rest)
-            if n < 0:
-                return None
-            return [self._read_reply() for _ in range(n)]
-        raise ConnectionError("redis: unexpected reply type %r" % line[:20])
-
-    def execute(self, *args):
-        self._connect()
-        try:
-            self._sock.sendall(self.encode(args))
-            reply = self._read_reply()
-        except (OSError, ValueError):
-            self.close()
-            raise
-        if isinstance(reply, RedisError):
-            raise reply
-        return reply
-
-    # Conveniences returning decoded str values.
-
-    def ping(self):
-        return self.execute("PING") == "PONG"
-
-    def smembers(self, key):
-        return sorted(_text(m) for m in (self.execute("SMEMBERS", key) or []))
-
-    def hgetall(self, key):
-        items = self.execute("HGETALL", key) or []
-        return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items) - 1, 2)}
-
-    def get(self, key):
-        value = self.execute("GET", key)
-        return None if value is None else _text(value)
-
-    def exists(self, key):
-        return self.execute("EXISTS", key) > 0
+        super().close()
+        self.connection_pool.disconnect()
 
 
-def _text(value):
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+def redis_client(host="127.0.0.1", port=6379, timeout=5.0):
+    """A client of the Redis at host:port (redis-py; use it with `with` or
+    close() it). Replies come decoded to str (bytes that are not UTF-8
+    replaced); every command waits up to `timeout` seconds, and a failure
+    raises RedisError. It connects at its first command, and again at the
+    next one after its connection was lost."""
+    return _Redis(host=host, port=int(port), socket_timeout=timeout, socket_connect_timeout=timeout,
+                  decode_responses=True, encoding_errors="replace")
+
+
+def redis_error_text(e):
+    """What went wrong, for a message: the socket's own words where the
+    failure was one ("[Errno 111] Connection refused", "timed out"), else
+    redis-py's."""
+    cause = e.__cause__ or e.__context__
+    if isinstance(e, (redis.ConnectionError, redis.TimeoutError)) and isinstance(cause, OSError) and str(cause):
+        return str(cause)
+    return str(e) or e.__class__.__name__
 
 
 def redis_alive(port, host="127.0.0.1", timeout=0.5):
     try:
-        with Redis(host, port, timeout=timeout) as r:
+        with redis_client(host, port, timeout=timeout) as r:
             return r.ping()
     except (OSError, RedisError, ValueError):
         return False
@@ -233,14 +158,14 @@ def registry_prefix(cluster_name=DEFAULT_CLUSTER_NAME):
     return "tessera:%s:" % cluster_name
 
 
-def registry_entries(redis, cluster_name=DEFAULT_CLUSTER_NAME):
-    """The live registered processes: a list of their hashes (str -> str) with
-    an added "id" field, sorted by id. Ids in the set whose hash has expired
+def registry_entries(r, cluster_name=DEFAULT_CLUSTER_NAME):
+    """The live registered processes (read with `r`, a redis_client): a list
+    of their hashes (str -> str) with an added "id" field, sorted by id. Ids in the set whose hash has expired
     are left out (that is how the registry says a process is gone)."""
     prefix = registry_prefix(cluster_name)
     entries = []
-    for pid in redis.smembers(prefix + "processes"):
-        h = redis.hgetall(prefix + "process:" + pid)
+    for pid in sorted(r.smembers(prefix + "processes")):
+        h = r.hgetall(prefix + "process:" + pid)
         if h:
             h["id"] = pid
             entries.append(h)
@@ -643,10 +568,9 @@ def _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline):
         centre_z = (bounds[1] + bounds[3]) / 2.0
         args += ["--spawn", "%g,%g,%g" % (centre_x, centre_z, spawn_radius)]
     admin(cluster, args)
-    redis = Redis("127.0.0.1", cluster["redis_port"], timeout=2.0)
-    try:
+    with redis_client("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
         while True:
-            entries = registry_entries(redis, cluster.get("cluster_name", DEFAULT_CLUSTER_NAME))
+            entries = registry_entries(r, cluster.get("cluster_name", DEFAULT_CLUSTER_NAME))
             holding = [e for e in entries if e.get("role") == "cellapp" and stat_int(e, "cells", 0) >= 1]
             if len(holding) >= len(cellapp_ids):
                 return
@@ -654,8 +578,6 @@ def _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline):
                 raise ClusterError("cellapps did not take their cells of space '%s' in time (%d of %d hold one)"
                                    % (DEFAULT_SPACE, len(holding), len(cellapp_ids)))
             time.sleep(POLL_S)
-    finally:
-        redis.close()
 
 
 def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=True, overrides=None,
@@ -829,17 +751,13 @@ CONTROL_PLANE_PATTERNS = ("process:*", "space:*", "session:*", "login_token:*")
 
 def _cold_start(redis_port, cluster_name, out):
     prefix = "tessera:%s:" % cluster_name
-    redis = Redis("127.0.0.1", redis_port, timeout=5.0)
-    try:
+    with redis_client("127.0.0.1", redis_port, timeout=5.0) as r:
         doomed = [prefix + k for k in CONTROL_PLANE_KEYS]
         for pattern in CONTROL_PLANE_PATTERNS:
-            doomed += [_text(k) for k in redis.execute("KEYS", prefix + pattern)]
-        for key in doomed:
-            redis.execute("DEL", key)
-        entities = len(redis.execute("KEYS", prefix + "entity:*"))
-        accounts = len(redis.execute("KEYS", prefix + "account:*"))
-    finally:
-        redis.close()
+            doomed += r.keys(prefix + pattern)
+        r.delete(*doomed)
+        entities = len(r.keys(prefix + "entity:*"))
+        accounts = len(r.keys(prefix + "account:*"))
     print("kept=%d accounts, %d stored entities" % (accounts, entities), file=out)
 
 
@@ -906,7 +824,7 @@ def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
             "host": "127.0.0.1", "internal_port": port, "pid": child.pid}
     live = [p for p in cellapps if pid_alive(p["pid"]) and pid_is(p["pid"], program_of(p["name"]))]
     deadline = time.monotonic() + timeout
-    with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+    with redis_client("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
         while True:
             if child.poll() is not None:
                 rd.remove_pid(name)
@@ -935,9 +853,8 @@ def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
 def _wait_ready(rd, procs, children, redis_port, cluster_name, baseapps, cellapps, deadline, timeout):
     """Polls until the registry shows every process with its peers (see
     module doc); raises ClusterError naming the culprit otherwise."""
-    redis = Redis("127.0.0.1", redis_port, timeout=2.0)
     last_state = "no registry data yet"
-    try:
+    with redis_client("127.0.0.1", redis_port, timeout=2.0) as r:
         while True:
             if children["redis"].poll() is not None:
                 raise ClusterError("redis exited (status %s)\n--- %s\n%s"
@@ -949,10 +866,10 @@ def _wait_ready(rd, procs, children, redis_port, cluster_name, baseapps, cellapp
                                        % (p["name"], _describe_status(rc), p["log"], LOG_TAIL_LINES,
                                           log_tail(p["log"])))
             try:
-                entries = registry_entries(redis, cluster_name)
+                entries = registry_entries(r, cluster_name)
             except (OSError, RedisError, ValueError) as e:
                 entries = None
-                last_state = "registry unreadable: %s" % e
+                last_state = "registry unreadable: %s" % redis_error_text(e)
             if entries is not None:
                 ready, last_state, pending = _readiness(entries, procs, baseapps, cellapps)
                 if ready:
@@ -968,8 +885,6 @@ def _wait_ready(rd, procs, children, redis_port, cluster_name, baseapps, cellapp
                                % (p["name"], p["pid"], p["log"], LOG_TAIL_LINES, log_tail(p["log"])))
                 raise ClusterError("\n".join(msg))
             time.sleep(POLL_S)
-    finally:
-        redis.close()
 
 
 def _describe_status(rc):
@@ -1045,10 +960,10 @@ def status(dir_path):
     cluster_name = cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)
     entries, redis_error = [], None
     try:
-        with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+        with redis_client("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
             entries = registry_entries(r, cluster_name)
     except (OSError, RedisError, ValueError) as e:
-        redis_error = str(e) or e.__class__.__name__
+        redis_error = redis_error_text(e)
     rows = []
     matched = set()
     for p in sorted(cluster["processes"], key=lambda p: name_order(p["name"])):
@@ -1081,7 +996,7 @@ def map_url(cluster):
     """The live map's address: the admin listener of the first baseapp (any
     process serves it), or None when none publishes one."""
     try:
-        with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+        with redis_client("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
             entries = registry_entries(r, cluster.get("cluster_name", DEFAULT_CLUSTER_NAME))
     except (OSError, RedisError, ValueError):
         return None
@@ -1099,13 +1014,13 @@ def balance_view(cluster):
     JSON the processes write: common/space_layout.c, cellapp/balancer.c)."""
     prefix = "tessera:%s:" % cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)
     view = {"leader": None, "spaces": {}, "loads": {}}
-    with Redis("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
-        lease = _text(r.get(prefix + "balancer_lease"))
+    with redis_client("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
+        lease = r.get(prefix + "balancer_lease")
         if lease and ":" in lease:
             holder, fence = lease.split(":", 1)
             view["leader"] = (holder, fence)
         for name in r.hgetall(prefix + "spaces"):
-            text = _text(r.get(prefix + "space:" + name))
+            text = r.get(prefix + "space:" + name)
             try:
                 view["spaces"][name] = json.loads(text) if text else None
             except ValueError:
@@ -1395,7 +1310,7 @@ def main(argv=None):
                 try:
                     print(format_layouts(balance_view(RunDir(args.dir).load_cluster()), names))
                 except (OSError, RedisError, ValueError) as e:
-                    print("layouts: Redis unreadable: %s" % e)
+                    print("layouts: Redis unreadable: %s" % redis_error_text(e))
             return 0 if all(p["alive"] for p in st["processes"]) else 1
         elif args.command == "add-cellapp":
             add_cellapp(args.dir, overrides=parse_set(args.set), timeout=args.timeout)
@@ -1407,6 +1322,11 @@ def main(argv=None):
             kill(args.dir, args.name, args.signal)
     except ClusterError as e:
         _stderr("cluster %s: %s" % (args.command, e))
+        return 1
+    except RedisError as e:
+        # redis-py's own words name the address ("Error 111 connecting to
+        # 127.0.0.1:6379. Connection refused.").
+        _stderr("cluster %s: Redis: %s" % (args.command, str(e) or e.__class__.__name__))
         return 1
     except KeyboardInterrupt:
         _stderr("cluster %s: interrupted" % args.command)

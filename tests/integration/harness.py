@@ -3,7 +3,8 @@
 Owns: starting and always stopping a real cluster (scripts/cluster up/down in
 a fresh temporary directory), running the bot load generator, bounded
 polling, and just enough of the protobuf wire format to hand-craft client
-frames and read the server's answers. Python 3 standard library only.
+frames and read the server's answers. Python 3's standard library and
+Debian's python3-redis (through scripts/tessera_cluster.py).
 
 Environment (meson sets both):
     TESSERA_BUILD_DIR   the build to test (default <repo>/build)
@@ -42,7 +43,7 @@ CLUSTER_SCRIPT = os.path.join(SOURCE_DIR, "scripts", "cluster")
 sys.path.insert(0, os.path.join(SOURCE_DIR, "scripts"))
 import tessera_cluster  # noqa: E402  (after the path is set)
 
-Redis = tessera_cluster.Redis
+redis_client = tessera_cluster.redis_client
 RedisError = tessera_cluster.RedisError
 free_ports = tessera_cluster.free_ports
 
@@ -177,8 +178,9 @@ class Cluster:
     """A running cluster for one test: `with Cluster(baseapps=1, cellapps=2) as c:`.
 
     Attributes once entered: .dir (run directory), .login (host, port) of the
-    first baseapp's client port, .baseapps [(host, port)], .redis (a RESP
-    client on the cluster's Redis), .info (cluster.json), .build_dir.
+    first baseapp's client port, .baseapps [(host, port)], .redis (a redis-py
+    client on the cluster's Redis, replies as str: tessera_cluster.redis_client),
+    .info (cluster.json), .build_dir.
     """
 
     def __init__(self, baseapps=1, cellapps=2, extra_set=(), auto_create_accounts=True, timeout=30.0,
@@ -265,7 +267,7 @@ class Cluster:
             self.info = json.load(f)
         self.login = _hostport(lines["login"])
         self.baseapps = [_hostport(x) for x in lines["baseapps"].split(",") if x]
-        self.redis = Redis("127.0.0.1", self.info["redis_port"], timeout=5.0)
+        self.redis = redis_client("127.0.0.1", self.info["redis_port"], timeout=5.0)
         return self
 
     def _stop(self, grace):
@@ -303,7 +305,7 @@ class Cluster:
         tessera_cluster.restart_redis(self.dir, pause_s=pause_s, hard=hard)
         with open(os.path.join(self.dir, "cluster.json")) as f:
             self.info = json.load(f)
-        self.redis = Redis("127.0.0.1", self.info["redis_port"], timeout=5.0)
+        self.redis = redis_client("127.0.0.1", self.info["redis_port"], timeout=5.0)
 
     def add_cellapp(self, extra_set=()):
         """Starts one more cellapp (scripts/cluster add-cellapp); returns its

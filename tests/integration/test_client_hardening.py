@@ -58,7 +58,7 @@ class ClientHardening(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, auto_create_accounts=False) as cluster:
             self.cluster = cluster
             for name in ("alice", "bob", "carol", "dave", "erin", "frank"):
-                cluster.redis.execute("HSET", "tessera:tessera:account:%s" % name, "password_hash", argon2id(b"pw"))
+                cluster.redis.hset("tessera:tessera:account:%s" % name, "password_hash", argon2id(b"pw"))
             self.check_credentials()
             self.check_login_throttle()
             self.check_client_name()

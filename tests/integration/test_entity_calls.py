@@ -60,7 +60,7 @@ class EntityCalls(unittest.TestCase):
         settings = ["baseapp.login_redirect=false", "baseapp.client_detached_grace_ms=0", "cellapp.game.npc_count=0"]
         with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
             globals_key = "tessera:%s:globals" % cluster.info.get("cluster_name", "tessera")
-            harness.wait_for(lambda: cluster.redis.execute("HGET", globals_key, "census"), 15.0,
+            harness.wait_for(lambda: cluster.redis.hget(globals_key, "census"), 15.0,
                              "a baseapp to register the Census")
             first, second = cluster.baseapps
             a_sock, a = harness.login(first, "alice", "pw")
@@ -68,8 +68,8 @@ class EntityCalls(unittest.TestCase):
             c_sock, c = harness.login(second, "carol", "pw")
             alice, bob, carol = a["entity_id"], b["entity_id"], c["entity_id"]
             c_sock.close()  # carol's entity goes with her client (no grace)
-            harness.wait_for(lambda: cluster.redis.execute(
-                "HGET", "tessera:%s:base_directory" % cluster.info.get("cluster_name", "tessera"), str(carol)) is None,
+            harness.wait_for(lambda: cluster.redis.hget(
+                "tessera:%s:base_directory" % cluster.info.get("cluster_name", "tessera"), str(carol)) is None,
                 10.0, "carol's base to leave the directory")
 
             a_sock.sendall(frame(msg_call(alice, PART_BASE, POKE, struct.pack("<Q", bob))))

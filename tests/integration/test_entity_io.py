@@ -135,8 +135,8 @@ class EntityIo(unittest.TestCase):
             # older Tessera wrote claims: the next cluster must still spawn.
             cluster.kill("cellapp-1")
             key = "tessera:tessera:space_map:default"
-            harness.wait_for(lambda: cluster.redis.execute("PTTL", key) != -2, 5, "the claim")
-            self.assertEqual(cluster.redis.execute("PERSIST", key), 1)
+            harness.wait_for(lambda: cluster.redis.pttl(key) != -2, 5, "the claim")
+            self.assertTrue(cluster.redis.persist(key), "PERSIST found no TTL on the claim")
             cluster.stop()
         # Each cluster writes its logs afresh.
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, run_dir=run_dir) as cluster:

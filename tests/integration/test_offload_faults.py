@@ -101,13 +101,13 @@ class OffloadFaults(unittest.TestCase):
         epoch = current["epoch"] + 1
         current["epoch"] = epoch
         current["tree"]["low"]["cellapp"] = 987654
-        cluster.redis.execute("SET", "tessera:tessera:space:default", json.dumps(current))
-        cluster.redis.execute("HSET", "tessera:tessera:spaces", "default", str(epoch))
+        cluster.redis.set("tessera:tessera:space:default", json.dumps(current))
+        cluster.redis.hset("tessera:tessera:spaces", "default", str(epoch))
         harness.wait_for(lambda: "names cellapp 987654, which is not alive" in cluster.log("cellapp-1"), 30,
                          "cellapp-1 to refuse the layout naming a cellapp that is not alive")
         self.assertNotIn("epoch %d: this cellapp" % epoch, cluster.log("cellapp-1"), "it was applied")
         # An epoch older than the one applied: ignored, and said so.
-        cluster.redis.execute("HSET", "tessera:tessera:spaces", "default", "1")
+        cluster.redis.hset("tessera:tessera:spaces", "default", "1")
         harness.wait_for(lambda: "older than the" in cluster.log("cellapp-3") and "ignored" in cluster.log("cellapp-3"),
                          15, "cellapp-3 to ignore an older epoch and log it")
 

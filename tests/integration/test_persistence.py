@@ -120,7 +120,7 @@ class Persistence(unittest.TestCase):
             prefix = "tessera:%s:entity:Avatar:" % cluster.info.get("cluster_name", "tessera")
             # Written by an older game: a property since removed, a level
             # that is not a number any more; no "mana" (it takes its default).
-            cluster.redis.execute("SET", prefix + "bob", json.dumps({
+            cluster.redis.set(prefix + "bob", json.dumps({
                 "format": 1, "class": "Avatar", "space": "", "position": [1.5, 0, -2.5], "yaw": 0,
                 "properties": {"name": "bob", "gold": 7, "guild_rank": 3, "level": "captain"}}))
             sock, reply = harness.login(cluster.login, "bob", "pw-bob")
@@ -134,7 +134,7 @@ class Persistence(unittest.TestCase):
             sock.close()
 
             damaged = "{ this is not JSON"
-            cluster.redis.execute("SET", prefix + "carol", damaged)
+            cluster.redis.set(prefix + "carol", damaged)
             s = harness.connect(cluster.login)
             s.sendall(frame(harness.msg_hello()))
             harness.read_until(s, "hello")
@@ -142,7 +142,7 @@ class Persistence(unittest.TestCase):
             refused = harness.read_until(s, {"login_reply", "error"}, timeout=10.0)
             self.assertEqual(refused and refused.get("code"), ERROR_CODES["UNAVAILABLE"], refused)
             s.close()
-            self.assertEqual(harness.tessera_cluster._text(cluster.redis.get(prefix + "carol")), damaged)
+            self.assertEqual(cluster.redis.get(prefix + "carol"), damaged)
             self.assertTrue(cluster.all_alive())
 
     def test_autosave_and_redis_restart(self):
