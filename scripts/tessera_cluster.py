@@ -24,7 +24,9 @@ benchmarks use too (Debian's python3-redis, which scripts/deps installs),
 and the registry readers (`registry_entries`).
 
 The Redis server is whatever `redis-server` is on PATH, else redis-tools'
-redis-check-rdb started as redis-server (`find_redis_server`).
+redis-check-rdb started as redis-server (`find_redis_server`): scripts/deps
+installs redis-tools alone, not Debian's redis-server package and its
+system service.
 
 The registry (common/registry.h): every process keeps a hash
 tessera:<cluster>:process:<id> alive with a TTL heartbeat and lists its id in
@@ -927,8 +929,9 @@ def find_redis_server():
     on PATH (a system Redis's, or one built by hand), else redis-tools'
     redis-check-rdb. That is the same binary -- Debian's
     /usr/bin/redis-server is a symlink to it -- and it runs as the server
-    when its argv[0] does not name it redis-check-rdb. Raises ClusterError
-    when there is neither."""
+    when its argv[0] does not name it redis-check-rdb. scripts/deps installs
+    redis-tools only, so that no system Redis is enabled and started on
+    6379. Raises ClusterError when there is neither."""
     path = _which("redis-server") or _which("redis-check-rdb")
     if path is None:
         raise ClusterError("no redis-server on PATH, nor redis-tools' redis-check-rdb to start as one; "
