@@ -732,8 +732,8 @@ static void bench_print_result(const bench_result *r) {
                (double)run->hysteresis, bench_ratio(run->grid.median_ms, run->coord.median_ms),
                bench_ratio(run->oracle.median_ms, run->coord.median_ms),
                bench_ratio(run->coord.median_ms, run->grid.median_ms), run->mean_view,
-               (double)(run->stats_end.swaps - run->stats_build.swaps) / ticks,
-               (double)(run->stats_end.crossings - run->stats_build.crossings) / ticks,
+               (double)(run->stats_end.swaps - run->stats_build.swaps) / (double)ticks,
+               (double)(run->stats_end.crossings - run->stats_build.crossings) / (double)ticks,
                run->stats_end.cancelled - run->stats_build.cancelled, run->grid_recomputed,
                100.0 * run->grid_recomputed / r->n);
         printf("        events %s (oracle's watchers: oracle %" PRIu64 "/%" PRIu64 ", coord %" PRIu64 "/%" PRIu64
@@ -816,13 +816,14 @@ static void bench_print_json(const bench_options *opt, const bench_result *resul
                    ",\"coord_oracle\":%" PRIu64 ",\"grid_oracle\":%" PRIu64 "},",
                    bench_events_agree(run) ? "true" : "false", run->checked_ticks, run->mismatch_coord_grid,
                    run->mismatch_coord_oracle, run->mismatch_grid_oracle);
-            printf(
-                "\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,"
-                "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
-                "\"cancelled\":%" PRIu64 ",\"events\":%" PRIu64 ",\"build_swaps\":%" PRIu64 "}}",
-                run->mean_view, run->grid_recomputed, (double)(run->stats_end.swaps - run->stats_build.swaps) / ticks,
-                (double)(run->stats_end.crossings - run->stats_build.crossings) / ticks,
-                run->stats_end.cancelled - run->stats_build.cancelled, run->stats_end.events, run->stats_build.swaps);
+            printf("\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,"
+                   "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
+                   "\"cancelled\":%" PRIu64 ",\"events\":%" PRIu64 ",\"build_swaps\":%" PRIu64 "}}",
+                   run->mean_view, run->grid_recomputed,
+                   (double)(run->stats_end.swaps - run->stats_build.swaps) / (double)ticks,
+                   (double)(run->stats_end.crossings - run->stats_build.crossings) / (double)ticks,
+                   run->stats_end.cancelled - run->stats_build.cancelled, run->stats_end.events,
+                   run->stats_build.swaps);
         }
         printf("]}");
     }
@@ -934,7 +935,7 @@ static int bench_parse_options(int argc, char **argv, bench_options *opt) {
             char *copy = xstrdup(value), *save = NULL;
             for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
                 int k;
-                for (k = 0; k < BENCH_CASE_COUNT && strcmp(tok, bench_case_names[k]); k++) {
+                for (k = 0; k < BENCH_CASE_COUNT && strcmp(tok, bench_case_names[k]) != 0; k++) {
                 }
                 if (k == BENCH_CASE_COUNT) {
                     fprintf(stderr, "bench-aoi: unknown case: %s\n", tok);
@@ -962,17 +963,17 @@ int main(int argc, char **argv) {
     bench_result *results = xcalloc(BENCH_CASE_COUNT * opt.size_count, sizeof *results);
     size_t count = 0;
     uint64_t bad = 0;
-    if (!opt.json)
+    if (!opt.json) {
         printf("bench-aoi: world %gx%g, extent %g, hysteresis 0 and %g, step <= %g, grid cell %g, seed %" PRIu64
                "; views checked every %d tick(s)%s\n",
                (double)BENCH_WORLD, (double)BENCH_WORLD, (double)BENCH_EXTENT, (double)BENCH_HYSTERESIS,
                (double)BENCH_STEP, (double)opt.grid_cell, opt.seed, opt.check_every,
                opt.quantize > 0 ? "; positions QUANTIZED (tie stress, not the benchmark workload)" : "");
-    if (!opt.json)
         printf("build ms: N entities + N watchers + first flush/update; ins-only ms: N entities alone, no watchers,"
                " + first flush/update (coord: coord_add_entity x N + coord_flush); sparse: %" PRIu32 " %% of the"
                " entities move each tick\n",
                opt.sparse_movers_percent);
+    }
     for (int kind = 0; kind < BENCH_CASE_COUNT; kind++) {
         if (!opt.cases[kind]) continue;
         int ticks = kind == BENCH_CASE_CLUSTERED ? opt.clustered_ticks : opt.ticks;
@@ -998,7 +999,7 @@ int main(int argc, char **argv) {
             bench_workload_free(&wl);
             if (!opt.json) {
                 bench_print_result(r);
-                fflush(stdout);
+                (void)fflush(stdout); /* progress only: nothing to do if stdout is gone */
             }
         }
     }

@@ -194,7 +194,8 @@ static space_layout *grid_layout(uint32_t columns, uint32_t rows, double side) {
     const double min[3] = {0, -100, 0}, max[3] = {side, 100, side};
     uint64_t cellapps[64];
     for (uint32_t i = 0; i < columns * rows; i++) cellapps[i] = i + 1;
-    space_layout *layout = space_layout_create_grid("bench", min, max, false, columns, rows, cellapps, columns * rows);
+    space_layout *layout =
+        space_layout_create_grid("bench", min, max, false, columns, rows, cellapps, (size_t)columns * rows);
     if (!layout) {
         fprintf(stderr, "bench-balance: cannot build the grid\n");
         exit(1);

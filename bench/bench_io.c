@@ -17,7 +17,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "entity_io.h"
+#include "log.h"
 
 static double now_seconds(void) {
     struct timespec t;
@@ -55,7 +57,7 @@ static int scan_compare(const void *a, const void *b) {
  * queues delivered the same events. */
 static int bench_io_run(int entities, int ticks, uint32_t max_delay_ms) {
     tally wheel = {0, 0}, scan = {0, 0};
-    entity_io_outputs *outputs = calloc((size_t)entities, sizeof *outputs);
+    entity_io_outputs *outputs = xcalloc((size_t)entities, sizeof *outputs);
     for (int e = 0; e < entities; e++)
         for (int k = 0; k < 4; k++) {
             char target[32];
@@ -77,14 +79,14 @@ static int bench_io_run(int entities, int ticks, uint32_t max_delay_ms) {
     double wheel_seconds = now_seconds() - t0;
 
     size_t capacity = 1024, count = 0, due_capacity = 1024;
-    scan_event *queue = malloc(capacity * sizeof *queue), *due = malloc(due_capacity * sizeof *due);
+    scan_event *queue = xmalloc(capacity * sizeof *queue), *due = xmalloc(due_capacity * sizeof *due);
     uint64_t sequence = 0;
     t0 = now_seconds();
     for (int t = 0; t <= ticks; t++) {
         uint64_t now = t < ticks ? (uint64_t)t * 100 : (uint64_t)ticks * 100 + max_delay_ms + 1000;
         for (int e = t % 10; t < ticks && e < entities; e += 10)
             for (uint32_t k = 0; k < outputs[e].count; k++) {
-                if (count == capacity) queue = realloc(queue, (capacity *= 2) * sizeof *queue);
+                if (count == capacity) queue = xrealloc(queue, (capacity *= 2) * sizeof *queue);
                 scan_event *ev = &queue[count++];
                 ev->due_ms = now + outputs[e].connections[k].delay_ms;
                 ev->sequence = sequence++;
@@ -96,7 +98,7 @@ static int bench_io_run(int entities, int ticks, uint32_t max_delay_ms) {
         size_t due_count = 0;
         for (size_t i = 0; i < count;) {
             if (queue[i].due_ms <= now) {
-                if (due_count == due_capacity) due = realloc(due, (due_capacity *= 2) * sizeof *due);
+                if (due_count == due_capacity) due = xrealloc(due, (due_capacity *= 2) * sizeof *due);
                 due[due_count++] = queue[i];
                 queue[i] = queue[--count];
             } else {
@@ -126,7 +128,7 @@ static int bench_io_run(int entities, int ticks, uint32_t max_delay_ms) {
 }
 
 int main(int argc, char **argv) {
-    int entities = argc > 1 ? atoi(argv[1]) : 1000, ticks = argc > 2 ? atoi(argv[2]) : 600;
+    int entities = argc > 1 ? bench_int_arg(argv[1], 0) : 1000, ticks = argc > 2 ? bench_int_arg(argv[2], 0) : 600;
     if (entities <= 0) entities = 1000;
     if (ticks <= 0) ticks = 600;
     printf("bench-io: entity I/O events per second against an array scanned every tick\n");

@@ -29,18 +29,21 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_args.h"
 
 /* CPU this process has used, user and system, in seconds. */
 static double cpu_seconds(void) {
     struct rusage usage;
     getrusage(RUSAGE_SELF, &usage);
-    return (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + (double)usage.ru_stime.tv_sec +
-           usage.ru_stime.tv_usec / 1e6;
+    return (double)usage.ru_utime.tv_sec + (double)usage.ru_utime.tv_usec / 1e6 + (double)usage.ru_stime.tv_sec +
+           (double)usage.ru_stime.tv_usec / 1e6;
 }
 
-static int fail(const char *what) {
+/* Exits (status 1): a failed step ends the run, and the exit returns the
+ * sockets and buffers main holds. */
+static _Noreturn void fail(const char *what) {
     fprintf(stderr, "bench-loopback: %s: %s\n", what, strerror(errno));
-    return 1;
+    exit(1);
 }
 
 /* Reads exactly `length` bytes (the sockets are blocking). */
@@ -61,13 +64,13 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
-            clients = atoi(argv[++i]);
+            clients = bench_int_arg(argv[++i], 0);
         else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc)
-            ticks = atoi(argv[++i]);
+            ticks = bench_int_arg(argv[++i], 0);
         else if (strcmp(argv[i], "--view-bytes") == 0 && i + 1 < argc)
-            view_bytes = (size_t)atoi(argv[++i]);
+            view_bytes = (size_t)bench_int_arg(argv[++i], 0);
         else if (strcmp(argv[i], "--move-bytes") == 0 && i + 1 < argc)
-            move_bytes = (size_t)atoi(argv[++i]);
+            move_bytes = (size_t)bench_int_arg(argv[++i], 0);
         else {
             fprintf(stderr,
                     "usage: bench-loopback [--json] [--clients N] [--ticks T] [--view-bytes B] [--move-bytes M]\n");
@@ -81,20 +84,20 @@ int main(int argc, char **argv) {
     socklen_t address_length = sizeof address;
     if (listener < 0 || bind(listener, (struct sockaddr *)&address, sizeof address) != 0 ||
         listen(listener, 4096) != 0 || getsockname(listener, (struct sockaddr *)&address, &address_length) != 0)
-        return fail("listen on 127.0.0.1");
+        fail("listen on 127.0.0.1");
     int *relay = calloc((size_t)clients, sizeof *relay), *client = calloc((size_t)clients, sizeof *client);
     int epoll = epoll_create1(0);
     for (int i = 0; i < clients; i++) {
         client[i] = socket(AF_INET, SOCK_STREAM, 0);
         if (client[i] < 0 || connect(client[i], (struct sockaddr *)&address, sizeof address) != 0)
-            return fail("connect (raise ulimit -n for many clients)");
+            fail("connect (raise ulimit -n for many clients)");
         relay[i] = accept(listener, NULL, NULL);
-        if (relay[i] < 0) return fail("accept");
+        if (relay[i] < 0) fail("accept");
         int one = 1;
         setsockopt(client[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         setsockopt(relay[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         struct epoll_event event = {.events = EPOLLIN, .data.u32 = (uint32_t)i};
-        if (epoll_ctl(epoll, EPOLL_CTL_ADD, relay[i], &event) != 0) return fail("epoll_ctl");
+        if (epoll_ctl(epoll, EPOLL_CTL_ADD, relay[i], &event) != 0) fail("epoll_ctl");
     }
     uint8_t *view = calloc(1, view_bytes), *move = calloc(1, move_bytes), *buffer = malloc(65536);
     struct epoll_event *events = calloc((size_t)clients, sizeof *events);
@@ -103,9 +106,9 @@ int main(int argc, char **argv) {
      * wakes a process that sleeps, as it does under a real relay. Each side
      * reports the CPU it used (user + system) over the timed ticks. */
     int report[2];
-    if (pipe(report) != 0) return fail("pipe");
+    if (pipe(report) != 0) fail("pipe");
     pid_t child = fork();
-    if (child < 0) return fail("fork");
+    if (child < 0) fail("fork");
     if (child == 0) {
         close(report[0]);
         double cpu_start = 0;
@@ -128,16 +131,16 @@ int main(int argc, char **argv) {
         int seen = 0;
         while (seen < clients) {
             int n = epoll_wait(epoll, events, clients, 5000);
-            if (n <= 0) return fail("epoll_wait");
+            if (n <= 0) fail("epoll_wait");
             for (int k = 0; k < n; k++)
-                if (read_all(relay[events[k].data.u32], buffer, move_bytes) != 0) return fail("relay read");
+                if (read_all(relay[events[k].data.u32], buffer, move_bytes) != 0) fail("relay read");
             seen += n;
         }
         for (int i = 0; i < clients; i++)
-            if (write(relay[i], view, view_bytes) != (ssize_t)view_bytes) return fail("relay write");
+            if (write(relay[i], view, view_bytes) != (ssize_t)view_bytes) fail("relay write");
     }
     double relay_cpu = cpu_seconds() - cpu_start, client_cpu = 0;
-    if (read(report[0], &client_cpu, sizeof client_cpu) != sizeof client_cpu) return fail("the client process");
+    if (read(report[0], &client_cpu, sizeof client_cpu) != sizeof client_cpu) fail("the client process");
     int status;
     waitpid(child, &status, 0);
     uint64_t relay_ns = (uint64_t)(relay_cpu * 1e9), client_ns = (uint64_t)(client_cpu * 1e9);

@@ -18,6 +18,7 @@
 
 #include <cJSON.h>
 
+#include "bench_args.h"
 #include "json_file.h"
 #include "navmesh.h"
 #include "space_map.h"
@@ -89,7 +90,7 @@ static double grid_path(const float start[3], const float end[3]) {
     int from = cell_index(start[0], start[2]), to = cell_index(end[0], end[2]);
     if (from < 0 || to < 0 || blocked[from] || blocked[to]) return -1;
     for (int i = 0; i < GRID * GRID; i++) cost[i] = INFINITY;
-    memset(closed, 0, GRID * GRID);
+    memset(closed, 0, (size_t)GRID * GRID);
     heap_count = 0;
     int tx = to % GRID, tz = to / GRID;
     cost[from] = 0;
@@ -148,7 +149,7 @@ static int rasterize(const char *map_path) {
 }
 
 int main(int argc, char **argv) {
-    int pairs = argc > 1 ? atoi(argv[1]) : 300;
+    int pairs = argc > 1 ? bench_int_arg(argv[1], 0) : 300;
     const char *source = argc > 2 ? argv[2] : (getenv("TESSERA_SOURCE_DIR") ? getenv("TESSERA_SOURCE_DIR") : ".");
     if (pairs <= 0) pairs = 300;
     char map_path[512];
@@ -163,8 +164,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     built = now_seconds() - built;
-    blocked = calloc(GRID * GRID, 1);
-    closed = calloc(GRID * GRID, 1);
+    blocked = calloc((size_t)GRID * GRID, 1);
+    closed = calloc((size_t)GRID * GRID, 1);
     cost = malloc(sizeof *cost * GRID * GRID);
     heap = malloc(sizeof *heap * GRID * GRID * 8);
     heap_key = malloc(sizeof *heap_key * GRID * GRID * 8);

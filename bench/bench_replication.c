@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "alias_table.h"
+#include "bench_args.h"
 #include "entity_def.h"
 #include "entity_state.h"
 #include "property_codec.h"
@@ -248,7 +249,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc)
-            ticks = atoi(argv[++i]);
+            ticks = bench_int_arg(argv[++i], 0);
         else {
             fprintf(stderr, "usage: bench-replication [--json] [--ticks N]\n");
             return 2;
@@ -271,7 +272,7 @@ int main(int argc, char **argv) {
     static _Alignas(64) replication_entity ents[ENTITIES];
     for (int e = 0; e < ENTITIES; e++) {
         states[e] = entity_state_create(cls);
-        for (uint16_t p = 0; p < P_COUNT; p++) randomize(states[e], p);
+        for (int p = 0; p < P_COUNT; p++) randomize(states[e], p);
         entity_state_clear_dirty(states[e]);
         replication_entity_init(&ents[e], states[e], 1 + (uint64_t)e);
     }
@@ -342,7 +343,7 @@ int main(int argc, char **argv) {
     for (int t = 0; t < ticks; t++) {
         /* 20 % of properties change (untimed). */
         for (int e = 0; e < ENTITIES; e++) {
-            for (uint16_t p = 0; p < P_COUNT; p++) {
+            for (int p = 0; p < P_COUNT; p++) {
                 if (rng() % 5 == 0) {
                     randomize(states[e], p);
                     prop_changes++;

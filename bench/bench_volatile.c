@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "volatile_codec.h"
+#include "bench_args.h"
 
 #define BOTS 1000
 #define HZ 10
@@ -73,7 +74,7 @@ int main(int argc, char **argv) {
     int ticks = 60 * HZ;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc)
-            ticks = atoi(argv[++i]);
+            ticks = bench_int_arg(argv[++i], 0);
         else {
             fprintf(stderr, "usage: bench-volatile [--ticks N]\n");
             return 2;
@@ -163,7 +164,8 @@ int main(int argc, char **argv) {
             records++;
             total_bits += (uint64_t)record_bits;
             /* Error against the float the server was given. */
-            double e[3] = {fabs(out[i][0] - (float)b->x), fabs(out[i][1] - (float)b->y), fabs(out[i][2] - (float)b->z)};
+            const double e[3] = {fabs(out[i][0] - (float)b->x), fabs(out[i][1] - (float)b->y),
+                                 fabs(out[i][2] - (float)b->z)};
             for (int a = 0; a < 3; a++)
                 if (e[a] > max_err) max_err = e[a];
             double dy = fmod(fabs((double)out[i][3] - (float)b->heading), 2 * PI);

@@ -88,8 +88,9 @@ static cJSON *balancer_number_or_null(double value) {
 
 static char *balancer_report_json(const balancer *b) {
     cJSON *root = cJSON_CreateObject();
+    uint64_t at_ms = clock_wall_us() / 1000; /* whole milliseconds */
     cJSON_AddNumberToObject(root, "cellapp", (double)b->context.self->process_id);
-    cJSON_AddNumberToObject(root, "at_ms", (double)(clock_wall_us() / 1000));
+    cJSON_AddNumberToObject(root, "at_ms", (double)at_ms);
     cJSON_AddNumberToObject(root, "load", cell_load_value(b->context.load));
     cJSON_AddNumberToObject(root, "transient", cell_load_transient(b->context.load));
     cJSON_AddBoolToObject(root, "draining", *b->context.draining);

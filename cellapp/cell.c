@@ -175,7 +175,7 @@ cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_
     if (id_map_put(&c->entities, id, entity) != 0) log_panic("space '%s': cannot index entity", c->space_name);
     if (c->count == c->capacity) {
         c->capacity = c->capacity ? c->capacity * 2 : 64;
-        c->by_index = xrealloc(c->by_index, c->capacity * sizeof *c->by_index);
+        c->by_index = xrealloc(c->by_index, c->capacity * sizeof(cell_entity *));
     }
     entity->index = c->count;
     c->by_index[c->count++] = entity;

@@ -57,7 +57,7 @@ void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
     if (timer_count) {
         entity_timer_state *timers = xcalloc(timer_count, sizeof *timers);
         entity_timers_of(c->timers, entity->id, now_us, timers, timer_count);
-        out->timers = xcalloc(timer_count, sizeof *out->timers);
+        out->timers = xcalloc(timer_count, sizeof(Tessera__Cluster__TimerState *));
         for (size_t i = 0; i < timer_count; i++) {
             Tessera__Cluster__TimerState *saved = xmalloc(sizeof *saved);
             tessera__cluster__timer_state__init(saved);
@@ -73,7 +73,7 @@ void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
     }
 
     if (entity->real->trap_count) {
-        out->traps = xcalloc(entity->real->trap_count, sizeof *out->traps);
+        out->traps = xcalloc(entity->real->trap_count, sizeof(Tessera__Cluster__TrapState *));
         for (uint32_t t = 0; t < entity->real->trap_count; t++) {
             const cell_trap *trap = &entity->real->traps[t];
             Tessera__Cluster__TrapState *saved = xmalloc(sizeof *saved);

@@ -29,7 +29,7 @@
 
 #define CELLAPP_ADMIN_EVENT_MS 250
 /* A tick that has not run for this long means the loop is stuck in one. */
-#define CELLAPP_ADMIN_STUCK_US (5u * 1000u * 1000u)
+#define CELLAPP_ADMIN_STUCK_US ((uint64_t)5 * 1000 * 1000)
 
 struct cellapp_admin {
     cellapp_admin_context context;

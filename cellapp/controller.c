@@ -129,7 +129,7 @@ static bool controller_aim(const cell *c, const struct controller_move *move, fl
             memcpy(aim, move->destination, 3 * sizeof *aim);
             return true;
         case CONTROLLER_MOVE_PATH:
-            memcpy(aim, &move->path[3 * move->path_next], 3 * sizeof *aim);
+            memcpy(aim, &move->path[(size_t)3 * move->path_next], 3 * sizeof *aim);
             return true;
         case CONTROLLER_MOVE_ENTITY: {
             const cell_entity *target = cell_find(c, move->target_id);

@@ -504,7 +504,7 @@ static void coord_apply_moves(coord_system *cs) {
             coord_slide_entity_axis(cs, e, a, value);
             for (uint32_t w = cs->entities[e].first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned) {
                 const coord_watcher_record *watcher = &cs->watchers[w];
-                if (cs->trigger_flags[2 * w] & COORD_TRIGGER_PENDING) continue;
+                if (cs->trigger_flags[(size_t)2 * w] & COORD_TRIGGER_PENDING) continue;
                 float reach = watcher->dual ? watcher->extent + watcher->hysteresis : watcher->extent;
                 coord_slide_trigger_axis(cs, 2 * w, a, value - reach, value + reach);
             }
@@ -750,9 +750,10 @@ void coord__delete_trigger_nodes(coord_system *cs, uint32_t t) {
     cs->trigger_flags[t] = 0;
     if (flags & COORD_TRIGGER_PENDING) return; /* never made it into the axes; apply skips it */
     for (int a = 0; a < cs->axis_count; a++) {
-        coord_delete_node(cs, a, coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t), cs->trigger_hint[a][t * 2]);
+        coord_delete_node(cs, a, coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t),
+                          cs->trigger_hint[a][(size_t)t * 2]);
         coord_delete_node(cs, a, coord__key(cs->trigger_high[a][t], COORD_KIND_UPPER, t),
-                          cs->trigger_hint[a][t * 2 + 1]);
+                          cs->trigger_hint[a][(size_t)t * 2 + 1]);
     }
 }
 

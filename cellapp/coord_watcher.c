@@ -83,7 +83,7 @@ static uint32_t *coord_pair_find_or_add(coord_watcher_record *w, uint32_t entity
 }
 
 /* Deletes an entry with backward shifting, so there are no tombstones. */
-static void coord_pair_delete(coord_watcher_record *w, uint32_t *entry) {
+static void coord_pair_delete(coord_watcher_record *w, const uint32_t *entry) {
     uint32_t mask = w->table_capacity - 1;
     uint32_t hole = (uint32_t)(entry - w->table);
     uint32_t i = hole;
@@ -260,10 +260,12 @@ static void coord_watcher_centre(const coord_system *cs, uint32_t w, float *cent
 }
 
 static void coord_set_trigger_bounds(coord_system *cs, uint32_t t, const float *centre, float extent) {
-    for (int a = 0; a < cs->axis_count; a++) {
+    /* axis_count is 2 or 3; the bound tells the analyzer centre[a] is in
+     * its COORD_MAX_AXES. */
+    for (int a = 0; a < cs->axis_count && a < COORD_MAX_AXES; a++) {
         cs->trigger_low[a][t] = centre[a] - extent;
         cs->trigger_high[a][t] = centre[a] + extent;
-        cs->trigger_hint[a][2 * t] = cs->trigger_hint[a][2 * t + 1] = 0;
+        cs->trigger_hint[a][(size_t)2 * t] = cs->trigger_hint[a][(size_t)2 * t + 1] = 0;
     }
 }
 
@@ -315,7 +317,7 @@ uint32_t coord_add_watcher(coord_system *cs, uint32_t owner, float extent, float
     record->user_data = user_data;
     record->next_owned = cs->entities[owner].first_watcher;
     cs->entities[owner].first_watcher = w;
-    cs->trigger_flags[2 * w] = cs->trigger_flags[2 * w + 1] = 0;
+    cs->trigger_flags[(size_t)2 * w] = cs->trigger_flags[(size_t)2 * w + 1] = 0;
 
     record->dual = hysteresis > 0;
     float centre[COORD_MAX_AXES];
@@ -406,8 +408,8 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
             uint32_t bits = entry & ~(uint32_t)(COORD_PAIR_INNER | COORD_PAIR_LISTED);
             record->table[i] = bits | ((entry & COORD_PAIR_OUTER) ? COORD_PAIR_INNER : 0);
         }
+        record->candidate_count = 0; /* a trap has none */
     }
-    if (was_dual && !dual) record->candidate_count = 0; /* a trap has none */
     if (was_dual != dual) {
         record->dual = dual;
         coord_touch_all(cs, w);

@@ -295,7 +295,7 @@ void entity_io_save(const entity_io_outputs *outputs, Tessera__Cluster__IoConnec
     *out = NULL;
     *count = 0;
     if (!outputs->count) return;
-    *out = xcalloc(outputs->count, sizeof **out);
+    *out = xcalloc(outputs->count, sizeof(Tessera__Cluster__IoConnection *));
     for (uint32_t i = 0; i < outputs->count; i++) {
         const entity_io_connection *c = &outputs->connections[i];
         Tessera__Cluster__IoConnection *saved = xmalloc(sizeof *saved);

@@ -97,7 +97,7 @@ static void entity_timers_sift_down(entity_timers *timers, size_t i) {
 static void entity_timers_push(entity_timers *timers, entity_timer *timer) {
     if (timers->count == timers->capacity) {
         timers->capacity = timers->capacity ? timers->capacity * 2 : 64;
-        timers->heap = xrealloc(timers->heap, timers->capacity * sizeof *timers->heap);
+        timers->heap = xrealloc(timers->heap, timers->capacity * sizeof(entity_timer *));
     }
     timers->heap[timers->count] = timer;
     entity_timers_sift_up(timers, timers->count++);

@@ -15,7 +15,8 @@
  *   - one of an earlier incarnation is STALE and dropped.
  *
  * With no copy here, a CREATE of any incarnation applies (others wait for
- * one), and so does an OFFLOAD, which carries the whole entity. After a DELETE the entity leaves a tombstone for a while: messages
+ * one), and so does an OFFLOAD, which carries the whole entity. After a
+ * DELETE the entity leaves a tombstone for a while: messages
  * of the deleted incarnation or earlier are stale, so a late CREATE from a
  * former real cannot raise a ghost that nobody will delete.
  *

@@ -292,14 +292,14 @@ static void haunt_send_update(haunts *h, cell_entity *entity, const entity_state
     update.properties.len = bit_writer_bytes(&w);
     Tessera__Client__ClientCall **calls = NULL;
     if (entity->real->broadcast_count) {
-        calls = xcalloc(entity->real->broadcast_count, sizeof *calls);
+        calls = xcalloc(entity->real->broadcast_count, sizeof(Tessera__Client__ClientCall *));
         for (size_t i = 0; i < entity->real->broadcast_count; i++) calls[i] = &entity->real->broadcast_calls[i];
         update.n_client_calls = entity->real->broadcast_count;
         update.client_calls = calls;
     }
     Tessera__Client__GameEvent **events = NULL;
     if (entity->real->broadcast_event_count) {
-        events = xcalloc(entity->real->broadcast_event_count, sizeof *events);
+        events = xcalloc(entity->real->broadcast_event_count, sizeof(Tessera__Client__GameEvent *));
         for (size_t i = 0; i < entity->real->broadcast_event_count; i++) events[i] = &entity->real->broadcast_events[i];
         update.n_events = entity->real->broadcast_event_count;
         update.events = events;

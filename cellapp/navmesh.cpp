@@ -240,7 +240,7 @@ uint8_t *navmesh_save(const navmesh *mesh, size_t *length) {
     const dtNavMesh *nav = mesh->mesh;
     const dtMeshTile *tile = nav->getTile(0);
     if (!tile || !tile->data || tile->dataSize <= 0) return nullptr;
-    uint8_t *out = (uint8_t *)std::malloc((size_t)tile->dataSize);
+    uint8_t *out = static_cast<uint8_t *>(std::malloc((size_t)tile->dataSize));
     if (!out) return nullptr;
     std::memcpy(out, tile->data, (size_t)tile->dataSize);
     *length = (size_t)tile->dataSize;
@@ -252,7 +252,7 @@ navmesh *navmesh_load(const uint8_t *data, size_t length, char *err, size_t errl
         navmesh_error(err, errlen, "the data is too short or too long to be a navigation mesh");
         return nullptr;
     }
-    unsigned char *copy = (unsigned char *)dtAlloc((int)length, DT_ALLOC_PERM);
+    unsigned char *copy = static_cast<unsigned char *>(dtAlloc((int)length, DT_ALLOC_PERM));
     if (!copy) {
         navmesh_error(err, errlen, "out of memory");
         return nullptr;
@@ -269,7 +269,7 @@ void navmesh_free(navmesh *mesh) {
 }
 
 int navmesh_polygon_count(const navmesh *mesh) {
-    const dtMeshTile *tile = ((const dtNavMesh *)mesh->mesh)->getTile(0);
+    const dtMeshTile *tile = static_cast<const dtNavMesh *>(mesh->mesh)->getTile(0);
     return tile && tile->header ? tile->header->polyCount : 0;
 }
 

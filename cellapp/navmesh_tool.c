@@ -6,6 +6,7 @@
  *   tessera-navmesh build MAP OUT [CELL_SIZE]
  *   tessera-navmesh path MAP X,Y,Z X,Y,Z [CELL_SIZE]
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,9 +21,17 @@ static int navmesh_tool_usage(void) {
     return 2;
 }
 
+/* X,Y,Z: three numbers, nothing after them (strtof, so one out of float's
+ * range is refused). */
 static int navmesh_tool_point(const char *text, float out[3]) {
-    char tail;
-    return sscanf(text, "%f,%f,%f%c", &out[0], &out[1], &out[2], &tail) == 3 ? 0 : -1;
+    for (int i = 0; i < 3; i++) {
+        char *end;
+        errno = 0;
+        out[i] = strtof(text, &end);
+        if (end == text || errno == ERANGE || *end != (i < 2 ? ',' : '\0')) return -1;
+        text = end + 1;
+    }
+    return 0;
 }
 
 int main(int argc, char **argv) {

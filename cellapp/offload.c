@@ -188,7 +188,7 @@ static void offload_dispatch(offloads *o, cell_entity *entity, uint64_t target,
     /* The haunts the new real takes over: all but itself, plus us (the copy
      * here becomes its ghost). */
     uint64_t *haunts = xcalloc(entity->real->haunt_count + 1, sizeof *haunts);
-    size_t haunt_count = 0;
+    size_t n_haunts = 0;
     for (uint32_t i = 0; i < entity->real->haunt_count; i++) {
         uint64_t peer = entity->real->haunts[i].cellapp_id;
         if (peer == target) continue;
@@ -197,11 +197,11 @@ static void offload_dispatch(offloads *o, cell_entity *entity, uint64_t target,
             continue;
         }
         offload_send_set_real(o, peer, entity->id, k, target);
-        haunts[haunt_count++] = peer;
+        haunts[n_haunts++] = peer;
     }
     /* (Into another space, the target's ghost in the old one goes when the
      * real arrives in the new one: offload_apply.) */
-    if (!space_changed) haunts[haunt_count++] = o->context.self->process_id;
+    if (!space_changed) haunts[n_haunts++] = o->context.self->process_id;
 
     state->incarnation = k + 1;
     state->offloads = entity->real->offloads + 1;
@@ -209,7 +209,7 @@ static void offload_dispatch(offloads *o, cell_entity *entity, uint64_t target,
     Tessera__Cluster__Offload offload = TESSERA__CLUSTER__OFFLOAD__INIT;
     offload.entity = state;
     offload.haunts = haunts;
-    offload.n_haunts = haunt_count;
+    offload.n_haunts = n_haunts;
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_OFFLOAD;
     item.offload = &offload;
@@ -222,7 +222,7 @@ static void offload_dispatch(offloads *o, cell_entity *entity, uint64_t target,
     pending->state = kept;
     pending->length = kept_length;
     pending->haunts = haunts;
-    pending->haunt_count = haunt_count;
+    pending->haunt_count = n_haunts;
     pending->sent_us = clock_monotonic_us();
     offload_pending_free(id_map_remove(&o->pending, entity->id));
     id_map_put(&o->pending, entity->id, pending);

@@ -96,7 +96,7 @@ void outbox_flush_clients(outbox *out) {
     while (id_map_next(&out->baseapp_queues, &cursor, &baseapp_id, &value)) {
         baseapp_queue *queue = value;
         if (queue->count == 0) continue;
-        Tessera__Cluster__ToClient **pointers = xcalloc(queue->count, sizeof *pointers);
+        Tessera__Cluster__ToClient **pointers = xcalloc(queue->count, sizeof(Tessera__Cluster__ToClient *));
         for (size_t i = 0; i < queue->count; i++) pointers[i] = &queue->messages[i];
         Tessera__Cluster__ToClientBatch batch = TESSERA__CLUSTER__TO_CLIENT_BATCH__INIT;
         batch.n_messages = queue->count;

@@ -4,6 +4,7 @@
 #include "space_map.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ static int space_map_numbers(const cJSON *array, float *out, int count) {
         if (!cJSON_IsNumber(item) || !isfinite(item->valuedouble)) return -1;
         out[i++] = (float)item->valuedouble;
     }
-    return 0;
+    return i == count ? 0 : -1;
 }
 
 /* A box's twelve triangles over its eight corners. */
@@ -169,7 +170,13 @@ static navmesh *space_map_load_prebuilt(const char *map, const char *file, char 
         memcpy(data + length, chunk, got);
         length += got;
     }
-    fclose(f);
+    bool unread = ferror(f) != 0;
+    (void)fclose(f); /* read only: nothing to lose */
+    if (unread) {
+        free(data);
+        snprintf(err, errlen, "map %s: its navmesh %s cannot be read", map, file);
+        return NULL;
+    }
     char why[256];
     navmesh *mesh = navmesh_load(data, length, why, sizeof why);
     free(data);

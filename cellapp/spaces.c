@@ -20,7 +20,7 @@
 /* A layout whose owners are not all up after this long is reported (and
  * kept waiting): longer than a cellapp takes to start, register and
  * connect. */
-#define SPACES_OWNER_WAIT_US (5u * 1000u * 1000u)
+#define SPACES_OWNER_WAIT_US ((uint64_t)5 * 1000 * 1000)
 
 typedef struct spaces_space spaces_space;
 
@@ -63,7 +63,7 @@ static spaces_space *spaces_find(const spaces *s, const char *name) {
 static spaces_space *spaces_add(spaces *s, const char *name) {
     if (s->count == s->capacity) {
         s->capacity = s->capacity ? s->capacity * 2 : 4;
-        s->list = xrealloc(s->list, s->capacity * sizeof *s->list);
+        s->list = xrealloc(s->list, s->capacity * sizeof(spaces_space *));
     }
     spaces_space *space = xcalloc(1, sizeof *space);
     snprintf(space->name, sizeof space->name, "%s", name);

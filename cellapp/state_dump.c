@@ -23,8 +23,9 @@ int state_dump_write(const spaces *s, const char *path, uint64_t process_id) {
         return -1;
     }
     cJSON *root = cJSON_CreateObject();
+    uint64_t wall_ms = clock_wall_us() / 1000; /* whole milliseconds */
     cJSON_AddNumberToObject(root, "process_id", (double)process_id);
-    cJSON_AddNumberToObject(root, "wall_ms", (double)(clock_wall_us() / 1000));
+    cJSON_AddNumberToObject(root, "wall_ms", (double)wall_ms);
     cJSON *entities = cJSON_AddArrayToObject(root, "entities");
     cJSON *ghosts = cJSON_AddArrayToObject(root, "ghosts");
     cJSON *cells = cJSON_AddArrayToObject(root, "cells");

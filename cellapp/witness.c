@@ -815,7 +815,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     Tessera__Client__ClientCall *calls = NULL, **call_pointers = NULL;
     if (view->call_count) {
         calls = xcalloc(view->call_count, sizeof *calls);
-        call_pointers = xcalloc(view->call_count, sizeof *call_pointers);
+        call_pointers = xcalloc(view->call_count, sizeof(Tessera__Client__ClientCall *));
         size_t kept = 0;
         for (size_t i = 0; i < view->call_count; i++) {
             /* A call for an entity that left the view in this very stream
@@ -836,7 +836,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     Tessera__Client__GameEvent *events = NULL, **event_pointers = NULL;
     if (view->event_count) {
         events = xcalloc(view->event_count, sizeof *events);
-        event_pointers = xcalloc(view->event_count, sizeof *event_pointers);
+        event_pointers = xcalloc(view->event_count, sizeof(Tessera__Client__GameEvent *));
         size_t kept = 0;
         for (size_t i = 0; i < view->event_count; i++) {
             const witness_event *queued = &view->events[i];
@@ -873,7 +873,7 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
     tessera__cluster__witness_state__init(out);
     uint32_t next_unused = alias_table_next_unused(view->aliases);
     uint32_t in_use = alias_table_in_use(view->aliases);
-    out->aliases = in_use ? xcalloc(in_use, sizeof *out->aliases) : NULL;
+    out->aliases = in_use ? xcalloc(in_use, sizeof(Tessera__Cluster__WitnessAlias *)) : NULL;
     for (uint32_t alias = 0; alias < next_unused && out->n_aliases < in_use; alias++) {
         uint64_t entity_id = alias_table_entity(view->aliases, alias);
         if (!entity_id) continue;
@@ -925,7 +925,7 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
     if (cooling) {
         alias_table_cooling_entry *entries = xcalloc(cooling, sizeof *entries);
         alias_table_cooling(view->aliases, now_ms, entries, cooling);
-        out->cooling = xcalloc(cooling, sizeof *out->cooling);
+        out->cooling = xcalloc(cooling, sizeof(Tessera__Cluster__AliasCooling *));
         for (uint32_t i = 0; i < cooling; i++) {
             Tessera__Cluster__AliasCooling *saved = xmalloc(sizeof *saved);
             tessera__cluster__alias_cooling__init(saved);
@@ -940,7 +940,7 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
     witness_budget_save(view->budget, &budget_tick, &out->budget_credit, &out->budget_allowance_remainder);
     out->budget_tick = view->budget_tick > budget_tick ? view->budget_tick : budget_tick;
     if (view->call_count) {
-        out->calls = xcalloc(view->call_count, sizeof *out->calls);
+        out->calls = xcalloc(view->call_count, sizeof(Tessera__Client__ClientCall *));
         for (size_t i = 0; i < view->call_count; i++) {
             Tessera__Client__ClientCall *call = xmalloc(sizeof *call);
             tessera__client__client_call__init(call);
@@ -953,7 +953,7 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
         out->n_calls = view->call_count;
     }
     if (view->event_count) {
-        out->events = xcalloc(view->event_count, sizeof *out->events);
+        out->events = xcalloc(view->event_count, sizeof(Tessera__Cluster__QueuedEvent *));
         for (size_t i = 0; i < view->event_count; i++) {
             /* One allocation holds the queued entry and its event. */
             struct {

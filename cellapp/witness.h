@@ -60,7 +60,8 @@ void witness_saved_free(Tessera__Cluster__WitnessState *state);
  * the same aliases, cooldowns, budget and per-alias state, and a view that
  * starts with what the client knew, so nothing leaves or enters that
  * stayed in view. A copy here that is ahead of the one the witness left
- * (its change counters) owes the client its move, or its properties. Returns 0, or -1 (logged) for a state that does not fit
+ * (its change counters) owes the client its move, or its properties.
+ * Returns 0, or -1 (logged) for a state that does not fit
  * this cellapp's settings (then a fresh witness is attached). */
 int witness_restore(cell *c, cell_entity *entity, const Tessera__Cluster__WitnessState *state);
 /* The space changed under the client: forget every alias, as the client

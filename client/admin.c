@@ -227,6 +227,21 @@ static bool admin_parse_double(const char *text, double *out) {
     return true;
 }
 
+/* "CxR": two counts, each 1 to UINT32_MAX. */
+static bool admin_parse_grid(const char *text, uint32_t *columns, uint32_t *rows) {
+    char buffer[64];
+    snprintf(buffer, sizeof buffer, "%s", text);
+    char *x = strchr(buffer, 'x');
+    if (!x) return false;
+    *x = '\0';
+    uint64_t c, r;
+    if (!admin_parse_u64(buffer, &c) || !admin_parse_u64(x + 1, &r) || !c || !r || c > UINT32_MAX || r > UINT32_MAX)
+        return false;
+    *columns = (uint32_t)c;
+    *rows = (uint32_t)r;
+    return true;
+}
+
 /* "a,b,c" into `count` doubles. */
 static bool admin_parse_list(const char *text, double *out, int count) {
     char buffer[256];
@@ -261,7 +276,7 @@ static int admin_edit_assign(space_layout *layout, int argc, char **argv, char *
 static int admin_edit_split(space_layout *layout, int argc, char **argv, char *err, size_t errlen) {
     uint64_t cell, cellapp;
     double at;
-    if (argc != 4 || !admin_parse_u64(argv[0], &cell) || (strcmp(argv[1], "x") && strcmp(argv[1], "z")) ||
+    if (argc != 4 || !admin_parse_u64(argv[0], &cell) || (strcmp(argv[1], "x") != 0 && strcmp(argv[1], "z") != 0) ||
         !admin_parse_double(argv[2], &at) || !admin_parse_u64(argv[3], &cellapp)) {
         snprintf(err, errlen, "split needs SPACE CELL x|z AT CELLAPP");
         return -1;
@@ -341,7 +356,7 @@ static int admin_create(admin *a, const char *name, int argc, char **argv) {
             has_spawn = true;
             continue;
         }
-        if (strcmp(option, "--grid") == 0 && sscanf(value, "%ux%u", &columns, &rows) == 2 && columns && rows) continue;
+        if (strcmp(option, "--grid") == 0 && admin_parse_grid(value, &columns, &rows)) continue;
         if (strcmp(option, "--cellapps") == 0) {
             char buffer[1024];
             snprintf(buffer, sizeof buffer, "%s", value);
@@ -441,8 +456,11 @@ int main(int argc, char **argv) {
             a.json = true;
         } else if (strcmp(argv[i], "--redis") == 0 && i + 1 < argc) {
             const char *colon = strrchr(argv[++i], ':');
-            if (!colon || sscanf(colon + 1, "%d", &port) != 1 || (size_t)(colon - argv[i]) >= sizeof host)
+            uint64_t redis_port;
+            if (!colon || !admin_parse_u64(colon + 1, &redis_port) || redis_port > 65535 ||
+                (size_t)(colon - argv[i]) >= sizeof host)
                 return admin_usage(stderr);
+            port = (int)redis_port;
             memcpy(host, argv[i], (size_t)(colon - argv[i]));
             host[colon - argv[i]] = '\0';
         } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {

@@ -2,7 +2,9 @@
  * shutdown (admin_cluster.h). */
 #include "admin_cluster.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,11 +65,28 @@ static void admin_processes_free(admin_process *list, int count) {
     for (int i = 0; i < count; i++) cJSON_Delete(list[i].fields);
 }
 
+/* A registry field read as a number: the number, or 0 when the field holds
+ * none (missing, empty, or not wholly a finite number), as atof gave. */
+static double admin_number(const char *text) {
+    char *end;
+    errno = 0;
+    double value = strtod(text, &end);
+    return end != text && *end == '\0' && errno == 0 && isfinite(value) ? value : 0;
+}
+
+/* A registry port field: 1..65535, or 0 when it holds no port. */
+static int admin_port(const char *text) {
+    char *end;
+    errno = 0;
+    long port = strtol(text, &end, 10);
+    return end != text && *end == '\0' && errno == 0 && port > 0 && port <= 65535 ? (int)port : 0;
+}
+
 /* A request to a process's admin listener. Returns the HTTP status (0 on
  * failure, with the reason in err); *body is malloc'd when not NULL. */
 static int admin_ask(const admin_process *p, const char *method, const char *path, char **body, char *err,
                      size_t errlen) {
-    int port = atoi(admin_field(p, "admin_port"));
+    int port = admin_port(admin_field(p, "admin_port"));
     if (port <= 0) {
         snprintf(err, errlen, "process %s has no admin listener", p->id);
         return 0;
@@ -109,8 +128,8 @@ int admin_cluster_status(redisContext *redis, const char *cluster, bool json) {
             snprintf(health, sizeof health, "unreachable: %s", err);
         free(body);
         unhealthy += status != 200;
-        double load = atof(admin_field(p, "load_permille")) / 1000.0;
-        double tick_ms = atof(admin_field(p, "tick_us")) / 1000.0;
+        double load = admin_number(admin_field(p, "load_permille")) / 1000.0;
+        double tick_ms = admin_number(admin_field(p, "tick_us")) / 1000.0;
         char address[96];
         snprintf(address, sizeof address, "%s:%s", admin_field(p, "host"), admin_field(p, "port"));
         if (json) {
@@ -262,7 +281,7 @@ int admin_cluster_entity(redisContext *redis, const char *cluster, const char *i
     }
     redisReply *where = redisCommand(redis, "HGET %s %s", redis_key_cell_directory(key, cluster), id);
     char cellapp[24] = "";
-    if (where && where->type == REDIS_REPLY_STRING) sscanf(where->str, "%23[0-9]", cellapp);
+    if (where && where->type == REDIS_REPLY_STRING && sscanf(where->str, "%23[0-9]", cellapp) != 1) cellapp[0] = '\0';
     if (where) freeReplyObject(where);
     char path[96];
     snprintf(path, sizeof path, "/api/entity?id=%s", id);

@@ -22,6 +22,7 @@
  * --verify-aoi) so every view settles before it is checked.
  */
 #include <errno.h>
+#include <float.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
@@ -490,7 +491,7 @@ static void bots_ping(bot *b, double due) {
     const bots_options *options = &b->run->options;
     const tessera_client_entity *own = tessera_client_entity_find(b->client, b->entity_id);
     if (!own || options->ping_call_count == 0) return; /* its ENTER has not come yet: the calls wait */
-    const entity_def_method *methods[BOTS_MAX_CALLS];
+    const entity_def_method *methods[BOTS_MAX_CALLS] = {0};
     for (uint32_t i = 0; i < options->ping_call_count; i++) {
         methods[i] = bots_find_method(b, own->cls, &options->ping_calls[i]);
         if (!methods[i] || methods[i]->arg_count != 1) return;
@@ -835,9 +836,11 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
         double distance = fmax(fabs(x - b->x), fabs(z - b->z));
         double slack = 2.0 * run->options.speed * BOTS_FLICKER_SLACK_S + b->position_precision;
         if (distance < (double)b->view_radius - slack && (!other || strcmp(other->space, b->space) == 0)) {
-            if (run->flickers < sizeof run->flicker_examples / sizeof run->flicker_examples[0])
+            if (run->flickers < sizeof run->flicker_examples / sizeof run->flicker_examples[0]) {
+                uint64_t hrtime_ms = uv_hrtime() / 1000000u; /* whole milliseconds, as uv_now counts */
                 run->flicker_examples[run->flickers] = (struct bots_flicker){
-                    b->index, entity_id, distance, (double)(uv_hrtime() / 1000000u) - (double)uv_now(&run->loop)};
+                    b->index, entity_id, distance, (double)hrtime_ms - (double)uv_now(&run->loop)};
+            }
             run->flickers++;
             if (run->flickers <= BOTS_LOGGED_FAILURES_MAX)
                 log_warn("bot %u: entity %" PRIu64 " left its view %.1f m away (the view is %.1f m)", b->index,
@@ -982,9 +985,8 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     const char *counted = NULL;
     switch (cause) {
         case TESSERA_CLIENT_CLOSED_BY_CALLER:
+        case TESSERA_CLIENT_CLOSED_SERVER_ERROR: /* on_error counted it */
             break;
-        case TESSERA_CLIENT_CLOSED_SERVER_ERROR:
-            break; /* on_error counted it */
         case TESSERA_CLIENT_CLOSED_CONNECT_FAILED:
             counted = "connect_failed";
             break;
@@ -1636,6 +1638,37 @@ static int bots_parse_u64(const char *text, uint64_t low, uint64_t high, uint64_
     return 0;
 }
 
+/* Reads the number that starts `text` and must end at `stop` (strtod, so
+ * unlike sscanf a number past double's range is refused, not undefined).
+ * Returns a pointer past `stop`, or NULL. */
+static const char *bots_parse_number(const char *text, char stop, double *out) {
+    char *end;
+    errno = 0;
+    *out = strtod(text, &end);
+    if (end == text || *end != stop || errno == ERANGE || !isfinite(*out)) return NULL;
+    return stop ? end + 1 : end;
+}
+
+/* --teleport's AT:SPACE:X:Y:Z, SPACE empty for the bot's own (at most 63
+ * bytes). Returns 0, or -1 (t partly written) if `text` is not one. */
+static int bots_parse_teleport(const char *text, bots_teleport *t) {
+    const char *at = bots_parse_number(text, ':', &t->at_seconds);
+    if (!at) return -1;
+    const char *colon = strchr(at, ':');
+    if (!colon || (size_t)(colon - at) >= sizeof t->space) return -1;
+    memcpy(t->space, at, (size_t)(colon - at));
+    t->space[colon - at] = '\0';
+    const char *p = colon + 1;
+    float *xyz[3] = {&t->x, &t->y, &t->z};
+    for (int i = 0; i < 3; i++) {
+        double v;
+        p = bots_parse_number(p, i < 2 ? ':' : '\0', &v);
+        if (!p || fabs(v) > FLT_MAX) return -1;
+        *xyz[i] = (float)v;
+    }
+    return 0;
+}
+
 /* Splits HOST:PORT (or [V6]:PORT) into `host` and `port`. Returns 0 or -1. */
 static int bots_split_target(const char *text, char *host, size_t host_size, int *port) {
     const char *colon = strrchr(text, ':');
@@ -1894,16 +1927,8 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
                 if (options->teleport_count == BOTS_MAX_TELEPORTS)
                     return bots_bad_argument("at most %d --teleport", BOTS_MAX_TELEPORTS);
                 bots_teleport *t = &options->teleports[options->teleport_count];
-                char space[64] = "";
-                int consumed = 0;
-                /* AT:SPACE:X:Y:Z, SPACE empty for the bot's own. */
-                if (sscanf(optarg, "%lf:%63[^:]:%f:%f:%f%n", &t->at_seconds, space, &t->x, &t->y, &t->z, &consumed) !=
-                        5 &&
-                    sscanf(optarg, "%lf::%f:%f:%f%n", &t->at_seconds, &t->x, &t->y, &t->z, &consumed) != 4)
+                if (bots_parse_teleport(optarg, t) != 0)
                     return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
-                if ((size_t)consumed != strlen(optarg) || !isfinite(t->x) || !isfinite(t->y) || !isfinite(t->z))
-                    return bots_bad_argument("--teleport wants AT:SPACE:X:Y:Z (got '%s')", optarg);
-                snprintf(t->space, sizeof t->space, "%s", space);
                 options->teleport_count++;
                 break;
             }
@@ -2009,7 +2034,7 @@ int main(int argc, char **argv) {
     if (bots_resolve(host_name, run.options.host, sizeof run.options.host) != 0) return 1;
 
     /* A peer that vanishes mid-write must be an EPIPE, not a dead process. */
-    signal(SIGPIPE, SIG_IGN);
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) log_warn("cannot ignore SIGPIPE: %s", strerror(errno));
     bots_raise_fd_limit(run.options.count);
 
     int rc = uv_loop_init(&run.loop);
@@ -2065,7 +2090,9 @@ int main(int argc, char **argv) {
         bots_print_json(stdout, &run);
     else
         bots_print_summary(stdout, &run);
-    fflush(stdout);
+    /* The results are what a run is for: one that could not write them failed. */
+    int written = fflush(stdout) == 0 && !ferror(stdout);
+    if (!written) log_error("writing the results: %s", strerror(errno));
 
     for (uint32_t i = 0; i < run.options.count; i++) {
         bot *b = &run.bots[i];
@@ -2079,5 +2106,5 @@ int main(int argc, char **argv) {
     free(run.client_calls.items);
     free(run.game_events.items);
     latency_histogram_close(&run.latency);
-    return 0;
+    return written ? 0 : 1;
 }

@@ -66,7 +66,7 @@ int http_fetch(const char *method, const char *host, int port, const char *path,
         snprintf(err, errlen, "socket: %s", strerror(errno));
         return -1;
     }
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    struct timeval tv = {timeout_ms / 1000, (suseconds_t)(timeout_ms % 1000) * 1000};
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
     if (connect(fd, (struct sockaddr *)&address, sizeof address) != 0) {

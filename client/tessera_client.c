@@ -223,7 +223,7 @@ static void tessera_client__list_push(tessera_client__list *list, tessera_client
     if (list->count == list->capacity) {
         /* 64 covers a quiet view's frame without ever growing. */
         list->capacity = list->capacity ? list->capacity * 2 : 64;
-        list->items = xrealloc(list->items, list->capacity * sizeof list->items[0]);
+        list->items = xrealloc(list->items, list->capacity * sizeof(tessera_client__entity *));
     }
     list->items[list->count++] = entity;
 }
@@ -820,7 +820,7 @@ static const char *tessera_client__read_login_numbers(const Tessera__Client__Log
 static void tessera_client__index_definitions(tessera_client *client) {
     size_t classes = entity_def_registry_class_count(client->definitions);
     client->base_masks = xcalloc(classes > 0 ? classes : 1, sizeof client->base_masks[0]);
-    client->class_defaults = xcalloc(classes > 0 ? classes : 1, sizeof client->class_defaults[0]);
+    client->class_defaults = xcalloc(classes > 0 ? classes : 1, sizeof(entity_state *));
     client->call_args_first = xcalloc(classes + 1, sizeof client->call_args_first[0]);
     size_t slots = 0;
     for (size_t c = 0; c < classes; c++) {
@@ -834,7 +834,7 @@ static void tessera_client__index_definitions(tessera_client *client) {
         slots += cls->method_count[ENTITY_DEF_PART_CLIENT];
     }
     client->call_args_first[classes] = slots;
-    client->call_args = xcalloc(slots > 0 ? slots : 1, sizeof client->call_args[0]);
+    client->call_args = xcalloc(slots > 0 ? slots : 1, sizeof(entity_state *));
 }
 
 static int tessera_client__place_player(tessera_client *client);
@@ -1192,9 +1192,9 @@ static entity_state *tessera_client__stream_enter(void *ctx, uint32_t alias, uin
         uint32_t capacity = client->alias_capacity ? client->alias_capacity : 64;
         while (capacity <= alias) capacity *= 2;
         if (capacity > client->login.max_aliases) capacity = client->login.max_aliases;
-        client->aliases = xrealloc(client->aliases, capacity * sizeof client->aliases[0]);
+        client->aliases = xrealloc(client->aliases, capacity * sizeof(tessera_client__entity *));
         memset(client->aliases + client->alias_capacity, 0,
-               (capacity - client->alias_capacity) * sizeof client->aliases[0]);
+               (capacity - client->alias_capacity) * sizeof(tessera_client__entity *));
         client->alias_capacity = capacity;
     }
     tessera_client__entity *entity = tessera_client__entity_new(client, cls);
@@ -1279,6 +1279,7 @@ static void tessera_client__stream_leave(void *ctx, uint32_t alias) {
     client->stats.leaves++;
 }
 
+// cppcheck-suppress constParameter ; a replication_decode_callbacks member: the table fixes its type
 static void tessera_client__stream_changed(void *ctx, uint32_t alias, entity_state *state,
                                            const entity_state_mask *changed) {
     tessera_client *client = ctx;

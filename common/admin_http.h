@@ -28,7 +28,7 @@
 #include <stddef.h>
 #include <uv.h>
 
-#define ADMIN_HTTP_MAX_REQUEST (16u * 1024u)
+#define ADMIN_HTTP_MAX_REQUEST ((size_t)16 * 1024)
 #define ADMIN_HTTP_MAX_CONNECTIONS 128
 #define ADMIN_HTTP_REQUEST_TIMEOUT_MS 10000
 

@@ -11,11 +11,11 @@
 
 /* Why 64 KiB: a tick's batch for a few hundred clients decodes into one
  * chunk; larger messages chain chunks sized to fit. */
-#define ARENA_CHUNK_BYTES (64u * 1024u)
+#define ARENA_CHUNK_BYTES ((size_t)64 * 1024)
 /* What a release to empty keeps: enough for the largest usual batch, so a
  * steady load allocates nothing, while one outsized frame is returned. */
-#define ARENA_KEEP_BYTES (4u * 1024u * 1024u)
-#define ARENA_ALIGN 16u
+#define ARENA_KEEP_BYTES ((size_t)4 * 1024 * 1024)
+#define ARENA_ALIGN ((size_t)16)
 
 struct arena_chunk {
     arena_chunk *next;

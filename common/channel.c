@@ -58,18 +58,18 @@ typedef struct channel_write {
  * this large: a client's tick of updates is a few hundred bytes, a
  * cellapp's batch tens of kilobytes, and reusing them means no allocation
  * per write; a rare huge write is returned. */
-#define CHANNEL_SPARE_MAX_BYTES (1024u * 1024u)
+#define CHANNEL_SPARE_MAX_BYTES ((size_t)1024 * 1024)
 /* A write this small is tried straight away (uv_try_write): a client's
  * tick, a handful of peer messages. Larger ones, a batch for thousands of
  * clients, would rarely fit the socket buffer whole and go through libuv's
  * queue, which is also what the queue limits are measured against. */
-#define CHANNEL_TRY_WRITE_MAX_BYTES (64u * 1024u)
+#define CHANNEL_TRY_WRITE_MAX_BYTES ((size_t)64 * 1024)
 /* The first buffer of a channel: a client's usual tick fits. */
 #define CHANNEL_FIRST_WRITE_BYTES 1024u
 
 /* A gathering write goes at once when it reaches this much: a burst of
  * sends does not wait for the loop, and one write stays modest. */
-#define CHANNEL_GATHER_BYTES (256u * 1024u)
+#define CHANNEL_GATHER_BYTES ((size_t)256 * 1024)
 
 /* A read hands us at most this much at once; 64 KiB matches the kernel's
  * usual socket buffer granularity and keeps the reader's growth modest. */
@@ -334,7 +334,8 @@ int channel_flush(channel *ch) {
         /* Straight to the kernel when nothing is queued ahead (the usual
          * case): no write request, and libuv does not re-arm the socket in
          * epoll after every write. What does not fit goes the queued way. */
-        int written = uv_try_write((uv_stream_t *)&ch->tcp, &(uv_buf_t){(char *)write->data, write->bytes}, 1);
+        uv_buf_t buffer = {.base = (char *)write->data, .len = write->bytes};
+        int written = uv_try_write((uv_stream_t *)&ch->tcp, &buffer, 1);
         if (written > 0) {
             offset = (size_t)written;
             ch->queued_bytes -= offset;

@@ -115,7 +115,7 @@ void channel_close(channel *ch, const char *reason);
  * CHANNEL_FLUSH_LIMIT bytes are queued the peer is not reading and the
  * channel closes at once. */
 void channel_close_after_flush(channel *ch, const char *reason);
-#define CHANNEL_FLUSH_LIMIT (256u * 1024u)
+#define CHANNEL_FLUSH_LIMIT ((size_t)256 * 1024)
 
 channel_state channel_get_state(const channel *ch);
 void *channel_user_data(const channel *ch);

@@ -245,12 +245,12 @@ typedef struct entity_def__loader {
 
 /* ---- small helpers ---------------------------------------------------- */
 
-static int entity_def__fail(entity_def__loader *L, const char *source, const char *where, const char *fmt, ...)
+static void entity_def__report(entity_def__loader *L, const char *source, const char *where, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Writes "source: where: problem" (or "source: problem") and returns -1. */
-static int entity_def__fail(entity_def__loader *L, const char *source, const char *where, const char *fmt, ...) {
-    if (L->err == NULL || L->errlen == 0) return -1;
+/* Writes "source: where: problem" (or "source: problem") into L->err. */
+static void entity_def__report(entity_def__loader *L, const char *source, const char *where, const char *fmt, ...) {
+    if (L->err == NULL || L->errlen == 0) return;
     char problem[512];
     va_list ap;
     va_start(ap, fmt);
@@ -260,8 +260,12 @@ static int entity_def__fail(entity_def__loader *L, const char *source, const cha
         snprintf(L->err, L->errlen, "%s: %s: %s", source, where, problem);
     else
         snprintf(L->err, L->errlen, "%s: %s", source, problem);
-    return -1;
 }
+
+/* Reports the problem and is -1. A macro, so that the -1 is in sight of the
+ * static analyzer, which does not follow calls into variadic functions:
+ * with a function it took the failure for a success that left *out unset. */
+#define entity_def__fail(L, source, where, ...) (entity_def__report((L), (source), (where), __VA_ARGS__), -1)
 
 /* cJSON allocates with malloc and reports failure as NULL or false: out of
  * memory stops the process, as xmalloc does. */
@@ -866,6 +870,9 @@ static int entity_def__parse_type(entity_def__loader *L, const char *source, con
         case ENTITY_DEF__GROUP_PLAIN:
             return 0;
         case ENTITY_DEF__GROUP_STRUCT: {
+            /* Only a declared struct's name has this group (kind_by_name
+             * never returns ENTITY_DEF_STRUCT). */
+            if (st == NULL) log_panic("entity_def: struct type '%s' without its struct", type_name);
             size_t index = (size_t)(st - L->reg->structs);
             entity_def__decl *decl = &L->decls[index];
             if (decl->state == ENTITY_DEF__RESOLVING) {
@@ -900,9 +907,9 @@ static int entity_def__resolve_struct(entity_def__loader *L, size_t index) {
     decl->state = ENTITY_DEF__RESOLVING;
     L->stack[L->depth++] = index;
 
-    const cJSON *fields = cJSON_GetObjectItemCaseSensitive(decl->json, "fields");
-    if (fields == NULL) return entity_def__fail(L, source, st->name, "missing 'fields'");
+    const cJSON *fields;
     if (entity_def__array(L, source, st->name, decl->json, "fields", ENTITY_DEF_MAX_MEMBERS, &fields) != 0) return -1;
+    if (fields == NULL) return entity_def__fail(L, source, st->name, "missing 'fields'");
     size_t n = (size_t)cJSON_GetArraySize(fields);
     if (n == 0) return entity_def__fail(L, source, st->name, "a struct needs at least one field");
     st->fields = xcalloc(n, sizeof *st->fields);
@@ -1049,7 +1056,8 @@ static int entity_def__parse_method(entity_def__loader *L, const char *source, e
     method->args = n > 0 ? xcalloc(n, sizeof *method->args) : NULL;
     method->arg_count = n;
     size_t i = 0;
-    for (const cJSON *arg_json = args != NULL ? args->child : NULL; arg_json != NULL; arg_json = arg_json->next, i++) {
+    for (const cJSON *arg_json = args != NULL ? args->child : NULL; arg_json != NULL && i < n;
+         arg_json = arg_json->next, i++) {
         entity_def_arg *arg = &method->args[i];
         char arg_where[ENTITY_DEF__WHERE];
         const char *arg_name;
@@ -1107,7 +1115,8 @@ static int entity_def__parse_class(entity_def__loader *L, const char *source, si
     cls->properties = n > 0 ? xcalloc(n, sizeof *cls->properties) : NULL;
     cls->property_count = n;
     size_t i = 0;
-    for (const cJSON *item = props != NULL ? props->child : NULL; item != NULL; item = item->next, i++) {
+    /* i < n always holds (n counts the children); said for the analyzer. */
+    for (const cJSON *item = props != NULL ? props->child : NULL; item != NULL && i < n; item = item->next, i++) {
         if (entity_def__parse_property(L, source, cls, i, item) != 0) return -1;
     }
 
@@ -1120,7 +1129,8 @@ static int entity_def__parse_class(entity_def__loader *L, const char *source, si
         cls->methods[part] = count > 0 ? xcalloc(count, sizeof *cls->methods[part]) : NULL;
         cls->method_count[part] = count;
         i = 0;
-        for (const cJSON *item = methods != NULL ? methods->child : NULL; item != NULL; item = item->next, i++) {
+        for (const cJSON *item = methods != NULL ? methods->child : NULL; item != NULL && i < count;
+             item = item->next, i++) {
             if (entity_def__parse_method(L, source, cls, (entity_def_part)part, i, item) != 0) return -1;
         }
     }
@@ -1305,11 +1315,11 @@ static cJSON *entity_def__parse_document(entity_def__loader *L, const char *sour
     char problem[192];
     cJSON *root = json_file_parse(text, len, problem, sizeof problem);
     if (root == NULL) {
-        entity_def__fail(L, source, NULL, "%s", problem);
+        entity_def__report(L, source, NULL, "%s", problem);
         return NULL;
     }
     if (!cJSON_IsObject(root)) {
-        entity_def__fail(L, source, NULL, "the top level must be a JSON object");
+        entity_def__report(L, source, NULL, "the top level must be a JSON object");
         cJSON_Delete(root);
         return NULL;
     }
@@ -1422,7 +1432,7 @@ static int entity_def__load(const char *const *sources, const char *const *texts
     L->reg = xcalloc(1, sizeof *L->reg);
     L->reg->sources = xcalloc(count, sizeof *L->reg->sources);
     L->reg->source_count = count;
-    L->roots = xcalloc(count, sizeof *L->roots);
+    L->roots = xcalloc(count, sizeof(cJSON *));
     int rc = 0;
     for (size_t i = 0; i < count && rc == 0; i++) {
         L->reg->sources[i] = xstrdup(sources[i]);

@@ -7,6 +7,8 @@ static bool game_args_index_ok(const entity_state *state, unsigned index) {
     return state && index < entity_state_class(state)->property_count;
 }
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): `type` names a type, which
+ * cannot be put in parentheses. */
 #define GAME_ARGS_GETTER(name, type, getter)                                                 \
     static int game_args_get_##name(const tessera_args *args, unsigned index, type *value) { \
         const entity_state *state = game_args_state(args);                                   \
@@ -18,6 +20,7 @@ GAME_ARGS_GETTER(uint, uint64_t, entity_state_get_uint)
 GAME_ARGS_GETTER(float, double, entity_state_get_float)
 GAME_ARGS_GETTER(handle, tessera_handle, entity_state_get_entity)
 GAME_ARGS_GETTER(bool, bool, entity_state_get_bool)
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 static int game_args_get_string(const tessera_args *args, unsigned index, const char **value, size_t *length) {
     const entity_state *state = game_args_state(args);

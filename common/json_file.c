@@ -30,10 +30,10 @@ char *json_file_read(const char *path, size_t *length, char *problem, size_t pro
     if (ferror(f)) {
         snprintf(problem, problem_size, "cannot read: %s", strerror(errno));
         free(text);
-        fclose(f);
+        (void)fclose(f); /* read only: the read error is the one to report */
         return NULL;
     }
-    fclose(f);
+    (void)fclose(f); /* read only: everything was read, nothing to lose */
     *length = used;
     return text;
 }
@@ -83,7 +83,7 @@ int json_file_write(const char *path, const cJSON *document, char *problem, size
         snprintf(problem, problem_size, "cannot rename '%s' to '%s': %s", temporary, path, strerror(errno));
         rc = -1;
     }
-    if (rc != 0) remove(temporary);
+    if (rc != 0) (void)remove(temporary); /* best effort: the error above is the one reported */
     free(temporary);
     free(text);
     return rc;

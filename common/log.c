@@ -125,7 +125,7 @@ static void log_vwrite(const char *level_name, const char *format, va_list args)
 
     clock_gettime(CLOCK_REALTIME, &now);
     gmtime_r(&now.tv_sec, &utc);
-    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
+    if (strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc) == 0) stamp[0] = '\0'; /* 19 bytes: never */
     if (log_identity.format == LOG_FORMAT_JSON) {
         char message[2048];
         vsnprintf(message, sizeof message, format, args);
@@ -161,7 +161,7 @@ void log_panic_at(const char *file, int line, const char *format, ...) {
     vsnprintf(message, sizeof message, format, args);
     va_end(args);
     log_write(LOG_LEVEL_ERROR, "PANIC at %s:%d: %s", file, line, message);
-    fflush(stderr);
+    (void)fflush(stderr); /* about to abort: nowhere left to report a failure */
     abort();
 }
 

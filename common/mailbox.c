@@ -407,7 +407,7 @@ size_t mailbox_inbox_held_count(const mailbox_inbox *inbox) {
 void mailbox_inbox_save(const mailbox_inbox *inbox, uint64_t now_us, Tessera__Cluster__InboxStream ***out,
                         size_t *count) {
     *count = inbox->count;
-    *out = inbox->count ? xcalloc(inbox->count, sizeof **out) : NULL;
+    *out = inbox->count ? xcalloc(inbox->count, sizeof(Tessera__Cluster__InboxStream *)) : NULL;
     for (size_t s = 0; s < inbox->count; s++) {
         const mailbox_stream *stream = &inbox->streams[s];
         Tessera__Cluster__InboxStream *saved = xmalloc(sizeof *saved);

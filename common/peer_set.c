@@ -15,13 +15,13 @@
 /* A connection that never showed up in the registry is still dropped when it
  * is absent this long: long enough for any registration race (a peer that
  * dials us right after registering), short compared to a real outage. */
-#define PEER_SET_UNLISTED_GRACE_US (10u * 1000u * 1000u)
+#define PEER_SET_UNLISTED_GRACE_US ((uint64_t)10 * 1000 * 1000)
 /* A peer that was listed and is absent now has stopped renewing its entry
  * -- or Redis restarted and lost the entries of the last TTL, and the peer
  * has not renewed its own since it reconnected. Its link goes once it has
  * been absent this long: a few heartbeats, which any live peer sends
  * within. */
-#define PEER_SET_LAPSED_GRACE_US (1500u * 1000u)
+#define PEER_SET_LAPSED_GRACE_US ((uint64_t)1500 * 1000)
 
 typedef struct peer_link {
     peer_set *set;
@@ -89,12 +89,12 @@ static peer_link *peer_set_find_up(const peer_set *set, uint64_t process_id) {
 static void peer_set_add_link(peer_set *set, peer_link *link) {
     if (set->link_count == set->link_capacity) {
         set->link_capacity = set->link_capacity ? set->link_capacity * 2 : 8;
-        set->links = xrealloc(set->links, set->link_capacity * sizeof *set->links);
+        set->links = xrealloc(set->links, set->link_capacity * sizeof(peer_link *));
     }
     set->links[set->link_count++] = link;
 }
 
-static void peer_set_remove_link(peer_set *set, peer_link *link) {
+static void peer_set_remove_link(peer_set *set, const peer_link *link) {
     for (size_t i = 0; i < set->link_count; i++) {
         if (set->links[i] == link) {
             set->links[i] = set->links[--set->link_count];

@@ -4,6 +4,7 @@
  * to peers; the owner does that with what it is told. */
 #include "registry.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +149,16 @@ static void registry_finish_scan(registry_scan *scan) {
     free(scan);
 }
 
+/* A port as the registry stores it (decimal, 1..65535), or 0 when the field
+ * holds anything else: a peer without a usable port is left out, as one
+ * with no port field is. */
+static int registry_port(const char *text) {
+    char *end;
+    errno = 0;
+    long port = strtol(text, &end, 10);
+    return end != text && *end == '\0' && errno == 0 && port > 0 && port <= 65535 ? (int)port : 0;
+}
+
 static void registry_parse_peer(registry_scan *scan, uint64_t process_id, redisReply *reply) {
     registry_peer peer;
     memset(&peer, 0, sizeof peer);
@@ -160,13 +171,13 @@ static void registry_parse_peer(registry_scan *scan, uint64_t process_id, redisR
         else if (strcmp(field->str, "host") == 0)
             snprintf(peer.host, sizeof peer.host, "%s", value->str);
         else if (strcmp(field->str, "port") == 0)
-            peer.port = atoi(value->str);
+            peer.port = registry_port(value->str);
         else if (strcmp(field->str, "load") == 0)
             peer.load = strtoll(value->str, NULL, 10);
         else if (strcmp(field->str, "client_host") == 0)
             snprintf(peer.client_host, sizeof peer.client_host, "%s", value->str);
         else if (strcmp(field->str, "client_port") == 0)
-            peer.client_port = atoi(value->str);
+            peer.client_port = registry_port(value->str);
         else if (strcmp(field->str, "draining") == 0)
             peer.draining = strtoll(value->str, NULL, 10) != 0;
     }

@@ -471,6 +471,7 @@ size_t replication_append_leave(bit_writer *w, uint32_t alias, unsigned alias_bi
 
 size_t replication_append_move_header(bit_writer *w, uint32_t alias, unsigned alias_bits) {
     replication__check_alias(alias, alias_bits);
+    // cppcheck-suppress badBitmaskCheck ; KIND_MOVE is 0: or-ing it in names the kind the header carries
     bit_writer_write(w, REPLICATION__KIND_MOVE | (uint64_t)alias << REPLICATION__KIND_BITS,
                      REPLICATION__KIND_BITS + alias_bits);
     return REPLICATION__KIND_BITS + alias_bits;

@@ -47,6 +47,8 @@ static void lifecycle_think_b(const tessera_cell_context *ctx, tessera_entity *e
     (void)data;
     api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: think b at %llu ms", (unsigned long long)api->now_ms(ctx->app));
     tessera_handle self = api->handle(e);
+    /* Twice on purpose: the second call must be refused. */
+    // cppcheck-suppress duplicateAssignExpression ; the same call twice is the test
     int first = api->destroy(e), second = api->destroy(e);
     bool resolves = api->resolve(ctx->app, self) == e;
     int wrote = api->set_uint(e, g->visitors, 0, 7);

@@ -35,10 +35,10 @@ static void test_nested_marks(void **state) {
     arena_init(&a);
     arena_mark outer = arena_save(&a);
     char *first = arena_alloc(&a, 100);
-    strcpy(first, "outer");
+    memcpy(first, "outer", sizeof "outer");
     arena_mark inner = arena_save(&a);
     char *second = arena_alloc(&a, 100);
-    strcpy(second, "inner");
+    memcpy(second, "inner", sizeof "inner");
     arena_release(&a, inner);
     /* The inner release gave back only what came after its mark. */
     assert_string_equal(first, "outer");

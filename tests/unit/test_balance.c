@@ -185,7 +185,7 @@ static const uint64_t CELLAPPS[4] = {1, 2, 3, 4};
 
 static space_layout *test_grid(uint32_t columns, uint32_t rows, const double min[3], const double max[3]) {
     space_layout *layout =
-        space_layout_create_grid("balance", min, max, false, columns, rows, CELLAPPS, columns * rows);
+        space_layout_create_grid("balance", min, max, false, columns, rows, CELLAPPS, (size_t)columns * rows);
     assert_non_null(layout);
     assert_checks(layout);
     return layout;

@@ -186,9 +186,9 @@ static void check_no_drift(uint64_t delay, uint64_t interval, uint64_t seed) {
     /* A run at the time it was set: only a zero delay is due. */
     size_t total = run(&r, t0);
     assert_int_equal(total, delay == 0 ? 1 : 0);
-    uint64_t now = t0, previous = t0;
+    uint64_t now = t0;
     while (now < t0 + 60000000) {
-        previous = now;
+        uint64_t previous = now;
         now += 80000 + test_rand(&seed) % 50001; /* 80..130 ms */
         size_t before = r.count;
         size_t fired = run(&r, now);
@@ -224,7 +224,7 @@ static void test_repeat_no_drift(void **state) {
 static void test_catch_up_after_stall(void **state) {
     const uint64_t interval = 1000;
     const uint64_t offsets[] = {0, 1, interval / 2, interval - 1};
-    for (uint64_t backlog = 1; backlog <= 3 * ENTITY_TIMER_MAX_CATCH_UP; backlog++) {
+    for (uint64_t backlog = 1; backlog <= (uint64_t)3 * ENTITY_TIMER_MAX_CATCH_UP; backlog++) {
         for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; o++) {
             recorder r;
             recorder_init(&r, 1);
@@ -461,13 +461,13 @@ static void test_unknown_entity_dropped(void **state) {
     recorder_init(&r, 1);
     make_entity(1, ENTITY_REAL);
     make_entity(3, ENTITY_GHOST);
-    uint64_t live = entity_timers_add(r.timers, 1, 0, 10, 100, 1, 0); /* 10, 110, 210 ... */
+    uint64_t alive = entity_timers_add(r.timers, 1, 0, 10, 100, 1, 0); /* 10, 110, 210 ... */
     uint64_t missing = entity_timers_add(r.timers, 2, 0, 10, 10, 2, 0);
     uint64_t ghost = entity_timers_add(r.timers, 3, 0, 10, 0, 3, 0);
     uint64_t later = entity_timers_add(r.timers, 2, 0, 1000, 0, 4, 0);
     assert_int_equal(entity_timers_count(r.timers), 4);
     assert_int_equal(run(&r, 10), 1);
-    assert_int_equal(r.fired[0].timer_id, live);
+    assert_int_equal(r.fired[0].timer_id, alive);
     assert_int_equal(entity_timers_count(r.timers), 2);
     assert_int_equal(entity_timers_cancel(r.timers, missing), -1);
     assert_int_equal(entity_timers_cancel(r.timers, ghost), -1);

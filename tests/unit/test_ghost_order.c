@@ -165,7 +165,7 @@ typedef struct run {
 } run;
 
 #define RUN(array) \
-    { array, sizeof array / sizeof array[0] }
+    { (array), sizeof(array) / sizeof((array)[0]) }
 
 /* Real A on cellapp 10 makes the ghost and moves to B. */
 static const msg_spec run_a[] = {

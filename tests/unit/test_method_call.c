@@ -187,7 +187,7 @@ static void test_wrong_types(void **state) {
     /* Random bytes never crash and never pass for cast with a wrong size. */
     for (int round = 0; round < 2000; round++) {
         uint8_t junk[24];
-        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(round * 131 + i * 17);
+        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)((size_t)round * 131 + i * 17);
         size_t length = (size_t)round % sizeof junk;
         int rc = method_call_check(fx->cast, junk, length);
         if (length != 10) assert_true(rc != 0);

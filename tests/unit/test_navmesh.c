@@ -129,10 +129,11 @@ static void test_a_saved_mesh_answers_the_same(void **state) {
     FILE *f = fopen(mesh_path, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(data, 1, length, f), length);
-    fclose(f);
+    assert_int_equal(fclose(f), 0);
     f = fopen(map_path, "w");
+    assert_non_null(f);
     fputs("{\"format\": 1, \"navmesh\": \"arena.navmesh\"}", f);
-    fclose(f);
+    assert_int_equal(fclose(f), 0);
     navmesh *prebuilt = space_map_navmesh(map_path, NULL, err, sizeof err);
     assert_non_null(prebuilt);
     size_t np;
@@ -172,7 +173,7 @@ static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
     fputs(text, f);
-    fclose(f);
+    assert_int_equal(fclose(f), 0); /* a write error shows here */
 }
 
 static void test_bad_maps_name_the_key(void **state) {

@@ -324,7 +324,7 @@ static void assert_client_matches(fixture *fx, int e, uint32_t alias, bool owner
     bit_writer a, b;
     bit_writer_init(&a);
     bit_writer_init(&b);
-    for (uint16_t p = 0; p < P_COUNT; p++) {
+    for (int p = 0; p < P_COUNT; p++) {
         bit_writer_reset(&a);
         bit_writer_reset(&b);
         property_codec_encode(&a, entity_state_mask_has(m, p) ? fx->server[e] : defaults, p);
@@ -353,7 +353,7 @@ static void test_round_trip(void **state) {
     fixture *fx = *state;
     /* Some state before anyone sees it. */
     for (int e = 0; e < ENTITIES; e++) {
-        for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[e], p);
+        for (int p = 0; p < P_COUNT; p++) randomize(fx->server[e], p);
     }
     next_tick(fx);
     for (int e = 0; e < ENTITIES; e++) replication_pack(fx->rep, &fx->ent[e]);
@@ -373,7 +373,7 @@ static void test_round_trip(void **state) {
     for (int round = 0; round < 200; round++) {
         next_tick(fx);
         for (int e = 0; e < ENTITIES; e++) {
-            for (uint16_t p = 0; p < P_COUNT; p++) {
+            for (int p = 0; p < P_COUNT; p++) {
                 if (rng() % 5 == 0) randomize(fx->server[e], p);
             }
             replication_pack(fx->rep, &fx->ent[e]);
@@ -401,7 +401,7 @@ static void test_round_trip(void **state) {
  * leave 11, END. */
 static void valid_stream(fixture *fx) {
     for (int e = 0; e < 2; e++) {
-        for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[e], p);
+        for (int p = 0; p < P_COUNT; p++) randomize(fx->server[e], p);
     }
     next_tick(fx);
     for (int e = 0; e < 2; e++) replication_pack(fx->rep, &fx->ent[e]);
@@ -440,7 +440,7 @@ static void test_truncated_everywhere(void **state) {
 static void test_unknown_alias_discarded(void **state) {
     fixture *fx = *state;
     client_clear(&fx->cl);
-    for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[0], p);
+    for (int p = 0; p < P_COUNT; p++) randomize(fx->server[0], p);
     next_tick(fx);
     replication_pack(fx->rep, &fx->ent[0]);
     bit_writer_reset(&fx->w);
@@ -636,7 +636,7 @@ static void test_batch_matches_single(void **state) {
         for (int e = 0; e < ENTITIES; e++) {
             /* Sometimes everything changes (long lists), sometimes nothing. */
             int chance = round % 3 == 0 ? 1 : round % 3 == 1 ? 4 : 50;
-            for (uint16_t p = 0; p < P_COUNT; p++)
+            for (int p = 0; p < P_COUNT; p++)
                 if (rng() % (uint64_t)chance == 0) randomize(fx->server[e], p);
             if (rng() % 4 != 0) replication_pack(fx->rep, &fx->ent[e]);
         }
@@ -667,7 +667,7 @@ static void test_batch_matches_single(void **state) {
  * packed ones are what a full pack gives. */
 static void test_pack_some_audiences(void **state) {
     fixture *fx = *state;
-    for (uint16_t p = 0; p < P_COUNT; p++) randomize(fx->server[0], p);
+    for (int p = 0; p < P_COUNT; p++) randomize(fx->server[0], p);
     next_tick(fx);
     replication_pack(fx->rep, &fx->ent[0]);
     replication_span full[REPLICATION_AUDIENCE_COUNT];
@@ -713,7 +713,7 @@ static void test_change_list_copy(void **state) {
     bit_writer_init(&reference);
     for (int round = 0; round < 100; round++) {
         next_tick(fx);
-        for (uint16_t p = 0; p < P_COUNT; p++)
+        for (int p = 0; p < P_COUNT; p++)
             if (rng() % 3 == 0) randomize(fx->server[0], p);
         replication_pack(fx->rep, &fx->ent[0]);
         for (int a = 0; a < REPLICATION_AUDIENCE_COUNT; a++) {

@@ -36,6 +36,10 @@
 
 /* ---- counting allocations ------------------------------------------------- */
 
+/* The linker's --wrap=malloc (tests/meson.build) sends malloc to
+ * __wrap_malloc and names the real one __real_malloc: the names are the
+ * linker's, reserved or not. */
+/* NOLINTBEGIN(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp) */
 void *__real_malloc(size_t size);
 void *__real_calloc(size_t count, size_t size);
 void *__real_realloc(void *pointer, size_t size);
@@ -52,6 +56,7 @@ void *__wrap_realloc(void *pointer, size_t size) {
     allocations++;
     return __real_realloc(pointer, size);
 }
+/* NOLINTEND(bugprone-reserved-identifier,cert-dcl37-c,cert-dcl51-cpp) */
 
 /* ---- the game ------------------------------------------------------------- */
 

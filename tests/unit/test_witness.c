@@ -324,9 +324,11 @@ static void test_budget_starvation_bound(void **state) {
     witness_attach(c, viewer);
     enum { N = 300 };
     cell_entity *walkers[N];
-    for (int i = 0; i < N; i++)
-        walkers[i] = cell_add(c, 10 + (uint64_t)i, CELL_ENTITY_REAL, fx->cls, (float)(i % 20) * 4 - 40, 0,
-                              (float)(i / 20) * 5 - 40);
+    for (int i = 0; i < N; i++) {
+        int column = i % 20, row = i / 20; /* a 20-wide grid, 4 m by 5 m */
+        walkers[i] =
+            cell_add(c, 10 + (uint64_t)i, CELL_ENTITY_REAL, fx->cls, (float)column * 4 - 40, 0, (float)row * 5 - 40);
+    }
     tick(fx, viewer);
     for (int i = 0; i < N; i++) assert_true(alias_of(fx, 10 + (uint64_t)i) >= 0);
     fx->cl.longest_gap = 0;
