@@ -165,17 +165,20 @@ void cellapp_figures_metrics(const cellapp *app, metrics_text *m) {
     metrics_family(m, "tick_seconds", "histogram", "time one simulation tick took");
     metrics_histogram(m, "tick_seconds", NULL, &app->counters.tick_time, cellapp_figures_tick_edges,
                       sizeof cellapp_figures_tick_edges / sizeof cellapp_figures_tick_edges[0]);
-    metrics_family(m, "reals", "gauge", "reals held, per cell");
-    metrics_family(m, "ghosts", "gauge", "ghosts held, per cell");
-    size_t cursor = 0;
-    const cell *c;
-    while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
-        char labels[160] = "", id[16];
-        snprintf(id, sizeof id, "%u", c->cell_id);
-        metrics_label(labels, sizeof labels, "space", c->space_name);
-        metrics_label(labels, sizeof labels, "cell", id);
-        metrics_sample(m, "reals", labels, (double)c->real_count);
-        metrics_sample(m, "ghosts", labels, (double)c->ghost_count);
+    /* The text format wants a family's samples together: one pass over the
+     * cells for each family. */
+    for (int family = 0; family < 2; family++) {
+        const char *name = family == 0 ? "reals" : "ghosts";
+        metrics_family(m, name, "gauge", family == 0 ? "reals held, per cell" : "ghosts held, per cell");
+        size_t cursor = 0;
+        const cell *c;
+        while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
+            char labels[160] = "", id[16];
+            snprintf(id, sizeof id, "%u", c->cell_id);
+            metrics_label(labels, sizeof labels, "space", c->space_name);
+            metrics_label(labels, sizeof labels, "cell", id);
+            metrics_sample(m, name, labels, (double)(family == 0 ? c->real_count : c->ghost_count));
+        }
     }
     metrics_family(m, "offload_seconds", "histogram", "from sending a real to its acknowledgement");
     metrics_histogram(m, "offload_seconds", NULL, &app->counters.offload_latency, cellapp_figures_offload_edges,

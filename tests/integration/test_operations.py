@@ -121,6 +121,7 @@ def exposition_problems(text):
     families = {}  # name -> {"help", "type", "samples": [(name, labels dict, value)]}
     ours = []
     seen = set()
+    current = None  # the family of the latest HELP or TYPE line
     for number, line in enumerate(text.splitlines(), 1):
         where = "line %d %r" % (number, line[:80])
         if not line.strip():
@@ -132,6 +133,7 @@ def exposition_problems(text):
                     problems.append("%s: a malformed HELP or TYPE line" % where)
                     continue
                 kind = "help" if line.startswith("# HELP") else "type"
+                current = m.group("name")
                 family = families.setdefault(m.group("name"), {"help": None, "type": None, "samples": []})
                 if family[kind] is not None:
                     problems.append("%s: a second %s line for %s" % (where, kind.upper(), m.group("name")))
@@ -161,6 +163,11 @@ def exposition_problems(text):
         if owner is None:
             problems.append("%s: %s has no HELP and TYPE before it" % (where, name))
             continue
+        # A family's samples follow its own HELP and TYPE lines, together
+        # (the format says so; prometheus_client splits a family whose
+        # samples are not).
+        if owner != current:
+            problems.append("%s: a sample of %s among the samples of %s" % (where, owner, current))
         families[owner]["samples"].append((name, labels, value))
 
     def same(a, b):
@@ -299,6 +306,8 @@ class ExpositionCheck(unittest.TestCase):
             "no +Inf bucket": good.replace('demo_seconds_bucket{le="+Inf"} 3\n', ""),
             "_count off the +Inf bucket": good.replace("demo_seconds_count 3", "demo_seconds_count 4"),
             "no last line feed": good.rstrip("\n"),
+            "a family split in two": good.replace("demo_load 0.25\n",
+                                                  'demo_load 0.25\ndemo_requests_total{code="404",path="/"} 1\n'),
         }
         for what, text in bad.items():
             self.assertNotEqual(text, good, "the %r case changes nothing" % what)
