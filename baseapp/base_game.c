@@ -147,6 +147,8 @@ static bool base_api_stopping(tessera_baseapp *handle) {
     return *game->services.draining || game->services.self->stopping;
 }
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): `type` names a type, which
+ * cannot be put in parentheses. */
 #define BASE_GAME_GETTER(name, type)                                                                      \
     static int base_api_get_##name(const tessera_base *base, int property, uint32_t index, type *value) { \
         const base_entity *e = base_game_entity_of(base);                                                 \
@@ -158,12 +160,15 @@ BASE_GAME_GETTER(float, double)
 BASE_GAME_GETTER(handle, tessera_handle)
 BASE_GAME_GETTER(bool, bool)
 
+/* NOLINTEND(bugprone-macro-parentheses) */
+
 static int base_api_get_string(const tessera_base *base, int property, uint32_t index, const char **value,
                                size_t *length) {
     const base_entity *e = base_game_entity_of(base);
     return game_abi_get_string(e->cls, e->properties, property, index, value, length);
 }
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): as above. */
 #define BASE_GAME_SETTER(name, type)                                                                      \
     static int base_api_set_##name(tessera_base *base, int property, uint32_t index, type value) {        \
         base_entity *e = base_game_live(base);                                                            \
@@ -174,6 +179,8 @@ BASE_GAME_SETTER(uint, uint64_t)
 BASE_GAME_SETTER(float, double)
 BASE_GAME_SETTER(handle, tessera_handle)
 BASE_GAME_SETTER(bool, bool)
+
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 static int base_api_set_string(tessera_base *base, int property, uint32_t index, const char *value, size_t length) {
     base_entity *e = base_game_live(base);

@@ -30,7 +30,7 @@ static void client_dispatch_call(void *owner, client_link *link, const Tessera__
     proxy_on_client_call(app->players, link, call);
 }
 
-static void client_dispatch_unbound(void *owner, client_link *link, proxy *was) {
+static void client_dispatch_unbound(void *owner, const client_link *link, proxy *was) {
     baseapp *app = owner;
     if (was->link == link) proxy_on_link_lost(app->players, was);
 }

@@ -80,7 +80,7 @@ typedef struct client_link_handlers {
     /* A method call (IN_WORLD, within the client's rate). */
     void (*call)(void *owner, client_link *link, const Tessera__Client__EntityCall *call);
     /* The link, bound to `was`, let go of it (it failed or closed): once. */
-    void (*unbound)(void *owner, client_link *link, proxy *was);
+    void (*unbound)(void *owner, const client_link *link, proxy *was);
 } client_link_handlers;
 
 /* What the links have done, for the figures. */

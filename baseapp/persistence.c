@@ -99,10 +99,10 @@ static void persistence_on_loaded(redis_client *redis, redisReply *reply, void *
         return;
     }
     cJSON *stored = cJSON_ParseWithLength(reply->str, reply->len);
-    const cJSON *class_name = stored ? cJSON_GetObjectItemCaseSensitive(stored, "class") : NULL;
+    const char *class_name = stored ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(stored, "class")) : NULL;
     const cJSON *properties = stored ? cJSON_GetObjectItemCaseSensitive(stored, "properties") : NULL;
-    if (!cJSON_IsObject(stored) || !cJSON_IsString(class_name) || !cJSON_IsObject(properties) ||
-        strcmp(class_name->valuestring, request->class_name) != 0) {
+    if (!cJSON_IsObject(stored) || !class_name || !cJSON_IsObject(properties) ||
+        strcmp(class_name, request->class_name) != 0) {
         log_error("the stored %s '%s' (%zu bytes) does not read as one: refused, and the record left as it is",
                   request->class_name, request->name, (size_t)reply->len);
         request->callback(PERSISTENCE_DAMAGED, NULL, request->context);
@@ -244,7 +244,8 @@ static char *persistence_encode(const base_entity *base) {
     cJSON_AddNumberToObject(root, "format", PERSISTENCE_FORMAT);
     cJSON_AddStringToObject(root, "class", base->cls->name);
     cJSON_AddNumberToObject(root, "entity_id", (double)base->entity_id);
-    cJSON_AddNumberToObject(root, "saved_ms", (double)(clock_wall_us() / 1000));
+    uint64_t saved_ms = clock_wall_us() / 1000;
+    cJSON_AddNumberToObject(root, "saved_ms", (double)saved_ms);
     cJSON_AddStringToObject(root, "space", saved->space_name);
     if (saved->has_position) {
         cJSON *position = cJSON_AddArrayToObject(root, "position");

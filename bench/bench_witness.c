@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_args.h"
 #include "cell.h"
 #include "movement.h"
 #include "witness.h"
@@ -160,8 +161,7 @@ typedef struct probe {
     uint32_t last_tick[MAX_ALIASES]; /* tick of the last record for the alias */
     uint32_t tick;
     uint64_t move_records, move_bits;
-    uint64_t move_hist[512]; /* MOVE records by size in bits */
-    uint64_t update_records, update_bits;
+    uint64_t move_hist[512];           /* MOVE records by size in bits */
     uint32_t entity_bits[MAX_ALIASES]; /* this stream: MOVE bits per alias */
     uint8_t entity_kinds[MAX_ALIASES]; /* this stream: 1 update, 2 move, 4 enter */
     uint64_t touched, touched_bits;    /* entities updated in a stream, and the stream's bits for them */
@@ -439,7 +439,7 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
             cell_entity *entity = entities[e];
             /* Players walk straight and turn now and then (every 3 s on
              * average), as the bots do. */
-            if (rng() % (3 * TICK_HZ) == 0) heading[e] = unit() * 2 * M_PI;
+            if (rng() % ((uint64_t)3 * TICK_HZ) == 0) heading[e] = unit() * 2 * M_PI;
             double step = SPEED / TICK_HZ;
             double x = entity->x + cos(heading[e]) * step, z = entity->z + sin(heading[e]) * step;
             if (fabs(x) > HALF_SIDE - 1 || fabs(z) > HALF_SIDE - 1) {
@@ -575,7 +575,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (strcmp(argv[i], "--ticks") == 0 && i + 1 < argc)
-            ticks = atoi(argv[++i]);
+            ticks = bench_int_arg(argv[++i], 100);
         else if (strcmp(argv[i], "--definitions") == 0 && i + 1 < argc)
             definitions = argv[++i];
         else {

@@ -14,6 +14,7 @@
 #include "game_host.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -145,7 +146,7 @@ static void *game_host_data_of(cell_entity *entity) {
 void game_host_save(game_host *host, const cell_entity *entity, Tessera__Cluster__CellEntityState *out) {
     tessera_class *cls = game_host_class_of(host, entity->cls);
     if (!cls || cls->field_count == 0 || !entity->real->game_data) return;
-    out->game_fields = xcalloc(cls->field_count, sizeof *out->game_fields);
+    out->game_fields = xcalloc(cls->field_count, sizeof(Tessera__Cluster__GameField *));
     for (size_t i = 0; i < cls->field_count; i++) {
         const tessera_field *field = &cls->fields[i];
         const uint8_t *at = (const uint8_t *)entity->real->game_data + field->offset;
@@ -379,6 +380,8 @@ static double game_api_random_unit(tessera_cellapp *handle) {
 
 /* ---- properties --------------------------------------------------------------------- */
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): `type` names a type, which
+ * cannot be put in parentheses. */
 #define GAME_HOST_GETTER(name, type)                                                                          \
     static int game_api_get_##name(const tessera_entity *entity, int property, uint32_t index, type *value) { \
         const cell_entity *e = game_host_entity_of(entity);                                                   \
@@ -390,13 +393,16 @@ GAME_HOST_GETTER(float, double)
 GAME_HOST_GETTER(handle, tessera_handle)
 GAME_HOST_GETTER(bool, bool)
 
+/* NOLINTEND(bugprone-macro-parentheses) */
+
 static int game_api_get_string(const tessera_entity *entity, int property, uint32_t index, const char **value,
                                size_t *length) {
     const cell_entity *e = game_host_entity_of(entity);
     return game_abi_get_string(e->cls, e->state, property, index, value, length);
 }
 
-/* Writes go through the real only (a ghost's properties are its real's). */
+/* Writes go through the real only (a ghost's properties are its real's).
+ * NOLINTBEGIN(bugprone-macro-parentheses): as above. */
 #define GAME_HOST_SETTER(name, type)                                                                   \
     static int game_api_set_##name(tessera_entity *entity, int property, uint32_t index, type value) { \
         cell_entity *e = game_host_entity_of(entity);                                                  \
@@ -408,6 +414,8 @@ GAME_HOST_SETTER(uint, uint64_t)
 GAME_HOST_SETTER(float, double)
 GAME_HOST_SETTER(handle, tessera_handle)
 GAME_HOST_SETTER(bool, bool)
+
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 static int game_api_set_string(tessera_entity *entity, int property, uint32_t index, const char *value, size_t length) {
     cell_entity *e = game_host_entity_of(entity);
@@ -955,8 +963,17 @@ int game_host_convert(const char *text, tessera_field_type type, tessera_value *
                 return -1;
             return 0;
         case TESSERA_FIELD_VECTOR3: {
-            char tail;
-            return sscanf(text, "%f %f %f%c", &out->v[0], &out->v[1], &out->v[2], &tail) == 3 ? 0 : -1;
+            /* Three numbers apart by white space, and nothing after them. */
+            const char *at = text;
+            for (int axis = 0; axis < 3; axis++) {
+                char *after;
+                errno = 0;
+                out->v[axis] = strtof(at, &after);
+                if (after == at || errno == ERANGE || !isfinite(out->v[axis])) return -1;
+                at = after;
+            }
+            while (*at == ' ' || *at == '\t') at++;
+            return *at == '\0' ? 0 : -1;
         }
         case TESSERA_FIELD_STRING:
             return 0;

@@ -38,6 +38,8 @@ bool game_abi_property_ok(const entity_def_class *cls, int property) {
     return cls && property >= 0 && (size_t)property < cls->property_count;
 }
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): `type` names a type, which
+ * cannot be put in parentheses. */
 #define GAME_ABI_GETTER(name, type, getter)                                                                       \
     int game_abi_get_##name(const entity_def_class *cls, const entity_state *state, int property, uint32_t index, \
                             type *value) {                                                                        \
@@ -49,6 +51,8 @@ GAME_ABI_GETTER(uint, uint64_t, entity_state_get_uint)
 GAME_ABI_GETTER(float, double, entity_state_get_float)
 GAME_ABI_GETTER(handle, tessera_handle, entity_state_get_entity)
 GAME_ABI_GETTER(bool, bool, entity_state_get_bool)
+
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 int game_abi_get_string(const entity_def_class *cls, const entity_state *state, int property, uint32_t index,
                         const char **value, size_t *length) {
@@ -64,6 +68,7 @@ static int game_abi_set_result(const entity_def_class *cls, uint64_t entity_id, 
     return -1;
 }
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): as above. */
 #define GAME_ABI_SETTER(name, type, setter)                                                                     \
     int game_abi_set_##name(const entity_def_class *cls, entity_state *state, uint64_t entity_id, int property, \
                             uint32_t index, type value) {                                                       \
@@ -75,6 +80,8 @@ GAME_ABI_SETTER(uint, uint64_t, entity_state_set_uint)
 GAME_ABI_SETTER(float, double, entity_state_set_float)
 GAME_ABI_SETTER(handle, tessera_handle, entity_state_set_entity)
 GAME_ABI_SETTER(bool, bool, entity_state_set_bool)
+
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 int game_abi_set_string(const entity_def_class *cls, entity_state *state, uint64_t entity_id, int property,
                         uint32_t index, const char *value, size_t length) {

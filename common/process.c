@@ -81,7 +81,8 @@ int process_configure(const char *program, const char *role, int argc, char **ar
                       size_t key_count, void *settings, const process_settings *common, process_settings_check check) {
     char err[512];
     process_arguments arguments;
-    signal(SIGPIPE, SIG_IGN); /* a write to a vanished peer is an error to handle, not death */
+    /* A write to a vanished peer is an error to handle, not death. */
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) fprintf(stderr, "%s: cannot ignore SIGPIPE\n", program);
     log_set_identity(role, 0);
     if (process_parse_arguments(argc, argv, &arguments, err, sizeof err) != 0) {
         fprintf(stderr, "%s: %s\n", program, err);

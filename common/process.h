@@ -36,6 +36,8 @@ typedef struct process_settings {
     char log_format[8];
 } process_settings;
 
+/* NOLINTBEGIN(bugprone-macro-parentheses): `type` and `field` go to offsetof
+ * and sizeof, where a type and a member designator cannot be parenthesised. */
 #define PROCESS_CONFIG_KEYS(type, field)                                                                            \
     {"cluster_name",                                                                                                \
      CONFIG_STRING,                                                                                                 \
@@ -125,6 +127,8 @@ typedef struct process_settings {
         "log_format", CONFIG_STRING, offsetof(type, field.log_format), sizeof(((type *)0)->field.log_format), 0, 0, \
             "text", "text (one readable line per entry) or json (one JSON object per line)"                         \
     }
+
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 typedef struct process_arguments {
     const char *config_path; /* NULL: defaults only */
