@@ -68,10 +68,10 @@ static void baseapp_on_registered(void *owner, uint64_t process_id) {
     base_calls_set_self(app->calls, process_id);
 }
 
-static void baseapp_on_peers(void *owner, const registry_peer *peers, size_t count) {
+static void baseapp_on_peers(void *owner, const registry_view *view) {
     baseapp *app = owner;
     cell_links_on_registry(app->cells);
-    login_routes_on_registry(app->routes, peers, count);
+    login_routes_on_registry(app->routes, view->peers, view->count);
 }
 
 static void baseapp_on_redis_connected(void *owner) { id_block_refill(((baseapp *)owner)->ids); }
@@ -313,6 +313,7 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     static const peer_set_callbacks peer_callbacks = {
         .on_peer_up = peer_dispatch_on_peer_up,
         .on_peer_down = peer_dispatch_on_peer_down,
+        .on_peer_dead = peer_dispatch_on_peer_dead,
         .on_message = peer_dispatch_on_message,
     };
     process_runtime_options options = {

@@ -85,6 +85,18 @@ void peer_dispatch_on_peer_up(peer_set *set, uint64_t process_id, peer_role role
 
 void peer_dispatch_on_peer_down(peer_set *set, uint64_t process_id, peer_role role, const char *reason,
                                 void *user_data) {
+    (void)set;
+    (void)process_id;
+    (void)role;
+    (void)reason;
+    (void)user_data;
+    /* Nothing is given up on a lost link: the cellapp may be only busy or
+     * cut off for a moment. Messages to its cell parts fail back through
+     * the mailbox; the cluster decides when it is dead. */
+}
+
+void peer_dispatch_on_peer_dead(peer_set *set, uint64_t process_id, peer_role role, const char *reason,
+                                void *user_data) {
     baseapp *app = user_data;
     (void)set;
     if (role != PEER_ROLE_CELLAPP || app->runtime.self.stopping) return;

@@ -348,7 +348,7 @@ static const balance_cellapp *balance_candidate(const space_layout *layout, cons
     const balance_cellapp *best = NULL;
     for (size_t i = 0; i < count; i++) {
         const balance_cellapp *c = &cellapps[i];
-        if (c->draining || space_layout_cell_of(layout, c->cellapp_id)) continue;
+        if (c->draining || c->suspect || space_layout_cell_of(layout, c->cellapp_id)) continue;
         if (!best || c->load < best->load) best = c;
     }
     return best;

@@ -85,6 +85,8 @@ typedef struct balance_cellapp {
     uint64_t cellapp_id;
     double load;
     bool draining; /* stopping: its cells go elsewhere */
+    bool suspect;  /* alive as far as the cluster decided, but its lease lapsed or its link is down: its cells
+                      stay where they are, and it is given none */
 } balance_cellapp;
 
 typedef struct balance_config {

@@ -22,9 +22,11 @@
  * operator wrote meanwhile: the next period starts from theirs) or the
  * fence is old (another cellapp leads now).
  *
- * A cellapp is alive for the balancer while it is connected to this one
- * or its report is younger than report_timeout_ms; the cells of one that
- * is neither are handed over (its reals are gone with it).
+ * A cellapp is alive for the balancer until the cluster declared it dead
+ * (death_watch.h) or it is gone without a trace; the cells of one that is
+ * not are handed over, and its reals are restored where they now belong.
+ * With balance_enabled off the holder does only that: no line moves, no
+ * cells added or retired for the load.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -217,9 +219,15 @@ static bool balancer_report_fresh(const balancer *b, const balancer_report *repo
     return report && report->at_ms + timeout >= now_ms;
 }
 
+/* A cellapp is alive until the cluster declared it dead, or it is gone
+ * without a trace: neither registered (a lapsed lease is not death),
+ * connected, nor reporting. */
 static bool balancer_cellapp_alive(const balancer *b, uint64_t cellapp_id) {
     if (cellapp_id == b->context.self->process_id) return true;
+    peer_liveness liveness = peer_set_liveness(b->context.peers, cellapp_id);
+    if (liveness == PEER_DEAD) return false;
     if (peer_set_is_up(b->context.peers, cellapp_id)) return true;
+    if (liveness == PEER_LISTED || liveness == PEER_LAPSED) return true;
     return balancer_report_fresh(b, balancer_find_report(b, cellapp_id));
 }
 
@@ -252,24 +260,43 @@ static const balance_cell_report *balancer_lookup(uint32_t cell_id, void *contex
 }
 
 /* Every live cellapp, with what its report says. Returns the count. */
+/* Every cellapp that is alive (balancer_cellapp_alive): itself, those it
+ * is connected to, those the registry still knows and those that report.
+ * One that is not connected or whose lease lapsed is a suspect: not dead
+ * until the cluster decides, so its cells stay, but it takes none. */
 static size_t balancer_cellapps(const balancer *b, balance_cellapp **out) {
-    size_t capacity = 1 + peer_set_count_up(b->context.peers, PEER_ROLE_CELLAPP) + b->report_count, count = 0;
+    const peer_set *peers = b->context.peers;
+    size_t known = 0, cursor = 0;
+    while (peer_set_next_known(peers, &cursor)) known++;
+    size_t capacity = 1 + peer_set_count_up(peers, PEER_ROLE_CELLAPP) + known + b->report_count, count = 0;
     balance_cellapp *list = xcalloc(capacity, sizeof *list);
     list[count++] =
-        (balance_cellapp){b->context.self->process_id, cell_load_value(b->context.load), *b->context.draining};
-    size_t cursor = 0;
+        (balance_cellapp){b->context.self->process_id, cell_load_value(b->context.load), *b->context.draining, false};
+    cursor = 0;
     uint64_t peer;
-    while ((peer = peer_set_next_up(b->context.peers, PEER_ROLE_CELLAPP, &cursor)) != 0 && count < capacity)
-        list[count++] = (balance_cellapp){peer, 0, false};
+    while ((peer = peer_set_next_up(peers, PEER_ROLE_CELLAPP, &cursor)) != 0 && count < capacity)
+        list[count++] = (balance_cellapp){peer, 0, false, peer_set_liveness(peers, peer) == PEER_LAPSED};
+    cursor = 0;
+    while ((peer = peer_set_next_known(peers, &cursor)) != 0 && count < capacity) {
+        peer_role role;
+        if (!peer_set_role_of(peers, peer, &role) || role != PEER_ROLE_CELLAPP || peer_set_is_up(peers, peer) ||
+            !balancer_cellapp_alive(b, peer))
+            continue;
+        list[count++] = (balance_cellapp){peer, 0, false, true};
+    }
     for (size_t i = 0; i < b->report_count; i++) {
         const balancer_report *report = &b->reports[i];
-        if (report->cellapp_id == b->context.self->process_id || !balancer_report_fresh(b, report)) continue;
+        if (report->cellapp_id == b->context.self->process_id || !balancer_report_fresh(b, report) ||
+            !balancer_cellapp_alive(b, report->cellapp_id))
+            continue;
         balance_cellapp *entry = NULL;
         for (size_t k = 0; k < count && !entry; k++)
             if (list[k].cellapp_id == report->cellapp_id) entry = &list[k];
+        bool suspect =
+            !peer_set_is_up(peers, report->cellapp_id) || peer_set_liveness(peers, report->cellapp_id) == PEER_LAPSED;
         if (!entry && count < capacity) entry = &list[count++];
         if (!entry) continue;
-        *entry = (balance_cellapp){report->cellapp_id, report->load, report->draining};
+        *entry = (balance_cellapp){report->cellapp_id, report->load, report->draining, suspect};
     }
     *out = list;
     return count;
@@ -391,7 +418,10 @@ static void balancer_decide_space(balancer *b, const space_layout *applied, cons
         balance_plan(layout, balancer_lookup, &context, cellapps, cellapp_count, &settings->algorithm);
     if (action.kind != BALANCE_NOTHING) {
         bool urgent = balancer_action_is_urgent(&action, layout, cellapps, cellapp_count);
-        if (urgent || now_us - b->last_cell_change_us >= (uint64_t)settings->cell_change_ms * 1000) {
+        /* With balancing off only what a stopped or dead cellapp needs is
+         * done: its cells go to the others. */
+        bool allowed = urgent || settings->enabled;
+        if (allowed && (urgent || now_us - b->last_cell_change_us >= (uint64_t)settings->cell_change_ms * 1000)) {
             char err[256];
             if (balance_apply(layout, &action, err, sizeof err) != 0) {
                 log_warn("balancer: space '%s': %s: not applied: %s", layout->name, action.reason, err);
@@ -405,7 +435,7 @@ static void balancer_decide_space(balancer *b, const space_layout *applied, cons
             return;
         }
     }
-    if (!balancer_every_cell_applied(layout, &context)) {
+    if (!settings->enabled || !balancer_every_cell_applied(layout, &context)) {
         space_layout_free(layout);
         return;
     }
@@ -520,6 +550,15 @@ void balancer_give_up_lease(balancer *b) {
 }
 
 bool balancer_is_leader(const balancer *b) { return b && b->lease && lease_fence(b->lease, clock_monotonic_us()) != 0; }
+
+bool balancer_lease_value(const balancer *b, uint64_t now_us, char *out, size_t size) {
+    uint64_t fence = b && b->lease ? lease_fence(b->lease, now_us) : 0;
+    if (!fence) return false;
+    snprintf(out, size, "%" PRIu64 ":%" PRIu64, b->context.self->process_id, fence);
+    return true;
+}
+
+uint64_t balancer_leading_since_us(const balancer *b) { return balancer_is_leader(b) ? b->leading_since_us : 0; }
 
 void balancer_stats(const balancer *b, balancer_figures *out) {
     memset(out, 0, sizeof *out);

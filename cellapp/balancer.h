@@ -45,6 +45,13 @@ void balancer_stop(balancer *b);
  * it holds it), but keeps reporting. */
 void balancer_give_up_lease(balancer *b);
 bool balancer_is_leader(const balancer *b);
+/* While this cellapp leads: writes its lease's value ("<id>:<fence>", what
+ * P balancer_lease holds) into `out` and returns true; else false. A write
+ * made in the lease's name (a death decision) carries it. */
+bool balancer_lease_value(const balancer *b, uint64_t now_us, char *out, size_t size);
+/* Since when this cellapp has led without a break (monotonic us; 0: it
+ * does not lead). */
+uint64_t balancer_leading_since_us(const balancer *b);
 
 /* What the balancer has done, for the registry and /metrics. */
 typedef struct balancer_figures {

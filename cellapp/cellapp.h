@@ -24,6 +24,7 @@
 #include "cellapp_counters.h"
 #include "cellapp_settings.h"
 #include "channel.h"
+#include "death_watch.h"
 #include "entity_io.h"
 #include "entity_timer.h"
 #include "event_route.h"
@@ -68,6 +69,7 @@ struct cellapp {
     bool draining; /* SIGTERM: the cells go elsewhere, then the process stops */
     uint64_t drain_started_us;
     bool ticking; /* the tick is started */
+    bool fenced;  /* the last tick found this cellapp fenced (tick.c) */
     tick_clock clock;
     uint64_t random_state;      /* spawn points (random_unit.h) */
     entity_timer_ids timer_ids; /* every cell's timers take their ids here */
@@ -96,7 +98,8 @@ struct cellapp {
     space_maps *maps;          /* the spaces' navigation meshes */
     game_host *game;           /* the game module (never NULL once running) */
     map_entities *map_spawner; /* the maps' entities */
-    balancer *balancer;        /* NULL when balancing is off */
+    balancer *balancer;        /* the lease, and the balancing when it is on */
+    death_watch *deaths;       /* death decisions, while this cellapp holds the lease */
     cellapp_admin *admin;      /* the admin HTTP listener's part (NULL: admin_port -1) */
 };
 

@@ -24,6 +24,7 @@ typedef struct cellapp_counters {
     uint64_t teleports;
     uint64_t moves_refused;
     uint64_t base_calls, base_calls_failed; /* calls of entities' bases made here, and those that failed */
+    uint64_t fences;                        /* times this cellapp fenced itself */
     /* From an offload's send to its acknowledgement, microseconds. */
     latency_histogram offload_latency;
     latency_histogram tick_time; /* each tick's duration, microseconds */

@@ -81,6 +81,11 @@ static const stat_row cellapp_figure_rows[] = {
      FIGURE(aliases_exhausted), 0, NULL},
     {"draining", "draining", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(draining), 0,
      "1 while the cellapp hands its cells over before stopping"},
+    {"fenced", "fenced", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(fenced), 0,
+     "1 while this cellapp's lease lapsed and it may be declared dead: it ticks nothing of its own"},
+    {"fences", "fences_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(fences), 0, "times this cellapp fenced itself"},
+    {"deaths_declared", "deaths_declared_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(deaths_declared), 0,
+     "processes this cellapp declared dead as the balancer lease's holder"},
     {"balance_leader", "balance_leader", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(balance_leader), 0,
      "1 while this cellapp holds the balancer lease"},
     {"balance_passes", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(balance_passes), 0,
@@ -143,6 +148,9 @@ void cellapp_figures_gather(const cellapp *app, cellapp_figures *out) {
     out->game_events = n->game_events;
     out->base_calls = n->base_calls;
     out->base_calls_failed = n->base_calls_failed;
+    out->fenced = app->fenced;
+    out->fences = n->fences;
+    out->deaths_declared = death_watch_declared(app->deaths);
     balancer_figures balance;
     balancer_stats(app->balancer, &balance);
     out->balance_leader = balance.leader;

@@ -27,6 +27,9 @@ typedef struct cellapp_figures {
     uint64_t ghosts_created, ghosts_deleted, ghost_bytes, held_ghost_messages;
     uint64_t messages_forwarded, messages_failed, stream_gaps, duplicates;
     uint64_t teleports, moves_refused, game_events, base_calls, base_calls_failed;
+    /* Failure: fenced now, times fenced, deaths this cellapp declared. */
+    bool fenced;
+    uint64_t fences, deaths_declared;
     /* The balancer's. */
     bool balance_leader;
     uint64_t balance_passes, line_moves, cell_changes, balance_writes_refused;

@@ -81,8 +81,9 @@ static const config_key cellapp_config_keys[] = {
      "a message that arrives ahead of its stream waits this long for the ones before it, then they are given up "
      "(logged)"},
     {"balance_enabled", CONFIG_BOOL, offsetof(cellapp_settings, balance.enabled), 0, 0, 0, "true",
-     "stand for the balancer lease: the holder moves the lines toward the load, adds and retires cells, and hands "
-     "over the cells of cellapps that stop or die; false also makes SIGTERM stop at once instead of draining"},
+     "the balancer lease's holder moves the lines toward the load and adds and retires cells (every cellapp "
+     "stands for the lease either way: its holder declares deaths and hands over the cells of cellapps that stop "
+     "or die); false also makes SIGTERM stop at once instead of draining"},
     {"balance_period_ms", CONFIG_INT, offsetof(cellapp_settings, balance.period_ms), 0, 100, 60000, "1000",
      "how often each cellapp reports its load and the leader moves lines (BigWorld: 1 s)"},
     {"balance_lease_ms", CONFIG_INT, offsetof(cellapp_settings, balance.lease_ms), 0, 300, 600000, "3000",
@@ -185,6 +186,7 @@ static void cellapp_shutdown(cellapp *app) {
 
 /* Frees the modules, top first, once the loop has drained. */
 static void cellapp_free(cellapp *app) {
+    death_watch_free(app->deaths);
     balancer_free(app->balancer);
     map_entities_free(app->map_spawner);
     game_host_free(app->game);
@@ -235,8 +237,9 @@ static void cellapp_begin_drain(void *owner) {
         cellapp_shutdown(app);
         return;
     }
-    if (!app->balancer || peer_set_count_up(app->runtime.peers, PEER_ROLE_CELLAPP) == 0) {
-        log_info("stopping (%s)", app->balancer ? "no other cellapp to hand the cells to" : "balancing is off");
+    bool balancing = app->settings.balance.enabled;
+    if (!balancing || peer_set_count_up(app->runtime.peers, PEER_ROLE_CELLAPP) == 0) {
+        log_info("stopping (%s)", balancing ? "no other cellapp to hand the cells to" : "balancing is off");
         cellapp_shutdown(app);
         return;
     }
@@ -360,7 +363,7 @@ static void cellapp_build_modules(cellapp *app) {
     offloads_context offload_needs = {settings,       &app->codec,        &app->hooks, app->spaces,
                                       app->outbox,    app->runtime.peers, app->haunts, app->ghost_order,
                                       app->route,     app->runtime.redis, cluster,     app->load,
-                                      &app->counters, &app->runtime.self};
+                                      &app->counters, &app->runtime.self, &app->fenced};
     app->offloads = offload_create(&offload_needs);
     ghost_inbox_context inbox_needs = {app->ghost_order, app->haunts, app->offloads, app->spaces, &app->runtime.self};
     app->ghost_inbox = ghost_inbox_create(&inbox_needs);
@@ -410,12 +413,14 @@ static int cellapp_build_top(cellapp *app, char *err, size_t errlen) {
                                       app->ids,           &app->runtime.self};
     app->map_spawner = map_entities_create(&map_needs);
     process_runtime_register(&app->runtime, NULL);
-    if (settings->balance.enabled) {
+    {
         balancer_context balance_needs = {&settings->balance, app->runtime.redis, cluster,
                                           app->runtime.peers, app->spaces,        app->load,
                                           app->offloads,      &app->draining,     &app->runtime.self};
         app->balancer = balancer_create(&balance_needs);
     }
+    death_watch_context death_needs = {&app->runtime, app->balancer};
+    app->deaths = death_watch_create(&death_needs);
     cellapp_admin_context admin_needs = {
         .loop = app->runtime.loop,
         .process = &settings->process,
@@ -445,6 +450,7 @@ static int cellapp_build(cellapp *app, int argc, char **argv, char *err, size_t 
     static const peer_set_callbacks peer_callbacks = {
         .on_peer_up = peer_dispatch_on_peer_up,
         .on_peer_down = peer_dispatch_on_peer_down,
+        .on_peer_dead = peer_dispatch_on_peer_dead,
         .on_message = peer_dispatch_on_message,
     };
     process_runtime_options options = {

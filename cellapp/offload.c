@@ -385,6 +385,11 @@ void offload_refuse(offloads *o, uint64_t peer, const Tessera__Cluster__Offload 
 
 void offload_apply(offloads *o, uint64_t peer, const Tessera__Cluster__Offload *offload) {
     const Tessera__Cluster__CellEntityState *state = offload->entity;
+    if (o->context.fenced && *o->context.fenced) {
+        /* It may be declared dead any moment: the sender keeps its real. */
+        offload_refuse(o, peer, offload, "this cellapp is fenced (its lease lapsed)");
+        return;
+    }
     cell *c = spaces_cell(o->context.spaces, state->space_name, true);
     if (!c) {
         offload_refuse(o, peer, offload, "this cellapp does not know the space");

@@ -43,6 +43,7 @@ typedef struct offloads_context {
     cell_load *load;
     cellapp_counters *counters;
     const process_self *self;
+    const bool *fenced; /* the cellapp is fenced (tick.c): it takes no real (NULL: never) */
 } offloads_context;
 
 offloads *offload_create(const offloads_context *context);

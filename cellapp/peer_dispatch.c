@@ -100,10 +100,27 @@ void peer_dispatch_on_message(peer_set *set, uint64_t process_id, peer_role role
     }
 }
 
+/* What this cellapp and another held of each other, forgotten: what was in
+ * flight to it comes back, its ghosts here go, and our reals forget their
+ * ghosts there. */
+static void peer_dispatch_forget_cellapp(cellapp *app, uint64_t process_id) {
+    spaces_peer_down(app->spaces, process_id);
+    /* First take back what was in flight to it, then let its ghosts go. */
+    offload_peer_down(app->offloads, process_id);
+    ghost_inbox_peer_down(app->ghost_inbox, process_id);
+    haunt_peer_down(app->haunts, process_id);
+}
+
 void peer_dispatch_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void *user_data) {
     cellapp *app = user_data;
-    (void)set;
-    if (role != PEER_ROLE_CELLAPP) return;
+    if (role != PEER_ROLE_CELLAPP || app->runtime.self.stopping) return;
+    /* A link back after one was lost, the process not declared dead: what
+     * either side sent meanwhile is gone, so both start their ghosts and
+     * offloads with each other afresh. */
+    if (peer_set_returning(set, process_id)) {
+        log_info("cellapp %" PRIu64 " is back: ghosts and offloads with it start afresh", process_id);
+        peer_dispatch_forget_cellapp(app, process_id);
+    }
     /* It learns our layouts; once it says which it has, reals near its
      * cells give it ghosts. */
     spaces_announce(app->spaces, process_id);
@@ -113,18 +130,27 @@ void peer_dispatch_on_peer_down(peer_set *set, uint64_t process_id, peer_role ro
                                 void *user_data) {
     cellapp *app = user_data;
     (void)set;
+    (void)role;
     (void)reason;
+    /* What was queued for it cannot go. Nothing it owns is taken over: it
+     * may be only busy or cut off for a moment; the cluster decides when
+     * it is dead (peer_dispatch_on_peer_dead). */
+    outbox_drop_peer(app->outbox, process_id);
+}
+
+void peer_dispatch_on_peer_dead(peer_set *set, uint64_t process_id, peer_role role, const char *reason,
+                                void *user_data) {
+    cellapp *app = user_data;
+    (void)set;
+    (void)reason;
+    if (app->runtime.self.stopping) return;
     outbox_drop_peer(app->outbox, process_id);
     if (role == PEER_ROLE_CELLAPP) {
-        spaces_peer_down(app->spaces, process_id);
-        /* First take back what was in flight to it, then let its ghosts go. */
-        offload_peer_down(app->offloads, process_id);
-        ghost_inbox_peer_down(app->ghost_inbox, process_id);
-        haunt_peer_down(app->haunts, process_id);
+        peer_dispatch_forget_cellapp(app, process_id);
         return;
     }
     /* The baseapp held these entities' bases and clients: without them the
      * cell entities have nobody to answer to. */
     size_t destroyed = reals_destroy_of_baseapp(app->reals, process_id);
-    if (destroyed) log_info("destroyed %zu entities of baseapp %" PRIu64, destroyed, process_id);
+    if (destroyed) log_info("destroyed %zu entities of dead baseapp %" PRIu64, destroyed, process_id);
 }

@@ -190,11 +190,37 @@ static void tick_housekeeping(cellapp *app, uint64_t now_us) {
     }
     spaces_poll(app->spaces);
     cell_load_sample(app->load, now_us);
-    if (app->balancer) balancer_tick(app->balancer, now_us);
+    balancer_tick(app->balancer, now_us);
+    death_watch_tick(app->deaths, now_us);
+}
+
+/* 0. Whether this cellapp may act as an owner this tick. A cellapp whose
+ * lease lapsed while a cellapp that could declare it dead may not hear it
+ * (process_runtime_fenced) ticks nothing of its own: another may own its
+ * reals by now. It keeps its state and carries on once its lease is back,
+ * or rejoins empty if it was declared dead meanwhile (the runtime). */
+static bool tick_fenced(cellapp *app, uint64_t now_us) {
+    bool fenced = process_runtime_fenced(&app->runtime, now_us);
+    if (fenced != app->fenced) {
+        app->fenced = fenced;
+        if (fenced) {
+            app->counters.fences++;
+            log_warn("fenced: this cellapp's lease lapsed and it may be declared dead: it ticks nothing of its own "
+                     "until its lease is back");
+        } else {
+            log_info("unfenced: the lease is back; ticking again");
+        }
+    }
+    return fenced;
 }
 
 void tick_run(cellapp *app) {
     uint64_t started = clock_monotonic_us();
+    if (tick_fenced(app, started)) {
+        tick_housekeeping(app, started);
+        app->clock.last_duration_us = clock_monotonic_us() - started;
+        return;
+    }
     tick_layouts_and_game(app);
     tick_thinks(app, started);
     tick_messages_and_controllers(app);

@@ -4,9 +4,14 @@
  * in which they close. It owns these handles and nothing of the program's. */
 #include "process_runtime.h"
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -21,12 +26,22 @@ static void process_runtime_on_registered(registry *reg, uint64_t process_id, vo
     RUNTIME_HOOK(rt, registered, process_id);
 }
 
-static void process_runtime_on_peers(registry *reg, const registry_peer *peers, size_t count, void *user_data) {
+static void process_runtime_on_peers(registry *reg, const registry_view *view, void *user_data) {
     process_runtime *rt = user_data;
     (void)reg;
     if (rt->self.stopping) return;
-    peer_set_on_registry(rt->peers, peers, count);
-    RUNTIME_HOOK(rt, peers, peers, count);
+    peer_set_on_registry(rt->peers, view);
+    RUNTIME_HOOK(rt, peers, view);
+}
+
+static void process_runtime_on_revoked(registry *reg, void *user_data) {
+    process_runtime *rt = user_data;
+    (void)reg;
+    if (rt->self.stopping) return;
+    if (rt->options.hooks.revoked)
+        RUNTIME_HOOK(rt, revoked);
+    else
+        process_runtime_rejoin(rt, "the cluster declared this process dead");
 }
 
 static void process_runtime_on_redis_state(redis_client *client, int connected, unsigned failed_attempts,
@@ -89,6 +104,7 @@ void process_runtime_register(process_runtime *rt, const char *client_host) {
         .ttl_ms = (unsigned)settings->registry_ttl_ms,
         .on_registered = process_runtime_on_registered,
         .on_peers = process_runtime_on_peers,
+        .on_revoked = process_runtime_on_revoked,
         .user_data = rt,
     };
     rt->registry = registry_create(rt->loop, rt->redis, &registry_settings);
@@ -176,4 +192,36 @@ void process_runtime_stop(process_runtime *rt) {
 void process_runtime_close(process_runtime *rt) {
     process_runtime_stop(rt);
     if (rt->loop) process_drain_loop(rt->loop);
+}
+
+bool process_runtime_fenced(const process_runtime *rt, uint64_t now_us) {
+    if (!rt->registry || !rt->peers || rt->self.process_id == 0) return false;
+    if (registry_lease_valid(rt->registry, now_us)) return false;
+    return !peer_set_vouched(rt->peers, PEER_ROLE_CELLAPP, now_us);
+}
+
+/* Every descriptor but the standard three closes on exec (libuv's already
+ * do; a library's may not). */
+static void process_runtime_close_on_exec(void) {
+    DIR *dir = opendir("/proc/self/fd");
+    if (!dir) return;
+    int own = dirfd(dir);
+    const struct dirent *entry;
+    while ((entry = readdir(dir)) != NULL) {
+        char *end;
+        long fd = strtol(entry->d_name, &end, 10);
+        if (*end != '\0' || fd <= 2 || fd == own) continue;
+        int flags = fcntl((int)fd, F_GETFD);
+        if (flags >= 0) (void)fcntl((int)fd, F_SETFD, flags | FD_CLOEXEC);
+    }
+    closedir(dir);
+}
+
+void process_runtime_rejoin(process_runtime *rt, const char *why) {
+    log_warn("rejoining the cluster as a new process: %s (what this process held is the cluster's now)", why);
+    process_runtime_close_on_exec();
+    char *const *argv = rt->options.argv;
+    if (argv && argv[0]) execv("/proc/self/exe", argv);
+    log_error("rejoin: exec of /proc/self/exe failed: %s; exiting", strerror(errno));
+    exit(1);
 }

@@ -50,9 +50,12 @@ typedef struct process_runtime_hooks {
     /* The registry gave this process its id (self.process_id and the peer
      * set already have it). */
     void (*registered)(void *owner, uint64_t process_id);
-    /* A registry report: the live processes other than this one (the peer
-     * set has already dialled and dropped from it). */
-    void (*peers)(void *owner, const registry_peer *peers, size_t count);
+    /* A registry report (the peer set has already dialled, dropped and
+     * marked the dead from it). */
+    void (*peers)(void *owner, const registry_view *view);
+    /* The cluster declared this process dead. NULL: the runtime rejoins
+     * (process_runtime_rejoin). */
+    void (*revoked)(void *owner);
     /* Redis is connected (again). */
     void (*redis_connected)(void *owner);
     /* The figures' period: publish what changed. */
@@ -121,5 +124,18 @@ void process_runtime_stop(process_runtime *rt);
 
 /* Runs the loop until libuv has released every handle, then closes it. */
 void process_runtime_close(process_runtime *rt);
+
+/* Whether this process must not act as an owner now (self-fencing): it has
+ * registered, its lease lapsed (registry_lease_valid), and some cellapp
+ * that could declare it dead has not heard it lately (peer_set_vouched).
+ * Redis out of reach for everyone fences nobody: no lease holder can
+ * decide, and every cellapp still hears every other. */
+bool process_runtime_fenced(const process_runtime *rt, uint64_t now_us);
+
+/* Rejoins the cluster as a new process: what this one held is the
+ * cluster's now, so it is dropped whole by running the program again
+ * (exec, same arguments and pid). Does not return unless the exec failed
+ * (logged; the process then exits with 1). */
+void process_runtime_rejoin(process_runtime *rt, const char *why);
 
 #endif

@@ -12,6 +12,7 @@ static char *redis_key(char *out, const char *cluster, const char *suffix) {
 
 char *redis_key_next_process_id(char *out, const char *cluster) { return redis_key(out, cluster, "next_process_id"); }
 char *redis_key_processes(char *out, const char *cluster) { return redis_key(out, cluster, "processes"); }
+char *redis_key_dead(char *out, const char *cluster) { return redis_key(out, cluster, "dead"); }
 char *redis_key_next_entity_id(char *out, const char *cluster) { return redis_key(out, cluster, "next_entity_id"); }
 char *redis_key_spaces(char *out, const char *cluster) { return redis_key(out, cluster, "spaces"); }
 char *redis_key_cell_directory(char *out, const char *cluster) { return redis_key(out, cluster, "cell_directory"); }

@@ -5,7 +5,11 @@
  *
  *   P next_process_id        INCR'd once by each starting process for its id
  *   P processes              SET of the ids of registered processes
- *   P process:<id>           HASH a process's registry entry (registry.h)
+ *   P process:<id>           HASH a process's registry entry, with a TTL:
+ *                            its lease (registry.h)
+ *   P dead                   ZSET the ids the balancer's lease holder
+ *                            declared dead, by the wall ms of the decision
+ *                            (common/peer_set.h); kept an hour
  *   P next_entity_id         INCRBY'd for blocks of entity ids (id_block.h)
  *   P account:<name>         HASH an account (baseapp/login.c)
  *   P entity:<class>:<name>  STRING an entity's persistent state, JSON
@@ -51,6 +55,7 @@
 char *redis_key_next_process_id(char *out, const char *cluster);
 char *redis_key_processes(char *out, const char *cluster);
 char *redis_key_process(char *out, const char *cluster, uint64_t process_id);
+char *redis_key_dead(char *out, const char *cluster);
 char *redis_key_next_entity_id(char *out, const char *cluster);
 char *redis_key_account(char *out, const char *cluster, const char *account);
 char *redis_key_stored_entity(char *out, const char *cluster, const char *class_name, const char *name);

@@ -1,7 +1,9 @@
 /* registry.c -- this process's entry in the Redis registry: takes a process
- * id, heartbeats the entry with a TTL, publishes its numbers, and reads the
- * other entries to tell the owner which peers are alive. It does not connect
- * to peers; the owner does that with what it is told. */
+ * id, renews the entry (its lease) with a TTL unless the process was
+ * declared dead, publishes its numbers, reads the other entries and the dead
+ * set to tell the owner who holds a lease, whose lapsed and who is dead, and
+ * writes the lease holder's death decisions. It does not connect to peers;
+ * the owner does that with what it is told. */
 #include "registry.h"
 
 #include <errno.h>
@@ -27,6 +29,8 @@ struct registry {
     uint64_t process_id;
     uint64_t started_ms;
     int registering;         /* INCR in flight */
+    int revoked;             /* a renewal was refused: this process was declared dead */
+    uint64_t lease_until_us; /* monotonic: the lease holds until then at the latest (0: not held) */
     int discovery_in_flight; /* one peer scan at a time */
     int freeing;
     unsigned pending; /* Redis callbacks that still reference us */
@@ -39,8 +43,44 @@ typedef struct registry_scan {
     registry *reg;
     registry_peer *peers;
     size_t expected, answered, live;
+    uint64_t *lapsed;
+    size_t lapsed_count;
+    uint64_t *dead;
+    size_t dead_count;
     int failed; /* a reply was lost: the picture is incomplete, report nothing */
 } registry_scan;
+
+/* A renewal in flight: when it was sent bounds the lease it grants. */
+typedef struct registry_renewal {
+    registry *reg;
+    uint64_t sent_us;
+} registry_renewal;
+
+/* How long a death stays in P dead: far longer than any process takes to
+ * notice it (a stalled one learns at its next renewal), short enough that
+ * the set stays small. */
+#define REGISTRY_DEAD_KEEP_MS ((uint64_t)3600 * 1000)
+
+/* The renewal: refused (0) for an id declared dead, else the hash, its TTL
+ * and the set membership in one step (1). KEYS: the hash, P processes,
+ * P dead. ARGV: the id, the TTL, then field/value pairs. */
+static const char REGISTRY_RENEW_SCRIPT[] = "if redis.call('ZSCORE', KEYS[3], ARGV[1]) then return 0 end\n"
+                                            "redis.call('HSET', KEYS[1], unpack(ARGV, 3))\n"
+                                            "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+                                            "redis.call('SADD', KEYS[2], ARGV[1])\n"
+                                            "return 1\n";
+
+/* A death decision: only while the caller's lease is the current one (-1
+ * otherwise), once (0 when the id was dead already). KEYS: P balancer_lease,
+ * P dead, P processes, the dead process's hash. ARGV: the caller's lease
+ * value, the id, now in wall ms, the oldest death to keep (wall ms). */
+static const char REGISTRY_DECLARE_SCRIPT[] = "if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end\n"
+                                              "redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[4])\n"
+                                              "if redis.call('ZSCORE', KEYS[2], ARGV[2]) then return 0 end\n"
+                                              "redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])\n"
+                                              "redis.call('SREM', KEYS[3], ARGV[2])\n"
+                                              "redis.call('DEL', KEYS[4])\n"
+                                              "return 1\n";
 
 typedef struct registry_scan_item {
     registry_scan *scan;
@@ -95,7 +135,7 @@ void registry_free(registry *reg) {
     if (!reg || reg->freeing) return;
     reg->freeing = 1;
     uv_timer_stop(&reg->heartbeat_timer);
-    if (reg->process_id && redis_client_is_connected(reg->redis)) {
+    if (reg->process_id && !reg->revoked && redis_client_is_connected(reg->redis)) {
         /* Leave at once rather than after the TTL: peers notice a clean
          * shutdown on their next heartbeat. */
         char key[REDIS_KEY_MAX], set_key[REDIS_KEY_MAX], id[24];
@@ -123,6 +163,10 @@ void registry_set_stat(registry *reg, const char *name, int64_t value) {
 
 uint64_t registry_process_id(const registry *reg) { return reg->process_id; }
 
+bool registry_lease_valid(const registry *reg, uint64_t now_us) {
+    return reg && !reg->revoked && reg->lease_until_us && now_us < reg->lease_until_us;
+}
+
 static void registry_on_registered(redis_client *redis, redisReply *reply, void *user_data) {
     registry *reg = user_data;
     (void)redis;
@@ -140,13 +184,31 @@ static void registry_on_registered(redis_client *redis, redisReply *reply, void 
     registry_heartbeat(reg);
 }
 
+static void registry_scan_free(registry_scan *scan) {
+    free(scan->peers);
+    free(scan->lapsed);
+    free(scan->dead);
+    free(scan);
+}
+
 static void registry_finish_scan(registry_scan *scan) {
     registry *reg = scan->reg;
     reg->discovery_in_flight = 0;
-    if (!reg->freeing && !scan->failed && reg->options.on_peers)
-        reg->options.on_peers(reg, scan->peers, scan->live, reg->options.user_data);
-    free(scan->peers);
-    free(scan);
+    if (!reg->freeing && !scan->failed && reg->options.on_peers) {
+        registry_view view = {scan->peers, scan->live, scan->lapsed, scan->lapsed_count, scan->dead, scan->dead_count};
+        reg->options.on_peers(reg, &view, reg->options.user_data);
+    }
+    registry_scan_free(scan);
+}
+
+/* One answer of the scan is in: the scan ends with the last. */
+static void registry_scan_answered(registry_scan *scan, int freeing) {
+    scan->answered++;
+    if (scan->answered < scan->expected) return;
+    if (freeing)
+        registry_scan_free(scan);
+    else
+        registry_finish_scan(scan);
 }
 
 /* A port as the registry stores it (decimal, 1..65535), or 0 when the field
@@ -192,26 +254,40 @@ static void registry_on_peer_hash(redis_client *redis, redisReply *reply, void *
     int freeing = registry_callback_done(reg);
     if (!reply || reply->type != REDIS_REPLY_ARRAY) scan->failed = 1;
     if (!freeing && reply && reply->type == REDIS_REPLY_ARRAY) {
-        if (reply->elements == 0) {
-            /* The hash expired: that process missed its heartbeats. */
-            char set_key[REDIS_KEY_MAX], id[24];
-            redis_key_processes(set_key, reg->cluster_name);
-            snprintf(id, sizeof id, "%" PRIu64, item->process_id);
-            redis_client_command(reg->redis, NULL, NULL, "SREM %s %s", set_key, id);
-        } else {
+        if (reply->elements == 0)
+            scan->lapsed[scan->lapsed_count++] = item->process_id; /* its lease lapsed: not renewed for the TTL */
+        else
             registry_parse_peer(scan, item->process_id, reply);
-        }
     }
     free(item);
-    scan->answered++;
-    if (scan->answered == scan->expected) {
-        if (freeing) {
-            free(scan->peers);
-            free(scan);
-        } else {
-            registry_finish_scan(scan);
+    registry_scan_answered(scan, freeing);
+}
+
+static void registry_on_dead(redis_client *redis, redisReply *reply, void *user_data) {
+    registry_scan *scan = user_data;
+    registry *reg = scan->reg;
+    (void)redis;
+    int freeing = registry_callback_done(reg);
+    if (!reply || reply->type != REDIS_REPLY_ARRAY) {
+        scan->failed = 1;
+    } else if (!freeing) {
+        scan->dead = xcalloc(reply->elements + 1, sizeof *scan->dead);
+        for (size_t i = 0; i < reply->elements; i++) {
+            const redisReply *member = reply->element[i];
+            uint64_t id = member->type == REDIS_REPLY_STRING ? strtoull(member->str, NULL, 10) : 0;
+            if (id) scan->dead[scan->dead_count++] = id;
         }
+        /* This process itself declared dead: its next renewal is refused
+         * too, but it need not wait for it. */
+        for (size_t i = 0; i < scan->dead_count; i++)
+            if (scan->dead[i] == reg->process_id && !reg->revoked) {
+                reg->revoked = 1;
+                reg->lease_until_us = 0;
+                log_warn("registry: %s %" PRIu64 " has been declared dead by the cluster", reg->role, reg->process_id);
+                if (reg->options.on_revoked) reg->options.on_revoked(reg, reg->options.user_data);
+            }
     }
+    registry_scan_answered(scan, freeing);
 }
 
 static void registry_on_members(redis_client *redis, redisReply *reply, void *user_data) {
@@ -225,6 +301,7 @@ static void registry_on_members(redis_client *redis, redisReply *reply, void *us
     registry_scan *scan = xcalloc(1, sizeof *scan);
     scan->reg = reg;
     scan->peers = xcalloc(reply->elements + 1, sizeof *scan->peers);
+    scan->lapsed = xcalloc(reply->elements + 1, sizeof *scan->lapsed);
     char key[REDIS_KEY_MAX];
     for (size_t i = 0; i < reply->elements; i++) {
         redisReply *member = reply->element[i];
@@ -242,14 +319,42 @@ static void registry_on_members(redis_client *redis, redisReply *reply, void *us
             free(item);
         }
     }
+    /* The deaths of the last hour. */
+    char dead_key[REDIS_KEY_MAX], oldest[24];
+    redis_key_dead(dead_key, reg->cluster_name);
+    uint64_t now_ms = clock_wall_us() / 1000;
+    snprintf(oldest, sizeof oldest, "%" PRIu64, now_ms > REGISTRY_DEAD_KEEP_MS ? now_ms - REGISTRY_DEAD_KEEP_MS : 0);
+    const char *dead_argv[] = {"ZRANGEBYSCORE", dead_key, oldest, "+inf"};
+    scan->expected++;
+    if (registry_command(reg, registry_on_dead, scan, 4, dead_argv) != 0) {
+        scan->expected--;
+        scan->failed = 1;
+    }
     if (scan->expected == 0) registry_finish_scan(scan);
 }
 
-static void registry_on_write(redis_client *redis, redisReply *reply, void *user_data) {
-    registry *reg = user_data;
+static void registry_on_renewed(redis_client *redis, redisReply *reply, void *user_data) {
+    registry_renewal *renewal = user_data;
+    registry *reg = renewal->reg;
+    uint64_t sent_us = renewal->sent_us;
     (void)redis;
+    free(renewal);
     if (registry_callback_done(reg)) return;
-    if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("registry: heartbeat write failed: %s", reply->str);
+    if (!reply || reply->type != REDIS_REPLY_INTEGER) {
+        if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("registry: heartbeat write failed: %s", reply->str);
+        return;
+    }
+    if (reply->integer == 1) {
+        uint64_t until = sent_us + (uint64_t)reg->options.ttl_ms * 1000;
+        if (!reg->revoked && until > reg->lease_until_us) reg->lease_until_us = until;
+        return;
+    }
+    if (reg->revoked) return;
+    reg->revoked = 1;
+    reg->lease_until_us = 0;
+    log_warn("registry: %s %" PRIu64 " has been declared dead by the cluster: its lease is refused", reg->role,
+             reg->process_id);
+    if (reg->options.on_revoked) reg->options.on_revoked(reg, reg->options.user_data);
 }
 
 /* Writes this process's hash, renews its TTL, and starts a peer scan. */
@@ -266,20 +371,29 @@ static void registry_heartbeat(registry *reg) {
         return;
     }
 
-    char key[REDIS_KEY_MAX], set_key[REDIS_KEY_MAX], id[24], port[16], pid[16], started[24], ttl[16];
+    if (reg->revoked) return;
+    char key[REDIS_KEY_MAX], set_key[REDIS_KEY_MAX], dead_key[REDIS_KEY_MAX], id[24], port[16], pid[16], started[24],
+        ttl[16];
     char values[REGISTRY_MAX_STATS][24];
     redis_key_process(key, reg->cluster_name, reg->process_id);
     redis_key_processes(set_key, reg->cluster_name);
+    redis_key_dead(dead_key, reg->cluster_name);
     snprintf(id, sizeof id, "%" PRIu64, reg->process_id);
     snprintf(port, sizeof port, "%d", reg->options.port);
     snprintf(pid, sizeof pid, "%d", (int)getpid());
     snprintf(started, sizeof started, "%" PRIu64, reg->started_ms);
     snprintf(ttl, sizeof ttl, "%u", reg->options.ttl_ms);
 
-    const char *argv[2 + 2 * (6 + REGISTRY_MAX_STATS)];
+    const char *argv[8 + 2 * (6 + REGISTRY_MAX_STATS)];
     int argc = 0;
-    argv[argc++] = "HSET";
+    argv[argc++] = "EVAL";
+    argv[argc++] = REGISTRY_RENEW_SCRIPT;
+    argv[argc++] = "3";
     argv[argc++] = key;
+    argv[argc++] = set_key;
+    argv[argc++] = dead_key;
+    argv[argc++] = id;
+    argv[argc++] = ttl;
     argv[argc++] = "role";
     argv[argc++] = reg->role;
     argv[argc++] = "host";
@@ -299,16 +413,11 @@ static void registry_heartbeat(registry *reg) {
         argv[argc++] = reg->stats[i].name;
         argv[argc++] = values[i];
     }
-    /* One transaction, so the hash never exists without its TTL. */
-    const char *multi[] = {"MULTI"};
-    const char *expire[] = {"PEXPIRE", key, ttl};
-    const char *add[] = {"SADD", set_key, id};
-    const char *exec[] = {"EXEC"};
-    registry_command(reg, registry_on_write, reg, 1, multi);
-    registry_command(reg, registry_on_write, reg, argc, argv);
-    registry_command(reg, registry_on_write, reg, 3, expire);
-    registry_command(reg, registry_on_write, reg, 3, add);
-    registry_command(reg, registry_on_write, reg, 1, exec);
+    /* One script, so the hash never exists without its TTL and a dead id
+     * never renews. */
+    registry_renewal *renewal = xmalloc(sizeof *renewal);
+    *renewal = (registry_renewal){reg, clock_monotonic_us()};
+    if (registry_command(reg, registry_on_renewed, renewal, argc, argv) != 0) free(renewal);
 
     if (!reg->discovery_in_flight) {
         const char *members[] = {"SMEMBERS", set_key};
@@ -322,4 +431,50 @@ void registry_on_redis_state(registry *reg, int connected) {
         reg->registering = 0;
         registry_heartbeat(reg);
     }
+}
+
+/* ---- death decisions ------------------------------------------------------------ */
+
+typedef struct registry_declaration {
+    registry *reg;
+    uint64_t process_id;
+    registry_declared_callback done;
+    void *context;
+} registry_declaration;
+
+static void registry_on_declared(redis_client *redis, redisReply *reply, void *user_data) {
+    registry_declaration *declaration = user_data;
+    registry *reg = declaration->reg;
+    (void)redis;
+    int freeing = registry_callback_done(reg);
+    bool declared = reply && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
+    if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer < 0)
+        log_warn("registry: process %" PRIu64 " not declared dead: the balancer lease moved on",
+                 declaration->process_id);
+    if (!freeing && declaration->done) declaration->done(declaration->process_id, declared, declaration->context);
+    free(declaration);
+}
+
+int registry_declare_dead(registry *reg, uint64_t process_id, const char *lease_value, registry_declared_callback done,
+                          void *context) {
+    if (!redis_client_is_connected(reg->redis)) return -1;
+    char lease_key[REDIS_KEY_MAX], dead_key[REDIS_KEY_MAX], set_key[REDIS_KEY_MAX], key[REDIS_KEY_MAX];
+    char id[24], now[24], oldest[24];
+    redis_key_balancer_lease(lease_key, reg->cluster_name);
+    redis_key_dead(dead_key, reg->cluster_name);
+    redis_key_processes(set_key, reg->cluster_name);
+    redis_key_process(key, reg->cluster_name, process_id);
+    uint64_t now_ms = clock_wall_us() / 1000;
+    snprintf(id, sizeof id, "%" PRIu64, process_id);
+    snprintf(now, sizeof now, "%" PRIu64, now_ms);
+    snprintf(oldest, sizeof oldest, "%" PRIu64, now_ms > REGISTRY_DEAD_KEEP_MS ? now_ms - REGISTRY_DEAD_KEEP_MS : 0);
+    const char *argv[] = {"EVAL", REGISTRY_DECLARE_SCRIPT, "4", lease_key, dead_key, set_key, key, lease_value, id, now,
+                          oldest};
+    registry_declaration *declaration = xmalloc(sizeof *declaration);
+    *declaration = (registry_declaration){reg, process_id, done, context};
+    if (registry_command(reg, registry_on_declared, declaration, (int)(sizeof argv / sizeof argv[0]), argv) != 0) {
+        free(declaration);
+        return -1;
+    }
+    return 0;
 }

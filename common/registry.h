@@ -5,15 +5,24 @@
  *   P processes         SET of the ids of processes that registered
  *   P process:<id>      HASH role, host, port, pid, started_ms, and the
  *                       numbers the process publishes (load, clients, ...);
- *                       PEXPIRE'd to ttl_ms on every heartbeat
+ *                       PEXPIRE'd to ttl_ms on every heartbeat: its lease
+ *   P dead              ZSET the ids declared dead (registry_declare_dead)
  *
- * A process is alive while its hash exists: the TTL is the heartbeat. Each
- * heartbeat (every heartbeat_ms) rewrites the hash, renews the TTL, then
- * reads every member of P processes and reports the live ones to the owner.
- * A member whose hash has expired has missed its heartbeats: it is dropped
- * from the set and is simply absent from the report, which is how peers
- * learn that a process is gone. Redis's own clock decides expiry, so the
- * processes' clocks need not agree.
+ * A process holds its lease while its hash exists. Each heartbeat (every
+ * heartbeat_ms) rewrites the hash and renews the TTL in one script that
+ * refuses an id in P dead: a process declared dead learns it at its next
+ * heartbeat (the revoked callback) and must rejoin as a new process. The
+ * heartbeat then reads every member of P processes and reports them to the
+ * owner: the listed ones (hash present), the lapsed ones (still a member,
+ * hash expired: not renewed for ttl_ms, which is not death), and the dead
+ * set. A lapsed member stays in P processes until it renews again, leaves
+ * or is declared dead. Redis's own clock decides expiry, so the processes'
+ * clocks need not agree.
+ *
+ * The lease as this process sees it: a renewal sent at monotonic time t
+ * and acknowledged holds the lease until t + ttl_ms at the latest (Redis
+ * set the TTL after t), so registry_lease_valid never says yes for longer
+ * than Redis keeps the hash.
  */
 #ifndef TESSERA_REGISTRY_H
 #define TESSERA_REGISTRY_H
@@ -45,11 +54,25 @@ typedef struct registry_peer {
 
 typedef struct registry registry;
 
+/* What one scan of the registry found (everything valid during the
+ * callback only): the processes other than this one whose lease is held,
+ * those whose lease lapsed, and the ids declared dead in the last hour. */
+typedef struct registry_view {
+    const registry_peer *peers;
+    size_t count;
+    const uint64_t *lapsed;
+    size_t lapsed_count;
+    const uint64_t *dead;
+    size_t dead_count;
+} registry_view;
+
 /* The process has its id (first successful registration only). */
 typedef void (*registry_registered_callback)(registry *reg, uint64_t process_id, void *user_data);
-/* The live processes other than this one, after each heartbeat. `peers` is
- * valid during the call only. */
-typedef void (*registry_peers_callback)(registry *reg, const registry_peer *peers, size_t count, void *user_data);
+/* The registry as the last scan found it, after each heartbeat. */
+typedef void (*registry_peers_callback)(registry *reg, const registry_view *view, void *user_data);
+/* This process was declared dead: its renewal was refused. It must stop
+ * acting for what it held and rejoin as a new process. Called once. */
+typedef void (*registry_revoked_callback)(registry *reg, void *user_data);
 
 typedef struct registry_options {
     const char *cluster_name;
@@ -61,6 +84,7 @@ typedef struct registry_options {
     unsigned ttl_ms;
     registry_registered_callback on_registered;
     registry_peers_callback on_peers;
+    registry_revoked_callback on_revoked; /* NULL: none */
     void *user_data;
 } registry_options;
 
@@ -79,5 +103,21 @@ void registry_on_redis_state(registry *reg, int connected);
 void registry_set_stat(registry *reg, const char *name, int64_t value);
 
 uint64_t registry_process_id(const registry *reg);
+
+/* Whether this process holds its lease at monotonic time `now_us`: a
+ * renewal sent less than ttl_ms before it was acknowledged. False before
+ * the first renewal and after a revocation. */
+bool registry_lease_valid(const registry *reg, uint64_t now_us);
+
+/* Declares process `process_id` dead, once, for the holder of the lease
+ * `lease_value` (the "<id>:<fence>" of P balancer_lease, lease.h): in one
+ * script, only while that lease is still the current one, the id goes into
+ * P dead and out of P processes, and its hash is deleted. `done` (may be
+ * NULL) hears whether this call made the decision (true) or it was refused
+ * (the lease moved on, Redis did not answer, or the id was dead already).
+ * Returns 0, or -1 when Redis is not connected (no callback). */
+typedef void (*registry_declared_callback)(uint64_t process_id, bool declared, void *context);
+int registry_declare_dead(registry *reg, uint64_t process_id, const char *lease_value, registry_declared_callback done,
+                          void *context);
 
 #endif

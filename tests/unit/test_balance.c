@@ -711,7 +711,8 @@ static void test_nested_limit(void **state) {
 
 /* ---- retiring and removing a cell ------------------------------------------ */
 
-static const balance_cellapp LIVE[4] = {{1, 0.05, false}, {2, 0.05, false}, {3, 0.05, false}, {4, 0.05, false}};
+static const balance_cellapp LIVE[4] = {
+    {1, 0.05, false, false}, {2, 0.05, false, false}, {3, 0.05, false, false}, {4, 0.05, false, false}};
 
 static balance_action test_plan(const space_layout *layout, test_cluster *cluster, const balance_cellapp *cellapps,
                                 size_t count) {
@@ -803,8 +804,8 @@ static void test_plan_gone_cellapp(void **state) {
 
     /* Cellapp 4 is gone; 5 and 6 are free, 6 the less loaded; 7 is
      * draining, so not free. */
-    const balance_cellapp free_ones[] = {{1, 0.05, false}, {2, 0.05, false}, {3, 0.05, false},
-                                         {5, 0.5, false},  {6, 0.2, false},  {7, 0.0, true}};
+    const balance_cellapp free_ones[] = {{1, 0.05, false, false}, {2, 0.05, false, false}, {3, 0.05, false, false},
+                                         {5, 0.5, false, false},  {6, 0.2, false, false},  {7, 0.0, true, false}};
     balance_action action = test_plan(layout, &cluster, free_ones, 6);
     assert_int_equal(action.kind, BALANCE_HAND_OVER);
     assert_int_equal(action.cell_id, 4);
@@ -815,7 +816,8 @@ static void test_plan_gone_cellapp(void **state) {
     space_layout_free(copy);
 
     /* No cellapp is free: the cell goes. */
-    const balance_cellapp none_free[] = {{1, 0.05, false}, {2, 0.05, false}, {3, 0.05, false}, {7, 0.0, true}};
+    const balance_cellapp none_free[] = {
+        {1, 0.05, false, false}, {2, 0.05, false, false}, {3, 0.05, false, false}, {7, 0.0, true, false}};
     action = test_plan(layout, &cluster, none_free, 4);
     assert_int_equal(action.kind, BALANCE_REMOVE);
     assert_int_equal(action.cell_id, 4);
@@ -826,8 +828,35 @@ static void test_plan_gone_cellapp(void **state) {
     assert_close(space_layout_cell_area(copy, 3), 200 * 400);
     space_layout_free(copy);
 
+    /* A suspect (alive, but its lease lapsed or its link is down) takes no
+     * cell, however idle: 5 is chosen over the idler suspect 6. And a
+     * suspect's own cells stay where they are. */
+    const balance_cellapp with_suspect[] = {{1, 0.05, false, false},
+                                            {2, 0.05, false, false},
+                                            {3, 0.05, false, false},
+                                            {5, 0.5, false, false},
+                                            {6, 0.0, false, true}};
+    action = test_plan(layout, &cluster, with_suspect, 5);
+    assert_int_equal(action.kind, BALANCE_HAND_OVER);
+    assert_int_equal(action.cell_id, 4);
+    assert_int_equal(action.cellapp_id, 5);
+    const balance_cellapp only_suspect_free[] = {
+        {1, 0.05, false, false}, {2, 0.05, false, false}, {3, 0.05, false, false}, {6, 0.0, false, true}};
+    action = test_plan(layout, &cluster, only_suspect_free, 4);
+    assert_int_equal(action.kind, BALANCE_REMOVE);
+    const balance_cellapp owner_suspect[] = {{1, 0.05, false, false},
+                                             {2, 0.05, false, false},
+                                             {3, 0.05, false, false},
+                                             {4, 0.05, false, true},
+                                             {5, 0.1, false, false}};
+    cluster.missing_cell = 0; /* cellapp 4 is alive, only suspect: its cell stays */
+    action = test_plan(layout, &cluster, owner_suspect, 5);
+    assert_true(action.kind != BALANCE_HAND_OVER && action.kind != BALANCE_REMOVE);
+    cluster.missing_cell = 4;
+
     /* Gone cells go before draining ones. */
-    const balance_cellapp both[] = {{1, 0.05, false}, {2, 0.05, false}, {3, 0.05, true}, {5, 0.1, false}};
+    const balance_cellapp both[] = {
+        {1, 0.05, false, false}, {2, 0.05, false, false}, {3, 0.05, true, false}, {5, 0.1, false, false}};
     action = test_plan(layout, &cluster, both, 4);
     assert_int_equal(action.kind, BALANCE_HAND_OVER);
     assert_int_equal(action.cell_id, 4);
@@ -836,7 +865,7 @@ static void test_plan_gone_cellapp(void **state) {
     /* The only cell of a space stays until someone can take it. */
     space_layout *one = space_layout_create("one", SQUARE_MIN, SQUARE_MAX, false, 9);
     assert_non_null(one);
-    const balance_cellapp only_draining[] = {{7, 0.0, true}};
+    const balance_cellapp only_draining[] = {{7, 0.0, true, false}};
     assert_int_equal(test_plan(one, &cluster, only_draining, 1).kind, BALANCE_NOTHING);
     action = test_plan(one, &cluster, free_ones + 3, 3);
     assert_int_equal(action.kind, BALANCE_HAND_OVER);
@@ -856,8 +885,11 @@ static void test_plan_draining_cellapp(void **state) {
     space_layout *layout = test_grid(2, 2, SQUARE_MIN, SQUARE_MAX);
     test_cluster_measure(&cluster, layout);
 
-    const balance_cellapp with_free[] = {
-        {1, 0.05, false}, {2, 0.05, true}, {3, 0.05, false}, {4, 0.05, false}, {8, 0.3, false}};
+    const balance_cellapp with_free[] = {{1, 0.05, false, false},
+                                         {2, 0.05, true, false},
+                                         {3, 0.05, false, false},
+                                         {4, 0.05, false, false},
+                                         {8, 0.3, false, false}};
     balance_action action = test_plan(layout, &cluster, with_free, 5);
     assert_int_equal(action.kind, BALANCE_HAND_OVER);
     assert_int_equal(action.cell_id, 2);
@@ -906,8 +938,8 @@ static void test_plan_add_cell(void **state) {
     cluster.reports[3].load = 0.9; /* cell 3: x 200..400, z 0..400, the hottest */
 
     /* The space's cellapps average 0.8, the cluster's (with 5 and 6) 0.6. */
-    const balance_cellapp hot[] = {{1, 0.8, false}, {2, 0.8, false}, {3, 0.8, false},
-                                   {4, 0.8, false}, {5, 0.3, false}, {6, 0.1, false}};
+    const balance_cellapp hot[] = {{1, 0.8, false, false}, {2, 0.8, false, false}, {3, 0.8, false, false},
+                                   {4, 0.8, false, false}, {5, 0.3, false, false}, {6, 0.1, false, false}};
     balance_action action = test_plan(layout, &cluster, hot, 6);
     assert_int_equal(action.kind, BALANCE_ADD_CELL);
     assert_int_equal(action.cell_id, 3);
@@ -946,15 +978,19 @@ static void test_plan_add_cell(void **state) {
     space_layout_free(copy);
 
     /* Within the margin: nothing. 0.8 against 5.4 / 7 + 0.05 = 0.821. */
-    const balance_cellapp within[] = {{1, 0.8, false}, {2, 0.8, false}, {3, 0.8, false}, {4, 0.8, false},
-                                      {5, 0.8, false}, {6, 0.6, false}, {7, 0.8, false}};
+    const balance_cellapp within[] = {{1, 0.8, false, false}, {2, 0.8, false, false}, {3, 0.8, false, false},
+                                      {4, 0.8, false, false}, {5, 0.8, false, false}, {6, 0.6, false, false},
+                                      {7, 0.8, false, false}};
     assert_int_equal(test_plan(layout, &cluster, within, 7).kind, BALANCE_NOTHING);
     /* Hot, but no free cellapp: nothing. */
     assert_int_equal(test_plan(layout, &cluster, hot, 4).kind, BALANCE_NOTHING);
     /* A draining cellapp is no candidate, and does not count in the
      * cluster's average. */
-    const balance_cellapp draining[] = {
-        {1, 0.8, false}, {2, 0.8, false}, {3, 0.8, false}, {4, 0.8, false}, {5, 0.0, true}};
+    const balance_cellapp draining[] = {{1, 0.8, false, false},
+                                        {2, 0.8, false, false},
+                                        {3, 0.8, false, false},
+                                        {4, 0.8, false, false},
+                                        {5, 0.0, true, false}};
     assert_int_equal(test_plan(layout, &cluster, draining, 5).kind, BALANCE_NOTHING);
     /* Not while a cell is unreported. */
     cluster.missing_cell = 2;
@@ -985,14 +1021,16 @@ static void test_plan_retire_idle(void **state) {
     space_layout *layout = test_grid(2, 2, SQUARE_MIN, SQUARE_MAX);
     test_cluster_measure(&cluster, layout);
     /* 0.016 in all: three cellapps would run at 0.0053, below 0.02. */
-    const balance_cellapp idle[] = {{1, 0.005, false}, {2, 0.003, false}, {3, 0.004, false}, {4, 0.004, false}};
+    const balance_cellapp idle[] = {
+        {1, 0.005, false, false}, {2, 0.003, false, false}, {3, 0.004, false, false}, {4, 0.004, false, false}};
     balance_action action = test_plan(layout, &cluster, idle, 4);
     assert_int_equal(action.kind, BALANCE_RETIRE);
     assert_int_equal(action.cell_id, 2);
     assert_applies(layout, &action);
     assert_true(space_layout_find_cell(layout, 2)->retiring);
     /* Busy enough: kept. */
-    const balance_cellapp busy[] = {{1, 0.02, false}, {2, 0.01, false}, {3, 0.02, false}, {4, 0.02, false}};
+    const balance_cellapp busy[] = {
+        {1, 0.02, false, false}, {2, 0.01, false, false}, {3, 0.02, false, false}, {4, 0.02, false, false}};
     space_layout *fresh = test_grid(2, 2, SQUARE_MIN, SQUARE_MAX);
     assert_int_equal(test_plan(fresh, &cluster, busy, 4).kind, BALANCE_NOTHING);
     cluster.config.retire_below = 0;

@@ -1,0 +1,107 @@
+/* death_watch.c -- death decisions by the balancer's lease holder
+ * (death_watch.h): the rules, one declaration in flight per process, and
+ * telling every peer. It owns the declarations in flight. */
+#include "death_watch.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "id_map.h"
+#include "log.h"
+#include "peer_set.h"
+
+struct death_watch {
+    death_watch_context context;
+    id_map in_flight; /* process id -> (void *)1 while its declaration is in Redis */
+    uint64_t declared;
+};
+
+/* A new leader's links may still be coming up: it decides nothing until it
+ * has led this long (two registry reports and a dial). */
+#define DEATH_WATCH_SETTLE_US ((uint64_t)2500 * 1000)
+
+death_watch *death_watch_create(const death_watch_context *context) {
+    death_watch *watch = xcalloc(1, sizeof *watch);
+    watch->context = *context;
+    id_map_init(&watch->in_flight);
+    return watch;
+}
+
+void death_watch_free(death_watch *watch) {
+    if (!watch) return;
+    id_map_close(&watch->in_flight);
+    free(watch);
+}
+
+uint64_t death_watch_declared(const death_watch *watch) { return watch->declared; }
+
+/* Why `id` is dead now, or NULL. */
+static const char *death_watch_verdict(const peer_set *peers, uint64_t id, uint64_t now_us) {
+    peer_liveness liveness = peer_set_liveness(peers, id);
+    bool up = peer_set_is_up(peers, id);
+    uint64_t down_since = peer_set_down_since_us(peers, id);
+    if (!up && down_since && now_us - down_since >= (uint64_t)PEER_SET_DEATH_RESET_MS * 1000)
+        return "its connection closed and it did not come back";
+    if (liveness == PEER_LAPSED &&
+        (!up || peer_set_silence_us(peers, id, now_us) >= (uint64_t)PEER_SET_DEATH_SILENCE_MS * 1000))
+        return "its lease lapsed and it is silent";
+    if (liveness == PEER_GONE && !up) return "it left the registry without a connection";
+    return NULL;
+}
+
+typedef struct death_watch_declaration {
+    death_watch *watch;
+    char reason[96];
+} death_watch_declaration;
+
+static void death_watch_on_declared(uint64_t process_id, bool declared, void *context) {
+    death_watch_declaration *declaration = context;
+    death_watch *watch = declaration->watch;
+    id_map_remove(&watch->in_flight, process_id);
+    process_runtime *rt = watch->context.runtime;
+    if (declared && !rt->self.stopping) {
+        watch->declared++;
+        log_warn("process %" PRIu64 " declared dead: %s", process_id, declaration->reason);
+        /* Everyone hears it now, not at their next registry scan. */
+        Tessera__Cluster__PeerDeath death = TESSERA__CLUSTER__PEER_DEATH__INIT;
+        death.process_id = process_id;
+        death.reason = declaration->reason;
+        Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
+        message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DEATH;
+        message.death = &death;
+        for (int r = 0; r < 2; r++) {
+            size_t cursor = 0;
+            uint64_t peer;
+            peer_role role = r == 0 ? PEER_ROLE_CELLAPP : PEER_ROLE_BASEAPP;
+            while ((peer = peer_set_next_up(rt->peers, role, &cursor)) != 0)
+                if (peer != process_id) peer_set_send(rt->peers, peer, &message);
+        }
+        peer_set_mark_dead(rt->peers, process_id, declaration->reason);
+    }
+    free(declaration);
+}
+
+void death_watch_tick(death_watch *watch, uint64_t now_us) {
+    process_runtime *rt = watch->context.runtime;
+    if (rt->self.stopping || !rt->registry || !rt->peers) return;
+    uint64_t since = balancer_leading_since_us(watch->context.balancer);
+    if (!since || now_us - since < DEATH_WATCH_SETTLE_US) return;
+    char lease_value[48];
+    if (!balancer_lease_value(watch->context.balancer, now_us, lease_value, sizeof lease_value)) return;
+    size_t cursor = 0;
+    uint64_t id;
+    while ((id = peer_set_next_known(rt->peers, &cursor)) != 0) {
+        if (id == rt->self.process_id || id_map_get(&watch->in_flight, id)) continue;
+        const char *verdict = death_watch_verdict(rt->peers, id, now_us);
+        if (!verdict) continue;
+        death_watch_declaration *declaration = xcalloc(1, sizeof *declaration);
+        declaration->watch = watch;
+        snprintf(declaration->reason, sizeof declaration->reason, "%s", verdict);
+        if (registry_declare_dead(rt->registry, id, lease_value, death_watch_on_declared, declaration) != 0) {
+            free(declaration);
+            return; /* Redis is out of reach: nobody decides */
+        }
+        id_map_put(&watch->in_flight, id, (void *)1);
+    }
+}
