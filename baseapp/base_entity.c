@@ -69,7 +69,24 @@ void base_entities_remove(base_entities *set, base_entity *base) {
     entity_list_remove(set->list, base->handle);
     cell_address_clear(&base->cell);
     entity_state_free(base->properties);
+    free(base->backup.state);
     free(base);
+}
+
+bool base_entity_keep_backup(base_entity *base, const Tessera__Cluster__CellSnapshot *snapshot) {
+    struct base_cell_backup *backup = &base->backup;
+    if (backup->state &&
+        (snapshot->incarnation < backup->incarnation ||
+         (snapshot->incarnation == backup->incarnation && snapshot->saved_wall_us <= backup->saved_wall_us)))
+        return false;
+    uint8_t *copy = xmalloc(snapshot->state.len ? snapshot->state.len : 1);
+    if (snapshot->state.len) memcpy(copy, snapshot->state.data, snapshot->state.len);
+    free(backup->state);
+    backup->state = copy;
+    backup->length = snapshot->state.len;
+    backup->incarnation = snapshot->incarnation;
+    backup->saved_wall_us = snapshot->saved_wall_us;
+    return true;
 }
 
 void base_entities_set_host(base_entities *set, void *host) { set->host = host; }

@@ -19,6 +19,7 @@
 
 #include "bit_stream.h"
 #include "cell_address.h"
+#include "cluster.pb-c.h"
 #include "entity_def.h"
 #include "entity_list.h"
 #include "entity_state.h"
@@ -68,6 +69,17 @@ typedef struct base_entity {
     cell_address cell;
     base_persistence persistence;
     bool loading; /* game code is loading a base for it (load_base): one at a time */
+    /* Its cell part's latest backup (CellSnapshot: a packed
+     * CellEntityState), what it is restored from if its cellapp dies, and
+     * the restore asked for (cell_link.c). */
+    struct base_cell_backup {
+        uint8_t *state; /* NULL: none yet */
+        size_t length;
+        uint32_t incarnation;
+        uint64_t saved_wall_us;
+        uint64_t restore_asked_us; /* monotonic; 0: no restore waiting */
+        uint64_t restore_dead;     /* the dead cellapp it is restored from */
+    } backup;
     proxy *proxy; /* its client part; NULL for a base that has never held a client */
 } base_entity;
 
@@ -102,6 +114,11 @@ size_t base_entities_count(const base_entities *set);
 static inline bool base_entity_is_live(const base_entity *base) {
     return base && base->state != BASE_ENTITY_DESTROYING;
 }
+
+/* Keeps `snapshot` as the base's cell backup if it is newer than the one
+ * kept (a later incarnation, or the same one taken later). Returns whether
+ * it was kept. */
+bool base_entity_keep_backup(base_entity *base, const Tessera__Cluster__CellSnapshot *snapshot);
 
 /* Whether entities of `cls` have a cell part (a cell property or method). */
 bool base_entity_class_has_cell(const entity_def_class *cls);

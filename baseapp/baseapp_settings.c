@@ -56,9 +56,10 @@ const config_key baseapp_config_keys[] = {
      "definitions alone"},
     {"game", CONFIG_GROUP, offsetof(baseapp_settings, game), 0, 0, 0, NULL,
      "the game module's own settings (an object; on the command line game.NAME=VALUE)"},
-    {"cell_lost_grace_ms", CONFIG_INT, offsetof(baseapp_settings, cell_lost_grace_ms), 0, 100, 600000, "5000",
-     "when the cellapp holding a player's cell part goes away, how long the client waits for the cellapp it was "
-     "leaving to take it back before it is told to log in again"},
+    {"cell_lost_grace_ms", CONFIG_INT, offsetof(baseapp_settings, cell_lost_grace_ms), 0, 100, 600000, "20000",
+     "when the cellapp holding a player's cell part is declared dead, how long the client waits, connected, for its "
+     "entity to be restored elsewhere (or taken back by the cellapp it was leaving) before it is told to log in "
+     "again"},
     {"drain_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, drain_timeout_ms), 0, 0, 3600000, "10000",
      "SIGTERM or SIGINT: the baseapp stops taking logins, tells its clients to log in again elsewhere, writes "
      "their entities, and stops once they are gone and written or after this long (a second signal stops at "

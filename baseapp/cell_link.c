@@ -14,6 +14,9 @@
 #include "log.h"
 #include "peer_message.h"
 
+/* How long a restore may take before it is asked again. */
+#define CELL_LINK_RESTORE_RETRY_US ((uint64_t)3 * 1000 * 1000)
+
 struct cell_links {
     cell_links_context context;
     id_map assignments; /* cellapp id -> cell parts asked of it since the last registry report */
@@ -125,8 +128,11 @@ base_entity *cell_links_on_created(cell_links *links, uint64_t cellapp_id,
     return base;
 }
 
+/* A cellapp holds a stream until it is declared dead: one that is only
+ * unreachable (busy, cut off) may come back with it, and nothing is given
+ * up on it before the cluster decides. */
 static bool cell_links_is_up(uint64_t cellapp_id, void *context) {
-    return peer_set_is_up(((cell_links *)context)->context.peers, cellapp_id);
+    return peer_set_liveness(((cell_links *)context)->context.peers, cellapp_id) != PEER_DEAD;
 }
 
 static void cell_links_release(cell_links *links, base_entity *base) {
@@ -148,6 +154,7 @@ void cell_links_on_address(cell_links *links, uint64_t cellapp_id, const Tessera
     if (cell_address_on_address(&base->cell, cellapp_id, address->incarnation))
         log_debug("entity %" PRIu64 ": its cell is on cellapp %" PRIu64 " now (incarnation %u)", address->entity_id,
                   cellapp_id, address->incarnation);
+    cell_address_check(&base->cell, cell_links_is_up, links, clock_monotonic_us());
     cell_links_release(links, base);
 }
 
@@ -158,12 +165,33 @@ static void cell_links_lost(cell_links *links, base_entity *base, uint64_t cella
     if (callbacks->lost) callbacks->lost(callbacks->owner, base, cellapp_id, while_making, reason);
 }
 
+/* Asks a live cellapp to bring back the real of `base` from its backup
+ * (it passes the request on to the cellapp that owns the position).
+ * Returns whether it was sent. */
+static bool cell_links_ask_restore(cell_links *links, base_entity *base, uint64_t dead) {
+    uint64_t cellapp_id = cell_links_choose(links);
+    if (!cellapp_id || !base->backup.state) return false;
+    Tessera__Cluster__RestoreCellEntity restore = TESSERA__CLUSTER__RESTORE_CELL_ENTITY__INIT;
+    restore.entity_id = base->entity_id;
+    restore.dead_cellapp_id = dead;
+    restore.state.data = base->backup.state;
+    restore.state.len = base->backup.length;
+    restore.saved_wall_us = base->backup.saved_wall_us;
+    if (peer_send_restore_cell_entity(links->context.peers, cellapp_id, &restore) != 0) return false;
+    base->backup.restore_asked_us = clock_monotonic_us();
+    base->backup.restore_dead = dead;
+    return true;
+}
+
 void cell_links_on_cellapp_down(cell_links *links, uint64_t cellapp_id, const char *reason) {
-    /* A cell part that was on that cellapp may have been on its way out
-     * (the cellapp it left takes it back) or is gone with it: the client
-     * waits cell_lost_grace_ms for its real to turn up elsewhere. A cell
-     * part still being made there is lost at once. */
-    size_t waiting = 0, dropped = 0;
+    /* The cellapp was declared dead. A cell part that was on it, or on its
+     * way to or from it, is restored from the base's backup on the cellapp
+     * that owns its position now (which claims it in the cell directory,
+     * so one that arrived elsewhere, or was taken back by the cellapp it
+     * was leaving, is not restored twice); the client waits for the new
+     * address, connected. A cell part still being made there is lost at
+     * once. */
+    size_t restoring = 0, without_backup = 0, dropped = 0;
     uint32_t cursor = 0;
     base_entity *base;
     uint64_t now_us = clock_monotonic_us();
@@ -174,13 +202,20 @@ void cell_links_on_cellapp_down(cell_links *links, uint64_t cellapp_id, const ch
             continue;
         }
         if (base->state != BASE_ENTITY_LIVE) continue;
-        if (cell_address_check(&base->cell, cell_links_is_up, links, now_us)) waiting++;
+        if (base->cell.cellapp_id == cellapp_id || base->cell.stream_cellapp == cellapp_id) {
+            if (cell_links_ask_restore(links, base, cellapp_id))
+                restoring++;
+            else
+                without_backup++;
+        }
+        cell_address_check(&base->cell, cell_links_is_up, links, now_us);
         cell_links_release(links, base);
     }
     id_map_remove(&links->assignments, cellapp_id);
-    log_warn("cellapp %" PRIu64 " gone: %zu bases wait for their cells to be taken back, %zu dropped, %zu cellapps "
-             "left",
-             cellapp_id, waiting, dropped, peer_set_count_up(links->context.peers, PEER_ROLE_CELLAPP));
+    log_warn("cellapp %" PRIu64 " dead (%s): %zu cell parts being restored, %zu without a backup wait, %zu dropped, "
+             "%zu cellapps left",
+             cellapp_id, reason, restoring, without_backup, dropped,
+             peer_set_count_up(links->context.peers, PEER_ROLE_CELLAPP));
 }
 
 void cell_links_sweep(cell_links *links) {
@@ -191,9 +226,14 @@ void cell_links_sweep(cell_links *links) {
     while ((base = base_entities_next(links->context.bases, &cursor)) != NULL) {
         if (base->state != BASE_ENTITY_LIVE || !base->cell.lost_since_us) continue;
         if (!cell_address_check(&base->cell, cell_links_is_up, links, now_us)) {
+            base->backup.restore_asked_us = 0;
             cell_links_release(links, base);
             continue;
         }
+        /* A restore unanswered (the cellapp asked died too, or its claim
+         * could not be made): ask again, perhaps another. */
+        if (base->backup.restore_asked_us && now_us - base->backup.restore_asked_us >= CELL_LINK_RESTORE_RETRY_US)
+            cell_links_ask_restore(links, base, base->backup.restore_dead);
         if (now_us - base->cell.lost_since_us < grace_us) continue;
         cell_links_lost(links, base, base->cell.cellapp_id, false, "no other cellapp took it back");
     }

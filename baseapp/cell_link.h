@@ -67,8 +67,10 @@ base_entity *cell_links_on_created(cell_links *links, uint64_t cellapp_id,
 void cell_links_on_handoff(cell_links *links, uint64_t cellapp_id, const Tessera__Cluster__CellHandoff *handoff);
 /* A CellAddress: the real is on `cellapp_id` now. */
 void cell_links_on_address(cell_links *links, uint64_t cellapp_id, const Tessera__Cluster__CellAddress *address);
-/* A cellapp went away: cell parts being made there are lost at once; the
- * others wait cell_lost_grace_ms to be taken back. */
+/* A cellapp was declared dead: cell parts being made there are lost at
+ * once; the others are restored from their bases' backups elsewhere
+ * (asked again every 3 s while unanswered), and are given up only after
+ * cell_lost_grace_ms. */
 void cell_links_on_cellapp_down(cell_links *links, uint64_t cellapp_id, const char *reason);
 /* Cell parts lost longer than cell_lost_grace_ms are given up (lost). */
 void cell_links_sweep(cell_links *links);

@@ -64,6 +64,11 @@ void peer_dispatch_on_message(peer_set *set, uint64_t process_id, peer_role role
         case TESSERA__CLUSTER__PEER_MESSAGE__BODY_DROP_CLIENT:
             proxy_on_drop_client(app->players, process_id, message->drop_client);
             return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_SNAPSHOT: {
+            base_entity *base = base_entities_find(app->bases, message->cell_snapshot->entity_id);
+            if (base_entity_is_live(base)) base_entity_keep_backup(base, message->cell_snapshot);
+            return;
+        }
         case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BACKUP: {
             base_entity *base = base_entities_find(app->bases, message->cell_backup->entity_id);
             if (base) persistence_on_backup(app->store, base, message->cell_backup);

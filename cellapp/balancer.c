@@ -532,6 +532,10 @@ void balancer_tick(balancer *b, uint64_t now_us) {
         b->reading_reports = true;
 }
 
+void balancer_poke(balancer *b) {
+    if (b) b->next_period_us = 0;
+}
+
 void balancer_stop(balancer *b) {
     if (!b || b->stopped) return;
     if (b->lease) lease_release(b->lease);

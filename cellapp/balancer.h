@@ -40,6 +40,9 @@ typedef struct balancer_context {
 balancer *balancer_create(const balancer_context *context);
 void balancer_free(balancer *b);
 void balancer_tick(balancer *b, uint64_t now_us);
+/* Runs the next period at the next tick rather than at its time: a
+ * cellapp was declared dead, and its cells should go to the others now. */
+void balancer_poke(balancer *b);
 void balancer_stop(balancer *b);
 /* A draining cellapp stops standing for the lease (and lets it go now if
  * it holds it), but keeps reporting. */

@@ -116,6 +116,9 @@ typedef struct cell_real {
     bool teleport_pending;
     char teleport_space[SPACE_LAYOUT_NAME_MAX];
     float teleport_x, teleport_y, teleport_z, teleport_yaw;
+    /* Its next backup goes this tick, not at its turn (created, arrived,
+     * teleported, restored: cell_snapshot.c). */
+    bool snapshot_due;
 } cell_real;
 
 /* An entity in a cell: what a real and its ghosts share (position, class,
@@ -141,6 +144,10 @@ typedef struct cell_entity {
      * it moved, and in which a ghost property changed; ghosts copy them. */
     uint32_t move_count, property_count;
     uint64_t owner_cellapp; /* ghosts: the cellapp that holds the real */
+    /* Ghosts: when that cellapp was declared dead (0: it is not). The
+     * ghost waits, frozen, for its real to be restored (restore.c). */
+    uint64_t orphaned_us;
+    uint64_t ghost_heard_us; /* ghosts: when its real's last message was applied here (monotonic) */
     /* The witnesses that have it in view (their own entity included). */
     cell_observer *observers;
     uint32_t observer_count, observer_capacity;
@@ -218,6 +225,7 @@ struct cell {
     size_t chained_count, chained_capacity;
     uint64_t *doomed; /* ids of the reals to destroy at the end of this tick (cell_doom) */
     size_t doomed_count, doomed_capacity;
+    size_t snapshot_cursor; /* where the backups' round goes on (cell_snapshot.c) */
     /* This tick's enters and leaves of the witnesses' views, for the game
      * once every witness is done (cell_note_view). */
     struct cell_view_event {

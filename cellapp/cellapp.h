@@ -21,6 +21,7 @@
 #include "cell_entity_codec.h"
 #include "cell_load.h"
 #include "cell_message.h"
+#include "cell_snapshot.h"
 #include "cellapp_counters.h"
 #include "cellapp_settings.h"
 #include "channel.h"
@@ -43,6 +44,7 @@
 #include "peer_set.h"
 #include "process_runtime.h"
 #include "reals.h"
+#include "restore.h"
 #include "redis_client.h"
 #include "registry.h"
 #include "space_maps.h"
@@ -86,9 +88,11 @@ struct cellapp {
     spaces *spaces;            /* the spaces known, each with its cell here, if any */
     cell_load *load;           /* how busy the loop is */
     haunts *haunts;            /* where each real's ghosts live */
+    cell_snapshots *snapshots; /* every real's backup */
     reals *reals;              /* creating and destroying reals */
     offloads *offloads;        /* reals moving between cellapps */
     ghost_inbox *ghost_inbox;  /* ghosts and offloads in incarnation order */
+    restores *restores;        /* a dead cellapp's reals brought back */
     event_route *events;       /* game events' paths */
     io_route *io_route;        /* entity I/O between cellapps */
     cell_messages *messages;   /* messages to cell parts */

@@ -25,6 +25,17 @@ typedef struct cellapp_counters {
     uint64_t moves_refused;
     uint64_t base_calls, base_calls_failed; /* calls of entities' bases made here, and those that failed */
     uint64_t fences;                        /* times this cellapp fenced itself */
+    /* Backups (cell_snapshot.c): taken, their bytes, the time taking
+     * them cost (microseconds). */
+    uint64_t snapshots, snapshot_bytes, snapshot_us;
+    /* Restores (restore.c): reals brought back from a ghost here or from
+     * a backup; requests passed on to the position's owner; claims another
+     * cellapp won (it holds the entity); requests that could not be
+     * restored; orphan ghosts that waited in vain. */
+    uint64_t restores_from_ghost, restores_from_backup, restores_forwarded, restores_refused, restores_failed;
+    uint64_t orphans_dropped;
+    /* Age of the state each restore came back with, microseconds. */
+    latency_histogram restore_state_age;
     /* From an offload's send to its acknowledgement, microseconds. */
     latency_histogram offload_latency;
     latency_histogram tick_time; /* each tick's duration, microseconds */

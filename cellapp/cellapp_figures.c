@@ -86,6 +86,30 @@ static const stat_row cellapp_figure_rows[] = {
     {"fences", "fences_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(fences), 0, "times this cellapp fenced itself"},
     {"deaths_declared", "deaths_declared_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(deaths_declared), 0,
      "processes this cellapp declared dead as the balancer lease's holder"},
+    {"snapshots", "cell_backups_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(snapshots), 0,
+     "backups of reals taken (to their bases, or to Redis for those without)"},
+    {"snapshot_bytes", "cell_backup_bytes_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(snapshot_bytes), 0,
+     "bytes of those backups"},
+    {"snapshot_us", "cell_backup_microseconds_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(snapshot_us), 0,
+     "time spent taking them"},
+    {"restores_from_ghost", "restores_total", "from=\"ghost\"", STAT_COUNTER, STAT_U64, FIGURE(restores_from_ghost), 0,
+     "reals of dead cellapps brought back here, by what they came back from"},
+    {"restores_from_backup", "restores_total", "from=\"backup\"", STAT_COUNTER, STAT_U64, FIGURE(restores_from_backup),
+     0, NULL},
+    {"restores_forwarded", "restores_forwarded_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(restores_forwarded), 0,
+     "restore requests passed on to the cellapp that owns the position"},
+    {"restores_refused", "restores_refused_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(restores_refused), 0,
+     "restores not done: another cellapp holds the entity, or it was destroyed"},
+    {"restores_failed", "errors_total", "reason=\"restore_failed\"", STAT_COUNTER, STAT_U64, FIGURE(restores_failed), 0,
+     NULL},
+    {"restores_pending", "restores_pending", NULL, STAT_GAUGE, STAT_U64, FIGURE(restores_pending), 0,
+     "restore requests waiting for their position's owner or their claim"},
+    {"orphans_dropped", "orphan_ghosts_dropped_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(orphans_dropped), 0,
+     "ghosts of dead cellapps' reals that waited in vain for a restore"},
+    {"restore_age_p50_ms", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(restore_age_p50_ms), 0,
+     "median age of the states reals were restored from, ms"},
+    {"restore_age_p99_ms", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(restore_age_p99_ms), 0,
+     "99th percentile age of the states reals were restored from, ms"},
     {"balance_leader", "balance_leader", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(balance_leader), 0,
      "1 while this cellapp holds the balancer lease"},
     {"balance_passes", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(balance_passes), 0,
@@ -151,6 +175,18 @@ void cellapp_figures_gather(const cellapp *app, cellapp_figures *out) {
     out->fenced = app->fenced;
     out->fences = n->fences;
     out->deaths_declared = death_watch_declared(app->deaths);
+    out->snapshots = n->snapshots;
+    out->snapshot_bytes = n->snapshot_bytes;
+    out->snapshot_us = n->snapshot_us;
+    out->restores_from_ghost = n->restores_from_ghost;
+    out->restores_from_backup = n->restores_from_backup;
+    out->restores_forwarded = n->restores_forwarded;
+    out->restores_refused = n->restores_refused;
+    out->restores_failed = n->restores_failed;
+    out->restores_pending = restores_pending(app->restores);
+    out->orphans_dropped = n->orphans_dropped;
+    out->restore_age_p50_ms = latency_histogram_percentile(&n->restore_state_age, 50.0) / 1000;
+    out->restore_age_p99_ms = latency_histogram_percentile(&n->restore_state_age, 99.0) / 1000;
     balancer_figures balance;
     balancer_stats(app->balancer, &balance);
     out->balance_leader = balance.leader;

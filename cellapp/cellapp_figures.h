@@ -30,6 +30,13 @@ typedef struct cellapp_figures {
     /* Failure: fenced now, times fenced, deaths this cellapp declared. */
     bool fenced;
     uint64_t fences, deaths_declared;
+    /* Recovery: backups taken and their bytes and cost; reals restored
+     * (from a ghost, from a backup), requests passed on, refused (another
+     * holds the entity), failed, waiting; orphan ghosts dropped; the age
+     * of restored states (p50, p99, ms). */
+    uint64_t snapshots, snapshot_bytes, snapshot_us;
+    uint64_t restores_from_ghost, restores_from_backup, restores_forwarded, restores_refused, restores_failed;
+    uint64_t restores_pending, orphans_dropped, restore_age_p50_ms, restore_age_p99_ms;
     /* The balancer's. */
     bool balance_leader;
     uint64_t balance_passes, line_moves, cell_changes, balance_writes_refused;

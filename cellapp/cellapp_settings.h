@@ -64,6 +64,11 @@ typedef struct cellapp_settings {
     char entity_definitions[256];
     int64_t ghost_route_ms;
     int64_t cell_stream_gap_ms;
+    /* Recovery: every real is backed up once per cell_backup_period_ms
+     * (cell_snapshot.c); a dead cellapp's ghosts wait restore_orphan_ms
+     * for their reals to be restored (restore.c). */
+    int64_t cell_backup_period_ms;
+    int64_t restore_orphan_ms;
     balancer_settings balance;
     /* The game module (game_host.c) and its own settings. */
     char game_module[256];

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "clock.h"
 #include "id_map.h"
 #include "log.h"
 #include "peer_set.h"
@@ -15,16 +16,20 @@ struct death_watch {
     death_watch_context context;
     id_map in_flight; /* process id -> (void *)1 while its declaration is in Redis */
     uint64_t declared;
+    uint64_t created_us; /* monotonic */
 };
 
-/* A new leader's links may still be coming up: it decides nothing until it
- * has led this long (two registry reports and a dial). */
+/* A new process's links may still be coming up: it decides nothing until
+ * it has run this long (two registry reports and a dial). A process that
+ * has run longer decides from the moment it takes the lease: it knows the
+ * cluster already, and the dead leader it replaces is waiting. */
 #define DEATH_WATCH_SETTLE_US ((uint64_t)2500 * 1000)
 
 death_watch *death_watch_create(const death_watch_context *context) {
     death_watch *watch = xcalloc(1, sizeof *watch);
     watch->context = *context;
     id_map_init(&watch->in_flight);
+    watch->created_us = clock_monotonic_us();
     return watch;
 }
 
@@ -86,7 +91,7 @@ void death_watch_tick(death_watch *watch, uint64_t now_us) {
     process_runtime *rt = watch->context.runtime;
     if (rt->self.stopping || !rt->registry || !rt->peers) return;
     uint64_t since = balancer_leading_since_us(watch->context.balancer);
-    if (!since || now_us - since < DEATH_WATCH_SETTLE_US) return;
+    if (!since || now_us - watch->created_us < DEATH_WATCH_SETTLE_US) return;
     char lease_value[48];
     if (!balancer_lease_value(watch->context.balancer, now_us, lease_value, sizeof lease_value)) return;
     size_t cursor = 0;

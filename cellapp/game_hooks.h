@@ -32,6 +32,10 @@ typedef struct game_hooks {
     void (*leaving)(void *host, cell_entity *entity);
     /* A real arrived from another cellapp, restored whole. */
     void (*arrived)(void *host, cell_entity *entity);
+    /* A real was brought back here after its cellapp died, from a state
+     * `state_age_ms` old (from_ghost: its position and ghosted values are
+     * its ghost's, a tick old at most). */
+    void (*restored)(void *host, cell_entity *entity, uint32_t state_age_ms, bool from_ghost);
     /* A real was teleported here (space_changed: from another space). */
     void (*teleported)(void *host, cell_entity *entity, bool space_changed);
     /* Its client moved it `metres`. */

@@ -1284,6 +1284,11 @@ void game_host_arrived(game_host *host, cell_entity *entity) {
     GAME_HOST_CALL(host, entity, arrived);
 }
 
+void game_host_restored(game_host *host, cell_entity *entity, uint32_t state_age_ms, bool from_ghost) {
+    if (host) game_host_index(host, entity, true);
+    GAME_HOST_CALL(host, entity, restored, state_age_ms, from_ghost);
+}
+
 void game_host_teleported(game_host *host, cell_entity *entity, bool space_changed) {
     GAME_HOST_CALL(host, entity, teleported, space_changed);
 }
@@ -1373,6 +1378,9 @@ static void game_host_hook_created(void *host, cell_entity *entity) { game_host_
 static void game_host_hook_destroyed(void *host, cell_entity *entity) { game_host_destroyed(host, entity); }
 static void game_host_hook_leaving(void *host, cell_entity *entity) { game_host_leaving(host, entity); }
 static void game_host_hook_arrived(void *host, cell_entity *entity) { game_host_arrived(host, entity); }
+static void game_host_hook_restored(void *host, cell_entity *entity, uint32_t state_age_ms, bool from_ghost) {
+    game_host_restored(host, entity, state_age_ms, from_ghost);
+}
 static void game_host_hook_teleported(void *host, cell_entity *entity, bool space_changed) {
     game_host_teleported(host, entity, space_changed);
 }
@@ -1414,6 +1422,7 @@ static void game_host_install(game_host *host) {
         .destroyed = game_host_hook_destroyed,
         .leaving = game_host_hook_leaving,
         .arrived = game_host_hook_arrived,
+        .restored = game_host_hook_restored,
         .teleported = game_host_hook_teleported,
         .moved = game_host_hook_moved,
         .witness = game_host_hook_witness,

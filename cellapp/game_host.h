@@ -86,6 +86,7 @@ void game_host_created(game_host *host, cell_entity *entity);
 void game_host_destroyed(game_host *host, cell_entity *entity);
 void game_host_leaving(game_host *host, cell_entity *entity);
 void game_host_arrived(game_host *host, cell_entity *entity);
+void game_host_restored(game_host *host, cell_entity *entity, uint32_t state_age_ms, bool from_ghost);
 void game_host_teleported(game_host *host, cell_entity *entity, bool space_changed);
 void game_host_moved(game_host *host, cell_entity *entity, double metres);
 void game_host_witness(game_host *host, cell_entity *entity, bool got);

@@ -197,10 +197,11 @@ void ghost_inbox_on_offload(ghost_inbox *inbox, uint64_t peer, const Tessera__Cl
     }
 }
 
-void ghost_inbox_peer_down(ghost_inbox *inbox, uint64_t peer) {
+void ghost_inbox_peer_down(ghost_inbox *inbox, uint64_t peer, bool keep_orphans) {
     size_t capacity = ghost_order_size(inbox->context.ghost_order);
     uint64_t *ids = xcalloc(capacity ? capacity : 1, sizeof *ids);
-    size_t count = ghost_order_peer_down(inbox->context.ghost_order, peer, ids, capacity);
+    size_t count = keep_orphans ? ghost_order_peer_orphans(inbox->context.ghost_order, peer, ids, capacity)
+                                : ghost_order_peer_down(inbox->context.ghost_order, peer, ids, capacity);
     for (size_t i = 0; i < count; i++) ghost_inbox_release(inbox, ids[i]);
     free(ids);
     if (count) log_info("cellapp %" PRIu64 " gone: %zu entities' held messages re-examined", peer, count);

@@ -41,9 +41,10 @@ void ghost_inbox_on_moves(ghost_inbox *inbox, uint64_t peer, const Tessera__Clus
 void ghost_inbox_on_offload(ghost_inbox *inbox, uint64_t peer, const Tessera__Cluster__Offload *offload,
                             const uint8_t *item, size_t item_length);
 /* Cellapp `peer` is gone: what the books held behind its reals is
- * replayed (or its ghosts dropped) as they allow. Call before
- * haunt_peer_down, after offload_peer_down. */
-void ghost_inbox_peer_down(ghost_inbox *inbox, uint64_t peer);
+ * replayed (or its ghosts dropped, or with `keep_orphans` kept as orphans
+ * for their reals' restore) as they allow. Call before haunt_peer_down,
+ * after offload_peer_down. */
+void ghost_inbox_peer_down(ghost_inbox *inbox, uint64_t peer, bool keep_orphans);
 /* The payload free function for the incarnation books: a held item. */
 void ghost_inbox_free_held(void *payload, void *context);
 

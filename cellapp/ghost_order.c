@@ -27,6 +27,7 @@ typedef struct ghost_order_hold {
 typedef struct ghost_order_record {
     ghost_order_state state;
     bool lost_pending; /* its feeder died with nothing later held: report LOST */
+    bool orphan;       /* its feeder was declared dead with nothing later held: the copy waits for a restore */
     uint32_t incarnation;
     uint64_t owner;
     uint64_t since_us; /* TOMBSTONE: when it was deleted */
@@ -36,7 +37,7 @@ typedef struct ghost_order_record {
 
 struct ghost_order {
     id_map records;    /* entity id -> ghost_order_record */
-    id_map dead_peers; /* cellapp id -> (void *)1 */
+    id_map dead_peers; /* cellapp id -> GHOST_ORDER_DEAD_DROP or GHOST_ORDER_DEAD_KEEP */
     void (*free_payload)(void *payload, void *context);
     void *context;
     uint64_t now_us; /* the latest time a caller told us */
@@ -91,6 +92,10 @@ void ghost_order_free(ghost_order *order) {
     free(order);
 }
 
+/* How a dead peer's copies end with nothing later held. */
+#define GHOST_ORDER_DEAD_DROP ((void *)1) /* lost: the caller destroys them */
+#define GHOST_ORDER_DEAD_KEEP ((void *)2) /* orphans: kept for a restore */
+
 static ghost_order_record *ghost_order_record_for(ghost_order *order, uint64_t entity_id) {
     ghost_order_record *record = id_map_get(&order->records, entity_id);
     if (!record) {
@@ -119,6 +124,11 @@ static ghost_order_verdict ghost_order_judge(const ghost_order_record *record, c
                                                                                    : GHOST_ORDER_HOLD;
         case GHOST_ORDER_PRESENT:
             if (k < record->incarnation) return GHOST_ORDER_STALE;
+            /* An orphan (its feeder died, nothing later known): the first
+             * later real to make a ghost here takes it over, in place. */
+            if (k > record->incarnation && record->orphan &&
+                (m->kind == GHOST_ORDER_CREATE || m->kind == GHOST_ORDER_OFFLOAD))
+                return GHOST_ORDER_APPLY;
             return k > record->incarnation ? GHOST_ORDER_HOLD : GHOST_ORDER_APPLY;
         case GHOST_ORDER_TOMBSTONE:
             if (k < record->incarnation) return GHOST_ORDER_STALE;
@@ -132,7 +142,8 @@ static ghost_order_verdict ghost_order_judge(const ghost_order_record *record, c
  * held, or mark the copy lost. */
 static void ghost_order_resolve_dead(ghost_order *order, ghost_order_record *record) {
     for (;;) {
-        if (record->state != GHOST_ORDER_PRESENT || !id_map_get(&order->dead_peers, record->owner)) return;
+        void *dead = record->state == GHOST_ORDER_PRESENT ? id_map_get(&order->dead_peers, record->owner) : NULL;
+        if (!dead) return;
         const ghost_order_hold *earliest = NULL;
         for (uint32_t i = 0; i < record->hold_count; i++) {
             const ghost_order_hold *hold = &record->holds[i];
@@ -141,7 +152,10 @@ static void ghost_order_resolve_dead(ghost_order *order, ghost_order_record *rec
                 earliest = hold;
         }
         if (!earliest) {
-            record->lost_pending = true;
+            if (dead == GHOST_ORDER_DEAD_KEEP)
+                record->orphan = true;
+            else
+                record->lost_pending = true;
             return;
         }
         record->incarnation = earliest->message.incarnation;
@@ -152,6 +166,7 @@ static void ghost_order_resolve_dead(ghost_order *order, ghost_order_record *rec
 /* The books after applying `m`. */
 static void ghost_order_account(ghost_order *order, ghost_order_record *record, const ghost_order_message *m) {
     order->stats.applied++;
+    record->orphan = false;
     switch (m->kind) {
         case GHOST_ORDER_CREATE:
             record->state = GHOST_ORDER_PRESENT;
@@ -250,6 +265,7 @@ bool ghost_order_lookup(const ghost_order *order, uint64_t entity_id, uint32_t *
 
 void ghost_order_set_real(ghost_order *order, uint64_t entity_id, uint32_t incarnation, uint64_t self) {
     ghost_order_record *record = ghost_order_record_for(order, entity_id);
+    record->orphan = false;
     record->state = GHOST_ORDER_PRESENT;
     record->incarnation = incarnation;
     record->owner = self;
@@ -258,6 +274,7 @@ void ghost_order_set_real(ghost_order *order, uint64_t entity_id, uint32_t incar
 
 void ghost_order_set_ghost(ghost_order *order, uint64_t entity_id, uint32_t incarnation, uint64_t owner) {
     ghost_order_record *record = ghost_order_record_for(order, entity_id);
+    record->orphan = false;
     record->state = GHOST_ORDER_PRESENT;
     record->incarnation = incarnation;
     record->owner = owner;
@@ -276,8 +293,9 @@ void ghost_order_forget(ghost_order *order, uint64_t entity_id, uint64_t now_us)
     record->lost_pending = false;
 }
 
-size_t ghost_order_peer_down(ghost_order *order, uint64_t peer, uint64_t *out, size_t cap) {
-    id_map_put(&order->dead_peers, peer, (void *)1);
+static size_t ghost_order_peer_ends(ghost_order *order, uint64_t peer, void *how, uint64_t *out, size_t cap) {
+    id_map_remove(&order->dead_peers, peer);
+    id_map_put(&order->dead_peers, peer, how);
     size_t found = 0, cursor = 0;
     uint64_t id;
     void *value;
@@ -289,6 +307,19 @@ size_t ghost_order_peer_down(ghost_order *order, uint64_t peer, uint64_t *out, s
         found++;
     }
     return found;
+}
+
+size_t ghost_order_peer_down(ghost_order *order, uint64_t peer, uint64_t *out, size_t cap) {
+    return ghost_order_peer_ends(order, peer, GHOST_ORDER_DEAD_DROP, out, cap);
+}
+
+size_t ghost_order_peer_orphans(ghost_order *order, uint64_t peer, uint64_t *out, size_t cap) {
+    return ghost_order_peer_ends(order, peer, GHOST_ORDER_DEAD_KEEP, out, cap);
+}
+
+bool ghost_order_is_orphan(const ghost_order *order, uint64_t entity_id) {
+    const ghost_order_record *record = id_map_get(&order->records, entity_id);
+    return record && record->state == GHOST_ORDER_PRESENT && record->orphan;
 }
 
 /* How long ago `since_us` was at `now_us`: 0 if it is later (a caller's

@@ -22,7 +22,8 @@
  *
  * A dead cellapp ends its incarnations: the copy it fed moves on to the
  * earliest later incarnation held, or, with nothing held, is LOST (the
- * caller destroys its ghost). Held messages whose chain never resolves
+ * caller destroys its ghost) or, when the dead cellapp's reals are being
+ * restored, an ORPHAN that the restored real's first CREATE takes over. Held messages whose chain never resolves
  * expire.
  *
  * This module only keeps books: it never reads a payload, and it knows
@@ -105,6 +106,14 @@ void ghost_order_forget(ghost_order *order, uint64_t entity_id, uint64_t now_us)
  * changed to `out` (at most `cap`; returns how many there are): call
  * ghost_order_next for each. */
 size_t ghost_order_peer_down(ghost_order *order, uint64_t peer, uint64_t *out, size_t cap);
+/* Cellapp `peer` was declared dead and its reals will be restored
+ * elsewhere: like ghost_order_peer_down, but a copy with nothing later
+ * held is an ORPHAN rather than lost: it stays, and the first CREATE (or
+ * OFFLOAD) of any later incarnation applies to it, so the restored real
+ * takes the copy over in place. */
+size_t ghost_order_peer_orphans(ghost_order *order, uint64_t peer, uint64_t *out, size_t cap);
+/* Whether the copy of `entity_id` here is an orphan. */
+bool ghost_order_is_orphan(const ghost_order *order, uint64_t entity_id);
 
 /* Drops held messages older than `max_age_us` and tombstones older than
  * `tombstone_us`. Returns the messages dropped. */

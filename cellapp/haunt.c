@@ -414,6 +414,8 @@ static void haunt_apply_create(haunts *h, uint64_t peer, uint64_t entity_id, uin
     ghost->kind = CELL_ENTITY_GHOST;
     ghost->owner_cellapp = peer;
     ghost->incarnation = incarnation;
+    ghost->orphaned_us = 0;
+    ghost->ghost_heard_us = clock_monotonic_us();
     ghost->yaw = create->yaw;
     ghost->moved = true;
     ghost->move_stamp_us = create->stamp_us;
@@ -462,6 +464,8 @@ void haunt_apply(haunts *h, uint64_t peer, const Tessera__Cluster__GhostMessage 
     /* The books let it through: its sender feeds this ghost now. */
     ghost->owner_cellapp = peer;
     ghost->incarnation = message->incarnation;
+    ghost->orphaned_us = 0;
+    ghost->ghost_heard_us = clock_monotonic_us();
     switch (message->body_case) {
         case TESSERA__CLUSTER__GHOST_MESSAGE__BODY_UPDATE:
             haunt_apply_update(h, peer, ghost, message->update);
@@ -478,16 +482,17 @@ void haunt_apply(haunts *h, uint64_t peer, const Tessera__Cluster__GhostMessage 
     }
 }
 
-void haunt_peer_down(haunts *h, uint64_t peer) {
+void haunt_peer_down(haunts *h, uint64_t peer, bool drop_ghosts) {
     /* Whatever the books did not release (a ghost whose create never
-     * passed them) goes; and the peer leaves every haunt list. */
+     * passed them) goes, unless its real is to be restored; and the peer
+     * leaves every haunt list. */
     size_t dropped = 0, cursor = 0;
     cell *c;
     while ((c = spaces_next_cell(h->context.spaces, &cursor)) != NULL) {
         for (size_t i = 0; i < c->count; i++) {
             cell_entity *entity = c->by_index[i];
             if (entity->destroyed) continue;
-            if (entity->kind == CELL_ENTITY_GHOST && entity->owner_cellapp == peer) {
+            if (entity->kind == CELL_ENTITY_GHOST && entity->owner_cellapp == peer && drop_ghosts) {
                 cell_destroy(c, entity);
                 ghost_order_forget(h->context.ghost_order, entity->id, clock_monotonic_us());
                 dropped++;

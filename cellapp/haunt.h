@@ -60,8 +60,9 @@ void haunt_destroyed(haunts *h, cell_entity *entity);
  * let through: creates, updates, deletes a ghost or names its next real. */
 void haunt_apply(haunts *h, uint64_t peer, const Tessera__Cluster__GhostMessage *message);
 /* Cellapp `peer` is gone: its ghosts here that the books did not release
- * are dropped, and it leaves every haunt list. */
-void haunt_peer_down(haunts *h, uint64_t peer);
+ * are dropped (with `drop_ghosts`; else they wait for their reals to be
+ * restored, restore.h), and it leaves every haunt list. */
+void haunt_peer_down(haunts *h, uint64_t peer, bool drop_ghosts);
 /* Counts reals with no ghost anywhere (the interior), reals and ghosts. */
 void haunt_count(const haunts *h, size_t *interior_reals, size_t *reals, size_t *ghosts);
 

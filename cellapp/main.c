@@ -80,6 +80,13 @@ static const config_key cellapp_config_keys[] = {
     {"cell_stream_gap_ms", CONFIG_INT, offsetof(cellapp_settings, cell_stream_gap_ms), 0, 10, 600000, "2000",
      "a message that arrives ahead of its stream waits this long for the ones before it, then they are given up "
      "(logged)"},
+    {"cell_backup_period_ms", CONFIG_INT, offsetof(cellapp_settings, cell_backup_period_ms), 0, 100, 600000, "1000",
+     "every real's whole cell state is backed up once in this period (spread over the ticks, and at once when it is "
+     "created, arrives or teleports): to its base, or for one without a base to Redis; a dead cellapp's reals come "
+     "back from a state at most this old (or from their ghosts)"},
+    {"restore_orphan_ms", CONFIG_INT, offsetof(cellapp_settings, restore_orphan_ms), 0, 100, 600000, "10000",
+     "the ghosts of a dead cellapp's reals stay, frozen, this long for their reals to be restored (a restored real "
+     "takes its ghosts over in place); then they go"},
     {"balance_enabled", CONFIG_BOOL, offsetof(cellapp_settings, balance.enabled), 0, 0, 0, "true",
      "the balancer lease's holder moves the lines toward the load and adds and retires cells (every cellapp "
      "stands for the lease either way: its holder declares deaths and hands over the cells of cellapps that stop "
@@ -197,9 +204,11 @@ static void cellapp_free(cellapp *app) {
     cell_message_free(app->messages);
     io_route_free(app->io_route);
     event_route_free(app->events);
+    restores_free(app->restores);
     ghost_inbox_free(app->ghost_inbox);
     offload_free(app->offloads);
     reals_free(app->reals);
+    cell_snapshots_free(app->snapshots);
     haunt_free(app->haunts);
     cell_load_free(app->load);
     spaces_free(app->spaces);
@@ -209,6 +218,7 @@ static void cellapp_free(cellapp *app) {
     ghost_order_free(app->ghost_order);
     latency_histogram_close(&app->counters.offload_latency);
     latency_histogram_close(&app->counters.tick_time);
+    latency_histogram_close(&app->counters.restore_state_age);
     bit_writer_close(&app->shared.stream);
     replication_free(app->shared.replication);
     replication_schema_free(app->shared.schema);
@@ -356,17 +366,26 @@ static void cellapp_build_modules(cellapp *app) {
     haunts_context haunt_needs = {&settings->haunt, &app->shared, app->spaces,    app->outbox,       app->runtime.peers,
                                   app->ghost_order, app->load,    &app->counters, &app->runtime.self};
     app->haunts = haunt_create(&haunt_needs);
+    cell_snapshots_context snapshot_needs = {settings, &app->codec,        app->runtime.peers, app->runtime.redis,
+                                             cluster,  &app->runtime.self, &app->counters};
+    app->snapshots = cell_snapshots_create(&snapshot_needs);
     reals_context real_needs = {
-        settings,    app->shared.definitions, &app->hooks,        app->spaces, app->outbox,        app->runtime.peers,
-        app->haunts, app->ghost_order,        app->runtime.redis, cluster,     &app->random_state, &app->runtime.self};
+        settings,      app->shared.definitions, &app->hooks,        app->spaces, app->outbox,        app->runtime.peers,
+        app->haunts,   app->ghost_order,        app->runtime.redis, cluster,     &app->random_state, &app->runtime.self,
+        app->snapshots};
     app->reals = reals_create(&real_needs);
-    offloads_context offload_needs = {settings,       &app->codec,        &app->hooks, app->spaces,
-                                      app->outbox,    app->runtime.peers, app->haunts, app->ghost_order,
-                                      app->route,     app->runtime.redis, cluster,     app->load,
-                                      &app->counters, &app->runtime.self, &app->fenced};
+    offloads_context offload_needs = {settings,       &app->codec,        &app->hooks,  app->spaces,
+                                      app->outbox,    app->runtime.peers, app->haunts,  app->ghost_order,
+                                      app->route,     app->runtime.redis, cluster,      app->load,
+                                      &app->counters, &app->runtime.self, &app->fenced, app->snapshots};
     app->offloads = offload_create(&offload_needs);
     ghost_inbox_context inbox_needs = {app->ghost_order, app->haunts, app->offloads, app->spaces, &app->runtime.self};
     app->ghost_inbox = ghost_inbox_create(&inbox_needs);
+    restores_context restore_needs = {
+        settings,           &app->codec,      &app->hooks, app->spaces,        app->outbox,
+        app->runtime.peers, app->ghost_order, app->route,  app->runtime.redis, cluster,
+        &app->runtime.self, &app->counters,   &app->fenced};
+    app->restores = restores_create(&restore_needs);
     event_route_context event_needs = {app->shared.definitions, &app->hooks, app->spaces, app->runtime.peers,
                                        app->mailbox};
     app->events = event_route_create(&event_needs);
@@ -503,7 +522,8 @@ int main(int argc, char **argv) {
      * tick behind a burst of thousands; slower ones land in the overflow
      * bucket and are reported by the maximum. */
     if (latency_histogram_init(&app.counters.offload_latency, 50, 5000000) != 0 ||
-        latency_histogram_init(&app.counters.tick_time, 100, 5000000) != 0)
+        latency_histogram_init(&app.counters.tick_time, 100, 5000000) != 0 ||
+        latency_histogram_init(&app.counters.restore_state_age, 1000, 60000000) != 0)
         log_panic("latency histogram layout rejected");
     app.ghost_order = ghost_order_create(ghost_inbox_free_held, NULL);
     app.route = ghost_route_create();

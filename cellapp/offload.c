@@ -48,11 +48,15 @@ typedef struct offload_pending {
     uint64_t *haunts; /* the haunts handed over */
     size_t haunt_count;
     uint64_t sent_us; /* monotonic */
+    bool claiming;    /* reclaiming: the claim is in Redis */
 } offload_pending;
 
 struct offloads {
     offloads_context context;
-    id_map pending; /* entity id -> offload_pending */
+    id_map pending;    /* entity id -> offload_pending */
+    id_map reclaiming; /* entity id -> offload_pending whose target went: waiting for the directory */
+    size_t claims_in_flight;
+    bool closed; /* freed while claims were in Redis: the last answer frees it */
 };
 
 static void offload_pending_free(offload_pending *pending) {
@@ -66,6 +70,7 @@ offloads *offload_create(const offloads_context *context) {
     offloads *o = xcalloc(1, sizeof *o);
     o->context = *context;
     id_map_init(&o->pending);
+    id_map_init(&o->reclaiming);
     return o;
 }
 
@@ -76,10 +81,17 @@ void offload_free(offloads *o) {
     void *value;
     while (id_map_next(&o->pending, &cursor, &id, &value)) offload_pending_free(value);
     id_map_close(&o->pending);
+    cursor = 0;
+    while (id_map_next(&o->reclaiming, &cursor, &id, &value)) offload_pending_free(value);
+    id_map_close(&o->reclaiming);
+    if (o->claims_in_flight) {
+        o->closed = true;
+        return;
+    }
     free(o);
 }
 
-size_t offload_pending_count(const offloads *o) { return id_map_count(&o->pending); }
+size_t offload_pending_count(const offloads *o) { return id_map_count(&o->pending) + id_map_count(&o->reclaiming); }
 
 static void offload_send_set_real(offloads *o, uint64_t peer, uint64_t entity_id, uint32_t incarnation, uint64_t next) {
     Tessera__Cluster__GhostSetReal set_real = TESSERA__CLUSTER__GHOST_SET_REAL__INIT;
@@ -216,6 +228,7 @@ static void offload_dispatch(offloads *o, cell_entity *entity, uint64_t target,
     outbox_to_cellapp(o->context.outbox, target, &item);
 
     offload_tell_base_handoff(o, entity->real->baseapp_id, entity->id, k, target);
+    if (o->context.snapshots) cell_snapshots_forget(o->context.snapshots, entity);
     offload_pending *pending = xcalloc(1, sizeof *pending);
     pending->target = target;
     pending->incarnation = k + 1;
@@ -253,6 +266,7 @@ void offload_send(offloads *o, cell_entity *entity, uint64_t target) {
 
 static int offload_arrive(offloads *o, cell *c, cell_entity *existing, const Tessera__Cluster__CellEntityState *state,
                           const uint64_t *haunts, size_t haunt_count, uint64_t from, char *err, size_t errlen);
+static void offload_claim_reclaims(offloads *o);
 
 /* A teleport into another space, now that this tick's client messages
  * have gone: to the cellapp that owns the point (possibly this one). */
@@ -307,6 +321,7 @@ static void offload_teleport_now(offloads *o, cell_entity *entity) {
 }
 
 void offload_tick(offloads *o, cell *c) {
+    if (id_map_count(&o->reclaiming)) offload_claim_reclaims(o);
     /* A cellapp that knows a later layout than ours has seen lines move
      * that we have not: moving reals by our old one could send them the
      * wrong way, so they wait the tick or two until we have it. */
@@ -351,6 +366,7 @@ static int offload_arrive(offloads *o, cell *c, cell_entity *existing, const Tes
         entity->real->haunts[entity->real->haunt_count++] = (cell_haunt){haunts[i], now_us};
     }
     entity->real->haunts_stale = true;
+    entity->real->snapshot_due = true; /* its base's backup names this cellapp now */
     ghost_order_set_real(o->context.ghost_order, entity->id, entity->incarnation, o->context.self->process_id);
     ghost_route_remove(o->context.route, entity->id);
     offload_tell_base_address(o, entity->real->baseapp_id, entity->id, entity->incarnation);
@@ -421,11 +437,11 @@ void offload_apply(offloads *o, uint64_t peer, const Tessera__Cluster__Offload *
 
 /* ---- taking a real back ------------------------------------------------------ */
 
-static void offload_reclaim(offloads *o, uint64_t entity_id, offload_pending *pending, const char *why) {
+static void offload_reclaim(offloads *o, uint64_t entity_id, offload_pending *pending, uint32_t incarnation,
+                            const char *why) {
     Tessera__Cluster__CellEntityState *state =
         tessera__cluster__cell_entity_state__unpack(NULL, pending->length, pending->state);
     if (!state) log_panic("entity %" PRIu64 ": the state kept for its offload does not decode", entity_id);
-    uint32_t incarnation = pending->incarnation + 1;
     state->incarnation = incarnation;
     cell *c = spaces_cell(o->context.spaces, state->space_name, true);
     cell_entity *existing = spaces_find_entity(o->context.spaces, entity_id);
@@ -469,10 +485,58 @@ void offload_on_ack(offloads *o, uint64_t peer, const Tessera__Cluster__OffloadA
     }
     id_map_remove(&o->pending, ack->entity_id);
     if (ack->refused)
-        offload_reclaim(o, ack->entity_id, pending, ack->reason ? ack->reason : "refused");
+        offload_reclaim(o, ack->entity_id, pending, pending->incarnation + 1, ack->reason ? ack->reason : "refused");
     else
         latency_histogram_add(&o->context.counters->offload_latency, clock_monotonic_us() - pending->sent_us);
     offload_pending_free(pending);
+}
+
+/* An offload whose target went away before acknowledging: it may have
+ * restored the real (and told the directory) or not. The directory
+ * decides: the real comes back here only if the directory still names
+ * this cellapp, or names the target and the target is dead (then nobody
+ * else restores it: the claim is atomic). */
+static void offload_on_reclaim_claimed(uint64_t entity_id, bool claimed, bool failed, uint32_t incarnation,
+                                       uint64_t holder, void *context) {
+    offloads *o = context;
+    o->claims_in_flight--;
+    if (o->closed) {
+        if (o->claims_in_flight == 0) free(o);
+        return;
+    }
+    offload_pending *pending = id_map_get(&o->reclaiming, entity_id);
+    if (!pending) return;
+    if (failed) {
+        pending->claiming = false; /* tried again next tick */
+        return;
+    }
+    id_map_remove(&o->reclaiming, entity_id);
+    if (claimed)
+        offload_reclaim(o, entity_id, pending, incarnation, "it went away before acknowledging");
+    else if (holder)
+        log_info("entity %" PRIu64 ": cellapp %" PRIu64 " holds it as incarnation %u: the state kept for its offload "
+                 "there is dropped",
+                 entity_id, holder, incarnation);
+    else
+        log_info("entity %" PRIu64 ": the cell directory has no entry (destroyed): the kept state is dropped",
+                 entity_id);
+    offload_pending_free(pending);
+}
+
+/* Claims the reclaims waiting (those Redis has not answered). */
+static void offload_claim_reclaims(offloads *o) {
+    size_t cursor = 0;
+    uint64_t id;
+    void *value;
+    while (id_map_next(&o->reclaiming, &cursor, &id, &value)) {
+        offload_pending *pending = value;
+        if (pending->claiming) continue;
+        if (mailbox_directory_claim(o->context.redis, o->context.cluster_name, id, o->context.self->process_id,
+                                    pending->incarnation + 1, true, offload_on_reclaim_claimed, o) != 0)
+            return; /* Redis is out of reach: next tick */
+        pending->claiming = true;
+        o->claims_in_flight++;
+    }
 }
 
 void offload_peer_down(offloads *o, uint64_t peer) {
@@ -491,10 +555,14 @@ void offload_peer_down(offloads *o, uint64_t peer) {
     }
     for (size_t i = 0; i < lost_count; i++) {
         offload_pending *pending = id_map_remove(&o->pending, lost[i]);
-        offload_reclaim(o, lost[i], pending, "it went away before acknowledging");
-        offload_pending_free(pending);
+        offload_pending_free(id_map_remove(&o->reclaiming, lost[i]));
+        id_map_put(&o->reclaiming, lost[i], pending);
     }
     free(lost);
+    if (lost_count)
+        log_warn("cellapp %" PRIu64 " gone with %zu offloads unacknowledged: the directory decides which come back",
+                 peer, lost_count);
+    offload_claim_reclaims(o);
 }
 
 /* ---- teleports ---------------------------------------------------------------- */
@@ -542,6 +610,7 @@ int offload_teleport(offloads *o, cell_entity *entity, const char *space_name, f
     entity->real->teleported = true;
     movement_reset(&o->context.settings->movement, entity, clock_monotonic_us());
     offload_tell_client_teleported(o, entity, false);
+    entity->real->snapshot_due = true;
     o->context.counters->teleports++;
     o->context.hooks->teleported(o->context.hooks->host, entity, false);
     return 0;

@@ -13,6 +13,7 @@
 #include "cell_entity_codec.h"
 #include "cell_load.h"
 #include "cellapp_counters.h"
+#include "cell_snapshot.h"
 #include "cellapp_settings.h"
 #include "cluster.pb-c.h"
 #include "game_hooks.h"
@@ -43,7 +44,8 @@ typedef struct offloads_context {
     cell_load *load;
     cellapp_counters *counters;
     const process_self *self;
-    const bool *fenced; /* the cellapp is fenced (tick.c): it takes no real (NULL: never) */
+    const bool *fenced;        /* the cellapp is fenced (tick.c): it takes no real (NULL: never) */
+    cell_snapshots *snapshots; /* a real without a base that leaves takes its backup here along */
 } offloads_context;
 
 offloads *offload_create(const offloads_context *context);
@@ -64,7 +66,9 @@ void offload_apply(offloads *o, uint64_t peer, const Tessera__Cluster__Offload *
  * real back. */
 void offload_refuse(offloads *o, uint64_t peer, const Tessera__Cluster__Offload *offload, const char *reason);
 void offload_on_ack(offloads *o, uint64_t peer, const Tessera__Cluster__OffloadAck *ack);
-/* Cellapp `peer` is gone: reals sent to it and not acknowledged come back. */
+/* Cellapp `peer` is gone (dead, or back after a lost link): reals sent to
+ * it and not acknowledged come back here unless the cell directory says
+ * it took them (a claim, mailbox_directory_claim). */
 void offload_peer_down(offloads *o, uint64_t peer);
 /* Moves `entity` (a real) to (x, y, z) in space `space_name` (NULL: its
  * own): here if the point is in this cell, else to the cell that holds it,

@@ -90,6 +90,9 @@ void peer_dispatch_on_message(peer_set *set, uint64_t process_id, peer_role role
         case TESSERA__CLUSTER__PEER_MESSAGE__BODY_GAME_EVENT:
             event_route_on_broadcast(app->events, process_id, message->game_event);
             return;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_RESTORE_CELL_ENTITY:
+            restores_on_request(app->restores, process_id, message->restore_cell_entity);
+            return;
         case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
             if (role == PEER_ROLE_CELLAPP) peer_dispatch_cell_batch(app, process_id, message->cell_batch);
             return;
@@ -101,14 +104,21 @@ void peer_dispatch_on_message(peer_set *set, uint64_t process_id, peer_role role
 }
 
 /* What this cellapp and another held of each other, forgotten: what was in
- * flight to it comes back, its ghosts here go, and our reals forget their
- * ghosts there. */
-static void peer_dispatch_forget_cellapp(cellapp *app, uint64_t process_id) {
+ * flight to it comes back (as the directory allows), and our reals forget
+ * their ghosts there. Its ghosts here go when it is back (its reals make
+ * them again), or, when it is dead, wait for their reals to be restored
+ * (restore.c). */
+static void peer_dispatch_forget_cellapp(cellapp *app, uint64_t process_id, bool dead) {
     spaces_peer_down(app->spaces, process_id);
-    /* First take back what was in flight to it, then let its ghosts go. */
+    /* First take back what was in flight to it, then see to its ghosts. */
     offload_peer_down(app->offloads, process_id);
-    ghost_inbox_peer_down(app->ghost_inbox, process_id);
-    haunt_peer_down(app->haunts, process_id);
+    if (dead) {
+        ghost_inbox_peer_down(app->ghost_inbox, process_id, true);
+        haunt_peer_down(app->haunts, process_id, false);
+        restores_on_cellapp_dead(app->restores, process_id);
+    } else {
+        haunt_peer_down(app->haunts, process_id, true);
+    }
 }
 
 void peer_dispatch_on_peer_up(peer_set *set, uint64_t process_id, peer_role role, void *user_data) {
@@ -119,7 +129,7 @@ void peer_dispatch_on_peer_up(peer_set *set, uint64_t process_id, peer_role role
      * offloads with each other afresh. */
     if (peer_set_returning(set, process_id)) {
         log_info("cellapp %" PRIu64 " is back: ghosts and offloads with it start afresh", process_id);
-        peer_dispatch_forget_cellapp(app, process_id);
+        peer_dispatch_forget_cellapp(app, process_id, false);
     }
     /* It learns our layouts; once it says which it has, reals near its
      * cells give it ghosts. */
@@ -146,7 +156,8 @@ void peer_dispatch_on_peer_dead(peer_set *set, uint64_t process_id, peer_role ro
     if (app->runtime.self.stopping) return;
     outbox_drop_peer(app->outbox, process_id);
     if (role == PEER_ROLE_CELLAPP) {
-        peer_dispatch_forget_cellapp(app, process_id);
+        peer_dispatch_forget_cellapp(app, process_id, true);
+        balancer_poke(app->balancer); /* its cells go to the others now */
         return;
     }
     /* The baseapp held these entities' bases and clients: without them the

@@ -52,6 +52,7 @@ cell_entity *reals_create_real(reals *r, cell *c, uint64_t id, const entity_def_
     movement_reset(&r->context.settings->movement, entity, clock_monotonic_us());
     ghost_order_set_real(r->context.ghost_order, id, 1, r->context.self->process_id);
     mailbox_directory_set(r->context.redis, r->context.cluster_name, id, r->context.self->process_id, 1);
+    entity->real->snapshot_due = true; /* backed up from its first tick */
     return entity;
 }
 
@@ -62,6 +63,7 @@ void reals_destroy(reals *r, cell_entity *entity) {
     mailbox_directory_remove(r->context.redis, r->context.cluster_name, entity->id, r->context.self->process_id,
                              entity->incarnation);
     ghost_order_forget(r->context.ghost_order, entity->id, clock_monotonic_us());
+    if (r->context.snapshots) cell_snapshots_forget(r->context.snapshots, entity);
     cell_destroy(entity->home, entity);
 }
 

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "cell.h"
+#include "cell_snapshot.h"
 #include "cellapp_settings.h"
 #include "client.pb-c.h"
 #include "cluster.pb-c.h"
@@ -40,6 +41,7 @@ typedef struct reals_context {
     const char *cluster_name;
     uint64_t *random_state; /* spawn points (random_unit.h) */
     const process_self *self;
+    cell_snapshots *snapshots; /* a destroyed real's backup goes */
 } reals_context;
 
 reals *reals_create(const reals_context *context);

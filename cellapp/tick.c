@@ -2,7 +2,9 @@
  * drives it, and its phases over every cell, in the order the code below
  * runs them:
  *
- *   1. layouts: those fetched since the last tick are applied, whole;
+ *   1. layouts: those fetched since the last tick are applied, whole; then
+ *      a dead cellapp's reals whose cells this one holds now are claimed
+ *      and restored (restore.c);
  *   2. the game's own tick, then the maps to claim and spawn;
  *   3. thinks and timers of every cell's reals, between the game systems'
  *      before- and after-think hooks, then the entity I/O events due;
@@ -17,7 +19,8 @@
  *      once; witnesses see them leave at the next flush);
  *   8. the client messages go to the baseapps, one frame each;
  *   9. per cell: haunts (ghost creates, updates, deletes), then offloads of
- *      reals that left their region, and teleports into other spaces;
+ *      reals that left their region, and teleports into other spaces; then
+ *      this tick's backups (cell_snapshot.c);
  *  10. everything for other cellapps goes, one frame each;
  *  11. per cell: dirty sets and broadcasts clear, destroyed entities are
  *      freed; empty cells without a region go;
@@ -93,6 +96,7 @@ static void tick_end_cell(cell *c) {
 /* 1 and 2. */
 static void tick_layouts_and_game(cellapp *app) {
     spaces_apply_pending(app->spaces);
+    restores_tick(app->restores, clock_monotonic_us());
     game_host_tick(app->game);
     map_entities_tick(app->map_spawner);
 }
@@ -167,6 +171,7 @@ static void tick_ghosts_and_offloads(cellapp *app) {
     while ((c = spaces_next_cell(app->spaces, &cursor)) != NULL) {
         haunt_tick(app->haunts, c);
         offload_tick(app->offloads, c);
+        cell_snapshots_tick(app->snapshots, c);
     }
 }
 

@@ -61,6 +61,8 @@
  * tick and for the resulting enters/leaves to come back, with slack for a
  * loaded host: the least settling time --verify-aoi takes. */
 #define BOTS_SETTLE_MS 1500
+/* Restores whose arrival and age the JSON report lists. */
+#define BOTS_MAX_RESTORES 10000
 /* The most methods --call and --ping-call may name. */
 #define BOTS_MAX_CALLS 8
 /* Numbers a random call fills in: 1 .. this, within the declared range. */
@@ -179,6 +181,7 @@ typedef struct bot {
     uint32_t teleports_done; /* --teleport entries made */
     uint64_t teleports_received;
     uint64_t teleported_at_ms; /* when its last teleport arrived, after the start (0: never) */
+    uint64_t restored_at_ms;   /* when its entity was last restored (EntityRestored), after the start (0: never) */
     /* --reconnect-at: the session of the last login reply, and where the
      * drop and reconnect are. */
     char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
@@ -269,6 +272,13 @@ typedef struct bots_run {
         double distance, lag_ms;
     } flicker_examples[5];
     uint64_t pings_sent, teleports_received, teleport_stale;
+    /* EntityRestored: how many, how many from a ghost, and for each (the
+     * first BOTS_MAX_RESTORES) when it arrived (wall clock, ms) and the
+     * age of the state it came back with. */
+    uint64_t restores, restores_from_ghost;
+    uint64_t *restore_wall_ms;
+    uint32_t *restore_age_ms;
+    size_t restore_samples;
     /* --reconnect-at: reconnects answered, and those that came back to
      * another entity than the one they left (never, when it works). */
     uint64_t reconnects, reconnects_other_entity;
@@ -822,7 +832,9 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
      * (of the bot or of the one it sees) is no flicker. */
     bool teleporting = tessera_client_changing_space(client) ||
                        (b->teleported_at_ms && now_ms - b->teleported_at_ms < 2000) ||
-                       (mover && mover->teleported_at_ms && now_ms - mover->teleported_at_ms < 2000);
+                       (mover && mover->teleported_at_ms && now_ms - mover->teleported_at_ms < 2000) ||
+                       (b->restored_at_ms && now_ms - b->restored_at_ms < 2000) ||
+                       (mover && mover->restored_at_ms && now_ms - mover->restored_at_ms < 2000);
     if (teleporting) return;
     if (entity_id == b->entity_id) {
         run->flickers++;
@@ -928,6 +940,33 @@ static void bots_on_teleported(tessera_client *client, const tessera_client_tele
     bots_pick_waypoint(b);
 }
 
+/* The bot's entity came back after its cellapp died: its view starts
+ * again (the SDK emptied it), it walks on from where it is now. */
+static void bots_on_restored(tessera_client *client, const tessera_client_restore *restore) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    b->x = restore->x;
+    b->y = restore->y;
+    b->z = restore->z;
+    b->yaw = restore->yaw;
+    b->restored_at_ms = uv_now(&run->loop) - run->start_ms;
+    if (!b->restored_at_ms) b->restored_at_ms = 1;
+    run->restores++;
+    if (restore->from_ghost) run->restores_from_ghost++;
+    if (run->restore_samples < BOTS_MAX_RESTORES) {
+        if (!run->restore_wall_ms) {
+            run->restore_wall_ms = xcalloc(BOTS_MAX_RESTORES, sizeof *run->restore_wall_ms);
+            run->restore_age_ms = xcalloc(BOTS_MAX_RESTORES, sizeof *run->restore_age_ms);
+        }
+        run->restore_wall_ms[run->restore_samples] = clock_wall_us() / 1000;
+        run->restore_age_ms[run->restore_samples] = restore->state_age_ms;
+        run->restore_samples++;
+    }
+    log_info("bot %u: its entity was restored (%s, %u ms old)", b->index,
+             restore->from_ghost ? "from its ghost" : "from a backup", restore->state_age_ms);
+    bots_pick_waypoint(b);
+}
+
 static void bots_on_correction(tessera_client *client, const tessera_client_correction *correction) {
     bot *b = tessera_client_user_data(client);
     b->x = correction->x;
@@ -1014,6 +1053,7 @@ static const tessera_client_callbacks bots_client_callbacks = {
     .on_event = bots_on_event,
     .on_correction = bots_on_correction,
     .on_teleported = bots_on_teleported,
+    .on_restored = bots_on_restored,
     .on_error = bots_on_error,
     .on_player_changed = bots_on_player_changed,
     .on_entered_space = bots_on_entered_space,
@@ -1443,6 +1483,12 @@ static void bots_print_json(FILE *out, const bots_run *run) {
     fprintf(out, "]");
     fprintf(out, ",\"pings_sent\":%" PRIu64 ",\"teleports_received\":%" PRIu64 ",\"teleport_stale\":%" PRIu64,
             run->pings_sent, run->teleports_received, run->teleport_stale);
+    fprintf(out, ",\"restores\":%" PRIu64 ",\"restores_from_ghost\":%" PRIu64 ",\"restore_wall_ms\":[", run->restores,
+            run->restores_from_ghost);
+    for (size_t i = 0; i < run->restore_samples; i++) fprintf(out, "%s%" PRIu64, i ? "," : "", run->restore_wall_ms[i]);
+    fprintf(out, "],\"restore_age_ms\":[");
+    for (size_t i = 0; i < run->restore_samples; i++) fprintf(out, "%s%u", i ? "," : "", run->restore_age_ms[i]);
+    fprintf(out, "]");
     fprintf(out, ",\"reconnects\":%" PRIu64 ",\"reconnects_other_entity\":%" PRIu64 ",\"player_changes\":%" PRIu64,
             run->reconnects, run->reconnects_other_entity, run->player_changes);
     fprintf(out, ",\"redirects\":%" PRIu64 ",\"handed_off\":%" PRIu64 ",\"rejoined\":%" PRIu64, run->redirects,
@@ -1509,6 +1555,9 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
     if (run->reconnects || run->options.reconnect_at_seconds > 0)
         fprintf(out, "  reconnects     %" PRIu64 " (%" PRIu64 " came back to another entity)\n", run->reconnects,
                 run->reconnects_other_entity);
+    if (run->restores)
+        fprintf(out, "  restores       %" PRIu64 " (%" PRIu64 " from a ghost)\n", run->restores,
+                run->restores_from_ghost);
     if (run->teleports_received)
         fprintf(out, "  teleports      %" PRIu64 " received, %" PRIu64 " entities of a space left behind seen after\n",
                 run->teleports_received, run->teleport_stale);
@@ -1594,6 +1643,9 @@ static void bots_usage(FILE *out) {
                  "aoi_position_checked, aoi_position_mismatches, flickers, update_gaps,\n"
                  "longest_update_gap_ms, pings_sent, teleports_received, teleport_stale (entities of a\n"
                  "space a bot left, other than bots that teleport too, entering its view after),\n"
+                 "restores, restores_from_ghost (EntityRestored received: a cellapp died), restore_wall_ms\n"
+                 "and restore_age_ms (each restore's arrival, wall clock, and its state's age; the first\n"
+                 "10000),\n"
                  "reconnects, reconnects_other_entity (a reconnect that came back to another entity),\n"
                  "player_changes (giveClientTo), redirects (LoginRedirects followed), handed_off\n"
                  "(sent to another baseapp while in the world), rejoined (back in the world after),\n"
@@ -2102,6 +2154,8 @@ int main(int argc, char **argv) {
     }
     id_map_close(&run.bots_by_entity);
     free(run.bots);
+    free(run.restore_wall_ms);
+    free(run.restore_age_ms);
     free(run.reasons.items);
     free(run.client_calls.items);
     free(run.game_events.items);

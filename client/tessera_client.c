@@ -1726,6 +1726,32 @@ static void tessera_client__on_teleported(tessera_client *client, const Tessera_
     if (client->callbacks.on_teleported) client->callbacks.on_teleported(client, &teleport);
 }
 
+/* EntityRestored: the cellapp that held the player's entity died and
+ * another brought it back; the view starts again from nothing, as after a
+ * teleport into another space (same space, same stream settings). */
+static void tessera_client__on_restored(tessera_client *client, const Tessera__Client__EntityRestored *message) {
+    if (client->state != TESSERA_CLIENT_IN_WORLD) {
+        tessera_client__protocol_error(client, "restore before login completed");
+        return;
+    }
+    tessera_client_restore restore;
+    if (tessera_client__read_vector(message->position, &restore.x, &restore.y, &restore.z) != 0 ||
+        !isfinite(message->yaw)) {
+        tessera_client__protocol_error(client, "restore with a non-finite number");
+        return;
+    }
+    restore.yaw = message->yaw;
+    restore.state_age_ms = message->state_age_ms;
+    restore.from_ghost = message->from_ghost;
+    for (uint32_t alias = 0; alias < client->alias_capacity; alias++)
+        if (client->aliases[alias]) tessera_client__stream_leave(client, alias);
+    tessera_client__report_departures(client);
+    if (!tessera_client__in_world(client)) return;
+    client->stats.restores++;
+    tessera_client__place_own(client, restore.x, restore.y, restore.z, restore.yaw);
+    if (client->callbacks.on_restored) client->callbacks.on_restored(client, &restore);
+}
+
 static void tessera_client__on_server_error(tessera_client *client, const Tessera__Client__Error *error) {
     int code = (int)error->code;
     const char *text = error->message ? error->message : "";
@@ -1770,6 +1796,9 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
             break;
         case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_CORRECTION:
             tessera_client__on_correction(client, message->correction);
+            break;
+        case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_RESTORED:
+            tessera_client__on_restored(client, message->restored);
             break;
         case TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_TELEPORTED:
             tessera_client__on_teleported(client, message->teleported);

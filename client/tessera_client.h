@@ -176,6 +176,14 @@ typedef struct tessera_client_teleport {
     const char *space_name; /* the space it is in; valid during the callback only */
 } tessera_client_teleport;
 
+/* The player's entity came back after the cellapp holding it died
+ * (EntityRestored). */
+typedef struct tessera_client_restore {
+    float x, y, z, yaw;    /* where it is now */
+    uint32_t state_age_ms; /* how old the state it came back with is */
+    bool from_ghost;       /* from its ghost on the restoring cellapp (a tick old at most) */
+} tessera_client_restore;
+
 typedef struct tessera_client_stats {
     uint64_t frames_in; /* frames received and dispatched */
     uint64_t bytes_in;  /* their bytes, including the 4-byte length prefixes */
@@ -195,6 +203,7 @@ typedef struct tessera_client_stats {
     uint64_t calls_out;             /* EntityCalls sent */
     uint64_t corrections;
     uint64_t teleports;      /* Teleported messages */
+    uint64_t restores;       /* EntityRestored messages */
     uint64_t player_changes; /* PlayerCreated messages (giveClientTo) */
     uint64_t redirects;      /* LoginRedirects followed (to another baseapp, with a one-time token) */
     uint64_t errors;         /* Error messages received from the server */
@@ -264,6 +273,12 @@ typedef struct tessera_client_callbacks {
      * space's (tessera_client_login_info_get), and the stream that follows
      * enters the new space's entities, the player's own first. */
     void (*on_teleported)(tessera_client *client, const tessera_client_teleport *teleport);
+    /* The cellapp that held the player's entity died and another brought
+     * it back (restore->state_age_ms old, or from its ghost). Every entity
+     * of the view was forgotten first (on_leave fired for each, the
+     * player's own included); the stream that follows enters them again,
+     * the player's own first. The connection stays. */
+    void (*on_restored)(tessera_client *client, const tessera_client_restore *restore);
     /* The server sent an Error (code: tessera_client_error values). Before
      * login completed the client then closes with CLOSED_SERVER_ERROR; in
      * the world it stays open (the server closes if it means to). `message`

@@ -277,6 +277,68 @@ void mailbox_directory_remove(redis_client *redis, const char *cluster_name, uin
     redis_client_command_argv(redis, NULL, NULL, 6, argv, lengths);
 }
 
+/* KEYS: the directory, the dead set; ARGV: entity id, claimant, at least,
+ * whether an entry naming the claimant may be taken ("1") or means the
+ * claimant holds it already ("0"). Returns {claimed, holder, incarnation}. */
+static const char MAILBOX_DIRECTORY_CLAIM_SCRIPT[] =
+    "local old = redis.call('HGET', KEYS[1], ARGV[1])\n"
+    "if not old then return {0, '0', 0} end\n"
+    "local owner, incarnation = string.match(old, '^(%d+):(%d+)$')\n"
+    "if not owner then return {0, '0', 0} end\n"
+    "incarnation = tonumber(incarnation)\n"
+    "if owner == ARGV[2] then\n"
+    "  if ARGV[4] ~= '1' then return {0, owner, incarnation} end\n"
+    "elseif not redis.call('ZSCORE', KEYS[2], owner) then return {0, owner, incarnation} end\n"
+    "local claimed = math.max(incarnation + 1, tonumber(ARGV[3]))\n"
+    "redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. claimed)\n"
+    "return {1, owner, claimed}\n";
+
+typedef struct mailbox_claim {
+    uint64_t entity_id;
+    mailbox_claim_callback done;
+    void *context;
+} mailbox_claim;
+
+static void mailbox_on_claimed(redis_client *redis, redisReply *reply, void *user_data) {
+    (void)redis;
+    mailbox_claim *claim = user_data;
+    if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements != 3 ||
+        reply->element[0]->type != REDIS_REPLY_INTEGER || reply->element[2]->type != REDIS_REPLY_INTEGER) {
+        log_warn("entity %" PRIu64 ": the cell directory did not answer its claim (%s)", claim->entity_id,
+                 reply && reply->type == REDIS_REPLY_ERROR ? reply->str : "no reply");
+        claim->done(claim->entity_id, false, true, 0, 0, claim->context);
+        free(claim);
+        return;
+    }
+    uint64_t holder = 0;
+    if (reply->element[1]->type == REDIS_REPLY_STRING) holder = strtoull(reply->element[1]->str, NULL, 10);
+    claim->done(claim->entity_id, reply->element[0]->integer == 1, false, (uint32_t)reply->element[2]->integer, holder,
+                claim->context);
+    free(claim);
+}
+
+int mailbox_directory_claim(redis_client *redis, const char *cluster_name, uint64_t entity_id, uint64_t claimant,
+                            uint32_t at_least, bool take_own, mailbox_claim_callback done, void *context) {
+    if (!redis || !redis_client_is_connected(redis)) return -1;
+    char key[REDIS_KEY_MAX], dead[REDIS_KEY_MAX], field[24], who[24], least[16];
+    redis_key_cell_directory(key, cluster_name);
+    redis_key_dead(dead, cluster_name);
+    snprintf(field, sizeof field, "%" PRIu64, entity_id);
+    snprintf(who, sizeof who, "%" PRIu64, claimant);
+    snprintf(least, sizeof least, "%u", at_least);
+    const char *argv[] = {
+        "EVAL", MAILBOX_DIRECTORY_CLAIM_SCRIPT, "2", key, dead, field, who, least, take_own ? "1" : "0"};
+    size_t lengths[9];
+    for (int i = 0; i < 9; i++) lengths[i] = strlen(argv[i]);
+    mailbox_claim *claim = xcalloc(1, sizeof *claim);
+    *claim = (mailbox_claim){entity_id, done, context};
+    if (redis_client_command_argv(redis, mailbox_on_claimed, claim, 9, argv, lengths) != 0) {
+        free(claim);
+        return -1;
+    }
+    return 0;
+}
+
 /* ---- receiving -------------------------------------------------------------- */
 
 typedef struct mailbox_held {

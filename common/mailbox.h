@@ -71,6 +71,22 @@ size_t mailbox_stream_count(const mailbox *box);
  * `cellapp_id`, unless the directory already holds a later incarnation. */
 void mailbox_directory_set(redis_client *redis, const char *cluster_name, uint64_t entity_id, uint64_t cellapp_id,
                            uint32_t incarnation);
+/* How a claim came out: `claimed` with the entity's new incarnation, or
+ * not (`holder` holds it: a live cellapp, or 0 when the directory has no
+ * entry, or when Redis did not answer: `failed`). */
+typedef void (*mailbox_claim_callback)(uint64_t entity_id, bool claimed, bool failed, uint32_t incarnation,
+                                       uint64_t holder, void *context);
+/* Claims the entity for `claimant` when the directory's entry names a
+ * cellapp in the dead set (P dead), or, with `take_own`, the claimant
+ * itself (a real it sent away and takes back): the entry becomes
+ * `claimant` at the larger of the entry's incarnation + 1 and `at_least`,
+ * atomically, so one entity is claimed by one cellapp only. Without
+ * take_own an entry naming the claimant is not taken (holder: the
+ * claimant; it holds the entity already). An entity with no entry is not
+ * claimed (it was destroyed). Returns 0, or -1 when Redis is not connected
+ * (the callback will not fire). */
+int mailbox_directory_claim(redis_client *redis, const char *cluster_name, uint64_t entity_id, uint64_t claimant,
+                            uint32_t at_least, bool take_own, mailbox_claim_callback done, void *context);
 /* Removes the entry if it still names this incarnation on this cellapp. */
 void mailbox_directory_remove(redis_client *redis, const char *cluster_name, uint64_t entity_id, uint64_t cellapp_id,
                               uint32_t incarnation);

@@ -30,7 +30,10 @@
     X(entity_call_failed, ENTITY_CALL_FAILED, Tessera__Cluster__EntityCallFailed)    \
     X(handover_offer, HANDOVER_OFFER, Tessera__Cluster__HandoverOffer)               \
     X(handover_answer, HANDOVER_ANSWER, Tessera__Cluster__HandoverAnswer)            \
-    X(game_event, GAME_EVENT, Tessera__Cluster__GameEventBroadcast)
+    X(game_event, GAME_EVENT, Tessera__Cluster__GameEventBroadcast)                  \
+    X(death, DEATH, Tessera__Cluster__PeerDeath)                                     \
+    X(cell_snapshot, CELL_SNAPSHOT, Tessera__Cluster__CellSnapshot)                  \
+    X(restore_cell_entity, RESTORE_CELL_ENTITY, Tessera__Cluster__RestoreCellEntity)
 
 #define PEER_MESSAGE_SENDER(name, kind, type)                                            \
     static inline int peer_send_##name(peer_set *peers, uint64_t to, const type *body) { \

@@ -20,6 +20,11 @@ char *redis_key_balancer_lease(char *out, const char *cluster) { return redis_ke
 char *redis_key_balancer_fence(char *out, const char *cluster) { return redis_key(out, cluster, "balancer_fence"); }
 char *redis_key_cell_loads(char *out, const char *cluster) { return redis_key(out, cluster, "cell_loads"); }
 
+char *redis_key_cell_backups(char *out, const char *cluster, uint64_t cellapp_id) {
+    snprintf(out, REDIS_KEY_MAX, "tessera:%s:cell_backups:%" PRIu64, cluster, cellapp_id);
+    return out;
+}
+
 char *redis_key_process(char *out, const char *cluster, uint64_t process_id) {
     snprintf(out, REDIS_KEY_MAX, "tessera:%s:process:%" PRIu64, cluster, process_id);
     return out;

@@ -27,8 +27,10 @@
  *   P space:<name>           STRING the space's definition and layout, as JSON
  *                            (space_layout.h); written only with its epoch
  *                            in P spaces, atomically (space_store.h)
- *   P cell_directory         HASH entity id -> "<cellapp id>:<epoch>", where
- *                            each entity's cell part is real (mailbox.h)
+ *   P cell_directory         HASH entity id -> "<cellapp id>:<incarnation>",
+ *                            where each entity's cell part is real
+ *                            (mailbox.h); a restore claims an entry of a
+ *                            dead cellapp (mailbox_directory_claim)
  *   P balancer_lease         STRING "<cellapp id>:<fence>", with a TTL: which
  *                            cellapp runs the balancer (lease.h)
  *   P balancer_fence         STRING the newest lease's fence (INCR'd per
@@ -40,6 +42,10 @@
  *                            renew while they run (cellapp/map_entities.h)
  *   P entity_name:<name>     SET the ids of the entities named <name>, for
  *                            entity I/O across cellapps (cellapp/io_route.h)
+ *   P cell_backups:<id>      HASH entity id -> packed CellEntityState: cellapp
+ *                            <id>'s backups of its reals without a base
+ *                            (NPCs, map entities), restored by the others if
+ *                            it dies (cellapp/cell_snapshot.h, restore.h)
  *
  * Each function writes the key into `out` (REDIS_KEY_MAX bytes) and returns
  * `out`, so a call can be an argument. A name too long is cut at
@@ -73,5 +79,8 @@ char *redis_key_cell_directory(char *out, const char *cluster);
 char *redis_key_balancer_lease(char *out, const char *cluster);
 char *redis_key_balancer_fence(char *out, const char *cluster);
 char *redis_key_cell_loads(char *out, const char *cluster);
+/* P cell_backups:<cellapp id>: that cellapp's backups of the reals without
+ * a base (entity id -> packed CellEntityState). */
+char *redis_key_cell_backups(char *out, const char *cluster, uint64_t cellapp_id);
 
 #endif

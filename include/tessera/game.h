@@ -106,8 +106,9 @@ extern "C" {
 #endif
 
 /* 2: game events and user messages (event_args_create, listen_event,
- * fire_event, send_event on both sides). */
-#define TESSERA_GAME_ABI_VERSION 2u
+ * fire_event, send_event on both sides).
+ * 3: restored (a real brought back after its cellapp died). */
+#define TESSERA_GAME_ABI_VERSION 3u
 
 /* The symbol the engine looks up in the module. */
 #define TESSERA_GAME_SYMBOL "tessera_game"
@@ -238,6 +239,16 @@ typedef struct tessera_cell_hooks {
                                uint32_t controller_id, uint64_t user_data);
     void (*controller_failed)(const tessera_cell_context *ctx, tessera_entity *entity, void *data,
                               uint32_t controller_id, uint64_t user_data, const char *reason);
+    /* The cellapp that held this real died and this one brought it back:
+     * its fields, timers, traps and controllers are as they were
+     * `state_age_ms` ago (its last backup), and its position and the
+     * values its ghosts carry are a tick old at most when `from_ghost`.
+     * Whatever happened to it since that state is gone: a game that
+     * counts on it (an item just handed over) settles it here. Called
+     * instead of created and arrived; a player's client stays connected
+     * and is told (EntityRestored). */
+    void (*restored)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, uint32_t state_age_ms,
+                     bool from_ghost);
 } tessera_cell_hooks;
 
 /* The body of a cell method: `caller` is the entity that called it (its
