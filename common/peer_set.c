@@ -58,6 +58,7 @@ typedef struct peer_known {
     bool dead_told;         /* on_peer_dead fired */
     bool ever_up;           /* a link to it has been up */
     bool returning;         /* its current link is not its first */
+    bool lapse_told;        /* its lease's lapse was logged (until it is listed again) */
 } peer_known;
 
 struct peer_set {
@@ -432,7 +433,13 @@ void peer_set_on_registry(peer_set *set, const registry_view *view) {
             set->known[k].liveness = PEER_GONE;
     for (size_t l = 0; l < view->lapsed_count; l++) {
         peer_known *known = peer_set_know(set, view->lapsed[l]);
-        if (known->liveness != PEER_DEAD) known->liveness = PEER_LAPSED;
+        if (known->liveness == PEER_DEAD) continue;
+        known->liveness = PEER_LAPSED;
+        if (!known->lapse_told) {
+            known->lapse_told = true;
+            log_info("process %" PRIu64 ": its registry lease lapsed; it is not dead unless the cluster decides so",
+                     view->lapsed[l]);
+        }
     }
     for (size_t p = 0; p < view->count; p++) {
         peer_role role;
@@ -440,6 +447,7 @@ void peer_set_on_registry(peer_set *set, const registry_view *view) {
         peer_known *known = peer_set_know(set, view->peers[p].process_id);
         if (known->liveness == PEER_DEAD) continue;
         known->liveness = PEER_LISTED;
+        known->lapse_told = false;
         peer_set_know_role(set, view->peers[p].process_id, role);
     }
     for (size_t i = 0; i < set->link_count; i++) {

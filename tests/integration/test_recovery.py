@@ -24,6 +24,7 @@ import os
 import signal
 import time
 import unittest
+import urllib.request
 
 import harness
 
@@ -34,6 +35,18 @@ SETTINGS = ["cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP]
 
 def counter(cluster, names, field):
     return sum(cluster.stat(name, field) or 0 for name in names)
+
+
+def metric(port, family):
+    """A cellapp's /metrics sample of `family` (no labels), or 0."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=2) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(family + " "):
+                    return float(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def restored(cluster, names):
@@ -148,6 +161,111 @@ class Recovery(unittest.TestCase):
             harness.assert_bots_verified(self, report, BOTS)
             self.assertIn("fenced: this cellapp's lease lapsed", cluster.log(victim))
             self.assertIn("rejoining the cluster as a new process", cluster.log(victim))
+
+    def test_kill_during_bulk_offload(self):
+        # Every entity gathered on cellapp-1, then the line moved so that
+        # cellapp-2 owns them all: hundreds of offloads at once, and
+        # cellapp-1, their sender, killed as they arrive. Each entity ends
+        # up real exactly once: on cellapp-2 (its offload arrived, the
+        # directory names cellapp-2: a restore of it is refused) or
+        # restored from its base's backup or the ghost (its offload was
+        # lost with the sender), never both.
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        npcs = 50
+        settings = ["cellapp.game.npc_count=%d" % npcs]
+        with harness.Cluster(baseapps=1, cellapps=3, grid="3x1", spawn_radius=40, extra_set=settings,
+                             timeout=60) as cluster:
+            everyone = BOTS + 3 * npcs
+            port = int(cluster.registry_hash("cellapp-2")["admin_port"])
+            bots = harness.start_bots(cluster, BOTS, 30, ["--verify-aoi", "--area", 40, "--speed", 3,
+                                                          "--settle-seconds", 4])
+            try:
+                harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) == BOTS, 30,
+                                 "every bot in the world")
+                cluster.admin("move-line", "default", 0, 100)
+                harness.wait_for(lambda: (cluster.stat("cellapp-1", "reals") or 0) == everyone, 20,
+                                 "every entity gathered on cellapp-1")
+                time.sleep(1.5)  # every one backed up where it is
+                cluster.admin("move-line", "default", 0, -450)
+                harness.wait_for(lambda: metric(port, "tessera_offloads_in_total") > 0, 10,
+                                 "the first offloads to reach cellapp-2", interval=0.005)
+                cluster.kill("cellapp-1", "KILL")
+                survivors = ["cellapp-2", "cellapp-3"]
+                self.check_once(cluster, survivors, everyone, 30)
+                harness.log("after the kill: %d arrived on cellapp-2, %d restored, %d restores refused"
+                            % (metric(port, "tessera_offloads_in_total"), restored(cluster, survivors),
+                               counter(cluster, survivors, "restores_refused")))
+            finally:
+                report = harness.finish_bots(bots)
+            harness.assert_bots_verified(self, report, BOTS)
+
+    def test_busy_baseapp_loses_nothing(self):
+        # A baseapp too busy to renew its registry lease in time: logins
+        # storm in while its loop stalls for 0.6 s at a time (SIGSTOP and
+        # SIGCONT, as a long burst of work would), past its 350 ms lease,
+        # ten times. Its lease lapses again and again, but it is never
+        # silent for a second: nobody takes it for dead, no entity of it is
+        # destroyed, no login fails.
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        storm = 300
+        settings = ["baseapp.registry_ttl_ms=350", "baseapp.heartbeat_ms=300", "cellapp.game.npc_count=2"]
+        with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings, timeout=60) as cluster:
+            names = ["cellapp-1", "cellapp-2"]
+            baseapp_id = cluster.registry_id("baseapp-1")
+            bots = harness.start_bots(cluster, storm, 20, ["--login-spread-ms", 3000, "--area", 200, "--speed", 2])
+            try:
+                time.sleep(1.0)
+                for _ in range(10):
+                    cluster.kill("baseapp-1", "STOP")
+                    time.sleep(0.6)
+                    cluster.kill("baseapp-1", "CONT")
+                    time.sleep(0.4)
+            finally:
+                cluster.kill("baseapp-1", "CONT")
+                report = harness.finish_bots(bots)
+            text = json.dumps(report, indent=2, sort_keys=True)
+            self.assertEqual(report.get("logged_in"), storm, text)
+            self.assertEqual(report.get("in_world_at_end"), storm, text)
+            self.assertEqual(report.get("errors"), 0, text)
+            lapsed = "process %s: its registry lease lapsed" % baseapp_id
+            self.assertTrue(any(lapsed in cluster.log(n) for n in names),
+                            "the baseapp's lease never lapsed: the test proved nothing")
+            self.assertEqual(counter(cluster, names, "deaths_declared"), 0)
+            for name in names:
+                self.assertNotIn("entities of dead baseapp", cluster.log(name))
+                self.assertTrue(cluster.alive(name), "%s died" % name)
+
+    def test_map_entity_comes_back_with_its_state(self):
+        # tests/maps/split.json: a plate west of the line at x = 0 opens a
+        # gate east of it (a map entity without a base, on the other
+        # cellapp). The gate is opened, then its cellapp is killed: the
+        # survivor restores it from the dead cellapp's backups in Redis,
+        # still open, under its name.
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN)
+        split = os.path.join(harness.SOURCE_DIR, "tests", "maps", "split.json")
+        settings = ["cellapp.game.npc_count=0", "cellapp.maps.default=" + split, "cellapp.navmesh_cell_size=1"]
+        with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", extra_set=settings, spawn_radius=0) as cluster:
+            def doors(names=("cellapp-1", "cellapp-2")):
+                return [(name, e) for name, d in cluster.dump_states(list(names)).items()
+                        for e in d["entities"] if e["class"] == "Door"]
+            harness.wait_for(lambda: len(doors()) == 1, 20, "the map's gate")
+            holder = doors()[0][0]
+            survivor = "cellapp-1" if holder == "cellapp-2" else "cellapp-2"
+            sock, reply = harness.login(cluster.login, "walker", "pw")
+            self.addCleanup(sock.close)
+            time.sleep(1.0)
+            for step in range(1, 21):  # west onto the plate
+                sock.sendall(harness.frame(harness.msg_move(-float(step), 0, 0, 0, step)))
+                time.sleep(0.1)
+            harness.wait_for(lambda: "the door 'east_gate' opens" in cluster.log(holder), 10, "the gate to open")
+            time.sleep(1.5)  # backed up since
+            cluster.kill(holder, "KILL")
+            found = harness.wait_for(lambda: [e for n, e in doors([survivor])], 20,
+                                     "the gate restored on %s" % survivor)
+            self.assertEqual(len(found), 1, found)
+            self.assertEqual(found[0]["properties"]["open"], True, found)
+            self.assertEqual(found[0].get("name"), "east_gate", found)
+            self.assertTrue(cluster.alive(survivor))
 
     def test_redis_paused_kills_nobody(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
