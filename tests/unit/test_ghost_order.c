@@ -551,6 +551,50 @@ static void test_peer_down_nothing_held_is_lost(void **state) {
     harness_finish(&h);
 }
 
+/* A cellapp declared dead whose reals will be restored: the copy it fed
+ * stays, an orphan, until a later real's first create takes it over in
+ * place; an update of that later real before its create waits. */
+static void test_orphan_taken_over_by_later_create(void **state) {
+    (void)state;
+    harness h;
+    harness_init(&h);
+    deliver(&h, ENTITY, GHOST_ORDER_CREATE, CELL_A, 1, 0, 101, 10);
+    uint64_t changed[4] = {0, 0, 0, 0};
+    assert_int_equal(ghost_order_peer_orphans(h.order, CELL_A, changed, 4), 1);
+    ghost_order_message out;
+    memset(&out, 0, sizeof out);
+    assert_int_equal(ghost_order_next(h.order, ENTITY, &out), GHOST_ORDER_NONE); /* not lost */
+    assert_true(ghost_order_is_orphan(h.order, ENTITY));
+    assert_books(&h, ENTITY, 1, CELL_A);
+    /* The restored real (incarnation 3 on CELL_B): its update overtakes
+     * its create and waits for it. */
+    assert_int_equal(deliver(&h, ENTITY, GHOST_ORDER_UPDATE, CELL_B, 3, 0, 301, 20), GHOST_ORDER_HOLD);
+    assert_int_equal(deliver(&h, ENTITY, GHOST_ORDER_CREATE, CELL_B, 3, 0, 302, 30), GHOST_ORDER_APPLY);
+    assert_books(&h, ENTITY, 3, CELL_B);
+    assert_false(ghost_order_is_orphan(h.order, ENTITY));
+    assert_int_equal(ghost_order_held_count(h.order), 0); /* the update was replayed */
+    /* The dead real's late messages are stale. */
+    assert_int_equal(deliver(&h, ENTITY, GHOST_ORDER_UPDATE, CELL_A, 1, 0, 102, 40), GHOST_ORDER_STALE);
+    ghost_order_stats stats;
+    ghost_order_get_stats(h.order, &stats);
+    assert_int_equal(stats.lost, 0);
+    harness_finish(&h);
+}
+
+/* An orphan restored here: the books hold the real. */
+static void test_orphan_restored_here(void **state) {
+    (void)state;
+    harness h;
+    harness_init(&h);
+    deliver(&h, ENTITY, GHOST_ORDER_CREATE, CELL_A, 2, 0, 201, 10);
+    uint64_t changed[4] = {0, 0, 0, 0};
+    assert_int_equal(ghost_order_peer_orphans(h.order, CELL_A, changed, 4), 1);
+    ghost_order_set_real(h.order, ENTITY, 3, SELF);
+    assert_false(ghost_order_is_orphan(h.order, ENTITY));
+    assert_books(&h, ENTITY, 3, SELF);
+    harness_finish(&h);
+}
+
 static void test_set_real_to_dead_cellapp_is_lost(void **state) {
     (void)state;
     harness h;
@@ -871,6 +915,8 @@ int main(void) {
         cmocka_unit_test(test_create_after_delete_of_earlier),
         cmocka_unit_test(test_peer_down_replays_held),
         cmocka_unit_test(test_peer_down_nothing_held_is_lost),
+        cmocka_unit_test(test_orphan_taken_over_by_later_create),
+        cmocka_unit_test(test_orphan_restored_here),
         cmocka_unit_test(test_set_real_to_dead_cellapp_is_lost),
         cmocka_unit_test(test_set_real_to_dead_cellapp_jumps_to_held),
         cmocka_unit_test(test_peer_down_skips_dead_incarnations),
