@@ -458,7 +458,7 @@ void restores_tick(restores *r, uint64_t now_us) {
         }
         free(ids);
     }
-    if (now_us - r->last_sweep_us >= 1000 * 1000) {
+    if (now_us - r->last_sweep_us >= (uint64_t)1000 * 1000) {
         r->last_sweep_us = now_us;
         restores_sweep_orphans(r, now_us);
     }
