@@ -19,6 +19,14 @@ Processes are named redis, cellapp-1..M, baseapp-1..K. Each runs in its own
 session (start_new_session) so a Ctrl-C in the terminal that ran `up` does not
 reach it; `down` is the way to stop them.
 
+Addresses: by default everything listens on 127.0.0.1. `--host ADDR` puts the
+cluster on another local address instead (the processes' internal and client
+listeners, and Redis, which also keeps 127.0.0.1 for the tools here);
+`--process-host NAME=ADDR` moves one process's listeners to ADDR and
+`--process-prefix NAME=COMMAND` starts it under COMMAND (e.g. `ip netns exec
+NS`, with ADDR an address of that namespace). Admin listeners stay on
+127.0.0.1 of wherever the process runs.
+
 Also here: `redis_client`, the Redis client the integration tests and the
 benchmarks use too (Debian's python3-redis, which scripts/deps installs),
 and the registry readers (`registry_entries`).
@@ -41,6 +49,7 @@ import importlib
 import json
 import os
 import random
+import shlex
 import signal
 import socket
 import subprocess
@@ -392,7 +401,8 @@ def log_tail(path, lines=LOG_TAIL_LINES):
 def _spawn(argv, log_path, env=None, executable=None):
     """Starts argv in its own session, output to log_path; `executable`
     is the file to run when it is not argv[0] (which the program is then
-    only told as its name)."""
+    only told as its name). argv may start with a command that execs the
+    rest (`ip netns exec NS`): the pid is then the program's own."""
     with open(log_path, "wb") as log:
         return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True, close_fds=True, env=env, executable=executable)
@@ -583,10 +593,14 @@ def _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline):
 
 
 def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=True, overrides=None,
-       timeout=30.0, redis_server=None, out=sys.stdout, grid=None, bounds=DEFAULT_BOUNDS, spawn_radius=None):
+       timeout=30.0, redis_server=None, out=sys.stdout, grid=None, bounds=DEFAULT_BOUNDS, spawn_radius=None,
+       host="127.0.0.1", process_hosts=None, process_prefixes=None):
     """Starts a cluster in dir_path and waits until it is ready (see the
     module doc). Returns the cluster description (what cluster.json holds).
-    Raises ClusterError after tearing down whatever it started."""
+    Raises ClusterError after tearing down whatever it started.
+    host: the local address the processes and Redis listen on (Redis on
+    127.0.0.1 too); process_hosts {name: address} and process_prefixes
+    {name: [argv...]}: one process elsewhere (see the module doc)."""
     if baseapps < 1 or cellapps < 1:
         raise ClusterError("need at least one baseapp and one cellapp (got %d and %d)" % (baseapps, cellapps))
     overrides = dict(overrides or {})
@@ -598,6 +612,13 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             raise ClusterError("%s not found at %s; build first (scripts/build)" % (role, path))
         binaries[role] = path
     _grid_for(cellapps, grid)  # a bad --grid fails before anything starts
+    process_hosts = dict(process_hosts or {})
+    process_prefixes = dict(process_prefixes or {})
+    known = ["cellapp-%d" % i for i in range(1, cellapps + 1)] + ["baseapp-%d" % j for j in range(1, baseapps + 1)]
+    for name in sorted(set(process_hosts) | set(process_prefixes)):
+        if name not in known:
+            raise ClusterError("no process %s in a cluster of %d baseapp(s) and %d cellapp(s)"
+                               % (name, baseapps, cellapps))
     redis_server = redis_server or find_redis_server()
 
     rd = RunDir(dir_path)
@@ -615,25 +636,26 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
     ok = False
     try:
         # Redis first; everything else registers with it.
-        (redis_port,) = free_ports(1)
+        (redis_port,) = free_ports(1, host)
         redis_log = rd.log("redis")
         kept = os.path.isdir(os.path.join(rd.redis, REDIS_AOF_DIR))
         deadline = time.monotonic() + timeout
-        children["redis"] = _start_redis(rd, redis_server, redis_port, deadline, timeout)
+        children["redis"] = _start_redis(rd, redis_server, redis_port, deadline, timeout, host)
         if kept:
             _cold_start(redis_port, cluster_name, out)
 
         # Configs and starts: cellapps before baseapps.
         names = ["cellapp-%d" % i for i in range(1, cellapps + 1)] + \
                 ["baseapp-%d" % j for j in range(1, baseapps + 1)]
-        ports = iter(free_ports(cellapps + 2 * baseapps))
+        ports = iter(free_ports(cellapps + 2 * baseapps, host))
         for name in names:
             role = role_of(name)
+            own_host = process_hosts.get(name, host)
             conf = {
                 "cluster_name": DEFAULT_CLUSTER_NAME,
-                "redis_host": "127.0.0.1",
+                "redis_host": host,
                 "redis_port": redis_port,
-                "internal_host": "127.0.0.1",
+                "internal_host": own_host,
                 "internal_port": next(ports),
                 "log_level": "info",
                 "heartbeat_ms": 500,
@@ -650,7 +672,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             if role == "baseapp":
                 conf.update({
                     "player_entity_type": "Avatar",
-                    "client_host": "127.0.0.1",
+                    "client_host": own_host,
                     "client_port": next(ports),
                     "auto_create_accounts": bool(auto_create_accounts),
                     # Cheap password hashing: tests log in hundreds of bots.
@@ -667,32 +689,38 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                 "binary": binaries[role],
                 "config": rd.config(name),
                 "log": rd.log(name),
-                "host": "127.0.0.1",
+                "host": conf.get("internal_host"),
                 "internal_port": conf.get("internal_port"),
             }
             if role == "baseapp":
                 proc["client_port"] = conf.get("client_port")
-            children[name] = _spawn([binaries[role], "--config", rd.config(name)], rd.log(name))
+                proc["client_host"] = conf.get("client_host")
+            prefix = list(process_prefixes.get(name, []))
+            if prefix:
+                proc["prefix"] = prefix
+            children[name] = _spawn(prefix + [binaries[role], "--config", rd.config(name)], rd.log(name))
             proc["pid"] = children[name].pid
             rd.write_pid(name, proc["pid"])
             procs.append(proc)
-        _stderr("cluster: redis on 127.0.0.1:%d, started %s; waiting (up to %.0f s) for the registry"
-                % (redis_port, ", ".join(names), timeout))
+        _stderr("cluster: redis on %s:%d, started %s; waiting (up to %.0f s) for the registry"
+                % (host, redis_port, ", ".join(names), timeout))
 
         _wait_ready(rd, procs, children, redis_port, cluster_name, baseapps, cellapps, deadline, timeout)
 
         first_baseapp = next(p for p in procs if p["role"] == "baseapp")
-        redis_proc = {"name": "redis", "role": "redis", "pid": children["redis"].pid, "host": "127.0.0.1",
+        redis_proc = {"name": "redis", "role": "redis", "pid": children["redis"].pid, "host": host,
                       "port": redis_port, "log": redis_log, "config": None}
         cluster = {
             "dir": rd.path,
             "build_dir": build_dir,
             "cluster_name": cluster_name,
+            # The tools here reach Redis on 127.0.0.1 whatever `host` is.
             "redis_host": "127.0.0.1",
             "redis_port": redis_port,
+            "host": host,
             "started_at": time.time(),
-            "login": "127.0.0.1:%d" % first_baseapp["client_port"],
-            "baseapps": ["127.0.0.1:%d" % p["client_port"] for p in procs if p["role"] == "baseapp"],
+            "login": "%s:%d" % (first_baseapp["client_host"], first_baseapp["client_port"]),
+            "baseapps": ["%s:%d" % (p["client_host"], p["client_port"]) for p in procs if p["role"] == "baseapp"],
             "processes": [redis_proc] + procs,
         }
         _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline)
@@ -720,14 +748,20 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
 REDIS_AOF_DIR = "appendonlydir"
 
 
-def _start_redis(rd, redis_server, redis_port, deadline, timeout):
+def _start_redis(rd, redis_server, redis_port, deadline, timeout, host="127.0.0.1"):
     """Starts the cluster's redis-server on redis_port, durable (append-only,
-    fsync before each acknowledgement), and waits for its PING."""
+    fsync before each acknowledgement), and waits for its PING. It listens
+    on 127.0.0.1 and on `host` when that is another address."""
     redis_log = rd.log("redis")
+    binds = ["127.0.0.1"] + ([host] if host != "127.0.0.1" else [])
+    # Protected mode refuses every client not on the loopback (there is no
+    # password): off when the cluster is on another address, which only
+    # the addresses bound here expose.
+    protected = "yes" if host == "127.0.0.1" else "no"
     # Named redis-server whatever the file is called (find_redis_server).
-    child = _spawn(["redis-server", "--bind", "127.0.0.1", "--port", str(redis_port), "--dir", rd.redis,
+    child = _spawn(["redis-server", "--bind"] + binds + ["--port", str(redis_port), "--dir", rd.redis,
                     "--save", "", "--appendonly", "yes", "--appendfsync", "always",
-                    "--appenddirname", REDIS_AOF_DIR, "--protected-mode", "yes", "--daemonize", "no"], redis_log,
+                    "--appenddirname", REDIS_AOF_DIR, "--protected-mode", protected, "--daemonize", "no"], redis_log,
                    executable=redis_server)
     rd.write_pid("redis", child.pid)
     while not redis_alive(redis_port):
@@ -778,7 +812,8 @@ def restart_redis(dir_path, pause_s=0.5, timeout=30.0, hard=True):
             time.sleep(POLL_S)
     time.sleep(pause_s)
     redis_server = find_redis_server()
-    child = _start_redis(rd, redis_server, cluster["redis_port"], time.monotonic() + timeout, timeout)
+    child = _start_redis(rd, redis_server, cluster["redis_port"], time.monotonic() + timeout, timeout,
+                         cluster.get("host", "127.0.0.1"))
     _ADDED_CHILDREN.append(child)
     for p in cluster["processes"]:
         if p["role"] == "redis":
@@ -811,7 +846,10 @@ def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
     name = "cellapp-%d" % index
     with open(cellapps[0]["config"]) as f:
         conf = json.load(f)
-    (port,) = free_ports(1)
+    host = cluster.get("host", "127.0.0.1")
+    (port,) = free_ports(1, host)
+    # On the cluster's address, wherever cellapp-1 itself runs (--process-host).
+    conf["internal_host"] = host
     conf["internal_port"] = port
     conf["state_dump_path"] = rd.state_dump(name)
     apply_overrides(conf, overrides_for("cellapp", dict(overrides or {})))
@@ -823,7 +861,7 @@ def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
     _ADDED_CHILDREN.append(child)
     rd.write_pid(name, child.pid)
     proc = {"name": name, "role": "cellapp", "binary": binary, "config": rd.config(name), "log": rd.log(name),
-            "host": "127.0.0.1", "internal_port": port, "pid": child.pid}
+            "host": host, "internal_port": port, "pid": child.pid}
     live = [p for p in cellapps if pid_alive(p["pid"]) and pid_is(p["pid"], program_of(p["name"]))]
     deadline = time.monotonic() + timeout
     with redis_client("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
@@ -1230,6 +1268,17 @@ def kill(dir_path, name, sig="KILL"):
 # ---- command line ----------------------------------------------------------------
 
 
+def _name_values(flag, items):
+    """["NAME=VALUE", ...] -> [(NAME, VALUE)]; raises ClusterError naming `flag`."""
+    out = []
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip() or not value.strip():
+            raise ClusterError("%s %r: expected NAME=VALUE" % (flag, item))
+        out.append((name.strip(), value.strip()))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="scripts/cluster", description="Run a local Tessera cluster.")
     sub = ap.add_subparsers(dest="command", required=True)
@@ -1251,6 +1300,14 @@ def main(argv=None):
                    help="the default space's bounds (default -500,-500,500,500)")
     p.add_argument("--spawn-radius", type=float, default=None,
                    help="radius of the default space's spawn disc at its centre (default 50)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="local address the processes and Redis listen on (default 127.0.0.1; Redis keeps "
+                        "127.0.0.1 too)")
+    p.add_argument("--process-host", action="append", default=[], metavar="NAME=ADDR",
+                   help="one process's listeners on ADDR instead, e.g. cellapp-3=10.0.0.2")
+    p.add_argument("--process-prefix", action="append", default=[], metavar="NAME=COMMAND",
+                   help="start one process under COMMAND, which execs it, e.g. "
+                        "'cellapp-3=ip netns exec NS'")
 
     p = sub.add_parser("admin", help="run tessera-admin against the cluster (spaces, cells, split lines)")
     p.add_argument("--dir", required=True)
@@ -1296,9 +1353,13 @@ def main(argv=None):
                     assert len(bounds) == 4
                 except (ValueError, AssertionError):
                     raise ClusterError("--bounds %r: expected MINX,MINZ,MAXX,MAXZ" % args.bounds)
+            process_hosts = {name: value for name, value in _name_values("--process-host", args.process_host)}
+            process_prefixes = {name: shlex.split(value)
+                                for name, value in _name_values("--process-prefix", args.process_prefix)}
             up(args.dir, baseapps=args.baseapps, cellapps=args.cellapps, build=args.build,
                auto_create_accounts=args.auto_create_accounts, overrides=parse_set(args.set),
-               timeout=args.timeout, grid=args.grid, bounds=bounds, spawn_radius=args.spawn_radius)
+               timeout=args.timeout, grid=args.grid, bounds=bounds, spawn_radius=args.spawn_radius,
+               host=args.host, process_hosts=process_hosts, process_prefixes=process_prefixes)
         elif args.command == "admin":
             extra = args.args[1:] if args.args[:1] == ["--"] else args.args
             sys.stdout.write(admin(RunDir(args.dir).load_cluster(), extra))

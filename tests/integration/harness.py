@@ -17,13 +17,16 @@ Cleanup: a Cluster is stopped in __exit__, and also from an atexit hook and
 a SIGTERM handler (meson's timeout sends SIGTERM to the test's process
 group, then SIGKILL half a second later), so processes never outlive a
 test. The cluster's processes run in their own sessions: the handler
-SIGKILLs them at once because there is no time for a graceful stop.
+SIGKILLs them at once because there is no time for a graceful stop. What
+else a test sets up outside the cluster (a network namespace) it removes
+itself, and also hands to add_emergency_cleanup for those two paths.
 """
 
 import atexit
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -84,12 +87,30 @@ _handlers_installed = False
 
 
 _live_procs = []  # background programs (bots) to kill on SIGTERM
+_live_cleanups = []  # callables to run after the clusters are stopped
+
+
+def add_emergency_cleanup(fn):
+    """Has fn() run, after every cluster still up is killed, at exit or on
+    SIGTERM: for what a test made outside a cluster (a namespace, a veth).
+    The test still cleans up itself, then calls remove_emergency_cleanup."""
+    _install_handlers()
+    with _live_lock:
+        _live_cleanups.append(fn)
+
+
+def remove_emergency_cleanup(fn):
+    with _live_lock:
+        if fn in _live_cleanups:
+            _live_cleanups.remove(fn)
 
 
 def _emergency_stop(grace):
     with _live_lock:
         clusters = list(_live_clusters)
         procs = list(_live_procs)
+        cleanups = list(reversed(_live_cleanups))
+        del _live_cleanups[:]
     for proc in procs:
         if proc.poll() is None:
             try:
@@ -101,6 +122,11 @@ def _emergency_stop(grace):
             c._stop(grace=grace)
         except Exception as e:  # cleanup must go on with the next one
             log("cleanup of %s failed: %s" % (c.dir, e))
+    for fn in cleanups:
+        try:
+            fn()
+        except Exception as e:
+            log("cleanup %r failed: %s" % (fn, e))
 
 
 def _on_sigterm(signum, frame):
@@ -184,9 +210,13 @@ class Cluster:
     """
 
     def __init__(self, baseapps=1, cellapps=2, extra_set=(), auto_create_accounts=True, timeout=30.0,
-                 build_dir=None, grid=None, spawn_radius=None, bounds=None, balance=False, run_dir=None):
+                 build_dir=None, grid=None, spawn_radius=None, bounds=None, balance=False, run_dir=None,
+                 host=None, process_hosts=None, process_prefixes=None):
         # run_dir: start in this directory (the caller's, never removed
         # here), keeping what an earlier cluster there stored.
+        # host, process_hosts {name: address}, process_prefixes {name:
+        # [argv...]}: where the processes listen and how one is started
+        # (scripts/cluster up --host, --process-host, --process-prefix).
         # Tests of fixed layouts keep the balancer off (it would move their
         # lines); the balancer's tests turn it on.
         if not balance:
@@ -201,6 +231,9 @@ class Cluster:
         self.timeout = timeout
         self.build_dir = build_dir or BUILD_DIR
         self.run_dir = run_dir
+        self.host = host
+        self.process_hosts = dict(process_hosts or {})
+        self.process_prefixes = dict(process_prefixes or {})
         self.dir = None
         self.info = None
         self.login = None
@@ -248,6 +281,12 @@ class Cluster:
             argv += ["--spawn-radius", str(self.spawn_radius)]
         if self.bounds is not None:
             argv.append("--bounds=" + ",".join(str(v) for v in self.bounds))
+        if self.host:
+            argv += ["--host", self.host]
+        for name, host in sorted(self.process_hosts.items()):
+            argv += ["--process-host", "%s=%s" % (name, host)]
+        for name, prefix in sorted(self.process_prefixes.items()):
+            argv += ["--process-prefix", "%s=%s" % (name, " ".join(shlex.quote(a) for a in prefix))]
         with _live_lock:
             _live_clusters.append(self)
         self._stopped = False
