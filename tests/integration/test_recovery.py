@@ -87,7 +87,7 @@ class Recovery(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=3, grid="3x1", spawn_radius=60, extra_set=SETTINGS,
                              timeout=60) as cluster:
             everyone = BOTS + 3 * NPCS_PER_CELLAPP
-            bots = self.start(cluster, 30)
+            bots = self.start(cluster, 22)
             victim, survivors = self.pick(cluster, leader)
             try:
                 harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) == BOTS, 30,
@@ -134,7 +134,7 @@ class Recovery(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=3, grid="3x1", spawn_radius=60, extra_set=SETTINGS,
                              timeout=60) as cluster:
             everyone = BOTS + 3 * NPCS_PER_CELLAPP
-            bots = self.start(cluster, 35)
+            bots = self.start(cluster, 25)
             victim, survivors = self.pick(cluster, False)
             try:
                 harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) == BOTS, 30,
@@ -177,7 +177,7 @@ class Recovery(unittest.TestCase):
                              timeout=60) as cluster:
             everyone = BOTS + 3 * npcs
             port = int(cluster.registry_hash("cellapp-2")["admin_port"])
-            bots = harness.start_bots(cluster, BOTS, 30, ["--verify-aoi", "--area", 40, "--speed", 3,
+            bots = harness.start_bots(cluster, BOTS, 22, ["--verify-aoi", "--area", 40, "--speed", 3,
                                                           "--settle-seconds", 4])
             try:
                 harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) == BOTS, 30,
@@ -212,7 +212,7 @@ class Recovery(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings, timeout=60) as cluster:
             names = ["cellapp-1", "cellapp-2"]
             baseapp_id = cluster.registry_id("baseapp-1")
-            bots = harness.start_bots(cluster, storm, 20, ["--login-spread-ms", 3000, "--area", 200, "--speed", 2])
+            bots = harness.start_bots(cluster, storm, 15, ["--login-spread-ms", 3000, "--area", 200, "--speed", 2])
             try:
                 time.sleep(1.0)
                 for _ in range(10):
@@ -273,7 +273,7 @@ class Recovery(unittest.TestCase):
                              timeout=60) as cluster:
             names = ["cellapp-1", "cellapp-2", "cellapp-3"]
             everyone = BOTS + 3 * NPCS_PER_CELLAPP
-            bots = self.start(cluster, 25)
+            bots = self.start(cluster, 20)
             try:
                 harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) == BOTS, 30,
                                  "every bot in the world")

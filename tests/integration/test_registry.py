@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""test_registry -- peers learn that a process is gone from its missing
-heartbeat alone, and learn that it is back when it heartbeats again.
+"""test_registry -- a process that stops heartbeating and talking is
+declared dead, and one that comes back after that joins again.
 
-SIGSTOP keeps a cellapp's sockets open, so only the registry's TTL can reveal
-it; SIGKILL is the plain crash. Logins still work while a cellapp is left."""
+SIGSTOP keeps a cellapp's sockets open, so only its lapsed registry lease
+and its silence reveal it: the balancer's lease holder declares it dead.
+On SIGCONT it learns so and rejoins as a new process. SIGKILL is the plain
+crash. Logins still work while a cellapp is left."""
 import json
 import unittest
 
@@ -32,12 +34,12 @@ class Registry(unittest.TestCase):
             def noticed():
                 if self.baseapp_cellapps(cluster) != 1:
                     return False
-                return any("cellapp" in line and "gone" in line
+                return any("cellapp" in line and "dead" in line
                            for line in cluster.log("baseapp-1").lower().splitlines())
 
             try:
                 harness.wait_for(noticed, NOTICE_S,
-                                 "baseapp-1 sees cellapps == 1 and logs a line with 'cellapp' and 'gone'")
+                                 "baseapp-1 sees cellapps == 1 and logs a line with 'cellapp' and 'dead'")
             except AssertionError as e:
                 raise AssertionError("%s\nbaseapp-1 hash: %s\nbaseapp-1 log tail:\n%s"
                                      % (e, cluster.registry_hash("baseapp-1"),
@@ -45,7 +47,7 @@ class Registry(unittest.TestCase):
             self.assertIsNone(cluster.registry_hash("cellapp-2"), "a stopped cellapp is still registered")
 
             cluster.kill("cellapp-2", "CONT")
-            self.wait_cellapps(cluster, 2, "cellapp-2 re-registers after SIGCONT")
+            self.wait_cellapps(cluster, 2, "cellapp-2 rejoins after SIGCONT")
 
             cluster.kill("cellapp-1", "KILL")
             self.wait_cellapps(cluster, 1, "baseapp-1 notices cellapp-1 was killed")
