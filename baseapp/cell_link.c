@@ -212,10 +212,11 @@ void cell_links_on_cellapp_down(cell_links *links, uint64_t cellapp_id, const ch
         cell_links_release(links, base);
     }
     id_map_remove(&links->assignments, cellapp_id);
+    size_t left = peer_set_count_up(links->context.peers, PEER_ROLE_CELLAPP);
+    if (left && peer_set_is_up(links->context.peers, cellapp_id)) left--; /* its link is not closed yet */
     log_warn("cellapp %" PRIu64 " dead (%s): %zu cell parts being restored, %zu without a backup wait, %zu dropped, "
              "%zu cellapps left",
-             cellapp_id, reason, restoring, without_backup, dropped,
-             peer_set_count_up(links->context.peers, PEER_ROLE_CELLAPP));
+             cellapp_id, reason, restoring, without_backup, dropped, left);
 }
 
 void cell_links_sweep(cell_links *links) {

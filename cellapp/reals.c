@@ -116,6 +116,22 @@ void reals_on_create(reals *r, uint64_t from, const Tessera__Cluster__CreateCell
     const char *space_name =
         request->space_name && request->space_name[0] ? request->space_name : settings->default_space;
     const space_layout *layout = spaces_layout(r->context.spaces, space_name);
+    if (!layout && request->hops == 0) {
+        /* Just started (or rejoined), this cellapp may not have read the
+         * layouts yet: a cellapp that knows the space makes it. */
+        size_t cursor = 0;
+        uint64_t peer;
+        while ((peer = peer_set_next_up(r->context.peers, PEER_ROLE_CELLAPP, &cursor)) != 0) {
+            if (!spaces_peer_epoch(r->context.spaces, peer, space_name)) continue;
+            Tessera__Cluster__CreateCellEntity forward = *request;
+            forward.hops = request->hops + 1;
+            Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+            item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_CREATE;
+            item.create = &forward;
+            outbox_to_cellapp(r->context.outbox, peer, &item);
+            return;
+        }
+    }
     if (!layout) {
         reals_reply_created(r, baseapp_id, request->entity_id, NULL, "unknown space");
         return;

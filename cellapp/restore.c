@@ -25,6 +25,10 @@
 /* A request passed on more often than this (cellapps that disagree about
  * the layout) waits where it is. */
 #define RESTORE_MAX_HOPS 8
+/* A restored real's message streams go on from what comes next for this
+ * long (mailbox_inbox_resync): their senders' messages to the dead
+ * cellapp since its backup are lost. */
+#define RESTORE_RESYNC_US ((uint64_t)10 * 1000 * 1000)
 
 typedef struct restore_request {
     uint64_t entity_id;
@@ -292,6 +296,8 @@ static bool restores_apply(restores *r, restore_request *request, uint32_t incar
         entity_state_free(kept);
     }
     entity->orphaned_us = 0;
+    if (!entity->real->inbox) entity->real->inbox = mailbox_inbox_create();
+    mailbox_inbox_resync(entity->real->inbox, now_us + RESTORE_RESYNC_US);
     entity->real->haunt_count = 0;
     entity->real->haunts_stale = true;
     entity->real->snapshot_due = true;

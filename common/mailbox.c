@@ -354,11 +354,13 @@ typedef struct mailbox_stream {
     uint64_t gap_since_us; /* when the oldest held message arrived */
     mailbox_held *held;    /* sorted by sequence */
     size_t held_count, held_capacity;
+    bool resync; /* the next message offered starts the stream where it is (mailbox_inbox_resync) */
 } mailbox_stream;
 
 struct mailbox_inbox {
     mailbox_stream *streams; /* one per sender: a handful */
     size_t count, capacity;
+    uint64_t resync_until_us; /* a sender first heard before then starts where it is */
 };
 
 mailbox_inbox *mailbox_inbox_create(void) { return xcalloc(1, sizeof(mailbox_inbox)); }
@@ -384,7 +386,17 @@ static mailbox_stream *mailbox_inbox_stream(mailbox_inbox *inbox, uint64_t sende
     memset(stream, 0, sizeof *stream);
     stream->sender = sender;
     stream->next_sequence = 1;
+    stream->resync = inbox->resync_until_us != 0;
     return stream;
+}
+
+void mailbox_inbox_resync(mailbox_inbox *inbox, uint64_t until_us) {
+    inbox->resync_until_us = until_us;
+    for (size_t s = 0; s < inbox->count; s++) {
+        mailbox_stream *stream = &inbox->streams[s];
+        stream->resync = true;
+        if (stream->held_count) stream->next_sequence = stream->held[0].sequence;
+    }
 }
 
 static void mailbox_stream_clear(mailbox_stream *stream) {
@@ -412,12 +424,19 @@ static void mailbox_stream_hold(mailbox_stream *stream, uint64_t sequence, const
 
 mailbox_verdict mailbox_inbox_offer(mailbox_inbox *inbox, uint64_t sender, uint64_t stream_number, uint64_t sequence,
                                     uint64_t now_us) {
+    if (inbox->resync_until_us && now_us > inbox->resync_until_us) inbox->resync_until_us = 0;
     mailbox_stream *stream = mailbox_inbox_stream(inbox, sender);
     if (stream_number < stream->stream) return MAILBOX_DUPLICATE;
     if (stream_number > stream->stream) {
         mailbox_stream_clear(stream);
         stream->stream = stream_number;
         stream->next_sequence = 1;
+    }
+    if (stream->resync) {
+        /* What was sent between the state this inbox was restored from and
+         * now went to a cellapp that died: it will never come. */
+        stream->resync = false;
+        if (sequence > stream->next_sequence && !stream->held_count) stream->next_sequence = sequence;
     }
     if (sequence < stream->next_sequence) return MAILBOX_DUPLICATE;
     if (sequence == stream->next_sequence) {

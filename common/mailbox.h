@@ -120,6 +120,12 @@ void mailbox_inbox_hold(mailbox_inbox *inbox, uint64_t sender, uint64_t sequence
  * frees it), or NULL. */
 uint8_t *mailbox_inbox_next(mailbox_inbox *inbox, uint64_t now_us, uint64_t gap_us, size_t *length, uint64_t *skipped);
 size_t mailbox_inbox_held_count(const mailbox_inbox *inbox);
+/* The inbox was restored from an older state of its entity (its cellapp
+ * died): what its senders sent since went with that cellapp. Each stream
+ * goes on from its first held message or the next one offered, and so
+ * does a sender first heard before `until_us`, instead of waiting for the
+ * lost ones. */
+void mailbox_inbox_resync(mailbox_inbox *inbox, uint64_t until_us);
 
 /* Serialization (an offload): the streams as InboxStream messages. *out is
  * allocated, pointing into the inbox; free with mailbox_inbox_saved_free
