@@ -35,6 +35,16 @@ PART_CELL = 1
 CAST_SPELL = 0  # Avatar's cell method 0: castSpell(uint16 spell_id, entity target)
 
 
+def engine_abi():
+    """TESSERA_GAME_ABI_VERSION, as include/tessera/game.h defines it."""
+    with open(os.path.join(harness.SOURCE_DIR, "include", "tessera", "game.h")) as f:
+        match = re.search(r"#define TESSERA_GAME_ABI_VERSION (\d+)u", f.read())
+    return int(match.group(1))
+
+
+ENGINE_ABI = engine_abi()
+
+
 class ModuleRefused(unittest.TestCase):
     PROGRAMS = {"cellapp": harness.CELLAPP_BIN, "baseapp": harness.BASEAPP_BIN}
 
@@ -64,7 +74,7 @@ class ModuleRefused(unittest.TestCase):
             ("both", os.path.join(self.tmp, "no-such-game.so"), ["no-such-game.so", "does not load"]),
             ("both", os.path.join(TEST_MODULES, "libtest_game_no_symbol.so"), ["no 'tessera_game' symbol"]),
             ("both", os.path.join(TEST_MODULES, "libtest_game_wrong_abi.so"),
-             ["wrong-abi", "built for game ABI version 3", "speaks version 2"]),
+             ["wrong-abi", "built for game ABI version %d" % (ENGINE_ABI + 1), "speaks version %d" % ENGINE_ABI]),
             # Its cell rules register a class the definitions lack (it has
             # no base rules: the baseapp would run it).
             ("cellapp", os.path.join(TEST_MODULES, "libtest_game_failing_init.so"),
