@@ -48,7 +48,7 @@
 #include "redis_client.h"
 #include "spaces.h"
 
-#define RESTORE_CLAIMS_PER_TICK 64
+#define RESTORE_CLAIMS_PER_TICK 256
 
 typedef struct restores restores;
 
