@@ -16,8 +16,8 @@
 #include "movement.h"
 #include "witness.h"
 
-void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
-                      Tessera__Cluster__CellEntityState *out) {
+static void cell_entity_save_parts(const cell_entity_codec *codec, const cell_entity *entity,
+                                   Tessera__Cluster__CellEntityState *out, bool with_witness) {
     cell *c = entity->home;
     uint64_t now_us = clock_monotonic_us();
     tessera__cluster__cell_entity_state__init(out);
@@ -93,11 +93,12 @@ void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
         out->n_traps = entity->real->trap_count;
     }
 
-    if (cell_entity_witness(entity)) {
+    if (cell_entity_witness(entity) && with_witness) {
         Tessera__Cluster__WitnessState *witness = xmalloc(sizeof *witness);
         witness_save(cell_entity_witness(entity), c, witness);
         out->witness = witness;
     }
+    out->had_witness = cell_entity_witness(entity) != NULL && !with_witness;
     if (entity->real->inbox) mailbox_inbox_save(entity->real->inbox, now_us, &out->inbox, &out->n_inbox);
     out->sent_wall_us = clock_wall_us();
     out->teleported = entity->real->teleported;
@@ -106,6 +107,16 @@ void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
     out->entity_name = (char *)entity->real->name;
     entity_io_save(&entity->real->outputs, &out->connections, &out->n_connections);
     codec->hooks->save(codec->hooks->host, entity, out);
+}
+
+void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
+                      Tessera__Cluster__CellEntityState *out) {
+    cell_entity_save_parts(codec, entity, out, true);
+}
+
+void cell_entity_save_backup(const cell_entity_codec *codec, const cell_entity *entity,
+                             Tessera__Cluster__CellEntityState *out) {
+    cell_entity_save_parts(codec, entity, out, false);
 }
 
 void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {

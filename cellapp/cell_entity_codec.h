@@ -26,6 +26,10 @@ typedef struct cell_entity_codec {
  * with cell_entity_saved_free). */
 void cell_entity_save(const cell_entity_codec *codec, const cell_entity *entity,
                       Tessera__Cluster__CellEntityState *out);
+/* The same for a backup (cell_snapshot.h): without the witness, which a
+ * restore builds anew; had_witness says there was one. */
+void cell_entity_save_backup(const cell_entity_codec *codec, const cell_entity *entity,
+                             Tessera__Cluster__CellEntityState *out);
 /* Frees what cell_entity_save allocated in `state` (the game's fields
  * included) and leaves it empty. */
 void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state);

@@ -44,7 +44,9 @@ static void cell_snapshots_take(cell_snapshots *snapshots, cell_entity *entity) 
     uint64_t began = clock_monotonic_us();
     entity->real->snapshot_due = false;
     Tessera__Cluster__CellEntityState state;
-    cell_entity_save(snapshots->context.codec, entity, &state);
+    /* A restore starts the client's view again (restore.c): the witness,
+     * most of a player's state, is not kept. */
+    cell_entity_save_backup(snapshots->context.codec, entity, &state);
     size_t length = tessera__cluster__cell_entity_state__get_packed_size(&state);
     uint8_t *bytes = xmalloc(length ? length : 1);
     tessera__cluster__cell_entity_state__pack(&state, bytes);

@@ -1,5 +1,6 @@
 /* cell_snapshot.h -- every real's backup (cell_snapshot.c): its whole cell
- * state (cell_entity_codec.h, what an offload moves), taken once per
+ * state (cell_entity_codec.h, what an offload moves; without the witness,
+ * since a restore starts the client's view again), taken once per
  * cell_backup_period_ms, spread evenly over the ticks, and at once when a
  * real is created, arrives, teleports or is restored (cell_real's
  * snapshot_due). A real with a base sends it to its base (CellSnapshot);

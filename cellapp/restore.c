@@ -309,6 +309,7 @@ static bool restores_apply(restores *r, restore_request *request, uint32_t incar
         address.incarnation = incarnation;
         peer_send_cell_address(r->context.peers, entity->real->baseapp_id, &address);
     }
+    if (state->had_witness && !cell_entity_witness(entity)) witness_attach(c, entity);
     if (cell_entity_witness(entity)) {
         /* What the backup's witness believed the client had is not what
          * the client has now: both start the view again. */
