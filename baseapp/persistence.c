@@ -175,9 +175,54 @@ void persistence_restore(persistence *store, base_entity *base, const cJSON *sto
 
 /* ---- saving ----------------------------------------------------------------- */
 
+/* Takes the persistent cell properties and the position from the base's
+ * latest cell backup (CellSnapshot, at most cell_backup_period_ms old):
+ * what is written when the cell part cannot answer (its cellapp died and
+ * it is being restored, or it did not answer in time). Returns whether
+ * there was one that decoded. */
+static bool persistence_from_cell_backup(base_entity *base) {
+    if (!base->backup.state) return false;
+    Tessera__Cluster__CellEntityState *state =
+        tessera__cluster__cell_entity_state__unpack(NULL, base->backup.length, base->backup.state);
+    if (!state) return false;
+    entity_state *cell = entity_state_create(base->cls);
+    bit_reader reader;
+    bit_reader_init(&reader, state->properties.data, state->properties.len);
+    int rc = entity_state_decode_all(cell, &reader);
+    if (rc == 0) {
+        entity_state_mask on_cell = persistence_mask(base->cls, true);
+        for (uint16_t p = 0; p < base->cls->property_count; p++)
+            if (entity_state_mask_has(&on_cell, p)) entity_state_copy_property(base->properties, cell, p);
+        base_persistence *saved = &base->persistence;
+        if (state->space_name && strlen(state->space_name) < sizeof saved->space_name)
+            snprintf(saved->space_name, sizeof saved->space_name, "%s", state->space_name);
+        if (state->position && isfinite(state->position->x) && isfinite(state->position->y) &&
+            isfinite(state->position->z)) {
+            saved->position[0] = state->position->x;
+            saved->position[1] = state->position->y;
+            saved->position[2] = state->position->z;
+            saved->yaw = isfinite(state->yaw) ? state->yaw : 0.0f;
+            saved->has_position = true;
+        }
+    } else {
+        log_warn("entity %" PRIu64 " (%s '%s'): its cell backup's properties do not decode (%s)", base->entity_id,
+                 base->cls->name, base->name, entity_state_strerror(rc));
+    }
+    entity_state_free(cell);
+    tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
+    return rc == 0;
+}
+
 void persistence_save(persistence *store, base_entity *base) {
     base_persistence *saved = &base->persistence;
     if (base->state != BASE_ENTITY_LIVE) {
+        persistence_write(store, base);
+        return;
+    }
+    if (base->cell.lost_since_us) {
+        /* Its cellapp was declared dead and the cell part is being
+         * restored: the backup is what there is. */
+        persistence_from_cell_backup(base);
         persistence_write(store, base);
         return;
     }
@@ -342,10 +387,12 @@ void persistence_sweep(persistence *store, base_entity *base, uint64_t now_us) {
     const baseapp_settings *settings = store->context.settings;
     base_persistence *saved = &base->persistence;
     if (saved->backup_request && now_us >= saved->backup_deadline_us) {
-        log_warn("entity %" PRIu64 " (%s '%s'): no backup from its cell part within %lld ms: writing the last one it "
-                 "sent",
+        log_warn("entity %" PRIu64 " (%s '%s'): no backup from its cell part within %lld ms: writing what it has",
                  base->entity_id, base->cls->name, base->name, (long long)settings->backup_timeout_ms);
         saved->backup_request = 0;
+        if (persistence_from_cell_backup(base))
+            log_info("entity %" PRIu64 " (%s '%s'): written from its latest cell backup instead", base->entity_id,
+                     base->cls->name, base->name);
         if (base->state == BASE_ENTITY_DESTROYING) cell_address_clear(&base->cell);
         persistence_write(store, base);
         return;

@@ -145,6 +145,26 @@ class Persistence(unittest.TestCase):
             self.assertEqual(cluster.redis.get(prefix + "carol"), damaged)
             self.assertTrue(cluster.all_alive())
 
+    def test_written_from_the_cell_backup_when_the_cell_is_gone(self):
+        # The only cellapp is killed: nobody can restore alice's cell part
+        # or answer the backup her logout asks for. Her record is written
+        # from the last backup her cell part sent her base (at most
+        # cell_backup_period_ms old): where she walked to, and how far.
+        settings = ["baseapp.client_detached_grace_ms=0", "baseapp.backup_timeout_ms=1000"]
+        with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings) as cluster:
+            sock, reply = harness.login(cluster.login, "alice", "pw-alice")
+            target = self.walk(sock, reply["position"], 3.0, 2.0)
+            time.sleep(2.0)  # a backup since the last step
+            cluster.kill("cellapp-1", "KILL")
+            sock.close()
+            record = self.wait_stored(cluster, "alice", lambda r: r.get("position") is not None,
+                                      "alice written when she left")
+            self.assertAlmostEqual(record["position"][0], target[0], delta=0.2)
+            self.assertAlmostEqual(record["position"][2], target[2], delta=0.2)
+            self.assertGreater(float(record["properties"]["walked"]), 3.0, record)
+            harness.wait_for(lambda: "written from its latest cell backup" in cluster.log("baseapp-1"), 10,
+                             "the baseapp to say so")
+
     def test_autosave_and_redis_restart(self):
         settings = ["baseapp.autosave_interval_ms=1000", "baseapp.write_retry_ms=300"]
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings) as cluster:
