@@ -73,6 +73,7 @@ struct balancer {
     bool reading_reports;
     bool stopped;
     uint64_t leading_since_us; /* 0 while not leading */
+    uint64_t created_us;       /* monotonic */
     uint64_t last_cell_change_us;
     balancer_report *reports;
     size_t report_count;
@@ -476,8 +477,11 @@ static void balancer_on_reports(redis_client *redis, redisReply *reply, void *us
         b->report_count++;
     }
     /* Until the peers have had a period to connect, "not connected" means
-     * nothing: decide only once the lease has been held that long. */
-    if (now_us - b->leading_since_us < (uint64_t)b->context.settings->period_ms * 1000) return;
+     * nothing: a cellapp that has just started decides only once it has
+     * held the lease that long. One that has run longer knows its peers,
+     * and decides at once (a dead leader's cells are waiting). */
+    uint64_t period_us = (uint64_t)b->context.settings->period_ms * 1000;
+    if (now_us - b->leading_since_us < period_us && now_us - b->created_us < 2 * period_us) return;
     balance_cellapp *cellapps;
     size_t cellapp_count = balancer_cellapps(b, &cellapps);
     size_t cursor = 0;
@@ -512,6 +516,7 @@ static void balancer_on_lease(lease *l, uint64_t fence, void *user_data) {
 balancer *balancer_create(const balancer_context *context) {
     balancer *b = xcalloc(1, sizeof *b);
     b->context = *context;
+    b->created_us = clock_monotonic_us();
     redis_key_cell_loads(b->loads_key, context->cluster_name);
     return b;
 }

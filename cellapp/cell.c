@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cell.h"
+#include "clock.h"
 #include "log.h"
 
 /* A trap's coord watcher reaches its owner through this: by id, so a
@@ -219,6 +220,9 @@ void cell_make_ghost(cell *c, cell_entity *entity, uint64_t owner, uint32_t inca
     entity->kind = CELL_ENTITY_GHOST;
     entity->owner_cellapp = owner;
     entity->incarnation = incarnation;
+    /* Its state is the real's as it left here: as fresh as a ghost's can be. */
+    entity->orphaned_us = 0;
+    entity->ghost_heard_us = clock_monotonic_us();
 }
 
 cell_real *cell_make_real(cell *c, cell_entity *entity) {
