@@ -98,8 +98,9 @@ typedef struct demo_game {
     int64_t npc_count, npcs_spawned;
     float npc_trap_radius;
     float patrol_speed, patrol_radius, chase_speed;
-    demo_world *world;      /* the map's working parts (demo_world.c) */
-    uint64_t players_heard; /* player_joined events this cellapp heard */
+    demo_world *world;         /* the map's working parts (demo_world.c) */
+    uint64_t players_heard;    /* player_joined events this cellapp heard */
+    uint64_t avatars_restored; /* Avatars brought back here after their cellapp died */
 } demo_game;
 
 const demo_world *demo_world_state(const void *game) { return ((const demo_game *)game)->world; }
@@ -258,6 +259,21 @@ static void demo_avatar_timer(const tessera_cell_context *ctx, tessera_entity *a
         demo_set_uint(ctx, avatar, g->avatar_heartbeats, 0, demo_get_uint(ctx, avatar, g->avatar_heartbeats) + 1);
 }
 
+/* The Avatar's cellapp died and this one brought it back, as it was
+ * state_age_ms ago: what it did since (walked, was hit) is gone. A game
+ * would settle what it cannot lose here (a trade half done); the demo
+ * counts, and says so now and then. */
+static void demo_avatar_restored(const tessera_cell_context *ctx, tessera_entity *avatar, void *data,
+                                 uint32_t state_age_ms, bool from_ghost) {
+    demo_game *g = ctx->game;
+    (void)data;
+    g->avatars_restored++;
+    if (g->avatars_restored == 1 || g->avatars_restored % 100 == 0)
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, avatar,
+                      "demo: restored from %s, %u ms old (%llu Avatars restored here)",
+                      from_ghost ? "its ghost" : "its backup", state_age_ms, (unsigned long long)g->avatars_restored);
+}
+
 static void demo_avatar_moved(const tessera_cell_context *ctx, tessera_entity *avatar, void *data, double metres) {
     demo_game *g = ctx->game;
     const tessera_cell_api *api = ctx->api;
@@ -400,6 +416,7 @@ static int demo_register_avatar(tessera_cellapp *app, const tessera_cell_api *ap
         .created = demo_avatar_created,
         .timer = demo_avatar_timer,
         .moved = demo_avatar_moved,
+        .restored = demo_avatar_restored,
     };
     g->avatar = api->register_class(app, "Avatar", &hooks, 0, NULL, 0);
     if (!g->avatar) return -1;

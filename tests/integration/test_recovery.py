@@ -108,6 +108,8 @@ class Recovery(unittest.TestCase):
                 report = harness.finish_bots(bots)
             text = harness.assert_bots_verified(self, report, BOTS)
             self.assertGreater(report.get("restores", 0), 0, text)
+            # The game heard it (the demo's restored hook).
+            self.assertTrue(any("demo: restored from" in cluster.log(n) for n in survivors))
             self.assertEqual(counter(cluster, survivors, "restores_failed"), 0)
             for name in ["baseapp-1"] + survivors:
                 self.assertTrue(cluster.alive(name), "%s died" % name)
