@@ -170,27 +170,25 @@ def wait_until_quiet(max_wait_s):
     return time.monotonic() - t0
 
 
-def build_commit(build):
-    source = REPO_ROOT
+def build_source(build):
+    """The source tree the build was configured from (meson-info), or this
+    script's."""
     try:
         with open(os.path.join(build, "meson-info", "meson-info.json")) as f:
-            source = json.load(f)["directories"]["source"]
+            return json.load(f)["directories"]["source"]
     except (OSError, ValueError, KeyError):
-        pass
-    return subprocess.run(["git", "-C", source, "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
+        return REPO_ROOT
+
+
+def build_commit(build):
+    return subprocess.run(["git", "-C", build_source(build), "rev-parse", "--short", "HEAD"], stdout=subprocess.PIPE,
                           stderr=subprocess.DEVNULL, text=True).stdout.strip()
 
 
 def tree_changes(build):
     """C, header and meson files of the build's source tree that differ
     from its commit (another engineer's work in progress is in the build)."""
-    source = REPO_ROOT
-    try:
-        with open(os.path.join(build, "meson-info", "meson-info.json")) as f:
-            source = json.load(f)["directories"]["source"]
-    except (OSError, ValueError, KeyError):
-        pass
-    out = subprocess.run(["git", "-C", source, "status", "--porcelain", "--", "*.c", "*.h", "*.cpp", "*.proto",
+    out = subprocess.run(["git", "-C", build_source(build), "status", "--porcelain", "--", "*.c", "*.h", "*.cpp", "*.proto",
                           "*meson.build"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout
     return [line[3:] for line in out.splitlines() if line.strip()]
 
