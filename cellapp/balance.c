@@ -256,7 +256,7 @@ static void balance_node(balance_walk *walk, int32_t index, space_layout_rect re
 
     int direction = 0; /* -1: the line goes toward low (low shrinks), +1 toward high */
     double target = 0;
-    bool retiring = false;
+    bool retiring = false, first_step = false;
     if (low.retiring != high.retiring) {
         retiring = true;
         direction = low.retiring ? -1 : +1;
@@ -268,6 +268,18 @@ static void balance_node(balance_walk *walk, int32_t index, space_layout_rect re
         direction = low_average > high_average ? -1 : +1;
         target = d * (node->aggression > 0 ? node->aggression : 1.0);
         if (d < balance_level_load(config, 0)) direction = 0;
+        /* A side with no area (a cell just added at this line) takes its
+         * first step whatever the loads say: until it holds some of the
+         * space it can carry nothing, and its idle cellapp's own work (Redis,
+         * heartbeats, backups) can make it look as busy as a lightly loaded
+         * neighbour, or the difference stay below the smallest level. */
+        bool low_empty = node->at <= region_low, high_empty = node->at >= region_high;
+        if (low_empty != high_empty) {
+            int toward_full = low_empty ? +1 : -1; /* the line moves into the side that has the area */
+            if (direction != toward_full) target = 0;
+            direction = toward_full;
+            first_step = true;
+        }
     }
     const balance_side *growing = direction < 0 ? &high : &low;
     if (direction && (!low.created || !high.created)) direction = 0;
@@ -282,6 +294,9 @@ static void balance_node(balance_walk *walk, int32_t index, space_layout_rect re
         balance_subtree_levels(walk->layout, direction < 0 ? node->low : node->high, edge, walk->lookup, walk->context,
                                config, levels);
         double position = NAN;
+        /* The first step needs a real to take: past nothing it would sweep
+         * the other side's whole area and leave that one empty instead. */
+        if (first_step) target = isfinite(levels[0].position) ? fmax(target, levels[0].load) : -1;
         for (int l = BALANCE_LEVELS - 1; l >= 0; l--) {
             if (levels[l].load <= target) {
                 position = levels[l].position;

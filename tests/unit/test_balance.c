@@ -10,7 +10,8 @@
  * reals at the same place as one step); convergence of a 2x2 and a 1x4
  * layout to within +-5 % of the average from a hot corner; the farthest
  * level within d x aggression, and no move while d is below the smallest
- * level; the aggression (halved on a reversal, grown by 2^(1/10)
+ * level, except for a cell just added with no area, which takes its
+ * neighbour's first level; the aggression (halved on a reversal, grown by 2^(1/10)
  * otherwise, within [min, max]); no move next to a cell that is not
  * reported; the safety bound and its ratio; max_step; a line stopping at
  * the splits inside the side it shrinks; a retiring cell pushed to zero
@@ -471,6 +472,54 @@ static void test_smallest_level(void **state) {
      * cell 3 and stops at split 1. */
     assert_true(test_moves_with_loads(0.022, 0.001, &at));
     assert_true(at == 100);
+}
+
+/* A cell just added at the edge of its neighbour has no area; it takes its
+ * neighbour's first level whatever the loads say: here the neighbour is so
+ * lightly loaded that d is below the smallest level, and the new cell's idle
+ * cellapp reports more load than the neighbour. Once it has area the loads
+ * decide again; a neighbour with no reals gives nothing. */
+static void test_new_cell_takes_a_first_step(void **state) {
+    (void)state;
+    test_cluster cluster;
+    test_cluster_init(&cluster, 10);
+    for (size_t i = 0; i < 10; i++) cluster.entities[i] = (balance_entity){20 + 30 * (double)i, 200, 0.0001};
+    char err[256];
+    space_layout *layout = space_layout_create("balance", SQUARE_MIN, SQUARE_MAX, false, 1);
+    assert_non_null(layout);
+    assert_int_equal(space_layout_split_cell(layout, 1, SPACE_LAYOUT_AXIS_X, 400, 2, err, sizeof err), 0);
+    assert_checks(layout);
+    assert_true(space_layout_cell_area(layout, 2) == 0);
+    test_cluster_measure(&cluster, layout);
+    cluster.reports[2].load = cluster.reports[2].cellapp_load = 0.003; /* its cellapp's own work */
+    double first = cluster.reports[1].bounds.level[BALANCE_EDGE_HIGH_X][0].position;
+    assert_true(first < 400);
+
+    balance_move move;
+    assert_int_equal(balance_pass(layout, test_cluster_lookup, &cluster, &cluster.config, &move, 1), 1);
+    assert_close(test_split(layout, 0)->at, first);
+    assert_true(space_layout_cell_area(layout, 2) > 0);
+    layout->epoch++;
+    test_cluster_measure(&cluster, layout);
+    assert_true(cluster.reports[2].reals > 0);
+    /* It has area now: d (below the smallest level) keeps the line. */
+    assert_int_equal(balance_pass(layout, test_cluster_lookup, &cluster, &cluster.config, &move, 1), 0);
+    space_layout_free(layout);
+
+    test_cluster_close(&cluster);
+
+    /* A neighbour with no reals: nothing to take, the line stays (here the
+     * new cell is the low side, squeezed at x = 0). */
+    test_cluster_init(&cluster, 0);
+    layout = space_layout_create("balance", SQUARE_MIN, SQUARE_MAX, false, 1);
+    assert_non_null(layout);
+    assert_int_equal(space_layout_split_cell(layout, 1, SPACE_LAYOUT_AXIS_X, 0, 2, err, sizeof err), 0);
+    test_cluster_measure(&cluster, layout);
+    cluster.reports[1].load = 0.003;
+    assert_int_equal(balance_pass(layout, test_cluster_lookup, &cluster, &cluster.config, &move, 1), 0);
+    assert_close(test_split(layout, 0)->at, 0);
+    space_layout_free(layout);
+    test_cluster_close(&cluster);
 }
 
 static void test_aggression(void **state) {
@@ -1049,6 +1098,7 @@ int main(void) {
         cmocka_unit_test(test_converges_1x4),
         cmocka_unit_test(test_farthest_level_within_target),
         cmocka_unit_test(test_smallest_level),
+        cmocka_unit_test(test_new_cell_takes_a_first_step),
         cmocka_unit_test(test_aggression),
         cmocka_unit_test(test_no_move_before_creation),
         cmocka_unit_test(test_safety_bound),
