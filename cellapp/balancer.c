@@ -567,6 +567,14 @@ bool balancer_lease_value(const balancer *b, uint64_t now_us, char *out, size_t 
     return true;
 }
 
+uint64_t balancer_lease_holder(const balancer *b) { return b && b->lease ? lease_holder(b->lease) : 0; }
+
+int balancer_take_back_lease(balancer *b, uint64_t holder_id, const char *holder_registry_key, uint64_t registry_ttl_ms,
+                             uint64_t quiet_ms) {
+    if (!b || !b->lease || b->stopped || *b->context.draining) return -1;
+    return lease_take_back(b->lease, holder_id, holder_registry_key, registry_ttl_ms, quiet_ms, NULL, NULL);
+}
+
 uint64_t balancer_leading_since_us(const balancer *b) { return balancer_is_leader(b) ? b->leading_since_us : 0; }
 
 void balancer_stats(const balancer *b, balancer_figures *out) {

@@ -52,6 +52,12 @@ bool balancer_is_leader(const balancer *b);
  * P balancer_lease holds) into `out` and returns true; else false. A write
  * made in the lease's name (a death decision) carries it. */
 bool balancer_lease_value(const balancer *b, uint64_t now_us, char *out, size_t size);
+/* The lease's holder as last seen (0: none known). */
+uint64_t balancer_lease_holder(const balancer *b);
+/* Takes the lease back from a holder that crashed (lease_take_back).
+ * Returns 0 if asked, -1 if not (no lease yet, one in flight, no Redis). */
+int balancer_take_back_lease(balancer *b, uint64_t holder_id, const char *holder_registry_key, uint64_t registry_ttl_ms,
+                             uint64_t quiet_ms);
 /* Since when this cellapp has led without a break (monotonic us; 0: it
  * does not lead). */
 uint64_t balancer_leading_since_us(const balancer *b);

@@ -11,13 +11,24 @@
 #include "id_map.h"
 #include "log.h"
 #include "peer_set.h"
+#include "redis_keys.h"
 
 struct death_watch {
     death_watch_context context;
     id_map in_flight; /* process id -> (void *)1 while its declaration is in Redis */
     uint64_t declared;
-    uint64_t created_us; /* monotonic */
+    uint64_t created_us;         /* monotonic */
+    uint64_t take_back_tried_us; /* the last lease take-back asked (monotonic; 0: never) */
 };
+
+/* How often a cellapp that does not lead may ask to take the lease back
+ * from a holder that crashed (a refusal means it lives, or another took
+ * it: asking again soon is cheap and rarely needed). */
+#define DEATH_WATCH_TAKE_BACK_EVERY_US ((uint64_t)250 * 1000)
+/* The holder's registry hash must have gone unrenewed for the time since
+ * this cellapp saw its connection close, less this: the hash's TTL is read
+ * on Redis's clock, the close on ours. */
+#define DEATH_WATCH_TAKE_BACK_SLACK_MS 100
 
 /* A new process's links may still be coming up: it decides nothing until
  * it has run this long (two registry reports and a dial). A process that
@@ -87,11 +98,44 @@ static void death_watch_on_declared(uint64_t process_id, bool declared, void *co
     free(declaration);
 }
 
+/* Only the lease holder decides deaths, so the holder's own crash waits
+ * for its lease to expire (balance_lease_ms) unless someone takes the
+ * lease back. A cellapp that does not lead does so on the evidence that
+ * would make the holder declare any other process dead: the holder's
+ * connection to it closed and did not come back within
+ * PEER_SET_DEATH_RESET_MS (a crash: its kernel reset it), and, checked in
+ * Redis, the holder has not renewed its registry entry since. Only while
+ * this cellapp's own registry lease is valid (it is not the one cut off).
+ * Whoever then takes the lease declares the death by the usual rules. */
+static void death_watch_take_back_lease(death_watch *watch, uint64_t now_us) {
+    process_runtime *rt = watch->context.runtime;
+    balancer *b = watch->context.balancer;
+    uint64_t holder = balancer_lease_holder(b);
+    if (!holder || holder == rt->self.process_id || peer_set_is_up(rt->peers, holder)) return;
+    if (watch->take_back_tried_us && now_us - watch->take_back_tried_us < DEATH_WATCH_TAKE_BACK_EVERY_US) return;
+    uint64_t down_since = peer_set_down_since_us(rt->peers, holder);
+    if (!down_since || now_us - down_since < (uint64_t)PEER_SET_DEATH_RESET_MS * 1000) return;
+    if (!registry_lease_valid(rt->registry, now_us)) return;
+    uint64_t down_ms = (now_us - down_since) / 1000;
+    uint64_t quiet_ms = down_ms > DEATH_WATCH_TAKE_BACK_SLACK_MS ? down_ms - DEATH_WATCH_TAKE_BACK_SLACK_MS : 0;
+    char key[REDIS_KEY_MAX];
+    redis_key_process(key, rt->options.settings->cluster_name, holder);
+    watch->take_back_tried_us = now_us;
+    if (balancer_take_back_lease(b, holder, key, (uint64_t)rt->options.settings->registry_ttl_ms, quiet_ms) == 0)
+        log_info("balancer lease holder %" PRIu64 ": connection closed %" PRIu64
+                 " ms ago; asking to take the lease back",
+                 holder, down_ms);
+}
+
 void death_watch_tick(death_watch *watch, uint64_t now_us) {
     process_runtime *rt = watch->context.runtime;
     if (rt->self.stopping || !rt->registry || !rt->peers) return;
+    if (now_us - watch->created_us < DEATH_WATCH_SETTLE_US) return;
     uint64_t since = balancer_leading_since_us(watch->context.balancer);
-    if (!since || now_us - watch->created_us < DEATH_WATCH_SETTLE_US) return;
+    if (!since) {
+        death_watch_take_back_lease(watch, now_us);
+        return;
+    }
     char lease_value[48];
     if (!balancer_lease_value(watch->context.balancer, now_us, lease_value, sizeof lease_value)) return;
     size_t cursor = 0;

@@ -27,12 +27,13 @@ typedef struct death_watch death_watch;
 
 typedef struct death_watch_context {
     process_runtime *runtime; /* the peers, the registry */
-    const balancer *balancer; /* the lease */
+    balancer *balancer;       /* the lease (a crashed holder's is taken back) */
 } death_watch_context;
 
 death_watch *death_watch_create(const death_watch_context *context);
 void death_watch_free(death_watch *watch);
-/* Once a tick: while this cellapp leads, declares the deaths that are due. */
+/* Once a tick: while this cellapp leads, declares the deaths that are due;
+ * while another leads and has crashed, takes the lease back (death_watch.c). */
 void death_watch_tick(death_watch *watch, uint64_t now_us);
 /* Deaths this cellapp declared. */
 uint64_t death_watch_declared(const death_watch *watch);

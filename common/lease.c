@@ -35,6 +35,20 @@ const char LEASE_RELEASE_SCRIPT[] =
     "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end\n"
     "return 0\n";
 
+/* KEYS[1] the lease, KEYS[2] the holder's registry hash; ARGV[1] the
+ * holder id, ARGV[2] the registry TTL in ms, ARGV[3] how long the hash must
+ * have gone without a renewal. Returns 1 deleted (or free already), 0 held
+ * by another, -1 the holder renewed its hash since (or it has no TTL). */
+const char LEASE_TAKE_BACK_SCRIPT[] =
+    "local current = redis.call('GET', KEYS[1])\n"
+    "if not current then return 1 end\n"
+    "if string.match(current, '^(%d+):%d+$') ~= ARGV[1] then return 0 end\n"
+    "local pttl = redis.call('PTTL', KEYS[2])\n"
+    "if pttl == -1 then return -1 end\n"
+    "if pttl >= 0 and tonumber(ARGV[2]) - pttl < tonumber(ARGV[3]) then return -1 end\n"
+    "redis.call('DEL', KEYS[1])\n"
+    "return 1\n";
+
 /* A request in flight holds a ticket; lease_free clears the ticket's
  * lease, so a late reply finds nobody and just frees it. */
 typedef struct lease_ticket {
@@ -54,7 +68,16 @@ struct lease {
     uint64_t held_until_us; /* the last renewal's request time + ttl */
     uint64_t holder_seen;
     bool released;
+    struct lease_take_back_request *take_back; /* in flight, or NULL */
 };
+
+/* A take-back in flight; lease_free clears its lease as for a ticket. */
+typedef struct lease_take_back_request {
+    lease *owner;
+    uint64_t holder_id;
+    lease_take_back_callback done;
+    void *context;
+} lease_take_back_request;
 
 lease *lease_create(redis_client *redis, const char *cluster, uint64_t holder_id, uint64_t ttl_ms,
                     lease_change_callback on_change, void *user_data) {
@@ -72,6 +95,7 @@ lease *lease_create(redis_client *redis, const char *cluster, uint64_t holder_id
 void lease_free(lease *l) {
     if (!l) return;
     if (l->in_flight) l->in_flight->owner = NULL;
+    if (l->take_back) l->take_back->owner = NULL;
     free(l);
 }
 
@@ -142,6 +166,46 @@ void lease_tick(lease *l, uint64_t now_us) {
         return;
     }
     l->in_flight = ticket;
+}
+
+static void lease_on_take_back(redis_client *redis, redisReply *reply, void *user_data) {
+    lease_take_back_request *request = user_data;
+    lease *l = request->owner;
+    (void)redis;
+    int result = reply && reply->type == REDIS_REPLY_INTEGER ? (reply->integer > 0 ? 1 : 0) : -1;
+    if (reply && reply->type == REDIS_REPLY_ERROR) log_warn("balancer lease take-back: Redis: %s", reply->str);
+    if (result == 1)
+        log_warn("balancer lease taken back from process %" PRIu64
+                 ": its connections reset and it renewed nothing since",
+                 request->holder_id);
+    if (l) {
+        l->take_back = NULL;
+        /* Ask now rather than at the next period: the cells of the dead
+         * holder are waiting for a decider. */
+        if (result == 1) lease_tick(l, clock_monotonic_us());
+    }
+    if (l && request->done) request->done(result, request->context);
+    free(request);
+}
+
+int lease_take_back(lease *l, uint64_t holder_id, const char *holder_registry_key, uint64_t registry_ttl_ms,
+                    uint64_t quiet_ms, lease_take_back_callback done, void *context) {
+    if (l->take_back || l->released || !holder_id || !redis_client_is_connected(l->redis)) return -1;
+    char holder[24], ttl[24], quiet[24];
+    snprintf(holder, sizeof holder, "%" PRIu64, holder_id);
+    snprintf(ttl, sizeof ttl, "%" PRIu64, registry_ttl_ms);
+    snprintf(quiet, sizeof quiet, "%" PRIu64, quiet_ms);
+    const char *argv[] = {"EVAL", LEASE_TAKE_BACK_SCRIPT, "2", l->key, holder_registry_key, holder, ttl, quiet};
+    size_t lengths[8];
+    for (int i = 0; i < 8; i++) lengths[i] = strlen(argv[i]);
+    lease_take_back_request *request = xmalloc(sizeof *request);
+    *request = (lease_take_back_request){l, holder_id, done, context};
+    if (redis_client_command_argv(l->redis, lease_on_take_back, request, 8, argv, lengths) != 0) {
+        free(request);
+        return -1;
+    }
+    l->take_back = request;
+    return 0;
 }
 
 uint64_t lease_fence(const lease *l, uint64_t now_us) { return l->fence && now_us < l->held_until_us ? l->fence : 0; }

@@ -28,6 +28,7 @@
 
 extern const char LEASE_ACQUIRE_SCRIPT[];
 extern const char LEASE_RELEASE_SCRIPT[];
+extern const char LEASE_TAKE_BACK_SCRIPT[];
 
 typedef struct lease lease;
 
@@ -49,6 +50,20 @@ void lease_tick(lease *l, uint64_t now_us);
 uint64_t lease_fence(const lease *l, uint64_t now_us);
 /* The holder last seen (this process or another; 0: none known). */
 uint64_t lease_holder(const lease *l);
+/* Takes the lease back from a holder that crashed, so that a successor
+ * need not wait ttl_ms for its key to expire: deletes the key if it still
+ * names `holder_id` and that holder's registry hash (`holder_registry_key`,
+ * renewed to `registry_ttl_ms` at each of its heartbeats) was not renewed
+ * for at least `quiet_ms`, i.e. not since the caller saw its connections
+ * reset. Then this candidate asks for the lease at once. The caller has
+ * the evidence (death_watch.c); fences make it safe even if the holder
+ * lives: whatever it writes after this carries an old fence. `done` (may be
+ * NULL) hears 1 taken back, 0 not (held by another, or renewed since), -1
+ * no answer. Returns 0, or -1 when a take-back is in flight already or
+ * Redis is not connected (no callback). */
+typedef void (*lease_take_back_callback)(int result, void *context);
+int lease_take_back(lease *l, uint64_t holder_id, const char *holder_registry_key, uint64_t registry_ttl_ms,
+                    uint64_t quiet_ms, lease_take_back_callback done, void *context);
 /* Gives the lease up for good (a process that is stopping): deletes the key
  * if it is still ours, so a successor need not wait for it to expire, and
  * never asks again. */

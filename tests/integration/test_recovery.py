@@ -113,13 +113,19 @@ class Recovery(unittest.TestCase):
             self.assertEqual(counter(cluster, survivors, "restores_failed"), 0)
             for name in ["baseapp-1"] + survivors:
                 self.assertTrue(cluster.alive(name), "%s died" % name)
+            if leader:
+                # A survivor saw the holder's connection reset and took the
+                # lease back rather than wait for it to expire.
+                self.assertTrue(any("balancer lease taken back from process" in cluster.log(n) for n in survivors),
+                                "no survivor took the dead holder's lease back")
 
     def test_kill_restores_every_real(self):
         self.kill_and_restore(leader=False)
 
     def test_leader_killed_restores_every_real(self):
-        # The cellapp that would decide the death is the one that died: the
-        # next lease holder decides it, and restores, once the lease lapsed.
+        # The cellapp that would decide the death is the one that died: a
+        # survivor that saw its connection reset takes the lease back (it
+        # renewed nothing since), and then decides the death and restores.
         self.kill_and_restore(leader=True)
 
     def start(self, cluster, seconds):
