@@ -81,6 +81,12 @@ typedef struct base_entity {
         uint64_t restore_dead;     /* the dead cellapp it is restored from */
     } backup;
     proxy *proxy; /* its client part; NULL for a base that has never held a client */
+    /* Restored here from a dead baseapp's backup (base_backup.h): its cell
+     * part is asked to answer to this baseapp (BaseMoved), again each
+     * second until it does (base_life_sweep); 0 once it has. */
+    uint64_t adopting_dead_baseapp;
+    uint64_t adopt_asked_us; /* monotonic, the last ask */
+    uint32_t adopt_asks;
 } base_entity;
 
 /* A set of at most `max_bases` bases. */

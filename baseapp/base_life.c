@@ -14,6 +14,8 @@ struct base_life {
     base_life_context context;
 };
 
+static void base_life_client_gone(base_life *life, base_entity *base, const char *message);
+
 base_life *base_life_create(const base_life_context *context) {
     base_life *life = xcalloc(1, sizeof *life);
     life->context = *context;
@@ -38,6 +40,70 @@ base_entity *base_life_make(base_life *life, const entity_def_class *cls, const 
     base_mailbox_claim(life->context.addresses, entity_id);
     base_hooks_created(life->context.hooks, base);
     return base;
+}
+
+base_entity *base_life_restore(base_life *life, const entity_def_class *cls, const Tessera__Cluster__BaseBackup *backup,
+                               uint64_t dead_baseapp_id, char *why, size_t why_size) {
+    if (base_entities_find(life->context.bases, backup->entity_id)) {
+        snprintf(why, why_size, "entity %" PRIu64 " is here already", backup->entity_id);
+        return NULL;
+    }
+    base_entity *base =
+        base_entities_add(life->context.bases, backup->entity_id, cls, backup->name ? backup->name : "");
+    if (!base) {
+        snprintf(why, why_size, "this baseapp is full");
+        return NULL;
+    }
+    bit_reader reader;
+    bit_reader_init(&reader, backup->properties.data, backup->properties.len);
+    int rc = entity_state_decode_all(base->properties, &reader);
+    if (rc != 0) {
+        snprintf(why, why_size, "its properties do not decode (%s)", entity_state_strerror(rc));
+        base_entities_remove(life->context.bases, base);
+        return NULL;
+    }
+    entity_state_clear_dirty(base->properties);
+    persistence_restore(life->context.store, base, NULL);
+    base->persistence.loaded = backup->loaded;
+    if (backup->cell_backup) base_entity_keep_backup(base, backup->cell_backup);
+    base_mailbox_claim(life->context.addresses, base->entity_id);
+    if (!base_entity_class_has_cell(cls)) {
+        base->state = BASE_ENTITY_LIVE;
+    } else if (backup->cellapp_id) {
+        /* Its cell part lives on: it answers to this baseapp once asked. */
+        base->state = BASE_ENTITY_CREATING_CELL;
+        base->adopting_dead_baseapp = dead_baseapp_id;
+        base->adopt_asked_us = clock_monotonic_us();
+        base->adopt_asks = 1;
+        cell_link_adopt(life->context.cells, base, dead_baseapp_id);
+    } else if (base_life_create_cell(life, base, false, 0) != 0) {
+        /* It had none yet: one is made, without a client (it comes back
+         * with a reconnect). No cellapp up: it stays without one. */
+        log_warn("entity %" PRIu64 " (%s '%s'): restored without a cell part: no cellapp is up", base->entity_id,
+                 cls->name, base->name);
+        base->state = BASE_ENTITY_LIVE;
+    }
+    return base;
+}
+
+/* A restored base whose cell part has not answered: asked again, or given
+ * up on (the base is written from its cell backup and goes: returns true,
+ * and the base may be gone). */
+static bool base_life_adopt_again(base_life *life, base_entity *base, uint64_t now_us) {
+    if (base->state != BASE_ENTITY_CREATING_CELL || !base->adopting_dead_baseapp) return false;
+    if (now_us - base->adopt_asked_us < 1000000) return false;
+    if (base->adopt_asks >= BASE_LIFE_ADOPT_ASKS) {
+        log_warn("entity %" PRIu64 " (%s '%s'): its cell part did not answer after %u asks: given up", base->entity_id,
+                 base->cls->name, base->name, base->adopt_asks);
+        base->adopting_dead_baseapp = 0;
+        base_life_client_gone(life, base, "your entity could not be restored after its baseapp died; log in again");
+        base_life_destroy(life, base, true, "its cell part did not answer its restore");
+        return true;
+    }
+    base->adopt_asked_us = now_us;
+    base->adopt_asks++;
+    cell_link_adopt(life->context.cells, base, base->adopting_dead_baseapp);
+    return false;
 }
 
 int base_life_create_cell(base_life *life, base_entity *base, bool with_client, uint32_t binding) {
@@ -81,6 +147,7 @@ void base_life_free(base_life *life, base_entity *base) {
     base_hooks_destroyed(life->context.hooks, base);
     base_mailbox_release(life->context.addresses, base->entity_id);
     const base_life_callbacks *callbacks = &life->context.callbacks;
+    if (callbacks->freed) callbacks->freed(callbacks->owner, base);
     if (base->proxy && callbacks->client_part_free) callbacks->client_part_free(callbacks->owner, base);
     base_entities_remove(life->context.bases, base);
 }
@@ -90,6 +157,10 @@ void base_life_on_cell_created(base_life *life, base_entity *base, uint64_t cell
     const base_life_callbacks *callbacks = &life->context.callbacks;
     if (base->state == BASE_ENTITY_CREATING_CELL) {
         cell_address_clear(&base->cell);
+        if (base->adopting_dead_baseapp && reply->ok)
+            log_info("entity %" PRIu64 " (%s '%s'): its cell part on cellapp %" PRIu64 " answers here now",
+                     base->entity_id, base->cls->name, base->name, cellapp_id);
+        base->adopting_dead_baseapp = 0;
         if (!reply->ok) {
             char message[256];
             snprintf(message, sizeof message, "cellapp %" PRIu64 " refused the entity: %s", cellapp_id,
@@ -129,8 +200,10 @@ void base_life_sweep(base_life *life) {
     uint64_t now = clock_monotonic_us();
     uint32_t cursor = 0;
     base_entity *base;
-    while ((base = base_entities_next(life->context.bases, &cursor)) != NULL)
+    while ((base = base_entities_next(life->context.bases, &cursor)) != NULL) {
+        if (base_life_adopt_again(life, base, now)) continue; /* it may be gone */
         persistence_sweep(life->context.store, base, now);
+    }
 }
 
 void base_life_free_all(base_life *life) {

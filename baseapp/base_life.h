@@ -35,6 +35,11 @@
 
 typedef struct base_life base_life;
 
+/* How often a restored base asks its cell part to answer before it gives
+ * up on it (a second apart): longer than the cellapps' own wait would not
+ * help, the cell part is gone by then (base_restore_wait_ms, 10 s). */
+#define BASE_LIFE_ADOPT_ASKS 8
+
 typedef struct base_life_callbacks {
     void *owner;
     /* The base is going: its client, if it has one, is told `message`. */
@@ -44,6 +49,8 @@ typedef struct base_life_callbacks {
     /* Its cell part answered: `created` the first time (the base is LIVE
      * now), else again for another client binding. */
     void (*cell_ready)(void *owner, base_entity *base, const Tessera__Cluster__CellEntityCreated *reply, bool created);
+    /* The base is being freed: it is gone from this baseapp for good. */
+    void (*freed)(void *owner, base_entity *base);
 } base_life_callbacks;
 
 typedef struct base_life_context {
@@ -65,6 +72,16 @@ void base_life_free_module(base_life *life);
  * when none can be made (no entity ids, the set full). */
 base_entity *base_life_make(base_life *life, const entity_def_class *cls, const char *name, const cJSON *stored,
                             char *why, size_t why_size);
+/* A base of `cls` brought back here from `backup`, a base of dead baseapp
+ * `dead_baseapp_id` (base_backup.h): its entity id, properties, latest
+ * cell backup and stored state as they were; its entity-call address
+ * claimed; its cell part, which lives on, asked to answer to this baseapp
+ * (CREATING_CELL until it does), or made afresh if it had none yet. The
+ * game's created hook does not run again. NULL with `why` when it cannot
+ * be (the entity is here already, the set is full, the properties do not
+ * decode). */
+base_entity *base_life_restore(base_life *life, const entity_def_class *cls, const Tessera__Cluster__BaseBackup *backup,
+                               uint64_t dead_baseapp_id, char *why, size_t why_size);
 /* Asks for the base's cell part (CREATING_CELL), with a witness when
  * `with_client`, for client binding `binding`. Returns 0, or -1 when no
  * cellapp is up. */
@@ -81,7 +98,9 @@ void base_life_on_cell_created(base_life *life, base_entity *base, uint64_t cell
 void base_life_on_cell_lost(base_life *life, base_entity *base, uint64_t cellapp_id, bool while_making,
                             const char *reason);
 /* Every base's persistence duties (a backup past its deadline, a retry,
- * an autosave). */
+ * an autosave), and restored bases whose cell part has not answered yet
+ * (asked again each second, given up with a save after
+ * BASE_LIFE_ADOPT_ASKS asks). */
 void base_life_sweep(base_life *life);
 /* At shutdown: frees every base, reporting those whose state is
  * unwritten. */

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "base_backup.h"
 #include "base_call.h"
 #include "base_entity.h"
 #include "base_event.h"
@@ -66,20 +67,21 @@ typedef struct baseapp {
     session_directory sessions;
     base_events events;
     /* The modules, from the bottom up. */
-    id_block *ids;        /* entity ids */
-    mailbox *mailbox;     /* the bases' streams to their cell parts */
-    client_links *links;  /* client connections */
-    base_entities *bases; /* every base here */
-    cell_links *cells;    /* the bases' cell parts */
-    persistence *store;   /* the bases in Redis */
-    base_calls *calls;    /* entity calls to bases */
-    base_life *life;      /* bases from made to freed */
-    proxies *players;     /* the bases' client parts */
-    logins *logins;       /* passwords checked */
-    login_routes *routes; /* where an account plays */
-    handovers *handovers; /* giveClientTo across baseapps */
-    base_game *game;      /* the game module (never NULL once running) */
-    baseapp_admin *admin; /* the admin HTTP listener's part (NULL: admin_port -1) */
+    id_block *ids;         /* entity ids */
+    mailbox *mailbox;      /* the bases' streams to their cell parts */
+    client_links *links;   /* client connections */
+    base_entities *bases;  /* every base here */
+    cell_links *cells;     /* the bases' cell parts */
+    persistence *store;    /* the bases in Redis */
+    base_calls *calls;     /* entity calls to bases */
+    base_life *life;       /* bases from made to freed */
+    proxies *players;      /* the bases' client parts */
+    logins *logins;        /* passwords checked */
+    login_routes *routes;  /* where an account plays */
+    handovers *handovers;  /* giveClientTo across baseapps */
+    base_backups *backups; /* bases backed up to other baseapps, and theirs held here */
+    base_game *game;       /* the game module (never NULL once running) */
+    baseapp_admin *admin;  /* the admin HTTP listener's part (NULL: admin_port -1) */
 } baseapp;
 
 /* Drain (main.c): stop taking logins, tell every client

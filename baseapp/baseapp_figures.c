@@ -84,6 +84,22 @@ static const stat_row baseapp_figure_rows[] = {
      FIGURE(client_frames_out), 0, "frames written, by side"},
     {NULL, "channel_frames_out_total", "side=\"peers\"", STAT_COUNTER, STAT_U64, FIGURE(peer_frames_out), 0, NULL},
     {"cellapps", "cellapps", NULL, STAT_GAUGE, STAT_U64, FIGURE(cellapps), 0, "cellapps connected"},
+    {"base_backups", "base_backups_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(base_backups_sent), 0,
+     "bases backed up to another baseapp (each base once a base_backup_period_ms)"},
+    {"base_backup_bytes", "base_backup_bytes_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(base_backup_bytes), 0,
+     "bytes of base backups sent"},
+    {"base_backup_us", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(base_backup_us), 0,
+     "microseconds spent building and sending base backups"},
+    {"base_backups_held", "base_backups_held", NULL, STAT_GAUGE, STAT_U64, FIGURE(base_backups_held), 0,
+     "other baseapps' bases whose backups this baseapp holds"},
+    {"bases_restored", "bases_restored_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(bases_restored), 0,
+     "bases of dead baseapps brought back here from their backups"},
+    {"bases_restore_failed", "bases_restore_failed_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(bases_restore_failed),
+     0, "backups of dead baseapps' bases that could not be brought back (logged)"},
+    {"reconnect_redirects", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(reconnect_redirects), 0,
+     "Reconnects sent to the baseapp holding their session"},
+    {"reconnects_deferred", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(reconnects_deferred), 0,
+     "Reconnects told to retry while their dead baseapp's sessions were being restored"},
     {"draining", "draining", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(draining), 0,
      "1 while the baseapp sends its clients away before stopping"},
 };
@@ -117,6 +133,17 @@ void baseapp_figures_gather(const baseapp *app, baseapp_figures *out) {
     out->logins = routes->logins;
     out->redirects = routes->redirects;
     out->token_logins = routes->token_logins;
+    out->reconnect_redirects = routes->reconnect_redirects;
+    out->reconnects_deferred = routes->reconnects_deferred;
+    base_backup_counters backups;
+    base_backups_figures(app->backups, &backups);
+    out->base_backups_sent = backups.sent;
+    out->base_backup_bytes = backups.sent_bytes;
+    out->base_backup_us = backups.send_us;
+    out->base_backups_held = backups.held;
+    out->bases_restored = backups.restored;
+    out->bases_restore_failed = backups.restore_failed;
+    out->base_backups_dropped = backups.dropped;
     const client_link_counters *links = client_links_counters(app->links);
     out->login_failures = links->login_failures;
     out->logins_throttled = links->logins_throttled;

@@ -73,6 +73,10 @@ const config_key baseapp_config_keys[] = {
      "only when it goes)"},
     {"backup_timeout_ms", CONFIG_INT, offsetof(baseapp_settings, backup_timeout_ms), 0, 10, 600000, "2000",
      "how long a save waits for the cell part's backup before writing the last one it has"},
+    {"base_backup_period_ms", CONFIG_INT, offsetof(baseapp_settings, base_backup_period_ms), 0, 0, 600000, "1000",
+     "every base is backed up once in this period (spread over it) to another live baseapp chosen by its entity "
+     "id; if this baseapp dies, that one brings the base back and its client reconnects there without a "
+     "password, having lost at most this long (0: no backups)"},
     {"write_retry_ms", CONFIG_INT, offsetof(baseapp_settings, write_retry_ms), 0, 10, 600000, "1000",
      "after a failed write of an entity, how long until it is written again (with its latest state)"},
     {"shutdown_retry_ms", CONFIG_INT, offsetof(baseapp_settings, shutdown_retry_ms), 0, 0, 600000, "1000",

@@ -46,6 +46,7 @@ typedef struct baseapp_settings {
     int64_t autosave_interval_ms;
     int64_t backup_timeout_ms;
     int64_t write_retry_ms;
+    int64_t base_backup_period_ms; /* every base backed up to another baseapp once in this period (0: none) */
 } baseapp_settings;
 
 /* Every key a baseapp's config may hold. */

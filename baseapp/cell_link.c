@@ -104,6 +104,18 @@ int cell_link_send(cell_links *links, base_entity *base, Tessera__Cluster__CellM
     return 0;
 }
 
+int cell_link_adopt(cell_links *links, base_entity *base, uint64_t dead_baseapp_id) {
+    if (links->context.self->stopping) return -1;
+    Tessera__Cluster__BaseMoved moved = TESSERA__CLUSTER__BASE_MOVED__INIT;
+    moved.dead_baseapp_id = dead_baseapp_id;
+    Tessera__Cluster__CellMessage message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    message.entity_id = base->entity_id;
+    message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_BASE_MOVED;
+    message.base_moved = &moved;
+    mailbox_send_cell(links->context.mailbox, &message, 0, clock_monotonic_us() / 1000);
+    return 0;
+}
+
 /* Destroys a cell part that nobody will use (its base went while it was
  * being made), at the cellapp that made it. */
 static void cell_links_destroy_orphan(cell_links *links, uint64_t cellapp_id, uint64_t entity_id) {

@@ -59,6 +59,12 @@ int cell_link_create(cell_links *links, base_entity *base, bool with_client, uin
  * has no cell part. */
 int cell_link_send(cell_links *links, base_entity *base, Tessera__Cluster__CellMessage *message);
 
+/* Asks the cell part of a base restored from dead baseapp
+ * `dead_baseapp_id`'s backup to answer to this baseapp from now on
+ * (BaseMoved, through the mailbox to wherever the cell directory says its
+ * real is). The real answers with a CellEntityCreated, as a new cell part
+ * would. Returns 0, or -1 when this baseapp is stopping. */
+int cell_link_adopt(cell_links *links, base_entity *base, uint64_t dead_baseapp_id);
 /* A CellEntityCreated from `cellapp_id`: the base it is for, or NULL when
  * that base went meanwhile (a cell part made for it is destroyed). */
 base_entity *cell_links_on_created(cell_links *links, uint64_t cellapp_id,

@@ -12,7 +12,7 @@ static void client_dispatch_login(void *owner, client_link *link, const char *pa
 
 static void client_dispatch_reconnect(void *owner, client_link *link, const char *token) {
     baseapp *app = owner;
-    proxy_reconnect(app->players, link, token);
+    login_route_reconnect(app->routes, link, token);
 }
 
 static void client_dispatch_token_login(void *owner, client_link *link, const char *token) {

@@ -96,8 +96,8 @@ void client_link_count_failed_login(client_link *link) {
                           clock_monotonic_us());
 }
 
-static void client_link_vfail(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,
-                              const char *format, va_list args) {
+static void client_link_vfail(client_link *link, Tessera__Client__ErrorCode code, uint32_t retry_after_ms,
+                              const char *public_text, const char *format, va_list args) {
     if (link->state == CLIENT_LINK_CLOSING) return;
     client_links *set = link->set;
     char text[256];
@@ -109,6 +109,7 @@ static void client_link_vfail(client_link *link, Tessera__Client__ErrorCode code
     error.message = (char *)(public_text ? public_text : text);
     if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN)
         error.retry_after_ms = (uint32_t)set->context.settings->shutdown_retry_ms;
+    if (retry_after_ms) error.retry_after_ms = retry_after_ms;
     size_t slots = sizeof set->counters.errors_sent / sizeof set->counters.errors_sent[0];
     set->counters.errors_sent[(size_t)code < slots ? (size_t)code : slots - 1]++;
     if (code == TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS) set->counters.login_failures++;
@@ -121,10 +122,18 @@ static void client_link_vfail(client_link *link, Tessera__Client__ErrorCode code
     channel_close_after_flush(link->ch, text);
 }
 
+void client_link_fail_retry(client_link *link, Tessera__Client__ErrorCode code, uint32_t retry_after_ms,
+                            const char *format, ...) {
+    va_list args;
+    va_start(args, format);
+    client_link_vfail(link, code, retry_after_ms, NULL, format, args);
+    va_end(args);
+}
+
 void client_link_fail(client_link *link, Tessera__Client__ErrorCode code, const char *format, ...) {
     va_list args;
     va_start(args, format);
-    client_link_vfail(link, code, NULL, format, args);
+    client_link_vfail(link, code, 0, NULL, format, args);
     va_end(args);
 }
 
@@ -132,7 +141,7 @@ void client_link_fail_quietly(client_link *link, Tessera__Client__ErrorCode code
                               const char *format, ...) {
     va_list args;
     va_start(args, format);
-    client_link_vfail(link, code, public_text, format, args);
+    client_link_vfail(link, code, 0, public_text, format, args);
     va_end(args);
 }
 

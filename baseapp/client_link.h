@@ -128,6 +128,9 @@ void client_link_send(client_link *link, const Tessera__Client__ServerToClient *
  * bound link lets go of its proxy (the unbound handler). */
 void client_link_fail(client_link *link, Tessera__Client__ErrorCode code, const char *format, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with a hint of when to try again (Error.retry_after_ms). */
+void client_link_fail_retry(client_link *link, Tessera__Client__ErrorCode code, uint32_t retry_after_ms,
+                            const char *format, ...) __attribute__((format(printf, 4, 5)));
 /* The same, but the client is told only `public_text`; the log has the
  * detail (an unknown account and a wrong password look alike to a client). */
 void client_link_fail_quietly(client_link *link, Tessera__Client__ErrorCode code, const char *public_text,

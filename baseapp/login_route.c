@@ -235,6 +235,102 @@ void login_route_on_verified(login_routes *routes, client_link *link) {
     }
 }
 
+/* ---- reconnects ------------------------------------------------------------------ */
+
+/* How long a client whose session is being restored waits before trying
+ * again: the restores of a dead baseapp's bases take about a second from
+ * its death. */
+#define LOGIN_ROUTE_RESTORE_RETRY_MS 500
+
+typedef struct login_route_reconnect_lookup {
+    login_routes *routes;
+    entity_handle link_handle;
+    char token[72];
+} login_route_reconnect_lookup;
+
+/* Tells the client to send its Reconnect to `target` (a LoginRedirect
+ * without a token: the session token is the credential there). */
+static void login_route_reconnect_there(login_routes *routes, client_link *link, const registry_peer *target) {
+    Tessera__Client__LoginRedirect message = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
+    message.host = (char *)target->client_host;
+    message.port = (uint32_t)target->client_port;
+    message.token = "";
+    message.reason = "the baseapp holding your session";
+    Tessera__Client__ServerToClient envelope = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    envelope.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
+    envelope.login_redirect = &message;
+    client_link_send(link, &envelope);
+    routes->counters.reconnect_redirects++;
+    log_debug("client %s (account '%s'): reconnect sent to baseapp %" PRIu64 " at %s:%d", channel_peer_name(link->ch),
+              link->account, target->process_id, target->client_host, target->client_port);
+    link->state = CLIENT_LINK_HANDING_OFF;
+    client_link_close_quietly(link, "reconnect redirected");
+}
+
+static void login_route_on_reconnect_session(redis_client *redis, redisReply *reply, void *user_data) {
+    login_route_reconnect_lookup *lookup = user_data;
+    (void)redis;
+    login_routes *routes = lookup->routes;
+    client_link *link = client_links_get(routes->context.links, lookup->link_handle);
+    if (!link || link->state != CLIENT_LINK_AUTHENTICATING) {
+        free(lookup);
+        return;
+    }
+    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+        free(lookup);
+        client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_ROUTE_RESTORE_RETRY_MS,
+                               "the session directory is unavailable");
+        return;
+    }
+    uint64_t holder = reply->type == REDIS_REPLY_STRING ? strtoull(reply->str, NULL, 10) : 0;
+    const registry_peer *there = holder ? login_route_find(routes, holder) : NULL;
+    if (proxy_find_by_account(routes->context.players, link->account) || !holder ||
+        holder == routes->context.self->process_id) {
+        /* Here (it may have come meanwhile), or nowhere: the proxy's
+         * check answers, or refuses with ERROR_SESSION_EXPIRED. */
+        proxy_reconnect(routes->context.players, link, lookup->token);
+    } else if (there) {
+        login_route_reconnect_there(routes, link, there);
+    } else {
+        /* Its baseapp is not among the live ones: it died, and a backup
+         * holder is bringing its bases back (or will say it has none). */
+        routes->counters.reconnects_deferred++;
+        client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_ROUTE_RESTORE_RETRY_MS,
+                               "the baseapp holding your session (%" PRIu64 ") is gone; it is being restored: "
+                               "reconnect again shortly",
+                               holder);
+    }
+    free(lookup);
+}
+
+void login_route_reconnect(login_routes *routes, client_link *link, const char *token) {
+    if (proxy_find_by_account(routes->context.players, link->account) || strlen(token) >= 72) {
+        proxy_reconnect(routes->context.players, link, token);
+        return;
+    }
+    login_route_reconnect_lookup *lookup = xcalloc(1, sizeof *lookup);
+    lookup->routes = routes;
+    lookup->link_handle = link->handle;
+    snprintf(lookup->token, sizeof lookup->token, "%s", token);
+    char key[REDIS_KEY_MAX];
+    redis_key_session(key, routes->context.settings->process.cluster_name, link->account);
+    if (redis_client_command(routes->context.redis, login_route_on_reconnect_session, lookup, "GET %s", key) != 0) {
+        free(lookup);
+        client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_ROUTE_RESTORE_RETRY_MS,
+                               "the session directory is unavailable");
+    }
+}
+
+size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], size_t max) {
+    size_t count = 0;
+    for (size_t i = 0; i < routes->baseapp_count && count < max; i++) {
+        const registry_peer *peer = &routes->baseapps[i];
+        if (peer->process_id == routes->context.self->process_id || peer->draining) continue;
+        snprintf(out[count++], 80, "%s:%d", peer->client_host, peer->client_port);
+    }
+    return count;
+}
+
 /* ---- token logins ---------------------------------------------------------------- */
 
 static void login_route_on_token(redis_client *redis, redisReply *reply, void *user_data) {

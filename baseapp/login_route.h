@@ -29,9 +29,11 @@ typedef struct login_routes_context {
 } login_routes_context;
 
 typedef struct login_route_counters {
-    uint64_t logins;       /* logins whose credentials checked out */
-    uint64_t redirects;    /* clients sent to another baseapp */
-    uint64_t token_logins; /* clients that came with a redirect's token */
+    uint64_t logins;              /* logins whose credentials checked out */
+    uint64_t redirects;           /* clients sent to another baseapp */
+    uint64_t token_logins;        /* clients that came with a redirect's token */
+    uint64_t reconnect_redirects; /* Reconnects sent to the baseapp holding their session */
+    uint64_t reconnects_deferred; /* Reconnects told to retry: their session's baseapp died, restores under way */
 } login_route_counters;
 
 login_routes *login_routes_create(const login_routes_context *context);
@@ -42,6 +44,15 @@ const login_route_counters *login_routes_figures(const login_routes *routes);
  * is made or taken over), or the client is redirected, with a one-time
  * token, to the baseapp its entity lives on or to the least-loaded one. */
 void login_route_on_verified(login_routes *routes, client_link *link);
+/* A Reconnect with session token `token`: taken by the account's proxy
+ * here; else, by the session directory, sent to the baseapp that holds the
+ * session (a LoginRedirect without a token: the client reconnects there),
+ * or, while that baseapp is dead and its sessions are being restored,
+ * told to try again shortly (ERROR_UNAVAILABLE with retry_after_ms). */
+void login_route_reconnect(login_routes *routes, client_link *link, const char *token);
+/* The other baseapps' client addresses ("host:port"), at most `max`, into
+ * `out`; returns how many. */
+size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], size_t max);
 /* A TokenLogin: the token a redirect gave stands for the password. */
 void login_route_token_login(login_routes *routes, client_link *link, const char *token);
 /* Sends the link to another baseapp (the least-loaded one that is not

@@ -48,6 +48,42 @@ static void baseapp_cell_ready(void *owner, base_entity *base, const Tessera__Cl
     proxy_on_cell_ready(((baseapp *)owner)->players, base, reply, created);
 }
 
+static void baseapp_base_freed(void *owner, base_entity *base) {
+    base_backups_forget(((baseapp *)owner)->backups, base->entity_id);
+}
+
+static size_t baseapp_other_baseapps(void *owner, char (*out)[80], size_t max) {
+    baseapp *app = owner;
+    return app->routes ? login_route_other_addresses(app->routes, out, max) : 0;
+}
+
+/* A dead baseapp's base, held here as a backup, comes back: its base part
+ * (base_life.c), then its client part (proxy.c) if it held a client. An
+ * account that plays here already keeps its newer session. */
+static int baseapp_restore_base(void *owner, const Tessera__Cluster__BaseBackup *backup, uint64_t dead_baseapp_id,
+                                char *why, size_t why_size) {
+    baseapp *app = owner;
+    const entity_def_class *cls =
+        entity_def_registry_find_class(app->definitions, backup->class_name ? backup->class_name : "");
+    if (!cls) {
+        snprintf(why, why_size, "its class '%s' is not defined here", backup->class_name ? backup->class_name : "");
+        return -1;
+    }
+    if (backup->has_proxy && (!backup->account || !backup->account[0] || !backup->session_token)) {
+        snprintf(why, why_size, "its client part has no account or session");
+        return -1;
+    }
+    if (backup->has_proxy && proxy_find_by_account(app->players, backup->account)) {
+        snprintf(why, why_size, "account '%s' plays here already (a newer session)", backup->account);
+        return -1;
+    }
+    base_entity *base = base_life_restore(app->life, cls, backup, dead_baseapp_id, why, why_size);
+    if (!base) return -1;
+    if (backup->has_proxy)
+        proxy_restore(app->players, base, backup->account, backup->session_token, backup->client_binding);
+    return 0;
+}
+
 /* The mailbox's wire: straight to the cellapp that holds the real. */
 static int baseapp_mailbox_send(uint64_t process_id, const Tessera__Cluster__CellMessage *message, void *user_data) {
     baseapp *app = user_data;
@@ -126,7 +162,9 @@ static void baseapp_on_sweep_timer(uv_timer_t *timer) {
 }
 
 static void baseapp_on_congestion_timer(uv_timer_t *timer) {
-    proxies_check_congestion(((baseapp *)timer->data)->players);
+    baseapp *app = timer->data;
+    proxies_check_congestion(app->players);
+    base_backups_tick(app->backups, clock_monotonic_us());
 }
 
 static void baseapp_on_client_connection(uv_stream_t *listener, int status) {
@@ -179,6 +217,7 @@ static void baseapp_free(baseapp *app) {
     login_routes_free(app->routes);
     logins_free(app->logins);
     proxies_free(app->players);
+    base_backups_free(app->backups);
     base_life_free_module(app->life);
     persistence_free(app->store);
     cell_links_free(app->cells);
@@ -277,9 +316,13 @@ static void baseapp_build_modules(baseapp *app) {
                                      app->bases, &app->hooks, &rt->self};
     app->calls = base_calls_create(&call_needs);
     base_life_context life_needs = {
-        app->bases, app->cells,  app->store, base_calls_mailbox(app->calls),
-        app->ids,   &app->hooks, &rt->self,  {app, baseapp_client_gone, baseapp_client_part_free, baseapp_cell_ready}};
+        app->bases, app->cells,
+        app->store, base_calls_mailbox(app->calls),
+        app->ids,   &app->hooks,
+        &rt->self,  {app, baseapp_client_gone, baseapp_client_part_free, baseapp_cell_ready, baseapp_base_freed}};
     app->life = base_life_create(&life_needs);
+    base_backups_context backup_needs = {settings, rt->peers, app->bases, &rt->self, baseapp_restore_base, app};
+    app->backups = base_backups_create(&backup_needs);
     proxies_context player_needs = {settings,
                                     app->definitions,
                                     app->definitions_text,
@@ -293,6 +336,7 @@ static void baseapp_build_modules(baseapp *app) {
                                     &rt->self,
                                     &app->draining,
                                     client_dispatch_hand_off,
+                                    baseapp_other_baseapps,
                                     app};
     app->players = proxies_create(&player_needs);
     logins_context login_needs = {rt->loop, settings, rt->redis, app->links, client_dispatch_verified, app};

@@ -4,7 +4,9 @@
  * handover.c (from any process); from cellapps, their answers to cell part
  * creation to base_life.c, moves of cell parts to cell_link.c, client
  * streams and drops to proxy.c, backups to persistence.c, failed messages
- * to the mailbox. Frames are dispatched as they arrive. It owns nothing. */
+ * to the mailbox; from baseapps, base backups to base_backup.c, which also
+ * hears of a baseapp's death. Frames are dispatched as they arrive. It
+ * owns nothing. */
 #include "peer_dispatch.h"
 
 #include <inttypes.h>
@@ -36,6 +38,18 @@ void peer_dispatch_on_message(peer_set *set, uint64_t process_id, peer_role role
             return;
         default:
             break;
+    }
+    if (role == PEER_ROLE_BASEAPP) {
+        switch (message->body_case) {
+            case TESSERA__CLUSTER__PEER_MESSAGE__BODY_BASE_BACKUPS:
+                base_backups_on_backups(app->backups, process_id, message->base_backups);
+                return;
+            case TESSERA__CLUSTER__PEER_MESSAGE__BODY_BASE_BACKUP_DROP:
+                base_backups_on_drop(app->backups, process_id, message->base_backup_drop);
+                return;
+            default:
+                break;
+        }
     }
     if (role != PEER_ROLE_CELLAPP) {
         log_warn("%s %" PRIu64 " sent a message a baseapp takes only from cellapps (%d): ignored", peer_role_name(role),
@@ -104,6 +118,12 @@ void peer_dispatch_on_peer_dead(peer_set *set, uint64_t process_id, peer_role ro
                                 void *user_data) {
     baseapp *app = user_data;
     (void)set;
-    if (role != PEER_ROLE_CELLAPP || app->runtime.self.stopping) return;
+    if (app->runtime.self.stopping) return;
+    if (role == PEER_ROLE_BASEAPP) {
+        /* Its bases whose backups are held here come back here. */
+        base_backups_on_baseapp_dead(app->backups, process_id);
+        return;
+    }
+    if (role != PEER_ROLE_CELLAPP) return;
     cell_links_on_cellapp_down(app->cells, process_id, reason);
 }

@@ -198,6 +198,15 @@ static void proxy_send_login_reply(proxies *set, proxy *player, const Tessera__C
     login.detached_grace_ms = (uint32_t)settings->client_detached_grace_ms;
     login.reconnected = link->reconnecting;
     login.no_space = reply == NULL;
+    /* Where to reconnect if this baseapp dies. */
+    char addresses[PROXY_MAX_OTHER_BASEAPPS][80];
+    char *address_list[PROXY_MAX_OTHER_BASEAPPS];
+    size_t address_count = set->context.other_baseapps
+                               ? set->context.other_baseapps(set->context.owner, addresses, PROXY_MAX_OTHER_BASEAPPS)
+                               : 0;
+    for (size_t i = 0; i < address_count; i++) address_list[i] = addresses[i];
+    login.baseapps = address_list;
+    login.n_baseapps = address_count;
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
     message.login_reply = &login;
@@ -372,6 +381,22 @@ void proxy_login_here(proxies *set, client_link *link) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE,
                          "the entity database is unavailable, try again");
     }
+}
+
+void proxy_restore(proxies *set, base_entity *base, const char *account, const char *session_token,
+                   uint32_t client_binding) {
+    proxy *player = proxy_part(base);
+    snprintf(player->account, sizeof player->account, "%s", account);
+    snprintf(player->session_token, sizeof player->session_token, "%s", session_token);
+    player->link = NULL;
+    player->client_binding = client_binding + 1; /* its old client's binding has ended */
+    player->cell_binding = 0;
+    player->cell_attached = false;
+    player->detached_us = clock_monotonic_us();
+    proxy_hold_account(set, base);
+    session_directory_claim(set->context.sessions, player->account);
+    log_info("entity %" PRIu64 " (account '%s'): restored, waiting %lld ms for its client to reconnect",
+             base->entity_id, player->account, (long long)set->context.settings->client_detached_grace_ms);
 }
 
 void proxy_reconnect(proxies *set, client_link *link, const char *token) {

@@ -85,8 +85,14 @@ typedef struct proxies_context {
     /* Draining: sends a link whose base is written to another baseapp.
      * Returns 0, or -1 when none can take it. */
     int (*hand_off)(void *owner, client_link *link, const char *reason);
+    /* The other baseapps' client addresses for the login reply (at most
+     * `max` into `out`; returns how many). May be NULL. */
+    size_t (*other_baseapps)(void *owner, char (*out)[80], size_t max);
     void *owner;
 } proxies_context;
+
+/* The most other baseapps a login reply names. */
+#define PROXY_MAX_OTHER_BASEAPPS 16
 
 proxies *proxies_create(const proxies_context *context);
 void proxies_free(proxies *set);
@@ -117,6 +123,14 @@ void proxy_on_client_messages(proxies *set, uint64_t cellapp_id, const Tessera__
 void proxy_on_drop_client(proxies *set, uint64_t cellapp_id, const Tessera__Cluster__DropClient *drop);
 /* The congestion check for every congested client (a timer). */
 void proxies_check_congestion(proxies *set);
+
+/* A base restored from a dead baseapp's backup (base_backup.h) held a
+ * client: its proxy part comes back detached, with the account, session
+ * token and binding of the backup, so that the client's Reconnect finds
+ * it here within client_detached_grace_ms; the account's session names
+ * this baseapp now. */
+void proxy_restore(proxies *set, base_entity *base, const char *account, const char *session_token,
+                   uint32_t client_binding);
 
 /* ---- the client's side ------------------------------------------------- */
 

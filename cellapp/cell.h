@@ -119,6 +119,9 @@ typedef struct cell_real {
     /* Its next backup goes this tick, not at its turn (created, arrived,
      * teleported, restored: cell_snapshot.c). */
     bool snapshot_due;
+    /* Its baseapp was declared dead: since when it waits for its base to be
+     * restored elsewhere (monotonic us; 0: its base is alive). reals.c. */
+    uint64_t base_lost_us;
 } cell_real;
 
 /* An entity in a cell: what a real and its ghosts share (position, class,

@@ -228,6 +228,15 @@ static void cell_message_dispatch(cell_messages *m, cell_entity *entity, const T
         case TESSERA__CLUSTER__CELL_MESSAGE__BODY_IO_INPUT:
             io_route_on_message(m->context.io, entity, message->io_input);
             return;
+        case TESSERA__CLUSTER__CELL_MESSAGE__BODY_BASE_MOVED: {
+            /* From the baseapp its base was restored on: not its baseapp
+             * yet, by definition (reals_base_moved checks the claim). */
+            char why[160];
+            if (reals_base_moved(m->context.reals, entity, message->base_moved->dead_baseapp_id, message->sender_id,
+                                 why, sizeof why) != 0)
+                cell_message_fail(m, message, why);
+            return;
+        }
         default:
             log_warn("process %" PRIu64 ": a message for entity %" PRIu64 " with no body: ignored", message->sender_id,
                      entity->id);

@@ -69,6 +69,9 @@ typedef struct cellapp_settings {
      * for their reals to be restored (restore.c). */
     int64_t cell_backup_period_ms;
     int64_t restore_orphan_ms;
+    /* A dead baseapp's reals wait this long for their bases to be restored
+     * on another baseapp (BaseMoved), then go (reals_sweep_lost_bases). */
+    int64_t base_restore_wait_ms;
     balancer_settings balance;
     /* The game module (game_host.c) and its own settings. */
     char game_module[256];

@@ -80,6 +80,9 @@ static const config_key cellapp_config_keys[] = {
     {"cell_stream_gap_ms", CONFIG_INT, offsetof(cellapp_settings, cell_stream_gap_ms), 0, 10, 600000, "2000",
      "a message that arrives ahead of its stream waits this long for the ones before it, then they are given up "
      "(logged)"},
+    {"base_restore_wait_ms", CONFIG_INT, offsetof(cellapp_settings, base_restore_wait_ms), 0, 0, 600000, "10000",
+     "the reals of a baseapp declared dead lose their clients and wait this long for their bases to be restored on "
+     "another baseapp (from its backups), then are destroyed"},
     {"cell_backup_period_ms", CONFIG_INT, offsetof(cellapp_settings, cell_backup_period_ms), 0, 100, 600000, "1000",
      "every real's whole cell state is backed up once in this period (spread over the ticks, and at once when it is "
      "created, arrives or teleports): to its base, or for one without a base to Redis; a dead cellapp's reals come "

@@ -10,6 +10,7 @@
 
 #include <inttypes.h>
 
+#include "clock.h"
 #include "log.h"
 
 /* One frame of another cellapp's tick, item by item, in order. */
@@ -160,8 +161,11 @@ void peer_dispatch_on_peer_dead(peer_set *set, uint64_t process_id, peer_role ro
         balancer_poke(app->balancer); /* its cells go to the others now */
         return;
     }
-    /* The baseapp held these entities' bases and clients: without them the
-     * cell entities have nobody to answer to. */
-    size_t destroyed = reals_destroy_of_baseapp(app->reals, process_id);
-    if (destroyed) log_info("destroyed %zu entities of dead baseapp %" PRIu64, destroyed, process_id);
+    /* The baseapp held these entities' bases and clients. Its backup
+     * holders bring the bases back on other baseapps (BaseMoved); until
+     * then, or base_restore_wait_ms, the cell entities wait without a
+     * client. */
+    size_t waiting = reals_lose_bases_of(app->reals, process_id, clock_monotonic_us());
+    if (waiting)
+        log_info("%zu entities of dead baseapp %" PRIu64 " wait for their bases to be restored", waiting, process_id);
 }

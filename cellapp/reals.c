@@ -7,6 +7,7 @@
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "clock.h"
@@ -222,17 +223,88 @@ void reals_on_create(reals *r, uint64_t from, const Tessera__Cluster__CreateCell
     reals_reply_created(r, baseapp_id, request->entity_id, entity, NULL);
 }
 
-size_t reals_destroy_of_baseapp(reals *r, uint64_t baseapp_id) {
+/* The real's base is gone with its baseapp: its client is gone too, so its
+ * witness goes, and it starts waiting for its base to come back. */
+static void reals_lose_base(reals *r, cell_entity *entity, uint64_t now_us) {
+    entity->real->base_lost_us = now_us ? now_us : 1;
+    if (cell_entity_witness(entity)) {
+        witness_detach(entity->home, entity);
+        r->context.hooks->witness(r->context.hooks->host, entity, false);
+    }
+}
+
+size_t reals_lose_bases_of(reals *r, uint64_t baseapp_id, uint64_t now_us) {
+    size_t waiting = 0, cursor = 0;
+    cell *c;
+    while ((c = spaces_next_cell(r->context.spaces, &cursor)) != NULL) {
+        for (size_t i = 0; i < c->count; i++) {
+            cell_entity *entity = c->by_index[i];
+            if (entity->kind != CELL_ENTITY_REAL || entity->destroyed || entity->real->baseapp_id != baseapp_id ||
+                entity->real->base_lost_us)
+                continue;
+            reals_lose_base(r, entity, now_us);
+            waiting++;
+        }
+    }
+    return waiting;
+}
+
+size_t reals_sweep_lost_bases(reals *r, uint64_t now_us) {
+    uint64_t wait_us = (uint64_t)r->context.settings->base_restore_wait_ms * 1000;
     size_t destroyed = 0, cursor = 0;
     cell *c;
     while ((c = spaces_next_cell(r->context.spaces, &cursor)) != NULL) {
         for (size_t i = 0; i < c->count; i++) {
             cell_entity *entity = c->by_index[i];
-            if (entity->kind == CELL_ENTITY_REAL && entity->real->baseapp_id == baseapp_id && !entity->destroyed) {
-                reals_destroy(r, entity);
-                destroyed++;
+            if (entity->kind != CELL_ENTITY_REAL || entity->destroyed || !entity->real->baseapp_id) continue;
+            if (!entity->real->base_lost_us) {
+                /* Arrived by offload from a cellapp where it was waiting
+                 * already, or the death was heard before it came. */
+                if (peer_set_liveness(r->context.peers, entity->real->baseapp_id) == PEER_DEAD)
+                    reals_lose_base(r, entity, now_us);
+                continue;
             }
+            if (now_us - entity->real->base_lost_us < wait_us) continue;
+            log_warn("entity %" PRIu64 ": its base on dead baseapp %" PRIu64 " was not restored within %" PRId64
+                     " ms: destroyed",
+                     entity->id, entity->real->baseapp_id, r->context.settings->base_restore_wait_ms);
+            reals_destroy(r, entity);
+            destroyed++;
         }
     }
     return destroyed;
+}
+
+int reals_base_moved(reals *r, cell_entity *entity, uint64_t dead_baseapp_id, uint64_t new_baseapp_id, char *why,
+                     size_t why_size) {
+    cell_real *real = entity->real;
+    if (real->baseapp_id != new_baseapp_id) {
+        if (real->baseapp_id != dead_baseapp_id) {
+            snprintf(why, why_size, "its base is on baseapp %" PRIu64 ", not on %" PRIu64, real->baseapp_id,
+                     dead_baseapp_id);
+            return -1;
+        }
+        if (peer_set_is_up(r->context.peers, dead_baseapp_id) &&
+            peer_set_liveness(r->context.peers, dead_baseapp_id) != PEER_DEAD) {
+            snprintf(why, why_size, "baseapp %" PRIu64 " is alive and connected here", dead_baseapp_id);
+            return -1;
+        }
+        log_info("entity %" PRIu64 ": its base moved from dead baseapp %" PRIu64 " to baseapp %" PRIu64 " (%s)",
+                 entity->id, dead_baseapp_id, new_baseapp_id,
+                 real->base_lost_us ? "restored from its backup" : "before this cellapp heard of the death");
+        real->baseapp_id = new_baseapp_id;
+        real->base_lost_us = 0;
+        real->client_binding = 0;
+        if (cell_entity_witness(entity)) {
+            /* Its client was on the dead baseapp: it comes back through the
+             * new one with a new binding and a fresh view. */
+            witness_detach(entity->home, entity);
+            r->context.hooks->witness(r->context.hooks->host, entity, false);
+        }
+    }
+    /* The answer a new cell part gives: the base becomes whole with it
+     * (and its client, when it reconnects, gets its view from it). */
+    reals_reply_created(r, new_baseapp_id, entity->id, entity, NULL);
+    real->snapshot_due = true;
+    return 0;
 }

@@ -68,8 +68,22 @@ void reals_reply_created(reals *r, uint64_t baseapp_id, uint64_t entity_id, cons
 /* Asks the baseapp of real `entity` to drop its client, which broke the
  * rules; the cell entity goes when the baseapp destroys it. */
 void reals_drop_client(reals *r, const cell_entity *entity, Tessera__Client__ErrorCode code, const char *reason);
-/* Destroys every real whose base lives on baseapp `baseapp_id`. Returns
- * how many. */
-size_t reals_destroy_of_baseapp(reals *r, uint64_t baseapp_id);
+/* Baseapp `baseapp_id` was declared dead: its reals lose their clients
+ * (their witnesses go) and wait settings->base_restore_wait_ms for their
+ * bases, which the dead baseapp's backup holders bring back elsewhere
+ * (reals_base_moved). Returns how many wait. */
+size_t reals_lose_bases_of(reals *r, uint64_t baseapp_id, uint64_t now_us);
+/* Once a second: reals whose baseapp is dead start waiting (those that
+ * arrived by offload meanwhile), and those that waited past
+ * base_restore_wait_ms are destroyed. Returns how many were destroyed. */
+size_t reals_sweep_lost_bases(reals *r, uint64_t now_us);
+/* BaseMoved: the base of real `entity` was on `dead_baseapp_id` and is now
+ * on `new_baseapp_id`. Taken when the real's baseapp is that dead one and
+ * this cellapp does not hold it connected (the sender acts on a death the
+ * cluster declared); the new baseapp hears a CellEntityCreated, as for a
+ * new cell part, and gets a cell backup this tick. Returns 0, or -1 with
+ * why in `why`. */
+int reals_base_moved(reals *r, cell_entity *entity, uint64_t dead_baseapp_id, uint64_t new_baseapp_id, char *why,
+                     size_t why_size);
 
 #endif

@@ -192,6 +192,7 @@ static void tick_housekeeping(cellapp *app, uint64_t now_us) {
          * than any message is late; and streams nobody writes to. */
         ghost_order_expire(app->ghost_order, now_us, (uint64_t)30 * 1000 * 1000, (uint64_t)60 * 1000 * 1000);
         mailbox_sweep(app->mailbox, now_us / 1000);
+        reals_sweep_lost_bases(app->reals, now_us);
     }
     spaces_poll(app->spaces);
     cell_load_sample(app->load, now_us);

@@ -33,7 +33,9 @@
     X(game_event, GAME_EVENT, Tessera__Cluster__GameEventBroadcast)                  \
     X(death, DEATH, Tessera__Cluster__PeerDeath)                                     \
     X(cell_snapshot, CELL_SNAPSHOT, Tessera__Cluster__CellSnapshot)                  \
-    X(restore_cell_entity, RESTORE_CELL_ENTITY, Tessera__Cluster__RestoreCellEntity)
+    X(restore_cell_entity, RESTORE_CELL_ENTITY, Tessera__Cluster__RestoreCellEntity) \
+    X(base_backups, BASE_BACKUPS, Tessera__Cluster__BaseBackups)                     \
+    X(base_backup_drop, BASE_BACKUP_DROP, Tessera__Cluster__BaseBackupDrop)
 
 #define PEER_MESSAGE_SENDER(name, kind, type)                                            \
     static inline int peer_send_##name(peer_set *peers, uint64_t to, const type *body) { \
