@@ -20,6 +20,18 @@
  * snapshot; a last one ends the run after --seconds. The bots stop walking
  * and calling for the last --settle-seconds (at least 1.5 s with
  * --verify-aoi) so every view settles before it is checked.
+ *
+ * Recovery. A bot in the world whose connection the server side ends (a
+ * reset, an end of file, a failed write: its baseapp died), with no Error
+ * first, gets back without its password: 200 ms later it sends a Reconnect
+ * with its last session token to a candidate baseapp (its last login
+ * reply's other baseapps, then --connect, then the one it was on), the SDK
+ * follows the redirect to the baseapp that holds the session, and each
+ * failed attempt moves on to the next candidate (after the Error's
+ * retry_after_ms, or 250 ms). ERROR_SESSION_EXPIRED, or --recover-seconds
+ * without success, and it gives up for the run. A recovering bot neither
+ * walks nor calls, and is left out of the AOI check as a bot that is not
+ * in the world.
  */
 #include <errno.h>
 #include <float.h>
@@ -77,6 +89,18 @@
 #define BOTS_SPARE_FDS 64
 /* The most teleports --teleport may schedule. */
 #define BOTS_MAX_TELEPORTS 8
+/* A bot that lost its baseapp waits this long before its first Reconnect:
+ * long enough for the rest of a dying baseapp's connections to go too, so
+ * the bots' reconnects do not race its last moments, and short next to the
+ * server's restore (a second or two). */
+#define BOTS_RECOVER_PAUSE_MS 200
+/* Between two attempts when the failed one gave no retry_after_ms (a
+ * connect refused, a reset): a few a second per bot keeps a dead address
+ * from being hammered. */
+#define BOTS_RECOVER_RETRY_MS 250
+/* Baseapp addresses the run keeps for recoveries: far more than a cluster
+ * runs. One heard of past it is no candidate. */
+#define BOTS_MAX_ADDRESSES 1024
 /* How far a leave may be inside the view before it is a flicker: two
  * entities each move speed x this long between a position being sent and
  * the cell acting on it (a move's trip, a tick, the stream's trip back). */
@@ -128,6 +152,7 @@ typedef struct bots_options {
     double reconnect_at_seconds;
     uint32_t reconnect_bots;
     double reconnect_delay_ms;
+    double recover_seconds;            /* a bot that lost its baseapp gives up after this long without getting back */
     const char *enter_method;          /* --enter: the base method a spaceless login entity is asked to enter with */
     bots_method calls[BOTS_MAX_CALLS]; /* --call: random calls pick one */
     uint32_t call_count;
@@ -190,6 +215,20 @@ typedef struct bot {
     uv_timer_t reconnect_timer; /* initialised at the drop (reconnect_timer_open) */
     bool reconnect_timer_open;
     bool ever_in_world; /* it has been in the world through some connection */
+    /* Recovery from a lost baseapp (bots_start_recovery). Addresses are
+     * indices into run->addresses. */
+    uint16_t baseapps[TESSERA_CLIENT_MAX_BASEAPPS]; /* the last login reply's other baseapps */
+    uint8_t baseapp_count;
+    uint16_t address;         /* the baseapp its client was on at its last login reply */
+    bool server_error;        /* the server sent an Error on this connection: its end is not a loss */
+    bool handing_off;         /* sent to another baseapp while in the world, not in it again yet */
+    bool recovering;          /* lost its baseapp: reconnecting, neither walking nor calling */
+    bool dropped;             /* gave up recovering: it does nothing more this run */
+    bool session_expired;     /* the last attempt was answered ERROR_SESSION_EXPIRED */
+    uint32_t retry_ms;        /* the wait before the next attempt, from the last one's Error (0: the default) */
+    uint32_t recover_tries;   /* Reconnects sent since the loss: the next candidate is this one, round */
+    uint64_t lost_at_ms;      /* uv_now when the baseapp went */
+    uint64_t recovered_at_ms; /* when it was last back, in ms after the start (0: never) */
 } bot;
 
 /* An entity in a bot's view, in the slot of the alias the bot's stream
@@ -219,6 +258,14 @@ typedef struct bots_counters {
     bots_reason *items;
     size_t count, capacity;
 } bots_counters;
+
+/* A baseapp's client address a bot may reconnect to: --connect, or one a
+ * login reply listed. */
+typedef struct bots_address {
+    char host[INET6_ADDRSTRLEN]; /* IP literal, as channel_connect wants it */
+    int port;
+    char text[TESSERA_CLIENT_ADDRESS_BYTES]; /* "host:port" as heard, to match the next one */
+} bots_address;
 
 typedef struct bots_run {
     uv_loop_t loop;
@@ -286,6 +333,17 @@ typedef struct bots_run {
     uint64_t handed_off;     /* in the world, sent to another baseapp (a draining one's LoginRedirect) */
     uint64_t rejoined;       /* ... and back in the world through it */
     uint64_t redirects;      /* LoginRedirects followed, at login or in the world */
+    /* Recoveries: connections the server side ended while in the world,
+     * bots back after one, bots that gave up, bots still at it at the end,
+     * Reconnects they sent, and the time from each loss to the login reply
+     * that ended it (ms; sorted before the report). */
+    uint64_t server_losses, recoveries, recovery_failed, recovering_at_end, recovery_attempts;
+    uint32_t *recovery_ms;
+    size_t recovery_samples, recovery_capacity;
+    uint32_t recovering;      /* bots recovering now */
+    uint64_t password_logins; /* LoginRequests sent with the password, every client's */
+    bots_address *addresses;  /* [0] is --connect; the rest heard of in login replies */
+    size_t address_count;
     uint64_t start_wall_us;
     id_map bots_by_entity; /* entity id -> bot, once logged in */
     double settle_at_ms;   /* bots_settle_at_ms, fixed once the options are read */
@@ -621,6 +679,18 @@ static void bots_flush_latency(bot *b) {
     b->latency_pending = 0;
 }
 
+/* The bot's timer for a reconnect later (--reconnect-at's, or a
+ * recovery's next attempt), initialised on first use and closed by
+ * bots_finish; one at a time, since a bot is never in both. */
+static void bots_start_timer(bot *b, uint64_t delay_ms, uv_timer_cb callback) {
+    if (!b->reconnect_timer_open) {
+        uv_timer_init(&b->run->loop, &b->reconnect_timer);
+        b->reconnect_timer.data = b;
+        b->reconnect_timer_open = true;
+    }
+    uv_timer_start(&b->reconnect_timer, callback, delay_ms, 0);
+}
+
 /* --reconnect-at: the bot drops its connection as a lost network would
  * (its entity stays on the baseapp for the grace period) and reconnects
  * with its session token once the client has closed (bots_on_closed). */
@@ -628,10 +698,173 @@ static void bots_drop_connection(bot *b) {
     b->reconnect_done = true;
     if (!b->session_token[0]) return;
     b->reconnecting = true;
-    uv_timer_init(&b->run->loop, &b->reconnect_timer);
-    b->reconnect_timer.data = b;
-    b->reconnect_timer_open = true;
     tessera_client_close(b->client);
+}
+
+/* ---- recovering from a lost baseapp ---------------------------------------- */
+
+static int bots_split_target(const char *text, char *host, size_t host_size, int *port);
+static void bots_launch(bots_run *run, bot *b, const char *host, int port);
+
+/* The index of address `text` ("host:port", an IP literal) in
+ * run->addresses, added if new; UINT16_MAX when it is no such address or
+ * the table is full. */
+static uint16_t bots_address_index(bots_run *run, const char *text) {
+    for (size_t i = 0; i < run->address_count; i++)
+        if (strcmp(run->addresses[i].text, text) == 0) return (uint16_t)i;
+    bots_address address;
+    memset(&address, 0, sizeof address);
+    if (run->address_count >= BOTS_MAX_ADDRESSES || strlen(text) >= sizeof address.text ||
+        bots_split_target(text, address.host, sizeof address.host, &address.port) != 0)
+        return UINT16_MAX;
+    snprintf(address.text, sizeof address.text, "%s", text);
+    /* Grown one at a time: it holds a cluster's few baseapps. */
+    run->addresses = xrealloc(run->addresses, (run->address_count + 1) * sizeof run->addresses[0]);
+    run->addresses[run->address_count] = address;
+    return (uint16_t)run->address_count++;
+}
+
+/* What a login reply says about where to go should this baseapp die: its
+ * other baseapps, and this one. */
+static void bots_note_baseapps(bot *b, tessera_client *client, const tessera_client_login_info *info) {
+    bots_run *run = b->run;
+    b->baseapp_count = 0;
+    for (size_t i = 0; i < info->baseapp_count; i++) {
+        uint16_t index = bots_address_index(run, info->baseapps[i]);
+        if (index != UINT16_MAX) b->baseapps[b->baseapp_count++] = index;
+    }
+    uint16_t here = bots_address_index(run, tessera_client_address(client));
+    b->address = here != UINT16_MAX ? here : 0;
+}
+
+/* Where a lost bot tries to reconnect, in order, each once: the other
+ * baseapps of its last login reply, --connect (index 0), the baseapp it
+ * was on. Returns how many (at least one). */
+static size_t bots_candidates(const bot *b, uint16_t out[TESSERA_CLIENT_MAX_BASEAPPS + 2]) {
+    size_t count = 0;
+    uint16_t wanted[TESSERA_CLIENT_MAX_BASEAPPS + 2];
+    size_t wanted_count = 0;
+    for (size_t i = 0; i < b->baseapp_count; i++) wanted[wanted_count++] = b->baseapps[i];
+    wanted[wanted_count++] = 0;
+    wanted[wanted_count++] = b->address;
+    for (size_t i = 0; i < wanted_count; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < count && !seen; j++) seen = out[j] == wanted[i];
+        if (!seen) out[count++] = wanted[i];
+    }
+    return count;
+}
+
+/* The bot stops trying: it is dropped for the rest of the run, counted
+ * (recovery_failed, and an error named `counted`) and logged once. Its
+ * attempt in flight, if any, is closed. */
+static void bots_give_up(bot *b, const char *counted, const char *why) {
+    bots_run *run = b->run;
+    if (b->recovering) run->recovering--;
+    b->recovering = false;
+    b->dropped = true;
+    run->recovery_failed++;
+    bots_count_reason(run, counted);
+    log_warn("bot %u: gives up getting back into the world after its baseapp went: %s", b->index, why);
+    if (b->reconnect_timer_open) uv_timer_stop(&b->reconnect_timer);
+    if (b->client) tessera_client_close(b->client); /* on_closed sees `dropped` and does nothing more */
+}
+
+static void bots_on_recover_timer(uv_timer_t *timer) {
+    bot *b = timer->data;
+    bots_run *run = b->run;
+    if (run->finished || b->client || !b->recovering) return;
+    uint16_t candidates[TESSERA_CLIENT_MAX_BASEAPPS + 2];
+    size_t count = bots_candidates(b, candidates);
+    const bots_address *address = &run->addresses[candidates[b->recover_tries % count]];
+    b->recover_tries++;
+    run->recovery_attempts++;
+    bots_launch(run, b, address->host, address->port);
+}
+
+/* The bot's connection ended, the server side's doing, while it was in the
+ * world: it reconnects with its session token, after a pause. */
+static void bots_start_recovery(bot *b, const char *reason) {
+    bots_run *run = b->run;
+    run->server_losses++;
+    b->handing_off = false;
+    bots_forget_view(b); /* the view went with the connection; the next one starts afresh */
+    if (!b->session_token[0]) {
+        bots_give_up(b, "recovery_failed:no_session_token", "it has no session token to reconnect with");
+        return;
+    }
+    if (run->options.recover_seconds <= 0) {
+        bots_give_up(b, "recovery_failed:disabled", "--recover-seconds is 0");
+        return;
+    }
+    b->recovering = true;
+    run->recovering++;
+    b->lost_at_ms = uv_now(&run->loop);
+    b->recover_tries = 0;
+    b->retry_ms = 0;
+    b->session_expired = false;
+    log_debug("bot %u: its baseapp %s went (%s): reconnecting", b->index, run->addresses[b->address].text, reason);
+    bots_start_timer(b, BOTS_RECOVER_PAUSE_MS, bots_on_recover_timer);
+}
+
+/* A reconnect attempt's client closed without getting back: the next
+ * candidate after the wait the attempt asked for, unless the session is
+ * gone or the time is up. */
+static void bots_recovery_attempt_failed(bot *b, tessera_client_close_cause cause, const char *reason) {
+    bots_run *run = b->run;
+    if (b->session_expired) {
+        bots_give_up(b, "recovery_failed:session_expired", "its session expired");
+        return;
+    }
+    uint64_t delay_ms = b->retry_ms ? b->retry_ms : BOTS_RECOVER_RETRY_MS;
+    b->retry_ms = 0;
+    uint64_t next_ms = uv_now(&run->loop) + delay_ms - b->lost_at_ms;
+    if ((double)next_ms > run->options.recover_seconds * 1000.0) {
+        char why[256];
+        snprintf(why, sizeof why, "not back within --recover-seconds %g (last attempt: %s, %s)",
+                 run->options.recover_seconds, tessera_client_close_cause_name(cause), reason);
+        bots_give_up(b, "recovery_failed:timed_out", why);
+        return;
+    }
+    log_debug("bot %u: reconnect attempt %u failed (%s: %s): next in %" PRIu64 " ms", b->index, b->recover_tries,
+              tessera_client_close_cause_name(cause), reason, delay_ms);
+    bots_start_timer(b, delay_ms, bots_on_recover_timer);
+}
+
+/* The bot is back in the world after a loss. */
+static void bots_recovered(bot *b) {
+    bots_run *run = b->run;
+    b->recovering = false;
+    run->recovering--;
+    run->recoveries++;
+    uint64_t now_ms = uv_now(&run->loop);
+    uint64_t took_ms = now_ms - b->lost_at_ms;
+    if (run->recovery_samples == run->recovery_capacity) {
+        run->recovery_capacity = run->recovery_capacity ? run->recovery_capacity * 2 : 64;
+        run->recovery_ms = xrealloc(run->recovery_ms, run->recovery_capacity * sizeof run->recovery_ms[0]);
+    }
+    run->recovery_ms[run->recovery_samples++] = took_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)took_ms;
+    b->recovered_at_ms = now_ms - run->start_ms;
+    if (!b->recovered_at_ms) b->recovered_at_ms = 1;
+    log_debug("bot %u: back in the world %" PRIu64 " ms after its baseapp went (%u attempts)", b->index, took_ms,
+              b->recover_tries);
+}
+
+/* An attempt in flight past --recover-seconds is given up (the server may
+ * hold a connection and never answer it). From the tick, while any bot
+ * recovers. */
+static void bots_check_recoveries(bots_run *run) {
+    uint64_t now_ms = uv_now(&run->loop);
+    double limit_ms = run->options.recover_seconds * 1000.0;
+    for (uint32_t i = 0; i < run->options.count && run->recovering > 0; i++) {
+        bot *b = &run->bots[i];
+        if (b->recovering && b->client && (double)(now_ms - b->lost_at_ms) > limit_ms) {
+            char why[128];
+            snprintf(why, sizeof why, "not back within --recover-seconds %g (an attempt got no answer)",
+                     run->options.recover_seconds);
+            bots_give_up(b, "recovery_failed:timed_out", why);
+        }
+    }
 }
 
 /* When the bots stop walking and calling, in ms after the start: the last
@@ -652,6 +885,7 @@ static void bots_on_tick(uv_timer_t *timer) {
     run->last_tick_us = now_us;
     if (dt > BOTS_MAX_STEP_S) dt = BOTS_MAX_STEP_S;
     double elapsed_ms = (double)(uv_now(&run->loop) - run->start_ms);
+    if (run->recovering > 0) bots_check_recoveries(run);
     if (elapsed_ms >= bots_settle_at_ms(run)) return; /* settling: stand still */
     for (uint32_t i = 0; i < run->options.count; i++) {
         bot *b = &run->bots[i];
@@ -692,6 +926,7 @@ static void bots_enter_world(bot *b, const tessera_client_login_info *info) {
         run->logged_in--;
     }
     b->ever_in_world = true;
+    b->handing_off = false;
     b->in_world = 1;
     b->in_world_at_ms = uv_now(&run->loop) - run->start_ms;
     b->entity_id = info->entity_id;
@@ -720,6 +955,8 @@ static void bots_on_logged_in(tessera_client *client, const tessera_client_login
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
     snprintf(b->session_token, sizeof b->session_token, "%s", info->session_token);
+    bots_note_baseapps(b, client, info);
+    if (b->recovering) bots_recovered(b);
     if (!run->definitions_digest[0]) {
         snprintf(run->definitions_digest, sizeof run->definitions_digest, "%s", info->definitions_digest);
         run->definition_classes = info->definition_classes;
@@ -763,6 +1000,7 @@ static void bots_on_redirected(tessera_client *client, const char *reason) {
         /* Its baseapp is stopping: the bot stands still until it is in
          * the world again, through the other one. */
         b->in_world = 0;
+        b->handing_off = true;
         b->run->handed_off++;
         bots_forget_view(b);
     }
@@ -830,11 +1068,14 @@ static void bots_on_leave(tessera_client *client, uint64_t entity_id) {
     uint64_t now_ms = uv_now(&run->loop) - run->start_ms;
     /* A teleport empties views and fills them anew: what leaves around one
      * (of the bot or of the one it sees) is no flicker. */
-    bool teleporting = tessera_client_changing_space(client) ||
-                       (b->teleported_at_ms && now_ms - b->teleported_at_ms < 2000) ||
-                       (mover && mover->teleported_at_ms && now_ms - mover->teleported_at_ms < 2000) ||
-                       (b->restored_at_ms && now_ms - b->restored_at_ms < 2000) ||
-                       (mover && mover->restored_at_ms && now_ms - mover->restored_at_ms < 2000);
+    bool teleporting =
+        tessera_client_changing_space(client) || (b->teleported_at_ms && now_ms - b->teleported_at_ms < 2000) ||
+        (mover && mover->teleported_at_ms && now_ms - mover->teleported_at_ms < 2000) ||
+        (b->restored_at_ms && now_ms - b->restored_at_ms < 2000) ||
+        (mover && mover->restored_at_ms && now_ms - mover->restored_at_ms < 2000) ||
+        (b->recovered_at_ms && now_ms - b->recovered_at_ms < 2000) ||
+        (mover &&
+         (mover->recovering || mover->dropped || (mover->recovered_at_ms && now_ms - mover->recovered_at_ms < 2000)));
     if (teleporting) return;
     if (entity_id == b->entity_id) {
         run->flickers++;
@@ -979,6 +1220,19 @@ static void bots_on_error(tessera_client *client, int code, const char *message)
     bot *b = tessera_client_user_data(client);
     bots_run *run = b->run;
     if (run->finished) return;
+    /* The baseapp sends an Error only as it drops the client (kicked,
+     * replaced, shutting down, ...): the end that follows is no loss. */
+    b->server_error = true;
+    if (b->recovering) {
+        /* An answer to a reconnect attempt, no failure of the run: the
+         * session is gone, or the next attempt waits as asked (the session's
+         * baseapp is being restored: ERROR_UNAVAILABLE). */
+        if (code == TESSERA_CLIENT_ERROR_SESSION_EXPIRED) b->session_expired = true;
+        b->retry_ms = tessera_client_error_retry_after_ms(client);
+        log_debug("bot %u: reconnect answered %s (%s), retry after %u ms", b->index, tessera_client_error_name(code),
+                  message, b->retry_ms);
+        return;
+    }
     char reason[64];
     int in_world = tessera_client_get_state(client) == TESSERA_CLIENT_IN_WORLD;
     snprintf(reason, sizeof reason, "%s:%s", in_world ? "error" : "login_failed", tessera_client_error_name(code));
@@ -1008,16 +1262,31 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     run->stale_calls += stats.stale_calls;
     run->calls_out += stats.calls_out;
     run->redirects += stats.redirects;
+    run->password_logins += stats.password_logins;
+    bool was_in_world = b->in_world;
     if (b->in_world) run->client_seconds += (double)(uv_now(&run->loop) - run->start_ms - b->in_world_at_ms) / 1000.0;
     /* Their class belongs to the client's definitions, freed on return. */
     bots_free_args(b);
     b->client = NULL;
     b->in_world = 0;
     if (run->finished) return; /* closed by the end of the run */
+    if (b->dropped) return;    /* it gave up recovering; bots_give_up counted it */
     if (b->reconnecting && cause == TESSERA_CLIENT_CLOSED_BY_CALLER) {
         /* Its view goes with the connection; the new one starts afresh. */
         bots_forget_view(b);
-        uv_timer_start(&b->reconnect_timer, bots_on_reconnect_timer, (uint64_t)run->options.reconnect_delay_ms, 0);
+        bots_start_timer(b, (uint64_t)run->options.reconnect_delay_ms, bots_on_reconnect_timer);
+        return;
+    }
+    if (b->recovering) {
+        bots_recovery_attempt_failed(b, cause, reason);
+        return;
+    }
+    /* The server side went away (a reset, an end of file, a failed write,
+     * or the baseapp a hand-off sent it to cannot be reached), with no
+     * Error to say it meant to: the bot comes back by itself. */
+    bool server_gone = cause == TESSERA_CLIENT_CLOSED_DISCONNECTED || cause == TESSERA_CLIENT_CLOSED_CONNECT_FAILED;
+    if ((was_in_world || b->handing_off) && server_gone && !b->server_error) {
+        bots_start_recovery(b, reason);
         return;
     }
 
@@ -1063,22 +1332,31 @@ static const tessera_client_callbacks bots_client_callbacks = {
 
 /* ---- launching ------------------------------------------------------------ */
 
-static void bots_launch(bots_run *run, bot *b) {
+/* A new client for the bot, dialling host:port: a reconnect with its
+ * session token when it dropped its connection (--reconnect-at) or lost
+ * its baseapp, else a login with the password. */
+static void bots_launch(bots_run *run, bot *b, const char *host, int port) {
     char name[64], account[80];
     b->client = tessera_client_create(&run->loop, &bots_client_callbacks, b);
+    b->server_error = false;
     snprintf(name, sizeof name, "tessera-bots/%u", b->index);
     snprintf(account, sizeof account, "%s%u", run->options.account_prefix, b->index);
     tessera_client_set_name(b->client, name);
     /* The prefix and password were checked against the SDK's limits when
-     * the options were parsed, so login cannot refuse them here. */
-    int rc = b->reconnecting ? tessera_client_reconnect(b->client, account, b->session_token)
-                             : tessera_client_login(b->client, account, run->options.password);
+     * the options were parsed, and a session token is the SDK's own, so
+     * neither request can be refused here. */
+    int rc = b->reconnecting || b->recovering ? tessera_client_reconnect(b->client, account, b->session_token)
+                                              : tessera_client_login(b->client, account, run->options.password);
     b->reconnecting = false;
     if (rc != 0) log_panic("login request refused for account '%s'", account);
-    if (tessera_client_connect(b->client, run->options.host, run->options.port) != 0) {
-        bots_count_reason(run, "connect_failed");
-        b->had_error = 1;
-        bots_log_failure(run, b, "connect_failed", "the socket could not be created");
+    if (tessera_client_connect(b->client, host, port) != 0) {
+        /* A recovery moves on to its next candidate (on_closed); anything
+         * else is a failure of the run. */
+        if (!b->recovering) {
+            bots_count_reason(run, "connect_failed");
+            b->had_error = 1;
+            bots_log_failure(run, b, "connect_failed", "the socket could not be created");
+        }
         tessera_client_close(b->client); /* on_closed clears b->client */
     }
 }
@@ -1086,7 +1364,7 @@ static void bots_launch(bots_run *run, bot *b) {
 static void bots_on_reconnect_timer(uv_timer_t *timer) {
     bot *b = timer->data;
     if (b->run->finished || b->client) return;
-    bots_launch(b->run, b);
+    bots_launch(b->run, b, b->run->options.host, b->run->options.port);
 }
 
 /* When bot `index` is due, in ms after the start: evenly spread. */
@@ -1098,7 +1376,7 @@ static void bots_on_launch(uv_timer_t *timer) {
     bots_run *run = timer->data;
     uint64_t elapsed = uv_now(&run->loop) - run->start_ms;
     while (run->next_launch < run->options.count && bots_due_ms(run, run->next_launch) <= elapsed) {
-        bots_launch(run, &run->bots[run->next_launch]);
+        bots_launch(run, &run->bots[run->next_launch], run->options.host, run->options.port);
         run->next_launch++;
     }
     if (run->next_launch < run->options.count)
@@ -1369,6 +1647,7 @@ static void bots_finish(bots_run *run) {
 
     for (uint32_t i = 0; i < run->options.count; i++) {
         bot *b = &run->bots[i];
+        if (b->recovering) run->recovering_at_end++;
         if (!b->in_world) continue;
         run->in_world_at_end++;
         if (tessera_client_entity_find(b->client, b->entity_id)) run->self_seen++;
@@ -1429,6 +1708,27 @@ static void bots_print_counters_json(FILE *out, const bots_counters *counters) {
         fprintf(out, ":%" PRIu64, counters->items[i].count);
     }
     fputc('}', out);
+}
+
+/* The recovery time at `percent` (nearest rank over the sorted samples),
+ * in ms; only with samples. */
+static uint32_t bots_recovery_percentile(const bots_run *run, double percent) {
+    size_t rank = (size_t)ceil(percent / 100.0 * (double)run->recovery_samples);
+    if (rank == 0) rank = 1;
+    if (rank > run->recovery_samples) rank = run->recovery_samples;
+    return run->recovery_ms[rank - 1];
+}
+
+static int bots_compare_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void bots_print_recovery_json(FILE *out, const char *key, const bots_run *run, double percent) {
+    if (run->recovery_samples == 0)
+        fprintf(out, ",\"%s\":null", key);
+    else
+        fprintf(out, ",\"%s\":%u", key, bots_recovery_percentile(run, percent));
 }
 
 /* Stream bytes per client per second in the world (0 before any). */
@@ -1493,6 +1793,14 @@ static void bots_print_json(FILE *out, const bots_run *run) {
             run->reconnects, run->reconnects_other_entity, run->player_changes);
     fprintf(out, ",\"redirects\":%" PRIu64 ",\"handed_off\":%" PRIu64 ",\"rejoined\":%" PRIu64, run->redirects,
             run->handed_off, run->rejoined);
+    fprintf(out,
+            ",\"server_losses\":%" PRIu64 ",\"recoveries\":%" PRIu64 ",\"recovery_failed\":%" PRIu64
+            ",\"recovering_at_end\":%" PRIu64 ",\"recovery_attempts\":%" PRIu64,
+            run->server_losses, run->recoveries, run->recovery_failed, run->recovering_at_end, run->recovery_attempts);
+    bots_print_recovery_json(out, "recovery_ms_p50", run, 50.0);
+    bots_print_recovery_json(out, "recovery_ms_p99", run, 99.0);
+    bots_print_recovery_json(out, "recovery_ms_max", run, 100.0);
+    fprintf(out, ",\"password_logins\":%" PRIu64, run->password_logins);
     fprintf(out, ",\"snapshot_written\":%s", run->snapshot_done ? "true" : "false");
     fprintf(out, ",\"definitions_digest\":\"%s\",\"definition_classes\":%zu,\"definitions_differ\":%" PRIu64,
             run->definitions_digest, run->definition_classes, run->definitions_differ);
@@ -1502,8 +1810,9 @@ static void bots_print_json(FILE *out, const bots_run *run) {
 static void bots_print_summary(FILE *out, const bots_run *run) {
     fprintf(out, "tessera-bots: %" PRIu32 " bots against %s for %.1f s%s\n", run->options.count, run->options.target,
             run->elapsed_s, run->interrupted ? " (interrupted)" : "");
-    fprintf(out, "  logged in      %" PRIu64 " (%" PRIu64 " in the world at the end)\n", run->logged_in,
-            run->in_world_at_end);
+    fprintf(out,
+            "  logged in      %" PRIu64 " (%" PRIu64 " in the world at the end; %" PRIu64 " password logins sent)\n",
+            run->logged_in, run->in_world_at_end, run->password_logins);
     fprintf(out, "  errors         %" PRIu64 "\n", run->errors);
     for (size_t i = 0; i < run->reasons.count; i++)
         fprintf(out, "    %-28s %" PRIu64 "\n", run->reasons.items[i].name, run->reasons.items[i].count);
@@ -1555,6 +1864,16 @@ static void bots_print_summary(FILE *out, const bots_run *run) {
     if (run->reconnects || run->options.reconnect_at_seconds > 0)
         fprintf(out, "  reconnects     %" PRIu64 " (%" PRIu64 " came back to another entity)\n", run->reconnects,
                 run->reconnects_other_entity);
+    if (run->server_losses) {
+        fprintf(out,
+                "  recoveries     %" PRIu64 " of %" PRIu64 " baseapp losses (%" PRIu64 " gave up, %" PRIu64
+                " still trying at the end; %" PRIu64 " reconnects sent)\n",
+                run->recoveries, run->server_losses, run->recovery_failed, run->recovering_at_end,
+                run->recovery_attempts);
+        if (run->recovery_samples)
+            fprintf(out, "  recovery time  p50 %u ms, p99 %u ms, max %u ms\n", bots_recovery_percentile(run, 50.0),
+                    bots_recovery_percentile(run, 99.0), bots_recovery_percentile(run, 100.0));
+    }
     if (run->restores)
         fprintf(out, "  restores       %" PRIu64 " (%" PRIu64 " from a ghost)\n", run->restores,
                 run->restores_from_ghost);
@@ -1628,6 +1947,16 @@ static void bots_usage(FILE *out) {
                  "                           drop their connection and, --reconnect-delay-ms later\n"
                  "                           (default 200), take their entity back with their session\n"
                  "                           token (its view starts afresh)\n"
+                 "  --recover-seconds S      a bot whose connection the server side ends while it is\n"
+                 "                           in the world (its baseapp died: a reset or end of file\n"
+                 "                           with no Error first) reconnects with its session token,\n"
+                 "                           never its password: 200 ms later, to its last login\n"
+                 "                           reply's other baseapps, then --connect, then the one it\n"
+                 "                           was on, in turn, following redirects, waiting an\n"
+                 "                           ERROR_UNAVAILABLE's retry_after_ms (or 250 ms) between\n"
+                 "                           tries. It gives up (recovery_failed) on\n"
+                 "                           ERROR_SESSION_EXPIRED or after S seconds (default 20;\n"
+                 "                           0: at once)\n"
                  "  --enter METHOD           a login entity with no space (an Account) is asked to\n"
                  "                           enter the world with its exposed base method METHOD()\n"
                  "                           (giveClientTo to an entity that has a space)\n"
@@ -1646,9 +1975,15 @@ static void bots_usage(FILE *out) {
                  "restores, restores_from_ghost (EntityRestored received: a cellapp died), restore_wall_ms\n"
                  "and restore_age_ms (each restore's arrival, wall clock, and its state's age; the first\n"
                  "10000),\n"
-                 "reconnects, reconnects_other_entity (a reconnect that came back to another entity),\n"
+                 "reconnects (--reconnect-at's and recoveries' answered), reconnects_other_entity (a\n"
+                 "reconnect that came back to another entity),\n"
                  "player_changes (giveClientTo), redirects (LoginRedirects followed), handed_off\n"
                  "(sent to another baseapp while in the world), rejoined (back in the world after),\n"
+                 "server_losses (connections the server side ended while in the world), recoveries\n"
+                 "(bots back in the world after one), recovery_failed (bots that gave up),\n"
+                 "recovering_at_end, recovery_attempts (Reconnects they sent), recovery_ms_p50,\n"
+                 "recovery_ms_p99, recovery_ms_max (from the loss to the login reply; null without\n"
+                 "recoveries), password_logins (LoginRequests sent with the password, all run),\n"
                  "snapshot_written,\n"
                  "definitions_digest, definition_classes, definitions_differ, seconds,\n"
                  "interrupted.\n"
@@ -1777,6 +2112,7 @@ enum {
     BOTS_OPTION_RECONNECT_AT,
     BOTS_OPTION_RECONNECT_BOTS,
     BOTS_OPTION_RECONNECT_DELAY,
+    BOTS_OPTION_RECOVER_SECONDS,
     BOTS_OPTION_ENTER,
     BOTS_OPTION_CALL,
     BOTS_OPTION_PING_CALL,
@@ -1829,6 +2165,7 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"reconnect-at", required_argument, NULL, BOTS_OPTION_RECONNECT_AT},
         {"reconnect-bots", required_argument, NULL, BOTS_OPTION_RECONNECT_BOTS},
         {"reconnect-delay-ms", required_argument, NULL, BOTS_OPTION_RECONNECT_DELAY},
+        {"recover-seconds", required_argument, NULL, BOTS_OPTION_RECOVER_SECONDS},
         {"enter", required_argument, NULL, BOTS_OPTION_ENTER},
         {"call", required_argument, NULL, BOTS_OPTION_CALL},
         {"ping-call", required_argument, NULL, BOTS_OPTION_PING_CALL},
@@ -1848,6 +2185,7 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
     options->teleport_bots = 1;
     options->reconnect_bots = UINT32_MAX;
     options->reconnect_delay_ms = 200.0;
+    options->recover_seconds = 20.0;
     options->seed = clock_wall_us();
     int have_connect = 0, have_count = 0, have_seconds = 0, have_snapshot_at = 0;
     uint64_t value;
@@ -1930,6 +2268,10 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
             case BOTS_OPTION_RECONNECT_DELAY:
                 if (bots_parse_double(optarg, 0.0, 600000.0, &options->reconnect_delay_ms) != 0)
                     return bots_bad_argument("--reconnect-delay-ms wants milliseconds (got '%s')", optarg);
+                break;
+            case BOTS_OPTION_RECOVER_SECONDS:
+                if (bots_parse_double(optarg, 0.0, 1e6, &options->recover_seconds) != 0)
+                    return bots_bad_argument("--recover-seconds wants seconds, 0 or more (got '%s')", optarg);
                 break;
             case BOTS_OPTION_ENTER:
                 if (!optarg[0] || strlen(optarg) > ENTITY_DEF_NAME_MAX)
@@ -2109,6 +2451,13 @@ int main(int argc, char **argv) {
     }
     run.settle_at_ms = bots_settle_at_ms_of(&run);
     id_map_init(&run.bots_by_entity);
+    /* --connect is address 0, every lost bot's candidate. */
+    char connect_address[TESSERA_CLIENT_ADDRESS_BYTES];
+    if (strchr(run.options.host, ':'))
+        snprintf(connect_address, sizeof connect_address, "[%s]:%d", run.options.host, run.options.port); /* IPv6 */
+    else
+        snprintf(connect_address, sizeof connect_address, "%s:%d", run.options.host, run.options.port);
+    if (bots_address_index(&run, connect_address) != 0) log_panic("the --connect address is not usable");
 
     uv_timer_init(&run.loop, &run.tick_timer);
     uv_timer_init(&run.loop, &run.launch_timer);
@@ -2138,6 +2487,7 @@ int main(int argc, char **argv) {
     rc = uv_loop_close(&run.loop);
     if (rc != 0) log_warn("event loop closed with handles still open: %s", uv_strerror(rc));
 
+    if (run.recovery_samples) qsort(run.recovery_ms, run.recovery_samples, sizeof run.recovery_ms[0], bots_compare_u32);
     if (run.options.json)
         bots_print_json(stdout, &run);
     else
@@ -2156,6 +2506,8 @@ int main(int argc, char **argv) {
     free(run.bots);
     free(run.restore_wall_ms);
     free(run.restore_age_ms);
+    free(run.recovery_ms);
+    free(run.addresses);
     free(run.reasons.items);
     free(run.client_calls.items);
     free(run.game_events.items);

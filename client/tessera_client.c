@@ -4,8 +4,9 @@
  * bit-packed entity stream, decoded by common/replication.c with positions
  * from common/volatile_codec.c) and BaseProperties. It owns its channel, the
  * entities in its table with their states, and the entity definitions
- * received at login; it does not own the loop, the player's walk, or
- * anything about reconnecting.
+ * received at login; it does not own the loop, the player's walk, or the
+ * decision to reconnect (it only carries a Reconnect through the
+ * token-less redirects that answer it).
  *
  * The wire is documented once, in proto/client.proto and at the top of
  * common/replication.c. Input from the server is never trusted: a frame that
@@ -233,6 +234,15 @@ static void tessera_client__list_close(tessera_client__list *list) {
     memset(list, 0, sizeof *list);
 }
 
+/* Which login message went out last, so that an answer can be judged
+ * against it (a token-less LoginRedirect answers only a Reconnect). */
+typedef enum tessera_client__login_kind {
+    TESSERA_CLIENT__LOGIN_NONE,      /* nothing sent yet */
+    TESSERA_CLIENT__LOGIN_PASSWORD,  /* a LoginRequest */
+    TESSERA_CLIENT__LOGIN_TOKEN,     /* a TokenLogin, after a redirect with a token */
+    TESSERA_CLIENT__LOGIN_RECONNECT, /* a Reconnect */
+} tessera_client__login_kind;
+
 /* A BaseProperties change list kept until the player's entity enters. */
 typedef struct tessera_client__pending {
     uint8_t *data;
@@ -256,7 +266,10 @@ struct tessera_client {
     int login_requested;
     char account[TESSERA_CLIENT_ACCOUNT_MAX + 1];
     char password[TESSERA_CLIENT_PASSWORD_MAX + 1];
-    char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1]; /* non-empty: reconnect instead of login */
+    /* Non-empty: reconnect instead of login. Kept from the Reconnect until
+     * its answer (a token-less redirect sends it again), then wiped. */
+    char session_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
+    tessera_client__login_kind login_sent; /* the last login message sent */
     /* A LoginRedirect: where to go and the one-time token to log in with
      * there (a TokenLogin instead of the login). */
     char login_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
@@ -264,7 +277,9 @@ struct tessera_client {
     int redirect_port;
     bool redirecting; /* the channel closes; a new one to redirect_host follows */
     unsigned redirects;
-    uint32_t sequence; /* of the last move sent */
+    char address[TESSERA_CLIENT_ADDRESS_BYTES]; /* the baseapp last dialled, "host:port" */
+    uint32_t error_retry_after_ms;              /* of the last Error received */
+    uint32_t sequence;                          /* of the last move sent */
     tessera_client_login_info login;
     char server_name[TESSERA_CLIENT_NAME_BYTES];
     tessera_client_stats stats;
@@ -372,6 +387,8 @@ const char *tessera_client_error_name(int code) {
         "not_exposed",
         "bad_arguments",
         "unknown_entity",
+        "rate_limited",
+        "session_expired",
     };
     if (code < 0 || (size_t)code >= sizeof names / sizeof names[0]) return "unknown";
     return names[code];
@@ -522,6 +539,8 @@ static void tessera_client__finish(tessera_client *client, const char *reason) {
     client->state = TESSERA_CLIENT_CLOSED;
     client->ch = NULL;
     if (client->callbacks.on_closed) client->callbacks.on_closed(client, cause, client->close_reason);
+    /* A reconnect that got no answer still holds its session token. */
+    memset(client->session_token, 0, sizeof client->session_token);
 
     tessera_client__free_world(client);
     tessera_client__list_close(&client->frame.entered);
@@ -627,37 +646,44 @@ static void tessera_client__send_hello(tessera_client *client) {
 /* Sends the login the caller asked for: a TokenLogin after a redirect, a
  * Reconnect with a session token, or the password. Without a channel
  * (tessera_client_process_frame) the login is only pretended: the state
- * moves on and nothing is sent. The secret is not needed any more after:
- * it is not kept in memory. */
+ * moves on and nothing is sent. The password and the one-time token are
+ * not needed any more after: they are not kept in memory. The session
+ * token stays until the Reconnect is answered, since a token-less redirect
+ * sends it again (tessera_client__on_login_reply and
+ * tessera_client__finish wipe it). */
 static void tessera_client__send_login(tessera_client *client) {
     Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
     Tessera__Client__TokenLogin token_login = TESSERA__CLIENT__TOKEN_LOGIN__INIT;
     Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
     Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
-    char *secret;
-    size_t secret_size;
     if (client->login_token[0]) {
         token_login.account = client->account;
-        token_login.token = secret = client->login_token;
-        secret_size = sizeof client->login_token;
+        token_login.token = client->login_token;
         message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN;
         message.token_login = &token_login;
+        client->login_sent = TESSERA_CLIENT__LOGIN_TOKEN;
     } else if (client->session_token[0]) {
         reconnect.account = client->account;
-        reconnect.session_token = secret = client->session_token;
-        secret_size = sizeof client->session_token;
+        reconnect.session_token = client->session_token;
         message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT;
         message.reconnect = &reconnect;
+        client->login_sent = TESSERA_CLIENT__LOGIN_RECONNECT;
     } else {
         login.account = client->account;
-        login.password = secret = client->password;
-        secret_size = sizeof client->password;
+        login.password = client->password;
         message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN;
         message.login = &login;
+        client->login_sent = TESSERA_CLIENT__LOGIN_PASSWORD;
     }
     client->state = TESSERA_CLIENT_LOGIN_SENT;
-    if (client->ch) tessera_client__send(client, &message);
-    memset(secret, 0, secret_size);
+    if (client->ch && tessera_client__send(client, &message) == 0) {
+        if (client->login_sent == TESSERA_CLIENT__LOGIN_PASSWORD) client->stats.password_logins++;
+        if (client->login_sent == TESSERA_CLIENT__LOGIN_RECONNECT) client->stats.reconnect_requests++;
+    }
+    memset(client->password, 0, sizeof client->password);
+    memset(client->login_token, 0, sizeof client->login_token);
+    if (client->login_sent != TESSERA_CLIENT__LOGIN_RECONNECT)
+        memset(client->session_token, 0, sizeof client->session_token);
 }
 
 /* The server does not echo the player's own moves: its entity in the table
@@ -856,6 +882,52 @@ static void tessera_client__report_departures(tessera_client *client) {
     tessera_client__end_frame(client);
 }
 
+/* Whether `host` is an IPv4 or IPv6 literal. */
+static bool tessera_client__ip_literal(const char *host) {
+    struct in_addr address4;
+    struct in6_addr address6;
+    return inet_pton(AF_INET, host, &address4) == 1 || inet_pton(AF_INET6, host, &address6) == 1;
+}
+
+/* Whether `text` is a baseapp address a caller can dial: "host:port" with
+ * an IP literal host ("[v6]:port" or "v6:port": the port follows the last
+ * colon) and a port of 1..65535 in decimal, and short enough to keep. */
+static bool tessera_client__usable_address(const char *text) {
+    size_t length = strlen(text);
+    const char *colon = strrchr(text, ':');
+    if (length >= TESSERA_CLIENT_ADDRESS_BYTES || !colon || colon == text) return false;
+    const char *start = text, *stop = colon;
+    if (text[0] == '[') {
+        if (colon[-1] != ']') return false;
+        start = text + 1;
+        stop = colon - 1;
+    }
+    char host[TESSERA_CLIENT_ADDRESS_BYTES];
+    memcpy(host, start, (size_t)(stop - start));
+    host[stop - start] = '\0';
+    unsigned long port = 0;
+    const char *digit = colon + 1;
+    if (*digit == '\0' || strlen(digit) > 5) return false;
+    for (; *digit; digit++) {
+        if (*digit < '0' || *digit > '9') return false;
+        port = port * 10 + (unsigned long)(*digit - '0');
+    }
+    return port >= 1 && port <= 65535 && tessera_client__ip_literal(host);
+}
+
+/* The reply's other baseapps into info->baseapps: the usable ones, in
+ * order, as many as fit. A bad entry is skipped, not fatal: the list is a
+ * hint for later, and the login itself is sound. */
+static void tessera_client__read_baseapps(const Tessera__Client__LoginReply *reply, tessera_client_login_info *info) {
+    info->baseapp_count = 0;
+    for (size_t i = 0; i < reply->n_baseapps && info->baseapp_count < TESSERA_CLIENT_MAX_BASEAPPS; i++) {
+        const char *address = reply->baseapps[i];
+        if (!address || !tessera_client__usable_address(address)) continue;
+        snprintf(info->baseapps[info->baseapp_count], sizeof info->baseapps[0], "%s", address);
+        info->baseapp_count++;
+    }
+}
+
 static void tessera_client__on_login_reply(tessera_client *client, const Tessera__Client__LoginReply *reply) {
     int expected = client->state == TESSERA_CLIENT_LOGIN_SENT ||
                    (tessera_client__detached(client) && client->state == TESSERA_CLIENT_AWAITING_LOGIN);
@@ -901,6 +973,9 @@ static void tessera_client__on_login_reply(tessera_client *client, const Tessera
         snprintf(info.session_token, sizeof info.session_token, "%s", reply->session_token);
     info.detached_grace_ms = reply->detached_grace_ms;
     info.reconnected = reply->reconnected;
+    tessera_client__read_baseapps(reply, &info);
+    /* The login is answered: a reconnect's token has done its work. */
+    memset(client->session_token, 0, sizeof client->session_token);
     info.definition_classes = entity_def_registry_class_count(definitions);
     tessera_client__free_world(client); /* nothing yet: a login reply comes once */
     id_map_init(&client->entities);
@@ -944,19 +1019,23 @@ static void tessera_client__forget_view(tessera_client *client) {
     tessera_client__drop_held_calls(client);
 }
 
+/* LoginRedirect: close this connection, dial host:port and log in there,
+ * with the redirect's one-time token (a TokenLogin) or, for a redirect
+ * without a token answering a Reconnect, with the same Reconnect (the
+ * session token was kept for this). */
 static void tessera_client__on_login_redirect(tessera_client *client, const Tessera__Client__LoginRedirect *redirect) {
     bool in_world = client->state == TESSERA_CLIENT_IN_WORLD;
     if ((client->state != TESSERA_CLIENT_LOGIN_SENT && !in_world) || !client->ch) {
         tessera_client__protocol_error(client, "login redirect out of order");
         return;
     }
-    struct in6_addr address6;
-    struct in_addr address4;
     const char *host = redirect->host ? redirect->host : "";
     size_t token_length = redirect->token ? strlen(redirect->token) : 0;
-    if ((inet_pton(AF_INET, host, &address4) != 1 && inet_pton(AF_INET6, host, &address6) != 1) ||
-        strlen(host) >= sizeof client->redirect_host || redirect->port < 1 || redirect->port > 65535 ||
-        token_length < 1 || token_length > TESSERA_CLIENT_SESSION_TOKEN_MAX) {
+    bool reconnect_on = token_length == 0 && client->state == TESSERA_CLIENT_LOGIN_SENT &&
+                        client->login_sent == TESSERA_CLIENT__LOGIN_RECONNECT && client->session_token[0];
+    if (!tessera_client__ip_literal(host) || strlen(host) >= sizeof client->redirect_host || redirect->port < 1 ||
+        redirect->port > 65535 || (token_length < 1 && !reconnect_on) ||
+        token_length > TESSERA_CLIENT_SESSION_TOKEN_MAX) {
         tessera_client__protocol_error(client, "login redirect to no usable address, or without a token");
         return;
     }
@@ -970,7 +1049,9 @@ static void tessera_client__on_login_redirect(tessera_client *client, const Tess
     }
     snprintf(client->redirect_host, sizeof client->redirect_host, "%s", host);
     client->redirect_port = (int)redirect->port;
-    snprintf(client->login_token, sizeof client->login_token, "%s", redirect->token);
+    /* Without a token login_token stays empty, and the next login sent is
+     * the Reconnect again. */
+    snprintf(client->login_token, sizeof client->login_token, "%s", reconnect_on ? "" : redirect->token);
     client->login_requested = 1;
     client->redirecting = true;
     client->stats.redirects++;
@@ -1756,6 +1837,7 @@ static void tessera_client__on_server_error(tessera_client *client, const Tesser
     int code = (int)error->code;
     const char *text = error->message ? error->message : "";
     client->stats.errors++;
+    client->error_retry_after_ms = error->retry_after_ms;
     int before_world = client->state != TESSERA_CLIENT_IN_WORLD;
     if (client->callbacks.on_error) {
         client->callbacks.on_error(client, code, text);
@@ -1881,6 +1963,10 @@ static int tessera_client__dial(tessera_client *client, const char *host, int po
     channel *ch = channel_connect(client->loop, host, port, &options, &callbacks, client);
     if (!ch) return -1;
     client->ch = ch;
+    if (strchr(host, ':'))
+        snprintf(client->address, sizeof client->address, "[%s]:%d", host, port); /* IPv6 */
+    else
+        snprintf(client->address, sizeof client->address, "%s:%d", host, port);
     client->state = TESSERA_CLIENT_CONNECTING;
     return 0;
 }
@@ -1935,6 +2021,10 @@ const tessera_client_login_info *tessera_client_login_info_get(const tessera_cli
 }
 
 const char *tessera_client_server_name(const tessera_client *client) { return client->server_name; }
+
+const char *tessera_client_address(const tessera_client *client) { return client->address; }
+
+uint32_t tessera_client_error_retry_after_ms(const tessera_client *client) { return client->error_retry_after_ms; }
 
 const tessera_client_entity *tessera_client_entity_find(const tessera_client *client, uint64_t entity_id) {
     if (entity_id == 0) return NULL;

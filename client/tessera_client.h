@@ -33,9 +33,11 @@
  * breaks the stream's rules or arrives out of order closes the client with
  * CLOSED_PROTOCOL; it never stops the process.
  *
- * Not owned here: reconnecting, name resolution (hosts are IP literals, as
- * in channel.h), and the player's own position (the caller decides where it
- * walks; the SDK sends what it is told).
+ * Not owned here: deciding to reconnect and where (the caller makes a new
+ * client and calls tessera_client_reconnect; the SDK only follows the
+ * redirects a reconnect is answered with), name resolution (hosts are IP
+ * literals, as in channel.h), and the player's own position (the caller
+ * decides where it walks; the SDK sends what it is told).
  */
 #ifndef TESSERA_CLIENT_H
 #define TESSERA_CLIENT_H
@@ -101,6 +103,15 @@ typedef enum tessera_client_error {
  * truncated). */
 #define TESSERA_CLIENT_NAME_BYTES 64
 
+/* A baseapp's client address as text, "host:port" ("[v6]:port" for IPv6),
+ * with its terminating NUL: 45 characters of IPv6 text, the brackets, the
+ * colon and five digits fit. */
+#define TESSERA_CLIENT_ADDRESS_BYTES 64
+
+/* Other baseapps' addresses kept from a login reply: more than a cluster
+ * runs (the reply's list beyond it is dropped). */
+#define TESSERA_CLIENT_MAX_BASEAPPS 16
+
 /* One entity in the client's view. Owned by the client; a pointer to it is
  * valid until the next frame is processed or the client closes, whichever
  * comes first. */
@@ -160,6 +171,13 @@ typedef struct tessera_client_login_info {
      * until on_entered_space. */
     bool in_space;
     char entity_type[ENTITY_DEF_NAME_MAX + 1]; /* the player entity's class */
+    /* The client addresses of the cluster's other baseapps when the reply
+     * was sent, "host:port" with an IP literal ("[v6]:port" or "v6:port"
+     * for IPv6), in the reply's order: where to send a reconnect when this
+     * client's baseapp is gone. Entries that are no such address are
+     * skipped, and only the first TESSERA_CLIENT_MAX_BASEAPPS kept. */
+    char baseapps[TESSERA_CLIENT_MAX_BASEAPPS][TESSERA_CLIENT_ADDRESS_BYTES];
+    size_t baseapp_count;
 } tessera_client_login_info;
 
 /* A refused move: the player is back at this position. */
@@ -202,11 +220,13 @@ typedef struct tessera_client_stats {
     uint64_t base_property_updates; /* BaseProperties messages received */
     uint64_t calls_out;             /* EntityCalls sent */
     uint64_t corrections;
-    uint64_t teleports;      /* Teleported messages */
-    uint64_t restores;       /* EntityRestored messages */
-    uint64_t player_changes; /* PlayerCreated messages (giveClientTo) */
-    uint64_t redirects;      /* LoginRedirects followed (to another baseapp, with a one-time token) */
-    uint64_t errors;         /* Error messages received from the server */
+    uint64_t teleports;          /* Teleported messages */
+    uint64_t restores;           /* EntityRestored messages */
+    uint64_t player_changes;     /* PlayerCreated messages (giveClientTo) */
+    uint64_t redirects;          /* LoginRedirects followed (a one-time token, or a reconnect sent on) */
+    uint64_t errors;             /* Error messages received from the server */
+    uint64_t password_logins;    /* LoginRequests sent: the password went on the wire */
+    uint64_t reconnect_requests; /* Reconnects sent (one more per token-less redirect followed) */
 } tessera_client_stats;
 
 /* Every callback may be NULL. Each gets the client as first argument; the
@@ -282,7 +302,9 @@ typedef struct tessera_client_callbacks {
     /* The server sent an Error (code: tessera_client_error values). Before
      * login completed the client then closes with CLOSED_SERVER_ERROR; in
      * the world it stays open (the server closes if it means to). `message`
-     * is valid during the call only. */
+     * is valid during the call only. The Error's retry_after_ms (when to
+     * try again, for ERROR_UNAVAILABLE and ERROR_SERVER_SHUTDOWN) is
+     * tessera_client_error_retry_after_ms, here and afterwards. */
     void (*on_error)(tessera_client *client, int code, const char *message);
     /* giveClientTo: the client plays another entity now (info->entity_id,
      * info->entity_type, a new session token). Every entity of the old
@@ -297,7 +319,12 @@ typedef struct tessera_client_callbacks {
      * the one the account plays on; in the world, because this one is
      * stopping (every entity left first, on_leave for each). The SDK dials
      * the other and logs in there with the redirect's one-time token; a
-     * login reply follows (on_logged_in) or an error. */
+     * login reply follows (on_logged_in) or an error. A redirect without a
+     * token answers a reconnect (tessera_client_reconnect): the SDK sends
+     * the same Reconnect, account and session token, to the baseapp named.
+     * A token-less redirect answering anything else is a protocol error.
+     * One login or reconnect follows at most 4 redirects (more closes the
+     * client with CLOSED_PROTOCOL). */
     void (*on_redirected)(tessera_client *client, const char *reason);
     /* Last callback, exactly once. The entity table and stats are still
      * readable during it; the client is freed when it returns. */
@@ -330,12 +357,19 @@ int tessera_client_login(tessera_client *client, const char *account, const char
 
 /* Instead of tessera_client_login: takes back the player's entity after a
  * dropped connection, with the session token of the last login reply
- * (tessera_client_login_info.session_token). The answer is a login reply
+ * (tessera_client_login_info.session_token). It may go to any baseapp
+ * (tessera_client_login_info.baseapps lists the others): one that does not
+ * hold the session redirects it without a token, and the SDK sends the
+ * same Reconnect there (on_redirected tells). The answer is a login reply
  * with `reconnected` set and a new token, and the view starts afresh (this
- * client holds nothing yet). A session that is over gets
- * ERROR_SESSION_EXPIRED (on_error, then on_closed): log in again. Same
- * rules and returns as tessera_client_login; the token must be 1..64
- * characters. */
+ * client holds nothing yet). While the session's baseapp has died and its
+ * sessions are being restored elsewhere the answer is ERROR_UNAVAILABLE
+ * (on_error, then on_closed; tessera_client_error_retry_after_ms says when
+ * to try again, on a new client, there or at another baseapp). A session
+ * that is over gets ERROR_SESSION_EXPIRED (on_error, then on_closed): log
+ * in again. The token is kept in memory until the answer comes (a
+ * redirect needs it again), then wiped. Same rules and returns as
+ * tessera_client_login; the token must be 1..64 characters. */
 int tessera_client_reconnect(tessera_client *client, const char *account, const char *session_token);
 
 /* Sends the player's position (metres) and yaw (radians) with the next
@@ -391,6 +425,14 @@ const tessera_client_login_info *tessera_client_login_info_get(const tessera_cli
 const entity_def_registry *tessera_client_definitions(const tessera_client *client);
 /* The name the server gave in its hello ("" before it arrives). */
 const char *tessera_client_server_name(const tessera_client *client);
+/* The baseapp this client was last dialled to, "host:port" ("[v6]:port"
+ * for IPv6): the one it is connected to, or after a redirect the one it
+ * went on to. "" before tessera_client_connect. */
+const char *tessera_client_address(const tessera_client *client);
+/* The retry_after_ms of the last Error the server sent: how long to wait
+ * before trying again (ERROR_UNAVAILABLE, ERROR_SERVER_SHUTDOWN); 0 when
+ * no Error came or it gave no hint. Readable in on_error and on_closed. */
+uint32_t tessera_client_error_retry_after_ms(const tessera_client *client);
 
 /* The entity with this id in the view, or NULL (unknown or already left). */
 const tessera_client_entity *tessera_client_entity_find(const tessera_client *client, uint64_t entity_id);

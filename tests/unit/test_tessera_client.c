@@ -5,17 +5,25 @@
  * entity entered, client calls, the order of the callbacks, what closes the
  * client with CLOSED_PROTOCOL, game events (in a ViewUpdate after the calls,
  * and alone; an unknown id or fields not of the declared types close the
- * client), and the number of heap allocations per
+ * client), the other baseapps a login reply lists, and the number of heap
+ * allocations per
  * ViewUpdate (malloc, calloc and realloc are wrapped at link time, which
  * counts every allocation of the SDK and of common/, both linked statically).
  *
  * The server side of each frame is built with the same modules the cellapp
  * uses (replication's packer, volatile_codec, property_codec, method_call).
+ *
+ * The reconnect tests talk to fake baseapps over real sockets on 127.0.0.1
+ * (a listener and channels, as the baseapp has): a Reconnect redirected
+ * without a token goes on to the baseapp named, a LoginRequest redirected
+ * so is refused, and ERROR_UNAVAILABLE's retry_after_ms reaches the caller.
  */
 #include <inttypes.h>
 #include <math.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -25,6 +33,7 @@
 #include <cmocka.h>
 
 #include "bit_stream.h"
+#include "channel.h"
 #include "client.pb-c.h"
 #include "entity_def.h"
 #include "entity_state.h"
@@ -125,6 +134,9 @@ typedef struct seen {
     int close_in_enter; /* tessera_client_close inside on_enter */
     int events;         /* on_event calls; the first MAX_SEEN_EVENTS in event_log */
     seen_event event_log[MAX_SEEN_EVENTS];
+    int errors, last_error;        /* on_error calls and the last code */
+    uint32_t error_retry_after_ms; /* tessera_client_error_retry_after_ms inside the last on_error */
+    int redirected;                /* on_redirected calls */
 } seen;
 
 static void note(seen *s, char c) {
@@ -242,6 +254,18 @@ static void on_event(tessera_client *client, const entity_def_method *event, uin
     }
     s->events++;
 }
+static void on_error(tessera_client *client, int code, const char *message) {
+    (void)message;
+    seen *s = tessera_client_user_data(client);
+    s->errors++;
+    s->last_error = code;
+    s->error_retry_after_ms = tessera_client_error_retry_after_ms(client);
+}
+static void on_redirected(tessera_client *client, const char *reason) {
+    (void)reason;
+    seen *s = tessera_client_user_data(client);
+    s->redirected++;
+}
 static void on_closed(tessera_client *client, tessera_client_close_cause cause, const char *reason) {
     seen *s = tessera_client_user_data(client);
     s->closed++;
@@ -259,10 +283,17 @@ static const tessera_client_callbacks callbacks = {
     .on_properties_changed = on_properties_changed,
     .on_client_call = on_client_call,
     .on_event = on_event,
+    .on_error = on_error,
+    .on_redirected = on_redirected,
     .on_closed = on_closed,
 };
 
 /* ---- the server's side ---------------------------------------------------- */
+
+struct fake_baseapp;
+
+/* The most fake baseapps one test starts. */
+#define MAX_FAKES 4
 
 typedef struct fixture {
     uv_loop_t loop;
@@ -279,6 +310,10 @@ typedef struct fixture {
     bit_writer stream;
     uint8_t frame[1 << 16];
     size_t frame_length;
+    /* Fake baseapps over sockets (the reconnect tests), owned: the
+     * teardown stops and frees them, whatever a test did. */
+    struct fake_baseapp *fakes[MAX_FAKES];
+    int fake_count;
 } fixture;
 
 static void pack(fixture *fx, const Tessera__Client__ServerToClient *message) {
@@ -299,7 +334,10 @@ static void pack_hello(fixture *fx) {
     pack(fx, &message);
 }
 
-static void pack_login(fixture *fx, uint32_t max_aliases, double precision) {
+/* A LoginReply; `baseapps` (n_baseapps of them, NULL for none) are the
+ * other baseapps it lists, and `reconnected` says it answers a Reconnect. */
+static void pack_login_with(fixture *fx, uint32_t max_aliases, double precision, const char *const *baseapps,
+                            size_t n_baseapps, bool reconnected) {
     char *definitions = entity_def_registry_describe(fx->registry);
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
     Tessera__Client__Vector3 world_min = TESSERA__CLIENT__VECTOR3__INIT;
@@ -323,11 +361,19 @@ static void pack_login(fixture *fx, uint32_t max_aliases, double precision) {
     reply.yaw_steps = YAW_STEPS;
     reply.detail_near_distance = 10;
     reply.detail_medium_distance = 30;
+    reply.session_token = "fresh0token";
+    reply.reconnected = reconnected;
+    reply.baseapps = (char **)baseapps;
+    reply.n_baseapps = n_baseapps;
     Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
     message.login_reply = &reply;
     pack(fx, &message);
     free(definitions);
+}
+
+static void pack_login(fixture *fx, uint32_t max_aliases, double precision) {
+    pack_login_with(fx, max_aliases, precision, NULL, 0, false);
 }
 
 /* A ViewUpdate of the stream built so far (END appended here unless
@@ -434,9 +480,13 @@ static void close_and_drain(fixture *fx) {
     assert_int_equal(fx->seen.closed, 1);
 }
 
+static void fake_stop(struct fake_baseapp *fake);
+
 static int teardown(void **state) {
     fixture *fx = *state;
+    for (int i = 0; i < fx->fake_count; i++) fake_stop(fx->fakes[i]);
     close_and_drain(fx);
+    for (int i = 0; i < fx->fake_count; i++) free(fx->fakes[i]);
     assert_int_equal(uv_loop_close(&fx->loop), 0);
     entity_state_free(fx->player);
     entity_state_free(fx->npc);
@@ -1217,6 +1267,282 @@ static void test_game_event_without_events(void **state) {
     expect_protocol_close(fx, "game event 0", "0 events");
 }
 
+/* ---- the other baseapps a login reply lists --------------------------------- */
+
+/* The usable addresses are kept, in order; an entry that is no IP literal
+ * with a port is skipped. */
+static void test_login_reply_baseapps(void **state) {
+    fixture *fx = *state;
+    pack_hello(fx);
+    assert_int_equal(feed(fx), 0);
+    const char *const baseapps[] = {
+        "127.0.0.1:7001", "not-an-address:7002", "[::1]:7003", "10.0.0.1:99999", "10.0.0.2", "10.0.0.3:7004",
+    };
+    pack_login_with(fx, MAX_ALIASES, PRECISION, baseapps, sizeof baseapps / sizeof baseapps[0], false);
+    assert_int_equal(feed(fx), 0);
+    const tessera_client_login_info *info = tessera_client_login_info_get(fx->client);
+    assert_non_null(info);
+    assert_int_equal(info->baseapp_count, 3);
+    assert_string_equal(info->baseapps[0], "127.0.0.1:7001");
+    assert_string_equal(info->baseapps[1], "[::1]:7003");
+    assert_string_equal(info->baseapps[2], "10.0.0.3:7004");
+    assert_string_equal(info->session_token, "fresh0token");
+}
+
+/* ---- fake baseapps over real sockets ---------------------------------------- */
+
+/* How a fake baseapp answers a login or reconnect. */
+typedef enum fake_answer {
+    FAKE_REDIRECT_NO_TOKEN, /* a LoginRedirect without a token, to redirect_port */
+    FAKE_LOGIN_REPLY,       /* a LoginReply (reconnected for a Reconnect) listing two other baseapps */
+    FAKE_UNAVAILABLE,       /* Error ERROR_UNAVAILABLE with retry_after_ms FAKE_RETRY_AFTER_MS */
+} fake_answer;
+
+#define FAKE_RETRY_AFTER_MS 750
+/* The most connections one test makes to one fake baseapp. */
+#define FAKE_MAX_CHANNELS 8
+
+/* One fake baseapp: a listener on 127.0.0.1 and the channels it accepted.
+ * It says hello, records what each login message carried and answers it
+ * as `answer` says. */
+typedef struct fake_baseapp {
+    fixture *fx; /* packs the LoginReply */
+    uv_tcp_t listener;
+    int port;
+    fake_answer answer;
+    int redirect_port;
+    channel *channels[FAKE_MAX_CHANNELS]; /* open ones; NULL once closed */
+    bool stopped;                         /* fake_stop ran */
+    int connections;
+    int hellos, logins, reconnects; /* messages received */
+    char account[80], token[80];    /* of the last Reconnect */
+} fake_baseapp;
+
+static void fake_on_frame(channel *ch, const uint8_t *frame, size_t length) {
+    fake_baseapp *fake = channel_user_data(ch);
+    Tessera__Client__ClientToServer *message = tessera__client__client_to_server__unpack(NULL, length, frame);
+    assert_non_null(message);
+    Tessera__Client__ServerToClient answer = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    Tessera__Client__ServerHello hello = TESSERA__CLIENT__SERVER_HELLO__INIT;
+    Tessera__Client__LoginRedirect redirect = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
+    Tessera__Client__Error error = TESSERA__CLIENT__ERROR__INIT;
+    bool reconnect = message->body_case == TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT;
+    switch (message->body_case) {
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO:
+            fake->hellos++;
+            hello.protocol_version = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
+            hello.server_name = "fake";
+            answer.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO;
+            answer.hello = &hello;
+            assert_int_equal(channel_send_message(ch, &answer.base), 0);
+            break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT:
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN:
+            if (reconnect) {
+                fake->reconnects++;
+                snprintf(fake->account, sizeof fake->account, "%s", message->reconnect->account);
+                snprintf(fake->token, sizeof fake->token, "%s", message->reconnect->session_token);
+            } else {
+                fake->logins++;
+            }
+            if (fake->answer == FAKE_REDIRECT_NO_TOKEN) {
+                redirect.host = "127.0.0.1";
+                redirect.port = (uint32_t)fake->redirect_port;
+                redirect.token = "";
+                redirect.reason = "your entity is there";
+                answer.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
+                answer.login_redirect = &redirect;
+                assert_int_equal(channel_send_message(ch, &answer.base), 0);
+            } else if (fake->answer == FAKE_UNAVAILABLE) {
+                error.code = TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE;
+                error.message = "its baseapp died: being restored";
+                error.retry_after_ms = FAKE_RETRY_AFTER_MS;
+                answer.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_ERROR;
+                answer.error = &error;
+                assert_int_equal(channel_send_message(ch, &answer.base), 0);
+            } else {
+                const char *const others[] = {"127.0.0.1:7101", "127.0.0.1:7102"};
+                pack_login_with(fake->fx, MAX_ALIASES, PRECISION, others, 2, reconnect);
+                assert_int_equal(channel_send(ch, fake->fx->frame, fake->fx->frame_length), 0);
+            }
+            break;
+        default:
+            fail_msg("the fake baseapp got an unexpected message (body %d)", (int)message->body_case);
+    }
+    tessera__client__client_to_server__free_unpacked(message, NULL);
+}
+
+static void fake_on_close(channel *ch, const char *reason) {
+    (void)reason;
+    fake_baseapp *fake = channel_user_data(ch);
+    for (int i = 0; i < FAKE_MAX_CHANNELS; i++)
+        if (fake->channels[i] == ch) fake->channels[i] = NULL;
+}
+
+static void fake_on_connection(uv_stream_t *listener, int status) {
+    fake_baseapp *fake = listener->data;
+    assert_int_equal(status, 0);
+    assert_true(fake->connections < FAKE_MAX_CHANNELS);
+    channel_options options = channel_default_peer_options();
+    channel_callbacks server_callbacks = {.on_frame = fake_on_frame, .on_close = fake_on_close};
+    channel *ch = channel_accept(listener, &options, &server_callbacks, fake);
+    assert_non_null(ch);
+    fake->channels[fake->connections++] = ch;
+}
+
+/* A fake baseapp listening on 127.0.0.1 (a port of the kernel's choice),
+ * owned by the fixture. */
+static fake_baseapp *fake_start(fixture *fx, fake_answer answer) {
+    assert_true(fx->fake_count < MAX_FAKES);
+    fake_baseapp *fake = calloc(1, sizeof *fake);
+    assert_non_null(fake);
+    fx->fakes[fx->fake_count++] = fake;
+    fake->fx = fx;
+    fake->answer = answer;
+    char err[256];
+    if (channel_listen(&fx->loop, &fake->listener, "127.0.0.1", 0, fake_on_connection, err, sizeof err) != 0)
+        fail_msg("%s", err);
+    fake->listener.data = fake;
+    fake->port = channel_listener_port(&fake->listener);
+    assert_true(fake->port > 0);
+    return fake;
+}
+
+/* Closes what is left of the fake: its channels and its listener (the
+ * teardown's loop run releases them, then the fake is freed). Idempotent. */
+static void fake_stop(fake_baseapp *fake) {
+    if (fake->stopped) return;
+    fake->stopped = true;
+    for (int i = 0; i < FAKE_MAX_CHANNELS; i++)
+        if (fake->channels[i]) channel_close(fake->channels[i], "test over");
+    uv_close((uv_handle_t *)&fake->listener, NULL);
+}
+
+/* A watchdog on the stack of run_until_settled: it expires, and it is
+ * released before that function returns. */
+typedef struct watchdog {
+    uv_timer_t timer;
+    int expired, closed;
+} watchdog;
+
+static void watchdog_expired(uv_timer_t *timer) {
+    watchdog *w = timer->data;
+    w->expired = 1;
+}
+
+static void watchdog_closed(uv_handle_t *handle) {
+    watchdog *w = handle->data;
+    w->closed = 1;
+}
+
+/* Runs the loop until the client is in the world or closed, within 5 s
+ * (a local exchange takes milliseconds). */
+static void run_until_settled(fixture *fx) {
+    watchdog w = {.expired = 0, .closed = 0};
+    uv_timer_init(&fx->loop, &w.timer);
+    w.timer.data = &w;
+    uv_timer_start(&w.timer, watchdog_expired, 5000, 0);
+    while (!w.expired && !fx->seen.closed && tessera_client_get_state(fx->client) != TESSERA_CLIENT_IN_WORLD)
+        uv_run(&fx->loop, UV_RUN_ONCE);
+    uv_close((uv_handle_t *)&w.timer, watchdog_closed);
+    while (!w.closed) uv_run(&fx->loop, UV_RUN_ONCE);
+    if (w.expired) fail_msg("the client neither logged in nor closed within 5 s");
+}
+
+/* A Reconnect at a baseapp that does not hold the session is redirected
+ * without a token; the SDK sends the same Reconnect to the baseapp named,
+ * which takes the player back. */
+static void test_reconnect_follows_redirect_without_token(void **state) {
+    fixture *fx = *state;
+    fake_baseapp *first = fake_start(fx, FAKE_REDIRECT_NO_TOKEN);
+    fake_baseapp *holder = fake_start(fx, FAKE_LOGIN_REPLY);
+    first->redirect_port = holder->port;
+    assert_int_equal(tessera_client_reconnect(fx->client, "alice", "0123abcd"), 0);
+    assert_int_equal(tessera_client_connect(fx->client, "127.0.0.1", first->port), 0);
+    run_until_settled(fx);
+
+    assert_int_equal(fx->seen.closed, 0);
+    assert_int_equal(tessera_client_get_state(fx->client), TESSERA_CLIENT_IN_WORLD);
+    assert_int_equal(first->reconnects, 1);
+    assert_string_equal(first->account, "alice");
+    assert_string_equal(first->token, "0123abcd");
+    assert_int_equal(holder->connections, 1);
+    assert_int_equal(holder->reconnects, 1);
+    assert_int_equal(holder->logins, 0);
+    assert_string_equal(holder->account, "alice");
+    assert_string_equal(holder->token, "0123abcd");
+    assert_int_equal(fx->seen.redirected, 1);
+
+    const tessera_client_login_info *info = tessera_client_login_info_get(fx->client);
+    assert_non_null(info);
+    assert_true(info->reconnected);
+    assert_int_equal(info->baseapp_count, 2);
+    assert_string_equal(info->baseapps[0], "127.0.0.1:7101");
+    assert_string_equal(info->baseapps[1], "127.0.0.1:7102");
+    char expected[64];
+    snprintf(expected, sizeof expected, "127.0.0.1:%d", holder->port);
+    assert_string_equal(tessera_client_address(fx->client), expected);
+    tessera_client_stats stats;
+    tessera_client_get_stats(fx->client, &stats);
+    assert_int_equal(stats.redirects, 1);
+    assert_int_equal(stats.reconnect_requests, 2);
+    assert_int_equal(stats.password_logins, 0);
+}
+
+/* A token-less redirect stands for nothing when the client sent its
+ * password: a protocol error, and nobody is dialled. */
+static void test_login_redirect_without_token_refused(void **state) {
+    fixture *fx = *state;
+    fake_baseapp *first = fake_start(fx, FAKE_REDIRECT_NO_TOKEN);
+    fake_baseapp *other = fake_start(fx, FAKE_LOGIN_REPLY);
+    first->redirect_port = other->port;
+    assert_int_equal(tessera_client_login(fx->client, "alice", "password"), 0);
+    assert_int_equal(tessera_client_connect(fx->client, "127.0.0.1", first->port), 0);
+    run_until_settled(fx);
+
+    assert_int_equal(fx->seen.closed, 1);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+    assert_non_null(strstr(fx->seen.reason, "without a token"));
+    assert_int_equal(first->logins, 1);
+    assert_int_equal(other->connections, 0);
+    assert_int_equal(fx->seen.redirected, 0);
+}
+
+/* A Reconnect bounced between baseapps follows at most
+ * TESSERA_CLIENT_MAX_REDIRECTS (4) redirects, as a login does. */
+static void test_reconnect_redirect_limit(void **state) {
+    fixture *fx = *state;
+    fake_baseapp *loop_back = fake_start(fx, FAKE_REDIRECT_NO_TOKEN);
+    loop_back->redirect_port = loop_back->port; /* back to itself, every time */
+    assert_int_equal(tessera_client_reconnect(fx->client, "alice", "0123abcd"), 0);
+    assert_int_equal(tessera_client_connect(fx->client, "127.0.0.1", loop_back->port), 0);
+    run_until_settled(fx);
+
+    assert_int_equal(fx->seen.closed, 1);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+    assert_non_null(strstr(fx->seen.reason, "redirected too often"));
+    assert_int_equal(loop_back->connections, 5);
+    assert_int_equal(loop_back->reconnects, 5);
+    assert_int_equal(fx->seen.redirected, 4);
+}
+
+/* ERROR_UNAVAILABLE answering a Reconnect (the session's baseapp died and
+ * is being restored) reaches the caller with its retry_after_ms. */
+static void test_reconnect_unavailable_retry_after(void **state) {
+    fixture *fx = *state;
+    fake_baseapp *restoring = fake_start(fx, FAKE_UNAVAILABLE);
+    assert_int_equal(tessera_client_reconnect(fx->client, "alice", "0123abcd"), 0);
+    assert_int_equal(tessera_client_connect(fx->client, "127.0.0.1", restoring->port), 0);
+    run_until_settled(fx);
+
+    assert_int_equal(fx->seen.errors, 1);
+    assert_int_equal(fx->seen.last_error, TESSERA_CLIENT_ERROR_UNAVAILABLE);
+    assert_int_equal(fx->seen.error_retry_after_ms, FAKE_RETRY_AFTER_MS);
+    assert_int_equal(fx->seen.closed, 1);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_SERVER_ERROR);
+    assert_int_equal(restoring->reconnects, 1);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_login_checks, setup, teardown),
@@ -1239,6 +1565,17 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_game_event_unknown, setup_events, teardown),
         cmocka_unit_test_setup_teardown(test_game_event_bad_fields, setup_events, teardown),
         cmocka_unit_test_setup_teardown(test_game_event_without_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_login_reply_baseapps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_follows_redirect_without_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_login_redirect_without_token_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_redirect_limit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_unavailable_retry_after, setup, teardown),
     };
+    /* The fake baseapps write to sockets the client may have closed: a
+     * SIGPIPE would kill the test instead of failing a write. */
+    if (signal(SIGPIPE, SIG_IGN) == SIG_ERR) {
+        perror("test_tessera_client: ignoring SIGPIPE");
+        return 1;
+    }
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
