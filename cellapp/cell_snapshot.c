@@ -81,7 +81,11 @@ void cell_snapshots_tick(cell_snapshots *snapshots, cell *c) {
         if (cell_snapshots_eligible(entity) && entity->real->snapshot_due) cell_snapshots_take(snapshots, entity);
     }
     const cellapp_settings *settings = snapshots->context.settings;
+    /* Spread over the period less one tick: reals that come and go move
+     * others in by_index past the cursor, and a tick's margin keeps every
+     * real's latest backup within the period all the same. */
     uint64_t ticks = (uint64_t)settings->cell_backup_period_ms * (uint64_t)settings->tick_hz / 1000u;
+    if (ticks > 1) ticks--;
     if (ticks == 0) ticks = 1;
     size_t quota = (size_t)((c->real_count + ticks - 1) / ticks);
     size_t taken = 0;
