@@ -105,6 +105,21 @@ bool login_route_can_hand_off(const login_routes *routes) {
 
 /* ---- the redirect ------------------------------------------------------------ */
 
+/* Sends the client a LoginRedirect to `target` with `token` ("" answers a
+ * Reconnect: the session token is the credential there). */
+static void login_route_send_redirect(client_link *link, const registry_peer *target, const char *token,
+                                      const char *reason) {
+    Tessera__Client__LoginRedirect message = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
+    message.host = (char *)target->client_host;
+    message.port = (uint32_t)target->client_port;
+    message.token = (char *)token;
+    message.reason = (char *)reason;
+    Tessera__Client__ServerToClient envelope = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    envelope.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
+    envelope.login_redirect = &message;
+    client_link_send(link, &envelope);
+}
+
 typedef struct login_route_redirect {
     login_routes *routes;
     entity_handle link_handle;
@@ -127,15 +142,7 @@ static void login_route_on_token_stored(redis_client *redis, redisReply *reply, 
         free(redirect);
         return;
     }
-    Tessera__Client__LoginRedirect message = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
-    message.host = redirect->target.client_host;
-    message.port = (uint32_t)redirect->target.client_port;
-    message.token = redirect->token;
-    message.reason = (char *)redirect->reason;
-    Tessera__Client__ServerToClient envelope = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-    envelope.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
-    envelope.login_redirect = &message;
-    client_link_send(link, &envelope);
+    login_route_send_redirect(link, &redirect->target, redirect->token, redirect->reason);
     routes->counters.redirects++;
     log_debug("client %s (account '%s'): redirected to baseapp %" PRIu64 " at %s:%d (%s)", channel_peer_name(link->ch),
               link->account, redirect->target.process_id, redirect->target.client_host, redirect->target.client_port,
@@ -251,15 +258,7 @@ typedef struct login_route_reconnect_lookup {
 /* Tells the client to send its Reconnect to `target` (a LoginRedirect
  * without a token: the session token is the credential there). */
 static void login_route_reconnect_there(login_routes *routes, client_link *link, const registry_peer *target) {
-    Tessera__Client__LoginRedirect message = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
-    message.host = (char *)target->client_host;
-    message.port = (uint32_t)target->client_port;
-    message.token = "";
-    message.reason = "the baseapp holding your session";
-    Tessera__Client__ServerToClient envelope = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
-    envelope.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
-    envelope.login_redirect = &message;
-    client_link_send(link, &envelope);
+    login_route_send_redirect(link, target, "", "the baseapp holding your session");
     routes->counters.reconnect_redirects++;
     log_debug("client %s (account '%s'): reconnect sent to baseapp %" PRIu64 " at %s:%d", channel_peer_name(link->ch),
               link->account, target->process_id, target->client_host, target->client_port);
