@@ -408,6 +408,10 @@ static bool balancer_action_is_urgent(const balance_action *action, const space_
     return true;
 }
 
+/* The most cell changes one urgent write makes (every cell of the
+ * cellapps that died together, handed over or removed). */
+#define BALANCER_MAX_URGENT_CHANGES 64
+
 static void balancer_decide_space(balancer *b, const space_layout *applied, const balance_cellapp *cellapps,
                                   size_t cellapp_count, uint64_t fence, uint64_t now_us) {
     balancer_written *written = balancer_written_for(b, applied->name);
@@ -424,14 +428,24 @@ static void balancer_decide_space(balancer *b, const space_layout *applied, cons
         bool allowed = urgent || settings->enabled;
         if (allowed && (urgent || now_us - b->last_cell_change_us >= (uint64_t)settings->cell_change_ms * 1000)) {
             char err[256];
-            if (balance_apply(layout, &action, err, sizeof err) != 0) {
-                log_warn("balancer: space '%s': %s: not applied: %s", layout->name, action.reason, err);
-                space_layout_free(layout);
-                return;
+            for (int changes = 1;; changes++) {
+                if (balance_apply(layout, &action, err, sizeof err) != 0) {
+                    log_warn("balancer: space '%s': %s: not applied: %s", layout->name, action.reason, err);
+                    space_layout_free(layout);
+                    return;
+                }
+                log_info("balancer: space '%s' epoch %" PRIu64 ": %s", layout->name, layout->epoch + 1, action.reason);
+                b->cell_changes++;
+                if (!urgent || changes >= BALANCER_MAX_URGENT_CHANGES) break;
+                /* Every gone cellapp's cells go in the same layout: one that
+                 * still names a cellapp this one is not connected to is
+                 * never written (two died at once). */
+                action = balance_plan(layout, balancer_lookup, &context, cellapps, cellapp_count, &settings->algorithm);
+                if (action.kind == BALANCE_NOTHING ||
+                    !balancer_action_is_urgent(&action, layout, cellapps, cellapp_count))
+                    break;
             }
-            log_info("balancer: space '%s' epoch %" PRIu64 ": %s", layout->name, layout->epoch + 1, action.reason);
             if (!urgent) b->last_cell_change_us = now_us;
-            b->cell_changes++;
             balancer_write(b, layout, fence);
             return;
         }
