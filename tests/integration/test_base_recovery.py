@@ -30,7 +30,7 @@ class BaseRecovery(unittest.TestCase):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         with harness.Cluster(baseapps=2, cellapps=2, extra_set=SETTINGS, timeout=60) as cluster:
             survivor = "baseapp-1" if victim == "baseapp-2" else "baseapp-2"
-            bots = harness.start_bots(cluster, BOTS, 24,
+            bots = harness.start_bots(cluster, BOTS, 18,
                                       ["--verify-aoi", "--area", 60, "--speed", 3, "--calls-per-second", 0.5,
                                        "--settle-seconds", 4, "--login-spread-ms", 2000])
 
@@ -76,6 +76,10 @@ class BaseRecovery(unittest.TestCase):
             for name in cellapps:
                 self.assertNotIn("was not restored within", cluster.log(name))
 
+    # Under the sanitizers the login baseapp's case alone: it covers the
+    # other's paths (a reconnect redirected or deferred, a restore, a
+    # BaseMoved) and more, and the suite's time is kept in bounds.
+    @unittest.skipIf(harness.SANITIZED, "the login baseapp's case covers it under the sanitizers")
     def test_kill_the_other_baseapp(self):
         self.kill_and_come_back("baseapp-2")
 

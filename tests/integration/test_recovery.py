@@ -138,7 +138,7 @@ class Recovery(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=3, grid="3x1", spawn_radius=60, extra_set=SETTINGS,
                              timeout=60) as cluster:
             everyone = BOTS + 3 * NPCS_PER_CELLAPP
-            bots = self.start(cluster, 26)
+            bots = self.start(cluster, 20)
             leader, _ = self.pick(cluster, True)
             first, _ = self.pick(cluster, False)
             last = [n for n in ("cellapp-1", "cellapp-2", "cellapp-3") if n not in (leader, first)][0]
@@ -202,7 +202,11 @@ class Recovery(unittest.TestCase):
                                  "%s to learn it was declared dead" % victim)
 
                 def rejoined():
-                    new_id = cluster.registry_id(victim)
+                    # Between its old entry's removal and its new one (the
+                    # re-executed process starts and registers) it is in
+                    # the registry under neither: not yet.
+                    entry = cluster.registry_hash(victim)
+                    new_id = entry["id"] if entry else None
                     return new_id if new_id and new_id != old_id else None
                 new_id = harness.wait_for(rejoined, 20, "%s to join again as a new process" % victim)
                 harness.log("%s rejoined as %s" % (victim, new_id))
