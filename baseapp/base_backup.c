@@ -255,7 +255,7 @@ static void base_backups_expire(base_backups *backups, uint64_t now_us) {
     size_t cursor = 0, count = 0;
     uint64_t key;
     void *value;
-    uint64_t *expired = NULL;
+    uint64_t *expired = xmalloc((id_map_count(&backups->held) + 1) * sizeof *expired);
     while (id_map_next(&backups->held, &cursor, &key, &value)) {
         const base_backup_held *held = value;
         peer_liveness liveness = peer_set_liveness(peers, held->origin);
@@ -263,7 +263,6 @@ static void base_backups_expire(base_backups *backups, uint64_t now_us) {
         bool stale = up && liveness == PEER_LISTED && now_us - held->received_us > stale_us;
         bool left = !up && liveness == PEER_GONE;
         if (!stale && !left) continue;
-        expired = xrealloc(expired, (count + 1) * sizeof *expired);
         expired[count++] = key;
     }
     for (size_t i = 0; i < count; i++) base_backup_held_free(id_map_remove(&backups->held, expired[i]));
@@ -318,10 +317,9 @@ void base_backups_on_baseapp_dead(base_backups *backups, uint64_t baseapp_id) {
     size_t cursor = 0, count = 0;
     uint64_t key;
     void *value;
-    uint64_t *mine = NULL;
+    uint64_t *mine = xmalloc((id_map_count(&backups->held) + 1) * sizeof *mine);
     while (id_map_next(&backups->held, &cursor, &key, &value)) {
         if (((const base_backup_held *)value)->origin != baseapp_id) continue;
-        mine = xrealloc(mine, (count + 1) * sizeof *mine);
         mine[count++] = key;
     }
     uint64_t began_us = clock_monotonic_us(), now_wall = clock_wall_us(), oldest_ms = 0;

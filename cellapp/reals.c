@@ -223,14 +223,19 @@ void reals_on_create(reals *r, uint64_t from, const Tessera__Cluster__CreateCell
     reals_reply_created(r, baseapp_id, request->entity_id, entity, NULL);
 }
 
-/* The real's base is gone with its baseapp: its client is gone too, so its
- * witness goes, and it starts waiting for its base to come back. */
+/* The real's client was on a baseapp that died: its witness goes (the game
+ * hears it), and a client that comes back gets a fresh one. */
+static void reals_drop_witness(reals *r, cell_entity *entity) {
+    if (!cell_entity_witness(entity)) return;
+    witness_detach(entity->home, entity);
+    r->context.hooks->witness(r->context.hooks->host, entity, false);
+}
+
+/* The real's base is gone with its baseapp: it starts waiting for its base
+ * to come back, without a client. */
 static void reals_lose_base(reals *r, cell_entity *entity, uint64_t now_us) {
     entity->real->base_lost_us = now_us ? now_us : 1;
-    if (cell_entity_witness(entity)) {
-        witness_detach(entity->home, entity);
-        r->context.hooks->witness(r->context.hooks->host, entity, false);
-    }
+    reals_drop_witness(r, entity);
 }
 
 size_t reals_lose_bases_of(reals *r, uint64_t baseapp_id, uint64_t now_us) {
@@ -295,12 +300,9 @@ int reals_base_moved(reals *r, cell_entity *entity, uint64_t dead_baseapp_id, ui
         real->baseapp_id = new_baseapp_id;
         real->base_lost_us = 0;
         real->client_binding = 0;
-        if (cell_entity_witness(entity)) {
-            /* Its client was on the dead baseapp: it comes back through the
-             * new one with a new binding and a fresh view. */
-            witness_detach(entity->home, entity);
-            r->context.hooks->witness(r->context.hooks->host, entity, false);
-        }
+        /* Its client was on the dead baseapp: it comes back through the new
+         * one with a new binding and a fresh view. */
+        reals_drop_witness(r, entity);
     }
     /* The answer a new cell part gives: the base becomes whole with it
      * (and its client, when it reconnects, gets its view from it). */
