@@ -86,6 +86,18 @@ bool cell_address_on_address(cell_address *address, uint64_t cellapp_id, uint32_
     return true;
 }
 
+bool cell_address_take_over(cell_address *address, uint64_t cellapp_id, uint32_t incarnation) {
+    if (incarnation != address->incarnation || cellapp_id == address->cellapp_id)
+        return cell_address_on_address(address, cellapp_id, incarnation);
+    address->cellapp_id = cellapp_id;
+    if (address->lost_since_us && incarnation >= address->stream_incarnation) {
+        address->stream_incarnation = incarnation;
+        address->stream_cellapp = cellapp_id;
+        address->lost_since_us = 0;
+    }
+    return true;
+}
+
 static void cell_address_remove(cell_address *address, size_t i) {
     memmove(&address->held[i], &address->held[i + 1], (address->held_count - i - 1) * sizeof *address->held);
     address->held_count--;

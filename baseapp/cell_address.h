@@ -65,6 +65,12 @@ bool cell_address_on_handoff(cell_address *address, uint64_t cellapp_id, uint32_
 /* `cellapp_id` holds the real now as `incarnation`. Returns true if the
  * address changed. */
 bool cell_address_on_address(cell_address *address, uint64_t cellapp_id, uint32_t incarnation);
+/* Like cell_address_on_address, for an address whose cellapp was declared
+ * dead: a live cellapp that holds the real at the same incarnation takes
+ * it (two reals can have reached one incarnation in a failure's race, an
+ * offload's arrival and a restore; the dead one's is gone). Returns true
+ * if the address changed. */
+bool cell_address_take_over(cell_address *address, uint64_t cellapp_id, uint32_t incarnation);
 /* A held message that may go to the client now (allocated; the caller
  * frees it), or NULL. Call after every change until NULL. */
 uint8_t *cell_address_next(cell_address *address, size_t *length);

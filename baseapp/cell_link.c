@@ -163,7 +163,10 @@ void cell_links_on_handoff(cell_links *links, uint64_t cellapp_id, const Tessera
 void cell_links_on_address(cell_links *links, uint64_t cellapp_id, const Tessera__Cluster__CellAddress *address) {
     base_entity *base = base_entities_find(links->context.bases, address->entity_id);
     if (!base || base->state != BASE_ENTITY_LIVE) return;
-    if (cell_address_on_address(&base->cell, cellapp_id, address->incarnation))
+    bool changed = cell_links_is_up(base->cell.cellapp_id, links)
+                       ? cell_address_on_address(&base->cell, cellapp_id, address->incarnation)
+                       : cell_address_take_over(&base->cell, cellapp_id, address->incarnation);
+    if (changed)
         log_debug("entity %" PRIu64 ": its cell is on cellapp %" PRIu64 " now (incarnation %u)", address->entity_id,
                   cellapp_id, address->incarnation);
     cell_address_check(&base->cell, cell_links_is_up, links, clock_monotonic_us());

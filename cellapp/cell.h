@@ -119,6 +119,10 @@ typedef struct cell_real {
     /* Its next backup goes this tick, not at its turn (created, arrived,
      * teleported, restored: cell_snapshot.c). */
     bool snapshot_due;
+    /* Restored without a base from the backups of this dead cellapp: its
+     * entry there is deleted once its first backup here is written, so a
+     * second death before then leaves it restorable (0: none). */
+    uint64_t restored_from_cellapp;
     /* Its baseapp was declared dead: since when it waits for its base to be
      * restored elsewhere (monotonic us; 0: its base is alive). reals.c. */
     uint64_t base_lost_us;

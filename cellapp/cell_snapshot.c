@@ -27,16 +27,22 @@ cell_snapshots *cell_snapshots_create(const cell_snapshots_context *context) {
 
 void cell_snapshots_free(cell_snapshots *snapshots) { free(snapshots); }
 
-/* Keeps a backup of a real without a base in Redis, under this cellapp. */
-static void cell_snapshots_store(cell_snapshots *snapshots, uint64_t entity_id, const uint8_t *bytes, size_t length) {
+/* Keeps a backup of a real without a base in Redis, under this cellapp.
+ * A real restored from a dead cellapp's backups has its entry there
+ * deleted after this one is written (one connection keeps the order):
+ * until then a death of this cellapp leaves the old one to restore. */
+static void cell_snapshots_store(cell_snapshots *snapshots, cell_entity *entity, const uint8_t *bytes, size_t length) {
     redis_client *redis = snapshots->context.redis;
     if (!redis || !redis_client_is_connected(redis)) return; /* the next round tries again */
     char key[REDIS_KEY_MAX], field[24];
     redis_key_cell_backups(key, snapshots->context.cluster_name, snapshots->context.self->process_id);
-    snprintf(field, sizeof field, "%" PRIu64, entity_id);
+    snprintf(field, sizeof field, "%" PRIu64, entity->id);
     const char *argv[] = {"HSET", key, field, (const char *)bytes};
     size_t lengths[] = {4, strlen(key), strlen(field), length};
-    redis_client_command_argv(redis, NULL, NULL, 4, argv, lengths);
+    if (redis_client_command_argv(redis, NULL, NULL, 4, argv, lengths) != 0) return;
+    if (!entity->real->restored_from_cellapp) return;
+    redis_key_cell_backups(key, snapshots->context.cluster_name, entity->real->restored_from_cellapp);
+    if (redis_client_command(redis, NULL, NULL, "HDEL %s %s", key, field) == 0) entity->real->restored_from_cellapp = 0;
 }
 
 /* Takes one real's backup and sends it where it is kept. */
@@ -60,7 +66,7 @@ static void cell_snapshots_take(cell_snapshots *snapshots, cell_entity *entity) 
         /* A base that is not reachable now gets the next one. */
         (void)peer_send_cell_snapshot(snapshots->context.peers, entity->real->baseapp_id, &snapshot);
     } else {
-        cell_snapshots_store(snapshots, entity->id, bytes, length);
+        cell_snapshots_store(snapshots, entity, bytes, length);
     }
     cell_entity_saved_free(&state);
     free(bytes);

@@ -29,6 +29,9 @@
  * long (mailbox_inbox_resync): their senders' messages to the dead
  * cellapp since its backup are lost. */
 #define RESTORE_RESYNC_US ((uint64_t)10 * 1000 * 1000)
+/* A dead cellapp's backups of reals without a base are kept this long in
+ * Redis, and read again at each later death within it. */
+#define RESTORE_BACKUPS_KEPT_US ((uint64_t)600 * 1000 * 1000)
 
 typedef struct restore_request {
     uint64_t entity_id;
@@ -136,6 +139,41 @@ typedef struct restores_fetch {
     uint64_t dead;
 } restores_fetch;
 
+/* Asks Redis for the backups of reals without a base that cellapp `dead`
+ * kept. */
+static void restores_read_backups(restores *r, uint64_t dead) {
+    char key[REDIS_KEY_MAX];
+    redis_key_cell_backups(key, r->context.cluster_name, dead);
+    restores_fetch *fetch = xmalloc(sizeof *fetch);
+    *fetch = (restores_fetch){r, dead};
+    if (redis_client_command(r->context.redis, restores_on_backups, fetch, "HGETALL %s", key) != 0)
+        free(fetch);
+    else
+        r->in_flight++;
+}
+
+/* The backups of cellapps that died before `dead` are read again: a real
+ * restored from them on `dead` whose first backup there was not written
+ * yet is still in them (its claim in the directory names `dead`, so it is
+ * restored once). Deaths older than the hashes' expiry are forgotten. */
+static void restores_read_earlier_backups(restores *r, uint64_t dead, uint64_t now_us) {
+    size_t count = id_map_count(&r->last_heard), n = 0, cursor = 0;
+    uint64_t *earlier = xcalloc(count ? count : 1, sizeof *earlier);
+    uint64_t id;
+    void *value;
+    while (id_map_next(&r->last_heard, &cursor, &id, &value) && n < count) earlier[n++] = id;
+    for (size_t i = 0; i < n; i++) {
+        if (earlier[i] == dead) continue;
+        const uint64_t *heard = id_map_get(&r->last_heard, earlier[i]);
+        if (now_us - *heard > RESTORE_BACKUPS_KEPT_US) {
+            free(id_map_remove(&r->last_heard, earlier[i]));
+            continue;
+        }
+        restores_read_backups(r, earlier[i]);
+    }
+    free(earlier);
+}
+
 void restores_on_cellapp_dead(restores *r, uint64_t dead) {
     uint64_t now_us = clock_monotonic_us();
     uint64_t *heard = xmalloc(sizeof *heard);
@@ -162,16 +200,13 @@ void restores_on_cellapp_dead(restores *r, uint64_t dead) {
                  dead);
         return;
     }
+    restores_read_backups(r, dead);
+    restores_read_earlier_backups(r, dead, now_us);
+    /* Nobody writes it again; the survivors read it, and again if one of
+     * them dies before its restores are backed up. */
     char key[REDIS_KEY_MAX];
     redis_key_cell_backups(key, r->context.cluster_name, dead);
-    restores_fetch *fetch = xmalloc(sizeof *fetch);
-    *fetch = (restores_fetch){r, dead};
-    if (redis_client_command(redis, restores_on_backups, fetch, "HGETALL %s", key) != 0)
-        free(fetch);
-    else
-        r->in_flight++;
-    /* The survivors read it once each; nobody writes it again. */
-    redis_client_command(redis, NULL, NULL, "EXPIRE %s 600", key);
+    redis_client_command(redis, NULL, NULL, "EXPIRE %s %" PRIu64, key, RESTORE_BACKUPS_KEPT_US / 1000000);
 }
 
 static void restores_on_backups(redis_client *redis, redisReply *reply, void *user_data) {
@@ -252,6 +287,15 @@ static entity_state *restores_take_from_ghost(const cell_entity *ghost, Tessera_
     return kept;
 }
 
+/* The real's base learns where it is now. */
+static void restores_tell_base(restores *r, const cell_entity *entity, uint32_t incarnation) {
+    if (!entity->real->baseapp_id) return;
+    Tessera__Cluster__CellAddress address = TESSERA__CLUSTER__CELL_ADDRESS__INIT;
+    address.entity_id = entity->id;
+    address.incarnation = incarnation;
+    peer_send_cell_address(r->context.peers, entity->real->baseapp_id, &address);
+}
+
 /* Restores the claimed entity here as `incarnation`. Returns whether it
  * came back. */
 static bool restores_apply(restores *r, restore_request *request, uint32_t incarnation, uint64_t now_us) {
@@ -303,12 +347,7 @@ static bool restores_apply(restores *r, restore_request *request, uint32_t incar
     entity->real->snapshot_due = true;
     ghost_order_set_real(r->context.ghost_order, id, incarnation, r->context.self->process_id);
     ghost_route_remove(r->context.route, id);
-    if (entity->real->baseapp_id) {
-        Tessera__Cluster__CellAddress address = TESSERA__CLUSTER__CELL_ADDRESS__INIT;
-        address.entity_id = id;
-        address.incarnation = incarnation;
-        peer_send_cell_address(r->context.peers, entity->real->baseapp_id, &address);
-    }
+    restores_tell_base(r, entity, incarnation);
     if (state->had_witness && !cell_entity_witness(entity)) witness_attach(c, entity);
     if (cell_entity_witness(entity)) {
         /* What the backup's witness believed the client had is not what
@@ -331,6 +370,18 @@ typedef struct restores_claim {
     restores *r;
 } restores_claim;
 
+/* A restore asked of us for an entity whose real is here already (it
+ * arrived by an offload the dead cellapp, or its base, did not know of):
+ * its base is told where it is, since whoever asked believed it was on
+ * the dead cellapp. */
+static void restores_tell_base_held(restores *r, uint64_t entity_id) {
+    cell_entity *entity = spaces_find_entity(r->context.spaces, entity_id);
+    if (!entity || !entity->real) return;
+    log_info("entity %" PRIu64 ": its real is here (incarnation %u): nothing to restore; its base is told", entity_id,
+             entity->incarnation);
+    restores_tell_base(r, entity, entity->incarnation);
+}
+
 static void restores_on_claimed(uint64_t entity_id, bool claimed, bool failed, uint32_t incarnation, uint64_t holder,
                                 void *context) {
     restores_claim *claim = context;
@@ -344,7 +395,9 @@ static void restores_on_claimed(uint64_t entity_id, bool claimed, bool failed, u
     id_map_remove(&r->requests, entity_id);
     if (!claimed) {
         r->context.counters->restores_refused++;
-        if (holder)
+        if (holder == r->context.self->process_id)
+            restores_tell_base_held(r, entity_id);
+        else if (holder)
             log_info("entity %" PRIu64 ": cellapp %" PRIu64 " holds it (incarnation %u): nothing to restore", entity_id,
                      holder, incarnation);
         else
@@ -352,13 +405,13 @@ static void restores_on_claimed(uint64_t entity_id, bool claimed, bool failed, u
         restore_request_free(request);
         return;
     }
-    if (!restores_apply(r, request, incarnation, clock_monotonic_us())) r->context.counters->restores_failed++;
-    if (request->local_only) {
-        /* Its backup in the dead cellapp's hash has served. */
-        char key[REDIS_KEY_MAX];
-        redis_key_cell_backups(key, r->context.cluster_name, request->dead);
-        if (r->context.redis && redis_client_is_connected(r->context.redis))
-            redis_client_command(r->context.redis, NULL, NULL, "HDEL %s %" PRIu64, key, entity_id);
+    if (!restores_apply(r, request, incarnation, clock_monotonic_us())) {
+        r->context.counters->restores_failed++;
+    } else if (request->local_only) {
+        /* Its entry in the dead cellapp's hash goes once its first backup
+         * here is written (cell_snapshot.c). */
+        cell_entity *entity = spaces_find_entity(r->context.spaces, entity_id);
+        if (entity && entity->real && !entity->real->baseapp_id) entity->real->restored_from_cellapp = request->dead;
     }
     restore_request_free(request);
 }

@@ -11,6 +11,10 @@ the ghost there when there is one, else from the base's backup (players)
 or the backup in Redis (NPCs). No bot is dropped, every view is right when
 they settle, and every entity is real exactly once.
 
+Two at once: a cellapp is killed and, the moment the lease holder has
+declared it dead, the holder too; the last cellapp takes the lease back,
+gets every cell in one layout, and holds every entity exactly once.
+
 SIGSTOP: cellapp-2 is frozen past its registry lease. It is declared dead
 and restored elsewhere as above; on SIGCONT it finds itself fenced and
 revoked, and joins again as a new process with nothing of its own: no
@@ -121,6 +125,45 @@ class Recovery(unittest.TestCase):
 
     def test_kill_restores_every_real(self):
         self.kill_and_restore(leader=False)
+
+    def test_leader_killed_during_a_restore(self):
+        # A second failure while the first is being repaired: a cellapp
+        # that does not hold the lease is killed, and the moment the holder
+        # has declared it dead (its cell handed over, the restores under
+        # way) the holder is killed too. The last cellapp takes the lease
+        # back, declares the holder dead, and ends up with every entity
+        # real exactly once: the first victim's, whether the holder had
+        # restored them already or not, and the holder's own.
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        with harness.Cluster(baseapps=1, cellapps=3, grid="3x1", spawn_radius=60, extra_set=SETTINGS,
+                             timeout=60) as cluster:
+            everyone = BOTS + 3 * NPCS_PER_CELLAPP
+            bots = self.start(cluster, 20)
+            leader, _ = self.pick(cluster, True)
+            first, _ = self.pick(cluster, False)
+            last = [n for n in ("cellapp-1", "cellapp-2", "cellapp-3") if n not in (leader, first)][0]
+            try:
+                harness.wait_for(lambda: (cluster.stat("baseapp-1", "clients") or 0) == BOTS, 30,
+                                 "every bot in the world")
+                harness.wait_for(lambda: (cluster.stat(first, "reals") or 0) >= NPCS_PER_CELLAPP + 3, 20,
+                                 "%s to hold some players" % first)
+                time.sleep(3)  # backups of everyone, walking across lines
+                first_id = cluster.registry_id(first)
+                cluster.kill(first, "KILL")
+                declared = "process %s declared dead" % first_id
+                harness.wait_for(lambda: declared in cluster.log(leader), 10, "%s to declare %s dead" % (leader, first),
+                                 interval=0.02)
+                cluster.kill(leader, "KILL")
+                harness.log("killed %s, then %s once it had declared %s dead; %s is left" % (first, leader, first,
+                                                                                         last))
+                self.check_once(cluster, [last], everyone, 30)
+            finally:
+                report = harness.finish_bots(bots)
+            harness.assert_bots_verified(self, report, BOTS)
+            self.assertIn("balancer lease taken back from process", cluster.log(last))
+            self.assertEqual(counter(cluster, [last], "restores_failed"), 0)
+            for name in ["baseapp-1", last]:
+                self.assertTrue(cluster.alive(name), "%s died" % name)
 
     def test_leader_killed_restores_every_real(self):
         # The cellapp that would decide the death is the one that died: a

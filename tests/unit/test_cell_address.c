@@ -516,6 +516,32 @@ static void test_check_skips_dead_incarnations(void **state) {
     cell_address_clear(&address);
 }
 
+/* Two reals reached one incarnation in a failure's race (an offload's
+ * arrival on B, a restore on A), and A, the one the address named, died:
+ * B, which holds the real, takes the address at the same incarnation and
+ * the stream is B's; an address that is still up is never taken so. */
+static void test_take_over_after_death(void **state) {
+    cell_address address;
+    client cl = {0};
+    liveness live = {up_set(CELL_A, CELL_B, 0), 0};
+    cell_address_init(&address, CELL_A, K);
+    live.up = up_set(CELL_B, 0, 0);
+    assert_true(cell_address_check(&address, is_up, &live, 5000));
+    assert_false(cell_address_on_address(&address, CELL_B, K));
+    assert_true(cell_address_take_over(&address, CELL_B, K));
+    assert_int_equal(address.cellapp_id, CELL_B);
+    assert_int_equal(address.stream_cellapp, CELL_B);
+    assert_int_equal(address.stream_incarnation, K);
+    assert_int_equal(address.lost_since_us, 0);
+    assert_int_equal(message(&address, &cl, CELL_B, K, 1), CELL_ADDRESS_DELIVER);
+    /* An older incarnation is still refused, a later one still taken. */
+    assert_false(cell_address_take_over(&address, CELL_C, K - 1));
+    assert_false(cell_address_take_over(&address, CELL_B, K));
+    assert_true(cell_address_take_over(&address, CELL_C, K + 1));
+    assert_int_equal(address.cellapp_id, CELL_C);
+    cell_address_clear(&address);
+}
+
 /* Nothing known: lost from now (kept across checks); a CellAddress of a
  * later incarnation from a live cellapp ends it and its messages flow. */
 static void test_lost_then_found(void **state) {
@@ -674,6 +700,7 @@ int main(void) {
         cmocka_unit_test(test_address_dead_stream_alive),
         cmocka_unit_test(test_check_moves_to_address),
         cmocka_unit_test(test_handoff_to_nobody),
+        cmocka_unit_test(test_take_over_after_death),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
