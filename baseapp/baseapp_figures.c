@@ -102,6 +102,9 @@ static const stat_row baseapp_figure_rows[] = {
      "Reconnects told to retry while their dead baseapp's sessions were being restored"},
     {"draining", "draining", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(draining), 0,
      "1 while the baseapp sends its clients away before stopping"},
+    {"fenced", "fenced", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(fenced), 0,
+     "1 while this baseapp's lease lapsed and it may be declared dead: it acts for none of its bases"},
+    {"fences", "fences_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(fences), 0, "times this baseapp fenced itself"},
 };
 
 #define BASEAPP_FIGURE_ROWS (sizeof baseapp_figure_rows / sizeof baseapp_figure_rows[0])
@@ -113,6 +116,8 @@ void baseapp_figures_gather(const baseapp *app, baseapp_figures *out) {
     out->bases = base_entities_count(app->bases);
     out->cellapps = app->runtime.peers ? peer_set_count_up(app->runtime.peers, PEER_ROLE_CELLAPP) : 0;
     out->draining = app->draining;
+    out->fenced = app->fenced;
+    out->fences = app->fences;
     const proxy_counters *players = proxies_figures(app->players);
     out->reconnects = players->reconnects;
     out->reconnects_refused = players->reconnects_refused;

@@ -14,7 +14,8 @@
 
 typedef struct baseapp_figures {
     uint64_t connections, accounts, bases, cellapps;
-    bool draining;
+    bool draining, fenced;
+    uint64_t fences;
     uint64_t reconnects, reconnects_refused, logins_replaced, handovers, handovers_refused;
     uint64_t writes, write_failures;
     uint64_t entity_calls, entity_calls_received, entity_calls_failed;

@@ -419,6 +419,13 @@ client_link *client_links_next(const client_links *set, uint32_t *cursor) {
     return entity_list_next(set->list, cursor, NULL);
 }
 
+void client_links_release(client_links *set) {
+    uint32_t cursor = 0;
+    client_link *link;
+    while ((link = client_links_next(set, &cursor)) != NULL)
+        if (link->ch) channel_resume(link->ch);
+}
+
 size_t client_links_count(const client_links *set) { return entity_list_count(set->list); }
 
 const client_link_counters *client_links_counters(const client_links *set) { return &set->counters; }
@@ -431,6 +438,8 @@ void client_links_accept(client_links *set, uv_stream_t *listener) {
         .write_limit_bytes = (size_t)settings->client_write_limit_bytes,
         .totals = &set->counters.totals,
         .socket_send_buffer_bytes = (size_t)settings->client_send_buffer_bytes,
+        .may_dispatch = set->context.may_dispatch,
+        .gate_data = set->context.gate_data,
     };
     client_link *link = xcalloc(1, sizeof *link);
     link->set = set;

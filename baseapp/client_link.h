@@ -102,6 +102,11 @@ typedef struct client_links_context {
     const bool *draining; /* no logins while it is set */
     const process_self *self;
     client_link_handlers handlers;
+    /* Asked before each client frame is acted on: false holds every
+     * frame of that connection until client_links_release (a fenced
+     * baseapp acts for nobody). NULL: always. */
+    bool (*may_dispatch)(void *gate_data);
+    void *gate_data;
 } client_links_context;
 
 /* At most `max_links` connections (beyond max_clients, new ones are told
@@ -117,6 +122,9 @@ client_link *client_links_get(const client_links *set, entity_handle handle);
 client_link *client_links_next(const client_links *set, uint32_t *cursor);
 size_t client_links_count(const client_links *set);
 const client_link_counters *client_links_counters(const client_links *set);
+/* Lets every held connection go on: what each sent meanwhile is acted on
+ * now, in order. */
+void client_links_release(client_links *set);
 /* Drops connections that have not reached the world within the login
  * timeout, or hold a frame begun too long ago. */
 void client_links_sweep(client_links *set);

@@ -13,6 +13,7 @@
 
 #include "baseapp.h"
 #include "baseapp_admin.h"
+#include "baseapp_fence.h"
 #include "baseapp_figures.h"
 #include "client_dispatch.h"
 #include "clock.h"
@@ -149,9 +150,12 @@ static void baseapp_on_dump(void *owner) {
 
 /* ---- timers and the client listener ------------------------------------------------ */
 
+/* The sweep and the backups act for the bases: a fenced baseapp skips
+ * them (baseapp_fence.h). */
 static void baseapp_on_sweep_timer(uv_timer_t *timer) {
     baseapp *app = timer->data;
     uint64_t now = clock_monotonic_us();
+    if (baseapp_fence_check(app, now)) return;
     login_throttle_sweep(&app->throttle, now);
     client_links_sweep(app->links);
     proxies_sweep(app->players);
@@ -163,8 +167,10 @@ static void baseapp_on_sweep_timer(uv_timer_t *timer) {
 
 static void baseapp_on_congestion_timer(uv_timer_t *timer) {
     baseapp *app = timer->data;
+    uint64_t now = clock_monotonic_us();
+    if (baseapp_fence_check(app, now)) return;
     proxies_check_congestion(app->players);
-    base_backups_tick(app->backups, clock_monotonic_us());
+    base_backups_tick(app->backups, now);
 }
 
 static void baseapp_on_client_connection(uv_stream_t *listener, int status) {
@@ -300,9 +306,14 @@ static void baseapp_build_modules(baseapp *app) {
     app->sessions = (session_directory){rt->redis, cluster, &rt->self};
     app->ids = id_block_create(rt->redis, cluster, (uint64_t)settings->entity_id_block);
     app->mailbox = mailbox_create(rt->redis, cluster, baseapp_mailbox_send, baseapp_mailbox_failed, app);
-    client_links_context link_needs = {settings,       entity_def_registry_digest_hex(app->definitions),
-                                       &app->throttle, &app->draining,
-                                       &rt->self,      client_dispatch_handlers(app)};
+    client_links_context link_needs = {settings,
+                                       entity_def_registry_digest_hex(app->definitions),
+                                       &app->throttle,
+                                       &app->draining,
+                                       &rt->self,
+                                       client_dispatch_handlers(app),
+                                       baseapp_fence_may_dispatch,
+                                       app};
     app->links = client_links_create(&link_needs, BASEAPP_MAX_SLOTS);
     app->events = (base_events){app->definitions, app->links, rt->peers, &app->hooks};
     app->bases = base_entities_create(BASEAPP_MAX_SLOTS);
@@ -310,7 +321,7 @@ static void baseapp_build_modules(baseapp *app) {
                                      app->bases, &rt->self, {app, baseapp_cell_release, baseapp_cell_lost}};
     app->cells = cell_links_create(&cell_needs);
     persistence_context store_needs = {settings, rt->redis, app->cells, app->bases, &app->hooks, baseapp_written_last,
-                                       app};
+                                       app,      &rt->self};
     app->store = persistence_create(&store_needs);
     base_calls_context call_needs = {rt->redis,  cluster,     app->definitions, rt->peers,
                                      app->bases, &app->hooks, &rt->self};

@@ -20,7 +20,11 @@
  * time (a save asked meanwhile follows it), a failed write is reported to
  * the game (the written hook) and retried every write_retry_ms with the
  * latest state, and a base that is going is freed only once its last write
- * is acknowledged (the finished callback). Redis itself keeps acknowledged writes across a
+ * is acknowledged (the finished callback). A write is fenced in Redis: it
+ * is refused once the cluster declared the writing process dead (its id in
+ * P dead), so a baseapp that stalled, was declared dead and whose bases
+ * were restored elsewhere cannot overwrite their newer state with what it
+ * sent before it knew. Redis itself keeps acknowledged writes across a
  * restart when it runs with appendonly and appendfsync always (the scripts'
  * Redis does). */
 #include <inttypes.h>
@@ -352,22 +356,33 @@ static void persistence_on_written(redis_client *redis, redisReply *reply, void 
         store->context.finished(store->context.owner, base);
 }
 
+/* The write, unless the writer is in P dead. KEYS: the entity's key,
+ * P dead. ARGV: the stored form, the writer's process id. */
+static const char PERSISTENCE_WRITE_SCRIPT[] =
+    "if redis.call('ZSCORE', KEYS[2], ARGV[2]) then\n"
+    "  return redis.error_reply('FENCED this baseapp was declared dead: its bases live on another')\n"
+    "end\n"
+    "return redis.call('SET', KEYS[1], ARGV[1])\n";
+
 void persistence_write(persistence *store, base_entity *base) {
     base_persistence *saved = &base->persistence;
     if (saved->write_in_flight) {
         saved->write_again = true;
         return;
     }
-    char key[REDIS_KEY_MAX];
+    char key[REDIS_KEY_MAX], dead_key[REDIS_KEY_MAX], writer[24];
     persistence_key(key, store, base->cls->name, base->name);
+    redis_key_dead(dead_key, store->context.settings->process.cluster_name);
+    snprintf(writer, sizeof writer, "%" PRIu64, store->context.self->process_id);
     char *value = persistence_encode(base);
     persistence_write_request *request = xcalloc(1, sizeof *request);
     request->store = store;
     request->base_handle = base->handle;
     request->sent_us = clock_monotonic_us();
-    const char *argv[3] = {"SET", key, value};
-    size_t lengths[3] = {3, strlen(key), strlen(value)};
-    int rc = redis_client_command_argv(store->context.redis, persistence_on_written, request, 3, argv, lengths);
+    const char *argv[7] = {"EVAL", PERSISTENCE_WRITE_SCRIPT, "2", key, dead_key, value, writer};
+    size_t lengths[7];
+    for (size_t i = 0; i < 7; i++) lengths[i] = strlen(argv[i]);
+    int rc = redis_client_command_argv(store->context.redis, persistence_on_written, request, 7, argv, lengths);
     free(value);
     if (rc != 0) {
         free(request);

@@ -17,6 +17,7 @@
 #include "cell_link.h"
 #include "cluster.pb-c.h"
 #include "latency_histogram.h"
+#include "process_self.h"
 #include "redis_client.h"
 
 typedef struct persistence persistence;
@@ -41,6 +42,9 @@ typedef struct persistence_context {
     /* A base being destroyed has its last state written: it may be freed. */
     void (*finished)(void *owner, base_entity *base);
     void *owner;
+    /* Who writes: a write from a process the cluster declared dead is
+     * refused by Redis (its bases live on elsewhere now). */
+    const process_self *self;
 } persistence_context;
 
 typedef struct persistence_counters {

@@ -33,6 +33,7 @@ struct channel {
     uv_prepare_t flush_prepare;
     int reading; /* uv_read_start is in effect */
     int paused_for_backpressure;
+    bool held;            /* channel_hold: no frame dispatched, nothing read */
     int flush_on_connect; /* close_after_flush arrived while still dialling */
     /* A flush-close that the peer does not read ends at this timer. */
     uv_timer_t flush_deadline;
@@ -194,10 +195,11 @@ static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) 
 }
 
 static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+static void channel_dispatch(channel *ch);
 
 static void channel_update_reading(channel *ch) {
     if (ch->state != CHANNEL_OPEN) return;
-    int want = !ch->paused_for_backpressure;
+    int want = !ch->paused_for_backpressure && !ch->held;
     if (want == ch->reading) return;
     if (want) {
         if (uv_read_start((uv_stream_t *)&ch->tcp, channel_alloc, channel_on_read) == 0) ch->reading = 1;
@@ -205,6 +207,31 @@ static void channel_update_reading(channel *ch) {
         uv_read_stop((uv_stream_t *)&ch->tcp);
         ch->reading = 0;
     }
+}
+
+void channel_hold(channel *ch) {
+    if (!ch || ch->held) return;
+    ch->held = true;
+    channel_update_reading(ch);
+}
+
+void channel_resume(channel *ch) {
+    if (!ch || !ch->held) return;
+    ch->held = false;
+    if (ch->state != CHANNEL_OPEN) return;
+    channel_dispatch(ch);
+    channel_update_reading(ch);
+}
+
+bool channel_held(const channel *ch) { return ch && ch->held; }
+
+/* Whether the owner's gate holds the channel before its next frame (it is
+ * held from then on, until channel_resume). */
+static bool channel_gate_holds(channel *ch) {
+    if (ch->held) return true;
+    if (!ch->options.may_dispatch || ch->options.may_dispatch(ch->options.gate_data)) return false;
+    channel_hold(ch);
+    return true;
 }
 
 static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
@@ -224,12 +251,18 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
     frame_reader_commit(&ch->reader, (size_t)nread);
     ch->stats.bytes_in += (uint64_t)nread;
     if (ch->options.totals) ch->options.totals->bytes_in += (uint64_t)nread;
+    channel_dispatch(ch);
+}
 
+/* Dispatches the complete frames the reader holds, until the channel
+ * closes or is held. */
+static void channel_dispatch(channel *ch) {
     const uint8_t *frame;
     size_t length;
     int result;
     bool dispatched = false;
-    while (ch->state == CHANNEL_OPEN && (result = frame_reader_next(&ch->reader, &frame, &length)) != 0) {
+    while (ch->state == CHANNEL_OPEN && !channel_gate_holds(ch) &&
+           (result = frame_reader_next(&ch->reader, &frame, &length)) != 0) {
         dispatched = true;
         if (result < 0) {
             char reason[160];
@@ -251,9 +284,12 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
          * still dispatched, which is bounded by one read chunk. */
     }
     /* A frame left half-received: when it began (a newer one if frames
-     * completed in this read), so an owner can drop a peer that trickles. */
+     * completed in this read), so an owner can drop a peer that trickles.
+     * A held channel's pending bytes are ours to wait on, not the peer's. */
     if (ch->state != CHANNEL_OPEN) return;
-    if (frame_reader_pending(&ch->reader) == 0)
+    if (ch->held)
+        ch->incomplete_since_us = 0;
+    else if (frame_reader_pending(&ch->reader) == 0)
         ch->incomplete_since_us = 0;
     else if (dispatched || ch->incomplete_since_us == 0)
         ch->incomplete_since_us = clock_monotonic_us();

@@ -31,6 +31,7 @@
 #define TESSERA_CHANNEL_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -54,6 +55,13 @@ typedef struct channel_options {
      * what a slow peer has not read in our queue, where
      * channel_queued_bytes sees it. Accepted channels only. */
     size_t socket_send_buffer_bytes;
+    /* Optional: asked before each frame is dispatched. false holds the
+     * channel (channel_hold): the frame and those after it wait, unread,
+     * until channel_resume. A process that must not act now (a fenced
+     * baseapp) holds its clients' channels this way, so what they sent is
+     * neither acted on nor lost. */
+    bool (*may_dispatch)(void *gate_data);
+    void *gate_data;
 } channel_options;
 
 typedef struct channel_callbacks {
@@ -105,6 +113,13 @@ int channel_send_message(channel *ch, const ProtobufCMessage *message);
  * next waits. Returns 0, or -1 if the write failed (the channel is then
  * closing). */
 int channel_flush(channel *ch);
+
+/* Holds the channel: no frame is dispatched and nothing more is read (the
+ * peer's sends wait in its socket, then in the peer) until channel_resume,
+ * which dispatches what was held first. Both are idempotent. */
+void channel_hold(channel *ch);
+void channel_resume(channel *ch);
+bool channel_held(const channel *ch);
 
 /* Starts closing. Idempotent; the first reason is kept. Frames still queued
  * for the peer are discarded. */

@@ -14,7 +14,13 @@ end, the views were right, and every entity is real exactly once.
 
 The first test kills the baseapp that is not the bots' login address; the
 second kills the login address itself, so that the clients there can only
-come back through the other baseapps their login reply named."""
+come back through the other baseapps their login reply named. The third
+stops a baseapp (SIGSTOP) past its lease, so that it is declared dead and
+its bases restored on the other while its clients are still connected to
+it, then lets it go on (SIGCONT): it fences itself (acts for none of its
+bases, holds what its clients send), learns it was declared dead and
+rejoins as a new process, and its clients come back to the baseapp that
+restored them: no account lives twice."""
 import time
 import unittest
 
@@ -23,6 +29,21 @@ import harness
 BOTS = 30
 NPCS_PER_CELLAPP = 3
 SETTINGS = ["cellapp.game.npc_count=%d" % NPCS_PER_CELLAPP]
+
+
+def census_home(cluster):
+    """(the global Census's entity id, the id of the baseapp holding it), as
+    the cluster's directories in Redis say."""
+    cluster_name = cluster.info.get("cluster_name", "tessera")
+    entity = cluster.redis.hget("tessera:%s:globals" % cluster_name, "census")
+    holder = cluster.redis.hget("tessera:%s:base_directory" % cluster_name, entity) if entity else None
+    return (entity, holder)
+
+
+def every_real_once(dumps):
+    """Whether the cellapps' dumps hold every player and NPC, each real once."""
+    where = harness.reals_by_id(dumps)
+    return len(where) >= BOTS + 2 * NPCS_PER_CELLAPP and all(len(v) == 1 for v in where.values())
 
 
 class BaseRecovery(unittest.TestCase):
@@ -42,19 +63,21 @@ class BaseRecovery(unittest.TestCase):
                                  "%s to hold some players" % victim)
                 time.sleep(3)  # every base backed up at least twice
                 held = cluster.stat(victim, "clients")
-                harness.log("%s holds %d of %d clients; killing it" % (victim, held, BOTS))
+                census = census_home(cluster)
+                harness.log("%s holds %d of %d clients; the Census (entity %s) is on process %s; killing it"
+                            % (victim, held, BOTS, census[0], census[1]))
                 killed_at = time.monotonic()
                 cluster.kill(victim, "KILL")
                 harness.wait_for(lambda: (cluster.stat(survivor, "clients") or 0) == BOTS, 30,
                                  "every player's base on %s (restored or there already)" % survivor)
                 harness.log("every player's base on %s %.1f s after the kill" % (survivor, time.monotonic() - killed_at))
-                everyone = BOTS + 2 * NPCS_PER_CELLAPP
+                # The global Census lives on: the same entity, under the same
+                # name, now (restored, if it was the victim's) on the survivor.
+                survivor_id = str(cluster.registry_id(survivor))
+                harness.wait_for(lambda: census_home(cluster) == (census[0], survivor_id), 10,
+                                 "the Census on %s" % survivor)
                 cellapps = cluster.names("cellapp")
-
-                def settled(dumps):
-                    where = harness.reals_by_id(dumps)
-                    return len(where) >= everyone and all(len(v) == 1 for v in where.values())
-                dumps = cluster.dump_states_settled(cellapps, settled)
+                dumps = cluster.dump_states_settled(cellapps, every_real_once)
             finally:
                 report = harness.finish_bots(bots)
             text = harness.assert_bots_verified(self, report, BOTS)
@@ -73,6 +96,59 @@ class BaseRecovery(unittest.TestCase):
             for name in [survivor] + cellapps:
                 self.assertTrue(cluster.alive(name), "%s died" % name)
             # No cell entity was destroyed for want of its base.
+            for name in cellapps:
+                self.assertNotIn("was not restored within", cluster.log(name))
+
+    def test_stopped_baseapp_fences_and_its_clients_follow(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        victim, survivor = "baseapp-2", "baseapp-1"
+        with harness.Cluster(baseapps=2, cellapps=2, extra_set=SETTINGS, timeout=60) as cluster:
+            bots = harness.start_bots(cluster, BOTS, 25,
+                                      ["--verify-aoi", "--area", 60, "--speed", 3, "--calls-per-second", 0.5,
+                                       "--settle-seconds", 4, "--login-spread-ms", 2000])
+
+            def clients(name):
+                return cluster.stat(name, "clients") or 0
+            try:
+                harness.wait_for(lambda: clients(survivor) + clients(victim) == BOTS, 30, "every bot in the world")
+                harness.wait_for(lambda: clients(victim) >= 3, 10, "%s to hold some players" % victim)
+                time.sleep(3)  # every base backed up at least twice
+                held = clients(victim)
+                old_id = cluster.registry_id(victim)
+                harness.log("%s (id %s) holds %d of %d clients; stopping it" % (victim, old_id, held, BOTS))
+                cluster.kill(victim, "STOP")
+                harness.wait_for(lambda: (cluster.stat(survivor, "bases_restored") or 0) >= held, 20,
+                                 "%s to restore the stopped baseapp's players" % survivor)
+                cluster.kill(victim, "CONT")
+                harness.wait_for(lambda: "declared dead by the cluster" in cluster.log(victim), 15,
+                                 "%s to learn it was declared dead" % victim)
+
+                def rejoined():
+                    entry = cluster.registry_hash(victim)
+                    new_id = entry["id"] if entry else None
+                    return new_id if new_id and new_id != old_id else None
+                new_id = harness.wait_for(rejoined, 20, "%s to join again as a new process" % victim)
+                harness.log("%s rejoined as %s" % (victim, new_id))
+                harness.wait_for(lambda: clients(survivor) == BOTS, 30,
+                                 "every player on %s, which restored the stopped one's" % survivor)
+                cellapps = cluster.names("cellapp")
+                dumps = cluster.dump_states_settled(cellapps, every_real_once)
+                # No account lives twice: the rejoined baseapp holds none.
+                self.assertEqual(clients(victim), 0)
+                self.assertEqual(cluster.stat(victim, "bases") or 0, 0)
+            finally:
+                report = harness.finish_bots(bots)
+            text = harness.assert_bots_verified(self, report, BOTS)
+            where = harness.reals_by_id(dumps)
+            self.assertFalse({k: v for k, v in where.items() if len(v) != 1}, "a real twice")
+            self.assertEqual(report.get("recoveries"), held, text)
+            self.assertEqual(report.get("recovery_failed"), 0, text)
+            self.assertEqual(report.get("password_logins"), BOTS, text)
+            victim_log = cluster.log(victim)
+            self.assertIn("fenced: this baseapp's lease lapsed", victim_log)
+            self.assertIn("rejoining the cluster as a new process", victim_log)
+            for name in [survivor, victim] + cellapps:
+                self.assertTrue(cluster.alive(name), "%s died" % name)
             for name in cellapps:
                 self.assertNotIn("was not restored within", cluster.log(name))
 
