@@ -99,6 +99,9 @@ class BaseRecovery(unittest.TestCase):
             for name in cellapps:
                 self.assertNotIn("was not restored within", cluster.log(name))
 
+    # Under the sanitizers the kill of the login baseapp covers the restore
+    # paths, and the suite's time is kept in bounds.
+    @unittest.skipIf(harness.SANITIZED, "the kill of the login baseapp covers the restores under the sanitizers")
     def test_stopped_baseapp_fences_and_its_clients_follow(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         victim, survivor = "baseapp-2", "baseapp-1"
