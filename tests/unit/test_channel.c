@@ -2,8 +2,8 @@
  * TCP sockets on 127.0.0.1 and a real uv_loop_t: connecting, frames both
  * ways intact and in order, the max_frame_bytes limit, idempotent close and
  * no on_frame after it, frames of one loop iteration gathered into one
- * write, close_after_flush, write backpressure and the slow
- * consumer limit, failed connects, and bad addresses.
+ * write, close_after_flush, write backpressure, the owner's gate (held
+ * frames, then resumed) and the slow consumer limit, failed connects, and bad addresses.
  *
  * Every test counts callbacks and asserts exact totals once the loop has
  * been drained and closed, so a callback firing twice is caught. Where a
@@ -93,6 +93,9 @@ struct test_ctx {
     /* backpressure test */
     size_t high_water;
     int frames_above_high_water;
+    /* gate test: the client's gate holds it from this many frames on, until gate_open */
+    int gate_after;
+    int gate_open;
 };
 
 /* The byte at `offset` of frame `index`: shifted, truncated or reordered
@@ -958,6 +961,49 @@ static void test_backpressure_pauses_reading(void **state) {
     ctx_free(c);
 }
 
+static bool gate_after_some(void *data) {
+    test_ctx *c = data;
+    return c->gate_open || c->client.frames < c->gate_after;
+}
+
+/* The owner's gate (may_dispatch) holds the channel before a frame: that
+ * frame and the rest wait, unread, however long the loop runs; after
+ * channel_resume every one is delivered, in order, none twice. */
+static void test_gate_holds_frames_until_resume(void **state) {
+    test_ctx *c = ctx_new();
+    c->accept_raw = 1;
+    c->frame_length = length_100;
+    c->gate_after = 5;
+    c->client_options.may_dispatch = gate_after_some;
+    c->client_options.gate_data = c;
+    ctx_listen(c);
+    channel *a = ctx_connect(c);
+    RUN_UNTIL(c, c->client.connects == 1 && c->accepts == 1);
+
+    size_t total;
+    uint8_t *frames = encode_frames(0, PEER_FRAMES, 100, &total);
+    raw_send(&c->raw, frames, total);
+    free(frames);
+    RUN_UNTIL(c, c->raw.writes_done == 1 && c->client.frames == c->gate_after);
+    for (int i = 0; i < 20; i++) uv_run(&c->loop, UV_RUN_NOWAIT);
+    assert_int_equal(c->client.frames, c->gate_after);
+    assert_true(channel_held(a));
+    assert_int_equal(channel_get_state(a), CHANNEL_OPEN);
+
+    c->gate_open = 1;
+    channel_resume(a);
+    assert_false(channel_held(a));
+    RUN_UNTIL(c, c->client.frames == PEER_FRAMES);
+    for (int i = 0; i < 20; i++) uv_run(&c->loop, UV_RUN_NOWAIT);
+    assert_int_equal(c->client.frames, PEER_FRAMES);
+
+    side_close(&c->client, "done");
+    ctx_finish(c);
+    assert_int_equal(c->client.closes, 1);
+    assert_int_equal(c->client.frames, PEER_FRAMES);
+    ctx_free(c);
+}
+
 /* Past write_limit_bytes the channel closes as a slow consumer: the send
  * that crosses the limit returns -1, later sends too, and on_close fires
  * exactly once with a reason saying so. */
@@ -1129,6 +1175,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_close_after_flush_while_connecting_delivers_queued, ctx_teardown),
         cmocka_unit_test_teardown(test_close_after_flush_over_limit_closes, ctx_teardown),
         cmocka_unit_test_teardown(test_backpressure_pauses_reading, ctx_teardown),
+        cmocka_unit_test_teardown(test_gate_holds_frames_until_resume, ctx_teardown),
         cmocka_unit_test_teardown(test_write_limit_closes_slow_consumer, ctx_teardown),
         cmocka_unit_test_teardown(test_close_after_flush_to_a_peer_that_never_reads, ctx_teardown),
         cmocka_unit_test_teardown(test_connect_refused, ctx_teardown),
