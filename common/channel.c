@@ -287,9 +287,7 @@ static void channel_dispatch(channel *ch) {
      * completed in this read), so an owner can drop a peer that trickles.
      * A held channel's pending bytes are ours to wait on, not the peer's. */
     if (ch->state != CHANNEL_OPEN) return;
-    if (ch->held)
-        ch->incomplete_since_us = 0;
-    else if (frame_reader_pending(&ch->reader) == 0)
+    if (ch->held || frame_reader_pending(&ch->reader) == 0)
         ch->incomplete_since_us = 0;
     else if (dispatched || ch->incomplete_since_us == 0)
         ch->incomplete_since_us = clock_monotonic_us();

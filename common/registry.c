@@ -451,7 +451,9 @@ static void registry_on_declared(redis_client *redis, redisReply *reply, void *u
     if (reply && reply->type == REDIS_REPLY_INTEGER && reply->integer < 0)
         log_warn("registry: process %" PRIu64 " not declared dead: the balancer lease moved on",
                  declaration->process_id);
-    if (!freeing && declaration->done) declaration->done(declaration->process_id, declared, declaration->context);
+    /* Called even while the registry is being freed (not declared then),
+     * so that the caller's context is released. */
+    if (declaration->done) declaration->done(declaration->process_id, declared && !freeing, declaration->context);
     free(declaration);
 }
 

@@ -114,8 +114,10 @@ bool registry_lease_valid(const registry *reg, uint64_t now_us);
  * script, only while that lease is still the current one, the id goes into
  * P dead and out of P processes, and its hash is deleted. `done` (may be
  * NULL) hears whether this call made the decision (true) or it was refused
- * (the lease moved on, Redis did not answer, or the id was dead already).
- * Returns 0, or -1 when Redis is not connected (no callback). */
+ * (the lease moved on, Redis did not answer, the id was dead already, or
+ * the registry is being freed): it is called exactly once, and the caller
+ * may free `context` in it. Returns 0, or -1 when Redis is not connected
+ * (no callback). */
 typedef void (*registry_declared_callback)(uint64_t process_id, bool declared, void *context);
 int registry_declare_dead(registry *reg, uint64_t process_id, const char *lease_value, registry_declared_callback done,
                           void *context);
