@@ -432,6 +432,23 @@ class Cluster:
             raise AssertionError("%s is not registered" % name)
         return entry["id"]
 
+    def wait_rejoined(self, name, old_id, timeout=20):
+        """Waits for `name`, continued after it was declared dead, to learn
+        so and join again as a new process; returns its new registry id."""
+        wait_for(lambda: "declared dead by the cluster" in self.log(name), 15,
+                 "%s to learn it was declared dead" % name)
+
+        def rejoined():
+            # Between its old entry's removal and its new one (the
+            # re-executed process starts and registers) it is in the
+            # registry under neither: not yet.
+            entry = self.registry_hash(name)
+            new_id = entry["id"] if entry else None
+            return new_id if new_id and new_id != old_id else None
+        new_id = wait_for(rejoined, timeout, "%s to join again as a new process" % name)
+        log("%s rejoined as %s" % (name, new_id))
+        return new_id
+
     def dump_states(self, names=None, timeout=15):
         """SIGUSR1 to each named process (default: every baseapp and
         cellapp that is alive); returns {name: its state dump document}."""

@@ -123,15 +123,7 @@ class BaseRecovery(unittest.TestCase):
                 harness.wait_for(lambda: (cluster.stat(survivor, "bases_restored") or 0) >= held, 20,
                                  "%s to restore the stopped baseapp's players" % survivor)
                 cluster.kill(victim, "CONT")
-                harness.wait_for(lambda: "declared dead by the cluster" in cluster.log(victim), 15,
-                                 "%s to learn it was declared dead" % victim)
-
-                def rejoined():
-                    entry = cluster.registry_hash(victim)
-                    new_id = entry["id"] if entry else None
-                    return new_id if new_id and new_id != old_id else None
-                new_id = harness.wait_for(rejoined, 20, "%s to join again as a new process" % victim)
-                harness.log("%s rejoined as %s" % (victim, new_id))
+                cluster.wait_rejoined(victim, old_id)
                 harness.wait_for(lambda: clients(survivor) == BOTS, 30,
                                  "every player on %s, which restored the stopped one's" % survivor)
                 cellapps = cluster.names("cellapp")

@@ -200,18 +200,7 @@ class Recovery(unittest.TestCase):
                 self.check_once(cluster, survivors, everyone, 30)
                 harness.wait_for(lambda: restored(cluster, survivors) > 0, 10, "the restores in the survivors' figures")
                 cluster.kill(victim, "CONT")
-                harness.wait_for(lambda: "declared dead by the cluster" in cluster.log(victim), 15,
-                                 "%s to learn it was declared dead" % victim)
-
-                def rejoined():
-                    # Between its old entry's removal and its new one (the
-                    # re-executed process starts and registers) it is in
-                    # the registry under neither: not yet.
-                    entry = cluster.registry_hash(victim)
-                    new_id = entry["id"] if entry else None
-                    return new_id if new_id and new_id != old_id else None
-                new_id = harness.wait_for(rejoined, 20, "%s to join again as a new process" % victim)
-                harness.log("%s rejoined as %s" % (victim, new_id))
+                cluster.wait_rejoined(victim, old_id)
                 self.check_once(cluster, ["cellapp-1", "cellapp-2", "cellapp-3"], everyone)
             finally:
                 report = harness.finish_bots(bots)
