@@ -108,9 +108,13 @@ static mailbox_target *mailbox_target_for(mailbox *box, uint64_t entity_id) {
 }
 
 /* Sends one stamped message to `where`; reports a failure. Returns 0, or -1
- * when it failed. */
-static int mailbox_deliver(mailbox *box, const Tessera__Cluster__CellMessage *message, uint64_t where) {
+ * when it failed: then a cached address naming `where` is dropped, so that
+ * the next message asks the directory (the real may have been restored
+ * elsewhere after its cellapp died). */
+static int mailbox_deliver(mailbox *box, mailbox_target *target, const Tessera__Cluster__CellMessage *message,
+                           uint64_t where) {
     if (box->send(where, message, box->user_data) == 0) return 0;
+    if (target->cached_cellapp == where) target->cached_cellapp = 0;
     if (box->failed) {
         char reason[96];
         snprintf(reason, sizeof reason, "process %" PRIu64 " is not reachable", where);
@@ -157,7 +161,7 @@ static void mailbox_on_lookup(redis_client *redis, redisReply *reply, void *user
         Tessera__Cluster__CellMessage *message =
             tessera__cluster__cell_message__unpack(NULL, target->waiting[i].length, target->waiting[i].encoded);
         if (message) {
-            mailbox_deliver(box, message, where);
+            mailbox_deliver(box, target, message, where);
             tessera__cluster__cell_message__free_unpacked(message, NULL);
         }
         free(target->waiting[i].encoded);
@@ -177,7 +181,7 @@ uint64_t mailbox_send_cell(mailbox *box, Tessera__Cluster__CellMessage *message,
      * stale one costs a forward along the ghost route, or a failure that
      * clears it). */
     if (!where) where = target->cached_cellapp;
-    if (where && !target->looking_up) return mailbox_deliver(box, message, where) == 0 ? message->sequence : 0;
+    if (where && !target->looking_up) return mailbox_deliver(box, target, message, where) == 0 ? message->sequence : 0;
     /* Held for the directory, in order behind what already waits. */
     if (target->waiting_count == target->waiting_capacity) {
         target->waiting_capacity = target->waiting_capacity ? target->waiting_capacity * 2 : 4;
@@ -279,10 +283,16 @@ void mailbox_directory_remove(redis_client *redis, const char *cluster_name, uin
 
 /* KEYS: the directory, the dead set; ARGV: entity id, claimant, at least,
  * whether an entry naming the claimant may be taken ("1") or means the
- * claimant holds it already ("0"). Returns {claimed, holder, incarnation}. */
+ * claimant holds it already ("0"), whether a missing entry may be made
+ * ("1"). Returns {claimed, holder, incarnation}. */
 static const char MAILBOX_DIRECTORY_CLAIM_SCRIPT[] =
     "local old = redis.call('HGET', KEYS[1], ARGV[1])\n"
-    "if not old then return {0, '0', 0} end\n"
+    "if not old then\n"
+    "  if ARGV[5] ~= '1' then return {0, '0', 0} end\n"
+    "  local made = math.max(1, tonumber(ARGV[3]))\n"
+    "  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2] .. ':' .. made)\n"
+    "  return {1, '0', made}\n"
+    "end\n"
     "local owner, incarnation = string.match(old, '^(%d+):(%d+)$')\n"
     "if not owner then return {0, '0', 0} end\n"
     "incarnation = tonumber(incarnation)\n"
@@ -318,7 +328,8 @@ static void mailbox_on_claimed(redis_client *redis, redisReply *reply, void *use
 }
 
 int mailbox_directory_claim(redis_client *redis, const char *cluster_name, uint64_t entity_id, uint64_t claimant,
-                            uint32_t at_least, bool take_own, mailbox_claim_callback done, void *context) {
+                            uint32_t at_least, bool take_own, bool make_missing, mailbox_claim_callback done,
+                            void *context) {
     if (!redis || !redis_client_is_connected(redis)) return -1;
     char key[REDIS_KEY_MAX], dead[REDIS_KEY_MAX], field[24], who[24], least[16];
     redis_key_cell_directory(key, cluster_name);
@@ -326,13 +337,21 @@ int mailbox_directory_claim(redis_client *redis, const char *cluster_name, uint6
     snprintf(field, sizeof field, "%" PRIu64, entity_id);
     snprintf(who, sizeof who, "%" PRIu64, claimant);
     snprintf(least, sizeof least, "%u", at_least);
-    const char *argv[] = {
-        "EVAL", MAILBOX_DIRECTORY_CLAIM_SCRIPT, "2", key, dead, field, who, least, take_own ? "1" : "0"};
-    size_t lengths[9];
-    for (int i = 0; i < 9; i++) lengths[i] = strlen(argv[i]);
+    const char *argv[] = {"EVAL",
+                          MAILBOX_DIRECTORY_CLAIM_SCRIPT,
+                          "2",
+                          key,
+                          dead,
+                          field,
+                          who,
+                          least,
+                          take_own ? "1" : "0",
+                          make_missing ? "1" : "0"};
+    size_t lengths[10];
+    for (int i = 0; i < 10; i++) lengths[i] = strlen(argv[i]);
     mailbox_claim *claim = xcalloc(1, sizeof *claim);
     *claim = (mailbox_claim){entity_id, done, context};
-    if (redis_client_command_argv(redis, mailbox_on_claimed, claim, 9, argv, lengths) != 0) {
+    if (redis_client_command_argv(redis, mailbox_on_claimed, claim, 10, argv, lengths) != 0) {
         free(claim);
         return -1;
     }

@@ -83,10 +83,12 @@ typedef void (*mailbox_claim_callback)(uint64_t entity_id, bool claimed, bool fa
  * atomically, so one entity is claimed by one cellapp only. Without
  * take_own an entry naming the claimant is not taken (holder: the
  * claimant; it holds the entity already). An entity with no entry is not
- * claimed (it was destroyed). Returns 0, or -1 when Redis is not connected
- * (the callback will not fire). */
+ * claimed (it was destroyed) unless make_missing is set: then the entry is
+ * made (incarnation at_least, holder 0). Returns 0, or -1 when Redis is not
+ * connected (the callback will not fire). */
 int mailbox_directory_claim(redis_client *redis, const char *cluster_name, uint64_t entity_id, uint64_t claimant,
-                            uint32_t at_least, bool take_own, mailbox_claim_callback done, void *context);
+                            uint32_t at_least, bool take_own, bool make_missing, mailbox_claim_callback done,
+                            void *context);
 /* Removes the entry if it still names this incarnation on this cellapp. */
 void mailbox_directory_remove(redis_client *redis, const char *cluster_name, uint64_t entity_id, uint64_t cellapp_id,
                               uint32_t incarnation);
