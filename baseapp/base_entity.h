@@ -85,7 +85,8 @@ typedef struct base_entity {
      * part is asked to answer to this baseapp (BaseMoved), again each
      * second until it does (base_life_sweep); 0 once it has. */
     uint64_t adopting_dead_baseapp;
-    uint64_t adopt_asked_us; /* monotonic, the last ask */
+    uint64_t adopting_cellapp; /* where the backup had its cell part */
+    uint64_t adopt_asked_us;   /* monotonic, the last ask */
     uint32_t adopt_asks;
 } base_entity;
 

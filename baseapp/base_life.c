@@ -73,9 +73,12 @@ base_entity *base_life_restore(base_life *life, const entity_def_class *cls, con
         /* Its cell part lives on: it answers to this baseapp once asked. */
         base->state = BASE_ENTITY_CREATING_CELL;
         base->adopting_dead_baseapp = dead_baseapp_id;
+        base->adopting_cellapp = backup->cellapp_id;
         base->adopt_asked_us = clock_monotonic_us();
         base->adopt_asks = 1;
         cell_link_adopt(life->context.cells, base, dead_baseapp_id);
+        /* Its cellapp may have died with its baseapp. */
+        cell_link_restore_adopted(life->context.cells, base);
     } else if (base_life_create_cell(life, base, false, 0) != 0) {
         /* It had none yet: one is made, without a client (it comes back
          * with a reconnect). No cellapp up: it stays without one. */
@@ -92,7 +95,10 @@ base_entity *base_life_restore(base_life *life, const entity_def_class *cls, con
 static bool base_life_adopt_again(base_life *life, base_entity *base, uint64_t now_us) {
     if (base->state != BASE_ENTITY_CREATING_CELL || !base->adopting_dead_baseapp) return false;
     if (now_us - base->adopt_asked_us < 1000000) return false;
-    if (base->adopt_asks >= BASE_LIFE_ADOPT_ASKS) {
+    /* A cell part restored from the backup (both halves died) may wait for
+     * the dead cellapp's cell to be given to a live one: it gets longer. */
+    uint32_t asks = base->backup.restore_asked_us ? 2 * BASE_LIFE_ADOPT_ASKS : BASE_LIFE_ADOPT_ASKS;
+    if (base->adopt_asks >= asks) {
         log_warn("entity %" PRIu64 " (%s '%s'): its cell part did not answer after %u asks: given up", base->entity_id,
                  base->cls->name, base->name, base->adopt_asks);
         base->adopting_dead_baseapp = 0;
@@ -103,6 +109,7 @@ static bool base_life_adopt_again(base_life *life, base_entity *base, uint64_t n
     base->adopt_asked_us = now_us;
     base->adopt_asks++;
     cell_link_adopt(life->context.cells, base, base->adopting_dead_baseapp);
+    cell_link_restore_adopted(life->context.cells, base);
     return false;
 }
 
@@ -161,6 +168,8 @@ void base_life_on_cell_created(base_life *life, base_entity *base, uint64_t cell
             log_info("entity %" PRIu64 " (%s '%s'): its cell part on cellapp %" PRIu64 " answers here now",
                      base->entity_id, base->cls->name, base->name, cellapp_id);
         base->adopting_dead_baseapp = 0;
+        base->adopting_cellapp = 0;
+        base->backup.restore_asked_us = 0;
         if (!reply->ok) {
             char message[256];
             snprintf(message, sizeof message, "cellapp %" PRIu64 " refused the entity: %s", cellapp_id,

@@ -16,6 +16,10 @@
 
 /* How long a restore may take before it is asked again. */
 #define CELL_LINK_RESTORE_RETRY_US ((uint64_t)3 * 1000 * 1000)
+/* Adoptions (one a second) a restored base's cell part on a live cellapp
+ * may leave unanswered before it is made again from the backup: none
+ * answers when the dead baseapp destroyed it on its way out. */
+#define CELL_LINK_ADOPT_ASKS_BEFORE_RECREATE 2
 
 struct cell_links {
     cell_links_context context;
@@ -116,6 +120,31 @@ int cell_link_adopt(cell_links *links, base_entity *base, uint64_t dead_baseapp_
     return 0;
 }
 
+/* A cellapp holds a stream until it is declared dead: one that is only
+ * unreachable (busy, cut off) may come back with it, and nothing is given
+ * up on it before the cluster decides. */
+static bool cell_links_is_up(uint64_t cellapp_id, void *context) {
+    return peer_set_liveness(((cell_links *)context)->context.peers, cellapp_id) != PEER_DEAD;
+}
+
+static bool cell_links_ask_restore(cell_links *links, base_entity *base, uint64_t dead, bool recreate);
+
+bool cell_link_restore_adopted(cell_links *links, base_entity *base) {
+    if (base->state != BASE_ENTITY_CREATING_CELL || !base->adopting_dead_baseapp || !base->adopting_cellapp ||
+        !base->backup.state || links->context.self->stopping)
+        return false;
+    bool cellapp_dead = !cell_links_is_up(base->adopting_cellapp, links);
+    if (!cellapp_dead && base->adopt_asks < CELL_LINK_ADOPT_ASKS_BEFORE_RECREATE) return false;
+    uint64_t now_us = clock_monotonic_us();
+    if (base->backup.restore_asked_us && now_us - base->backup.restore_asked_us < CELL_LINK_RESTORE_RETRY_US)
+        return false;
+    if (!cell_links_ask_restore(links, base, base->adopting_cellapp, true)) return false;
+    log_info("entity %" PRIu64 " (%s '%s'): %s: its cell part is restored from the base's backup", base->entity_id,
+             base->cls->name, base->name,
+             cellapp_dead ? "its base and its cell part both died" : "its cell part does not answer its adoption");
+    return true;
+}
+
 /* Destroys a cell part that nobody will use (its base went while it was
  * being made), at the cellapp that made it. */
 static void cell_links_destroy_orphan(cell_links *links, uint64_t cellapp_id, uint64_t entity_id) {
@@ -138,13 +167,6 @@ base_entity *cell_links_on_created(cell_links *links, uint64_t cellapp_id,
         return NULL;
     }
     return base;
-}
-
-/* A cellapp holds a stream until it is declared dead: one that is only
- * unreachable (busy, cut off) may come back with it, and nothing is given
- * up on it before the cluster decides. */
-static bool cell_links_is_up(uint64_t cellapp_id, void *context) {
-    return peer_set_liveness(((cell_links *)context)->context.peers, cellapp_id) != PEER_DEAD;
 }
 
 static void cell_links_release(cell_links *links, base_entity *base) {
@@ -183,7 +205,7 @@ static void cell_links_lost(cell_links *links, base_entity *base, uint64_t cella
 /* Asks a live cellapp to bring back the real of `base` from its backup
  * (it passes the request on to the cellapp that owns the position).
  * Returns whether it was sent. */
-static bool cell_links_ask_restore(cell_links *links, base_entity *base, uint64_t dead) {
+static bool cell_links_ask_restore(cell_links *links, base_entity *base, uint64_t dead, bool recreate) {
     uint64_t cellapp_id = cell_links_choose(links);
     if (!cellapp_id || !base->backup.state) return false;
     Tessera__Cluster__RestoreCellEntity restore = TESSERA__CLUSTER__RESTORE_CELL_ENTITY__INIT;
@@ -192,6 +214,7 @@ static bool cell_links_ask_restore(cell_links *links, base_entity *base, uint64_
     restore.state.data = base->backup.state;
     restore.state.len = base->backup.length;
     restore.saved_wall_us = base->backup.saved_wall_us;
+    restore.recreate = recreate;
     if (peer_send_restore_cell_entity(links->context.peers, cellapp_id, &restore) != 0) return false;
     base->backup.restore_asked_us = clock_monotonic_us();
     base->backup.restore_dead = dead;
@@ -211,6 +234,15 @@ void cell_links_on_cellapp_down(cell_links *links, uint64_t cellapp_id, const ch
     base_entity *base;
     uint64_t now_us = clock_monotonic_us();
     while ((base = base_entities_next(links->context.bases, &cursor)) != NULL) {
+        if (base->state == BASE_ENTITY_CREATING_CELL && base->adopting_dead_baseapp &&
+            base->adopting_cellapp == cellapp_id) {
+            /* Restored from a dead baseapp, its cell part on this one. */
+            if (cell_link_restore_adopted(links, base))
+                restoring++;
+            else
+                without_backup++;
+            continue;
+        }
         if (base->state == BASE_ENTITY_CREATING_CELL && base->cell.cellapp_id == cellapp_id) {
             cell_links_lost(links, base, cellapp_id, true, reason);
             dropped++;
@@ -218,7 +250,7 @@ void cell_links_on_cellapp_down(cell_links *links, uint64_t cellapp_id, const ch
         }
         if (base->state != BASE_ENTITY_LIVE) continue;
         if (base->cell.cellapp_id == cellapp_id || base->cell.stream_cellapp == cellapp_id) {
-            if (cell_links_ask_restore(links, base, cellapp_id))
+            if (cell_links_ask_restore(links, base, cellapp_id, false))
                 restoring++;
             else
                 without_backup++;
@@ -249,7 +281,7 @@ void cell_links_sweep(cell_links *links) {
         /* A restore unanswered (the cellapp asked died too, or its claim
          * could not be made): ask again, perhaps another. */
         if (base->backup.restore_asked_us && now_us - base->backup.restore_asked_us >= CELL_LINK_RESTORE_RETRY_US)
-            cell_links_ask_restore(links, base, base->backup.restore_dead);
+            cell_links_ask_restore(links, base, base->backup.restore_dead, false);
         if (now_us - base->cell.lost_since_us < grace_us) continue;
         cell_links_lost(links, base, base->cell.cellapp_id, false, "no other cellapp took it back");
     }

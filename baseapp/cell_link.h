@@ -65,6 +65,17 @@ int cell_link_send(cell_links *links, base_entity *base, Tessera__Cluster__CellM
  * real is). The real answers with a CellEntityCreated, as a new cell part
  * would. Returns 0, or -1 when this baseapp is stopping. */
 int cell_link_adopt(cell_links *links, base_entity *base, uint64_t dead_baseapp_id);
+/* A base being adopted (above) whose cell part cannot answer: it was on a
+ * cellapp that was declared dead too (a double failure), or the dead
+ * baseapp destroyed it on its way out (a drain or a logoff cut short: no
+ * adoption is answered within CELL_LINK_ADOPT_ASKS_BEFORE_RECREATE asks).
+ * Its cell part is restored from the cell backup its base backup carried,
+ * on the cellapp that owns its position now (asked again every 3 s while
+ * unanswered; with RestoreCellEntity.recreate, so that a cell part with no
+ * entry in the cell directory is made again, and one that lives somewhere
+ * is left alone); the restored real answers the next adoption. Returns
+ * whether a restore was asked now. */
+bool cell_link_restore_adopted(cell_links *links, base_entity *base);
 /* A CellEntityCreated from `cellapp_id`: the base it is for, or NULL when
  * that base went meanwhile (a cell part made for it is destroyed). */
 base_entity *cell_links_on_created(cell_links *links, uint64_t cellapp_id,

@@ -532,7 +532,7 @@ static void offload_claim_reclaims(offloads *o) {
         offload_pending *pending = value;
         if (pending->claiming) continue;
         if (mailbox_directory_claim(o->context.redis, o->context.cluster_name, id, o->context.self->process_id,
-                                    pending->incarnation + 1, true, offload_on_reclaim_claimed, o) != 0)
+                                    pending->incarnation + 1, true, false, offload_on_reclaim_claimed, o) != 0)
             return; /* Redis is out of reach: next tick */
         pending->claiming = true;
         o->claims_in_flight++;

@@ -41,6 +41,7 @@ typedef struct restore_request {
     bool local_only; /* from the dead cellapp's backups in Redis: every survivor read them, the owner restores */
     bool claiming;   /* a claim is in Redis */
     uint64_t since_us;
+    bool recreate; /* its base vouches for it: a missing directory entry is made (RestoreCellEntity.recreate) */
 } restore_request;
 
 struct restores {
@@ -99,7 +100,7 @@ size_t restores_pending(const restores *r) { return id_map_count(&r->requests); 
 
 /* Keeps a request (a newer state of the same entity replaces an older). */
 static void restores_keep(restores *r, uint64_t dead, const uint8_t *bytes, size_t length, uint32_t hops,
-                          bool local_only, uint64_t from) {
+                          bool local_only, bool recreate, uint64_t from) {
     Tessera__Cluster__CellEntityState *state = tessera__cluster__cell_entity_state__unpack(NULL, length, bytes);
     if (!state || !state->entity_id || !state->space_name || !state->position) {
         log_warn("process %" PRIu64 ": a restore of a real of cellapp %" PRIu64 " whose state does not decode: dropped",
@@ -115,7 +116,8 @@ static void restores_keep(restores *r, uint64_t dead, const uint8_t *bytes, size
         return;
     }
     restore_request *request = xcalloc(1, sizeof *request);
-    *request = (restore_request){state->entity_id, dead, state, hops, local_only, false, clock_monotonic_us()};
+    *request =
+        (restore_request){state->entity_id, dead, state, hops, local_only, false, clock_monotonic_us(), recreate};
     if (old) restore_request_free(id_map_remove(&r->requests, state->entity_id));
     id_map_put(&r->requests, state->entity_id, request);
 }
@@ -127,7 +129,8 @@ void restores_on_request(restores *r, uint64_t from, const Tessera__Cluster__Res
         r->context.counters->restores_failed++;
         return;
     }
-    restores_keep(r, request->dead_cellapp_id, request->state.data, request->state.len, request->hops, false, from);
+    restores_keep(r, request->dead_cellapp_id, request->state.data, request->state.len, request->hops, false,
+                  request->recreate, from);
 }
 
 /* ---- a dead cellapp ---------------------------------------------------------- */
@@ -224,7 +227,7 @@ static void restores_on_backups(redis_client *redis, redisReply *reply, void *us
     for (size_t i = 0; i + 1 < reply->elements; i += 2) {
         const redisReply *value = reply->element[i + 1];
         if (value->type != REDIS_REPLY_STRING) continue;
-        restores_keep(r, dead, (const uint8_t *)value->str, value->len, 0, true, r->context.self->process_id);
+        restores_keep(r, dead, (const uint8_t *)value->str, value->len, 0, true, false, r->context.self->process_id);
     }
     if (reply->elements)
         log_info("cellapp %" PRIu64 " dead: %zu backups of reals without a base read", dead, reply->elements / 2);
@@ -360,8 +363,12 @@ static bool restores_apply(restores *r, restore_request *request, uint32_t incar
     else
         r->context.counters->restores_from_backup++;
     latency_histogram_add(&r->context.counters->restore_state_age, (uint64_t)age_ms * 1000);
-    log_info("entity %" PRIu64 " (%s) restored as incarnation %u from %s (%u ms old), its cellapp %" PRIu64 " dead", id,
-             entity->cls->name, incarnation, from_ghost ? "its ghost" : "its backup", age_ms, request->dead);
+    log_info("entity %" PRIu64 " (%s) restored as incarnation %u from %s (%u ms old), %s %" PRIu64, id,
+             entity->cls->name, incarnation, from_ghost ? "its ghost" : "its backup", age_ms,
+             request->recreate
+                 ? "made again for its restored base (its dead baseapp had destroyed it); it was on cellapp"
+                 : "its cellapp dead:",
+             request->dead);
     r->context.hooks->restored(r->context.hooks->host, entity, age_ms, from_ghost);
     return true;
 }
@@ -454,6 +461,7 @@ static bool restores_route(restores *r, restore_request *request, uint64_t now_u
         forward.state.len = length;
         forward.saved_wall_us = state->sent_wall_us;
         forward.hops = request->hops + 1;
+        forward.recreate = request->recreate;
         int sent = peer_send_restore_cell_entity(r->context.peers, node->cellapp_id, &forward);
         free(bytes);
         if (sent != 0) return false;
@@ -469,7 +477,8 @@ static bool restores_route(restores *r, restore_request *request, uint64_t now_u
     restores_claim *claim = xmalloc(sizeof *claim);
     claim->r = r;
     if (mailbox_directory_claim(r->context.redis, r->context.cluster_name, request->entity_id,
-                                r->context.self->process_id, at_least, false, restores_on_claimed, claim) != 0) {
+                                r->context.self->process_id, at_least, false, request->recreate, restores_on_claimed,
+                                claim) != 0) {
         free(claim);
         return false; /* Redis is out of reach: next tick */
     }
