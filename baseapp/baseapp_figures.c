@@ -100,6 +100,8 @@ static const stat_row baseapp_figure_rows[] = {
      "Reconnects sent to the baseapp holding their session"},
     {"reconnects_deferred", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(reconnects_deferred), 0,
      "Reconnects told to retry while their dead baseapp's sessions were being restored"},
+    {"handover_tokens_kept", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(handover_tokens_kept), 0,
+     "giveClientTo TokenLogins told to retry: their target was not here (its baseapp died; being restored)"},
     {"draining", "draining", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(draining), 0,
      "1 while the baseapp sends its clients away before stopping"},
     {"fenced", "fenced", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(fenced), 0,
@@ -140,6 +142,7 @@ void baseapp_figures_gather(const baseapp *app, baseapp_figures *out) {
     out->token_logins = routes->token_logins;
     out->reconnect_redirects = routes->reconnect_redirects;
     out->reconnects_deferred = routes->reconnects_deferred;
+    out->handover_tokens_kept = routes->handover_tokens_kept;
     base_backup_counters backups;
     base_backups_figures(app->backups, &backups);
     out->base_backups_sent = backups.sent;

@@ -27,7 +27,7 @@ typedef struct baseapp_figures {
     uint64_t peer_frames_in, peer_frames_out, peer_bytes_in, peer_bytes_out;
     uint64_t base_backups_sent, base_backup_bytes, base_backup_us, base_backups_held, bases_restored,
         bases_restore_failed, base_backups_dropped;
-    uint64_t reconnect_redirects, reconnects_deferred;
+    uint64_t reconnect_redirects, reconnects_deferred, handover_tokens_kept;
 } baseapp_figures;
 
 /* Reads every figure from the process's modules. It takes the whole

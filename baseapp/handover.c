@@ -43,6 +43,8 @@ typedef struct handover_pending {
     uint64_t request;
     entity_handle source;
     uint64_t target_id;
+    uint64_t baseapp_id; /* the target's, once located (0: not yet) */
+    uint64_t offered_us; /* monotonic */
 } handover_pending;
 
 handovers *handovers_create(const handovers_context *context) {
@@ -101,6 +103,7 @@ static void handover_on_located(uint64_t target_id, uint64_t baseapp_id, void *c
     offer.source_id = source ? source->base->entity_id : 0;
     offer.target_id = target_id;
     offer.account = source ? source->account : "";
+    pending->baseapp_id = baseapp_id;
     if (!source || peer_send_handover_offer(set->context.peers, baseapp_id, &offer) != 0) {
         id_map_remove(&set->pending, pending->request);
         handover_refused(set, source, target_id, "the target's baseapp is not reachable");
@@ -124,6 +127,7 @@ int handover_give_client_to_entity(handovers *set, base_entity *from, uint64_t t
     pending->request = ++set->next_request;
     pending->source = from->handle;
     pending->target_id = target_id;
+    pending->offered_us = clock_monotonic_us();
     handover_locating *locating = xcalloc(1, sizeof *locating);
     locating->set = set;
     locating->request = pending->request;
@@ -238,4 +242,41 @@ void handover_on_answer(handovers *set, const Tessera__Cluster__HandoverAnswer *
     }
     proxy_send_client_away(set->context.players, source->base, target_id, answer->host ? answer->host : "",
                            (int)answer->port, answer->token ? answer->token : "");
+}
+
+/* Refuses every handover waiting for an answer that `gives_up` picks. */
+static void handovers_give_up(handovers *set, bool (*gives_up)(const handover_pending *, uint64_t), uint64_t value,
+                              const char *rule) {
+    size_t cursor = 0;
+    uint64_t request;
+    void *entry;
+    while (id_map_next(&set->pending, &cursor, &request, &entry)) {
+        handover_pending *pending = entry;
+        if (!gives_up(pending, value)) continue;
+        id_map_remove(&set->pending, request);
+        proxy *source = handover_source(set, pending->source);
+        handover_refused(set, source, pending->target_id, rule);
+        if (source) source->handover_pending = false;
+        free(pending);
+        cursor = 0; /* the map changed under the walk */
+    }
+}
+
+static bool handover_offered_to(const handover_pending *pending, uint64_t baseapp_id) {
+    return pending->baseapp_id == baseapp_id;
+}
+
+static bool handover_waited_since(const handover_pending *pending, uint64_t deadline_us) {
+    return pending->baseapp_id && pending->offered_us < deadline_us;
+}
+
+void handovers_on_baseapp_dead(handovers *set, uint64_t baseapp_id) {
+    if (baseapp_id) handovers_give_up(set, handover_offered_to, baseapp_id, "the target's baseapp died");
+}
+
+void handovers_sweep(handovers *set) {
+    if (id_map_count(&set->pending) == 0) return;
+    uint64_t now_us = clock_monotonic_us(), wait_us = (uint64_t)HANDOVER_ANSWER_WAIT_MS * 1000u;
+    if (now_us < wait_us) return;
+    handovers_give_up(set, handover_waited_since, now_us - wait_us, "the target's baseapp did not answer");
 }

@@ -49,5 +49,16 @@ int handover_give_client_to_entity(handovers *set, base_entity *from, uint64_t t
 void handover_on_offer(handovers *set, uint64_t sender, const Tessera__Cluster__HandoverOffer *offer);
 /* A HandoverAnswer (the source's side). */
 void handover_on_answer(handovers *set, const Tessera__Cluster__HandoverAnswer *answer);
+/* Baseapp `baseapp_id` was declared dead: the handovers offered to it and
+ * not answered are refused ("the target's baseapp died"); their clients
+ * stay with their sources. */
+void handovers_on_baseapp_dead(handovers *set, uint64_t baseapp_id);
+/* Handovers unanswered for HANDOVER_ANSWER_WAIT_MS (a target's baseapp
+ * that is stalled, or lost the offer) are refused the same way; a late
+ * answer finds nothing and the target's reservation lapses. */
+void handovers_sweep(handovers *set);
+
+/* How long an offer waits for its answer. */
+#define HANDOVER_ANSWER_WAIT_MS 5000
 
 #endif

@@ -191,6 +191,7 @@ int login_route_hand_off(login_routes *routes, client_link *link, const char *re
 typedef struct login_route_lookup {
     login_routes *routes;
     entity_handle link_handle;
+    char token[65]; /* a TokenLogin's token (empty for other lookups) */
 } login_route_lookup;
 
 /* Plays here, or on the least-loaded baseapp. */
@@ -332,11 +333,34 @@ size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], 
 
 /* ---- token logins ---------------------------------------------------------------- */
 
+/* A handover's token for a target that is not here: its baseapp died
+ * after it accepted the client (the client could not reach it, and came
+ * to another of the baseapps its login reply named), and the target is
+ * being restored on the holder of its backup -- perhaps this one, in a
+ * moment. The token is put back, good for redirect_token_ms again, and
+ * the client told to try again shortly; once the target is restored its
+ * TokenLogin at the right baseapp takes it. A target that is gone for good
+ * lets the token lapse: then ERROR_SESSION_EXPIRED. */
+static void login_route_keep_handover_token(login_routes *routes, client_link *link, const char *token,
+                                            const char *value, uint64_t target_id) {
+    char key[REDIS_KEY_MAX], ttl[24];
+    redis_key_login_token(key, routes->context.settings->process.cluster_name, token);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)routes->context.settings->redirect_token_ms);
+    redis_client_command(routes->context.redis, NULL, NULL, "SET %s %s PX %s", key, value, ttl);
+    routes->counters.handover_tokens_kept++;
+    client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_ROUTE_RESTORE_RETRY_MS,
+                           "the entity you were handed to (%" PRIu64 ") is not on this baseapp: its baseapp may "
+                           "have died and it is being restored; try again shortly",
+                           target_id);
+}
+
 static void login_route_on_token(redis_client *redis, redisReply *reply, void *user_data) {
     login_route_lookup *lookup = user_data;
     (void)redis;
     login_routes *routes = lookup->routes;
     client_link *link = client_links_get(routes->context.links, lookup->link_handle);
+    char token[sizeof lookup->token];
+    memcpy(token, lookup->token, sizeof token);
     free(lookup);
     if (!link || link->state != CLIENT_LINK_AUTHENTICATING) return;
     if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
@@ -348,6 +372,10 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
         char *end;
         uint64_t target_id = strtoull(reply->str + 9, &end, 10);
         if (*end == ':' && strcmp(end + 1, link->account) == 0 && target_id) {
+            if (!proxy_handover_target_here(routes->context.players, target_id)) {
+                login_route_keep_handover_token(routes, link, token, reply->str, target_id);
+                return;
+            }
             routes->counters.token_logins++;
             link->redirected = true;
             proxy_take_handover(routes->context.players, link, target_id);
@@ -377,6 +405,7 @@ void login_route_token_login(login_routes *routes, client_link *link, const char
     login_route_lookup *lookup = xcalloc(1, sizeof *lookup);
     lookup->routes = routes;
     lookup->link_handle = link->handle;
+    snprintf(lookup->token, sizeof lookup->token, "%s", token);
     char key[REDIS_KEY_MAX];
     redis_key_login_token(key, routes->context.settings->process.cluster_name, token);
     if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "GETDEL %s", key) != 0) {

@@ -160,6 +160,7 @@ static void baseapp_on_sweep_timer(uv_timer_t *timer) {
     client_links_sweep(app->links);
     proxies_sweep(app->players);
     base_life_sweep(app->life);
+    handovers_sweep(app->handovers);
     base_game_tick(app->game);
     cell_links_sweep(app->cells);
     mailbox_sweep(app->mailbox, now / 1000);

@@ -122,6 +122,7 @@ void peer_dispatch_on_peer_dead(peer_set *set, uint64_t process_id, peer_role ro
     if (role == PEER_ROLE_BASEAPP) {
         /* Its bases whose backups are held here come back here. */
         base_backups_on_baseapp_dead(app->backups, process_id);
+        handovers_on_baseapp_dead(app->handovers, process_id);
         return;
     }
     if (role != PEER_ROLE_CELLAPP) return;

@@ -669,6 +669,11 @@ void proxy_send_client_away(proxies *set, base_entity *from, uint64_t target_id,
               source->account, target_id, host, port);
 }
 
+bool proxy_handover_target_here(const proxies *set, uint64_t target_id) {
+    const base_entity *target = base_entities_find(set->context.bases, target_id);
+    return target && target->state != BASE_ENTITY_DESTROYING;
+}
+
 void proxy_take_handover(proxies *set, client_link *link, uint64_t target_id) {
     base_entity *target = base_entities_find(set->context.bases, target_id);
     bool has_client = target && target->proxy && target->proxy->link;

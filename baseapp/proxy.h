@@ -144,6 +144,9 @@ void proxy_login_here(proxies *set, client_link *link);
 void proxy_reconnect(proxies *set, client_link *link, const char *token);
 /* A TokenLogin of a handover: the link becomes target_id's client. */
 void proxy_take_handover(proxies *set, client_link *link, uint64_t target_id);
+/* Whether base `target_id` is here, live or still having its cell part
+ * made (a restored one), to take a handover's client. */
+bool proxy_handover_target_here(const proxies *set, uint64_t target_id);
 /* A client's move, relayed to its cell. */
 void proxy_on_client_move(proxies *set, client_link *link, const Tessera__Client__Move *move);
 /* A client's EntityCall: base methods are checked and run here, cell
