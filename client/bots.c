@@ -219,12 +219,16 @@ typedef struct bot {
      * indices into run->addresses. */
     uint16_t baseapps[TESSERA_CLIENT_MAX_BASEAPPS]; /* the last login reply's other baseapps */
     uint8_t baseapp_count;
-    uint16_t address;         /* the baseapp its client was on at its last login reply */
-    bool server_error;        /* the server sent an Error on this connection: its end is not a loss */
-    bool handing_off;         /* sent to another baseapp while in the world, not in it again yet */
-    bool recovering;          /* lost its baseapp: reconnecting, neither walking nor calling */
-    bool dropped;             /* gave up recovering: it does nothing more this run */
-    bool session_expired;     /* the last attempt was answered ERROR_SESSION_EXPIRED */
+    uint16_t address;     /* the baseapp its client was on at its last login reply */
+    bool server_error;    /* the server sent an Error on this connection: its end is not a loss */
+    bool handing_off;     /* sent to another baseapp while in the world, not in it again yet */
+    bool recovering;      /* lost its baseapp: reconnecting, neither walking nor calling */
+    bool dropped;         /* gave up recovering: it does nothing more this run */
+    bool session_expired; /* the last attempt was answered ERROR_SESSION_EXPIRED */
+    /* A hand-off's one-time token whose baseapp could not be dialled (it
+     * died after accepting the client): the recovery's attempts are
+     * TokenLogins with it, at the other baseapps, until one takes it. */
+    char handover_token[TESSERA_CLIENT_SESSION_TOKEN_MAX + 1];
     uint32_t retry_ms;        /* the wait before the next attempt, from the last one's Error (0: the default) */
     uint32_t recover_tries;   /* Reconnects sent since the loss: the next candidate is this one, round */
     uint64_t lost_at_ms;      /* uv_now when the baseapp went */
@@ -927,6 +931,7 @@ static void bots_enter_world(bot *b, const tessera_client_login_info *info) {
     }
     b->ever_in_world = true;
     b->handing_off = false;
+    memset(b->handover_token, 0, sizeof b->handover_token);
     b->in_world = 1;
     b->in_world_at_ms = uv_now(&run->loop) - run->start_ms;
     b->entity_id = info->entity_id;
@@ -1285,6 +1290,8 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
      * or the baseapp a hand-off sent it to cannot be reached), with no
      * Error to say it meant to: the bot comes back by itself. */
     bool server_gone = cause == TESSERA_CLIENT_CLOSED_DISCONNECTED || cause == TESSERA_CLIENT_CLOSED_CONNECT_FAILED;
+    if (b->handing_off && cause == TESSERA_CLIENT_CLOSED_CONNECT_FAILED)
+        snprintf(b->handover_token, sizeof b->handover_token, "%s", tessera_client_redirect_token(client));
     if ((was_in_world || b->handing_off) && server_gone && !b->server_error) {
         bots_start_recovery(b, reason);
         return;
@@ -1334,7 +1341,8 @@ static const tessera_client_callbacks bots_client_callbacks = {
 
 /* A new client for the bot, dialling host:port: a reconnect with its
  * session token when it dropped its connection (--reconnect-at) or lost
- * its baseapp, else a login with the password. */
+ * its baseapp (a TokenLogin when it lost the baseapp a hand-off sent it
+ * to), else a login with the password. */
 static void bots_launch(bots_run *run, bot *b, const char *host, int port) {
     char name[64], account[80];
     b->client = tessera_client_create(&run->loop, &bots_client_callbacks, b);
@@ -1345,8 +1353,9 @@ static void bots_launch(bots_run *run, bot *b, const char *host, int port) {
     /* The prefix and password were checked against the SDK's limits when
      * the options were parsed, and a session token is the SDK's own, so
      * neither request can be refused here. */
-    int rc = b->reconnecting || b->recovering ? tessera_client_reconnect(b->client, account, b->session_token)
-                                              : tessera_client_login(b->client, account, run->options.password);
+    int rc = b->recovering && b->handover_token[0] ? tessera_client_token_login(b->client, account, b->handover_token)
+             : b->reconnecting || b->recovering    ? tessera_client_reconnect(b->client, account, b->session_token)
+                                                   : tessera_client_login(b->client, account, run->options.password);
     b->reconnecting = false;
     if (rc != 0) log_panic("login request refused for account '%s'", account);
     if (tessera_client_connect(b->client, host, port) != 0) {

@@ -539,8 +539,11 @@ static void tessera_client__finish(tessera_client *client, const char *reason) {
     client->state = TESSERA_CLIENT_CLOSED;
     client->ch = NULL;
     if (client->callbacks.on_closed) client->callbacks.on_closed(client, cause, client->close_reason);
-    /* A reconnect that got no answer still holds its session token. */
+    /* A reconnect that got no answer still holds its session token, and a
+     * redirect that could not be dialled its one-time token
+     * (tessera_client_redirect_token, read in on_closed). */
     memset(client->session_token, 0, sizeof client->session_token);
+    memset(client->login_token, 0, sizeof client->login_token);
 
     tessera_client__free_world(client);
     tessera_client__list_close(&client->frame.entered);
@@ -1984,31 +1987,41 @@ static int tessera_client__valid_account(const char *account) {
     return 1;
 }
 
-int tessera_client_login(tessera_client *client, const char *account, const char *password) {
+/* Keeps one login request -- the account and its credential (`secret`,
+ * 1..max_length bytes, copied into `slot`, a buffer of max_length + 1) --
+ * and sends it once the hello exchange is done. Returns 0, or -1 as
+ * tessera_client_login says. */
+static int tessera_client__request_login(tessera_client *client, const char *account, const char *secret, char *slot,
+                                         size_t max_length) {
     if (client->login_requested || !tessera_client__is_open(client)) return -1;
-    if (!account || !password || !tessera_client__valid_account(account)) return -1;
-    size_t password_length = strlen(password);
-    if (password_length == 0 || password_length > TESSERA_CLIENT_PASSWORD_MAX) return -1;
+    if (!account || !secret || !tessera_client__valid_account(account)) return -1;
+    size_t length = strlen(secret);
+    if (length == 0 || length > max_length) return -1;
     snprintf(client->account, sizeof client->account, "%s", account);
-    snprintf(client->password, sizeof client->password, "%s", password);
+    snprintf(slot, max_length + 1, "%s", secret);
     client->login_requested = 1;
     if (client->state == TESSERA_CLIENT_AWAITING_LOGIN) tessera_client__send_login(client);
     return 0;
+}
+
+int tessera_client_login(tessera_client *client, const char *account, const char *password) {
+    return tessera_client__request_login(client, account, password, client->password, TESSERA_CLIENT_PASSWORD_MAX);
 }
 
 int tessera_client_reconnect(tessera_client *client, const char *account, const char *session_token) {
-    if (client->login_requested || !tessera_client__is_open(client)) return -1;
-    if (!account || !session_token || !tessera_client__valid_account(account)) return -1;
-    size_t token_length = strlen(session_token);
-    if (token_length == 0 || token_length > TESSERA_CLIENT_SESSION_TOKEN_MAX) return -1;
-    snprintf(client->account, sizeof client->account, "%s", account);
-    snprintf(client->session_token, sizeof client->session_token, "%s", session_token);
-    client->login_requested = 1;
-    if (client->state == TESSERA_CLIENT_AWAITING_LOGIN) tessera_client__send_login(client);
-    return 0;
+    return tessera_client__request_login(client, account, session_token, client->session_token,
+                                         TESSERA_CLIENT_SESSION_TOKEN_MAX);
+}
+
+int tessera_client_token_login(tessera_client *client, const char *account, const char *token) {
+    return tessera_client__request_login(client, account, token, client->login_token, TESSERA_CLIENT_SESSION_TOKEN_MAX);
 }
 
 /* ---- queries -------------------------------------------------------------- */
+
+const char *tessera_client_redirect_token(const tessera_client *client) {
+    return client->state == TESSERA_CLIENT_CLOSED && !client->connected ? client->login_token : "";
+}
 
 tessera_client_state tessera_client_get_state(const tessera_client *client) { return tessera_client__state(client); }
 void *tessera_client_user_data(const tessera_client *client) { return client->user_data; }

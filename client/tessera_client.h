@@ -372,6 +372,25 @@ int tessera_client_login(tessera_client *client, const char *account, const char
  * tessera_client_login; the token must be 1..64 characters. */
 int tessera_client_reconnect(tessera_client *client, const char *account, const char *session_token);
 
+/* Instead of tessera_client_login: a TokenLogin with the one-time token of
+ * a redirect that could not be followed (tessera_client_redirect_token).
+ * A giveClientTo across baseapps sends the client, with such a token, to
+ * the baseapp of the entity it is given to; if that baseapp died before
+ * the client got there, the entity is restored on another baseapp, and
+ * the token is good there. A baseapp that does not hold the entity (yet)
+ * answers ERROR_UNAVAILABLE with retry_after_ms and keeps the token: try
+ * again, there or at another of tessera_client_login_info.baseapps. Once
+ * the token lapses (redirect_token_ms) the answer is
+ * ERROR_SESSION_EXPIRED. Same rules and returns as tessera_client_login;
+ * the token must be 1..64 characters. */
+int tessera_client_token_login(tessera_client *client, const char *account, const char *token);
+
+/* In on_closed with TESSERA_CLIENT_CLOSED_CONNECT_FAILED: the one-time
+ * token of the redirect whose baseapp could not be dialled, for
+ * tessera_client_token_login on a new client; "" otherwise. Wiped when
+ * on_closed returns. */
+const char *tessera_client_redirect_token(const tessera_client *client);
+
 /* Sends the player's position (metres) and yaw (radians) with the next
  * sequence number. Only IN_WORLD. Returns 0, or -1 if not in the world, a
  * number is not finite (nothing sent), or the connection is failing (it
