@@ -37,6 +37,16 @@ def post(port, path):
         return e.code, e.read().decode()
 
 
+def token_login(addr, account, token):
+    """Connects, says hello and sends a TokenLogin; returns (socket, the
+    login_reply or error dict)."""
+    s = harness.connect(addr)
+    s.sendall(frame(harness.msg_hello()))
+    harness.read_until(s, "hello")
+    s.sendall(frame(harness.field_message(6, harness.field_string(1, account) + harness.field_string(2, token))))
+    return s, harness.read_until(s, {"login_reply", "error"}, timeout=10.0)
+
+
 def read_kinds(sock, until, timeout=10.0):
     """The kinds of the messages read until one of kind `until` (included)."""
     kinds = []
@@ -201,18 +211,97 @@ class Handover(unittest.TestCase):
             self.assertEqual([m["entity_id"] for m in destroyed], [bob], kinds)
             self.assertEqual(redirect[:2], first)
             b_sock.close()
-            t = harness.connect(first)
-            t.sendall(frame(harness.msg_hello()))
-            harness.read_until(t, "hello")
-            t.sendall(frame(harness.field_message(6, harness.field_string(1, "bob") +
-                                                  harness.field_string(2, redirect[2]))))
-            reply = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
+            t, reply = token_login(first, "bob", redirect[2])
             self.assertEqual(reply and reply["kind"], "login_reply", reply)
             self.assertEqual(reply["entity_id"], alice)
             self.assertIsNotNone(harness.read_until(t, "view", timeout=5.0))
             for s in (t, c_sock, d_sock):
                 s.close()
             self.assertTrue(cluster.all_alive())
+
+
+    # ---- a baseapp killed or stopped during a giveClientTo across baseapps ----
+
+    ACROSS_SETTINGS = ["baseapp.client_detached_grace_ms=30000", "baseapp.login_redirect=false"]
+
+    def across_baseapps(self, cluster):
+        """alice's entity waits without a client on baseapp-1, bob plays on
+        baseapp-2. Returns (alice id, bob id, bob's socket, baseapp-2's
+        admin port)."""
+        first, second = cluster.baseapps
+        a_sock, a = harness.login(first, "alice", "pw-alice")
+        b_sock, b = harness.login(second, "bob", "pw-bob")
+        a_sock.close()
+        harness.wait_for(lambda: "disconnected" in cluster.log("baseapp-1"), 5.0, "alice's client gone")
+        time.sleep(2.5)  # alice's base backed up to baseapp-2 at least twice
+        port2 = int(cluster.registry_hash("baseapp-2")["admin_port"])
+        return a["entity_id"], b["entity_id"], b_sock, port2
+
+    def test_target_baseapp_killed_after_it_accepted(self):
+        """The target's baseapp accepts bob's client and dies before the
+        client gets there. Alice's base is restored on baseapp-2 from its
+        backup; bob's TokenLogin there is told to retry until it is, and then
+        takes alice: no password again."""
+        with harness.Cluster(baseapps=2, cellapps=1, extra_set=self.ACROSS_SETTINGS, timeout=60) as cluster:
+            alice, bob, b_sock, port2 = self.across_baseapps(cluster)
+            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            self.assertEqual(status, 202)
+            redirect = None
+            while redirect is None:
+                body = harness.read_frame(b_sock, 10.0)
+                self.assertIsNotNone(body, "bob's connection closed before a redirect")
+                number, _wt, inner = harness.parse_fields(body)[0]
+                if number == 11:
+                    f = harness.parse_fields(inner)
+                    redirect = (harness._first(f, 2, 0), (harness._first(f, 3, b"") or b"").decode())
+            self.assertEqual(redirect[0], cluster.baseapps[0][1])
+            cluster.kill("baseapp-1", "KILL")
+            b_sock.close()
+            answers = []
+            deadline = time.monotonic() + 20
+            while True:
+                t, reply = token_login(cluster.baseapps[1], "bob", redirect[1])
+                answers.append(reply and (reply["kind"], reply.get("code"), reply.get("retry_after_ms")))
+                if reply and reply["kind"] == "login_reply":
+                    break
+                t.close()
+                self.assertTrue(reply and reply["kind"] == "error" and reply["code"] == 7 and
+                                reply["retry_after_ms"] > 0, answers)
+                self.assertLess(time.monotonic(), deadline, answers)
+                time.sleep(reply["retry_after_ms"] / 1000.0)
+            self.assertEqual(reply["entity_id"], alice, answers)
+            self.assertIsNotNone(harness.read_until(t, "view", timeout=10.0))
+            t.close()
+            harness.log("bob's TokenLogin answers on baseapp-2: %r" % answers)
+            self.assertIn("restored in", cluster.log("baseapp-2"))
+            # The token is spent now: good once.
+            t, reply = token_login(cluster.baseapps[1], "bob", redirect[1])
+            self.assertEqual((reply["kind"], reply["code"]), ("error", 17), reply)
+            t.close()
+            self.assertTrue(cluster.alive("baseapp-2") and cluster.alive("cellapp-1"))
+
+    def test_target_baseapp_stopped_before_it_answered(self):
+        """The target's baseapp is stopped before it answers the offer: once
+        it is declared dead the handover is refused, and bob's client stays
+        with bob, in the world."""
+        with harness.Cluster(baseapps=2, cellapps=1, extra_set=self.ACROSS_SETTINGS, timeout=60) as cluster:
+            alice, bob, b_sock, port2 = self.across_baseapps(cluster)
+            old_id = cluster.registry_id("baseapp-1")
+            cluster.kill("baseapp-1", "STOP")
+            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            self.assertEqual(status, 202)
+            harness.wait_for(lambda: "refused: the target's baseapp died" in cluster.log("baseapp-2") or
+                             "refused: the target's baseapp did not answer" in cluster.log("baseapp-2"),
+                             20, "the handover refused")
+            # Bob plays on: its view still streams, and a second handover
+            # may be asked (the first is not pending forever).
+            self.assertIsNotNone(harness.read_until(b_sock, "view", timeout=5.0))
+            status, text = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            self.assertNotIn("handing its client over already", text)
+            cluster.kill("baseapp-1", "CONT")
+            cluster.wait_rejoined("baseapp-1", old_id)
+            b_sock.close()
+            self.assertTrue(cluster.alive("baseapp-2"))
 
 
 if __name__ == "__main__":
