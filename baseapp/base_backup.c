@@ -33,7 +33,8 @@ typedef struct base_backup_held {
 
 struct base_backups {
     base_backups_context context;
-    id_map held; /* entity id -> base_backup_held * */
+    id_map held;       /* entity id -> base_backup_held * */
+    id_map last_heard; /* origin baseapp id -> when its last backups came (monotonic us, as a pointer) */
     uint32_t cursor;
     uint64_t last_tick_us;
     uint64_t last_expiry_us;
@@ -48,6 +49,7 @@ base_backups *base_backups_create(const base_backups_context *context) {
     base_backups *backups = xcalloc(1, sizeof *backups);
     backups->context = *context;
     id_map_init(&backups->held);
+    id_map_init(&backups->last_heard);
     return backups;
 }
 
@@ -64,6 +66,7 @@ void base_backups_free(base_backups *backups) {
     void *value;
     while (id_map_next(&backups->held, &cursor, &key, &value)) base_backup_held_free(value);
     id_map_close(&backups->held);
+    id_map_close(&backups->last_heard);
     free(backups->drops);
     free(backups);
 }
@@ -245,9 +248,12 @@ static void base_backups_send_drops(base_backups *backups) {
     backups->drop_count = 0;
 }
 
-/* Held backups whose baseapp is alive and sending but has not refreshed
- * them for BASE_BACKUP_STALE_PERIODS periods, and those of a baseapp that
- * left the registry (stopped and handed its work over), are forgotten. */
+/* Held backups whose baseapp is alive and sending (it sent backups within
+ * the last period) but has not refreshed them for BASE_BACKUP_STALE_PERIODS
+ * periods, and those of a baseapp that left the registry (stopped and
+ * handed its work over), are forgotten. A baseapp that sends nothing --
+ * stalled, stopped, cut off -- keeps all its backups here: they are what
+ * its bases come back from if it is declared dead. */
 static void base_backups_expire(base_backups *backups, uint64_t now_us) {
     uint64_t period_us = (uint64_t)backups->context.settings->base_backup_period_ms * 1000;
     uint64_t stale_us = BASE_BACKUP_STALE_PERIODS * (period_us ? period_us : 1000000);
@@ -260,7 +266,9 @@ static void base_backups_expire(base_backups *backups, uint64_t now_us) {
         const base_backup_held *held = value;
         peer_liveness liveness = peer_set_liveness(peers, held->origin);
         bool up = peer_set_is_up(peers, held->origin);
-        bool stale = up && liveness == PEER_LISTED && now_us - held->received_us > stale_us;
+        uint64_t heard_us = (uint64_t)(uintptr_t)id_map_get(&backups->last_heard, held->origin);
+        bool sending = heard_us && now_us - heard_us <= (period_us ? period_us : 1000000);
+        bool stale = up && sending && liveness == PEER_LISTED && now_us - held->received_us > stale_us;
         bool left = !up && liveness == PEER_GONE;
         if (!stale && !left) continue;
         expired[count++] = key;
@@ -300,6 +308,7 @@ void base_backups_on_backups(base_backups *backups, uint64_t sender, const Tesse
         held->origin = sender;
         held->received_us = now_us;
     }
+    if (message->n_backups) id_map_put(&backups->last_heard, sender, (void *)(uintptr_t)now_us);
 }
 
 void base_backups_on_drop(base_backups *backups, uint64_t sender, const Tessera__Cluster__BaseBackupDrop *message) {
@@ -314,6 +323,7 @@ void base_backups_on_drop(base_backups *backups, uint64_t sender, const Tessera_
 /* ---- restoring ----------------------------------------------------------------- */
 
 void base_backups_on_baseapp_dead(base_backups *backups, uint64_t baseapp_id) {
+    id_map_remove(&backups->last_heard, baseapp_id);
     size_t cursor = 0, count = 0;
     uint64_t key;
     void *value;
