@@ -58,9 +58,10 @@ typedef struct baseapp {
     uv_timer_t sweep_timer;      /* once a second: timeouts, graces, retries, the game's tick */
     uv_timer_t congestion_timer; /* congested clients draining */
     bool timers_running;
-    bool draining;   /* SIGTERM: no new logins; clients told to go; then stop */
-    bool fenced;     /* acting for nobody: the lease lapsed (baseapp_fence.h) */
-    uint64_t fences; /* times it fenced itself */
+    bool draining;       /* SIGTERM: no new logins; clients told to go; then stop */
+    bool fenced;         /* acting for nobody: the lease lapsed (baseapp_fence.h) */
+    uint64_t revoked_us; /* when the cluster declared it dead (monotonic; 0: never): it rejoins soon */
+    uint64_t fences;     /* times it fenced itself */
     uint64_t drain_started_us;
     uint64_t cell_messages_failed; /* messages to cell parts that could not be delivered */
     /* What the modules share. */

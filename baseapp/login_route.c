@@ -194,6 +194,22 @@ typedef struct login_route_lookup {
     char token[65]; /* a TokenLogin's token (empty for other lookups) */
 } login_route_lookup;
 
+/* Asks the session directory which baseapp holds the link's account;
+ * `answered` gets a login_route_lookup (it frees it). Returns 0, or -1
+ * when Redis is not connected (nothing asked). */
+static int login_route_ask_session(login_routes *routes, client_link *link, redis_reply_callback answered) {
+    login_route_lookup *lookup = xcalloc(1, sizeof *lookup);
+    lookup->routes = routes;
+    lookup->link_handle = link->handle;
+    char key[REDIS_KEY_MAX];
+    redis_key_session(key, routes->context.settings->process.cluster_name, link->account);
+    if (redis_client_command(routes->context.redis, answered, lookup, "GET %s", key) != 0) {
+        free(lookup);
+        return -1;
+    }
+    return 0;
+}
+
 /* Plays here, or on the least-loaded baseapp. */
 static void login_route_by_load(login_routes *routes, client_link *link) {
     const registry_peer *target =
@@ -232,15 +248,8 @@ void login_route_on_verified(login_routes *routes, client_link *link) {
         proxy_login_here(routes->context.players, link);
         return;
     }
-    login_route_lookup *lookup = xcalloc(1, sizeof *lookup);
-    lookup->routes = routes;
-    lookup->link_handle = link->handle;
-    char key[REDIS_KEY_MAX];
-    redis_key_session(key, routes->context.settings->process.cluster_name, link->account);
-    if (redis_client_command(routes->context.redis, login_route_on_session, lookup, "GET %s", key) != 0) {
-        free(lookup);
+    if (login_route_ask_session(routes, link, login_route_on_session) != 0)
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
-    }
 }
 
 /* ---- reconnects ------------------------------------------------------------------ */
@@ -412,4 +421,45 @@ void login_route_token_login(login_routes *routes, client_link *link, const char
         free(lookup);
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
     }
+}
+
+/* ---- declared dead: every client sent to its session's new home ------------------- */
+
+static void login_route_on_session_home(redis_client *redis, redisReply *reply, void *user_data) {
+    login_route_lookup *lookup = user_data;
+    (void)redis;
+    login_routes *routes = lookup->routes;
+    client_link *link = client_links_get(routes->context.links, lookup->link_handle);
+    free(lookup);
+    if (!link || link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) return;
+    uint64_t holder = reply && reply->type == REDIS_REPLY_STRING ? strtoull(reply->str, NULL, 10) : 0;
+    const registry_peer *there =
+        holder && holder != routes->context.self->process_id ? login_route_find(routes, holder) : NULL;
+    if (!there) {
+        /* Nowhere known: its connection ends, and the client finds its
+         * session through the baseapps its login reply listed. */
+        client_link_close_quietly(link, "this baseapp was declared dead; its session's new home is unknown");
+        return;
+    }
+    login_route_send_redirect(link, there, "", "this baseapp was declared dead: your session lives there now");
+    link->state = CLIENT_LINK_HANDING_OFF;
+    client_link_close_quietly(link, "declared dead: sent to its session's new home");
+}
+
+size_t login_route_send_sessions_home(login_routes *routes) {
+    size_t asked = 0;
+    uint32_t cursor = 0;
+    client_link *link;
+    while ((link = client_links_next(routes->context.links, &cursor)) != NULL) {
+        if (link->state != CLIENT_LINK_IN_WORLD && link->state != CLIENT_LINK_ENTERING) {
+            if (link->state != CLIENT_LINK_CLOSING) client_link_close_quietly(link, "this baseapp was declared dead");
+            continue;
+        }
+        if (login_route_ask_session(routes, link, login_route_on_session_home) != 0) {
+            client_link_close_quietly(link, "this baseapp was declared dead");
+            continue;
+        }
+        asked++;
+    }
+    return asked;
 }

@@ -51,6 +51,15 @@ void login_route_on_verified(login_routes *routes, client_link *link);
  * or, while that baseapp is dead and its sessions are being restored,
  * told to try again shortly (ERROR_UNAVAILABLE with retry_after_ms). */
 void login_route_reconnect(login_routes *routes, client_link *link, const char *token);
+/* The cluster declared this baseapp dead (it was stopped or cut off, and
+ * its bases were restored elsewhere): each client in the world is told
+ * where its session lives now -- the session directory names the baseapp
+ * that restored it -- with a LoginRedirect without a token (it sends its
+ * Reconnect there), and its connection closes once that is written; a
+ * client whose session's home is unknown, or that is not in the world,
+ * is disconnected. Returns the directory lookups asked (their answers
+ * come later). */
+size_t login_route_send_sessions_home(login_routes *routes);
 /* The other baseapps' client addresses ("host:port"), at most `max`, into
  * `out`; returns how many. */
 size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], size_t max);

@@ -166,9 +166,36 @@ static void baseapp_on_sweep_timer(uv_timer_t *timer) {
     mailbox_sweep(app->mailbox, now / 1000);
 }
 
+/* How long a baseapp declared dead waits for its clients' redirects to be
+ * written before it rejoins. */
+#define BASEAPP_REVOKED_FLUSH_US ((uint64_t)1000 * 1000)
+
+/* The cluster declared this baseapp dead (baseapp_fence.h): its clients are
+ * sent where their sessions live now, and once their connections have
+ * closed (or after BASEAPP_REVOKED_FLUSH_US) it rejoins as a new
+ * process. */
+static void baseapp_on_revoked(void *owner) {
+    baseapp *app = owner;
+    if (app->revoked_us) return;
+    app->revoked_us = clock_monotonic_us();
+    size_t asked = login_route_send_sessions_home(app->routes);
+    log_warn("declared dead by the cluster: %zu clients are sent to the baseapps that restored their sessions; "
+             "rejoining once they have gone",
+             asked);
+}
+
+static void baseapp_rejoin_once_sent(baseapp *app, uint64_t now_us) {
+    if (client_links_count(app->links) > 0 && now_us - app->revoked_us < BASEAPP_REVOKED_FLUSH_US) return;
+    process_runtime_rejoin(&app->runtime, "the cluster declared this process dead");
+}
+
 static void baseapp_on_congestion_timer(uv_timer_t *timer) {
     baseapp *app = timer->data;
     uint64_t now = clock_monotonic_us();
+    if (app->revoked_us) {
+        baseapp_rejoin_once_sent(app, now);
+        return;
+    }
     if (baseapp_fence_check(app, now)) return;
     proxies_check_congestion(app->players);
     base_backups_tick(app->backups, now);
@@ -393,6 +420,7 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
                 .peers = baseapp_on_peers,
                 .redis_connected = baseapp_on_redis_connected,
                 .figures = baseapp_on_figures,
+                .revoked = baseapp_on_revoked,
                 .terminate = baseapp_begin_drain,
                 .interrupt = baseapp_begin_drain,
                 .dump = baseapp_on_dump,

@@ -1024,8 +1024,10 @@ static void tessera_client__forget_view(tessera_client *client) {
 
 /* LoginRedirect: close this connection, dial host:port and log in there,
  * with the redirect's one-time token (a TokenLogin) or, for a redirect
- * without a token answering a Reconnect, with the same Reconnect (the
- * session token was kept for this). */
+ * without a token, with a Reconnect: the same one when it answers a
+ * Reconnect (the session token was kept for this), or, in the world, one
+ * with the session token of the last login reply (the baseapp was
+ * declared dead and its session lives there now). */
 static void tessera_client__on_login_redirect(tessera_client *client, const Tessera__Client__LoginRedirect *redirect) {
     bool in_world = client->state == TESSERA_CLIENT_IN_WORLD;
     if ((client->state != TESSERA_CLIENT_LOGIN_SENT && !in_world) || !client->ch) {
@@ -1036,6 +1038,8 @@ static void tessera_client__on_login_redirect(tessera_client *client, const Tess
     size_t token_length = redirect->token ? strlen(redirect->token) : 0;
     bool reconnect_on = token_length == 0 && client->state == TESSERA_CLIENT_LOGIN_SENT &&
                         client->login_sent == TESSERA_CLIENT__LOGIN_RECONNECT && client->session_token[0];
+    bool session_moved = token_length == 0 && in_world && client->login.session_token[0];
+    if (session_moved) reconnect_on = true;
     if (!tessera_client__ip_literal(host) || strlen(host) >= sizeof client->redirect_host || redirect->port < 1 ||
         redirect->port > 65535 || (token_length < 1 && !reconnect_on) ||
         token_length > TESSERA_CLIENT_SESSION_TOKEN_MAX) {
@@ -1050,6 +1054,7 @@ static void tessera_client__on_login_redirect(tessera_client *client, const Tess
         tessera_client__forget_view(client);
         if (!tessera_client__is_open(client)) return;
     }
+    if (session_moved) snprintf(client->session_token, sizeof client->session_token, "%s", client->login.session_token);
     snprintf(client->redirect_host, sizeof client->redirect_host, "%s", host);
     client->redirect_port = (int)redirect->port;
     /* Without a token login_token stays empty, and the next login sent is

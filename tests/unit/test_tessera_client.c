@@ -125,6 +125,7 @@ typedef struct seen {
     int logged_in, enters, leaves, moves, changes, calls, frames_begun, frames_ended, closed;
     tessera_client_close_cause cause;
     char reason[192];
+    char redirect_token[80]; /* tessera_client_redirect_token inside on_closed */
     uint64_t last_leave;
     uint64_t last_stamp;
     entity_state_mask last_changed;
@@ -271,6 +272,7 @@ static void on_closed(tessera_client *client, tessera_client_close_cause cause, 
     s->closed++;
     s->cause = cause;
     snprintf(s->reason, sizeof s->reason, "%s", reason);
+    snprintf(s->redirect_token, sizeof s->redirect_token, "%s", tessera_client_redirect_token(client));
 }
 
 static const tessera_client_callbacks callbacks = {
@@ -1314,8 +1316,8 @@ typedef struct fake_baseapp {
     channel *channels[FAKE_MAX_CHANNELS]; /* open ones; NULL once closed */
     bool stopped;                         /* fake_stop ran */
     int connections;
-    int hellos, logins, reconnects; /* messages received */
-    char account[80], token[80];    /* of the last Reconnect */
+    int hellos, logins, reconnects, token_logins; /* messages received */
+    char account[80], token[80];                  /* of the last Reconnect or TokenLogin */
 } fake_baseapp;
 
 static void fake_on_frame(channel *ch, const uint8_t *frame, size_t length) {
@@ -1365,6 +1367,13 @@ static void fake_on_frame(channel *ch, const uint8_t *frame, size_t length) {
                 pack_login_with(fake->fx, MAX_ALIASES, PRECISION, others, 2, reconnect);
                 assert_int_equal(channel_send(ch, fake->fx->frame, fake->fx->frame_length), 0);
             }
+            break;
+        case TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN:
+            fake->token_logins++;
+            snprintf(fake->account, sizeof fake->account, "%s", message->token_login->account);
+            snprintf(fake->token, sizeof fake->token, "%s", message->token_login->token);
+            pack_login_with(fake->fx, MAX_ALIASES, PRECISION, NULL, 0, false);
+            assert_int_equal(channel_send(ch, fake->fx->frame, fake->fx->frame_length), 0);
             break;
         default:
             fail_msg("the fake baseapp got an unexpected message (body %d)", (int)message->body_case);
@@ -1489,6 +1498,101 @@ static void test_reconnect_follows_redirect_without_token(void **state) {
     assert_int_equal(stats.password_logins, 0);
 }
 
+/* Sends a LoginRedirect from the fake's first connection. */
+static void fake_redirect(fake_baseapp *fake, int port, const char *token) {
+    Tessera__Client__LoginRedirect redirect = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
+    redirect.host = "127.0.0.1";
+    redirect.port = (uint32_t)port;
+    redirect.token = (char *)token;
+    redirect.reason = "go there";
+    Tessera__Client__ServerToClient answer = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    answer.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REDIRECT;
+    answer.login_redirect = &redirect;
+    assert_non_null(fake->channels[0]);
+    assert_int_equal(channel_send_message(fake->channels[0], &answer.base), 0);
+}
+
+/* Runs the loop until `done` holds or the client closed, within 5 s. */
+static void run_until(fixture *fx, bool (*done)(const fixture *, const fake_baseapp *), const fake_baseapp *fake) {
+    uint64_t deadline = uv_now(&fx->loop) + 5000;
+    while (!fx->seen.closed && !done(fx, fake) && uv_now(&fx->loop) < deadline) {
+        uv_update_time(&fx->loop);
+        uv_run(&fx->loop, UV_RUN_NOWAIT);
+    }
+}
+
+static bool back_in_world_at(const fixture *fx, const fake_baseapp *holder) {
+    return holder->reconnects == 1 && tessera_client_get_state(fx->client) == TESSERA_CLIENT_IN_WORLD;
+}
+
+/* In the world, a LoginRedirect without a token: the baseapp was declared
+ * dead and the player's session lives at the address named. The SDK sends
+ * a Reconnect there with the session token of its login reply. */
+static void test_in_world_redirect_without_token_reconnects(void **state) {
+    fixture *fx = *state;
+    fake_baseapp *dead = fake_start(fx, FAKE_LOGIN_REPLY);
+    fake_baseapp *holder = fake_start(fx, FAKE_LOGIN_REPLY);
+    assert_int_equal(tessera_client_login(fx->client, "alice", "password"), 0);
+    assert_int_equal(tessera_client_connect(fx->client, "127.0.0.1", dead->port), 0);
+    run_until_settled(fx);
+    assert_int_equal(tessera_client_get_state(fx->client), TESSERA_CLIENT_IN_WORLD);
+
+    fake_redirect(dead, holder->port, "");
+    run_until(fx, back_in_world_at, holder);
+    assert_int_equal(fx->seen.closed, 0);
+    assert_int_equal(fx->seen.redirected, 1);
+    assert_int_equal(holder->reconnects, 1);
+    assert_int_equal(holder->logins, 0);
+    assert_string_equal(holder->account, "alice");
+    assert_string_equal(holder->token, "fresh0token");
+    assert_true(tessera_client_login_info_get(fx->client)->reconnected);
+}
+
+static bool never(const fixture *fx, const fake_baseapp *fake) {
+    (void)fx;
+    (void)fake;
+    return false;
+}
+
+static bool token_login_answered(const fixture *fx, const fake_baseapp *fake) {
+    return fake->token_logins == 1 && tessera_client_get_state(fx->client) == TESSERA_CLIENT_IN_WORLD;
+}
+
+/* A redirect with a token to a baseapp that cannot be dialled (it died
+ * after accepting the client): on_closed can read the token, and a new
+ * client shows it elsewhere with tessera_client_token_login. */
+static void test_undialled_redirect_keeps_its_token(void **state) {
+    fixture *fx = *state;
+    fake_baseapp *first = fake_start(fx, FAKE_LOGIN_REPLY);
+    fake_baseapp *gone = fake_start(fx, FAKE_LOGIN_REPLY);
+    int gone_port = gone->port;
+    fake_stop(gone); /* nothing listens there any more */
+    assert_int_equal(tessera_client_login(fx->client, "alice", "password"), 0);
+    assert_int_equal(tessera_client_connect(fx->client, "127.0.0.1", first->port), 0);
+    run_until_settled(fx);
+    fake_redirect(first, gone_port, "handover0token");
+    run_until(fx, never, first);
+    assert_int_equal(fx->seen.closed, 1);
+    assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_CONNECT_FAILED);
+    assert_string_equal(fx->seen.redirect_token, "handover0token");
+
+    /* Elsewhere, on a new client. */
+    fake_baseapp *survivor = fake_start(fx, FAKE_LOGIN_REPLY);
+    memset(&fx->seen, 0, sizeof fx->seen);
+    fx->client = tessera_client_create(&fx->loop, &callbacks, &fx->seen);
+    assert_non_null(fx->client);
+    assert_int_equal(tessera_client_token_login(fx->client, "alice", ""), -1);
+    assert_int_equal(tessera_client_token_login(fx->client, "alice", "handover0token"), 0);
+    assert_int_equal(tessera_client_token_login(fx->client, "alice", "handover0token"), -1); /* one request */
+    assert_int_equal(tessera_client_connect(fx->client, "127.0.0.1", survivor->port), 0);
+    run_until(fx, token_login_answered, survivor);
+    assert_int_equal(survivor->token_logins, 1);
+    assert_string_equal(survivor->account, "alice");
+    assert_string_equal(survivor->token, "handover0token");
+    assert_int_equal(tessera_client_get_state(fx->client), TESSERA_CLIENT_IN_WORLD);
+    assert_string_equal(tessera_client_redirect_token(fx->client), "");
+}
+
 /* A token-less redirect stands for nothing when the client sent its
  * password: a protocol error, and nobody is dialled. */
 static void test_login_redirect_without_token_refused(void **state) {
@@ -1567,6 +1671,8 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_game_event_without_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_login_reply_baseapps, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_follows_redirect_without_token, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_in_world_redirect_without_token_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_undialled_redirect_keeps_its_token, setup, teardown),
         cmocka_unit_test_setup_teardown(test_login_redirect_without_token_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_redirect_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_unavailable_retry_after, setup, teardown),
