@@ -237,7 +237,7 @@ void cell_links_on_cellapp_down(cell_links *links, uint64_t cellapp_id, const ch
         if (base->state == BASE_ENTITY_CREATING_CELL && base->adopting_dead_baseapp &&
             base->adopting_cellapp == cellapp_id) {
             /* Restored from a dead baseapp, its cell part on this one. */
-            if (cell_link_restore_adopted(links, base))
+            if (cell_link_restore_adopted(links, base) || base->backup.restore_asked_us)
                 restoring++;
             else
                 without_backup++;

@@ -346,15 +346,22 @@ size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], 
  * after it accepted the client (the client could not reach it, and came
  * to another of the baseapps its login reply named), and the target is
  * being restored on the holder of its backup -- perhaps this one, in a
- * moment. The token is put back, good for redirect_token_ms again, and
- * the client told to try again shortly; once the target is restored its
- * TokenLogin at the right baseapp takes it. A target that is gone for good
- * lets the token lapse: then ERROR_SESSION_EXPIRED. */
+ * moment. The token is put back for what was left of its time (ttl_ms),
+ * and the client told to try again shortly; once the target is restored
+ * its TokenLogin at the right baseapp takes it. A target that is gone for
+ * good lets the token lapse: then ERROR_SESSION_EXPIRED. */
 static void login_route_keep_handover_token(login_routes *routes, client_link *link, const char *token,
-                                            const char *value, uint64_t target_id) {
+                                            const char *value, long long ttl_ms, uint64_t target_id) {
+    if (ttl_ms <= 0) {
+        client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
+                                 "the entity you were handed to is gone: log in again",
+                                 "handover of account '%s' to entity %" PRIu64 ": not here, and its token lapsed",
+                                 link->account, target_id);
+        return;
+    }
     char key[REDIS_KEY_MAX], ttl[24];
     redis_key_login_token(key, routes->context.settings->process.cluster_name, token);
-    snprintf(ttl, sizeof ttl, "%lld", (long long)routes->context.settings->redirect_token_ms);
+    snprintf(ttl, sizeof ttl, "%lld", ttl_ms);
     redis_client_command(routes->context.redis, NULL, NULL, "SET %s %s PX %s", key, value, ttl);
     routes->counters.handover_tokens_kept++;
     client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_ROUTE_RESTORE_RETRY_MS,
@@ -362,6 +369,14 @@ static void login_route_keep_handover_token(login_routes *routes, client_link *l
                            "have died and it is being restored; try again shortly",
                            target_id);
 }
+
+/* Takes a login token (good once): its value and the milliseconds it had
+ * left, or nil. */
+static const char LOGIN_ROUTE_TAKE_TOKEN_SCRIPT[] = "local value = redis.call('GET', KEYS[1])\n"
+                                                    "if not value then return false end\n"
+                                                    "local left = redis.call('PTTL', KEYS[1])\n"
+                                                    "redis.call('DEL', KEYS[1])\n"
+                                                    "return {value, left}\n";
 
 static void login_route_on_token(redis_client *redis, redisReply *reply, void *user_data) {
     login_route_lookup *lookup = user_data;
@@ -372,17 +387,22 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
     memcpy(token, lookup->token, sizeof token);
     free(lookup);
     if (!link || link->state != CLIENT_LINK_AUTHENTICATING) return;
-    if (!reply || (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_NIL)) {
+    /* {value, milliseconds it had left} or nil (LOGIN_ROUTE_TAKE_TOKEN_SCRIPT). */
+    bool found = reply && reply->type == REDIS_REPLY_ARRAY && reply->elements == 2 &&
+                 reply->element[0]->type == REDIS_REPLY_STRING && reply->element[1]->type == REDIS_REPLY_INTEGER;
+    if (!found && (!reply || reply->type != REDIS_REPLY_NIL)) {
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
         return;
     }
+    const char *value = found ? reply->element[0]->str : NULL;
+    long long ttl_ms = found ? reply->element[1]->integer : 0;
     /* A handover's token: "handover:<entity id>:<account>". */
-    if (reply->type == REDIS_REPLY_STRING && strncmp(reply->str, "handover:", 9) == 0) {
+    if (value && strncmp(value, "handover:", 9) == 0) {
         char *end;
-        uint64_t target_id = strtoull(reply->str + 9, &end, 10);
+        uint64_t target_id = strtoull(value + 9, &end, 10);
         if (*end == ':' && strcmp(end + 1, link->account) == 0 && target_id) {
             if (!proxy_handover_target_here(routes->context.players, target_id)) {
-                login_route_keep_handover_token(routes, link, token, reply->str, target_id);
+                login_route_keep_handover_token(routes, link, token, value, ttl_ms, target_id);
                 return;
             }
             routes->counters.token_logins++;
@@ -391,13 +411,12 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
             return;
         }
     }
-    if (reply->type == REDIS_REPLY_NIL || strcmp(reply->str, link->account) != 0) {
+    if (!value || strcmp(value, link->account) != 0) {
         client_link_count_failed_login(link);
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
                                  "that login token is spent or unknown: log in again",
                                  "token login for account '%s' refused: %s", link->account,
-                                 reply->type == REDIS_REPLY_NIL ? "no such token (spent or expired)"
-                                                                : "the token is another account's");
+                                 !value ? "no such token (spent or expired)" : "the token is another account's");
         return;
     }
     routes->counters.token_logins++;
@@ -417,7 +436,8 @@ void login_route_token_login(login_routes *routes, client_link *link, const char
     snprintf(lookup->token, sizeof lookup->token, "%s", token);
     char key[REDIS_KEY_MAX];
     redis_key_login_token(key, routes->context.settings->process.cluster_name, token);
-    if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "GETDEL %s", key) != 0) {
+    if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "EVAL %s 1 %s",
+                             LOGIN_ROUTE_TAKE_TOKEN_SCRIPT, key) != 0) {
         free(lookup);
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
     }
