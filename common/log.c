@@ -117,6 +117,26 @@ int log_parse_level(const char *text, log_level *out) {
     return -1;
 }
 
+/* Copies `text` into out (size bytes, always terminated) with every
+ * control character written as an escape (\n, \r, \t, else \xNN): a
+ * line in the text log is one line, whatever a client put in a name or a
+ * message it sent, so nothing can forge a line of its own (a newline and
+ * a fake "ERROR"), or reach the terminal as an escape sequence. */
+static void log_escape_controls(const char *text, char *out, size_t size) {
+    size_t at = 0;
+    for (const unsigned char *c = (const unsigned char *)text; *c && at + 5 < size; c++) {
+        if (*c >= 0x20 && *c != 0x7f) {
+            out[at++] = (char)*c;
+        } else if (*c == '\n' || *c == '\r' || *c == '\t') {
+            out[at++] = '\\';
+            out[at++] = *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't';
+        } else {
+            at += (size_t)snprintf(out + at, size - at, "\\x%02x", *c);
+        }
+    }
+    out[at] = '\0';
+}
+
 static void log_vwrite(const char *level_name, const char *format, va_list args) {
     struct timespec now;
     struct tm utc;
@@ -135,7 +155,9 @@ static void log_vwrite(const char *level_name, const char *format, va_list args)
     int prefix = snprintf(line, sizeof line, "%s.%03ldZ %s[%llu] %s ", stamp, now.tv_nsec / 1000000L, log_identity.role,
                           (unsigned long long)log_identity.process_id, level_name);
     if (prefix < 0 || (size_t)prefix >= sizeof line) prefix = 0;
-    vsnprintf(line + prefix, sizeof line - (size_t)prefix, format, args);
+    char message[2048];
+    vsnprintf(message, sizeof message, format, args);
+    log_escape_controls(message, line + prefix, sizeof line - (size_t)prefix);
     /* One fputs of a whole line keeps lines whole when several processes
      * share a terminal. */
     size_t length = strlen(line);

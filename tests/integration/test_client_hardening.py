@@ -5,7 +5,8 @@ real baseapp, and the other players never notice.
   - an unknown account and a wrong password get the same error, code and
     text (the log tells them apart), and take about as long: the unknown
     one is hashed like a real one;
-  - a client_name over its documented 64 bytes is refused by name;
+  - a client_name over its documented 64 bytes is refused by name, and
+    one with a newline or a terminal escape is logged escaped, on one line;
   - a frame begun and never finished is dropped after
     client_frame_timeout_ms, in the world as well as before login;
   - method calls far above client_calls_per_second are dropped and
@@ -120,6 +121,18 @@ class ClientHardening(unittest.TestCase):
         sock.sendall(frame(msg_hello(client_name="y" * 64)))
         self.assertEqual(harness.read_until(sock, {"hello", "error"}, 5)["kind"], "hello")
         self.assertIn("says it is '%s'" % ("y" * 64), self.cluster.log("baseapp-1"))
+        # A name that tries to write a line of its own into the log (a
+        # newline, a forged ERROR line, a terminal escape) is logged on its
+        # own line, its control characters escaped.
+        forged = "2026-01-01T00:00:00.000Z baseapp[9] ERROR forged"
+        sock = harness.connect(self.cluster.login)
+        self.addCleanup(sock.close)
+        sock.sendall(frame(msg_hello(client_name="z\n" + forged[:40] + "\x1b[2J")))
+        self.assertEqual(harness.read_until(sock, {"hello", "error"}, 5)["kind"], "hello")
+        log = self.cluster.log("baseapp-1")
+        self.assertIn("says it is 'z\\n%s\\x1b[2J'" % forged[:40], log)
+        self.assertFalse([line for line in log.splitlines() if line.startswith(forged[:24])], "a forged log line")
+        self.assertNotIn("\x1b", log)
 
     def check_login_reply(self, reply):
         harness.log("login reply: class %s, max frame %d B, %g calls/s, login timeout %d ms, alias cooldown %d ms"
