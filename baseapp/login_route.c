@@ -370,13 +370,19 @@ static void login_route_keep_handover_token(login_routes *routes, client_link *l
                            target_id);
 }
 
-/* Takes a login token (good once): its value and the milliseconds it had
- * left, or nil. */
-static const char LOGIN_ROUTE_TAKE_TOKEN_SCRIPT[] = "local value = redis.call('GET', KEYS[1])\n"
-                                                    "if not value then return false end\n"
-                                                    "local left = redis.call('PTTL', KEYS[1])\n"
-                                                    "redis.call('DEL', KEYS[1])\n"
-                                                    "return {value, left}\n";
+/* Takes a login token (good once) for account ARGV[1]: its value and the
+ * milliseconds it had left, or nil. A token made for another account (its
+ * value is not the account, nor ends with ":<account>", a handover's) is
+ * left where it is: the answer is its value and -1, and the caller
+ * refuses the login. */
+static const char LOGIN_ROUTE_TAKE_TOKEN_SCRIPT[] =
+    "local value = redis.call('GET', KEYS[1])\n"
+    "if not value then return false end\n"
+    "local tail = ':' .. ARGV[1]\n"
+    "if value ~= ARGV[1] and string.sub(value, -string.len(tail)) ~= tail then return {value, -1} end\n"
+    "local left = redis.call('PTTL', KEYS[1])\n"
+    "redis.call('DEL', KEYS[1])\n"
+    "return {value, left}\n";
 
 static void login_route_on_token(redis_client *redis, redisReply *reply, void *user_data) {
     login_route_lookup *lookup = user_data;
@@ -436,8 +442,8 @@ void login_route_token_login(login_routes *routes, client_link *link, const char
     snprintf(lookup->token, sizeof lookup->token, "%s", token);
     char key[REDIS_KEY_MAX];
     redis_key_login_token(key, routes->context.settings->process.cluster_name, token);
-    if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "EVAL %s 1 %s",
-                             LOGIN_ROUTE_TAKE_TOKEN_SCRIPT, key) != 0) {
+    if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "EVAL %s 1 %s %s",
+                             LOGIN_ROUTE_TAKE_TOKEN_SCRIPT, key, link->account) != 0) {
         free(lookup);
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
     }

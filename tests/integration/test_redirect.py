@@ -46,9 +46,11 @@ def decode_redirect(sock, timeout=10.0):
             return msg["kind"], msg
 
 
-def login_anywhere(addr, account, password):
+def login_anywhere(addr, account, password, intruder=None):
     """Logs in at `addr`, following one redirect; returns (socket, reply,
-    redirect fields or None)."""
+    redirect fields or None). With `intruder`, a TokenLogin of that account
+    with the redirect's token comes first: it must be refused, and must not
+    spend the token."""
     s = harness.connect(addr)
     s.sendall(frame(harness.msg_hello()))
     harness.read_until(s, "hello")
@@ -59,6 +61,15 @@ def login_anywhere(addr, account, password):
     if kind != "login_redirect":
         raise AssertionError("login %r: %s %r" % (account, kind, got))
     s.close()
+    if intruder:
+        t = harness.connect((got["host"], got["port"]))
+        t.sendall(frame(harness.msg_hello()))
+        harness.read_until(t, "hello")
+        t.sendall(frame(msg_token_login(intruder, got["token"])))
+        refused = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
+        t.close()
+        if not refused or refused.get("code") != ERROR_CODES["SESSION_EXPIRED"]:
+            raise AssertionError("%r's token taken by %r: %r" % (account, intruder, refused))
     t = harness.connect((got["host"], got["port"]))
     t.sendall(frame(harness.msg_hello()))
     harness.read_until(t, "hello")
@@ -99,7 +110,7 @@ class Redirect(unittest.TestCase):
 
             # A second login of alice at baseapp-1 goes where her entity is,
             # and the first client is kicked.
-            other, again, redirect = login_anywhere(first, "alice", "pw-alice")
+            other, again, redirect = login_anywhere(first, "alice", "pw-alice", intruder="mallory")
             self.assertIsNotNone(redirect)
             self.assertEqual((redirect["host"], redirect["port"]), second)
             self.assertIn("entity lives", redirect["reason"])
