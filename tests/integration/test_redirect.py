@@ -117,7 +117,22 @@ class Redirect(unittest.TestCase):
             self.assertEqual(again["entity_id"], alice)
             kicked = harness.read_until(sock, {"error"}, timeout=5.0)
             self.assertEqual(kicked and kicked.get("code"), ERROR_CODES["REPLACED"], kicked)
-            for s in (sock, other, busy):
+
+            # Her connection drops; her Reconnect at the other baseapp is sent,
+            # without a token, to the one that holds her session, where the
+            # same Reconnect takes her entity back.
+            other.close()
+            r = harness.connect(first)
+            r.sendall(frame(harness.msg_hello()))
+            harness.read_until(r, "hello")
+            r.sendall(frame(harness.msg_reconnect("alice", again["session_token"])))
+            kind, sent = decode_redirect(r)
+            r.close()
+            self.assertEqual(kind, "login_redirect", sent)
+            self.assertEqual(((sent["host"], sent["port"]), sent["token"]), (second, ""))
+            back, reply = harness.reconnect(second, "alice", again["session_token"])
+            self.assertEqual((reply["kind"], reply["entity_id"]), ("login_reply", alice), reply)
+            for s in (sock, back, busy):
                 s.close()
 
             report = harness.run_bots(cluster, 40, 10, ["--verify-aoi", "--area", "50"])
