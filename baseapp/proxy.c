@@ -521,6 +521,13 @@ void proxy_on_client_call(proxies *set, client_link *link, const Tessera__Client
     if (!link->proxy) return;
     base_entity *base = link->proxy->base;
     if (call->part == TESSERA__CLIENT__METHOD_PART__METHOD_PART_CELL) {
+        if (!base_entity_class_has_cell(base->cls)) {
+            /* Nothing would ever answer: refused, not dropped in silence. */
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_NOT_EXPOSED,
+                             "entity %" PRIu64 " (%s) has no cell part: no cell method can be called through it",
+                             base->entity_id, base->cls->name);
+            return;
+        }
         /* To the caller's real, which knows what its client sees and checks
          * the rest (cell_message.c). */
         Tessera__Cluster__CellCall relay = TESSERA__CLUSTER__CELL_CALL__INIT;

@@ -23,7 +23,7 @@ import urllib.error
 import urllib.request
 
 import harness
-from harness import PART_BASE, frame, msg_call
+from harness import PART_BASE, PART_CELL, frame, msg_call
 
 ENTER_WORLD = 0     # Account's base method enterWorld()
 
@@ -71,6 +71,13 @@ class Handover(unittest.TestCase):
             self.assertTrue(reply["no_space"], reply)
             self.assertEqual(reply["entity_type"], "Account")
             account = reply["entity_id"]
+            # The Account has no cell part: a cell call through it is
+            # refused, by name, rather than dropped in silence.
+            bad, _ = harness.login(cluster.login, "mallory", "pw-mallory")
+            bad.sendall(frame(msg_call(account, PART_CELL, 0)))
+            refused = harness.read_until(bad, {"error"}, timeout=5.0)
+            bad.close()
+            self.assertIn("has no cell part", refused and refused["message"], refused)
             sock.sendall(frame(msg_call(account, PART_BASE, ENTER_WORLD)))
             seen = read_kinds(sock, "view")
             kinds = [m["kind"] for m in seen]
