@@ -96,6 +96,10 @@ void client_link_count_failed_login(client_link *link) {
                           clock_monotonic_us());
 }
 
+void client_link_count_failed_token(client_link *link) {
+    login_throttle_failed(link->set->context.throttle, NULL, channel_peer_name(link->ch), clock_monotonic_us());
+}
+
 static void client_link_vfail(client_link *link, Tessera__Client__ErrorCode code, uint32_t retry_after_ms,
                               const char *public_text, const char *format, va_list args) {
     if (link->state == CLIENT_LINK_CLOSING) return;

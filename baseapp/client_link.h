@@ -156,6 +156,11 @@ void client_link_set_congested(client_link *link, bool congested);
 void client_link_start_limits(client_link *link);
 /* The count of a failed login attempt, against the account and address. */
 void client_link_count_failed_login(client_link *link);
+/* The count of a refused token (a Reconnect's session token, a
+ * TokenLogin's one-time token), against the address only: anyone can
+ * send one in an account's name, and it must not lock the owner's
+ * password out. */
+void client_link_count_failed_token(client_link *link);
 const char *client_link_state_name(client_link_state state);
 
 #endif

@@ -418,7 +418,7 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
         }
     }
     if (!value || strcmp(value, link->account) != 0) {
-        client_link_count_failed_login(link);
+        client_link_count_failed_token(link);
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
                                  "that login token is spent or unknown: log in again",
                                  "token login for account '%s' refused: %s", link->account,

@@ -74,7 +74,7 @@ static void login_throttle_take(id_map *map, uint64_t key, double per_minute, ui
 }
 
 void login_throttle_failed(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
-    login_throttle_take(&t->accounts, text_key_string(account), t->account_per_minute, now_us);
+    if (account) login_throttle_take(&t->accounts, text_key_string(account), t->account_per_minute, now_us);
     login_throttle_take(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us);
 }
 

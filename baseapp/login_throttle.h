@@ -29,7 +29,9 @@ void login_throttle_close(login_throttle *t);
 /* 0 when an attempt may go, else the milliseconds until one may. `address`
  * is the client's IP (a port after the last ':' is ignored). */
 uint64_t login_throttle_check(login_throttle *t, const char *account, const char *address, uint64_t now_us);
-/* Counts a failed attempt against both. */
+/* Counts a failed attempt against both (against the address alone when
+ * account is NULL: a refused token, which costs no hash and names an
+ * account anyone may name). */
 void login_throttle_failed(login_throttle *t, const char *account, const char *address, uint64_t now_us);
 /* Forgets buckets that are full again. */
 void login_throttle_sweep(login_throttle *t, uint64_t now_us);

@@ -405,7 +405,7 @@ void proxy_reconnect(proxies *set, client_link *link, const char *token) {
     if (!player || base->state == BASE_ENTITY_DESTROYING || strlen(token) != strlen(player->session_token) ||
         sodium_memcmp(token, player->session_token, strlen(token)) != 0) {
         set->counters.reconnects_refused++;
-        client_link_count_failed_login(link);
+        client_link_count_failed_token(link);
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
                                  "no session to resume: log in again", "reconnect to account '%s' refused: %s",
                                  link->account,

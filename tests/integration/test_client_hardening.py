@@ -12,6 +12,8 @@ real baseapp, and the other players never notice.
   - method calls far above client_calls_per_second are dropped and
     counted, and a client that keeps it up is disconnected with
     ERROR_RATE_LIMITED, while one within the rate keeps going;
+  - forged Reconnects and TokenLogins in an account's name are refused
+    and counted against their address, never locking the owner out;
   - failed logins are throttled per account: past
     login_failures_per_account a minute, even the right password is
     refused at once with ERROR_RATE_LIMITED and when to retry, while other
@@ -31,6 +33,7 @@ ERROR_MALFORMED_FRAME = 1
 ERROR_BAD_CREDENTIALS = 6
 ERROR_INVALID_ARGUMENT = 9
 ERROR_RATE_LIMITED = 16
+ERROR_SESSION_EXPIRED = 17
 PING = 2            # Avatar's cell method ping(uint32 n): the third cell method
 CALLS_PER_SECOND = 10
 FRAME_TIMEOUT_MS = 1500
@@ -62,6 +65,7 @@ class ClientHardening(unittest.TestCase):
                 cluster.redis.hset("tessera:tessera:account:%s" % name, "password_hash", argon2id(b"pw"))
             self.check_credentials()
             self.check_login_throttle()
+            self.check_forged_tokens_lock_nobody_out()
             self.check_client_name()
             witness, witness_reply = harness.login(cluster.login, "erin", "pw")
             self.addCleanup(witness.close)
@@ -107,6 +111,26 @@ class ClientHardening(unittest.TestCase):
         self.assertIn("try again in", error["message"])
         sock, _ = harness.login(self.cluster.login, "alice", "pw")
         sock.close()
+
+    def check_forged_tokens_lock_nobody_out(self):
+        """Reconnects and TokenLogins with made-up tokens in dave's name are
+        refused, and are counted against the address that sent them, not
+        against dave: his right password still gets him in."""
+        for n in range(FAILURES_PER_ACCOUNT + 2):
+            sock, reply = harness.reconnect(self.cluster.login, "dave", "forged-session-%d" % n)
+            sock.close()
+            self.assertEqual((reply["kind"], reply["code"]), ("error", ERROR_SESSION_EXPIRED), reply)
+            sock = harness.connect(self.cluster.login)
+            sock.sendall(frame(msg_hello()))
+            harness.read_until(sock, "hello")
+            sock.sendall(frame(harness.field_message(6, harness.field_string(1, "dave") +
+                                                     harness.field_string(2, "forged-token-%d" % n))))
+            reply = harness.read_until(sock, {"login_reply", "error"}, 10)
+            sock.close()
+            self.assertEqual((reply["kind"], reply["code"]), ("error", ERROR_SESSION_EXPIRED), reply)
+        sock, reply = harness.login(self.cluster.login, "dave", "pw")
+        sock.close()
+        self.assertEqual(reply["kind"], "login_reply")
 
     def check_client_name(self):
         sock = harness.connect(self.cluster.login)
