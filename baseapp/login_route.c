@@ -11,9 +11,10 @@
  *   - otherwise it plays on the least-loaded baseapp that is not draining.
  *
  * Going elsewhere is a LoginRedirect with a one-time token (P
- * login_token:<token> holds the account, for redirect_token_ms): the
- * client connects there and sends a TokenLogin, which GETDELs the token --
- * good once, and no password travels twice. A redirected login is never
+ * login_token:<token> holds the account and the baseapp it was made for,
+ * for redirect_token_ms): the client connects there and sends a
+ * TokenLogin, which takes the token -- good once, for that account at
+ * that baseapp only, and no password travels twice. A redirected login is never
  * redirected again, so two baseapps with different pictures of the loads
  * cannot bounce a client between them.
  *
@@ -163,11 +164,13 @@ static int login_route_redirect_to(login_routes *routes, client_link *link, cons
     unsigned char bytes[16];
     randombytes_buf(bytes, sizeof bytes);
     sodium_bin2hex(redirect->token, sizeof redirect->token, bytes, sizeof bytes);
-    char key[REDIS_KEY_MAX], ttl[24];
+    char key[REDIS_KEY_MAX], ttl[24], value[128];
     redis_key_login_token(key, routes->context.settings->process.cluster_name, redirect->token);
     snprintf(ttl, sizeof ttl, "%lld", (long long)routes->context.settings->redirect_token_ms);
-    const char *argv[] = {"SET", key, link->account, "PX", ttl};
-    size_t lengths[] = {3, strlen(key), strlen(link->account), 2, strlen(ttl)};
+    /* Good once, for this account, at the target baseapp only. */
+    snprintf(value, sizeof value, "login:%" PRIu64 ":%s", target->process_id, link->account);
+    const char *argv[] = {"SET", key, value, "PX", ttl};
+    size_t lengths[] = {3, strlen(key), strlen(value), 2, strlen(ttl)};
     if (redis_client_command_argv(routes->context.redis, login_route_on_token_stored, redirect, 5, argv, lengths) !=
         0) {
         free(redirect);
@@ -370,16 +373,20 @@ static void login_route_keep_handover_token(login_routes *routes, client_link *l
                            target_id);
 }
 
-/* Takes a login token (good once) for account ARGV[1]: its value and the
- * milliseconds it had left, or nil. A token made for another account (its
- * value is not the account, nor ends with ":<account>", a handover's) is
- * left where it is: the answer is its value and -1, and the caller
- * refuses the login. */
+/* Takes a login token (good once) for account ARGV[1] at baseapp ARGV[2]:
+ * its value and the milliseconds it had left, or nil. A token is
+ * "login:<baseapp>:<account>" (a redirect's, good at that baseapp only) or
+ * "handover:<entity>:<account>" (a giveClientTo's, good wherever the
+ * entity is). One made for another account, or for another baseapp, is
+ * left where it is: the answer is its value and -1, and the caller refuses
+ * the login. */
 static const char LOGIN_ROUTE_TAKE_TOKEN_SCRIPT[] =
     "local value = redis.call('GET', KEYS[1])\n"
     "if not value then return false end\n"
     "local tail = ':' .. ARGV[1]\n"
-    "if value ~= ARGV[1] and string.sub(value, -string.len(tail)) ~= tail then return {value, -1} end\n"
+    "if string.sub(value, -string.len(tail)) ~= tail then return {value, -1} end\n"
+    "local baseapp = string.match(value, '^login:(%d+):')\n"
+    "if baseapp and baseapp ~= ARGV[2] then return {value, -1} end\n"
     "local left = redis.call('PTTL', KEYS[1])\n"
     "redis.call('DEL', KEYS[1])\n"
     "return {value, left}\n";
@@ -417,12 +424,24 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
             return;
         }
     }
-    if (!value || strcmp(value, link->account) != 0) {
+    /* A redirect's token: "login:<baseapp>:<account>". */
+    uint64_t bound = 0;
+    const char *owner = NULL;
+    if (value && strncmp(value, "login:", 6) == 0) {
+        char *end;
+        bound = strtoull(value + 6, &end, 10);
+        if (*end == ':') owner = end + 1;
+    }
+    bool mine = owner && strcmp(owner, link->account) == 0;
+    if (!mine || bound != routes->context.self->process_id || ttl_ms < 0) {
         client_link_count_failed_token(link);
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_SESSION_EXPIRED,
                                  "that login token is spent or unknown: log in again",
-                                 "token login for account '%s' refused: %s", link->account,
-                                 !value ? "no such token (spent or expired)" : "the token is another account's");
+                                 "token login for account '%s' refused: %s (baseapp %" PRIu64 ")", link->account,
+                                 !value  ? "no such token (spent or expired)"
+                                 : !mine ? "the token is another account's"
+                                         : "the token was made for another baseapp",
+                                 bound);
         return;
     }
     routes->counters.token_logins++;
@@ -442,8 +461,10 @@ void login_route_token_login(login_routes *routes, client_link *link, const char
     snprintf(lookup->token, sizeof lookup->token, "%s", token);
     char key[REDIS_KEY_MAX];
     redis_key_login_token(key, routes->context.settings->process.cluster_name, token);
-    if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "EVAL %s 1 %s %s",
-                             LOGIN_ROUTE_TAKE_TOKEN_SCRIPT, key, link->account) != 0) {
+    char self[24];
+    snprintf(self, sizeof self, "%" PRIu64, routes->context.self->process_id);
+    if (redis_client_command(routes->context.redis, login_route_on_token, lookup, "EVAL %s 1 %s %s %s",
+                             LOGIN_ROUTE_TAKE_TOKEN_SCRIPT, key, link->account, self) != 0) {
         free(lookup);
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
     }

@@ -49,8 +49,8 @@ def decode_redirect(sock, timeout=10.0):
 def login_anywhere(addr, account, password, intruder=None):
     """Logs in at `addr`, following one redirect; returns (socket, reply,
     redirect fields or None). With `intruder`, a TokenLogin of that account
-    with the redirect's token comes first: it must be refused, and must not
-    spend the token."""
+    with the redirect's token comes first, and one of `account` at `addr`
+    (which issued it): both must be refused, without spending the token."""
     s = harness.connect(addr)
     s.sendall(frame(harness.msg_hello()))
     harness.read_until(s, "hello")
@@ -62,14 +62,17 @@ def login_anywhere(addr, account, password, intruder=None):
         raise AssertionError("login %r: %s %r" % (account, kind, got))
     s.close()
     if intruder:
-        t = harness.connect((got["host"], got["port"]))
-        t.sendall(frame(harness.msg_hello()))
-        harness.read_until(t, "hello")
-        t.sendall(frame(msg_token_login(intruder, got["token"])))
-        refused = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
-        t.close()
-        if not refused or refused.get("code") != ERROR_CODES["SESSION_EXPIRED"]:
-            raise AssertionError("%r's token taken by %r: %r" % (account, intruder, refused))
+        # Another account's TokenLogin there, and the account's own at the
+        # baseapp that issued the token (it is good only where it sends).
+        for who, where in ((intruder, (got["host"], got["port"])), (account, addr)):
+            t = harness.connect(where)
+            t.sendall(frame(harness.msg_hello()))
+            harness.read_until(t, "hello")
+            t.sendall(frame(msg_token_login(who, got["token"])))
+            refused = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
+            t.close()
+            if not refused or refused.get("code") != ERROR_CODES["SESSION_EXPIRED"]:
+                raise AssertionError("%r's token taken by %r at %r: %r" % (account, who, where, refused))
     t = harness.connect((got["host"], got["port"]))
     t.sendall(frame(harness.msg_hello()))
     harness.read_until(t, "hello")
