@@ -816,6 +816,12 @@ static void bots_start_recovery(bot *b, const char *reason) {
  * gone or the time is up. */
 static void bots_recovery_attempt_failed(bot *b, tessera_client_close_cause cause, const char *reason) {
     bots_run *run = b->run;
+    if (b->session_expired && b->handover_token[0]) {
+        /* The token is good nowhere else (a login redirect's, made for the
+         * baseapp that died): its session token is the way back, if any. */
+        memset(b->handover_token, 0, sizeof b->handover_token);
+        b->session_expired = false;
+    }
     if (b->session_expired) {
         bots_give_up(b, "recovery_failed:session_expired", "its session expired");
         return;
