@@ -128,8 +128,13 @@ static void log_escape_controls(const char *text, char *out, size_t size) {
         if (*c >= 0x20 && *c != 0x7f) {
             out[at++] = (char)*c;
         } else if (*c == '\n' || *c == '\r' || *c == '\t') {
+            char letter = 't';
+            if (*c == '\n')
+                letter = 'n';
+            else if (*c == '\r')
+                letter = 'r';
             out[at++] = '\\';
-            out[at++] = *c == '\n' ? 'n' : *c == '\r' ? 'r' : 't';
+            out[at++] = letter;
         } else {
             at += (size_t)snprintf(out + at, size - at, "\\x%02x", *c);
         }
