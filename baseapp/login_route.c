@@ -191,19 +191,24 @@ int login_route_hand_off(login_routes *routes, client_link *link, const char *re
 
 /* ---- routing a login ---------------------------------------------------------- */
 
+/* Room for a token a lookup carries; a longer one is no token of ours. */
+#define LOGIN_ROUTE_TOKEN_SIZE 72
+
 typedef struct login_route_lookup {
     login_routes *routes;
     entity_handle link_handle;
-    char token[65]; /* a TokenLogin's token (empty for other lookups) */
+    char token[LOGIN_ROUTE_TOKEN_SIZE]; /* a Reconnect's or TokenLogin's token (empty for other lookups) */
 } login_route_lookup;
 
 /* Asks the session directory which baseapp holds the link's account;
- * `answered` gets a login_route_lookup (it frees it). Returns 0, or -1
- * when Redis is not connected (nothing asked). */
-static int login_route_ask_session(login_routes *routes, client_link *link, redis_reply_callback answered) {
+ * `answered` gets a login_route_lookup carrying `token` (NULL: none), and
+ * frees it. Returns 0, or -1 when Redis is not connected (nothing asked). */
+static int login_route_ask_session(login_routes *routes, client_link *link, const char *token,
+                                   redis_reply_callback answered) {
     login_route_lookup *lookup = xcalloc(1, sizeof *lookup);
     lookup->routes = routes;
     lookup->link_handle = link->handle;
+    if (token) snprintf(lookup->token, sizeof lookup->token, "%s", token);
     char key[REDIS_KEY_MAX];
     redis_key_session(key, routes->context.settings->process.cluster_name, link->account);
     if (redis_client_command(routes->context.redis, answered, lookup, "GET %s", key) != 0) {
@@ -251,7 +256,7 @@ void login_route_on_verified(login_routes *routes, client_link *link) {
         proxy_login_here(routes->context.players, link);
         return;
     }
-    if (login_route_ask_session(routes, link, login_route_on_session) != 0)
+    if (login_route_ask_session(routes, link, NULL, login_route_on_session) != 0)
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
 }
 
@@ -261,12 +266,6 @@ void login_route_on_verified(login_routes *routes, client_link *link) {
  * again: the restores of a dead baseapp's bases take about a second from
  * its death. */
 #define LOGIN_ROUTE_RESTORE_RETRY_MS 500
-
-typedef struct login_route_reconnect_lookup {
-    login_routes *routes;
-    entity_handle link_handle;
-    char token[72];
-} login_route_reconnect_lookup;
 
 /* Tells the client to send its Reconnect to `target` (a LoginRedirect
  * without a token: the session token is the credential there). */
@@ -280,7 +279,7 @@ static void login_route_reconnect_there(login_routes *routes, client_link *link,
 }
 
 static void login_route_on_reconnect_session(redis_client *redis, redisReply *reply, void *user_data) {
-    login_route_reconnect_lookup *lookup = user_data;
+    login_route_lookup *lookup = user_data;
     (void)redis;
     login_routes *routes = lookup->routes;
     client_link *link = client_links_get(routes->context.links, lookup->link_handle);
@@ -316,21 +315,13 @@ static void login_route_on_reconnect_session(redis_client *redis, redisReply *re
 }
 
 void login_route_reconnect(login_routes *routes, client_link *link, const char *token) {
-    if (proxy_find_by_account(routes->context.players, link->account) || strlen(token) >= 72) {
+    if (proxy_find_by_account(routes->context.players, link->account) || strlen(token) >= LOGIN_ROUTE_TOKEN_SIZE) {
         proxy_reconnect(routes->context.players, link, token);
         return;
     }
-    login_route_reconnect_lookup *lookup = xcalloc(1, sizeof *lookup);
-    lookup->routes = routes;
-    lookup->link_handle = link->handle;
-    snprintf(lookup->token, sizeof lookup->token, "%s", token);
-    char key[REDIS_KEY_MAX];
-    redis_key_session(key, routes->context.settings->process.cluster_name, link->account);
-    if (redis_client_command(routes->context.redis, login_route_on_reconnect_session, lookup, "GET %s", key) != 0) {
-        free(lookup);
+    if (login_route_ask_session(routes, link, token, login_route_on_reconnect_session) != 0)
         client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_ROUTE_RESTORE_RETRY_MS,
                                "the session directory is unavailable");
-    }
 }
 
 size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], size_t max) {
@@ -502,7 +493,7 @@ size_t login_route_send_sessions_home(login_routes *routes) {
             if (link->state != CLIENT_LINK_CLOSING) client_link_close_quietly(link, "this baseapp was declared dead");
             continue;
         }
-        if (login_route_ask_session(routes, link, login_route_on_session_home) != 0) {
+        if (login_route_ask_session(routes, link, NULL, login_route_on_session_home) != 0) {
             client_link_close_quietly(link, "this baseapp was declared dead");
             continue;
         }
