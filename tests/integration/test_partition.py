@@ -264,6 +264,72 @@ class Partition(unittest.TestCase):
         for name in ["baseapp-1"] + CELLAPPS:
             self.assertTrue(cluster.alive(name), "%s died" % name)
 
+    # ---- a baseapp cut off ------------------------------------------------------------
+
+    # Under the sanitizers the suite's time is kept in bounds.
+    @unittest.skipIf(harness.SANITIZED, "the normal build runs it; a baseapp's fencing runs under the sanitizers "
+                                        "in test_base_recovery")
+    def test_cut_off_baseapp_fences_and_its_clients_follow(self):
+        """baseapp-2 runs in the namespace; the bots (on this side) log in
+        at baseapp-1 and half are sent to baseapp-2. The cut leaves those
+        connected to nothing: baseapp-2's lease lapses and it fences itself,
+        the lease holder declares it dead, and baseapp-1 restores its bases
+        from their backups. At the heal baseapp-2 learns it was declared
+        dead, sends each of its clients to baseapp-1 (where their sessions
+        live now) and joins again, empty. Nobody types a password again and
+        no account lives twice."""
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        ns = Namespace()
+        self.addCleanup(ns.remove)
+        harness.add_emergency_cleanup(ns.remove)
+        self.addCleanup(harness.remove_emergency_cleanup, ns.remove)
+        why = ns.available()
+        if why:
+            self.skipTest("needs a network namespace of its own: %s" % why)
+        ns.create()
+        victim, survivor, bots_count = "baseapp-2", "baseapp-1", 30
+        with harness.Cluster(baseapps=2, cellapps=2, extra_set=SETTINGS, timeout=60, host=ns.root_addr,
+                             process_hosts={victim: ns.ns_addr}, process_prefixes={victim: ns.in_ns([])}) as cluster:
+            self.assertEqual(cluster.registry_hash(victim).get("host"), ns.ns_addr)
+
+            def clients(name):
+                return cluster.stat(name, "clients") or 0
+            bots = harness.start_bots(cluster, bots_count, 30,
+                                      ["--verify-aoi", "--area", 60, "--speed", 3, "--calls-per-second", 0.5,
+                                       "--settle-seconds", 4, "--login-spread-ms", 2000])
+            try:
+                harness.wait_for(lambda: clients(survivor) + clients(victim) == bots_count, 30,
+                                 "every bot in the world")
+                harness.wait_for(lambda: clients(victim) >= 3, 10, "%s to hold some players" % victim)
+                time.sleep(3)  # every base backed up at least twice
+                held = clients(victim)
+                old_id = cluster.registry_id(victim)
+                harness.log("%s (id %s) holds %d of %d clients; cutting it off" % (victim, old_id, held, bots_count))
+                ns.cut()
+                try:
+                    harness.wait_for(lambda: (cluster.stat(survivor, "bases_restored") or 0) >= held, 20,
+                                     "%s to restore the cut-off baseapp's players" % survivor)
+                finally:
+                    ns.heal()
+                cluster.wait_rejoined(victim, old_id)
+                harness.wait_for(lambda: clients(survivor) == bots_count, 30,
+                                 "every player on %s, which restored the cut-off one's" % survivor)
+                cellapps = cluster.names("cellapp")
+                where = harness.reals_by_id(cluster.dump_states(cellapps))
+                self.assertEqual(clients(victim), 0)
+            finally:
+                ns.heal()
+                report = harness.finish_bots(bots)
+            text = harness.assert_bots_verified(self, report, bots_count)
+            self.assertFalse({k: v for k, v in where.items() if len(v) != 1}, "a real twice")
+            self.assertEqual(report.get("recovery_failed"), 0, text)
+            self.assertEqual(report.get("password_logins"), bots_count, text)
+            victim_log = cluster.log(victim)
+            self.assertIn("fenced: this baseapp's lease lapsed", victim_log)
+            self.assertIn("rejoining the cluster as a new process", victim_log)
+            for name in [survivor, victim] + cellapps:
+                self.assertTrue(cluster.alive(name), "%s died" % name)
+
 
 if __name__ == "__main__":
     unittest.main()
