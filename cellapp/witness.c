@@ -179,6 +179,9 @@ struct witness {
     size_t event_count, event_capacity;
     bool warned_exhausted;
     bool congested; /* the client is not reading: hold all but enters and leaves */
+    /* The cell whose tick counter the last update carried (NULL before the
+     * first): an update from another cell's counter says so. */
+    const cell *ticks_sent_from;
 };
 
 #define WITNESS_PUSH(array, count, capacity, value)                    \
@@ -809,6 +812,8 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
 
     Tessera__Client__ViewUpdate update = TESSERA__CLIENT__VIEW_UPDATE__INIT;
     update.tick = c->tick;
+    update.ticks_restart = view->ticks_sent_from != c;
+    view->ticks_sent_from = c;
     update.stream.data = (uint8_t *)bit_writer_data(w);
     update.stream.len = bit_writer_bytes(w);
     update.stamp_us = clock_wall_us();

@@ -179,6 +179,7 @@ typedef struct bot {
     uint64_t rng;
     uint64_t frame_wall_us;           /* receipt time of the ViewUpdate being applied */
     uint32_t frame_tick;              /* its cell tick */
+    uint32_t tick_counter;            /* how many cells' tick counters its updates came by, so far */
     uint32_t tick_hz;                 /* the cell's, from the login reply */
     id_map seen;                      /* ids this bot ever had in view (values unused) */
     float world_min[3], world_max[3]; /* the space's bounds from the login reply: waypoints stay inside */
@@ -240,7 +241,8 @@ typedef struct bot {
 typedef struct bot_seen {
     uint64_t entity_id; /* 0: a free slot */
     uint64_t stamp_us;
-    uint32_t tick; /* the cell tick of that update */
+    uint32_t tick;    /* the cell tick of that update */
+    uint32_t counter; /* ... counted by this bot's tick counter number `counter` */
     /* The bot that plays it, as index + 1 (0: none found yet), so that a
      * MOVE need not look it up by id; checked against that bot's entity
      * id before use (bots_seen_bot). */
@@ -1034,6 +1036,7 @@ static void bots_on_frame_begin(tessera_client *client, uint32_t tick) {
     /* One clock read per update: every move in it arrived at this moment. */
     b->frame_wall_us = clock_wall_us();
     b->frame_tick = tick;
+    if (tessera_client_frame_ticks_restart(client)) b->tick_counter++;
 }
 
 static void bots_on_frame_end(tessera_client *client, uint32_t tick) {
@@ -1058,6 +1061,7 @@ static void bots_on_enter(tessera_client *client, const tessera_client_entity *e
     seen->entity_id = entity->id;
     seen->stamp_us = entity->last_move_stamp_us;
     seen->tick = b->frame_tick;
+    seen->counter = b->tick_counter;
     seen->other_plus_one = other_bot ? other_bot->index + 1 : 0;
     seen->x = entity->x;
     seen->z = entity->z;
@@ -1126,13 +1130,13 @@ static void bots_on_move(tessera_client *client, const tessera_client_entity *en
             uint64_t gap = stamp_us - seen->stamp_us;
             if (gap > run->longest_gap_us) run->longest_gap_us = gap;
             /* The budget's bound is in ticks (an entity in view goes at
-             * least every tick_hz of them): within one cell's run of ticks
-             * it is judged in ticks, with one tick to spare, so a tick the
-             * loaded host ran late is not counted; across a move of this
-             * bot's real (the tick numbers of another cellapp) in time. */
+             * least every tick_hz of them): within one cell's count of
+             * ticks it is judged in ticks, with one tick to spare, so a
+             * tick the loaded host ran late is not counted; across a move
+             * of this bot's real to another cell (whose counter says
+             * nothing of this one's) in time. */
             uint32_t ticks = b->frame_tick - seen->tick;
-            double ticks_ms = (double)ticks * 1000.0 / (double)(b->tick_hz ? b->tick_hz : 10);
-            bool same_cell = b->frame_tick > seen->tick && fabs(ticks_ms - (double)gap / 1000.0) < 500.0;
+            bool same_cell = seen->counter == b->tick_counter && b->frame_tick > seen->tick;
             bool too_long = same_cell ? ticks > (b->tick_hz ? b->tick_hz : 10) + 1
                                       : (double)gap > run->options.gap_limit_ms * 1000.0;
             if (too_long) {
@@ -1144,6 +1148,7 @@ static void bots_on_move(tessera_client *client, const tessera_client_entity *en
         }
         seen->stamp_us = stamp_us;
         seen->tick = b->frame_tick;
+        seen->counter = b->tick_counter;
         seen->x = entity->x;
         seen->z = entity->z;
     }

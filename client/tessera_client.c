@@ -313,6 +313,7 @@ struct tessera_client {
     /* The ViewUpdate being applied. */
     struct {
         uint32_t tick;
+        bool ticks_restart;
         uint64_t stamp_us;
         int broken; /* the stream broke a rule the decoder cannot see: reason below */
         char broken_reason[160];
@@ -722,6 +723,8 @@ int tessera_client_send_move(tessera_client *client, float x, float y, float z, 
 }
 
 uint32_t tessera_client_last_sequence(const tessera_client *client) { return client->sequence; }
+
+bool tessera_client_frame_ticks_restart(const tessera_client *client) { return client->frame.ticks_restart; }
 
 static int tessera_client__send_call(tessera_client *client, uint64_t entity_id, int part, uint32_t method_id,
                                      const uint8_t *args, size_t length) {
@@ -1416,6 +1419,7 @@ static void tessera_client__end_frame(tessera_client *client) {
     client->frame.departed.count = 0;
     client->frame.broken = 0;
     client->frame.move_error = 0;
+    client->frame.ticks_restart = false;
 }
 
 /* Whether `entity_id` left in the frame being applied. The cell queues a
@@ -1660,6 +1664,7 @@ static void tessera_client__on_view(tessera_client *client, const Tessera__Clien
     uint32_t tick = view->tick;
     client->stats.view_updates++;
     client->stats.stream_bytes += view->stream.len;
+    client->frame.ticks_restart = view->ticks_restart;
     if (client->callbacks.on_frame_begin) {
         client->callbacks.on_frame_begin(client, tick);
         if (!tessera_client__in_world(client)) return;

@@ -398,6 +398,11 @@ const char *tessera_client_redirect_token(const tessera_client *client);
 int tessera_client_send_move(tessera_client *client, float x, float y, float z, float yaw);
 /* Sequence number of the last move sent (0 before the first). */
 uint32_t tessera_client_last_sequence(const tessera_client *client);
+/* From on_frame_begin to on_frame_end: whether this update's tick is the
+ * first of a new counter (each cell counts its own ticks; the player's
+ * entity moved to another cell, was restored or teleported), so that tick
+ * differences across it mean nothing. False outside an update. */
+bool tessera_client_frame_ticks_restart(const tessera_client *client);
 
 /* Calls the exposed method `method_name` of part `part` (ENTITY_DEF_PART_BASE
  * or ENTITY_DEF_PART_CELL) on entity `entity_id`, which must be in the

@@ -138,6 +138,7 @@ typedef struct seen {
     int errors, last_error;        /* on_error calls and the last code */
     uint32_t error_retry_after_ms; /* tessera_client_error_retry_after_ms inside the last on_error */
     int redirected;                /* on_redirected calls */
+    int ticks_restarts;            /* frames begun with tessera_client_frame_ticks_restart */
 } seen;
 
 static void note(seen *s, char c) {
@@ -156,6 +157,7 @@ static void on_logged_in(tessera_client *client, const tessera_client_login_info
 static void on_frame_begin(tessera_client *client, uint32_t tick) {
     seen *s = tessera_client_user_data(client);
     s->frames_begun++;
+    if (tessera_client_frame_ticks_restart(client)) s->ticks_restarts++;
     note(s, '[');
 }
 static void on_frame_end(tessera_client *client, uint32_t tick) {
@@ -305,6 +307,7 @@ typedef struct fixture {
     replication_schema *schema;
     replication *rep;
     uint64_t tick;
+    bool ticks_restart; /* the next ViewUpdate says its tick starts a new count */
     volatile_codec_config config;
     entity_state *player, *npc;
     replication_entity player_rep, npc_rep;
@@ -385,6 +388,7 @@ static void pack_view_full(fixture *fx, uint64_t stamp_us, Tessera__Client__Clie
     if (!no_end) replication_append_end(&fx->stream);
     Tessera__Client__ViewUpdate view = TESSERA__CLIENT__VIEW_UPDATE__INIT;
     view.tick = (uint32_t)fx->tick;
+    view.ticks_restart = fx->ticks_restart;
     view.stream.data = (uint8_t *)bit_writer_data(&fx->stream);
     view.stream.len = bit_writer_bytes(&fx->stream);
     view.stamp_us = stamp_us;
@@ -560,6 +564,23 @@ static void test_view_before_login(void **state) {
     assert_int_equal(feed(fx), -1);
     close_and_drain(fx);
     assert_int_equal(fx->seen.cause, TESSERA_CLIENT_CLOSED_PROTOCOL);
+}
+
+/* A ViewUpdate that starts a new tick count says so from on_frame_begin to
+ * on_frame_end, and only then. */
+static void test_ticks_restart(void **state) {
+    fixture *fx = *state;
+    log_in(fx);
+    for (int restart = 1; restart >= 0; restart--) {
+        begin_tick(fx);
+        fx->ticks_restart = restart;
+        pack_view(fx, 1, NULL, 0);
+        assert_int_equal(feed(fx), 0);
+        end_tick(fx);
+        assert_false(tessera_client_frame_ticks_restart(fx->client));
+    }
+    assert_int_equal(fx->seen.frames_begun, 2);
+    assert_int_equal(fx->seen.ticks_restarts, 1);
 }
 
 static void test_enter_move_update_leave(void **state) {
@@ -1650,6 +1671,7 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_login_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_login_bad_precision, setup, teardown),
         cmocka_unit_test_setup_teardown(test_view_before_login, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ticks_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_enter_move_update_leave, setup, teardown),
         cmocka_unit_test_setup_teardown(test_duplicate_alias, setup, teardown),
         cmocka_unit_test_setup_teardown(test_broken_stream, setup, teardown),
