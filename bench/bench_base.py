@@ -56,8 +56,12 @@ def cpu_ticks(pid):
     return int(fields[11]) + int(fields[12])
 
 
-def http(url, method="GET", timeout=5.0):
+def http(url, method="GET", timeout=5.0, token=None):
+    """The body of url's answer; token: the admin token, for the routes
+    past the probes."""
     request = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+    if token:
+        request.add_header("Authorization", "Bearer " + token)
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return response.read().decode("utf-8", "replace")
 
@@ -176,7 +180,7 @@ def main():
             hist_before = histogram(text, "tessera_entity_write_seconds")
             cpu_before = (cpu_ticks(base_pid), cpu_ticks(cell_pid))
             t0 = time.monotonic()
-            http(base_url + "/admin/save", "POST")
+            http(base_url + "/admin/save", "POST", token=tessera_cluster.admin_token(cluster))
             while True:
                 text = http(base_url + "/metrics")
                 if metric(text, "tessera_entity_writes_total") >= before + args.bots:

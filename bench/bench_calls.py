@@ -40,8 +40,6 @@ import struct
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(REPO_ROOT, "tests", "integration"))
@@ -66,13 +64,9 @@ def read_uvar(data):
     return value & ((1 << (4 * nibbles)) - 1)
 
 
-def post(port, path):
-    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method="POST", data=b"")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as e:
-        return e.code
+def post(cluster, port, path):
+    """The status of an operator's POST, with the cluster's admin token."""
+    return cluster.admin_http(port, path, method="POST")[0]
 
 
 def percentile(values, p):
@@ -171,7 +165,7 @@ def main():
         holder, other = bob, dave
         for _ in range(args.handovers):
             t0 = time.perf_counter()
-            if post(port2, "/admin/give-client?from=%d&to=%d" % (holder, other)) != 200:
+            if post(cluster, port2, "/admin/give-client?from=%d&to=%d" % (holder, other)) != 200:
                 raise RuntimeError("a local giveClientTo was refused")
             until_kind(harness, b_sock, "entered_space")
             local.append((time.perf_counter() - t0) * 1e3)
@@ -184,7 +178,7 @@ def main():
         here_entity, there_entity = holder, alice
         for _ in range(min(args.handovers, 40)):
             t0 = time.perf_counter()
-            if post(here_port, "/admin/give-client?from=%d&to=%d" % (here_entity, there_entity)) != 202:
+            if post(cluster, here_port, "/admin/give-client?from=%d&to=%d" % (here_entity, there_entity)) != 202:
                 raise RuntimeError("a giveClientTo across baseapps was not offered")
             host, port, token = read_redirect(harness, sock)
             sock.close()

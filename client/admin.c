@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin_guard.h"
 #include "json_file.h"
 #include "redis_keys.h"
 #include "space_layout.h"
@@ -39,7 +40,8 @@ typedef struct admin {
 } admin;
 
 static int admin_usage(FILE *out) {
-    fprintf(out, "usage: tessera-admin [--redis HOST:PORT] [--cluster NAME] [--json] COMMAND ...\n"
+    fprintf(out, "usage: tessera-admin [--redis HOST:PORT] [--cluster NAME] [--admin-token-file FILE] [--json]\n"
+                 "                     COMMAND ...\n"
                  "\n"
                  "  spaces                        the spaces and the epochs of their layouts\n"
                  "  cellapps                      the live cellapps (their ids name cells' owners)\n"
@@ -67,7 +69,9 @@ static int admin_usage(FILE *out) {
                  "  shutdown ID                   ask process ID to drain and stop (as SIGTERM)\n"
                  "\n"
                  "Defaults: --redis 127.0.0.1:6379 --cluster tessera; bounds -500,-500,500,500,\n"
-                 "height -1000,1000, spawn at the centre with radius 50.\n");
+                 "height -1000,1000, spawn at the centre with radius 50.\n"
+                 "entity, kick and shutdown send the admin token of --admin-token-file (or of\n"
+                 "$TESSERA_ADMIN_TOKEN_FILE): the file the processes' admin_token_file names.\n");
     return 2;
 }
 
@@ -449,6 +453,7 @@ int main(int argc, char **argv) {
     admin a = {.redis = NULL, .cluster = "tessera", .json = false};
     char host[128] = "127.0.0.1";
     int port = 6379;
+    const char *token_file = getenv("TESSERA_ADMIN_TOKEN_FILE");
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) return admin_usage(stdout), 0;
@@ -465,12 +470,23 @@ int main(int argc, char **argv) {
             host[colon - argv[i]] = '\0';
         } else if (strcmp(argv[i], "--cluster") == 0 && i + 1 < argc) {
             snprintf(a.cluster, sizeof a.cluster, "%s", argv[++i]);
+        } else if (strcmp(argv[i], "--admin-token-file") == 0 && i + 1 < argc) {
+            token_file = argv[++i];
         } else {
             return admin_usage(stderr);
         }
     }
     if (i >= argc) return admin_usage(stderr);
     const char *command = argv[i++];
+    char token[ADMIN_GUARD_TOKEN_MAX + 1] = "";
+    if (token_file && token_file[0]) {
+        char err[512];
+        if (admin_guard_read_token_file(token_file, token, sizeof token, err, sizeof err) != 0) {
+            fprintf(stderr, "tessera-admin: %s\n", err);
+            return 1;
+        }
+    }
+    const char *admin_token = token[0] ? token : NULL;
     struct timeval timeout = {5, 0};
     a.redis = redisConnectWithTimeout(host, port, timeout);
     if (!a.redis || a.redis->err) {
@@ -486,11 +502,11 @@ int main(int argc, char **argv) {
     } else if (strcmp(command, "cells") == 0 && i == argc) {
         rc = admin_cluster_cells(a.redis, a.cluster, a.json);
     } else if (strcmp(command, "entity") == 0 && i + 1 == argc) {
-        rc = admin_cluster_entity(a.redis, a.cluster, argv[i], a.json);
+        rc = admin_cluster_entity(a.redis, a.cluster, argv[i], admin_token, a.json);
     } else if (strcmp(command, "kick") == 0 && i + 1 == argc) {
-        rc = admin_cluster_kick(a.redis, a.cluster, argv[i]);
+        rc = admin_cluster_kick(a.redis, a.cluster, argv[i], admin_token);
     } else if (strcmp(command, "shutdown") == 0 && i + 1 == argc) {
-        rc = admin_cluster_shutdown(a.redis, a.cluster, argv[i]);
+        rc = admin_cluster_shutdown(a.redis, a.cluster, argv[i], admin_token);
     } else if (strcmp(command, "spaces") == 0) {
         rc = admin_spaces(&a);
     } else if (strcmp(command, "cellapps") == 0) {

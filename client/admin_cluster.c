@@ -84,8 +84,8 @@ static int admin_port(const char *text) {
 
 /* A request to a process's admin listener. Returns the HTTP status (0 on
  * failure, with the reason in err); *body is malloc'd when not NULL. */
-static int admin_ask(const admin_process *p, const char *method, const char *path, char **body, char *err,
-                     size_t errlen) {
+static int admin_ask(const admin_process *p, const char *method, const char *path, const char *token, char **body,
+                     char *err, size_t errlen) {
     int port = admin_port(admin_field(p, "admin_port"));
     if (port <= 0) {
         snprintf(err, errlen, "process %s has no admin listener", p->id);
@@ -93,9 +93,12 @@ static int admin_ask(const admin_process *p, const char *method, const char *pat
     }
     int status = 0;
     char *text = NULL;
-    if (http_fetch(method, admin_field(p, "host"), port, path, ADMIN_CLUSTER_TIMEOUT_MS, &status, &text, NULL, err,
-                   errlen) != 0)
+    if (http_fetch(method, admin_field(p, "host"), port, path, token, ADMIN_CLUSTER_TIMEOUT_MS, &status, &text, NULL,
+                   err, errlen) != 0)
         return 0;
+    if (status == 401 || status == 403)
+        fprintf(stderr, "tessera-admin: %s %s refused %s %s (is --admin-token-file right?): %s", admin_field(p, "role"),
+                p->id, method, path, text && text[0] ? text : "no reason given\n");
     if (body)
         *body = text;
     else
@@ -118,7 +121,7 @@ int admin_cluster_status(redisContext *redis, const char *cluster, bool json) {
     for (int i = 0; i < count; i++) {
         admin_process *p = &list[i];
         char err[256] = "", *body = NULL;
-        int status = admin_ask(p, "GET", "/healthz", &body, err, sizeof err);
+        int status = admin_ask(p, "GET", "/healthz", NULL, &body, err, sizeof err);
         char health[300];
         if (status == 200)
             snprintf(health, sizeof health, "ok");
@@ -271,7 +274,7 @@ static const admin_process *admin_find(const admin_process *list, int count, con
     return NULL;
 }
 
-int admin_cluster_entity(redisContext *redis, const char *cluster, const char *id, bool json) {
+int admin_cluster_entity(redisContext *redis, const char *cluster, const char *id, const char *token, bool json) {
     char key[REDIS_KEY_MAX];
     admin_process *list = calloc(ADMIN_CLUSTER_MAX_PROCESSES, sizeof *list);
     int count = admin_processes(redis, cluster, list, ADMIN_CLUSTER_MAX_PROCESSES);
@@ -292,7 +295,7 @@ int admin_cluster_entity(redisContext *redis, const char *cluster, const char *i
     const admin_process *holder = cellapp[0] ? admin_find(list, count, cellapp) : NULL;
     if (holder) {
         char err[256], *body = NULL;
-        if (admin_ask(holder, "GET", path, &body, err, sizeof err) == 200) {
+        if (admin_ask(holder, "GET", path, token, &body, err, sizeof err) == 200) {
             cJSON *cell = cJSON_Parse(body);
             if (cell) {
                 const cJSON *base = cJSON_GetObjectItemCaseSensitive(cell, "baseapp");
@@ -308,7 +311,7 @@ int admin_cluster_entity(redisContext *redis, const char *cluster, const char *i
         const admin_process *p = &list[i];
         if (strcmp(admin_field(p, "role"), "baseapp") != 0 || (baseapp[0] && strcmp(p->id, baseapp) != 0)) continue;
         char err[256], *body = NULL;
-        if (admin_ask(p, "GET", path, &body, err, sizeof err) == 200) {
+        if (admin_ask(p, "GET", path, token, &body, err, sizeof err) == 200) {
             cJSON *base = cJSON_Parse(body);
             if (base) {
                 cJSON_AddItemToObject(out, "base", base);
@@ -336,7 +339,7 @@ int admin_cluster_entity(redisContext *redis, const char *cluster, const char *i
     return rc;
 }
 
-int admin_cluster_kick(redisContext *redis, const char *cluster, const char *account) {
+int admin_cluster_kick(redisContext *redis, const char *cluster, const char *account, const char *token) {
     admin_process *list = calloc(ADMIN_CLUSTER_MAX_PROCESSES, sizeof *list);
     int count = admin_processes(redis, cluster, list, ADMIN_CLUSTER_MAX_PROCESSES);
     if (count < 0) {
@@ -356,7 +359,7 @@ int admin_cluster_kick(redisContext *redis, const char *cluster, const char *acc
     for (int i = 0; i < count; i++) {
         if (strcmp(admin_field(&list[i], "role"), "baseapp") != 0) continue;
         char err[256];
-        int status = admin_ask(&list[i], "POST", path, NULL, err, sizeof err);
+        int status = admin_ask(&list[i], "POST", path, token, NULL, err, sizeof err);
         if (status == 200) {
             printf("kicked '%s' from baseapp %s\n", account, list[i].id);
             kicked++;
@@ -370,7 +373,7 @@ int admin_cluster_kick(redisContext *redis, const char *cluster, const char *acc
     return kicked ? 0 : 1;
 }
 
-int admin_cluster_shutdown(redisContext *redis, const char *cluster, const char *process_id) {
+int admin_cluster_shutdown(redisContext *redis, const char *cluster, const char *process_id, const char *token) {
     admin_process *list = calloc(ADMIN_CLUSTER_MAX_PROCESSES, sizeof *list);
     int count = admin_processes(redis, cluster, list, ADMIN_CLUSTER_MAX_PROCESSES);
     if (count < 0) {
@@ -383,7 +386,7 @@ int admin_cluster_shutdown(redisContext *redis, const char *cluster, const char 
         fprintf(stderr, "tessera-admin: no live process %s (see status)\n", process_id);
     } else {
         char err[256], *body = NULL;
-        int status = admin_ask(p, "POST", "/admin/shutdown", &body, err, sizeof err);
+        int status = admin_ask(p, "POST", "/admin/shutdown", token, &body, err, sizeof err);
         if (status == 202) {
             printf("%s %s: %s", admin_field(p, "role"), p->id, body ? body : "stopping\n");
             rc = 0;

@@ -3,7 +3,8 @@
  * process. They read Redis (the registry, layouts, load reports, the cell
  * directory) and the processes' admin listeners (process_admin.h), found
  * at each process's registered host and admin_port. Each prints a table,
- * or JSON with `json`, and returns the exit status. */
+ * or JSON with `json`, and returns the exit status. `token` (NULL: none)
+ * is the admin token the protected routes want (entity, kick, shutdown). */
 #ifndef TESSERA_ADMIN_CLUSTER_H
 #define TESSERA_ADMIN_CLUSTER_H
 
@@ -13,8 +14,8 @@
 
 int admin_cluster_status(redisContext *redis, const char *cluster, bool json);
 int admin_cluster_cells(redisContext *redis, const char *cluster, bool json);
-int admin_cluster_entity(redisContext *redis, const char *cluster, const char *id, bool json);
-int admin_cluster_kick(redisContext *redis, const char *cluster, const char *account);
-int admin_cluster_shutdown(redisContext *redis, const char *cluster, const char *process_id);
+int admin_cluster_entity(redisContext *redis, const char *cluster, const char *id, const char *token, bool json);
+int admin_cluster_kick(redisContext *redis, const char *cluster, const char *account, const char *token);
+int admin_cluster_shutdown(redisContext *redis, const char *cluster, const char *process_id, const char *token);
 
 #endif

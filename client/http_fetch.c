@@ -52,8 +52,8 @@ static long long http_fetch_now_ms(void) {
     return (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
-int http_fetch(const char *method, const char *host, int port, const char *path, int timeout_ms, int *status,
-               char **body, size_t *length, char *err, size_t errlen) {
+int http_fetch(const char *method, const char *host, int port, const char *path, const char *token, int timeout_ms,
+               int *status, char **body, size_t *length, char *err, size_t errlen) {
     struct sockaddr_in address = {0};
     address.sin_family = AF_INET;
     address.sin_port = htons((uint16_t)port);
@@ -74,10 +74,10 @@ int http_fetch(const char *method, const char *host, int port, const char *path,
         close(fd);
         return -1;
     }
-    char request[1024];
+    char request[1536];
     int n = snprintf(request, sizeof request,
-                     "%s %s HTTP/1.1\r\nHost: %s:%d\r\nConnection: close\r\nContent-Length: 0\r\n\r\n", method, path,
-                     host, port);
+                     "%s %s HTTP/1.1\r\nHost: %s:%d\r\n%s%s%sConnection: close\r\nContent-Length: 0\r\n\r\n", method,
+                     path, host, port, token ? "Authorization: Bearer " : "", token ? token : "", token ? "\r\n" : "");
     if (n < 0 || (size_t)n >= sizeof request || send(fd, request, (size_t)n, MSG_NOSIGNAL) != n) {
         snprintf(err, errlen, "sending to %s:%d failed", host, port);
         close(fd);

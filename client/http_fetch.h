@@ -2,7 +2,8 @@
  * listener, for tessera-admin (the response parsed by http_parser).
  *
  * Connects to host:port (an IP address), sends `method path` with
- * Connection: close, reads the whole response within timeout_ms. Returns
+ * Connection: close (and "Authorization: Bearer <token>" when token is not
+ * NULL), reads the whole response within timeout_ms. Returns
  * 0 with the status and the body (malloc'd, NUL-terminated; the caller
  * frees it), or -1 with the reason in err.
  */
@@ -11,7 +12,7 @@
 
 #include <stddef.h>
 
-int http_fetch(const char *method, const char *host, int port, const char *path, int timeout_ms, int *status,
-               char **body, size_t *length, char *err, size_t errlen);
+int http_fetch(const char *method, const char *host, int port, const char *path, const char *token, int timeout_ms,
+               int *status, char **body, size_t *length, char *err, size_t errlen);
 
 #endif

@@ -1,11 +1,13 @@
-/* admin_http.c -- the admin HTTP listener (admin_http.h): connections, the
- * request line parsed by http_parser, routing, answers, and server-sent
- * event streams.
+/* admin_http.c -- the admin HTTP listener (admin_http.h): connections and
+ * their budget, the request line and the three headers it reads (Host,
+ * Origin, Authorization) parsed by http_parser, routing behind the guard
+ * (admin_guard.h), answers, and server-sent event streams.
  *
  * A connection reads until http_parser says the request is complete (the
  * parser is then paused: nothing after it is read), routes it, and either
  * writes the answer and closes once it is written, or, for an event
- * stream, writes the stream's header and stays open until the client goes.
+ * stream, writes the stream's header and stays open until the client goes,
+ * stops reading, or outlives the stream lifetime.
  * The server is freed once its listener and its last connection are
  * closed. */
 #include "admin_http.h"
@@ -14,20 +16,35 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <http_parser.h>
 
+#include "admin_guard.h"
 #include "log.h"
 
 /* Past this much unwritten to an event stream, its client is not reading. */
 #define ADMIN_HTTP_STREAM_BACKLOG (1u << 20)
 #define ADMIN_HTTP_URL_MAX 2048
+/* Host and Origin are names and ports: longer ones are refused (400). */
+#define ADMIN_HTTP_HEADER_MAX 256
+/* "Bearer " and the longest token, with room for spaces. */
+#define ADMIN_HTTP_AUTHORIZATION_MAX (ADMIN_GUARD_TOKEN_MAX + 32)
+
+/* The headers a connection keeps (others are parsed and dropped). */
+typedef enum admin_http_header {
+    ADMIN_HTTP_HEADER_OTHER,
+    ADMIN_HTTP_HEADER_HOST,
+    ADMIN_HTTP_HEADER_ORIGIN,
+    ADMIN_HTTP_HEADER_AUTHORIZATION,
+} admin_http_header;
 
 typedef struct admin_http_route_entry {
     char method[8];
     char *path;
     admin_http_handler handler;
     void *user_data;
+    bool open; /* a probe: no token, Host or Origin check */
 } admin_http_route_entry;
 
 typedef struct admin_http_connection {
@@ -48,6 +65,20 @@ typedef struct admin_http_connection {
     size_t unwritten;
     admin_http_request *pending; /* routed, not yet answered */
     int open_handles;
+    struct sockaddr_storage peer; /* the client's address (its port ignored) */
+    char local_ip[64];            /* the address the client connected to */
+    /* The headers kept, NUL-terminated; header_seen has bit 1 << kind. */
+    char host[ADMIN_HTTP_HEADER_MAX];
+    char origin[ADMIN_HTTP_HEADER_MAX];
+    char authorization[ADMIN_HTTP_AUTHORIZATION_MAX];
+    char field[32]; /* the header name being read */
+    size_t field_length;
+    bool field_done; /* its value has started */
+    admin_http_header header_kind;
+    unsigned header_seen;
+    bool header_bad;          /* a kept header repeated or too long: 400 */
+    bool origin_allowed;      /* an Origin was sent and the guard allows it: echoed */
+    uint64_t stream_progress; /* uv_now when a stream's writes last drained or began */
 } admin_http_connection;
 
 struct admin_http_request {
@@ -68,6 +99,8 @@ struct admin_http {
     size_t connection_count;
     bool closing;
     admin_http_stats stats;
+    admin_guard guard;
+    uint64_t stream_lifetime_ms;
 };
 
 typedef struct admin_http_write {
@@ -83,6 +116,7 @@ static void admin_http_maybe_free(admin_http *server) {
     if (!server->closing || server->listener_open || server->connection_count) return;
     for (size_t i = 0; i < server->route_count; i++) free(server->routes[i].path);
     free(server->routes);
+    sodium_memzero(&server->guard, sizeof server->guard);
     free(server);
 }
 
@@ -139,6 +173,7 @@ static void admin_http_on_written(uv_write_t *request, int status) {
     admin_http_write *write = (admin_http_write *)request;
     admin_http_connection *connection = write->connection;
     connection->unwritten -= write->length;
+    connection->stream_progress = uv_now(connection->server->loop);
     free(write);
     if (connection->closing) return;
     if (status < 0 || (!connection->streaming && connection->unwritten == 0)) admin_http_close(connection);
@@ -146,6 +181,7 @@ static void admin_http_on_written(uv_write_t *request, int status) {
 
 static void admin_http_write_bytes(admin_http_connection *connection, const char *data, size_t length) {
     if (connection->closing || length == 0) return;
+    if (connection->unwritten == 0) connection->stream_progress = uv_now(connection->server->loop);
     admin_http_write *write = xmalloc(sizeof *write + length);
     write->connection = connection;
     write->length = length;
@@ -167,6 +203,10 @@ static const char *admin_http_status_text(int status) {
             return "Accepted";
         case 400:
             return "Bad Request";
+        case 401:
+            return "Unauthorized";
+        case 403:
+            return "Forbidden";
         case 404:
             return "Not Found";
         case 405:
@@ -184,15 +224,26 @@ static const char *admin_http_status_text(int status) {
     }
 }
 
+/* The CORS headers of an answer: the Origin echoed when the guard allows
+ * it (never "*"), else nothing. */
+static void admin_http_cors(const admin_http_connection *connection, char *out, size_t size) {
+    if (connection->origin_allowed)
+        snprintf(out, size, "Access-Control-Allow-Origin: %s\r\nVary: Origin\r\n", connection->origin);
+    else
+        snprintf(out, size, "Vary: Origin\r\n");
+}
+
 static void admin_http_write_reply(admin_http_connection *connection, int status, const char *content_type,
                                    const char *body, size_t length) {
     if (connection->answered) return;
     connection->answered = true;
-    char head[512];
+    char head[512 + ADMIN_HTTP_HEADER_MAX], cors[64 + ADMIN_HTTP_HEADER_MAX];
+    admin_http_cors(connection, cors, sizeof cors);
     int head_length = snprintf(head, sizeof head,
-                               "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                               "Access-Control-Allow-Origin: *\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
-                               status, admin_http_status_text(status), content_type, length);
+                               "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s"
+                               "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+                               status, admin_http_status_text(status), content_type, length, cors,
+                               status == 401 ? "WWW-Authenticate: Bearer realm=\"tessera-admin\"\r\n" : "");
     admin_http_write_bytes(connection, head, (size_t)head_length);
     admin_http_write_bytes(connection, body, length);
     uv_read_stop((uv_stream_t *)&connection->tcp);
@@ -251,18 +302,54 @@ void admin_http_reply_text(admin_http_request *request, int status, const char *
     admin_http_reply(request, status, "text/plain; charset=utf-8", text, strlen(text));
 }
 
+/* query with its token=... parameters left out, into out (at least as
+ * large as query): a stream keeps its query for as long as it lives, and
+ * its render callback has no use for the token. */
+static void admin_http_query_without_token(const char *query, char *out, size_t size) {
+    size_t n = 0;
+    out[0] = '\0';
+    for (const char *p = query; *p;) {
+        const char *end = strchr(p, '&');
+        if (!end) end = p + strlen(p);
+        size_t length = (size_t)(end - p);
+        if (strncmp(p, "token=", 6) != 0 && length > 0 && n + length + 2 <= size) {
+            if (n) out[n++] = '&';
+            memcpy(out + n, p, length);
+            n += length;
+            out[n] = '\0';
+        }
+        p = *end ? end + 1 : end;
+    }
+}
+
+static void admin_http_on_stream_timeout(uv_timer_t *timer) {
+    admin_http_connection *connection = timer->data;
+    /* EventSource opens a new stream after `retry`. */
+    admin_http_close(connection);
+}
+
 void admin_http_start_stream(admin_http_request *request) {
     admin_http_connection *connection = request->connection;
     if (connection && !connection->answered) {
+        admin_http *server = connection->server;
+        if (admin_http_stream_count(server) >= ADMIN_HTTP_MAX_STREAMS) {
+            server->stats.refused_streams++;
+            admin_http_reply_text(request, 503, "too many event streams are open on this listener\n");
+            return;
+        }
         connection->pending = NULL;
         connection->answered = true;
         connection->streaming = true;
-        snprintf(connection->stream_query, sizeof connection->stream_query, "%s", request->query);
-        static const char head[] = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                                   "Access-Control-Allow-Origin: *\r\nCache-Control: no-store\r\n\r\n"
-                                   "retry: 1000\n\n";
-        admin_http_write_bytes(connection, head, sizeof head - 1);
+        admin_http_query_without_token(request->query, connection->stream_query, sizeof connection->stream_query);
+        char head[256 + ADMIN_HTTP_HEADER_MAX], cors[64 + ADMIN_HTTP_HEADER_MAX];
+        admin_http_cors(connection, cors, sizeof cors);
+        int length = snprintf(head, sizeof head,
+                              "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n%s"
+                              "Cache-Control: no-store\r\n\r\nretry: 1000\n\n",
+                              cors);
+        admin_http_write_bytes(connection, head, (size_t)length);
         uv_timer_stop(&connection->timeout);
+        uv_timer_start(&connection->timeout, admin_http_on_stream_timeout, server->stream_lifetime_ms, 0);
         /* Reading goes on, to see the client close. */
     }
     free(request);
@@ -284,7 +371,8 @@ void admin_http_broadcast(admin_http *server, admin_http_render render, void *us
             if (!d->streaming || d->closing || d->rendered || strcmp(d->stream_query, c->stream_query) != 0) continue;
             d->rendered = true;
             if (!data) continue;
-            if (d->unwritten > ADMIN_HTTP_STREAM_BACKLOG) {
+            if (d->unwritten > ADMIN_HTTP_STREAM_BACKLOG ||
+                (d->unwritten > 0 && uv_now(server->loop) - d->stream_progress > ADMIN_HTTP_STREAM_STALL_MS)) {
                 log_info("admin http: an event stream's client is not reading (%zu bytes unwritten): closed",
                          d->unwritten);
                 admin_http_close(d);
@@ -302,12 +390,74 @@ admin_http_stats admin_http_get_stats(const admin_http *server) { return server-
 
 /* ---- parsing and routing ------------------------------------------------------- */
 
+/* Appends at[0..length) to buffer (holding *used bytes and a NUL) when it
+ * fits with its NUL; false (buffer unchanged) when it does not. */
+static bool admin_http_append(char *buffer, size_t size, size_t *used, const char *at, size_t length) {
+    if (*used + length >= size) return false;
+    memcpy(buffer + *used, at, length);
+    *used += length;
+    buffer[*used] = '\0';
+    return true;
+}
+
 static int admin_http_on_url(http_parser *parser, const char *at, size_t length) {
     admin_http_connection *connection = parser->data;
-    if (connection->url_length + length >= sizeof connection->url) return 1;
-    memcpy(connection->url + connection->url_length, at, length);
-    connection->url_length += length;
-    connection->url[connection->url_length] = '\0';
+    return admin_http_append(connection->url, sizeof connection->url, &connection->url_length, at, length) ? 0 : 1;
+}
+
+static int admin_http_on_header_field(http_parser *parser, const char *at, size_t length) {
+    admin_http_connection *connection = parser->data;
+    if (connection->field_done) {
+        connection->field_done = false;
+        connection->field_length = 0;
+        connection->field[0] = '\0';
+    }
+    /* A name too long for the buffer is none of the three kept: it is
+     * marked with a byte no header name holds. */
+    if (!admin_http_append(connection->field, sizeof connection->field, &connection->field_length, at, length)) {
+        connection->field[0] = '\n';
+        connection->field_length = sizeof connection->field - 1;
+    }
+    return 0;
+}
+
+static int admin_http_on_header_value(http_parser *parser, const char *at, size_t length) {
+    admin_http_connection *connection = parser->data;
+    if (!connection->field_done) {
+        connection->field_done = true;
+        connection->header_kind = ADMIN_HTTP_HEADER_OTHER;
+        if (strcasecmp(connection->field, "Host") == 0)
+            connection->header_kind = ADMIN_HTTP_HEADER_HOST;
+        else if (strcasecmp(connection->field, "Origin") == 0)
+            connection->header_kind = ADMIN_HTTP_HEADER_ORIGIN;
+        else if (strcasecmp(connection->field, "Authorization") == 0)
+            connection->header_kind = ADMIN_HTTP_HEADER_AUTHORIZATION;
+        if (connection->header_kind != ADMIN_HTTP_HEADER_OTHER) {
+            unsigned bit = 1u << connection->header_kind;
+            if (connection->header_seen & bit) connection->header_bad = true; /* which one would count? */
+            connection->header_seen |= bit;
+        }
+    }
+    char *value = NULL;
+    size_t size = 0;
+    switch (connection->header_kind) {
+        case ADMIN_HTTP_HEADER_HOST:
+            value = connection->host;
+            size = sizeof connection->host;
+            break;
+        case ADMIN_HTTP_HEADER_ORIGIN:
+            value = connection->origin;
+            size = sizeof connection->origin;
+            break;
+        case ADMIN_HTTP_HEADER_AUTHORIZATION:
+            value = connection->authorization;
+            size = sizeof connection->authorization;
+            break;
+        case ADMIN_HTTP_HEADER_OTHER:
+            return 0;
+    }
+    size_t used = strlen(value);
+    if (!admin_http_append(value, size, &used, at, length)) connection->header_bad = true;
     return 0;
 }
 
@@ -320,8 +470,54 @@ static int admin_http_on_complete(http_parser *parser) {
 
 static const http_parser_settings admin_http_parser_settings = {
     .on_url = admin_http_on_url,
+    .on_header_field = admin_http_on_header_field,
+    .on_header_value = admin_http_on_header_value,
     .on_message_complete = admin_http_on_complete,
 };
+
+/* The guard in front of a protected route: true when the request may go
+ * on, else it has been answered (403 or 401) and freed. */
+static bool admin_http_admit(admin_http_connection *connection, admin_http_request *request) {
+    admin_http *server = connection->server;
+    const char *host = connection->header_seen & (1u << ADMIN_HTTP_HEADER_HOST) ? connection->host : NULL;
+    if (!admin_guard_host_ok(&server->guard, host, connection->local_ip)) {
+        server->stats.refused_requests++;
+        admin_http_reply_text(request, 403,
+                              "forbidden: the Host header names neither this listener's address nor an entry of "
+                              "admin_allowed_hosts\n");
+        return false;
+    }
+    if ((connection->header_seen & (1u << ADMIN_HTTP_HEADER_ORIGIN)) && !connection->origin_allowed) {
+        server->stats.refused_requests++;
+        admin_http_reply_text(request, 403,
+                              "forbidden: the Origin is neither this listener nor in admin_allowed_origins\n");
+        return false;
+    }
+    if (!server->guard.has_token) {
+        server->stats.refused_requests++;
+        admin_http_reply_text(request, 403,
+                              "forbidden: admin_token_file is not set, so this listener serves only /healthz, "
+                              "/readyz and /metrics\n");
+        return false;
+    }
+    /* A browser's EventSource cannot send a header: a GET may carry the
+     * token in its query. A POST may not, so no page can post a form or a
+     * text/plain body that carries it. */
+    char query_token[ADMIN_GUARD_TOKEN_MAX + 1];
+    bool has_query =
+        strcmp(request->method, "GET") == 0 && admin_http_query(request, "token", query_token, sizeof query_token);
+    const char *authorization =
+        connection->header_seen & (1u << ADMIN_HTTP_HEADER_AUTHORIZATION) ? connection->authorization : NULL;
+    bool ok = admin_guard_token_ok(&server->guard, authorization, has_query ? query_token : NULL);
+    sodium_memzero(query_token, sizeof query_token);
+    if (!ok) {
+        server->stats.unauthorized_requests++;
+        admin_http_reply_text(request, 401,
+                              "unauthorized: send the admin token as \"Authorization: Bearer <token>\"\n");
+        return false;
+    }
+    return true;
+}
 
 static void admin_http_route_request(admin_http_connection *connection) {
     admin_http *server = connection->server;
@@ -345,12 +541,20 @@ static void admin_http_route_request(admin_http_connection *connection) {
         snprintf(request->query, sizeof request->query, "%.*s", (int)url.field_data[UF_QUERY].len,
                  connection->url + url.field_data[UF_QUERY].off);
     connection->pending = request;
+    if (connection->header_bad) {
+        server->stats.bad_requests++;
+        admin_http_reply_text(request, 400, "bad request: Host, Origin or Authorization repeated or too long\n");
+        return;
+    }
+    const char *origin = connection->header_seen & (1u << ADMIN_HTTP_HEADER_ORIGIN) ? connection->origin : NULL;
+    connection->origin_allowed = origin && admin_guard_origin_ok(&server->guard, origin, connection->local_ip);
     bool path_known = false;
     for (size_t i = 0; i < server->route_count; i++) {
         const admin_http_route_entry *route = &server->routes[i];
         if (strcmp(route->path, request->path) != 0) continue;
         path_known = true;
         if (strcmp(route->method, request->method) != 0) continue;
+        if (!route->open && !admin_http_admit(connection, request)) return;
         route->handler(request, route->user_data);
         return;
     }
@@ -397,6 +601,70 @@ static void admin_http_on_timeout(uv_timer_t *timer) {
     if (!connection->complete) admin_http_close(connection);
 }
 
+/* Fills the connection's peer and local addresses. */
+static void admin_http_addresses(admin_http_connection *connection) {
+    int length = sizeof connection->peer;
+    if (uv_tcp_getpeername(&connection->tcp, (struct sockaddr *)&connection->peer, &length) != 0)
+        memset(&connection->peer, 0, sizeof connection->peer);
+    struct sockaddr_storage local;
+    length = sizeof local;
+    connection->local_ip[0] = '\0';
+    if (uv_tcp_getsockname(&connection->tcp, (struct sockaddr *)&local, &length) == 0) {
+        if (local.ss_family == AF_INET6)
+            uv_ip6_name((struct sockaddr_in6 *)&local, connection->local_ip, sizeof connection->local_ip);
+        else if (local.ss_family == AF_INET)
+            uv_ip4_name((struct sockaddr_in *)&local, connection->local_ip, sizeof connection->local_ip);
+    }
+}
+
+static bool admin_http_same_peer(const struct sockaddr_storage *a, const struct sockaddr_storage *b) {
+    if (a->ss_family != b->ss_family) return false;
+    if (a->ss_family == AF_INET)
+        return ((const struct sockaddr_in *)a)->sin_addr.s_addr == ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+    if (a->ss_family == AF_INET6)
+        return memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &((const struct sockaddr_in6 *)b)->sin6_addr,
+                      sizeof(struct in6_addr)) == 0;
+    return false;
+}
+
+/* A connection that has not yet sent its whole request: the kind that
+ * gives way to a newcomer (see the budget in admin_http.h). */
+static bool admin_http_still_sending(const admin_http_connection *c) {
+    return !c->closing && !c->complete && !c->answered;
+}
+
+/* The budget, applied when `fresh` (already counted, at the head of the
+ * list) is accepted: its peer may have ADMIN_HTTP_MAX_SENDING_PER_PEER
+ * connections still sending, and the listener ADMIN_HTTP_MAX_CONNECTIONS
+ * open; past either, the oldest connection still sending (of that peer,
+ * or of anyone) is closed to make room. False when there is none to close:
+ * fresh is then refused. */
+static bool admin_http_make_room(admin_http *server, admin_http_connection *fresh) {
+    size_t open = 0, sending_here = 0;
+    admin_http_connection *oldest_here = NULL, *oldest = NULL;
+    for (admin_http_connection *c = fresh->next; c; c = c->next) {
+        if (c->closing) continue;
+        open++;
+        if (!admin_http_still_sending(c)) continue;
+        oldest = c; /* the list runs newest first */
+        if (admin_http_same_peer(&c->peer, &fresh->peer)) {
+            sending_here++;
+            oldest_here = c;
+        }
+    }
+    if (sending_here >= ADMIN_HTTP_MAX_SENDING_PER_PEER) {
+        server->stats.evicted_connections++;
+        admin_http_close(oldest_here);
+        if (oldest == oldest_here) oldest = NULL;
+        open--;
+    }
+    if (open < ADMIN_HTTP_MAX_CONNECTIONS) return true;
+    if (!oldest) return false;
+    server->stats.evicted_connections++;
+    admin_http_close(oldest);
+    return true;
+}
+
 static void admin_http_on_connection(uv_stream_t *listener, int status) {
     admin_http *server = listener->data;
     if (status < 0 || server->closing) return;
@@ -414,7 +682,8 @@ static void admin_http_on_connection(uv_stream_t *listener, int status) {
         admin_http_close(connection);
         return;
     }
-    if (server->connection_count > ADMIN_HTTP_MAX_CONNECTIONS) {
+    admin_http_addresses(connection);
+    if (!admin_http_make_room(server, connection)) {
         server->stats.refused_connections++;
         admin_http_close(connection);
         return;
@@ -425,7 +694,8 @@ static void admin_http_on_connection(uv_stream_t *listener, int status) {
     uv_read_start((uv_stream_t *)&connection->tcp, admin_http_alloc, admin_http_on_read);
 }
 
-admin_http *admin_http_create(uv_loop_t *loop, const char *host, int port, char *err, size_t errlen) {
+admin_http *admin_http_create(uv_loop_t *loop, const char *host, int port, const admin_http_options *options, char *err,
+                              size_t errlen) {
     struct sockaddr_storage address;
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)&address) != 0 &&
         uv_ip6_addr(host, port, (struct sockaddr_in6 *)&address) != 0) {
@@ -449,13 +719,22 @@ admin_http *admin_http_create(uv_loop_t *loop, const char *host, int port, char 
     uv_tcp_getsockname(&server->listener, (struct sockaddr *)&bound, &length);
     server->port = bound.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&bound)->sin6_port)
                                                : ntohs(((struct sockaddr_in *)&bound)->sin_port);
+    static const admin_http_options defaults = {0};
+    if (!options) options = &defaults;
+    server->stream_lifetime_ms =
+        options->stream_lifetime_ms ? options->stream_lifetime_ms : ADMIN_HTTP_STREAM_LIFETIME_MS;
+    if (admin_guard_init(&server->guard, options->token, host, server->port, options->allowed_hosts,
+                         options->allowed_origins, err, errlen) != 0) {
+        admin_http_free(server);
+        return NULL;
+    }
     return server;
 }
 
 int admin_http_port(const admin_http *server) { return server->port; }
 
-void admin_http_route(admin_http *server, const char *method, const char *path, admin_http_handler handler,
-                      void *user_data) {
+static void admin_http_add_route(admin_http *server, const char *method, const char *path, admin_http_handler handler,
+                                 void *user_data, bool open) {
     if (server->route_count == server->route_capacity) {
         server->route_capacity = server->route_capacity ? server->route_capacity * 2 : 16;
         server->routes = xrealloc(server->routes, server->route_capacity * sizeof *server->routes);
@@ -465,4 +744,14 @@ void admin_http_route(admin_http *server, const char *method, const char *path, 
     route->path = xstrdup(path);
     route->handler = handler;
     route->user_data = user_data;
+    route->open = open;
+}
+
+void admin_http_route(admin_http *server, const char *method, const char *path, admin_http_handler handler,
+                      void *user_data) {
+    admin_http_add_route(server, method, path, handler, user_data, false);
+}
+
+void admin_http_route_probe(admin_http *server, const char *path, admin_http_handler handler, void *user_data) {
+    admin_http_add_route(server, "GET", path, handler, user_data, true);
 }

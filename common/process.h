@@ -33,6 +33,10 @@ typedef struct process_settings {
     int64_t internal_port;
     char admin_host[64];
     int64_t admin_port;
+    char admin_token_file[256];
+    char admin_allowed_hosts[512];
+    char admin_allowed_origins[2048];
+    int64_t admin_stream_lifetime_ms;
     char log_format[8];
 } process_settings;
 
@@ -123,6 +127,40 @@ typedef struct process_settings {
          "0",                                                                                                       \
          "TCP port of the admin HTTP listener (0: any free port, published in the registry as admin_port; "         \
          "-1: none)"},                                                                                              \
+        {"admin_token_file",                                                                                        \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.admin_token_file),                                                                    \
+         sizeof(((type *)0)->field.admin_token_file),                                                               \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "",                                                                                                        \
+         "file holding the admin token (mode 600 or 640): every admin route but /healthz, /readyz and /metrics "    \
+         "wants it as Authorization: Bearer (GETs also ?token=); unset: those routes answer 403"},                  \
+        {"admin_allowed_hosts",                                                                                     \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.admin_allowed_hosts),                                                                 \
+         sizeof(((type *)0)->field.admin_allowed_hosts),                                                            \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "",                                                                                                        \
+         "Host names the admin listener answers to besides its own address (comma-separated; name or name:port)"},  \
+        {"admin_allowed_origins",                                                                                   \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.admin_allowed_origins),                                                               \
+         sizeof(((type *)0)->field.admin_allowed_origins),                                                          \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "",                                                                                                        \
+         "web origins besides its own whose pages may use the admin listener (comma-separated, "                    \
+         "http://host:port or http://host:* for any port); the others' processes serving the live map"},            \
+        {"admin_stream_lifetime_ms",                                                                                \
+         CONFIG_INT,                                                                                                \
+         offsetof(type, field.admin_stream_lifetime_ms),                                                            \
+         0,                                                                                                         \
+         500,                                                                                                       \
+         86400000,                                                                                                  \
+         "300000",                                                                                                  \
+         "an admin event stream is closed after this long (the browser reconnects by itself)"},                     \
     {                                                                                                               \
         "log_format", CONFIG_STRING, offsetof(type, field.log_format), sizeof(((type *)0)->field.log_format), 0, 0, \
             "text", "text (one readable line per entry) or json (one JSON object per line)"                         \

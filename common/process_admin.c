@@ -9,6 +9,7 @@
 
 #include <hiredis/hiredis.h>
 
+#include "admin_guard.h"
 #include "log.h"
 
 struct process_admin {
@@ -103,6 +104,16 @@ static void process_admin_on_metrics(admin_http_request *request, void *user_dat
     metrics_sample(&m, "admin_requests_total", NULL, (double)stats.requests);
     metrics_family(&m, "admin_bad_requests_total", "counter", "malformed or oversized admin requests");
     metrics_sample(&m, "admin_bad_requests_total", NULL, (double)stats.bad_requests);
+    metrics_family(&m, "admin_refused_requests_total", "counter",
+                   "admin requests refused: 403 (Host, Origin, no token configured) or 401 (no or wrong token)");
+    metrics_sample(&m, "admin_refused_requests_total", "reason=\"forbidden\"", (double)stats.refused_requests);
+    metrics_sample(&m, "admin_refused_requests_total", "reason=\"unauthorized\"", (double)stats.unauthorized_requests);
+    metrics_family(&m, "admin_connections_closed_total", "counter",
+                   "admin connections closed by the budget: evicted while still sending, refused on accept, "
+                   "event streams refused (503)");
+    metrics_sample(&m, "admin_connections_closed_total", "reason=\"evicted\"", (double)stats.evicted_connections);
+    metrics_sample(&m, "admin_connections_closed_total", "reason=\"refused\"", (double)stats.refused_connections);
+    metrics_sample(&m, "admin_connections_closed_total", "reason=\"stream_refused\"", (double)stats.refused_streams);
     size_t length;
     char *text = metrics_text_take(&m, &length);
     metrics_text_close(&m);
@@ -141,17 +152,31 @@ process_admin *process_admin_start(uv_loop_t *loop, const process_settings *sett
                                    const process_admin_hooks *hooks, char *err, size_t errlen) {
     if (errlen) err[0] = '\0';
     if (settings->admin_port < 0) return NULL;
-    admin_http *http = admin_http_create(loop, settings->admin_host, (int)settings->admin_port, err, errlen);
+    char token[ADMIN_GUARD_TOKEN_MAX + 1] = "";
+    if (settings->admin_token_file[0] &&
+        admin_guard_read_token_file(settings->admin_token_file, token, sizeof token, err, errlen) != 0)
+        return NULL;
+    admin_http_options options = {
+        .token = token,
+        .allowed_hosts = settings->admin_allowed_hosts,
+        .allowed_origins = settings->admin_allowed_origins,
+        .stream_lifetime_ms = (uint64_t)settings->admin_stream_lifetime_ms,
+    };
+    admin_http *http = admin_http_create(loop, settings->admin_host, (int)settings->admin_port, &options, err, errlen);
+    sodium_memzero(token, sizeof token);
     if (!http) return NULL;
+    if (!settings->admin_token_file[0])
+        log_warn("admin: admin_token_file is not set: the admin listener serves /healthz, /readyz and /metrics, "
+                 "and answers 403 to everything else (the map, /api/*, /admin/*)");
     process_admin *admin = xcalloc(1, sizeof *admin);
     admin->http = http;
     admin->settings = settings;
     admin->redis = redis;
     if (hooks) admin->hooks = *hooks;
     snprintf(admin->prefix, sizeof admin->prefix, "tessera:%s:", settings->cluster_name);
-    admin_http_route(http, "GET", "/healthz", process_admin_on_healthz, admin);
-    admin_http_route(http, "GET", "/readyz", process_admin_on_readyz, admin);
-    admin_http_route(http, "GET", "/metrics", process_admin_on_metrics, admin);
+    admin_http_route_probe(http, "/healthz", process_admin_on_healthz, admin);
+    admin_http_route_probe(http, "/readyz", process_admin_on_readyz, admin);
+    admin_http_route_probe(http, "/metrics", process_admin_on_metrics, admin);
     admin_http_route(http, "GET", "/map", process_admin_on_map, admin);
     admin_http_route(http, "GET", "/", process_admin_on_map, admin);
     admin_http_route(http, "GET", "/api/cluster", process_admin_on_cluster, admin);

@@ -14,6 +14,14 @@
  *                     "id"], "spaces": {name: layout}, "loads": {cellapp id:
  *                     load report}, "leader": "<id>:<fence>" or null}
  *
+ * /healthz, /readyz and /metrics are open to whatever reaches the port;
+ * everything else wants the admin token (admin_token_file) and passes the
+ * Host and Origin checks (admin_allowed_hosts, admin_allowed_origins): see
+ * admin_http.h. admin_token_file configured but unreadable, empty, too
+ * short or readable by every user: process_admin_start fails with the
+ * reason (the process does not start). Not configured: a warning at
+ * start-up, and those routes answer 403.
+ *
  * The port it listens on is published in the registry as admin_port.
  * admin_port -1 in the config: no listener (process_admin_start returns
  * NULL and says nothing).

@@ -14,6 +14,8 @@ config, log and pid file under one run directory:
                              clears only the control plane: registry, layouts,
                              directory, balancer lease)
     DIR/cluster.json         ports, pids and paths of everything, once ready
+    DIR/admin_token          the cluster's admin token (mode 600), new at each
+                             `up`: every process's admin_token_file
 
 Processes are named redis, cellapp-1..M, baseapp-1..K. Each runs in its own
 session (start_new_session) so a Ctrl-C in the terminal that ran `up` does not
@@ -26,6 +28,13 @@ listeners, and Redis, which also keeps 127.0.0.1 for the tools here);
 `--process-prefix NAME=COMMAND` starts it under COMMAND (e.g. `ip netns exec
 NS`, with ADDR an address of that namespace). Admin listeners stay on
 127.0.0.1 of wherever the process runs.
+
+Admin listeners (common/admin_http.h): `up` gives each process a fixed free
+admin_port, writes one random token per cluster to DIR/admin_token and sets
+admin_token_file to it in every config, with admin_allowed_origins listing
+every process's admin origin (http://127.0.0.1:<admin_port>), so the live map
+served by one process may read the others. The map URL it prints carries the
+token (?token=...); `admin_http` here sends it as a bearer header.
 
 Also here: `redis_client`, the Redis client the integration tests and the
 benchmarks use too (Debian's python3-redis, which scripts/deps installs),
@@ -45,10 +54,12 @@ frames_out, cellapps, baseapps, ...).
 
 import argparse
 import errno
+import http.client
 import importlib
 import json
 import os
 import random
+import secrets
 import shlex
 import signal
 import socket
@@ -343,6 +354,10 @@ class RunDir:
     def config(self, name):
         return os.path.join(self.conf, name + ".json")
 
+    @property
+    def admin_token_file(self):
+        return os.path.join(self.path, "admin_token")
+
     def state_dump(self, name):
         return os.path.join(self.path, "state", name + ".json")
 
@@ -536,12 +551,63 @@ def _check_not_running(rd):
         rd.remove_pid(name)
 
 
+def write_admin_token(path):
+    """Writes a new random admin token to path (mode 600, made so before a
+    byte is written); returns it."""
+    token = secrets.token_hex(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, (token + "\n").encode())
+    finally:
+        os.close(fd)
+    return token
+
+
+def admin_token(cluster):
+    """The cluster's admin token (from cluster.json's admin_token_file), or
+    None when it has none."""
+    path = cluster.get("admin_token_file")
+    if not path:
+        return None
+    with open(path) as f:
+        return f.read().strip()
+
+
+def admin_http(cluster, port, path, method="GET", token=True, headers=None, host="127.0.0.1", timeout=5.0):
+    """One request to a process's admin listener at host:port. token: True
+    sends the cluster's token as "Authorization: Bearer", a string sends
+    that one, None sends none. Returns (status, body as str, headers as a
+    dict with lower-case names)."""
+    send = {"Host": "%s:%d" % (host, port)}
+    if token is True:
+        token = admin_token(cluster)
+    if token:
+        send["Authorization"] = "Bearer " + token
+    send.update(headers or {})
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+        for name, value in send.items():
+            conn.putheader(name, value)
+        conn.endheaders(b"" if method == "POST" else None)
+        response = conn.getresponse()
+        body = response.read().decode(errors="replace")
+        return response.status, body, {k.lower(): v for k, v in response.getheaders()}
+    finally:
+        conn.close()
+
+
 def admin(cluster, args, check=True):
-    """Runs tessera-admin against the cluster's Redis; returns its stdout.
-    Raises ClusterError with its stderr when it fails and `check`."""
+    """Runs tessera-admin against the cluster's Redis (with the cluster's
+    admin token); returns its stdout. Raises ClusterError with its stderr
+    when it fails and `check`."""
     binary = os.path.join(cluster["build_dir"], ADMIN_BINARY)
     argv = [binary, "--redis", "127.0.0.1:%d" % cluster["redis_port"],
-            "--cluster", cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)] + [str(a) for a in args]
+            "--cluster", cluster.get("cluster_name", DEFAULT_CLUSTER_NAME)]
+    if cluster.get("admin_token_file"):
+        argv += ["--admin-token-file", cluster["admin_token_file"]]
+    argv += [str(a) for a in args]
     proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=30)
     if check and proc.returncode != 0:
         raise ClusterError("tessera-admin %s failed (exit %d): %s"
@@ -647,7 +713,14 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
         # Configs and starts: cellapps before baseapps.
         names = ["cellapp-%d" % i for i in range(1, cellapps + 1)] + \
                 ["baseapp-%d" % j for j in range(1, baseapps + 1)]
-        ports = iter(free_ports(cellapps + 2 * baseapps, host))
+        # Admin listeners stay on 127.0.0.1 (see the module doc); each gets
+        # its port now, chosen with the others so that none is taken twice,
+        # so that every config can list every admin origin.
+        chosen = free_ports(cellapps + 2 * baseapps + len(names), host)
+        admin_ports = dict(zip(names, chosen[:len(names)]))
+        ports = iter(chosen[len(names):])
+        write_admin_token(rd.admin_token_file)
+        admin_origins = ",".join("http://127.0.0.1:%d" % admin_ports[n] for n in names)
         for name in names:
             role = role_of(name)
             own_host = process_hosts.get(name, host)
@@ -664,6 +737,9 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                 "entity_definitions": os.path.join(REPO_ROOT, "demo", "entities"),
                 # Where SIGUSR1 writes the process's entity state.
                 "state_dump_path": rd.state_dump(name),
+                "admin_port": admin_ports[name],
+                "admin_token_file": rd.admin_token_file,
+                "admin_allowed_origins": admin_origins,
             }
             # The demo game's rules, as the module scripts/build made; its
             # own settings go in "game" (--set cellapp.game.NAME=V).
@@ -719,6 +795,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             "redis_port": redis_port,
             "host": host,
             "started_at": time.time(),
+            "admin_token_file": rd.admin_token_file,
             "login": "%s:%d" % (first_baseapp["client_host"], first_baseapp["client_port"]),
             "baseapps": ["%s:%d" % (p["client_host"], p["client_port"]) for p in procs if p["role"] == "baseapp"],
             "processes": [redis_proc] + procs,
@@ -852,6 +929,9 @@ def add_cellapp(dir_path, overrides=None, timeout=30.0, out=sys.stdout):
     conf["internal_host"] = host
     conf["internal_port"] = port
     conf["state_dump_path"] = rd.state_dump(name)
+    # Its own admin port; the others' origins stay in its list (copied).
+    if int(conf.get("admin_port", 0)) > 0:
+        (conf["admin_port"],) = free_ports(1, "127.0.0.1")
     apply_overrides(conf, overrides_for("cellapp", dict(overrides or {})))
     with open(rd.config(name), "w") as f:
         json.dump(conf, f, indent=2)
@@ -1035,7 +1115,8 @@ def status(dir_path):
 
 def map_url(cluster):
     """The live map's address: the admin listener of the first baseapp (any
-    process serves it), or None when none publishes one."""
+    process serves it), with the admin token in its query, or None when
+    none publishes one."""
     try:
         with redis_client("127.0.0.1", cluster["redis_port"], timeout=2.0) as r:
             entries = registry_entries(r, cluster.get("cluster_name", DEFAULT_CLUSTER_NAME))
@@ -1044,7 +1125,9 @@ def map_url(cluster):
     for role in ("baseapp", "cellapp"):
         for e in entries:
             if e.get("role") == role and stat_int(e, "admin_port", 0) > 0:
-                return "http://%s:%d/map" % (e.get("host", "127.0.0.1"), stat_int(e, "admin_port"))
+                url = "http://%s:%d/map" % (e.get("host", "127.0.0.1"), stat_int(e, "admin_port"))
+                token = admin_token(cluster)
+                return url + ("?token=" + token if token else "")
     return None
 
 

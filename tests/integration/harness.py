@@ -422,8 +422,22 @@ class Cluster:
         its exit status."""
         argv = [os.path.join(self.build_dir, "client", "tessera-admin"), "--redis",
                 "127.0.0.1:%d" % self.info["redis_port"], "--cluster", self.info.get("cluster_name", "tessera")]
+        if self.info.get("admin_token_file"):
+            argv += ["--admin-token-file", self.info["admin_token_file"]]
         return subprocess.run(argv + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, timeout=30)
+
+    @property
+    def admin_token(self):
+        """The cluster's admin token (scripts/cluster writes one per cluster)."""
+        return tessera_cluster.admin_token(self.info)
+
+    def admin_http(self, port, path, method="GET", token=True, headers=None, timeout=5.0):
+        """One request to the admin listener on 127.0.0.1:port, with the
+        cluster's token unless token is None (or another string); returns
+        (status, body, headers) (see tessera_cluster.admin_http)."""
+        return tessera_cluster.admin_http(self.info, port, path, method=method, token=token, headers=headers,
+                                          timeout=timeout)
 
     def registry_id(self, name):
         """The registry (process) id of one of our processes, as a string."""

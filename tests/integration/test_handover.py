@@ -19,8 +19,6 @@
 import json
 import time
 import unittest
-import urllib.error
-import urllib.request
 
 import harness
 from harness import PART_BASE, PART_CELL, frame, msg_call
@@ -28,13 +26,10 @@ from harness import PART_BASE, PART_CELL, frame, msg_call
 ENTER_WORLD = 0     # Account's base method enterWorld()
 
 
-def post(port, path):
-    request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method="POST", data=b"")
-    try:
-        with urllib.request.urlopen(request, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+def post(cluster, port, path):
+    """(status, body) of an operator's POST, with the cluster's admin token."""
+    status, body, _ = cluster.admin_http(port, path, method="POST")
+    return status, body
 
 
 def token_login(addr, account, token):
@@ -125,18 +120,18 @@ class Handover(unittest.TestCase):
             alice, bob, carol = a["entity_id"], b["entity_id"], c["entity_id"]
             a_sock.close()          # alice is detached: no client, kept for a reconnect
             harness.wait_for(lambda: "the source has no client" in
-                             post(port, "/admin/give-client?from=%d&to=%d" % (alice, carol))[1],
+                             post(cluster, port, "/admin/give-client?from=%d&to=%d" % (alice, carol))[1],
                              5.0, "the baseapp to notice alice's client is gone")
 
             def refused(source, target, rule):
-                status, text = post(port, "/admin/give-client?from=%d&to=%d" % (source, target))
+                status, text = post(cluster, port, "/admin/give-client?from=%d&to=%d" % (source, target))
                 self.assertEqual(status, 409, text)
                 self.assertIn(rule, text)
 
             refused(alice, bob, "the source has no client")
             # A target that is not here is looked up in the base directory
             # (202); the refusal follows, and bob keeps his client.
-            status, _ = post(port, "/admin/give-client?from=%d&to=987654321" % bob)
+            status, _ = post(cluster, port, "/admin/give-client?from=%d&to=987654321" % bob)
             self.assertEqual(status, 202)
             harness.wait_for(lambda: "giveClientTo entity 987654321 refused: the target is missing" in
                              cluster.log("baseapp-1"), 5.0, "the missing target's refusal")
@@ -147,14 +142,14 @@ class Handover(unittest.TestCase):
             # A proxy being destroyed: carol is kicked while Redis is down,
             # so her last write waits (and is retried) and she stays.
             cluster.kill("redis")
-            status, _ = post(port, "/admin/kick?account=carol")
+            status, _ = post(cluster, port, "/admin/kick?account=carol")
             self.assertEqual(status, 200)
             self.assertTrue(harness.expect_closed(c_sock))
             refused(bob, carol, "the target is destroyed")
             cluster.restart_redis(pause_s=0.0)
 
             # Bob's client goes to alice's Avatar.
-            status, text = post(port, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            status, text = post(cluster, port, "/admin/give-client?from=%d&to=%d" % (bob, alice))
             self.assertEqual(status, 200, text)
             # Bob's own stream runs until the handover: what counts is from
             # the destroy on.
@@ -188,18 +183,18 @@ class Handover(unittest.TestCase):
             alice, bob, carol, dave = a["entity_id"], b["entity_id"], c["entity_id"], d["entity_id"]
             a_sock.close()   # alice's entity waits, without a client, on baseapp-1
             harness.wait_for(lambda: "the source has no client" in
-                             post(int(cluster.registry_hash("baseapp-1")["admin_port"]),
+                             post(cluster, int(cluster.registry_hash("baseapp-1")["admin_port"]),
                                   "/admin/give-client?from=%d&to=%d" % (alice, dave))[1],
                              5.0, "baseapp-1 to notice alice's client is gone")
 
             # Refused over there: dave has a client. Carol keeps hers.
-            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (carol, dave))
+            status, _ = post(cluster, port2, "/admin/give-client?from=%d&to=%d" % (carol, dave))
             self.assertEqual(status, 202)
             harness.wait_for(lambda: "already has a client" in cluster.log("baseapp-2"), 5.0,
                              "baseapp-2 to hear the refusal")
             self.assertIsNotNone(harness.read_until(c_sock, "view", timeout=5.0))
 
-            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            status, _ = post(cluster, port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
             self.assertEqual(status, 202)
             kinds = []
             redirect = None
@@ -251,7 +246,7 @@ class Handover(unittest.TestCase):
         takes alice: no password again."""
         with harness.Cluster(baseapps=2, cellapps=1, extra_set=self.ACROSS_SETTINGS, timeout=60) as cluster:
             alice, bob, b_sock, port2 = self.across_baseapps(cluster)
-            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            status, _ = post(cluster, port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
             self.assertEqual(status, 202)
             redirect = None
             while redirect is None:
@@ -295,7 +290,7 @@ class Handover(unittest.TestCase):
             alice, bob, b_sock, port2 = self.across_baseapps(cluster)
             old_id = cluster.registry_id("baseapp-1")
             cluster.kill("baseapp-1", "STOP")
-            status, _ = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            status, _ = post(cluster, port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
             self.assertEqual(status, 202)
             harness.wait_for(lambda: "refused: the target's baseapp died" in cluster.log("baseapp-2") or
                              "refused: the target's baseapp did not answer" in cluster.log("baseapp-2"),
@@ -303,7 +298,7 @@ class Handover(unittest.TestCase):
             # Bob plays on: its view still streams, and a second handover
             # may be asked (the first is not pending forever).
             self.assertIsNotNone(harness.read_until(b_sock, "view", timeout=5.0))
-            status, text = post(port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
+            status, text = post(cluster, port2, "/admin/give-client?from=%d&to=%d" % (bob, alice))
             self.assertNotIn("handing its client over already", text)
             cluster.kill("baseapp-1", "CONT")
             cluster.wait_rejoined("baseapp-1", old_id)

@@ -264,13 +264,15 @@ class LiveMap(unittest.TestCase):
                                         READY_TIMEOUT_S, "cellapp-1's admin_port in the registry")
                 before = cluster.balance_view()["spaces"]["default"]
                 self.assertEqual(harness.layout_lines(before)[:1], [("x", 0)], before)
-                url = "http://127.0.0.1:%s/map" % port
+                # The token in the URL, as scripts/cluster prints it: the
+                # page passes it on to every process it reads.
+                url = "http://127.0.0.1:%s/map?token=%s" % (port, cluster.admin_token)
 
                 stderr_path = os.path.join(cluster.dir, "chromium.log")
                 chromium = Chromium(stderr_path)
                 chromium.open(url)
                 opened = time.monotonic()
-                harness.log("map: %s in headless Chromium (stderr: %s)" % (url, stderr_path))
+                harness.log("map: %s in headless Chromium (stderr: %s)" % (url.split("?")[0], stderr_path))
 
                 def page_status():
                     return status_of(chromium.dom(), required=False)

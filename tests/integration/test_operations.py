@@ -37,9 +37,13 @@ NPCS = 5
 ERROR_SERVER_SHUTDOWN = 12
 
 
-def fetch(port, path, method="GET"):
-    """(status, body as str) from a process's admin listener."""
+def fetch(port, path, method="GET", cluster=None):
+    """(status, body as str) from a process's admin listener; with the
+    cluster's admin token when `cluster` is given (every route but the
+    probes wants it)."""
     request = urllib.request.Request("http://127.0.0.1:%d%s" % (port, path), method=method)
+    if cluster is not None:
+        request.add_header("Authorization", "Bearer " + cluster.admin_token)
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return response.status, response.read().decode()
@@ -328,7 +332,7 @@ class Operations(unittest.TestCase):
                      cluster.names("cellapp")}
             harness.log("admin ports %s" % ports)
             self.check_endpoints(cluster, ports)
-            self.check_bad_http(ports["cellapp-1"])
+            self.check_bad_http(cluster, ports["cellapp-1"])
             self.check_admin_cli(cluster, ports, sockets)
             self.check_json_logs(cluster)
             self.check_cellapp_drain(cluster, ports)
@@ -354,7 +358,7 @@ class Operations(unittest.TestCase):
                 self.assertIn("tessera_clients %d\n" % PLAYERS, metrics)
                 self.assertIn("tessera_logins_total %d\n" % PLAYERS, metrics)
                 self.assertIn("tessera_login_failures_total", metrics)
-        status, text = fetch(ports["baseapp-1"], "/api/cluster")
+        status, text = fetch(ports["baseapp-1"], "/api/cluster", cluster=cluster)
         self.assertEqual(status, 200)
         document = json.loads(text)
         self.assertEqual(sorted(p["role"] for p in document["processes"]), ["baseapp", "cellapp", "cellapp"])
@@ -362,22 +366,22 @@ class Operations(unittest.TestCase):
         self.assertEqual(len(document["loads"]), 2, document["loads"])
         reals = 0
         for name in cluster.names("cellapp"):
-            status, text = fetch(ports[name], "/api/entities")
+            status, text = fetch(ports[name], "/api/entities", cluster=cluster)
             self.assertEqual(status, 200)
             snapshot = json.loads(text)
             reals += sum(1 for c in snapshot["cells"] for e in c["entities"] if e[3] == 0)
         self.assertEqual(reals, PLAYERS + 2 * NPCS)
-        status, page = fetch(ports["cellapp-2"], "/map")
+        status, page = fetch(ports["cellapp-2"], "/map", cluster=cluster)
         self.assertEqual(status, 200)
         self.assertIn("<html", page.lower())
 
-    def check_bad_http(self, port):
+    def check_bad_http(self, cluster, port):
         self.assertEqual(raw(port, b"BLAH\r\n\r\n"), "HTTP/1.1 400 Bad Request")
         self.assertEqual(raw(port, b"GET /healthz HTTP/1.1\r\n" + b"X-Pad: " + b"a" * 20000 + b"\r\n\r\n"),
                          "HTTP/1.1 413 Payload Too Large")
         self.assertEqual(fetch(port, "/no-such-page")[0], 404)
         self.assertEqual(fetch(port, "/metrics", method="POST")[0], 405)
-        self.assertEqual(fetch(port, "/api/entity?id=999999999")[0], 404)
+        self.assertEqual(fetch(port, "/api/entity?id=999999999", cluster=cluster)[0], 404)
         self.assertEqual(fetch(port, "/healthz"), (200, "ok\n"), "the listener stopped serving after bad input")
 
     def check_admin_cli(self, cluster, ports, sockets):
@@ -415,7 +419,7 @@ class Operations(unittest.TestCase):
 
     def check_cellapp_drain(self, cluster, ports):
         victim, other = "cellapp-2", "cellapp-1"
-        self.assertEqual(fetch(ports[victim], "/admin/shutdown", method="POST")[0], 202)
+        self.assertEqual(fetch(ports[victim], "/admin/shutdown", method="POST", cluster=cluster)[0], 202)
         status, text = fetch(ports[victim], "/readyz")
         harness.log("%s after /admin/shutdown: %d %s" % (victim, status, text.strip()))
         self.assertEqual(status, 503)

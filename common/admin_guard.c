@@ -1,0 +1,226 @@
+/* admin_guard.c -- the admin listener's token, Host and Origin checks
+ * (admin_guard.h). It owns the hashed token and the parsing of Host values
+ * and the allowed lists; it knows nothing of connections or routes. */
+#include "admin_guard.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A Host name (or list entry) longer than this is refused, not truncated. */
+#define ADMIN_GUARD_NAME_MAX 256
+
+int admin_guard_init(admin_guard *guard, const char *token, const char *listen_host, int port,
+                     const char *allowed_hosts, const char *allowed_origins, char *err, size_t errlen) {
+    memset(guard, 0, sizeof *guard);
+    if (sodium_init() < 0) {
+        snprintf(err, errlen, "libsodium failed to initialise");
+        return -1;
+    }
+    if (token && token[0]) {
+        guard->has_token = true;
+        crypto_generichash(guard->token_hash, sizeof guard->token_hash, (const unsigned char *)token, strlen(token),
+                           NULL, 0);
+    }
+    guard->port = port;
+    struct {
+        const char *name, *value;
+        char *out;
+        size_t size;
+    } copies[] = {
+        {"admin_host", listen_host, guard->listen_host, sizeof guard->listen_host},
+        {"admin_allowed_hosts", allowed_hosts, guard->allowed_hosts, sizeof guard->allowed_hosts},
+        {"admin_allowed_origins", allowed_origins, guard->allowed_origins, sizeof guard->allowed_origins},
+    };
+    for (size_t i = 0; i < sizeof copies / sizeof copies[0]; i++) {
+        const char *value = copies[i].value ? copies[i].value : "";
+        if ((size_t)snprintf(copies[i].out, copies[i].size, "%s", value) >= copies[i].size) {
+            snprintf(err, errlen, "%s is longer than %zu bytes", copies[i].name, copies[i].size - 1);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* ---- the token ---------------------------------------------------------------- */
+
+int admin_guard_read_token_file(const char *path, char *out, size_t size, char *err, size_t errlen) {
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "admin_token_file %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "admin_token_file %s is not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    if (st.st_mode & S_IROTH) {
+        snprintf(err, errlen, "admin_token_file %s is readable by every user (mode %04o): chmod 600 (or 640) it", path,
+                 (unsigned)(st.st_mode & 07777));
+        close(fd);
+        return -1;
+    }
+    /* Room for the longest token and whitespace around it. */
+    char buffer[ADMIN_GUARD_TOKEN_MAX + 64];
+    size_t length = 0;
+    for (;;) {
+        ssize_t n = read(fd, buffer + length, sizeof buffer - length);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) {
+            snprintf(err, errlen, "admin_token_file %s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        if (n == 0) break;
+        length += (size_t)n;
+        if (length == sizeof buffer) {
+            snprintf(err, errlen, "admin_token_file %s holds more than a token (over %d bytes)", path,
+                     ADMIN_GUARD_TOKEN_MAX);
+            close(fd);
+            sodium_memzero(buffer, sizeof buffer);
+            return -1;
+        }
+    }
+    close(fd);
+    size_t start = 0, end = length;
+    while (start < end && isspace((unsigned char)buffer[start])) start++;
+    while (end > start && isspace((unsigned char)buffer[end - 1])) end--;
+    size_t token_length = end - start;
+    const char *problem = NULL;
+    if (token_length == 0)
+        problem = "is empty";
+    else if (token_length < ADMIN_GUARD_TOKEN_MIN)
+        problem = "holds a token shorter than 16 characters";
+    else if (token_length > ADMIN_GUARD_TOKEN_MAX || token_length + 1 > size)
+        problem = "holds a token longer than 256 characters";
+    for (size_t i = start; !problem && i < end; i++)
+        if (buffer[i] < 0x21 || buffer[i] > 0x7e) problem = "holds a token with a space or a non-printable byte";
+    if (problem) {
+        snprintf(err, errlen, "admin_token_file %s %s", path, problem);
+        sodium_memzero(buffer, sizeof buffer);
+        return -1;
+    }
+    memcpy(out, buffer + start, token_length);
+    out[token_length] = '\0';
+    sodium_memzero(buffer, sizeof buffer);
+    return 0;
+}
+
+static bool admin_guard_matches(const admin_guard *guard, const char *presented) {
+    unsigned char hash[crypto_generichash_BYTES];
+    crypto_generichash(hash, sizeof hash, (const unsigned char *)presented, strlen(presented), NULL, 0);
+    return sodium_memcmp(hash, guard->token_hash, sizeof hash) == 0;
+}
+
+bool admin_guard_token_ok(const admin_guard *guard, const char *authorization, const char *query_token) {
+    if (!guard->has_token) return false;
+    if (authorization && strncasecmp(authorization, "Bearer ", 7) == 0) {
+        const char *token = authorization + 7;
+        while (*token == ' ') token++;
+        if (admin_guard_matches(guard, token)) return true;
+    }
+    return query_token && query_token[0] && admin_guard_matches(guard, query_token);
+}
+
+/* ---- Host and Origin ------------------------------------------------------------ */
+
+/* Splits "name[:port]" or "[v6][:port]" into name and port (-1: none).
+ * False when it does not parse or the name does not fit. */
+static bool admin_guard_split_host(const char *text, char *name, size_t size, long *port) {
+    const char *name_start = text, *name_end, *rest;
+    if (text[0] == '[') {
+        name_start = text + 1;
+        name_end = strchr(name_start, ']');
+        if (!name_end) return false;
+        rest = name_end + 1;
+    } else {
+        const char *colon = strchr(text, ':');
+        if (colon && strchr(colon + 1, ':')) colon = NULL; /* a bare IPv6 address: no port */
+        name_end = colon ? colon : text + strlen(text);
+        rest = name_end;
+    }
+    size_t length = (size_t)(name_end - name_start);
+    if (length == 0 || length >= size) return false;
+    memcpy(name, name_start, length);
+    name[length] = '\0';
+    *port = -1;
+    if (*rest == '\0') return true;
+    if (*rest != ':' || !rest[1]) return false;
+    long value = 0;
+    for (const char *c = rest + 1; *c; c++) {
+        if (!isdigit((unsigned char)*c) || value > 65535) return false;
+        value = value * 10 + (*c - '0');
+    }
+    if (value < 1 || value > 65535) return false;
+    *port = value;
+    return true;
+}
+
+/* The next comma-separated entry of a list, trimmed, into out; false at
+ * the end. An entry that does not fit is skipped. */
+static bool admin_guard_next_entry(const char **cursor, char *out, size_t size) {
+    while (**cursor) {
+        const char *start = *cursor;
+        const char *end = strchr(start, ',');
+        if (!end) end = start + strlen(start);
+        *cursor = *end ? end + 1 : end;
+        while (start < end && isspace((unsigned char)*start)) start++;
+        while (end > start && isspace((unsigned char)end[-1])) end--;
+        size_t length = (size_t)(end - start);
+        if (length == 0 || length >= size) continue;
+        memcpy(out, start, length);
+        out[length] = '\0';
+        return true;
+    }
+    return false;
+}
+
+bool admin_guard_host_ok(const admin_guard *guard, const char *host, const char *local_ip) {
+    if (!host || !host[0]) return false;
+    char name[ADMIN_GUARD_NAME_MAX];
+    long port;
+    if (!admin_guard_split_host(host, name, sizeof name, &port)) return false;
+    /* No port in Host means port 80. */
+    long effective = port < 0 ? 80 : port;
+    bool ours = strcasecmp(name, guard->listen_host) == 0 || (local_ip && strcasecmp(name, local_ip) == 0);
+    if (ours && effective == guard->port) return true;
+    const char *cursor = guard->allowed_hosts;
+    char entry[ADMIN_GUARD_NAME_MAX], entry_name[ADMIN_GUARD_NAME_MAX];
+    while (admin_guard_next_entry(&cursor, entry, sizeof entry)) {
+        long entry_port;
+        if (!admin_guard_split_host(entry, entry_name, sizeof entry_name, &entry_port)) continue;
+        if (strcasecmp(entry_name, name) == 0 && (entry_port < 0 || entry_port == effective)) return true;
+    }
+    return false;
+}
+
+bool admin_guard_origin_ok(const admin_guard *guard, const char *origin, const char *local_ip) {
+    if (!origin) return true;
+    if (strcasecmp(origin, "null") == 0) return false;
+    if (strncasecmp(origin, "http://", 7) == 0 && !strchr(origin + 7, '/') &&
+        admin_guard_host_ok(guard, origin + 7, local_ip))
+        return true;
+    const char *cursor = guard->allowed_origins;
+    char entry[ADMIN_GUARD_NAME_MAX];
+    while (admin_guard_next_entry(&cursor, entry, sizeof entry)) {
+        size_t length = strlen(entry);
+        if (length > 2 && strcmp(entry + length - 2, ":*") == 0) {
+            /* Any port: the entry up to and with its colon, then 1..5 digits. */
+            if (strncasecmp(origin, entry, length - 1) != 0) continue;
+            const char *digits = origin + length - 1;
+            size_t count = strspn(digits, "0123456789");
+            if (count >= 1 && count <= 5 && digits[count] == '\0') return true;
+        } else if (strcasecmp(origin, entry) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
