@@ -542,6 +542,46 @@ class DeployManifests(unittest.TestCase):
                 self.assertIn(values["redis_port"], ports, "%s: redis_port %s is not a port of %s (%s)" % (
                     source["redis_port"], values["redis_port"], service.where(), ports))
 
+    def test_admin_token_comes_from_a_secret(self):
+        """admin_token_file is set and lies in a mounted Secret volume whose
+        mode no other user may read (the binaries refuse such a file)."""
+        for c in self.tessera_containers():
+            with self.subTest(container=c.where()):
+                self.require_config(c)
+                values, source = self.settings(c)
+                path = values.get("admin_token_file") or ""
+                self.assertTrue(path, "%s: admin_token_file is not set" % c.where())
+                volumes = {v.get("name"): v for v in c.pod_spec.get("volumes") or []}
+                mounts = [m for m in c.spec.get("volumeMounts") or []
+                          if path.startswith(m.get("mountPath", "").rstrip("/") + "/")]
+                self.assertTrue(mounts, "%s: admin_token_file %s is in no volume mount" % (source["admin_token_file"],
+                                                                                         path))
+                secret = (volumes.get(mounts[0].get("name")) or {}).get("secret")
+                self.assertIsNotNone(secret, "%s: %s is not a Secret volume" % (c.where(), mounts[0].get("name")))
+                mode = secret.get("defaultMode", 0o644)
+                self.assertEqual(mode & 0o004, 0, "%s: the Secret's defaultMode %o lets every user read it" % (
+                    c.where(), mode))
+
+    def test_network_policies_fence_admin_and_redis(self):
+        """Every Tessera pod and Redis is selected by a NetworkPolicy, and none
+        lets everyone reach the admin or Redis port."""
+        policies = [m for m in self.manifests if m.kind == "NetworkPolicy"]
+        self.assertTrue(policies, "no NetworkPolicy in %s" % rel(K8S_DIR))
+        pods = [(w, self.pod_labels(w)) for w in self.workloads]
+        for w, labels in pods:
+            with self.subTest(workload=w.where()):
+                mine = [p for p in policies if all(labels.get(k) == v for k, v in
+                                                   ((p.doc["spec"].get("podSelector") or {}).get("matchLabels")
+                                                    or {}).items())
+                        and "Ingress" in (p.doc["spec"].get("policyTypes") or ["Ingress"])]
+                self.assertTrue(mine, "%s: no NetworkPolicy selects its pods" % w.where())
+                for policy in mine:
+                    for rule in policy.doc["spec"].get("ingress") or []:
+                        ports = [str(p.get("port")) for p in rule.get("ports") or []]
+                        for fenced in ("admin", "20080", "redis", "6379"):
+                            if not rule.get("from") and (fenced in ports or not ports):
+                                self.fail("%s lets everyone reach port %s" % (policy.where(), fenced))
+
     def test_redis_is_bound_to_its_pod_ip_with_appendonly(self):
         redis = [(w, pod_spec, spec) for w, pod_spec, spec in self.other_containers
                  if "redis-server" in " ".join(list(spec.get("command") or []) + list(spec.get("args") or []))]
