@@ -71,7 +71,8 @@ static int admin_usage(FILE *out) {
                  "Defaults: --redis 127.0.0.1:6379 --cluster tessera; bounds -500,-500,500,500,\n"
                  "height -1000,1000, spawn at the centre with radius 50.\n"
                  "entity, kick and shutdown send the admin token of --admin-token-file (or of\n"
-                 "$TESSERA_ADMIN_TOKEN_FILE): the file the processes' admin_token_file names.\n");
+                 "$TESSERA_ADMIN_TOKEN_FILE): the file the processes' admin_token_file names.\n"
+                 "A Redis with a password (the processes' redis_password): set $TESSERA_REDIS_PASSWORD.\n");
     return 2;
 }
 
@@ -496,6 +497,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     redisSetTimeout(a.redis, timeout);
+    const char *redis_password = getenv("TESSERA_REDIS_PASSWORD");
+    if (redis_password && redis_password[0]) {
+        redisReply *auth = redisCommand(a.redis, "AUTH %s", redis_password);
+        bool refused = !auth || auth->type == REDIS_REPLY_ERROR;
+        if (refused)
+            fprintf(stderr, "tessera-admin: Redis at %s:%d refused AUTH: %s\n", host, port,
+                    auth ? auth->str : a.redis->errstr);
+        if (auth) freeReplyObject(auth);
+        if (refused) {
+            redisFree(a.redis);
+            return 1;
+        }
+    }
     int rc;
     if (strcmp(command, "status") == 0 && i == argc) {
         rc = admin_cluster_status(a.redis, a.cluster, a.json);

@@ -24,6 +24,7 @@ typedef struct process_settings {
     char cluster_name[64];
     char redis_host[64];
     int64_t redis_port;
+    char redis_password[256];
     int64_t redis_connect_attempts;
     int64_t redis_retry_ms;
     char log_level[16];
@@ -60,6 +61,14 @@ typedef struct process_settings {
          "127.0.0.1",                                                                                               \
          "IP address of the Redis server (control plane and database)"},                                            \
         {"redis_port", CONFIG_INT, offsetof(type, field.redis_port), 0, 1, 65535, "6379", "Redis TCP port"},        \
+        {"redis_password",                                                                                          \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.redis_password),                                                                      \
+         sizeof(((type *)0)->field.redis_password),                                                                 \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "",                                                                                                        \
+         "password every Redis connection sends with AUTH (empty: none); never logged"},                            \
         {"redis_connect_attempts",                                                                                  \
          CONFIG_INT,                                                                                                \
          offsetof(type, field.redis_connect_attempts),                                                              \

@@ -89,6 +89,7 @@ int process_runtime_open(process_runtime *rt, const process_runtime_options *opt
         snprintf(err, errlen, "configuration error: redis_host '%s' is not usable", settings->redis_host);
         return -1;
     }
+    redis_client_set_password(rt->redis, settings->redis_password);
     return 0;
 }
 

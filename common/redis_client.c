@@ -6,6 +6,7 @@
 #include "clock.h"
 
 #include <hiredis/async.h>
+#include <sodium.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +30,7 @@ struct redis_client {
     redis_state_callback on_state;
     void *user_data;
     latency_histogram latency; /* command round trips, for /metrics */
+    char *password;            /* NULL: no AUTH; wiped and freed with the client */
 };
 
 typedef struct redis_request {
@@ -81,8 +83,38 @@ static void redis_client_report(redis_client *client) {
 static void redis_client_release_if_done(redis_client *client) {
     if (client->freeing && client->timer_closed && !client->context) {
         latency_histogram_close(&client->latency);
+        if (client->password) {
+            sodium_memzero(client->password, strlen(client->password));
+            free(client->password);
+        }
         free(client);
     }
+}
+
+static void redis_client_now_connected(redis_client *client) {
+    client->connected = 1;
+    client->failed_attempts = 0;
+    log_info("redis %s: connected", client->address);
+    redis_client_report(client);
+}
+
+/* AUTH's answer: connected, or a failed attempt (the connection is dropped
+ * and its disconnect callback schedules the retry). NULL: the connection
+ * went first; its disconnect callback sees to it. */
+static void redis_client_on_auth(redisAsyncContext *context, void *reply_pointer, void *privdata) {
+    redis_client *client = privdata;
+    const redisReply *reply = reply_pointer;
+    if (!reply || client->freeing || client->context != context) return;
+    if (reply->type == REDIS_REPLY_STATUS && strcmp(reply->str, "OK") == 0) {
+        redis_client_now_connected(client);
+        return;
+    }
+    client->failed_attempts++;
+    log_warn("redis %s: connect attempt %u failed: AUTH refused (%s); retrying in %u ms", client->address,
+             client->failed_attempts, reply->type == REDIS_REPLY_ERROR ? reply->str : "an unexpected reply",
+             client->retry_ms);
+    redis_client_report(client);
+    redisAsyncDisconnect(context);
 }
 
 static void redis_client_on_connect(const redisAsyncContext *context, int status) {
@@ -104,19 +136,36 @@ static void redis_client_on_connect(const redisAsyncContext *context, int status
         return;
     }
     uv_timer_stop(&client->retry_timer);
-    client->connected = 1;
-    client->failed_attempts = 0;
-    log_info("redis %s: connected", client->address);
-    redis_client_report(client);
+    if (client->password) {
+        /* Nothing else is sent before the answer: commands wait for connected. */
+        redisAsyncContext *mutable_context = client->context;
+        if (redisAsyncCommand(mutable_context, redis_client_on_auth, client, "AUTH %s", client->password) != REDIS_OK)
+            redisAsyncDisconnect(mutable_context);
+        return;
+    }
+    redis_client_now_connected(client);
 }
 
 static void redis_client_on_disconnect(const redisAsyncContext *context, int status) {
     redis_client *client = context->data;
     if (!client || client->context != context) return;
     client->context = NULL;
+    int was_connected = client->connected;
     client->connected = 0;
     if (client->freeing) {
         redis_client_release_if_done(client);
+        return;
+    }
+    if (!was_connected) {
+        /* Dropped before AUTH was accepted: that attempt is already counted
+         * (a refusal) or counts now (the link went during AUTH). */
+        if (status != REDIS_OK) {
+            client->failed_attempts++;
+            log_warn("redis %s: connect attempt %u failed during AUTH: %s; retrying in %u ms", client->address,
+                     client->failed_attempts, context->errstr, client->retry_ms);
+            redis_client_report(client);
+        }
+        redis_client_schedule_retry(client);
         return;
     }
     log_warn("redis %s: connection lost (%s); reconnecting every %u ms", client->address,
@@ -173,6 +222,15 @@ redis_client *redis_client_create(uv_loop_t *loop, const char *host, int port, u
 }
 
 void redis_client_start(redis_client *client) { redis_client_connect_now(client); }
+
+void redis_client_set_password(redis_client *client, const char *password) {
+    if (client->password) {
+        sodium_memzero(client->password, strlen(client->password));
+        free(client->password);
+        client->password = NULL;
+    }
+    if (password && password[0]) client->password = xstrdup(password);
+}
 
 static void redis_client_on_timer_closed(uv_handle_t *handle) {
     redis_client *client = handle->data;

@@ -8,6 +8,11 @@
  * state callback and decides whether a failure is fatal (processes give up
  * at start-up after a configured number of attempts).
  *
+ * With a password (redis_client_set_password), every connection sends AUTH
+ * first and counts as connected only once Redis accepted it; a refused AUTH
+ * is a failed attempt like a refused connection (logged with Redis's
+ * reason, never the password).
+ *
  * Commands are only accepted while connected. Every accepted command's
  * callback fires exactly once: with the reply, or with reply == NULL if the
  * connection was lost first or the client is being freed.
@@ -33,6 +38,9 @@ typedef void (*redis_state_callback)(redis_client *client, int connected, unsign
 redis_client *redis_client_create(uv_loop_t *loop, const char *host, int port, unsigned retry_ms,
                                   redis_state_callback on_state, void *user_data);
 void redis_client_start(redis_client *client);
+/* The password every connection authenticates with (copied; NULL or "":
+ * none). Call before redis_client_start. */
+void redis_client_set_password(redis_client *client, const char *password);
 
 /* Stops retrying and disconnects gracefully: commands already sent complete
  * (their callbacks fire with replies, or NULL if the link fails first). The

@@ -582,6 +582,35 @@ class DeployManifests(unittest.TestCase):
                             if not rule.get("from") and (fenced in ports or not ports):
                                 self.fail("%s lets everyone reach port %s" % (policy.where(), fenced))
 
+    def test_redis_password_comes_from_one_secret(self):
+        """Redis wants a password (--requirepass $(VAR), VAR from a Secret) and
+        every Tessera container sends the same Secret's value (--set
+        redis_password=$(VAR))."""
+        def secret_of(spec, text):
+            var = re.fullmatch(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", text or "")
+            if not var:
+                return None
+            env = {e.get("name"): e for e in spec.get("env") or []}
+            ref = ((env.get(var.group(1)) or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
+            return (ref.get("name"), ref.get("key")) if ref else None
+
+        redis = [(w, spec) for w, _, spec in self.other_containers
+                 if "redis-server" in " ".join(list(spec.get("command") or []) + list(spec.get("args") or []))]
+        self.assertTrue(redis, "no container in %s runs redis-server" % rel(K8S_DIR))
+        secrets = set()
+        for w, spec in redis:
+            argv = list(spec.get("command") or []) + list(spec.get("args") or [])
+            self.assertIn("--requirepass", argv, "%s: redis-server has no --requirepass" % w.where())
+            secret = secret_of(spec, argv[argv.index("--requirepass") + 1] if argv[-1] != "--requirepass" else "")
+            self.assertIsNotNone(secret, "%s: --requirepass is not $(VAR) with VAR from a Secret" % w.where())
+            secrets.add(secret)
+        for c in self.tessera_containers():
+            with self.subTest(container=c.where()):
+                raws = [raw for key, raw, _ in c.sets if key == "redis_password"]
+                self.assertTrue(raws, "%s: no --set redis_password=$(VAR)" % c.where())
+                self.assertIn(secret_of(c.spec, raws[-1]), secrets,
+                              "%s: redis_password is not from Redis's Secret %s" % (c.where(), sorted(secrets)))
+
     def test_redis_is_bound_to_its_pod_ip_with_appendonly(self):
         redis = [(w, pod_spec, spec) for w, pod_spec, spec in self.other_containers
                  if "redis-server" in " ".join(list(spec.get("command") or []) + list(spec.get("args") or []))]

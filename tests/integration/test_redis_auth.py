@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""test_redis_auth -- redis_password: every Redis connection sends AUTH.
+
+A redis-server with a password (requirepass) on a free 127.0.0.1 port:
+  - a cellapp with the right redis_password registers and publishes its
+    entry (read back with the password);
+  - a cellapp with a wrong one never counts as connected, logs Redis's
+    refusal (and not the password) and gives up after
+    redis_connect_attempts;
+  - tessera-admin with $TESSERA_REDIS_PASSWORD lists the cellapp, and
+    without it is refused.
+Every process started here is killed at the end, whatever happens.
+"""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import unittest
+
+import harness
+import tessera_cluster
+
+PASSWORD = "correct-horse-battery-staple-7f3a"
+WRONG = "wrong-password-0000000000000000"
+READY_S = 20
+
+
+class RedisAuth(unittest.TestCase):
+    def setUp(self):
+        harness.require_binaries(harness.CELLAPP_BIN)
+        self.tmp = tempfile.mkdtemp(prefix="tessera-redis-auth-")
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.procs = []
+        self.addCleanup(self.stop_all)
+        harness.add_emergency_cleanup(self.stop_all)
+        self.addCleanup(harness.remove_emergency_cleanup, self.stop_all)
+        (self.redis_port,) = harness.free_ports(1)
+        redis_log = open(os.path.join(self.tmp, "redis.log"), "wb")
+        self.addCleanup(redis_log.close)
+        self.redis = self.spawn(["redis-server", "--bind", "127.0.0.1", "--port", str(self.redis_port),
+                                 "--dir", self.tmp, "--save", "", "--appendonly", "no",
+                                 "--requirepass", PASSWORD, "--daemonize", "no"],
+                                redis_log, executable=tessera_cluster.find_redis_server())
+        self.r = tessera_cluster._Redis(host="127.0.0.1", port=self.redis_port, password=PASSWORD,
+                                        socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
+        self.addCleanup(self.r.close)
+
+        def pong():
+            try:
+                return self.r.ping()
+            except tessera_cluster.RedisError:
+                return False
+        harness.wait_for(pong, READY_S, "the password-protected redis-server to answer")
+
+    def spawn(self, argv, log, executable=None):
+        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                executable=executable, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self):
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+    def config(self, name, password):
+        (internal_port,) = harness.free_ports(1)
+        conf = {"redis_host": "127.0.0.1", "redis_port": self.redis_port, "redis_password": password,
+                "redis_connect_attempts": 3, "redis_retry_ms": 100, "internal_host": "127.0.0.1",
+                "internal_port": internal_port, "admin_port": -1, "heartbeat_ms": 200, "registry_ttl_ms": 2000,
+                "entity_definitions": os.path.join(harness.SOURCE_DIR, "demo", "entities")}
+        path = os.path.join(self.tmp, name + ".json")
+        with open(path, "w") as f:
+            json.dump(conf, f)
+        return path
+
+    def test_right_password_registers(self):
+        path = self.config("good", PASSWORD)
+        log_path = os.path.join(self.tmp, "good.log")
+        with open(log_path, "wb") as log:
+            proc = self.spawn([harness.CELLAPP_BIN, "--config", path], log)
+        entries = harness.wait_for(
+            lambda: [e for e in tessera_cluster.registry_entries(self.r) if e.get("pid") == str(proc.pid)],
+            READY_S, "the cellapp's registry entry")
+        self.assertEqual(entries[0].get("role"), "cellapp")
+        with open(log_path) as f:
+            text = f.read()
+        self.assertNotIn(PASSWORD, text, "the password was logged")
+        admin = os.path.join(harness.BUILD_DIR, "client", "tessera-admin")
+        argv = [admin, "--redis", "127.0.0.1:%d" % self.redis_port, "cellapps"]
+        env = dict(os.environ, TESSERA_REDIS_PASSWORD=PASSWORD)
+        rc, out, err, _ = harness.run_with_timeout(argv, 20, env=env)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out.split(), [entries[0]["id"]])
+        env.pop("TESSERA_REDIS_PASSWORD")
+        rc, out, err, _ = harness.run_with_timeout(argv, 20, env=env)
+        self.assertNotEqual(rc, 0, "tessera-admin read a password-protected Redis without the password")
+        env["TESSERA_REDIS_PASSWORD"] = WRONG
+        rc, out, err, _ = harness.run_with_timeout(argv, 20, env=env)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("refused AUTH", err)
+
+    def test_wrong_password_gives_up(self):
+        path = self.config("bad", WRONG)
+        rc, out, err, _ = harness.run_with_timeout([harness.CELLAPP_BIN, "--config", path], READY_S)
+        self.assertIsNotNone(rc, "a cellapp with a wrong redis_password kept running")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("AUTH refused", out + err)
+        self.assertNotIn(WRONG, out + err, "the password was logged")
+        self.assertEqual(tessera_cluster.registry_entries(self.r), [])
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
