@@ -130,6 +130,7 @@ static void admin_http_on_connection_closed(uv_handle_t *handle) {
         server->connections = connection->next;
     if (connection->next) connection->next->previous = connection->previous;
     server->connection_count--;
+    sodium_memzero(connection->authorization, sizeof connection->authorization);
     free(connection);
     admin_http_maybe_free(server);
 }

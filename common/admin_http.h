@@ -15,7 +15,7 @@
  *     client connected to, with the listener's port) or an entry of
  *     admin_allowed_hosts, else 403: a DNS-rebound page names its own host;
  *   - its Origin, when sent, must be this listener's own or in
- *     admin_allowed_origins, else 403: no other site's page is served;
+ *     admin_allowed_origins, else 403: no other site's page gets an answer;
  *   - with no token configured (admin_token_file unset) it gets 403 saying
  *     so; the listener then serves only the probes;
  *   - it must carry the token: "Authorization: Bearer <token>", or, for a
@@ -34,7 +34,8 @@
  *   - each peer address may have ADMIN_HTTP_MAX_SENDING_PER_PEER
  *     connections still sending; its next one closes its oldest such
  *     connection (a trickling client only ever displaces itself, and a
- *     probe from that same address still gets in);
+ *     probe from that same address still gets in: its request arrives
+ *     with its connection, long before 16 newer ones could push it out);
  *   - at most ADMIN_HTTP_MAX_CONNECTIONS are open; past it the oldest
  *     connection still sending, whoever's, is closed, and only when every
  *     open connection has sent its request (answers pending, streams) is
@@ -42,8 +43,8 @@
  *   - at most ADMIN_HTTP_MAX_STREAMS event streams (beyond: 503), so
  *     streams never fill the connection budget; a stream is closed after
  *     the stream lifetime (admin_stream_lifetime_ms; EventSource reconnects
- *     by itself after its retry of 1 s), when its client leaves
- *     ADMIN_HTTP_STREAM_BACKLOG bytes unread, or when what it was sent has
+ *     by itself after its retry of 1 s), when its client leaves more than
+ *     1 MiB unread, or when what it was sent has
  *     not drained for ADMIN_HTTP_STREAM_STALL_MS;
  *   - ADMIN_HTTP_REQUEST_TIMEOUT_MS to send a whole request.
  *
