@@ -31,7 +31,9 @@ void frame_reader_reserve(frame_reader *reader, size_t wanted, uint8_t **space, 
         reader->start = 0;
         reader->end = pending;
     }
-    if (reader->capacity - reader->end < wanted) {
+    /* A reader that has no buffer yet gets one even for 0 bytes: *space is
+     * never NULL + 0. */
+    if (!reader->buffer || reader->capacity - reader->end < wanted) {
         size_t capacity = reader->capacity ? reader->capacity : FRAME_READER_INITIAL_CAPACITY;
         while (capacity - reader->end < wanted) capacity *= 2;
         reader->buffer = xrealloc(reader->buffer, capacity);

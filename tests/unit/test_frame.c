@@ -118,6 +118,14 @@ static void test_empty_reader_has_no_frame(void **state) {
     /* Closing a reader that never buffered anything is fine too. */
     frame_reader_init(&reader, NO_LIMIT);
     frame_reader_close(&reader);
+    /* Reserving 0 bytes of a reader without a buffer still gives a place:
+     * NULL + 0 would be undefined (fuzz_client_message's empty input). */
+    frame_reader_init(&reader, NO_LIMIT);
+    uint8_t *space = NULL;
+    size_t space_bytes = 0;
+    frame_reader_reserve(&reader, 0, &space, &space_bytes);
+    assert_non_null(space);
+    frame_reader_close(&reader);
 }
 
 static void test_single_frame(void **state) {
