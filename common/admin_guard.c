@@ -48,6 +48,14 @@ int admin_guard_init(admin_guard *guard, const char *token, const char *listen_h
     return 0;
 }
 
+/* Trims whitespace from both ends of [*start, end): moves *start past the
+ * leading run and returns the length left. */
+static size_t admin_guard_trim(const char **start, const char *end) {
+    while (*start < end && isspace((unsigned char)**start)) (*start)++;
+    while (end > *start && isspace((unsigned char)end[-1])) end--;
+    return (size_t)(end - *start);
+}
+
 /* ---- the token ---------------------------------------------------------------- */
 
 int admin_guard_read_token_file(const char *path, char *out, size_t size, char *err, size_t errlen) {
@@ -90,10 +98,8 @@ int admin_guard_read_token_file(const char *path, char *out, size_t size, char *
         }
     }
     close(fd);
-    size_t start = 0, end = length;
-    while (start < end && isspace((unsigned char)buffer[start])) start++;
-    while (end > start && isspace((unsigned char)buffer[end - 1])) end--;
-    size_t token_length = end - start;
+    const char *token = buffer;
+    size_t token_length = admin_guard_trim(&token, buffer + length);
     const char *problem = NULL;
     if (token_length == 0)
         problem = "is empty";
@@ -101,14 +107,14 @@ int admin_guard_read_token_file(const char *path, char *out, size_t size, char *
         problem = "holds a token shorter than 16 characters";
     else if (token_length > ADMIN_GUARD_TOKEN_MAX || token_length + 1 > size)
         problem = "holds a token longer than 256 characters";
-    for (size_t i = start; !problem && i < end; i++)
-        if (buffer[i] < 0x21 || buffer[i] > 0x7e) problem = "holds a token with a space or a non-printable byte";
+    for (size_t i = 0; !problem && i < token_length; i++)
+        if (token[i] < 0x21 || token[i] > 0x7e) problem = "holds a token with a space or a non-printable byte";
     if (problem) {
         snprintf(err, errlen, "admin_token_file %s %s", path, problem);
         sodium_memzero(buffer, sizeof buffer);
         return -1;
     }
-    memcpy(out, buffer + start, token_length);
+    memcpy(out, token, token_length);
     out[token_length] = '\0';
     sodium_memzero(buffer, sizeof buffer);
     return 0;
@@ -172,9 +178,7 @@ static bool admin_guard_next_entry(const char **cursor, char *out, size_t size) 
         const char *end = strchr(start, ',');
         if (!end) end = start + strlen(start);
         *cursor = *end ? end + 1 : end;
-        while (start < end && isspace((unsigned char)*start)) start++;
-        while (end > start && isspace((unsigned char)end[-1])) end--;
-        size_t length = (size_t)(end - start);
+        size_t length = admin_guard_trim(&start, end);
         if (length == 0 || length >= size) continue;
         memcpy(out, start, length);
         out[length] = '\0';

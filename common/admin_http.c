@@ -422,6 +422,25 @@ static int admin_http_on_header_field(http_parser *parser, const char *at, size_
     return 0;
 }
 
+/* Where a kept header's value goes (and its size), or NULL for the others. */
+static char *admin_http_header_buffer(admin_http_connection *connection, admin_http_header kind, size_t *size) {
+    switch (kind) {
+        case ADMIN_HTTP_HEADER_HOST:
+            *size = sizeof connection->host;
+            return connection->host;
+        case ADMIN_HTTP_HEADER_ORIGIN:
+            *size = sizeof connection->origin;
+            return connection->origin;
+        case ADMIN_HTTP_HEADER_AUTHORIZATION:
+            *size = sizeof connection->authorization;
+            return connection->authorization;
+        case ADMIN_HTTP_HEADER_OTHER:
+            break;
+    }
+    *size = 0;
+    return NULL;
+}
+
 static int admin_http_on_header_value(http_parser *parser, const char *at, size_t length) {
     admin_http_connection *connection = parser->data;
     if (!connection->field_done) {
@@ -439,24 +458,9 @@ static int admin_http_on_header_value(http_parser *parser, const char *at, size_
             connection->header_seen |= bit;
         }
     }
-    char *value = NULL;
-    size_t size = 0;
-    switch (connection->header_kind) {
-        case ADMIN_HTTP_HEADER_HOST:
-            value = connection->host;
-            size = sizeof connection->host;
-            break;
-        case ADMIN_HTTP_HEADER_ORIGIN:
-            value = connection->origin;
-            size = sizeof connection->origin;
-            break;
-        case ADMIN_HTTP_HEADER_AUTHORIZATION:
-            value = connection->authorization;
-            size = sizeof connection->authorization;
-            break;
-        case ADMIN_HTTP_HEADER_OTHER:
-            return 0;
-    }
+    size_t size;
+    char *value = admin_http_header_buffer(connection, connection->header_kind, &size);
+    if (!value) return 0;
     size_t used = strlen(value);
     if (!admin_http_append(value, size, &used, at, length)) connection->header_bad = true;
     return 0;
@@ -476,11 +480,18 @@ static const http_parser_settings admin_http_parser_settings = {
     .on_message_complete = admin_http_on_complete,
 };
 
+/* A kept header's value, or NULL when the request did not send it. */
+static const char *admin_http_header_value(admin_http_connection *connection, admin_http_header kind) {
+    size_t size;
+    if ((connection->header_seen & (1u << kind)) == 0) return NULL;
+    return admin_http_header_buffer(connection, kind, &size);
+}
+
 /* The guard in front of a protected route: true when the request may go
  * on, else it has been answered (403 or 401) and freed. */
 static bool admin_http_admit(admin_http_connection *connection, admin_http_request *request) {
     admin_http *server = connection->server;
-    const char *host = connection->header_seen & (1u << ADMIN_HTTP_HEADER_HOST) ? connection->host : NULL;
+    const char *host = admin_http_header_value(connection, ADMIN_HTTP_HEADER_HOST);
     if (!admin_guard_host_ok(&server->guard, host, connection->local_ip)) {
         server->stats.refused_requests++;
         admin_http_reply_text(request, 403,
@@ -488,7 +499,7 @@ static bool admin_http_admit(admin_http_connection *connection, admin_http_reque
                               "admin_allowed_hosts\n");
         return false;
     }
-    if ((connection->header_seen & (1u << ADMIN_HTTP_HEADER_ORIGIN)) && !connection->origin_allowed) {
+    if (admin_http_header_value(connection, ADMIN_HTTP_HEADER_ORIGIN) && !connection->origin_allowed) {
         server->stats.refused_requests++;
         admin_http_reply_text(request, 403,
                               "forbidden: the Origin is neither this listener nor in admin_allowed_origins\n");
@@ -507,8 +518,7 @@ static bool admin_http_admit(admin_http_connection *connection, admin_http_reque
     char query_token[ADMIN_GUARD_TOKEN_MAX + 1];
     bool has_query =
         strcmp(request->method, "GET") == 0 && admin_http_query(request, "token", query_token, sizeof query_token);
-    const char *authorization =
-        connection->header_seen & (1u << ADMIN_HTTP_HEADER_AUTHORIZATION) ? connection->authorization : NULL;
+    const char *authorization = admin_http_header_value(connection, ADMIN_HTTP_HEADER_AUTHORIZATION);
     bool ok = admin_guard_token_ok(&server->guard, authorization, has_query ? query_token : NULL);
     sodium_memzero(query_token, sizeof query_token);
     if (!ok) {
@@ -547,7 +557,7 @@ static void admin_http_route_request(admin_http_connection *connection) {
         admin_http_reply_text(request, 400, "bad request: Host, Origin or Authorization repeated or too long\n");
         return;
     }
-    const char *origin = connection->header_seen & (1u << ADMIN_HTTP_HEADER_ORIGIN) ? connection->origin : NULL;
+    const char *origin = admin_http_header_value(connection, ADMIN_HTTP_HEADER_ORIGIN);
     connection->origin_allowed = origin && admin_guard_origin_ok(&server->guard, origin, connection->local_ip);
     bool path_known = false;
     for (size_t i = 0; i < server->route_count; i++) {

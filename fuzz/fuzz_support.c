@@ -1,0 +1,136 @@
+/* fuzz_support.c -- the fuzz targets' shared helpers (fuzz_support.h): their
+ * LLVMFuzzerInitialize (the quiet log, the demo definitions loaded once),
+ * the in-memory file behind fuzz_file, and the invariant checks. It owns the definitions and the
+ * file descriptor for the life of the fuzzing process. */
+#include "fuzz_support.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "log.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    log_set_level(LOG_LEVEL_ERROR);
+    fuzz_definitions();
+    return 0;
+}
+
+const entity_def_registry *fuzz_definitions(void) {
+    static entity_def_registry *definitions;
+    if (definitions) return definitions;
+    char err[512];
+    if (entity_def_load_directory(TESSERA_SOURCE_DIR "/demo/entities", &definitions, err, sizeof err) != 0) {
+        fprintf(stderr, "fuzz: the demo definitions do not load: %s\n", err);
+        exit(2);
+    }
+    return definitions;
+}
+
+const volatile_codec_config *fuzz_arena_config(void) {
+    static volatile_codec_config config;
+    static bool ready;
+    if (ready) return &config;
+    const double min[3] = {-500, -32, -500}, max[3] = {500, 32, 500};
+    fuzz_check(volatile_codec_config_init(&config, 1.0 / 64, min, max, 256) == 0, "the arena's config is refused");
+    ready = true;
+    return &config;
+}
+
+const char *fuzz_file(const uint8_t *data, size_t size) {
+    static int fd = -1;
+    static char path[64];
+    if (fd < 0) {
+        fd = memfd_create("tessera-fuzz", 0);
+        if (fd < 0) {
+            perror("fuzz: memfd_create");
+            exit(2);
+        }
+        snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    }
+    if (ftruncate(fd, 0) != 0 || (size > 0 && pwrite(fd, data, size, 0) != (ssize_t)size)) {
+        perror("fuzz: writing the input file");
+        exit(2);
+    }
+    return path;
+}
+
+char *fuzz_text(const uint8_t *data, size_t size) {
+    char *text = xmalloc(size + 1);
+    if (size > 0) memcpy(text, data, size);
+    text[size] = '\0';
+    return text;
+}
+
+void fuzz_frames(const uint8_t *data, size_t size, size_t max_frame_bytes,
+                 void (*on_frame)(const uint8_t *frame, size_t length, arena *decode)) {
+    static arena decode;
+    static bool ready;
+    if (!ready) {
+        arena_init(&decode);
+        ready = true;
+    }
+    frame_reader reader;
+    frame_reader_init(&reader, max_frame_bytes);
+    frame_reader_push(&reader, data, size);
+    const uint8_t *frame;
+    size_t length;
+    while (frame_reader_next(&reader, &frame, &length) == 1) on_frame(frame, length, &decode);
+    frame_reader_close(&reader);
+}
+
+bool fuzz_same_values(const entity_state *a, const entity_state *b) {
+    bit_writer wa, wb;
+    bit_writer_init(&wa);
+    bit_writer_init(&wb);
+    entity_state_encode_all(a, &wa);
+    entity_state_encode_all(b, &wb);
+    bool same =
+        bit_writer_bits(&wa) == bit_writer_bits(&wb) &&
+        (bit_writer_bytes(&wa) == 0 || memcmp(bit_writer_data(&wa), bit_writer_data(&wb), bit_writer_bytes(&wa)) == 0);
+    bit_writer_close(&wa);
+    bit_writer_close(&wb);
+    return same;
+}
+
+void fuzz_check_state_round_trip(const entity_state *state) {
+    bit_writer w;
+    bit_writer_init(&w);
+    entity_state_encode_all(state, &w);
+    entity_state *again = entity_state_create(entity_state_class(state));
+    bit_reader r;
+    bit_reader_init(&r, bit_writer_data(&w), bit_writer_bytes(&w));
+    fuzz_check(entity_state_decode_all(again, &r) == 0, "encoded properties do not decode");
+    fuzz_check(fuzz_same_values(state, again), "properties change on a round trip");
+    entity_state_free(again);
+    bit_writer_close(&w);
+}
+
+void fuzz_check_repack(const ProtobufCMessage *message) {
+    size_t length = protobuf_c_message_get_packed_size(message);
+    uint8_t *first = xmalloc(length ? length : 1);
+    fuzz_check(protobuf_c_message_pack(message, first) == length, "pack wrote another size");
+    ProtobufCMessage *again = protobuf_c_message_unpack(message->descriptor, NULL, length, first);
+    if (!again) { /* protobuf-c's field 0 (see fuzz_support.h) */
+        free(first);
+        return;
+    }
+    fuzz_check(protobuf_c_message_get_packed_size(again) == length, "re-packing changed the size");
+    uint8_t *second = xmalloc(length ? length : 1);
+    protobuf_c_message_pack(again, second);
+    fuzz_check(memcmp(first, second, length) == 0, "re-packing changed the bytes");
+    protobuf_c_message_free_unpacked(again, NULL);
+    free(first);
+    free(second);
+}
+
+void fuzz__check(int ok, const char *what, const char *file, int line) {
+    if (ok) return;
+    fprintf(stderr, "%s:%d: fuzz invariant broken: %s\n", file, line, what);
+    abort(); /* libFuzzer saves the input as a crash */
+}

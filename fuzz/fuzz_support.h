@@ -1,0 +1,77 @@
+/* fuzz_support.h -- what the fuzz targets of fuzz/ share: a quiet log, the
+ * demo's entity definitions (a real schema to decode against), an input
+ * handed to a decoder that reads a file by path, and the check that stops a
+ * run when an invariant breaks.
+ *
+ * The targets are libFuzzer's (LLVMFuzzerTestOneInput); nothing here runs
+ * in a Tessera process.
+ */
+#ifndef TESSERA_FUZZ_SUPPORT_H
+#define TESSERA_FUZZ_SUPPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "arena.h"
+#include "entity_def.h"
+#include "entity_state.h"
+#include "volatile_codec.h"
+
+/* libFuzzer's entry points. fuzz_support.c defines LLVMFuzzerInitialize
+ * for every target: the log says errors only (a decoder that refuses input
+ * logs a warning per input, which would cost more than the decoding), and
+ * the demo definitions are loaded. A target defines LLVMFuzzerTestOneInput
+ * and sets up anything else it keeps on its first input. */
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The definitions of demo/entities, loaded once (the process exits with a
+ * message if they do not load: the target would test nothing). */
+const entity_def_registry *fuzz_definitions(void);
+
+/* How the demo's arena (demo/maps/arena.json: 1000 m square, 64 m high)
+ * quantizes volatile updates: the cellapp's default precision (1/64 m) and
+ * 256 yaw steps. */
+const volatile_codec_config *fuzz_arena_config(void);
+
+/* A path whose file holds exactly `data` (an in-memory file, rewritten on
+ * each call): for decoders that take a path. Valid until the next call. */
+const char *fuzz_file(const uint8_t *data, size_t size);
+
+/* A copy of `data` with a NUL after it (malloc'd; the caller frees it): for
+ * decoders that take text. */
+char *fuzz_text(const uint8_t *data, size_t size);
+
+/* Cuts `data` into frames (common/frame.c) at `max_frame_bytes`, as a
+ * channel does, and hands each complete frame to `on_frame` with the decode
+ * arena (one for the process, as a peer set or the client links keep one):
+ * `on_frame` unpacks into it and releases it to the mark it took. A frame
+ * above the limit ends the stream. */
+void fuzz_frames(const uint8_t *data, size_t size, size_t max_frame_bytes,
+                 void (*on_frame)(const uint8_t *frame, size_t length, arena *decode));
+
+/* Whether two states of one class hold the same values (compared by
+ * entity_state_encode_all, the canonical form). */
+bool fuzz_same_values(const entity_state *a, const entity_state *b);
+
+/* Checks that `state` encodes (entity_state_encode_all) into bytes that
+ * decode into a fresh state of its class holding the same values. */
+void fuzz_check_state_round_trip(const entity_state *state);
+
+/* Checks that `message` packs, and that what it packs to unpacks and packs
+ * again to the same bytes. protobuf-c takes a field number 0 written as an
+ * overlong varint (80 00) as an unknown field and writes it back short
+ * (00), which it then refuses: its own quirk, harmless to Tessera (no
+ * received message is sent on whole), so such a message is let go. */
+void fuzz_check_repack(const ProtobufCMessage *message);
+
+/* Stops the run with `what` when `ok` is false: an invariant the decoder
+ * promises (a round trip, a bound) was broken by this input, which
+ * libFuzzer then saves as a crash. */
+#define fuzz_check(ok, what) fuzz__check((ok), (what), __FILE__, __LINE__)
+void fuzz__check(int ok, const char *what, const char *file, int line);
+
+#endif

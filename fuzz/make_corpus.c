@@ -1,0 +1,545 @@
+/* make_corpus.c -- writes the binary seed inputs of fuzz/corpus/ with
+ * Tessera's real encoders: framed client and peer messages, an entity
+ * stream a witness would send, change lists, volatile records, method
+ * calls, packed cell states and layouts, all over the demo definitions
+ * and the demo's maps. fuzz/make_corpus runs it (and copies the JSON
+ * seeds, which are the repository's own files); its output is checked in.
+ *
+ * Usage: make_corpus SOURCE_ROOT CORPUS_DIR. Each seed is written to
+ * CORPUS_DIR/<target>/<name>. Exit 1 when a file cannot be written or a
+ * map does not load. The definitions and the arena's volatile config are
+ * fuzz_support.c's, the very ones the targets decode against. */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cJSON.h>
+
+#include "client.pb-c.h"
+#include "cluster.pb-c.h"
+#include "entity_def.h"
+#include "entity_state.h"
+#include "entity_state_json.h"
+#include "frame.h"
+#include "fuzz_support.h"
+#include "json_file.h"
+#include "log.h"
+#include "method_call.h"
+#include "property_codec.h"
+#include "replication.h"
+#include "space_layout.h"
+#include "volatile_codec.h"
+
+static const char *corpus_dir;
+static const entity_def_registry *definitions;
+static int failures;
+
+/* Writes one seed. */
+static void seed(const char *target, const char *name, const void *data, size_t length) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", corpus_dir, target);
+    if (mkdir(path, 0755) != 0 && errno != EEXIST) {
+        perror(path);
+        failures++;
+        return;
+    }
+    snprintf(path, sizeof path, "%s/%s/%s", corpus_dir, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || (length > 0 && fwrite(data, 1, length, f) != length) || fclose(f) != 0) {
+        perror(path);
+        failures++;
+    }
+}
+
+/* ---- framed protobuf messages ------------------------------------------ */
+
+/* A growing buffer of frames, as a connection carries them. */
+typedef struct frames {
+    uint8_t *data;
+    size_t length;
+} frames;
+
+static void frames_add(frames *f, const ProtobufCMessage *message) {
+    size_t length = protobuf_c_message_get_packed_size(message);
+    f->data = xrealloc(f->data, f->length + FRAME_HEADER_BYTES + length);
+    frame_write_header(f->data + f->length, (uint32_t)length);
+    protobuf_c_message_pack(message, f->data + f->length + FRAME_HEADER_BYTES);
+    f->length += FRAME_HEADER_BYTES + length;
+}
+
+/* One message alone (framed) as its own seed, and added to `session`. */
+static void seed_message(const char *target, const char *name, const ProtobufCMessage *message, frames *session) {
+    frames one = {0};
+    frames_add(&one, message);
+    seed(target, name, one.data, one.length);
+    free(one.data);
+    frames_add(session, message);
+}
+
+/* The first exposed base method of a class with arguments, encoded. */
+static const entity_def_method *exposed_method(const entity_def_class *cls, entity_def_part part, uint32_t *id) {
+    for (uint32_t m = 0; m < cls->method_count[part]; m++) {
+        if (cls->methods[part][m].exposed) {
+            *id = m;
+            return &cls->methods[part][m];
+        }
+    }
+    return NULL;
+}
+
+static void client_seeds(void) {
+    frames session = {0};
+    Tessera__Client__Hello hello = TESSERA__CLIENT__HELLO__INIT;
+    hello.protocol_version = 1;
+    hello.client_name = "tessera-bots";
+    Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
+    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO;
+    message.hello = &hello;
+    seed_message("fuzz_client_message", "hello", &message.base, &session);
+
+    Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
+    login.account = "player_1";
+    login.password = "secret";
+    login.known_definitions_digest = (char *)entity_def_registry_digest_hex(definitions);
+    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN;
+    message.login = &login;
+    seed_message("fuzz_client_message", "login", &message.base, &session);
+
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = 12.5f;
+    position.z = -40.25f;
+    Tessera__Client__Move move = TESSERA__CLIENT__MOVE__INIT;
+    move.position = &position;
+    move.yaw = 1.5f;
+    move.sequence = 7;
+    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_MOVE;
+    message.move = &move;
+    seed_message("fuzz_client_message", "move", &message.base, &session);
+
+    const entity_def_class *avatar = entity_def_registry_find_class(definitions, "Avatar");
+    static const entity_def_part parts[] = {ENTITY_DEF_PART_BASE, ENTITY_DEF_PART_CELL};
+    for (size_t p = 0; avatar && p < 2; p++) {
+        uint32_t id;
+        const entity_def_method *method = exposed_method(avatar, parts[p], &id);
+        if (!method) continue;
+        entity_state *args = method_call_args_create(method);
+        bit_writer w;
+        bit_writer_init(&w);
+        method_call_encode(args, &w);
+        Tessera__Client__EntityCall call = TESSERA__CLIENT__ENTITY_CALL__INIT;
+        call.entity_id = avatar->id; /* fuzz_client_message picks the class by entity id */
+        call.part = parts[p] == ENTITY_DEF_PART_BASE ? TESSERA__CLIENT__METHOD_PART__METHOD_PART_BASE
+                                                     : TESSERA__CLIENT__METHOD_PART__METHOD_PART_CELL;
+        call.method_id = id;
+        call.args.data = (uint8_t *)bit_writer_data(&w);
+        call.args.len = bit_writer_bytes(&w);
+        message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL;
+        message.call = &call;
+        seed_message("fuzz_client_message", p == 0 ? "call_base" : "call_cell", &message.base, &session);
+        bit_writer_close(&w);
+        entity_state_free(args);
+    }
+
+    Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
+    reconnect.account = "player_1";
+    reconnect.session_token = "0123456789abcdef0123456789abcdef";
+    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT;
+    message.reconnect = &reconnect;
+    seed_message("fuzz_client_message", "reconnect", &message.base, &session);
+
+    Tessera__Client__TokenLogin token = TESSERA__CLIENT__TOKEN_LOGIN__INIT;
+    token.account = "player_1";
+    token.token = "fedcba9876543210fedcba9876543210";
+    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN;
+    message.token_login = &token;
+    seed_message("fuzz_client_message", "token_login", &message.base, &session);
+
+    seed("fuzz_client_message", "session", session.data, session.length);
+    seed("fuzz_frame", "session", session.data, session.length);
+    /* A prefix past the client limit (64 KiB): refused from the prefix. */
+    static const uint8_t too_large[] = {0x00, 0x01, 0x00, 0x01, 0x08, 0x01};
+    seed("fuzz_frame", "too_large", too_large, sizeof too_large);
+    /* A frame cut short: left pending. */
+    seed("fuzz_frame", "truncated", session.data, session.length > 9 ? 9 : session.length);
+    free(session.data);
+}
+
+/* ---- cell state ---------------------------------------------------------- */
+
+/* A packed CellEntityState of a fresh entity of `cls` (malloc'd). */
+static uint8_t *cell_state(const entity_def_class *cls, uint64_t entity_id, size_t *length) {
+    entity_state *state = entity_state_create(cls);
+    bit_writer w;
+    bit_writer_init(&w);
+    entity_state_encode_all(state, &w);
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = 10;
+    position.z = -20;
+    Tessera__Cluster__CellEntityState saved = TESSERA__CLUSTER__CELL_ENTITY_STATE__INIT;
+    saved.entity_id = entity_id;
+    saved.incarnation = 1;
+    saved.entity_type = (char *)cls->name;
+    saved.space_name = "arena";
+    saved.position = &position;
+    saved.yaw = 0.5f;
+    saved.baseapp_id = 3;
+    saved.properties.data = (uint8_t *)bit_writer_data(&w);
+    saved.properties.len = bit_writer_bytes(&w);
+    saved.entity_name = "gate";
+    *length = tessera__cluster__cell_entity_state__get_packed_size(&saved);
+    uint8_t *packed = xmalloc(*length ? *length : 1);
+    tessera__cluster__cell_entity_state__pack(&saved, packed);
+    bit_writer_close(&w);
+    entity_state_free(state);
+    return packed;
+}
+
+static void cell_state_seeds(void) {
+    for (size_t c = 0; c < entity_def_registry_class_count(definitions); c++) {
+        const entity_def_class *cls = entity_def_registry_class(definitions, (uint16_t)c);
+        size_t length;
+        uint8_t *packed = cell_state(cls, 1000 + c, &length);
+        seed("fuzz_cell_state", cls->name, packed, length);
+        free(packed);
+    }
+}
+
+/* ---- peer messages ------------------------------------------------------- */
+
+static void peer_seeds(void) {
+    frames session = {0};
+    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
+
+    Tessera__Cluster__PeerHello hello = TESSERA__CLUSTER__PEER_HELLO__INIT;
+    hello.cluster_version = 1;
+    hello.role = TESSERA__CLUSTER__ROLE__ROLE_CELLAPP;
+    hello.process_id = 2;
+    hello.cluster_name = "tessera";
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_HELLO;
+    message.hello = &hello;
+    seed_message("fuzz_peer_message", "hello", &message.base, &session);
+
+    Tessera__Cluster__PeerPing ping = TESSERA__CLUSTER__PEER_PING__INIT;
+    ping.sequence = 5;
+    ping.echo = 4;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_PING;
+    message.ping = &ping;
+    seed_message("fuzz_peer_message", "ping", &message.base, &session);
+
+    Tessera__Cluster__CellCall call = TESSERA__CLUSTER__CELL_CALL__INIT;
+    call.caller_id = 1000;
+    call.target_id = 1001;
+    call.method_id = 0;
+    call.from_client = true;
+    Tessera__Cluster__CellMessage cell_message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    cell_message.entity_id = 1001;
+    cell_message.sender_id = 1;
+    cell_message.stream = 1;
+    cell_message.sequence = 1;
+    cell_message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
+    cell_message.call = &call;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE;
+    message.cell_message = &cell_message;
+    seed_message("fuzz_peer_message", "cell_message", &message.base, &session);
+
+    Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
+    item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE;
+    item.message = &cell_message;
+    size_t item_length = tessera__cluster__cell_item__get_packed_size(&item);
+    uint8_t *item_bytes = xmalloc(item_length);
+    tessera__cluster__cell_item__pack(&item, item_bytes);
+    ProtobufCBinaryData items[2] = {{item_length, item_bytes}, {item_length, item_bytes}};
+    Tessera__Cluster__CellBatch batch = TESSERA__CLUSTER__CELL_BATCH__INIT;
+    batch.n_items = 2;
+    batch.items = items;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH;
+    message.cell_batch = &batch;
+    seed_message("fuzz_peer_message", "cell_batch", &message.base, &session);
+    free(item_bytes);
+
+    Tessera__Cluster__BaseCall base_call = TESSERA__CLUSTER__BASE_CALL__INIT;
+    base_call.entity_id = 1000;
+    base_call.caller_id = 1001;
+    base_call.method_id = 0;
+    base_call.sender_id = 2;
+    base_call.class_name = "Avatar";
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_BASE_CALL;
+    message.base_call = &base_call;
+    seed_message("fuzz_peer_message", "base_call", &message.base, &session);
+
+    const entity_def_class *avatar = entity_def_registry_find_class(definitions, "Avatar");
+    size_t state_length;
+    uint8_t *state = cell_state(avatar ? avatar : entity_def_registry_class(definitions, 0), 1000, &state_length);
+    Tessera__Cluster__CellSnapshot snapshot = TESSERA__CLUSTER__CELL_SNAPSHOT__INIT;
+    snapshot.entity_id = 1000;
+    snapshot.incarnation = 1;
+    snapshot.state.data = state;
+    snapshot.state.len = state_length;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_SNAPSHOT;
+    message.cell_snapshot = &snapshot;
+    seed_message("fuzz_peer_message", "cell_snapshot", &message.base, &session);
+
+    Tessera__Cluster__RestoreCellEntity restore = TESSERA__CLUSTER__RESTORE_CELL_ENTITY__INIT;
+    restore.entity_id = 1000;
+    restore.dead_cellapp_id = 4;
+    restore.state.data = state;
+    restore.state.len = state_length;
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_RESTORE_CELL_ENTITY;
+    message.restore_cell_entity = &restore;
+    seed_message("fuzz_peer_message", "restore_cell_entity", &message.base, &session);
+    free(state);
+
+    Tessera__Cluster__PeerDeath death = TESSERA__CLUSTER__PEER_DEATH__INIT;
+    death.process_id = 4;
+    death.reason = "lease expired";
+    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DEATH;
+    message.death = &death;
+    seed_message("fuzz_peer_message", "death", &message.base, &session);
+
+    seed("fuzz_peer_message", "session", session.data, session.length);
+    free(session.data);
+}
+
+/* ---- bit streams --------------------------------------------------------- */
+
+static void volatile_seeds(void) {
+    const volatile_codec_config *config = fuzz_arena_config();
+    volatile_track track;
+    volatile_track_init(&track);
+    bit_writer w;
+    bit_writer_init(&w);
+    /* A walk (small deltas), then a teleport (absolute). */
+    for (int step = 0; step < 8; step++)
+        volatile_codec_encode(&w, &track, config, 10.0f + (float)step * 0.4f, 0, -20.0f + (float)step * 0.1f,
+                              (float)step * 0.2f);
+    volatile_codec_encode(&w, &track, config, -300, 5, 250, -3.0f);
+    seed("fuzz_volatile", "walk_teleport", bit_writer_data(&w), bit_writer_bytes(&w));
+    bit_writer_close(&w);
+}
+
+/* A state of `cls` whose every property is dirty (its defaults). */
+static entity_state *dirty_state(const entity_def_class *cls) {
+    entity_state *state = entity_state_create(cls);
+    for (uint16_t p = 0; p < cls->property_count; p++) entity_state_mark_dirty(state, p);
+    return state;
+}
+
+static void property_change_seeds(void) {
+    for (size_t c = 0; c < entity_def_registry_class_count(definitions); c++) {
+        const entity_def_class *cls = entity_def_registry_class(definitions, (uint16_t)c);
+        entity_state *state = dirty_state(cls);
+        entity_state_mask all;
+        entity_state_mask_all(&all, cls->property_count);
+        bit_writer w;
+        bit_writer_init(&w);
+        /* The first byte: the class, and "accept all" (bit 0 clear). */
+        bit_writer_write(&w, (uint64_t)(c << 1), 8);
+        property_codec_encode_changes(&w, state, &all);
+        seed("fuzz_property_changes", cls->name, bit_writer_data(&w), bit_writer_bytes(&w));
+        bit_writer_close(&w);
+        entity_state_free(state);
+    }
+}
+
+static void method_call_seeds(void) {
+    for (size_t c = 0; c < entity_def_registry_class_count(definitions); c++) {
+        const entity_def_class *cls = entity_def_registry_class(definitions, (uint16_t)c);
+        for (int part = 0; part < ENTITY_DEF_PART_COUNT; part++) {
+            for (uint32_t m = 0; m < cls->method_count[part] && m < 256; m++) {
+                const entity_def_method *method = &cls->methods[part][m];
+                entity_state *args = method_call_args_create(method);
+                bit_writer w;
+                bit_writer_init(&w);
+                bit_writer_write(&w, c, 8);
+                bit_writer_write(&w, (uint64_t)part, 8);
+                bit_writer_write(&w, m, 8);
+                method_call_encode(args, &w);
+                char name[160];
+                snprintf(name, sizeof name, "%s.%s.%s", cls->name, entity_def_part_name((entity_def_part)part),
+                         method->name);
+                seed("fuzz_method_call", name, bit_writer_data(&w), bit_writer_bytes(&w));
+                bit_writer_close(&w);
+                entity_state_free(args);
+            }
+        }
+    }
+}
+
+/* Appends the stream in `w` after its 2-byte length, as fuzz_entity_stream
+ * reads each. */
+static uint8_t *stream_append(uint8_t *input, size_t *length, const bit_writer *w) {
+    size_t bytes = bit_writer_bytes(w);
+    input = xrealloc(input, *length + 2 + bytes);
+    input[*length] = (uint8_t)(bytes >> 8);
+    input[*length + 1] = (uint8_t)bytes;
+    memcpy(input + *length + 2, bit_writer_data(w), bytes);
+    *length += 2 + bytes;
+    return input;
+}
+
+/* A witness's streams: every class entered (the owner first), then an
+ * update, a move and a leave, as tessera_client reads them. */
+static void entity_stream_seeds(void) {
+    replication_schema *schema = replication_schema_create(definitions);
+    replication *rep = replication_create(schema);
+    const volatile_codec_config *config = fuzz_arena_config();
+    size_t count = entity_def_registry_class_count(definitions);
+    /* Each class's entity: its state and the packer's record of it. */
+    struct stream_entity {
+        entity_state *state;
+        replication_entity record;
+    } *entities = xcalloc(count, sizeof *entities);
+    /* 256 aliases: fuzz_entity_stream takes 1 << (19 % 11) (19 % 4 is not 0). */
+    const uint8_t alias_choice = 19;
+    unsigned alias_bits = replication_alias_bits(256);
+    bit_writer w;
+    bit_writer_init(&w);
+    replication_begin_tick(rep, 1);
+    for (size_t c = 0; c < count; c++) {
+        entities[c].state = dirty_state(entity_def_registry_class(definitions, (uint16_t)c));
+        replication_entity_init(&entities[c].record, entities[c].state, 1000 + c);
+        replication_pack(rep, &entities[c].record);
+        replication_append_enter(rep, &entities[c].record, &w, (uint32_t)c, alias_bits, c == 0, ENTITY_DEF_DETAIL_NEAR);
+    }
+    replication_append_end(&w);
+    uint8_t *input = xmalloc(1);
+    size_t length = 1;
+    input[0] = alias_choice;
+    input = stream_append(input, &length, &w);
+    /* The next tick: an update of every class, a move, a leave. */
+    bit_writer_reset(&w);
+    replication_begin_tick(rep, 2);
+    for (size_t c = 0; c < count; c++) {
+        replication_pack(rep, &entities[c].record);
+        replication_append_update(rep, &entities[c].record, &w, (uint32_t)c, alias_bits, c == 0,
+                                  ENTITY_DEF_DETAIL_NEAR);
+    }
+    volatile_track track;
+    volatile_track_init(&track);
+    replication_append_move_header(&w, 0, alias_bits);
+    volatile_codec_encode(&w, &track, config, 10, 0, -20, 0.5f);
+    replication_append_move_header(&w, 0, alias_bits);
+    volatile_codec_encode(&w, &track, config, 10.5f, 0, -19.5f, 0.6f);
+    replication_append_leave(&w, (uint32_t)(count - 1), alias_bits);
+    replication_append_end(&w);
+    input = stream_append(input, &length, &w);
+    seed("fuzz_entity_stream", "enter_update_move_leave", input, length);
+    free(input);
+    bit_writer_close(&w);
+    for (size_t c = 0; c < count; c++) entity_state_free(entities[c].state);
+    free(entities);
+    replication_free(rep);
+    replication_schema_free(schema);
+}
+
+/* ---- JSON from the encoders and the maps ---------------------------------- */
+
+static void layout_seeds(void) {
+    const double min[3] = {-500, -32, -500}, max[3] = {500, 32, 500};
+    const uint64_t cellapps[] = {2, 3, 4};
+    space_layout *one = space_layout_create("arena", min, max, false, 2);
+    space_layout *grid = space_layout_create_grid("arena", min, max, false, 2, 2, cellapps, 3);
+    space_layout *deep = space_layout_create_grid("world", min, max, true, 3, 1, cellapps, 3);
+    char err[256];
+    if (deep && space_layout_split_cell(deep, 1, SPACE_LAYOUT_AXIS_Z, 100, 5, err, sizeof err) != 0)
+        fprintf(stderr, "make_corpus: %s\n", err);
+    space_layout *layouts[] = {one, grid, deep};
+    const char *names[] = {"one_cell", "grid_2x2", "split_3x1"};
+    for (size_t i = 0; i < 3; i++) {
+        if (!layouts[i]) {
+            failures++;
+            continue;
+        }
+        char *json = space_layout_to_json(layouts[i]);
+        seed("fuzz_space_layout", names[i], json, strlen(json));
+        free(json);
+        space_layout_free(layouts[i]);
+    }
+}
+
+/* Each map entity's keyvalues, after a byte naming its class. */
+static void keyvalue_seeds(const char *root) {
+    static const char *maps[] = {"demo/maps/arena.json", "tests/maps/parents.json", "tests/maps/split.json"};
+    for (size_t m = 0; m < sizeof maps / sizeof maps[0]; m++) {
+        char path[1024], problem[256];
+        snprintf(path, sizeof path, "%s/%s", root, maps[m]);
+        size_t length;
+        char *text = json_file_read(path, &length, problem, sizeof problem);
+        cJSON *map = text ? json_file_parse(text, length, problem, sizeof problem) : NULL;
+        free(text);
+        if (!map) {
+            fprintf(stderr, "make_corpus: %s: %s\n", path, problem);
+            failures++;
+            continue;
+        }
+        const cJSON *entity;
+        cJSON_ArrayForEach(entity, cJSON_GetObjectItemCaseSensitive(map, "entities")) {
+            const cJSON *classname = cJSON_GetObjectItemCaseSensitive(entity, "classname");
+            const cJSON *name = cJSON_GetObjectItemCaseSensitive(entity, "name");
+            const cJSON *keyvalues = cJSON_GetObjectItemCaseSensitive(entity, "keyvalues");
+            const entity_def_class *cls =
+                cJSON_IsString(classname) ? entity_def_registry_find_class(definitions, classname->valuestring) : NULL;
+            if (!cls || !keyvalues || !cJSON_IsString(name)) continue;
+            char *printed = cJSON_PrintUnformatted(keyvalues);
+            size_t printed_length = strlen(printed);
+            uint8_t *input = xmalloc(printed_length + 2);
+            input[0] = (uint8_t)cls->id;
+            memcpy(input + 1, printed, printed_length + 1);
+            char seed_name[160];
+            snprintf(seed_name, sizeof seed_name, "%zu_%s", m, name->valuestring);
+            seed("fuzz_map_keyvalues", seed_name, input, printed_length + 1);
+            free(input);
+            free(printed);
+        }
+        cJSON_Delete(map);
+    }
+    /* Every class's defaults in the JSON form. */
+    for (size_t c = 0; c < entity_def_registry_class_count(definitions); c++) {
+        const entity_def_class *cls = entity_def_registry_class(definitions, (uint16_t)c);
+        entity_state *state = entity_state_create(cls);
+        char *json = entity_state_to_json_string(state, NULL);
+        size_t json_length = strlen(json);
+        uint8_t *input = xmalloc(json_length + 2);
+        input[0] = (uint8_t)c;
+        memcpy(input + 1, json, json_length + 1);
+        char seed_name[160];
+        snprintf(seed_name, sizeof seed_name, "defaults_%s", cls->name);
+        seed("fuzz_map_keyvalues", seed_name, input, json_length + 1);
+        free(input);
+        free(json);
+        entity_state_free(state);
+    }
+}
+
+static void definition_seeds(void) {
+    char *description = entity_def_registry_describe(definitions);
+    seed("fuzz_entity_def", "demo_described", description, strlen(description));
+    free(description);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: make_corpus SOURCE_ROOT CORPUS_DIR\n");
+        return 2;
+    }
+    corpus_dir = argv[2];
+    if (mkdir(corpus_dir, 0755) != 0 && errno != EEXIST) {
+        perror(corpus_dir);
+        return 1;
+    }
+    definitions = fuzz_definitions();
+    client_seeds();
+    peer_seeds();
+    cell_state_seeds();
+    volatile_seeds();
+    property_change_seeds();
+    method_call_seeds();
+    entity_stream_seeds();
+    layout_seeds();
+    keyvalue_seeds(argv[1]);
+    definition_seeds();
+    return failures ? 1 : 0;
+}
