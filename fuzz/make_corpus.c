@@ -90,23 +90,37 @@ static const entity_def_method *exposed_method(const entity_def_class *cls, enti
     return NULL;
 }
 
+/* One client message of body `field` (kind `kind`) as a seed of
+ * fuzz_client_message, framed, and appended to `session`. */
+#define SEED_CLIENT(name, kind, field, body, session)                                       \
+    do {                                                                                    \
+        Tessera__Client__ClientToServer message_ = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT; \
+        message_.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_##kind;                \
+        message_.field = (body);                                                            \
+        seed_message("fuzz_client_message", (name), &message_.base, (session));             \
+    } while (0)
+
+/* The same for a peer message, a seed of fuzz_peer_message. */
+#define SEED_PEER(name, kind, field, body, session)                                    \
+    do {                                                                               \
+        Tessera__Cluster__PeerMessage message_ = TESSERA__CLUSTER__PEER_MESSAGE__INIT; \
+        message_.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_##kind;              \
+        message_.field = (body);                                                       \
+        seed_message("fuzz_peer_message", (name), &message_.base, (session));          \
+    } while (0)
+
 static void client_seeds(void) {
     frames session = {0};
     Tessera__Client__Hello hello = TESSERA__CLIENT__HELLO__INIT;
     hello.protocol_version = 1;
     hello.client_name = "tessera-bots";
-    Tessera__Client__ClientToServer message = TESSERA__CLIENT__CLIENT_TO_SERVER__INIT;
-    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_HELLO;
-    message.hello = &hello;
-    seed_message("fuzz_client_message", "hello", &message.base, &session);
+    SEED_CLIENT("hello", HELLO, hello, &hello, &session);
 
     Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
     login.account = "player_1";
     login.password = "secret";
     login.known_definitions_digest = (char *)entity_def_registry_digest_hex(definitions);
-    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_LOGIN;
-    message.login = &login;
-    seed_message("fuzz_client_message", "login", &message.base, &session);
+    SEED_CLIENT("login", LOGIN, login, &login, &session);
 
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
     position.x = 12.5f;
@@ -115,9 +129,7 @@ static void client_seeds(void) {
     move.position = &position;
     move.yaw = 1.5f;
     move.sequence = 7;
-    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_MOVE;
-    message.move = &move;
-    seed_message("fuzz_client_message", "move", &message.base, &session);
+    SEED_CLIENT("move", MOVE, move, &move, &session);
 
     const entity_def_class *avatar = entity_def_registry_find_class(definitions, "Avatar");
     static const entity_def_part parts[] = {ENTITY_DEF_PART_BASE, ENTITY_DEF_PART_CELL};
@@ -136,9 +148,7 @@ static void client_seeds(void) {
         call.method_id = id;
         call.args.data = (uint8_t *)bit_writer_data(&w);
         call.args.len = bit_writer_bytes(&w);
-        message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_CALL;
-        message.call = &call;
-        seed_message("fuzz_client_message", p == 0 ? "call_base" : "call_cell", &message.base, &session);
+        SEED_CLIENT(p == 0 ? "call_base" : "call_cell", CALL, call, &call, &session);
         bit_writer_close(&w);
         entity_state_free(args);
     }
@@ -146,16 +156,12 @@ static void client_seeds(void) {
     Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
     reconnect.account = "player_1";
     reconnect.session_token = "0123456789abcdef0123456789abcdef";
-    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_RECONNECT;
-    message.reconnect = &reconnect;
-    seed_message("fuzz_client_message", "reconnect", &message.base, &session);
+    SEED_CLIENT("reconnect", RECONNECT, reconnect, &reconnect, &session);
 
     Tessera__Client__TokenLogin token = TESSERA__CLIENT__TOKEN_LOGIN__INIT;
     token.account = "player_1";
     token.token = "fedcba9876543210fedcba9876543210";
-    message.body_case = TESSERA__CLIENT__CLIENT_TO_SERVER__BODY_TOKEN_LOGIN;
-    message.token_login = &token;
-    seed_message("fuzz_client_message", "token_login", &message.base, &session);
+    SEED_CLIENT("token_login", TOKEN_LOGIN, token_login, &token, &session);
 
     seed("fuzz_client_message", "session", session.data, session.length);
     seed("fuzz_frame", "session", session.data, session.length);
@@ -211,23 +217,18 @@ static void cell_state_seeds(void) {
 
 static void peer_seeds(void) {
     frames session = {0};
-    Tessera__Cluster__PeerMessage message = TESSERA__CLUSTER__PEER_MESSAGE__INIT;
 
     Tessera__Cluster__PeerHello hello = TESSERA__CLUSTER__PEER_HELLO__INIT;
     hello.cluster_version = 1;
     hello.role = TESSERA__CLUSTER__ROLE__ROLE_CELLAPP;
     hello.process_id = 2;
     hello.cluster_name = "tessera";
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_HELLO;
-    message.hello = &hello;
-    seed_message("fuzz_peer_message", "hello", &message.base, &session);
+    SEED_PEER("hello", HELLO, hello, &hello, &session);
 
     Tessera__Cluster__PeerPing ping = TESSERA__CLUSTER__PEER_PING__INIT;
     ping.sequence = 5;
     ping.echo = 4;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_PING;
-    message.ping = &ping;
-    seed_message("fuzz_peer_message", "ping", &message.base, &session);
+    SEED_PEER("ping", PING, ping, &ping, &session);
 
     Tessera__Cluster__CellCall call = TESSERA__CLUSTER__CELL_CALL__INIT;
     call.caller_id = 1000;
@@ -241,9 +242,7 @@ static void peer_seeds(void) {
     cell_message.sequence = 1;
     cell_message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
     cell_message.call = &call;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_MESSAGE;
-    message.cell_message = &cell_message;
-    seed_message("fuzz_peer_message", "cell_message", &message.base, &session);
+    SEED_PEER("cell_message", CELL_MESSAGE, cell_message, &cell_message, &session);
 
     Tessera__Cluster__CellItem item = TESSERA__CLUSTER__CELL_ITEM__INIT;
     item.body_case = TESSERA__CLUSTER__CELL_ITEM__BODY_MESSAGE;
@@ -255,9 +254,7 @@ static void peer_seeds(void) {
     Tessera__Cluster__CellBatch batch = TESSERA__CLUSTER__CELL_BATCH__INIT;
     batch.n_items = 2;
     batch.items = items;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH;
-    message.cell_batch = &batch;
-    seed_message("fuzz_peer_message", "cell_batch", &message.base, &session);
+    SEED_PEER("cell_batch", CELL_BATCH, cell_batch, &batch, &session);
     free(item_bytes);
 
     Tessera__Cluster__BaseCall base_call = TESSERA__CLUSTER__BASE_CALL__INIT;
@@ -266,9 +263,7 @@ static void peer_seeds(void) {
     base_call.method_id = 0;
     base_call.sender_id = 2;
     base_call.class_name = "Avatar";
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_BASE_CALL;
-    message.base_call = &base_call;
-    seed_message("fuzz_peer_message", "base_call", &message.base, &session);
+    SEED_PEER("base_call", BASE_CALL, base_call, &base_call, &session);
 
     const entity_def_class *avatar = entity_def_registry_find_class(definitions, "Avatar");
     size_t state_length;
@@ -278,26 +273,20 @@ static void peer_seeds(void) {
     snapshot.incarnation = 1;
     snapshot.state.data = state;
     snapshot.state.len = state_length;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_SNAPSHOT;
-    message.cell_snapshot = &snapshot;
-    seed_message("fuzz_peer_message", "cell_snapshot", &message.base, &session);
+    SEED_PEER("cell_snapshot", CELL_SNAPSHOT, cell_snapshot, &snapshot, &session);
 
     Tessera__Cluster__RestoreCellEntity restore = TESSERA__CLUSTER__RESTORE_CELL_ENTITY__INIT;
     restore.entity_id = 1000;
     restore.dead_cellapp_id = 4;
     restore.state.data = state;
     restore.state.len = state_length;
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_RESTORE_CELL_ENTITY;
-    message.restore_cell_entity = &restore;
-    seed_message("fuzz_peer_message", "restore_cell_entity", &message.base, &session);
+    SEED_PEER("restore_cell_entity", RESTORE_CELL_ENTITY, restore_cell_entity, &restore, &session);
     free(state);
 
     Tessera__Cluster__PeerDeath death = TESSERA__CLUSTER__PEER_DEATH__INIT;
     death.process_id = 4;
     death.reason = "lease expired";
-    message.body_case = TESSERA__CLUSTER__PEER_MESSAGE__BODY_DEATH;
-    message.death = &death;
-    seed_message("fuzz_peer_message", "death", &message.base, &session);
+    SEED_PEER("death", DEATH, death, &death, &session);
 
     seed("fuzz_peer_message", "session", session.data, session.length);
     free(session.data);
