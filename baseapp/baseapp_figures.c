@@ -102,6 +102,11 @@ static const stat_row baseapp_figure_rows[] = {
      "Reconnects told to retry while their dead baseapp's sessions were being restored"},
     {"handover_tokens_kept", NULL, NULL, STAT_COUNTER, STAT_U64, FIGURE(handover_tokens_kept), 0,
      "giveClientTo TokenLogins told to retry: their target was not here (its baseapp died; being restored)"},
+    {"session_claims_refused", "session_claims_refused_total", NULL, STAT_COUNTER, STAT_U64,
+     FIGURE(session_claims_refused), 0,
+     "logins whose account's session another baseapp held at the claim (sent there, or told to retry)"},
+    {"restores_superseded", "restores_superseded_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(restores_superseded), 0,
+     "restored sessions dropped because their account already played on another baseapp"},
     {"draining", "draining", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(draining), 0,
      "1 while the baseapp sends its clients away before stopping"},
     {"fenced", "fenced", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(fenced), 0,
@@ -143,6 +148,8 @@ void baseapp_figures_gather(const baseapp *app, baseapp_figures *out) {
     out->reconnect_redirects = routes->reconnect_redirects;
     out->reconnects_deferred = routes->reconnects_deferred;
     out->handover_tokens_kept = routes->handover_tokens_kept;
+    out->session_claims_refused = routes->session_claims_refused;
+    out->restores_superseded = players->restores_superseded;
     base_backup_counters backups;
     base_backups_figures(app->backups, &backups);
     out->base_backups_sent = backups.sent;

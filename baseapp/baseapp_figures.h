@@ -28,6 +28,7 @@ typedef struct baseapp_figures {
     uint64_t base_backups_sent, base_backup_bytes, base_backup_us, base_backups_held, bases_restored,
         bases_restore_failed, base_backups_dropped;
     uint64_t reconnect_redirects, reconnects_deferred, handover_tokens_kept;
+    uint64_t session_claims_refused, restores_superseded;
 } baseapp_figures;
 
 /* Reads every figure from the process's modules. It takes the whole

@@ -50,16 +50,17 @@ typedef struct client_link {
     entity_handle handle; /* this link in its set; stale once freed */
     client_link_state state;
     channel *ch;
-    proxy *proxy;            /* bound to (ENTERING, IN_WORLD), else NULL; set by proxy.c */
-    uint64_t entity_id;      /* its proxy's entity while bound, for log lines */
-    uint64_t connected_us;   /* monotonic, for the login timeout */
-    char account[72];        /* as the client gave it (login or reconnect) */
-    bool has_definitions;    /* the client's cached definitions match ours */
-    bool reconnecting;       /* it came with a session token, not a password */
-    bool redirected;         /* it came with a redirect's token: it plays here, wherever the loads are */
-    double move_tokens;      /* moves the client may still send now (token bucket) */
-    uint64_t move_tokens_us; /* monotonic time of the last refill */
-    double call_tokens;      /* method calls likewise */
+    proxy *proxy;             /* bound to (ENTERING, IN_WORLD), else NULL; set by proxy.c */
+    uint64_t entity_id;       /* its proxy's entity while bound, for log lines */
+    uint64_t connected_us;    /* monotonic, for the login timeout */
+    char account[72];         /* as the client gave it (login or reconnect) */
+    bool has_definitions;     /* the client's cached definitions match ours */
+    bool reconnecting;        /* it came with a session token, not a password */
+    bool redirected;          /* it came with a redirect's token: it plays here, wherever the loads are */
+    uint64_t redirected_from; /* ... made by this baseapp, which gives the account's session up (0: none) */
+    double move_tokens;       /* moves the client may still send now (token bucket) */
+    uint64_t move_tokens_us;  /* monotonic time of the last refill */
+    double call_tokens;       /* method calls likewise */
     uint64_t call_tokens_us;
     double call_strikes; /* calls dropped lately (decays); too many and the client goes */
     bool congested;      /* its cell was told it does not read (proxy.c) */

@@ -209,7 +209,8 @@ void handover_on_offer(handovers *set, uint64_t sender, const Tessera__Cluster__
     char key[REDIS_KEY_MAX], value[128], ttl[24];
     const baseapp_settings *settings = set->context.settings;
     redis_key_login_token(key, settings->process.cluster_name, reserving->token);
-    snprintf(value, sizeof value, "handover:%" PRIu64 ":%s", offer->target_id, account);
+    /* The sender gives the account's session up by sending the client. */
+    snprintf(value, sizeof value, "handover:%" PRIu64 ":%" PRIu64 ":%s", offer->target_id, sender, account);
     snprintf(ttl, sizeof ttl, "%lld", (long long)settings->redirect_token_ms);
     if (redis_client_command(set->context.redis, handover_on_reserved, reserving, "SET %s %s PX %s", key, value, ttl) !=
         0) {

@@ -10,13 +10,20 @@
  *     and a second login kicks the first wherever it is;
  *   - otherwise it plays on the least-loaded baseapp that is not draining.
  *
+ * One life per account: before a login plays here or is sent to the
+ * least-loaded baseapp, the account's session is claimed for the baseapp
+ * it goes to, atomically (session_directory.h). Two logins of one account
+ * at two baseapps at once cannot both win: the loser is sent to the
+ * winner, or told to retry in a moment; no entity of the account is
+ * loaded where the claim did not go.
+ *
  * Going elsewhere is a LoginRedirect with a one-time token (P
- * login_token:<token> holds the account and the baseapp it was made for,
- * for redirect_token_ms): the client connects there and sends a
- * TokenLogin, which takes the token -- good once, for that account at
- * that baseapp only, and no password travels twice. A redirected login is never
- * redirected again, so two baseapps with different pictures of the loads
- * cannot bounce a client between them.
+ * login_token:<token> holds the account, the baseapp it was made for and
+ * the one that made it, for redirect_token_ms): the client connects there
+ * and sends a TokenLogin, which takes the token -- good once, for that
+ * account at that baseapp only, and no password travels twice. A
+ * redirected login is never redirected again, so two baseapps with
+ * different pictures of the loads cannot bounce a client between them.
  *
  * A draining baseapp hands its clients over the same way, once their
  * entities are written (proxy.c). This file owns the picture of the other
@@ -168,7 +175,8 @@ static int login_route_redirect_to(login_routes *routes, client_link *link, cons
     redis_key_login_token(key, routes->context.settings->process.cluster_name, redirect->token);
     snprintf(ttl, sizeof ttl, "%lld", (long long)routes->context.settings->redirect_token_ms);
     /* Good once, for this account, at the target baseapp only. */
-    snprintf(value, sizeof value, "login:%" PRIu64 ":%s", target->process_id, link->account);
+    snprintf(value, sizeof value, "login:%" PRIu64 ":%" PRIu64 ":%s", target->process_id,
+             routes->context.self->process_id, link->account);
     const char *argv[] = {"SET", key, value, "PX", ttl};
     size_t lengths[] = {3, strlen(key), strlen(value), 2, strlen(ttl)};
     if (redis_client_command_argv(routes->context.redis, login_route_on_token_stored, redirect, 5, argv, lengths) !=
@@ -218,12 +226,85 @@ static int login_route_ask_session(login_routes *routes, client_link *link, cons
     return 0;
 }
 
+/* ---- the claim: one life per account ------------------------------------------- */
+
+/* How long a login whose account another baseapp may still hold waits
+ * before trying again. */
+#define LOGIN_ROUTE_CLAIM_RETRY_MS 500
+
+typedef struct login_route_claim {
+    login_routes *routes;
+    entity_handle link_handle;
+    registry_peer target; /* the baseapp claimed for; process_id 0: this one */
+} login_route_claim;
+
+static void login_route_claim_for(login_routes *routes, client_link *link, const registry_peer *target);
+
+static void login_route_on_claim(const session_claim_result *result, void *user_data) {
+    login_route_claim *claim = user_data;
+    login_routes *routes = claim->routes;
+    client_link *link = client_links_get(routes->context.links, claim->link_handle);
+    registry_peer target = claim->target;
+    free(claim);
+    if (!link || link->state != CLIENT_LINK_AUTHENTICATING) return;
+    if (result->failed) {
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
+        return;
+    }
+    /* A proxy here may have appeared meanwhile (the entry names this
+     * baseapp then): proxy_login_here takes it over. */
+    if (proxy_find_by_account(routes->context.players, link->account) || (result->claimed && !target.process_id)) {
+        proxy_login_here(routes->context.players, link);
+        return;
+    }
+    if (result->claimed) {
+        if (login_route_redirect_to(routes, link, &target, "the least-loaded baseapp") != 0)
+            client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
+        return;
+    }
+    routes->counters.session_claims_refused++;
+    /* Claimed for another, refused as this one holds it: it plays here. */
+    if (target.process_id && result->holder == routes->context.self->process_id) {
+        login_route_claim_for(routes, link, NULL);
+        return;
+    }
+    const registry_peer *there = login_route_find(routes, result->holder);
+    if (there && !result->holder_restoring && !link->redirected &&
+        login_route_redirect_to(routes, link, there, "the baseapp the account's entity lives on") == 0)
+        return;
+    client_link_fail_retry(
+        link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_ROUTE_CLAIM_RETRY_MS,
+        result->holder_restoring
+            ? "your account's session is being restored after its baseapp (%" PRIu64 ") failed: log in again shortly"
+            : "your account is logging in at another baseapp (%" PRIu64 ") at this moment: log in again shortly",
+        result->holder);
+}
+
+/* Claims the account's session for `target` (NULL: this baseapp), then
+ * plays here or sends the client there: no entity of the account is loaded
+ * anywhere its session entry does not name (session_directory.h). */
+static void login_route_claim_for(login_routes *routes, client_link *link, const registry_peer *target) {
+    if (!target && proxy_find_by_account(routes->context.players, link->account)) {
+        proxy_login_here(routes->context.players, link); /* the entry names this baseapp already */
+        return;
+    }
+    login_route_claim *claim = xcalloc(1, sizeof *claim);
+    claim->routes = routes;
+    claim->link_handle = link->handle;
+    if (target) claim->target = *target;
+    if (session_directory_claim(routes->context.sessions, link->account, SESSION_CLAIM_LOGIN,
+                                target ? target->process_id : 0, link->redirected_from, login_route_on_claim,
+                                claim) != 0) {
+        free(claim);
+        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
+    }
+}
+
 /* Plays here, or on the least-loaded baseapp. */
 static void login_route_by_load(login_routes *routes, client_link *link) {
     const registry_peer *target =
         routes->context.settings->login_redirect ? login_route_least_loaded(routes, false) : NULL;
-    if (target && login_route_redirect_to(routes, link, target, "the least-loaded baseapp") == 0) return;
-    proxy_login_here(routes->context.players, link);
+    login_route_claim_for(routes, link, target);
 }
 
 static void login_route_on_session(redis_client *redis, redisReply *reply, void *user_data) {
@@ -237,7 +318,7 @@ static void login_route_on_session(redis_client *redis, redisReply *reply, void 
         client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "the login database is unavailable");
         return;
     }
-    uint64_t holder = reply->type == REDIS_REPLY_STRING ? strtoull(reply->str, NULL, 10) : 0;
+    uint64_t holder = reply->type == REDIS_REPLY_STRING ? session_directory_holder(reply->str) : 0;
     const registry_peer *there =
         holder && holder != routes->context.self->process_id ? login_route_find(routes, holder) : NULL;
     /* A proxy here may have appeared meanwhile; proxy_login_here sees it. */
@@ -253,7 +334,7 @@ void login_route_on_verified(login_routes *routes, client_link *link) {
     /* The account's proxy is here, or the login came by a redirect: here. */
     if (proxy_find_by_account(routes->context.players, link->account) || link->redirected ||
         routes->baseapp_count == 0) {
-        proxy_login_here(routes->context.players, link);
+        login_route_claim_for(routes, link, NULL);
         return;
     }
     if (login_route_ask_session(routes, link, NULL, login_route_on_session) != 0)
@@ -293,7 +374,7 @@ static void login_route_on_reconnect_session(redis_client *redis, redisReply *re
                                "the session directory is unavailable");
         return;
     }
-    uint64_t holder = reply->type == REDIS_REPLY_STRING ? strtoull(reply->str, NULL, 10) : 0;
+    uint64_t holder = reply->type == REDIS_REPLY_STRING ? session_directory_holder(reply->str) : 0;
     const registry_peer *there = holder ? login_route_find(routes, holder) : NULL;
     if (proxy_find_by_account(routes->context.players, link->account) || !holder ||
         holder == routes->context.self->process_id) {
@@ -366,9 +447,11 @@ static void login_route_keep_handover_token(login_routes *routes, client_link *l
 
 /* Takes a login token (good once) for account ARGV[1] at baseapp ARGV[2]:
  * its value and the milliseconds it had left, or nil. A token is
- * "login:<baseapp>:<account>" (a redirect's, good at that baseapp only) or
- * "handover:<entity>:<account>" (a giveClientTo's, good wherever the
- * entity is). One made for another account, or for another baseapp, is
+ * "login:<baseapp>:<maker>:<account>" (a redirect's, good at that baseapp
+ * only) or "handover:<entity>:<maker>:<account>" (a giveClientTo's, good
+ * wherever the entity is); <maker> is the baseapp that made it. A
+ * handover's maker held the client, and gives the account's session up
+ * by sending it (session_directory.h). One made for another account, or for another baseapp, is
  * left where it is: the answer is its value and -1, and the caller refuses
  * the login. */
 static const char LOGIN_ROUTE_TAKE_TOKEN_SCRIPT[] =
@@ -381,6 +464,16 @@ static const char LOGIN_ROUTE_TAKE_TOKEN_SCRIPT[] =
     "local left = redis.call('PTTL', KEYS[1])\n"
     "redis.call('DEL', KEYS[1])\n"
     "return {value, left}\n";
+
+/* Reads "<id>:<maker>:<account>" (a token's value after its kind): the
+ * account, or NULL for a value of another shape. */
+static const char *login_route_parse_token(const char *text, uint64_t *id, uint64_t *maker) {
+    char *end;
+    *id = strtoull(text, &end, 10);
+    if (*end != ':') return NULL;
+    *maker = strtoull(end + 1, &end, 10);
+    return *end == ':' ? end + 1 : NULL;
+}
 
 static void login_route_on_token(redis_client *redis, redisReply *reply, void *user_data) {
     login_route_lookup *lookup = user_data;
@@ -400,29 +493,24 @@ static void login_route_on_token(redis_client *redis, redisReply *reply, void *u
     }
     const char *value = found ? reply->element[0]->str : NULL;
     long long ttl_ms = found ? reply->element[1]->integer : 0;
-    /* A handover's token: "handover:<entity id>:<account>". */
-    if (value && strncmp(value, "handover:", 9) == 0) {
-        char *end;
-        uint64_t target_id = strtoull(value + 9, &end, 10);
-        if (*end == ':' && strcmp(end + 1, link->account) == 0 && target_id) {
-            if (!proxy_handover_target_here(routes->context.players, target_id)) {
-                login_route_keep_handover_token(routes, link, token, value, ttl_ms, target_id);
-                return;
-            }
-            routes->counters.token_logins++;
-            link->redirected = true;
-            proxy_take_handover(routes->context.players, link, target_id);
+    /* A handover's token: "handover:<entity id>:<maker>:<account>". */
+    uint64_t target_id = 0, maker = 0;
+    const char *owner =
+        value && strncmp(value, "handover:", 9) == 0 ? login_route_parse_token(value + 9, &target_id, &maker) : NULL;
+    if (owner && strcmp(owner, link->account) == 0 && target_id) {
+        if (!proxy_handover_target_here(routes->context.players, target_id)) {
+            login_route_keep_handover_token(routes, link, token, value, ttl_ms, target_id);
             return;
         }
+        routes->counters.token_logins++;
+        link->redirected = true;
+        link->redirected_from = maker;
+        proxy_take_handover(routes->context.players, link, target_id);
+        return;
     }
-    /* A redirect's token: "login:<baseapp>:<account>". */
+    /* A redirect's token: "login:<baseapp>:<maker>:<account>". */
     uint64_t bound = 0;
-    const char *owner = NULL;
-    if (value && strncmp(value, "login:", 6) == 0) {
-        char *end;
-        bound = strtoull(value + 6, &end, 10);
-        if (*end == ':') owner = end + 1;
-    }
+    owner = value && strncmp(value, "login:", 6) == 0 ? login_route_parse_token(value + 6, &bound, &maker) : NULL;
     bool mine = owner && strcmp(owner, link->account) == 0;
     if (!mine || bound != routes->context.self->process_id || ttl_ms < 0) {
         client_link_count_failed_token(link);
@@ -470,7 +558,7 @@ static void login_route_on_session_home(redis_client *redis, redisReply *reply, 
     client_link *link = client_links_get(routes->context.links, lookup->link_handle);
     free(lookup);
     if (!link || link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) return;
-    uint64_t holder = reply && reply->type == REDIS_REPLY_STRING ? strtoull(reply->str, NULL, 10) : 0;
+    uint64_t holder = reply && reply->type == REDIS_REPLY_STRING ? session_directory_holder(reply->str) : 0;
     const registry_peer *there =
         holder && holder != routes->context.self->process_id ? login_route_find(routes, holder) : NULL;
     if (!there) {

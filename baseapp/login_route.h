@@ -17,6 +17,7 @@
 #include "proxy.h"
 #include "redis_client.h"
 #include "registry.h"
+#include "session_directory.h"
 
 typedef struct login_routes login_routes;
 
@@ -26,15 +27,17 @@ typedef struct login_routes_context {
     client_links *links;
     proxies *players;
     const process_self *self;
+    const session_directory *sessions;
 } login_routes_context;
 
 typedef struct login_route_counters {
-    uint64_t logins;               /* logins whose credentials checked out */
-    uint64_t redirects;            /* clients sent to another baseapp */
-    uint64_t token_logins;         /* clients that came with a redirect's token */
-    uint64_t reconnect_redirects;  /* Reconnects sent to the baseapp holding their session */
-    uint64_t reconnects_deferred;  /* Reconnects told to retry: their session's baseapp died, restores under way */
-    uint64_t handover_tokens_kept; /* handover TokenLogins told to retry: their target is not here (yet) */
+    uint64_t logins;                 /* logins whose credentials checked out */
+    uint64_t redirects;              /* clients sent to another baseapp */
+    uint64_t token_logins;           /* clients that came with a redirect's token */
+    uint64_t reconnect_redirects;    /* Reconnects sent to the baseapp holding their session */
+    uint64_t reconnects_deferred;    /* Reconnects told to retry: their session's baseapp died, restores under way */
+    uint64_t handover_tokens_kept;   /* handover TokenLogins told to retry: their target is not here (yet) */
+    uint64_t session_claims_refused; /* logins that found their account's session held elsewhere at the claim */
 } login_route_counters;
 
 login_routes *login_routes_create(const login_routes_context *context);

@@ -380,7 +380,7 @@ static void baseapp_build_modules(baseapp *app) {
     app->players = proxies_create(&player_needs);
     logins_context login_needs = {rt->loop, settings, rt->redis, app->links, client_dispatch_verified, app};
     app->logins = logins_create(&login_needs);
-    login_routes_context route_needs = {settings, rt->redis, app->links, app->players, &rt->self};
+    login_routes_context route_needs = {settings, rt->redis, app->links, app->players, &rt->self, &app->sessions};
     app->routes = login_routes_create(&route_needs);
     handovers_context handover_needs = {
         settings,    rt->redis, rt->peers,      app->bases,       app->players, base_calls_mailbox(app->calls),

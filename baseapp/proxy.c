@@ -256,7 +256,8 @@ static void proxy_attach(proxies *set, base_entity *base, client_link *link) {
     player->detached_us = 0;
     player->client_binding++;
     proxy_hold_account(set, base);
-    session_directory_claim(set->context.sessions, player->account);
+    session_directory_claim(set->context.sessions, player->account, SESSION_CLAIM_LOGIN, 0, link->redirected_from, NULL,
+                            NULL);
     proxy_new_session_token(player);
     if (base->state == BASE_ENTITY_LIVE && !base->cell.cellapp_id) {
         proxy_send_login_reply(set, player, NULL);
@@ -383,6 +384,29 @@ void proxy_login_here(proxies *set, client_link *link) {
     }
 }
 
+typedef struct proxy_restore_claim {
+    proxies *set;
+    uint64_t entity_id;
+} proxy_restore_claim;
+
+/* A restored session whose account another baseapp holds by now (a login
+ * there after the restore window) is not a second life: it goes, unsaved
+ * (the live session writes the account's state). */
+static void proxy_on_restore_claim(const session_claim_result *result, void *user_data) {
+    proxy_restore_claim *claim = user_data;
+    proxies *set = claim->set;
+    base_entity *base = base_entities_find(set->context.bases, claim->entity_id);
+    free(claim);
+    if (result->failed || result->claimed || !base || !base->proxy || base->proxy->link ||
+        base->state == BASE_ENTITY_DESTROYING)
+        return;
+    set->counters.restores_superseded++;
+    log_warn("entity %" PRIu64 " (account '%s'): restored, but baseapp %" PRIu64
+             " holds the account's session now; the restored copy goes",
+             base->entity_id, base->proxy->account, result->holder);
+    base_life_destroy(set->context.life, base, false, "its account plays on another baseapp");
+}
+
 void proxy_restore(proxies *set, base_entity *base, const char *account, const char *session_token,
                    uint32_t client_binding) {
     proxy *player = proxy_part(base);
@@ -394,7 +418,12 @@ void proxy_restore(proxies *set, base_entity *base, const char *account, const c
     player->cell_attached = false;
     player->detached_us = clock_monotonic_us();
     proxy_hold_account(set, base);
-    session_directory_claim(set->context.sessions, player->account);
+    proxy_restore_claim *claim = xcalloc(1, sizeof *claim);
+    claim->set = set;
+    claim->entity_id = base->entity_id;
+    if (session_directory_claim(set->context.sessions, player->account, SESSION_CLAIM_RESTORE, 0, 0,
+                                proxy_on_restore_claim, claim) != 0)
+        free(claim);
     log_info("entity %" PRIu64 " (account '%s'): restored, waiting %lld ms for its client to reconnect",
              base->entity_id, player->account, (long long)set->context.settings->client_detached_grace_ms);
 }
@@ -625,7 +654,7 @@ int proxy_give_client_to(proxies *set, base_entity *from, base_entity *to, char 
     target->detached_us = 0;
     snprintf(target->account, sizeof target->account, "%s", source->account);
     proxy_hold_account(set, to);
-    session_directory_claim(set->context.sessions, target->account);
+    session_directory_claim(set->context.sessions, target->account, SESSION_CLAIM_LOGIN, 0, 0, NULL, NULL);
     proxy_new_session_token(target);
     /* 5. The target is created on the client, with its base properties. */
     Tessera__Client__PlayerCreated created = TESSERA__CLIENT__PLAYER_CREATED__INIT;

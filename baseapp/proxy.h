@@ -62,6 +62,7 @@ typedef struct proxies proxies;
 
 typedef struct proxy_counters {
     uint64_t reconnects, reconnects_refused, logins_replaced;
+    uint64_t restores_superseded;       /* restored sessions dropped: their account plays elsewhere by now */
     uint64_t handovers;                 /* giveClientTo done */
     uint64_t client_messages_held;      /* client messages held across a handoff */
     uint64_t client_messages_stale;     /* ... dropped as from an ended incarnation */

@@ -19,13 +19,14 @@
  *                            (common/base_mailbox.h)
  *   P globals                HASH name -> entity id of a global base
  *                            (registerGlobally)
- *   P session:<account>      STRING the id of the baseapp holding the
- *                            account's client (baseapp/login_route.c)
- *   P login_token:<token>    STRING "login:<baseapp id>:<account>" (a
- *                            redirected login's one-time token, good at
- *                            that baseapp) or "handover:<entity id>:
- *                            <account>" (a giveClientTo's), with a TTL;
- *                            taken once, by its account only
+ *   P session:<account>      STRING "<baseapp id>:<claims>": the baseapp
+ *                            holding the account's session, claimed
+ *                            atomically (baseapp/session_directory.h)
+ *   P login_token:<token>    STRING "login:<baseapp id>:<maker>:<account>"
+ *                            (a redirected login's one-time token, good
+ *                            at that baseapp) or "handover:<entity id>:
+ *                            <maker>:<account>" (a giveClientTo's), with
+ *                            a TTL; taken once, by its account only
  *   P spaces                 HASH space name -> the epoch of its layout
  *   P space:<name>           STRING the space's definition and layout, as JSON
  *                            (space_layout.h); written only with its epoch
