@@ -107,6 +107,16 @@ static const stat_row baseapp_figure_rows[] = {
      "logins whose account's session another baseapp held at the claim (sent there, or told to retry)"},
     {"restores_superseded", "restores_superseded_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(restores_superseded), 0,
      "restored sessions dropped because their account already played on another baseapp"},
+    {"login_hashes", "login_hashes_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(login_hashes), 0,
+     "password hashes run (logins checked)"},
+    {"login_hashes_dropped", "login_hashes_dropped_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(login_hashes_dropped),
+     0, "queued password hashes dropped unrun: their client left first"},
+    {"login_hashes_refused", "login_hashes_refused_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(login_hashes_refused),
+     0, "logins refused with a retry hint: the hash queue, or their account's or address's share of it, was full"},
+    {"login_hashes_waiting", "login_hashes_waiting", NULL, STAT_GAUGE, STAT_U64, FIGURE(login_hashes_waiting), 0,
+     "password hashes waiting for a worker now"},
+    {"login_hash_wait_us_max", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(login_hash_wait_us_max), 0,
+     "the longest a password hash waited for a worker since start (us)"},
     {"draining", "draining", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(draining), 0,
      "1 while the baseapp sends its clients away before stopping"},
     {"fenced", "fenced", NULL, STAT_GAUGE, STAT_BOOL, FIGURE(fenced), 0,
@@ -150,6 +160,12 @@ void baseapp_figures_gather(const baseapp *app, baseapp_figures *out) {
     out->handover_tokens_kept = routes->handover_tokens_kept;
     out->session_claims_refused = routes->session_claims_refused;
     out->restores_superseded = players->restores_superseded;
+    const login_queue_counters *hashes = logins_queue_figures(app->logins);
+    out->login_hashes = hashes->hashed;
+    out->login_hashes_dropped = hashes->dropped;
+    out->login_hashes_refused = hashes->refused_full + hashes->refused_account + hashes->refused_address;
+    out->login_hashes_waiting = hashes->waiting;
+    out->login_hash_wait_us_max = hashes->wait_us_max;
     base_backup_counters backups;
     base_backups_figures(app->backups, &backups);
     out->base_backups_sent = backups.sent;

@@ -29,6 +29,7 @@ typedef struct baseapp_figures {
         bases_restore_failed, base_backups_dropped;
     uint64_t reconnect_redirects, reconnects_deferred, handover_tokens_kept;
     uint64_t session_claims_refused, restores_superseded;
+    uint64_t login_hashes, login_hashes_dropped, login_hashes_refused, login_hashes_waiting, login_hash_wait_us_max;
 } baseapp_figures;
 
 /* Reads every figure from the process's modules. It takes the whole

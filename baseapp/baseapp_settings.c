@@ -96,6 +96,15 @@ const config_key baseapp_config_keys[] = {
      "60",
      "likewise per client address (successful logins cost nothing, so a crowd behind one address is never "
      "slowed); 0: no limit"},
+    {"login_hash_workers", CONFIG_INT, offsetof(baseapp_settings, login_hash_workers), 0, 1, 64, "2",
+     "password hashes running at once on the thread pool (each takes a core for a few ms)"},
+    {"login_hash_queue_max", CONFIG_INT, offsetof(baseapp_settings, login_hash_queue_max), 0, 1, 1000000, "256",
+     "password hashes that may wait for a worker; beyond, a login is told to retry shortly (ERROR_UNAVAILABLE); a "
+     "waiting login whose client left is dropped unhashed"},
+    {"login_hashes_per_account", CONFIG_INT, offsetof(baseapp_settings, login_hashes_per_account), 0, 1, 1000, "2",
+     "password hashes of one account waiting or running at once; beyond, ERROR_RATE_LIMITED with a retry hint"},
+    {"login_hashes_per_address", CONFIG_INT, offsetof(baseapp_settings, login_hashes_per_address), 0, 1, 100000, "8",
+     "likewise from one client address"},
     {"client_moves_per_second", CONFIG_DOUBLE, offsetof(baseapp_settings, client_moves_per_second), 0, 1, 1000, "30",
      "moves a client may send per second (half a second may be banked); the rest are dropped, not relayed"},
 };

@@ -42,6 +42,10 @@ typedef struct baseapp_settings {
     int64_t client_frame_timeout_ms;
     double login_failures_per_account; /* a minute */
     double login_failures_per_address; /* a minute */
+    int64_t login_hash_workers;        /* password hashes running at once (login_queue.h) */
+    int64_t login_hash_queue_max;      /* ... waiting for a worker */
+    int64_t login_hashes_per_account;  /* ... waiting or running, of one account */
+    int64_t login_hashes_per_address;  /* ... waiting or running, from one address */
     int64_t client_detached_grace_ms;
     int64_t autosave_interval_ms;
     int64_t backup_timeout_ms;

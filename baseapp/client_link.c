@@ -91,8 +91,16 @@ static void client_link_unbind(client_link *link) {
     CLIENT_LINK_HANDLER(link, unbound, player);
 }
 
-void client_link_count_failed_login(client_link *link) {
-    login_throttle_failed(link->set->context.throttle, link->account, channel_peer_name(link->ch),
+/* Refuses a login whose account or address has no attempts left. */
+static void client_link_fail_throttled(client_link *link, const char *account, uint64_t wait_ms) {
+    link->set->counters.logins_throttled++;
+    client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
+                     "too many failed logins for account '%s' or from this address: try again in %llu ms", account,
+                     (unsigned long long)wait_ms);
+}
+
+void client_link_refund_login(client_link *link) {
+    login_throttle_refund(link->set->context.throttle, link->account, channel_peer_name(link->ch),
                           clock_monotonic_us());
 }
 
@@ -222,13 +230,17 @@ static bool client_link_may_log_in(client_link *link, const char *what, const ch
     uint64_t wait_ms =
         login_throttle_check(set->context.throttle, account, channel_peer_name(link->ch), clock_monotonic_us());
     if (wait_ms) {
-        set->counters.logins_throttled++;
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED,
-                         "too many failed logins for account '%s' or from this address: try again in %llu ms", account,
-                         (unsigned long long)wait_ms);
+        client_link_fail_throttled(link, account, wait_ms);
         return false;
     }
     return true;
+}
+
+bool client_link_charge_login(client_link *link) {
+    uint64_t wait_ms = login_throttle_admit(link->set->context.throttle, link->account, channel_peer_name(link->ch),
+                                            clock_monotonic_us());
+    if (wait_ms) client_link_fail_throttled(link, link->account, wait_ms);
+    return wait_ms == 0;
 }
 
 static void client_link_on_login(client_link *link, const Tessera__Client__LoginRequest *login) {

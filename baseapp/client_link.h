@@ -155,8 +155,14 @@ void client_link_release(client_link *link);
 void client_link_set_congested(client_link *link, bool congested);
 /* The link's rate limits start afresh (it has just entered the world). */
 void client_link_start_limits(client_link *link);
-/* The count of a failed login attempt, against the account and address. */
-void client_link_count_failed_login(client_link *link);
+/* A password login of link->account starts: its attempt is taken from
+ * the account's and the address's buckets now (login_throttle.h). Returns
+ * true, or false when they had none left (the link was failed with
+ * ERROR_RATE_LIMITED and when to retry). */
+bool client_link_charge_login(client_link *link);
+/* The link's login succeeded, or was never checked: the attempt its
+ * start took comes back. */
+void client_link_refund_login(client_link *link);
 /* The count of a refused token (a Reconnect's session token, a
  * TokenLogin's one-time token), against the address only: anyone can
  * send one in an account's name, and it must not lock the owner's

@@ -28,18 +28,32 @@ typedef enum login_step {
 
 struct logins {
     logins_context context;
+    login_queue queue;
 };
 
 logins *logins_create(const logins_context *context) {
     logins *set = xcalloc(1, sizeof *set);
     set->context = *context;
+    const baseapp_settings *settings = context->settings;
+    login_queue_limits limits = {(uint32_t)settings->login_hash_workers, (uint32_t)settings->login_hash_queue_max,
+                                 (uint32_t)settings->login_hashes_per_account,
+                                 (uint32_t)settings->login_hashes_per_address};
+    login_queue_init(&set->queue, context->loop, &limits);
     return set;
 }
 
-void logins_free(logins *set) { free(set); }
+void logins_free(logins *set) {
+    if (!set) return;
+    login_queue_close(&set->queue);
+    free(set);
+}
 
+const login_queue_counters *logins_queue_figures(const logins *set) { return &set->queue.counters; }
+
+/* One login in flight. The queue's job comes first: the queue's callbacks
+ * get the job, which is the request. */
 typedef struct login_request {
-    uv_work_t work;
+    login_queue_job job;
     logins *set;
     entity_handle link_handle;
     login_step step;
@@ -60,11 +74,17 @@ static void login_lookup(login_request *request);
 
 static void login_queue_work(client_link *link, login_request *request, login_step step);
 
+/* How long a login refused by a full hash queue waits before trying again. */
+#define LOGIN_BUSY_RETRY_MS 250
+
+/* The credentials checked out: the attempt counted at arrival comes back. */
 static void login_verified(logins *set, client_link *link) {
+    client_link_refund_login(link);
     if (set->context.verified) set->context.verified(set->context.owner, link);
 }
 
 static void login_request_free(login_request *request) {
+    login_queue_leave(&request->set->queue, &request->job);
     sodium_memzero(request->password, sizeof request->password);
     free(request);
 }
@@ -80,8 +100,8 @@ static client_link *login_link(login_request *request) {
     return link;
 }
 
-static void login_work(uv_work_t *work) {
-    login_request *request = work->data;
+static void login_work(login_queue_job *job) {
+    login_request *request = (login_request *)job;
     if (request->step == LOGIN_VERIFY) {
         request->result = crypto_pwhash_str_verify(request->stored_hash, request->password, strlen(request->password));
     } else {
@@ -92,8 +112,8 @@ static void login_work(uv_work_t *work) {
 
 static void login_on_created(redis_client *redis, redisReply *reply, void *user_data);
 
-static void login_after_work(uv_work_t *work, int status) {
-    login_request *request = work->data;
+static void login_after_work(login_queue_job *job, int status) {
+    login_request *request = (login_request *)job;
     client_link *link = login_link(request);
     if (!link) return;
     if (status != 0) {
@@ -101,8 +121,8 @@ static void login_after_work(uv_work_t *work, int status) {
         login_request_free(request);
         return;
     }
+    /* A failure was counted when the login arrived (login_throttle.h). */
     if (request->step == LOGIN_DECOY) {
-        client_link_count_failed_login(link);
         client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                                  "unknown account '%s'", request->account);
         login_request_free(request);
@@ -112,7 +132,6 @@ static void login_after_work(uv_work_t *work, int status) {
         if (request->result == 0) {
             login_verified(request->set, link);
         } else {
-            client_link_count_failed_login(link);
             client_link_fail_quietly(link, TESSERA__CLIENT__ERROR_CODE__ERROR_BAD_CREDENTIALS, LOGIN_REFUSED,
                                      "wrong password for account '%s'", request->account);
         }
@@ -137,15 +156,28 @@ static void login_after_work(uv_work_t *work, int status) {
     }
 }
 
+/* Whether the client still waits for this login (the queue asks before
+ * a hash starts). */
+static bool login_wanted(login_queue_job *job) {
+    const login_request *request = (const login_request *)job;
+    const client_link *link = client_links_get(request->set->context.links, request->link_handle);
+    return link && link->state == CLIENT_LINK_AUTHENTICATING;
+}
+
+static void login_dropped(login_queue_job *job) { login_request_free((login_request *)job); }
+
 static void login_queue_work(client_link *link, login_request *request, login_step step) {
     request->step = step;
-    request->work.data = request;
-    int rc = uv_queue_work(request->set->context.loop, &request->work, login_work, login_after_work);
-    if (rc != 0) {
-        client_link_fail(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, "login queue failed: %s",
-                         uv_strerror(rc));
-        login_request_free(request);
-    }
+    request->job.run = login_work;
+    request->job.wanted = login_wanted;
+    request->job.done = login_after_work;
+    request->job.dropped = login_dropped;
+    if (login_queue_push(&request->set->queue, &request->job) == LOGIN_QUEUE_ACCEPTED) return;
+    /* Not checked at all: the attempt does not count against anyone. */
+    client_link_refund_login(link);
+    client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_UNAVAILABLE, LOGIN_BUSY_RETRY_MS,
+                           "this baseapp is checking too many passwords: log in again in a moment");
+    login_request_free(request);
 }
 
 static void login_on_created(redis_client *redis, redisReply *reply, void *user_data) {
@@ -229,5 +261,23 @@ void login_start(logins *set, client_link *link, const char *password) {
     snprintf(request->password, sizeof request->password, "%s", password);
     request->ops_limit = (unsigned long long)settings->password_ops_limit;
     request->mem_limit = (size_t)settings->password_mem_limit_kib * 1024u;
+    /* Logins in progress per account and address are bounded first, so a
+     * crowd's burst is told to wait rather than counted as failures; then
+     * the attempt is counted, before any lookup or hash. */
+    login_queue_refusal refusal =
+        login_queue_enter(&set->queue, &request->job, request->account, channel_peer_name(link->ch));
+    if (refusal != LOGIN_QUEUE_ACCEPTED) {
+        client_link_fail_retry(link, TESSERA__CLIENT__ERROR_CODE__ERROR_RATE_LIMITED, LOGIN_BUSY_RETRY_MS,
+                               refusal == LOGIN_QUEUE_ACCOUNT_BUSY
+                                   ? "account '%s' has a login being checked already: wait for it"
+                                   : "this address has too many logins being checked: wait for them (account '%s')",
+                               request->account);
+        login_request_free(request);
+        return;
+    }
+    if (!client_link_charge_login(link)) {
+        login_request_free(request);
+        return;
+    }
     login_lookup(request);
 }

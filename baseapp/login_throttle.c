@@ -13,7 +13,7 @@ typedef struct login_throttle_bucket {
     uint64_t at_us; /* when `left` was last brought up to date */
 } login_throttle_bucket;
 
-static uint64_t login_throttle_address_key(const char *address) {
+uint64_t login_throttle_address_key(const char *address) {
     const char *colon = strrchr(address, ':');
     return text_key(address, colon ? (size_t)(colon - address) : strlen(address));
 }
@@ -61,21 +61,35 @@ uint64_t login_throttle_check(login_throttle *t, const char *account, const char
     return a > b ? a : b;
 }
 
-static void login_throttle_take(id_map *map, uint64_t key, double per_minute, uint64_t now_us) {
+/* Adds `delta` attempts to the bucket (-1 takes one, +1 gives one back),
+ * never above a full bucket. */
+static void login_throttle_add(id_map *map, uint64_t key, double per_minute, uint64_t now_us, double delta) {
     if (per_minute <= 0) return;
     login_throttle_bucket *bucket = id_map_get(map, key);
-    double left = login_throttle_left(bucket, per_minute, now_us);
+    double left = login_throttle_left(bucket, per_minute, now_us) + delta;
     if (!bucket) {
+        if (left >= per_minute) return; /* full: nothing to remember */
         bucket = xmalloc(sizeof *bucket);
         id_map_put(map, key, bucket);
     }
-    bucket->left = left - 1.0;
+    bucket->left = left > per_minute ? per_minute : left;
     bucket->at_us = now_us;
 }
 
 void login_throttle_failed(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
-    if (account) login_throttle_take(&t->accounts, text_key_string(account), t->account_per_minute, now_us);
-    login_throttle_take(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us);
+    if (account) login_throttle_add(&t->accounts, text_key_string(account), t->account_per_minute, now_us, -1.0);
+    login_throttle_add(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us, -1.0);
+}
+
+uint64_t login_throttle_admit(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
+    uint64_t wait_ms = login_throttle_check(t, account, address, now_us);
+    if (wait_ms == 0) login_throttle_failed(t, account, address, now_us);
+    return wait_ms;
+}
+
+void login_throttle_refund(login_throttle *t, const char *account, const char *address, uint64_t now_us) {
+    login_throttle_add(&t->accounts, text_key_string(account), t->account_per_minute, now_us, 1.0);
+    login_throttle_add(&t->addresses, login_throttle_address_key(address), t->address_per_minute, now_us, 1.0);
 }
 
 static void login_throttle_sweep_map(id_map *map, double per_minute, uint64_t now_us) {

@@ -94,6 +94,10 @@
  * the bots' reconnects do not race its last moments, and short next to the
  * server's restore (a second or two). */
 #define BOTS_RECOVER_PAUSE_MS 200
+/* The most times one bot's password login is tried again on a retry hint
+ * (ERROR_UNAVAILABLE or ERROR_RATE_LIMITED with retry_after_ms). */
+#define BOTS_LOGIN_RETRIES_MAX 200
+
 /* Between two attempts when the failed one gave no retry_after_ms (a
  * connect refused, a reset): a few a second per bot keeps a dead address
  * from being hammered. */
@@ -216,6 +220,10 @@ typedef struct bot {
     uv_timer_t reconnect_timer; /* initialised at the drop (reconnect_timer_open) */
     bool reconnect_timer_open;
     bool ever_in_world; /* it has been in the world through some connection */
+    /* Its password login was refused with a retry hint (the baseapp's hash
+     * queue or throttle was full): it logs in again after retry_ms. */
+    bool login_retry;
+    uint16_t login_retries;
     /* Recovery from a lost baseapp (bots_start_recovery). Addresses are
      * indices into run->addresses. */
     uint16_t baseapps[TESSERA_CLIENT_MAX_BASEAPPS]; /* the last login reply's other baseapps */
@@ -339,6 +347,7 @@ typedef struct bots_run {
     uint64_t handed_off;     /* in the world, sent to another baseapp (a draining one's LoginRedirect) */
     uint64_t rejoined;       /* ... and back in the world through it */
     uint64_t redirects;      /* LoginRedirects followed, at login or in the world */
+    uint64_t login_retries;  /* password logins tried again, as a refusal's retry hint asked */
     /* Recoveries: connections the server side ended while in the world,
      * bots back after one, bots that gave up, bots still at it at the end,
      * Reconnects they sent, and the time from each loss to the login reply
@@ -1249,8 +1258,18 @@ static void bots_on_error(tessera_client *client, int code, const char *message)
                   message, b->retry_ms);
         return;
     }
-    char reason[64];
     int in_world = tessera_client_get_state(client) == TESSERA_CLIENT_IN_WORLD;
+    uint32_t retry_after_ms = tessera_client_error_retry_after_ms(client);
+    if (!in_world && !b->ever_in_world && retry_after_ms > 0 && b->login_retries < BOTS_LOGIN_RETRIES_MAX &&
+        (code == TESSERA_CLIENT_ERROR_UNAVAILABLE || code == TESSERA_CLIENT_ERROR_RATE_LIMITED)) {
+        /* Busy, not a refusal: a player's client tries again, as asked. */
+        b->login_retry = true;
+        b->login_retries++;
+        b->retry_ms = retry_after_ms;
+        run->login_retries++;
+        return;
+    }
+    char reason[64];
     snprintf(reason, sizeof reason, "%s:%s", in_world ? "error" : "login_failed", tessera_client_error_name(code));
     bots_count_reason(run, reason);
     b->had_error = 1;
@@ -1287,6 +1306,11 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     b->in_world = 0;
     if (run->finished) return; /* closed by the end of the run */
     if (b->dropped) return;    /* it gave up recovering; bots_give_up counted it */
+    if (b->login_retry) {
+        b->login_retry = false;
+        bots_start_timer(b, b->retry_ms, bots_on_reconnect_timer);
+        return;
+    }
     if (b->reconnecting && cause == TESSERA_CLIENT_CLOSED_BY_CALLER) {
         /* Its view goes with the connection; the new one starts afresh. */
         bots_forget_view(b);
@@ -1813,6 +1837,7 @@ static void bots_print_json(FILE *out, const bots_run *run) {
             run->reconnects, run->reconnects_other_entity, run->player_changes);
     fprintf(out, ",\"redirects\":%" PRIu64 ",\"handed_off\":%" PRIu64 ",\"rejoined\":%" PRIu64, run->redirects,
             run->handed_off, run->rejoined);
+    fprintf(out, ",\"login_retries\":%" PRIu64, run->login_retries);
     fprintf(out,
             ",\"server_losses\":%" PRIu64 ",\"recoveries\":%" PRIu64 ",\"recovery_failed\":%" PRIu64
             ",\"recovering_at_end\":%" PRIu64 ",\"recovery_attempts\":%" PRIu64,
