@@ -42,6 +42,71 @@ const volatile_codec_config *fuzz_arena_config(void) {
     return &config;
 }
 
+/* Packs `message` into `out` (malloc'd). */
+static void fuzz_pack_server(const Tessera__Client__ServerToClient *message, fuzz_bytes *out) {
+    out->length = tessera__client__server_to_client__get_packed_size(message);
+    out->data = xmalloc(out->length ? out->length : 1);
+    tessera__client__server_to_client__pack(message, out->data);
+}
+
+const fuzz_bytes *fuzz_server_hello(void) {
+    static fuzz_bytes packed;
+    if (packed.data) return &packed;
+    Tessera__Client__ServerHello hello = TESSERA__CLIENT__SERVER_HELLO__INIT;
+    hello.protocol_version = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    hello.server_name = "tessera-baseapp";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_HELLO;
+    message.hello = &hello;
+    fuzz_pack_server(&message, &packed);
+    return &packed;
+}
+
+const fuzz_bytes *fuzz_login_reply(void) {
+    static fuzz_bytes packed;
+    if (packed.data) return &packed;
+    const entity_def_registry *definitions = fuzz_definitions();
+    const volatile_codec_config *config = fuzz_arena_config();
+    char *described = entity_def_registry_describe(definitions);
+    Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
+    Tessera__Client__Vector3 world_min = TESSERA__CLIENT__VECTOR3__INIT;
+    Tessera__Client__Vector3 world_max = TESSERA__CLIENT__VECTOR3__INIT;
+    position.x = 10;
+    position.z = -20;
+    world_min.x = (float)config->min[0];
+    world_min.y = (float)config->min[1];
+    world_min.z = (float)config->min[2];
+    world_max.x = (float)config->max[0];
+    world_max.y = (float)config->max[1];
+    world_max.z = (float)config->max[2];
+    Tessera__Client__LoginReply reply = TESSERA__CLIENT__LOGIN_REPLY__INIT;
+    reply.entity_id = FUZZ_PLAYER_ID;
+    reply.position = &position;
+    reply.view_radius = 50;
+    reply.view_hysteresis = 5;
+    reply.max_speed = 10;
+    reply.tick_hz = 10;
+    reply.space_name = "arena";
+    reply.definitions = described;
+    reply.definitions_digest = (char *)entity_def_registry_digest_hex(definitions);
+    reply.max_aliases = FUZZ_MAX_ALIASES;
+    reply.position_precision = config->precision;
+    reply.world_min = &world_min;
+    reply.world_max = &world_max;
+    reply.yaw_steps = config->yaw_steps;
+    reply.detail_near_distance = 10;
+    reply.detail_medium_distance = 30;
+    reply.entity_type = "Avatar";
+    reply.max_frame_bytes = 65536;
+    reply.session_token = "0123456789abcdef0123456789abcdef";
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_LOGIN_REPLY;
+    message.login_reply = &reply;
+    fuzz_pack_server(&message, &packed);
+    free(described);
+    return &packed;
+}
+
 const char *fuzz_file(const uint8_t *data, size_t size) {
     static int fd = -1;
     static char path[64];

@@ -16,6 +16,7 @@
 #include <protobuf-c/protobuf-c.h>
 
 #include "arena.h"
+#include "client.pb-c.h"
 #include "entity_def.h"
 #include "entity_state.h"
 #include "volatile_codec.h"
@@ -36,6 +37,20 @@ const entity_def_registry *fuzz_definitions(void);
  * quantizes volatile updates: the cellapp's default precision (1/64 m) and
  * 256 yaw steps. */
 const volatile_codec_config *fuzz_arena_config(void);
+
+/* The frame bodies (ServerToClient, packed) a baseapp answers a login
+ * with: its hello, and a LoginReply for an Avatar (entity 1000) in the
+ * demo's arena carrying the demo definitions, 256 aliases, the arena's
+ * volatile config. Made once; owned here. */
+typedef struct fuzz_bytes {
+    uint8_t *data;
+    size_t length;
+} fuzz_bytes;
+const fuzz_bytes *fuzz_server_hello(void);
+const fuzz_bytes *fuzz_login_reply(void);
+/* The player's entity in fuzz_login_reply, and its alias table's size. */
+#define FUZZ_PLAYER_ID 1000
+#define FUZZ_MAX_ALIASES 256
 
 /* A path whose file holds exactly `data` (an in-memory file, rewritten on
  * each call): for decoders that take a path. Valid until the next call. */

@@ -371,51 +371,94 @@ static uint8_t *stream_append(uint8_t *input, size_t *length, const bit_writer *
 
 /* A witness's streams: every class entered (the owner first), then an
  * update, a move and a leave, as tessera_client reads them. */
+/* A ViewUpdate carrying the stream in `w`, as a frame appended to `f`. */
+static void frames_add_view(frames *f, uint32_t tick, const bit_writer *w) {
+    Tessera__Client__ViewUpdate view = TESSERA__CLIENT__VIEW_UPDATE__INIT;
+    view.tick = tick;
+    view.stream.data = (uint8_t *)bit_writer_data(w);
+    view.stream.len = bit_writer_bytes(w);
+    view.stamp_us = (uint64_t)tick * 1000000u;
+    Tessera__Client__ServerToClient message = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
+    message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
+    message.view = &view;
+    frames_add(f, &message.base);
+}
+
+/* A witness's two ticks: every class entered with an absolute MOVE (the
+ * player's Avatar owned, as fuzz_login_reply says), then an update of
+ * each, a delta MOVE and a LEAVE; for fuzz_entity_stream as length-prefixed
+ * streams, and for fuzz_client_sdk as ViewUpdates after the real login
+ * (first byte odd) or after a login reply of the input's own (even). */
 static void entity_stream_seeds(void) {
     replication_schema *schema = replication_schema_create(definitions);
     replication *rep = replication_create(schema);
     const volatile_codec_config *config = fuzz_arena_config();
     size_t count = entity_def_registry_class_count(definitions);
-    /* Each class's entity: its state and the packer's record of it. */
+    const entity_def_class *avatar = entity_def_registry_find_class(definitions, "Avatar");
+    /* Each class's entity: its state, the packer's record of it, its
+     * tracker. */
     struct stream_entity {
         entity_state *state;
         replication_entity record;
+        volatile_track track;
     } *entities = xcalloc(count, sizeof *entities);
-    /* 256 aliases: fuzz_entity_stream takes 1 << (19 % 11) (19 % 4 is not 0). */
+    /* FUZZ_MAX_ALIASES (256) aliases: fuzz_entity_stream takes
+     * 1 << (19 % 11) (and 19 % 4 is not 0). */
     const uint8_t alias_choice = 19;
-    unsigned alias_bits = replication_alias_bits(256);
+    unsigned alias_bits = replication_alias_bits(FUZZ_MAX_ALIASES);
     bit_writer w;
     bit_writer_init(&w);
-    replication_begin_tick(rep, 1);
-    for (size_t c = 0; c < count; c++) {
-        entities[c].state = dirty_state(entity_def_registry_class(definitions, (uint16_t)c));
-        replication_entity_init(&entities[c].record, entities[c].state, 1000 + c);
-        replication_pack(rep, &entities[c].record);
-        replication_append_enter(rep, &entities[c].record, &w, (uint32_t)c, alias_bits, c == 0, ENTITY_DEF_DETAIL_NEAR);
-    }
-    replication_append_end(&w);
     uint8_t *input = xmalloc(1);
     size_t length = 1;
     input[0] = alias_choice;
+    frames views = {0};
+
+    replication_begin_tick(rep, 1);
+    for (size_t c = 0; c < count; c++) {
+        const entity_def_class *cls = entity_def_registry_class(definitions, (uint16_t)c);
+        bool owner = cls == avatar;
+        entities[c].state = dirty_state(cls);
+        replication_entity_init(&entities[c].record, entities[c].state, owner ? FUZZ_PLAYER_ID : 2000 + c);
+        volatile_track_init(&entities[c].track);
+        replication_pack(rep, &entities[c].record);
+        replication_append_enter(rep, &entities[c].record, &w, (uint32_t)c, alias_bits, owner, ENTITY_DEF_DETAIL_NEAR);
+        replication_append_move_header(&w, (uint32_t)c, alias_bits);
+        volatile_codec_encode(&w, &entities[c].track, config, 10.0f + (float)c, 0, -20.0f, 0.5f);
+    }
+    replication_append_end(&w);
     input = stream_append(input, &length, &w);
-    /* The next tick: an update of every class, a move, a leave. */
+    frames_add_view(&views, 1, &w);
+
     bit_writer_reset(&w);
     replication_begin_tick(rep, 2);
     for (size_t c = 0; c < count; c++) {
+        bool owner = entity_def_registry_class(definitions, (uint16_t)c) == avatar;
         replication_pack(rep, &entities[c].record);
-        replication_append_update(rep, &entities[c].record, &w, (uint32_t)c, alias_bits, c == 0,
-                                  ENTITY_DEF_DETAIL_NEAR);
+        replication_append_update(rep, &entities[c].record, &w, (uint32_t)c, alias_bits, owner, ENTITY_DEF_DETAIL_NEAR);
     }
-    volatile_track track;
-    volatile_track_init(&track);
-    replication_append_move_header(&w, 0, alias_bits);
-    volatile_codec_encode(&w, &track, config, 10, 0, -20, 0.5f);
-    replication_append_move_header(&w, 0, alias_bits);
-    volatile_codec_encode(&w, &track, config, 10.5f, 0, -19.5f, 0.6f);
+    size_t mover = avatar && avatar->id == 0 ? 1 : 0; /* not the player: the server does not move it */
+    replication_append_move_header(&w, (uint32_t)mover, alias_bits);
+    volatile_codec_encode(&w, &entities[mover].track, config, 10.5f + (float)mover, 0, -19.5f, 0.6f);
     replication_append_leave(&w, (uint32_t)(count - 1), alias_bits);
     replication_append_end(&w);
     input = stream_append(input, &length, &w);
+    frames_add_view(&views, 2, &w);
     seed("fuzz_entity_stream", "enter_update_move_leave", input, length);
+
+    /* fuzz_client_sdk: after the harness's login (odd), or the input's own. */
+    const fuzz_bytes *login = fuzz_login_reply();
+    uint8_t *session = xmalloc(1 + FRAME_HEADER_BYTES + login->length + views.length);
+    session[0] = 1;
+    memcpy(session + 1, views.data, views.length);
+    seed("fuzz_client_sdk", "views", session, 1 + views.length);
+    session[0] = 0;
+    frame_write_header(session + 1, (uint32_t)login->length);
+    memcpy(session + 1 + FRAME_HEADER_BYTES, login->data, login->length);
+    memcpy(session + 1 + FRAME_HEADER_BYTES + login->length, views.data, views.length);
+    seed("fuzz_client_sdk", "login_views", session, 1 + FRAME_HEADER_BYTES + login->length + views.length);
+    free(session);
+
+    free(views.data);
     free(input);
     bit_writer_close(&w);
     for (size_t c = 0; c < count; c++) entity_state_free(entities[c].state);
