@@ -54,6 +54,25 @@ static void seed(const char *target, const char *name, const void *data, size_t 
     }
 }
 
+/* Bytes of a buffer another owns. */
+typedef struct span {
+    const uint8_t *data;
+    size_t length;
+} span;
+
+/* One seed made of `count` spans one after another. */
+static void seed_spans(const char *target, const char *name, const span *spans, size_t count) {
+    size_t length = 0;
+    for (size_t i = 0; i < count; i++) length += spans[i].length;
+    uint8_t *data = xmalloc(length ? length : 1), *at = data;
+    for (size_t i = 0; i < count; i++) {
+        memcpy(at, spans[i].data, spans[i].length);
+        at += spans[i].length;
+    }
+    seed(target, name, data, length);
+    free(data);
+}
+
 /* ---- framed protobuf messages ------------------------------------------ */
 
 /* A growing buffer of frames, as a connection carries them. */
@@ -112,15 +131,17 @@ static const entity_def_method *exposed_method(const entity_def_class *cls, enti
 static void client_seeds(void) {
     frames session = {0};
     Tessera__Client__Hello hello = TESSERA__CLIENT__HELLO__INIT;
-    hello.protocol_version = 1;
+    hello.protocol_version = TESSERA__CLIENT__PROTOCOL_VERSION__PROTOCOL_VERSION;
     hello.client_name = "tessera-bots";
     SEED_CLIENT("hello", HELLO, hello, &hello, &session);
+    size_t hello_end = session.length;
 
     Tessera__Client__LoginRequest login = TESSERA__CLIENT__LOGIN_REQUEST__INIT;
     login.account = "player_1";
     login.password = "secret";
     login.known_definitions_digest = (char *)entity_def_registry_digest_hex(definitions);
     SEED_CLIENT("login", LOGIN, login, &login, &session);
+    size_t login_end = session.length;
 
     Tessera__Client__Vector3 position = TESSERA__CLIENT__VECTOR3__INIT;
     position.x = 12.5f;
@@ -130,6 +151,7 @@ static void client_seeds(void) {
     move.yaw = 1.5f;
     move.sequence = 7;
     SEED_CLIENT("move", MOVE, move, &move, &session);
+    size_t move_end = session.length;
 
     const entity_def_class *avatar = entity_def_registry_find_class(definitions, "Avatar");
     static const entity_def_part parts[] = {ENTITY_DEF_PART_BASE, ENTITY_DEF_PART_CELL};
@@ -153,10 +175,13 @@ static void client_seeds(void) {
         entity_state_free(args);
     }
 
+    size_t calls_end = session.length;
+
     Tessera__Client__Reconnect reconnect = TESSERA__CLIENT__RECONNECT__INIT;
     reconnect.account = "player_1";
     reconnect.session_token = "0123456789abcdef0123456789abcdef";
     SEED_CLIENT("reconnect", RECONNECT, reconnect, &reconnect, &session);
+    size_t reconnect_end = session.length;
 
     Tessera__Client__TokenLogin token = TESSERA__CLIENT__TOKEN_LOGIN__INIT;
     token.account = "player_1";
@@ -164,6 +189,14 @@ static void client_seeds(void) {
     SEED_CLIENT("token_login", TOKEN_LOGIN, token_login, &token, &session);
 
     seed("fuzz_client_message", "session", session.data, session.length);
+    /* fuzz_client_link: one connection each, its frames in order. */
+    seed("fuzz_client_link", "login_move_calls", session.data, calls_end);
+    seed("fuzz_client_link", "everything", session.data, session.length);
+    const span hello_frame = {session.data, hello_end}, move_frame = {session.data + login_end, move_end - login_end};
+    const span reconnect_frame = {session.data + calls_end, reconnect_end - calls_end};
+    const span token_frame = {session.data + reconnect_end, session.length - reconnect_end};
+    seed_spans("fuzz_client_link", "reconnect_move", (span[]){hello_frame, reconnect_frame, move_frame}, 3);
+    seed_spans("fuzz_client_link", "token_login_move", (span[]){hello_frame, token_frame, move_frame}, 3);
     seed("fuzz_frame", "session", session.data, session.length);
     /* A prefix past the client limit (64 KiB): refused from the prefix. */
     static const uint8_t too_large[] = {0x00, 0x01, 0x00, 0x01, 0x08, 0x01};
