@@ -17,10 +17,7 @@
  * passed on is a valid one; a bound link lets go of its player exactly
  * once; every connection is closed and freed once the client has sent
  * everything and gone; no crash, no leak. */
-#include <errno.h>
 #include <math.h>
-#include <netinet/in.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -139,32 +136,11 @@ static void fuzz_link_setup(void) {
     world.links = client_links_create(&context, 16);
 }
 
-/* A blocking loopback socket connected to the listener (the accept
- * happens when the loop runs). */
-static int fuzz_link_dial(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    fuzz_check(fd >= 0, "no socket");
-    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)world.port)};
-    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    fuzz_check(connect(fd, (struct sockaddr *)&address, sizeof address) == 0, "cannot connect to the listener");
-    return fd;
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!world.links) fuzz_link_setup();
     world.bound = world.unbound = 0;
     world.accepted = false;
-    int fd = fuzz_link_dial();
-    /* libFuzzer's inputs (4 KiB by default, at most a few hundred KiB)
-     * fit loopback's socket buffers: the write does not block. */
-    size_t written = 0;
-    while (written < size) {
-        ssize_t n = write(fd, data + written, size - written);
-        if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) break; /* the link closed on us: what it read is enough */
-        written += (size_t)n;
-    }
-    shutdown(fd, SHUT_WR);
+    int fd = fuzz_loopback_send(world.port, data, size);
     /* The link reads everything, meets the end of the stream and closes:
      * turn the loop until it is freed. The client's socket is drained on
      * the way, so what the link sends never fills it. */

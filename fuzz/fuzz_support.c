@@ -4,10 +4,13 @@
  * file descriptor for the life of the fuzzing process. */
 #include "fuzz_support.h"
 
+#include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -105,6 +108,23 @@ const fuzz_bytes *fuzz_login_reply(void) {
     fuzz_pack_server(&message, &packed);
     free(described);
     return &packed;
+}
+
+int fuzz_loopback_send(int port, const uint8_t *data, size_t size) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    fuzz_check(fd >= 0, "no socket");
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fuzz_check(connect(fd, (struct sockaddr *)&address, sizeof address) == 0, "cannot connect to the listener");
+    size_t written = 0;
+    while (written < size) {
+        ssize_t n = write(fd, data + written, size - written);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break; /* the peer closed on us: what it read is enough */
+        written += (size_t)n;
+    }
+    shutdown(fd, SHUT_WR);
+    return fd;
 }
 
 const char *fuzz_file(const uint8_t *data, size_t size) {

@@ -52,6 +52,13 @@ const fuzz_bytes *fuzz_login_reply(void);
 #define FUZZ_PLAYER_ID 1000
 #define FUZZ_MAX_ALIASES 256
 
+/* A blocking loopback TCP socket connected to 127.0.0.1:`port` that has
+ * sent `data` and shut down its writing side (the peer reads the end of
+ * the stream after it), for targets that drive a listener on the loop.
+ * libFuzzer's inputs fit loopback's socket buffers, so nothing blocks
+ * while the loop is not running; the caller closes it. */
+int fuzz_loopback_send(int port, const uint8_t *data, size_t size);
+
 /* A path whose file holds exactly `data` (an in-memory file, rewritten on
  * each call): for decoders that take a path. Valid until the next call. */
 const char *fuzz_file(const uint8_t *data, size_t size);

@@ -579,6 +579,27 @@ static void keyvalue_seeds(const char *root) {
     }
 }
 
+/* Requests a process's admin listener gets: a probe, a protected GET with
+ * the token in its query and an allowed Origin, a POST with the token in
+ * its header, one without a token, one cut short. The token and hosts are
+ * fuzz_admin_http.c's. */
+static void admin_http_seeds(void) {
+    static const struct {
+        const char *name, *text;
+    } requests[] = {
+        {"probe", "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"},
+        {"get_query_token",
+         "GET /api/entity?id=1234&space=arena%20one&token=fuzz-admin-token-0123456789abcdef HTTP/1.1\r\n"
+         "Host: tessera.example:8080\r\nOrigin: http://tessera.example:8080\r\n\r\n"},
+        {"post_bearer", "POST /admin/save HTTP/1.1\r\nHost: tessera.example\r\n"
+                        "Authorization: Bearer fuzz-admin-token-0123456789abcdef\r\nContent-Length: 2\r\n\r\n{}"},
+        {"no_token", "POST /admin/save HTTP/1.1\r\nHost: tessera.example\r\nContent-Length: 0\r\n\r\n"},
+        {"cut_short", "GET /api/entity?id=1 HTTP/1.1\r\nHost: tess"},
+    };
+    for (size_t i = 0; i < sizeof requests / sizeof requests[0]; i++)
+        seed("fuzz_admin_http", requests[i].name, requests[i].text, strlen(requests[i].text));
+}
+
 static void definition_seeds(void) {
     char *description = entity_def_registry_describe(definitions);
     seed("fuzz_entity_def", "demo_described", description, strlen(description));
@@ -606,5 +627,6 @@ int main(int argc, char **argv) {
     layout_seeds();
     keyvalue_seeds(argv[1]);
     definition_seeds();
+    admin_http_seeds();
     return failures ? 1 : 0;
 }
