@@ -42,6 +42,7 @@
 #include "process_runtime.h"
 #include "proxy.h"
 #include "session_directory.h"
+#include "tls.h"
 
 typedef struct baseapp_admin baseapp_admin;
 
@@ -54,6 +55,7 @@ typedef struct baseapp {
     char *definitions_text;           /* their self-description, sent at login */
     uv_tcp_t client_listener;
     int client_port;
+    tls_context *client_tls; /* client_tls_certificate_file: the client port speaks TLS 1.3 (NULL: plaintext) */
     bool client_listening;
     uv_timer_t sweep_timer;      /* once a second: timeouts, graces, retries, the game's tick */
     uv_timer_t congestion_timer; /* congested clients draining */

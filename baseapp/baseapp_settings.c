@@ -17,6 +17,12 @@ const config_key baseapp_config_keys[] = {
      "how long the one-time token of a redirected login is good for"},
     {"client_port", CONFIG_INT, offsetof(baseapp_settings, client_port), 0, 0, 65535, "20013",
      "TCP port clients connect to (0: any free port)"},
+    {"client_tls_certificate_file", CONFIG_STRING, offsetof(baseapp_settings, client_tls_certificate_file),
+     sizeof(((baseapp_settings *)0)->client_tls_certificate_file), 0, 0, "",
+     "PEM certificate chain for TLS 1.3 on the client port (empty: clients speak plaintext); clients must see "
+     "the name they are given in it"},
+    {"client_tls_key_file", CONFIG_STRING, offsetof(baseapp_settings, client_tls_key_file),
+     sizeof(((baseapp_settings *)0)->client_tls_key_file), 0, 0, "", "PEM private key of that certificate"},
     {"client_max_frame_bytes", CONFIG_INT, offsetof(baseapp_settings, client_max_frame_bytes), 0, 64, 16 << 20, "65536",
      "largest frame a client may send; larger ones drop the client before anything is allocated"},
     {"client_write_high_water_bytes", CONFIG_INT, offsetof(baseapp_settings, client_write_high_water_bytes), 0, 1024,

@@ -18,6 +18,8 @@ typedef struct baseapp_settings {
     bool login_redirect;
     int64_t redirect_token_ms;
     int64_t client_port;
+    char client_tls_certificate_file[256]; /* empty: plaintext */
+    char client_tls_key_file[256];
     int64_t client_max_frame_bytes;
     int64_t client_write_high_water_bytes;
     int64_t client_write_limit_bytes;

@@ -456,6 +456,7 @@ void client_links_accept(client_links *set, uv_stream_t *listener) {
         .socket_send_buffer_bytes = (size_t)settings->client_send_buffer_bytes,
         .may_dispatch = set->context.may_dispatch,
         .gate_data = set->context.gate_data,
+        .tls = set->context.tls,
     };
     client_link *link = xcalloc(1, sizeof *link);
     link->set = set;

@@ -25,6 +25,7 @@
 #include "entity_list.h"
 #include "login_throttle.h"
 #include "process_self.h"
+#include "tls.h"
 
 typedef struct client_links client_links;
 typedef struct proxy proxy;
@@ -108,6 +109,7 @@ typedef struct client_links_context {
      * baseapp acts for nobody). NULL: always. */
     bool (*may_dispatch)(void *gate_data);
     void *gate_data;
+    tls_context *tls; /* clients speak TLS 1.3 (NULL: plaintext) */
 } client_links_context;
 
 /* At most `max_links` connections (beyond max_clients, new ones are told

@@ -259,6 +259,8 @@ static void baseapp_free(baseapp *app) {
     client_links_free(app->links);
     id_block_free(app->ids);
     login_throttle_close(&app->throttle);
+    tls_context_free(app->client_tls);
+    app->client_tls = NULL;
     entity_def_registry_free(app->definitions);
     free(app->definitions_text);
 }
@@ -341,7 +343,8 @@ static void baseapp_build_modules(baseapp *app) {
                                        &rt->self,
                                        client_dispatch_handlers(app),
                                        baseapp_fence_may_dispatch,
-                                       app};
+                                       app,
+                                       app->client_tls};
     app->links = client_links_create(&link_needs, BASEAPP_MAX_SLOTS);
     app->events = (base_events){app->definitions, app->links, rt->peers, &app->hooks};
     app->bases = base_entities_create(BASEAPP_MAX_SLOTS);
@@ -428,6 +431,19 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     };
     if (process_runtime_open(&app->runtime, &options, err, errlen) != 0) return -1;
     char why[400];
+    if (settings->client_tls_certificate_file[0] || settings->client_tls_key_file[0]) {
+        if (!settings->client_tls_certificate_file[0] || !settings->client_tls_key_file[0]) {
+            snprintf(err, errlen,
+                     "configuration error: client_tls_certificate_file and client_tls_key_file go together");
+            return -1;
+        }
+        app->client_tls = tls_server_context_create(settings->client_tls_certificate_file,
+                                                    settings->client_tls_key_file, why, sizeof why);
+        if (!app->client_tls) {
+            snprintf(err, errlen, "configuration error: %s", why);
+            return -1;
+        }
+    }
     if (channel_listen(app->runtime.loop, &app->client_listener, settings->client_host, (int)settings->client_port,
                        baseapp_on_client_connection, why, sizeof why) != 0) {
         snprintf(err, errlen, "client listener: %s", why);

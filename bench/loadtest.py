@@ -3,8 +3,15 @@
 scenario with tessera-bots, and prints one table (and writes JSON).
 
     bench/loadtest.py SCENARIO [--build /tmp/build-bench] [--json FILE] [--compare EARLIER.json]
-                      [--repeat N] [--profile DIR]
+                      [--repeat N] [--profile DIR] [--tls]
     bench/loadtest.py --list
+
+--tls runs the scenario twice on fresh clusters, over plaintext and then
+with TLS 1.3 on the client port (a self-signed certificate made with the
+openssl command; the bots verify it), and prints the TLS run's table with
+each figure's ratio to the plaintext run's: what encryption costs per
+client-tick. (The baseapp's client bytes in count what arrived on the wire,
+encrypted; bytes out count frames before encryption.)
 
 A scenario sets the bot count, the area (so the density), the walking speed,
 the method-call rate, the NPCs, the cellapp and baseapp counts, and the
@@ -143,15 +150,35 @@ def finish_profiles(recorders):
             f.write("\n".join(lines[:25]) + "\n")
 
 
-def run(name, scenario, build, profile_dir=None):
+TLS_NAME = "tessera.loadtest"
+
+
+def make_certificate(directory):
+    """A self-signed certificate for TLS_NAME: (certificate, key) paths."""
+    certificate, key = os.path.join(directory, "client-tls.pem"), os.path.join(directory, "client-tls.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=" + TLS_NAME,
+                    "-addext", "subjectAltName=DNS:" + TLS_NAME], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return certificate, key
+
+
+def run(name, scenario, build, profile_dir=None, tls=False):
     run_dir = tempfile.mkdtemp(prefix="tessera-loadtest-")
     bots_bin = os.path.join(build, "client", "tessera-bots")
     area = scenario["area"]
     overrides = {"cellapp.game.npc_count": scenario["npcs"], "baseapp.max_clients": scenario["bots"] + 100,
                  "baseapp.login_timeout_ms": 120000, "cellapp.max_entities": 100000,
-                 "cellapp.balance_enabled": False}
+                 "cellapp.balance_enabled": False,
+                 # Every bot logs in from 127.0.0.1.
+                 "baseapp.login_hashes_per_address": scenario["bots"], "baseapp.login_failures_per_address": 0}
+    tls_args = []
+    if tls:
+        certificate, key = make_certificate(run_dir)
+        overrides.update({"baseapp.client_tls_certificate_file": certificate, "baseapp.client_tls_key_file": key})
+        tls_args = ["--tls-name", TLS_NAME, "--tls-ca", certificate]
     bots = None
-    result = {"scenario": name, "settings": scenario}
+    result = {"scenario": name, "settings": scenario, "tls": tls}
     try:
         with open(os.devnull, "w") as quiet:
             cluster = tessera_cluster.up(run_dir, baseapps=scenario["baseapps"], cellapps=scenario["cellapps"],
@@ -166,7 +193,7 @@ def run(name, scenario, build, profile_dir=None):
         argv = [bots_bin, "--connect", cluster["login"], "--count", str(scenario["bots"]), "--seconds", str(seconds),
                 "--json", "--seed", "20240601", "--area", str(area), "--speed", str(scenario["speed"]),
                 "--calls-per-second", str(scenario["calls"]), "--login-spread-ms", str(scenario["spread"] * 1000),
-                "--call", "base:chat", "--call", "cell:castSpell"]
+                "--call", "base:chat", "--call", "cell:castSpell"] + tls_args
         out_path = os.path.join(run_dir, "bots.json")
         with open(out_path, "wb") as out, open(os.path.join(run_dir, "bots.log"), "wb") as err:
             bots = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
@@ -310,6 +337,8 @@ def main():
                         help="perf record each process over the window; DIR/<name>.top.txt has its top symbols")
     parser.add_argument("--repeat", type=int, default=1, metavar="N",
                         help="run the scenario N times (fresh cluster each) and report the median of each figure")
+    parser.add_argument("--tls", action="store_true",
+                        help="run over plaintext, then over TLS 1.3, and print TLS's ratio to plaintext")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list or not args.scenario:
@@ -323,16 +352,25 @@ def main():
     # figures would be wrong. A second run waits for the first.
     lock = open(os.path.join(tempfile.gettempdir(), "tessera-loadtest.lock"), "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
-    results = [run(args.scenario, SCENARIOS[args.scenario], os.path.abspath(args.build),
-                   os.path.abspath(args.profile) if args.profile and i == 0 else None)
-               for i in range(max(1, args.repeat))]
-    result = results[0] if len(results) == 1 else median_of(results)
-    if len(results) > 1:
-        print("%d runs; each figure below is their median" % len(results))
+    def runs(tls):
+        results = [run(args.scenario, SCENARIOS[args.scenario], os.path.abspath(args.build),
+                       os.path.abspath(args.profile) if args.profile and i == 0 else None, tls=tls)
+                   for i in range(max(1, args.repeat))]
+        if len(results) > 1:
+            print("%d runs; each figure below is their median" % len(results))
+        return results[0] if len(results) == 1 else median_of(results)
+
     earlier = None
     if args.compare:
         with open(args.compare) as f:
             earlier = json.load(f)
+    if args.tls:
+        # The plaintext run is the baseline of the TLS one, in this run.
+        earlier = runs(False)
+        print("plaintext:")
+        print_table(earlier)
+        print("TLS 1.3 (ratios to plaintext):")
+    result = runs(args.tls)
     print_table(result, earlier)
     if args.json:
         with open(args.json, "w") as f:

@@ -133,6 +133,10 @@ typedef struct bots_options {
     int verify_aoi;
     const char *account_prefix;
     const char *password;
+    /* --tls-ca / --tls-name: speak TLS 1.3, the baseapps' certificates
+     * chaining to tls_ca (NULL: the system's) and naming tls_name. */
+    const char *tls_ca;
+    const char *tls_name;
     double speed; /* metres per second */
     double area;  /* waypoints in [-area, area] on x and z */
     /* --gather: in the first half of every gather_period seconds (or
@@ -284,6 +288,7 @@ typedef struct bots_address {
 typedef struct bots_run {
     uv_loop_t loop;
     bots_options options;
+    tessera_client_tls *tls;    /* --tls-name: every bot's connections speak TLS */
     bool method_missing_logged; /* a --call the class lacks was reported */
     bot *bots;
     uint32_t next_launch; /* index of the next bot to log in */
@@ -1385,6 +1390,8 @@ static void bots_launch(bots_run *run, bot *b, const char *host, int port) {
     snprintf(name, sizeof name, "tessera-bots/%u", b->index);
     snprintf(account, sizeof account, "%s%u", run->options.account_prefix, b->index);
     tessera_client_set_name(b->client, name);
+    if (run->tls && tessera_client_use_tls(b->client, run->tls, run->options.tls_name) != 0)
+        log_panic("--tls-name '%s' refused by the SDK", run->options.tls_name);
     /* The prefix and password were checked against the SDK's limits when
      * the options were parsed, and a session token is the SDK's own, so
      * neither request can be refused here. */
@@ -2002,6 +2009,10 @@ static void bots_usage(FILE *out) {
                  "                           tries. It gives up (recovery_failed) on\n"
                  "                           ERROR_SESSION_EXPIRED or after S seconds (default 20;\n"
                  "                           0: at once)\n"
+                 "  --tls-name NAME          speak TLS 1.3 to the baseapps, whose certificates must\n"
+                 "                           name NAME (and chain to --tls-ca, or to the system's\n"
+                 "                           trusted certificates)\n"
+                 "  --tls-ca FILE            PEM certificates the baseapps' must chain to\n"
                  "  --enter METHOD           a login entity with no space (an Account) is asked to\n"
                  "                           enter the world with its exposed base method METHOD()\n"
                  "                           (giveClientTo to an entity that has a space)\n"
@@ -2140,6 +2151,8 @@ enum {
     BOTS_OPTION_VERIFY_AOI,
     BOTS_OPTION_ACCOUNT_PREFIX,
     BOTS_OPTION_PASSWORD,
+    BOTS_OPTION_TLS_CA,
+    BOTS_OPTION_TLS_NAME,
     BOTS_OPTION_SPEED,
     BOTS_OPTION_AREA,
     BOTS_OPTION_SEED,
@@ -2193,6 +2206,8 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"verify-aoi", no_argument, NULL, BOTS_OPTION_VERIFY_AOI},
         {"account-prefix", required_argument, NULL, BOTS_OPTION_ACCOUNT_PREFIX},
         {"password", required_argument, NULL, BOTS_OPTION_PASSWORD},
+        {"tls-ca", required_argument, NULL, BOTS_OPTION_TLS_CA},
+        {"tls-name", required_argument, NULL, BOTS_OPTION_TLS_NAME},
         {"speed", required_argument, NULL, BOTS_OPTION_SPEED},
         {"area", required_argument, NULL, BOTS_OPTION_AREA},
         {"seed", required_argument, NULL, BOTS_OPTION_SEED},
@@ -2269,6 +2284,14 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
                     return bots_bad_argument(
                         "--account-prefix wants at most 57 characters of [A-Za-z0-9_.-] (got '%s')", optarg);
                 options->account_prefix = optarg;
+                break;
+            case BOTS_OPTION_TLS_CA:
+                options->tls_ca = optarg;
+                break;
+            case BOTS_OPTION_TLS_NAME:
+                if (strlen(optarg) < 1 || strlen(optarg) > 253)
+                    return bots_bad_argument("--tls-name wants a host name of 1 to 253 bytes (got '%s')", optarg);
+                options->tls_name = optarg;
                 break;
             case BOTS_OPTION_PASSWORD:
                 if (strlen(optarg) == 0 || strlen(optarg) > 128)
@@ -2484,6 +2507,17 @@ int main(int argc, char **argv) {
     if (latency_histogram_init(&run.latency, BOTS_LATENCY_BUCKET_US, BOTS_LATENCY_LIMIT_US) != 0)
         log_panic("latency histogram layout rejected");
 
+    if (run.options.tls_name) {
+        char why[320];
+        run.tls = tessera_client_tls_create(run.options.tls_ca, why, sizeof why);
+        if (!run.tls) {
+            fprintf(stderr, "tessera-bots: %s\n", why);
+            return 2;
+        }
+    } else if (run.options.tls_ca) {
+        fprintf(stderr, "tessera-bots: --tls-ca needs --tls-name (the name the baseapps' certificates carry)\n");
+        return 2;
+    }
     run.bots = xcalloc(run.options.count, sizeof run.bots[0]);
     for (uint32_t i = 0; i < run.options.count; i++) {
         bot *b = &run.bots[i];
@@ -2557,5 +2591,6 @@ int main(int argc, char **argv) {
     free(run.client_calls.items);
     free(run.game_events.items);
     latency_histogram_close(&run.latency);
+    tessera_client_tls_free(run.tls);
     return written ? 0 : 1;
 }

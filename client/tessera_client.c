@@ -48,6 +48,7 @@
 #include "method_call.h"
 #include "property_codec.h"
 #include "replication.h"
+#include "tls.h"
 #include "volatile_codec.h"
 
 /* Channel sizes for one player's connection. A ViewUpdate for a crowded
@@ -282,6 +283,9 @@ struct tessera_client {
     uint32_t sequence;                          /* of the last move sent */
     tessera_client_login_info login;
     char server_name[TESSERA_CLIENT_NAME_BYTES];
+    /* tessera_client_use_tls: every connection speaks TLS with these. */
+    tessera_client_tls *tls;
+    char tls_server_name[254];
     tessera_client_stats stats;
     tessera_client__arena arena; /* protobuf-c's memory for the frame being handled */
     bit_writer scratch;          /* outgoing call arguments; base properties kept aside */
@@ -1956,6 +1960,33 @@ int tessera_client_set_name(tessera_client *client, const char *name) {
     return 0;
 }
 
+/* The SDK's TLS context is common/tls.h's client context. */
+struct tessera_client_tls {
+    tls_context *context;
+};
+
+tessera_client_tls *tessera_client_tls_create(const char *ca_file, char *err, size_t errlen) {
+    tls_context *context = tls_client_context_create(ca_file, err, errlen);
+    if (!context) return NULL;
+    tessera_client_tls *tls = xcalloc(1, sizeof *tls);
+    tls->context = context;
+    return tls;
+}
+
+void tessera_client_tls_free(tessera_client_tls *tls) {
+    if (!tls) return;
+    tls_context_free(tls->context);
+    free(tls);
+}
+
+int tessera_client_use_tls(tessera_client *client, tessera_client_tls *tls, const char *server_name) {
+    if (client->state != TESSERA_CLIENT_DISCONNECTED || !tls || !server_name) return -1;
+    if (strlen(server_name) >= sizeof client->tls_server_name) return -1;
+    client->tls = tls;
+    snprintf(client->tls_server_name, sizeof client->tls_server_name, "%s", server_name);
+    return 0;
+}
+
 int tessera_client_connect(tessera_client *client, const char *host, int port) {
     if (client->state != TESSERA_CLIENT_DISCONNECTED || !host || port <= 0 || port > 65535) return -1;
     return tessera_client__dial(client, host, port);
@@ -1967,6 +1998,8 @@ static int tessera_client__dial(tessera_client *client, const char *host, int po
         .write_high_water_bytes = TESSERA_CLIENT_HIGH_WATER_BYTES,
         .write_limit_bytes = TESSERA_CLIENT_WRITE_LIMIT_BYTES,
         .totals = NULL,
+        .tls = client->tls ? client->tls->context : NULL,
+        .tls_server_name = client->tls_server_name,
     };
     channel_callbacks callbacks = {
         .on_frame = tessera_client__on_frame,

@@ -341,6 +341,23 @@ tessera_client *tessera_client_create(uv_loop_t *loop, const tessera_client_call
  * "tessera-client"). Returns 0, or -1 if already connecting or too long. */
 int tessera_client_set_name(tessera_client *client, const char *name);
 
+/* TLS to the baseapps: what the server's certificate must chain to. One
+ * serves any number of clients on one loop; free it after the last of
+ * them has closed. */
+typedef struct tessera_client_tls tessera_client_tls;
+/* The server's certificate must chain to one in `ca_file` (PEM), or to
+ * the system's trusted certificates when it is NULL. NULL with the cause
+ * in err. */
+tessera_client_tls *tessera_client_tls_create(const char *ca_file, char *err, size_t errlen);
+void tessera_client_tls_free(tessera_client_tls *tls);
+/* Speaks TLS 1.3 to the baseapp, and to every baseapp a redirect or a
+ * reconnect sends it to: each must present a certificate for
+ * `server_name` (at most 253 bytes) that `tls` trusts, or the connection
+ * closes (TESSERA_CLIENT_CLOSED_CONNECT_FAILED, the reason naming the
+ * cause). Before connect. Returns 0, or -1 if already connecting or the
+ * name is too long. */
+int tessera_client_use_tls(tessera_client *client, tessera_client_tls *tls, const char *server_name);
+
 /* Dials host:port (an IP literal) and, once connected, sends hello. Only
  * from DISCONNECTED. Returns 0 (the outcome arrives through callbacks:
  * on_logged_in, on_error or on_closed with CLOSED_CONNECT_FAILED), or -1

@@ -13,6 +13,7 @@
 #include "frame.h"
 #include "clock.h"
 #include "log.h"
+#include "tls.h"
 
 struct channel {
     uv_tcp_t tcp; /* first: the handle's data points back here */
@@ -43,6 +44,9 @@ struct channel {
     char close_reason[160];
     channel_stats stats;
     uint64_t incomplete_since_us; /* monotonic: when the frame still being received began (0: none) */
+    tls_session *tls;             /* options.tls: the connection's TLS session */
+    bool dialled;                 /* channel_connect's: on_connect waits for the handshake */
+    uint8_t *tls_in;              /* ... and the buffer a read's ciphertext lands in */
 };
 
 /* One write: the request, then the frames (header + body each) in the same
@@ -97,6 +101,8 @@ static void channel_release(channel *ch) {
     frame_reader_close(&ch->reader);
     free(ch->gathering);
     free(ch->spare);
+    tls_session_free(ch->tls);
+    free(ch->tls_in);
     free(ch);
 }
 
@@ -189,6 +195,13 @@ static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) 
     uint8_t *space;
     size_t space_bytes;
     (void)suggested;
+    if (ch->tls) {
+        /* Ciphertext: decrypted into the frame reader on arrival. */
+        if (!ch->tls_in) ch->tls_in = xmalloc(CHANNEL_READ_CHUNK);
+        buf->base = (char *)ch->tls_in;
+        buf->len = CHANNEL_READ_CHUNK;
+        return;
+    }
     frame_reader_reserve(&ch->reader, CHANNEL_READ_CHUNK, &space, &space_bytes);
     buf->base = (char *)space;
     buf->len = space_bytes;
@@ -196,6 +209,7 @@ static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) 
 
 static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void channel_dispatch(channel *ch);
+static int channel_tls_received(channel *ch, const uint8_t *data, size_t length);
 
 static void channel_update_reading(channel *ch) {
     if (ch->state != CHANNEL_OPEN) return;
@@ -248,9 +262,13 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
         return;
     }
     if (nread == 0) return;
-    frame_reader_commit(&ch->reader, (size_t)nread);
     ch->stats.bytes_in += (uint64_t)nread;
     if (ch->options.totals) ch->options.totals->bytes_in += (uint64_t)nread;
+    if (ch->tls) {
+        if (channel_tls_received(ch, (const uint8_t *)buf->base, (size_t)nread) != 0) return;
+    } else {
+        frame_reader_commit(&ch->reader, (size_t)nread);
+    }
     channel_dispatch(ch);
 }
 
@@ -356,13 +374,10 @@ static int channel_write_failed(channel *ch, channel_write *write, int error) {
     return -1;
 }
 
-/* Hands the gathered frames to libuv as one write. Returns 0, or -1 when
- * the write failed and the channel is closing. */
-int channel_flush(channel *ch) {
-    channel_write *write = ch->gathering;
-    if (!write) return 0;
-    ch->gathering = NULL;
-    uv_prepare_stop(&ch->flush_prepare);
+/* Hands `write` (the channel's no longer) to the kernel: straight away when
+ * it fits, the rest through libuv's queue. Returns 0, or -1 when the write
+ * failed and the channel is closing. */
+static int channel_write_out(channel *ch, channel_write *write) {
     size_t offset = 0;
     if (ch->state == CHANNEL_OPEN && write->bytes <= CHANNEL_TRY_WRITE_MAX_BYTES) {
         /* Straight to the kernel when nothing is queued ahead (the usual
@@ -396,6 +411,94 @@ int channel_flush(channel *ch) {
     ch->stats.writes++;
     if (ch->options.totals) ch->options.totals->writes++;
     return 0;
+}
+
+/* ---- TLS (tls.h) ------------------------------------------------------------- */
+
+/* A TLS failure: the channel closes with its cause. Returns -1. */
+static int channel_tls_failed(channel *ch) {
+    char reason[224];
+    snprintf(reason, sizeof reason, "TLS: %s", tls_session_error(ch->tls));
+    channel_close(ch, reason);
+    return -1;
+}
+
+/* Sends the ciphertext the session produced (handshake records, encrypted
+ * frames) as one write. Returns 0, or -1 when the channel is closing. */
+static int channel_tls_send_output(channel *ch) {
+    size_t pending = tls_session_output_pending(ch->tls);
+    if (pending == 0 || ch->state == CHANNEL_CLOSING) return 0;
+    channel_write *write = ch->spare && ch->spare->capacity >= pending ? ch->spare : NULL;
+    if (write)
+        ch->spare = NULL;
+    else {
+        write = xmalloc(sizeof *write + pending);
+        write->capacity = pending;
+    }
+    write->bytes = tls_session_take_output(ch->tls, write->data, pending);
+    ch->queued_bytes += write->bytes;
+    return channel_write_out(ch, write);
+}
+
+/* Moves the handshake on; once it completes, the frames gathered meanwhile
+ * go. Returns 0, or -1 when the channel is closing. */
+static int channel_tls_handshake(channel *ch) {
+    bool was_established = tls_session_established(ch->tls);
+    int rc = tls_session_handshake(ch->tls);
+    if (channel_tls_send_output(ch) != 0) return -1;
+    if (rc == TLS_FAILED) return channel_tls_failed(ch);
+    if (rc != 1 || was_established) return 0;
+    /* A dialled channel is connected once it is secure. */
+    if (ch->dialled && ch->callbacks.on_connect) {
+        ch->callbacks.on_connect(ch, 0);
+        if (ch->state == CHANNEL_CLOSING) return -1;
+    }
+    return ch->gathering ? channel_flush(ch) : 0;
+}
+
+/* Ciphertext arrived: the handshake moves on, and the plaintext goes into
+ * the frame reader. Returns 0, or -1 when the channel is closing. */
+static int channel_tls_received(channel *ch, const uint8_t *data, size_t length) {
+    if (tls_session_feed(ch->tls, data, length) != 0) return channel_tls_failed(ch);
+    if (!tls_session_established(ch->tls)) {
+        if (channel_tls_handshake(ch) != 0) return -1;
+        if (!tls_session_established(ch->tls)) return 0;
+    }
+    for (;;) {
+        uint8_t *space;
+        size_t space_bytes;
+        frame_reader_reserve(&ch->reader, CHANNEL_READ_CHUNK, &space, &space_bytes);
+        int got = tls_session_read(ch->tls, space, space_bytes);
+        if (got == TLS_WANT_MORE) break;
+        if (got == TLS_FAILED) return channel_tls_failed(ch);
+        frame_reader_commit(&ch->reader, (size_t)got);
+    }
+    /* Reading may have produced records of its own (a key update). */
+    return channel_tls_send_output(ch);
+}
+
+/* Hands the gathered frames to libuv as one write (encrypted first on a TLS
+ * channel, once its handshake is done). Returns 0, or -1 when the write
+ * failed and the channel is closing. */
+int channel_flush(channel *ch) {
+    channel_write *write = ch->gathering;
+    if (!write) return 0;
+    uv_prepare_stop(&ch->flush_prepare);
+    if (ch->tls) {
+        /* Before the handshake completes they wait: its end flushes. */
+        if (!tls_session_established(ch->tls)) return 0;
+        ch->gathering = NULL;
+        int rc = tls_session_write(ch->tls, write->data, write->bytes);
+        ch->queued_bytes -= write->bytes;
+        if (!ch->spare && write->capacity <= CHANNEL_SPARE_MAX_BYTES)
+            ch->spare = write;
+        else
+            free(write);
+        if (rc != 0) return channel_tls_failed(ch);
+        return channel_tls_send_output(ch);
+    }
+    ch->gathering = NULL;
+    return channel_write_out(ch, write);
 }
 
 static void channel_on_prepare(uv_prepare_t *prepare) { channel_flush(prepare->data); }
@@ -492,6 +595,14 @@ static void channel_start_open(channel *ch) {
     channel_update_reading(ch);
 }
 
+/* The channel's TLS session, as server or client. Returns 0, or -1 (logged). */
+static int channel_start_tls(channel *ch, bool server) {
+    if (!ch->options.tls) return 0;
+    ch->tls = tls_session_create(ch->options.tls, server, ch->options.tls_server_name);
+    ch->options.tls_server_name = NULL; /* the session has its copy */
+    return ch->tls ? 0 : -1;
+}
+
 channel *channel_accept(uv_stream_t *listener, const channel_options *options, const channel_callbacks *callbacks,
                         void *user_data) {
     channel *ch = channel_create(listener->loop, options, callbacks, user_data);
@@ -508,6 +619,11 @@ channel *channel_accept(uv_stream_t *listener, const channel_options *options, c
         int size = options->socket_send_buffer_bytes > INT32_MAX ? INT32_MAX : (int)options->socket_send_buffer_bytes;
         int rc_size = uv_send_buffer_size((uv_handle_t *)&ch->tcp, &size);
         if (rc_size != 0) log_warn("cannot set the send buffer of an accepted socket: %s", uv_strerror(rc_size));
+    }
+    if (channel_start_tls(ch, true) != 0) {
+        ch->callbacks.on_close = NULL;
+        channel_close(ch, "no TLS session");
+        return NULL;
     }
     channel_start_open(ch);
     return ch;
@@ -531,6 +647,12 @@ static void channel_on_connected(uv_connect_t *request, int status) {
     if (ch->state == CHANNEL_CLOSING) return;
     if (status == 0) {
         channel_start_open(ch);
+        /* The client speaks first: its hello goes now, and on_connect
+         * waits for the handshake's end. */
+        if (ch->tls) {
+            channel_tls_handshake(ch);
+            return;
+        }
         if (ch->callbacks.on_connect) ch->callbacks.on_connect(ch, 0);
         return;
     }
@@ -549,6 +671,12 @@ channel *channel_connect(uv_loop_t *loop, const char *host, int port, const chan
     }
     channel *ch = channel_create(loop, options, callbacks, user_data);
     if (!ch) return NULL;
+    if (channel_start_tls(ch, false) != 0) {
+        ch->callbacks.on_close = NULL;
+        channel_close(ch, "no TLS session");
+        return NULL;
+    }
+    ch->dialled = true;
     ch->state = CHANNEL_CONNECTING;
     snprintf(ch->peer_name, sizeof ch->peer_name, "%s:%d", host, port);
     int rc = uv_tcp_connect(&ch->connect_request, &ch->tcp, (struct sockaddr *)&address, channel_on_connected);

@@ -25,6 +25,15 @@
  *    for frames already buffered. on_close fires exactly once per channel
  *    that was returned non-NULL, with the first reason given.
  *
+ *  - TLS. With options.tls the channel speaks TLS 1.3 (tls.h): an accepted
+ *    one as the server, a dialled one as the client. Frames sent before
+ *    the handshake completes wait in the gathering buffer and go, encrypted,
+ *    as soon as it does; everything above (frames, limits, backpressure,
+ *    the close sequence) is the same. A peer that fails the handshake (a
+ *    certificate that does not verify, plaintext on a TLS port) closes the
+ *    channel with the reason. bytes_in counts what arrived on the wire;
+ *    bytes_out the frames' bytes before encryption.
+ *
  * Hosts are IP literals (v4 or v6): name resolution would block the loop.
  */
 #ifndef TESSERA_CHANNEL_H
@@ -38,6 +47,7 @@
 
 typedef struct channel channel;
 struct channel_stats;
+struct tls_context;
 
 typedef enum channel_state {
     CHANNEL_CONNECTING, /* dialling; sends are queued by libuv until connected */
@@ -62,13 +72,20 @@ typedef struct channel_options {
      * neither acted on nor lost. */
     bool (*may_dispatch)(void *gate_data);
     void *gate_data;
+    /* Optional: speak TLS with this context (tls.h); NULL: plaintext. A
+     * dialled channel expects the server's certificate to name
+     * tls_server_name (copied at creation). */
+    struct tls_context *tls;
+    const char *tls_server_name;
 } channel_options;
 
 typedef struct channel_callbacks {
     /* A complete frame body. `frame` is valid only during the call. */
     void (*on_frame)(channel *ch, const uint8_t *frame, size_t length);
-    /* Outbound channels only: the connection attempt finished. status is 0
-     * or a libuv error; on error on_close follows. May be NULL. */
+    /* Outbound channels only: the connection attempt finished (with TLS,
+     * once the handshake did). status is 0 or a libuv error; on error
+     * on_close follows (a failed handshake closes without on_connect). May
+     * be NULL. */
     void (*on_connect)(channel *ch, int status);
     /* Optional: the peer announced a frame above max_frame_bytes. Reading
      * has stopped for good; the owner may queue an error for the peer and
