@@ -35,6 +35,18 @@ const entity_def_registry *fuzz_definitions(void) {
     return definitions;
 }
 
+const entity_def_registry *fuzz_every_type(void) {
+    static entity_def_registry *definitions;
+    if (definitions) return definitions;
+    char err[512];
+    if (entity_def_load_file(TESSERA_SOURCE_DIR "/fuzz/definitions/every_type.json", &definitions, err, sizeof err) !=
+        0) {
+        fprintf(stderr, "fuzz: fuzz/definitions/every_type.json does not load: %s\n", err);
+        exit(2);
+    }
+    return definitions;
+}
+
 const volatile_codec_config *fuzz_arena_config(void) {
     static volatile_codec_config config;
     static bool ready;

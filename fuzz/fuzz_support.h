@@ -33,6 +33,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  * message if they do not load: the target would test nothing). */
 const entity_def_registry *fuzz_definitions(void);
 
+/* fuzz/definitions/every_type.json, loaded once: one class, Thing, with a
+ * property of every kind and width the definitions allow (quantized
+ * floats and vectors, strings, bytes, arrays, structs of arrays) and a
+ * base method taking most of them, for the codecs the demo's classes do
+ * not reach. */
+const entity_def_registry *fuzz_every_type(void);
+
 /* How the demo's arena (demo/maps/arena.json: 1000 m square, 64 m high)
  * quantizes volatile updates: the cellapp's default precision (1/64 m) and
  * 256 yaw steps. */

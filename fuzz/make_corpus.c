@@ -579,6 +579,57 @@ static void keyvalue_seeds(const char *root) {
     }
 }
 
+/* fuzz_every_type's four forms of Thing (fuzz/definitions/every_type.json),
+ * its defaults and a state with a value in most properties. */
+static void every_type_seeds(void) {
+    const entity_def_class *thing = entity_def_registry_find_class(fuzz_every_type(), "Thing");
+    cJSON *values = cJSON_Parse(
+        "{\"i8\": -5, \"u64\": 123456789012, \"i16_12\": -2000, \"q\": 2.5, \"qd\": 12.345, \"b\": true, "
+        "\"s\": \"h\u00e9y\", \"by\": \"00ff10\", \"v3\": [1, 2, 3], \"qv3\": [-1.5, 0, 999.99], \"e\": 42, "
+        "\"arr\": [1, -2, 3, -4], \"stats\": {\"hp\": 7, \"pos\": [1.5, -2, 3], \"tag\": \"ab\"}, "
+        "\"strs\": [\"a\", \"bc\"], \"grid\": [[1, 2, 3], [4, 5, 6]]}");
+    for (int valued = 0; valued < 2; valued++) {
+        entity_state *state = dirty_state(thing);
+        if (valued && entity_state_from_json(state, values, NULL, NULL, NULL) <= 0) failures++;
+        entity_state_mask all;
+        entity_state_mask_all(&all, thing->property_count);
+        const char *suffix = valued ? "values" : "defaults";
+        char name[64];
+        bit_writer w;
+        bit_writer_init(&w);
+        bit_writer_write(&w, 0, 8);
+        property_codec_encode_changes(&w, state, &all);
+        snprintf(name, sizeof name, "changes_%s", suffix);
+        seed("fuzz_every_type", name, bit_writer_data(&w), bit_writer_bytes(&w));
+        bit_writer_reset(&w);
+        bit_writer_write(&w, 1, 8);
+        entity_state_encode_all(state, &w);
+        snprintf(name, sizeof name, "state_%s", suffix);
+        seed("fuzz_every_type", name, bit_writer_data(&w), bit_writer_bytes(&w));
+        bit_writer_close(&w);
+        char *json = entity_state_to_json_string(state, NULL);
+        size_t json_length = strlen(json);
+        uint8_t *input = xmalloc(json_length + 2);
+        input[0] = 3;
+        memcpy(input + 1, json, json_length + 1);
+        snprintf(name, sizeof name, "json_%s", suffix);
+        seed("fuzz_every_type", name, input, json_length + 1);
+        free(input);
+        free(json);
+        entity_state_free(state);
+    }
+    cJSON_Delete(values);
+    const entity_def_method *method = entity_def_class_method(thing, ENTITY_DEF_PART_BASE, 0);
+    entity_state *args = method_call_args_create(method);
+    bit_writer w;
+    bit_writer_init(&w);
+    bit_writer_write(&w, 2, 8);
+    method_call_encode(args, &w);
+    seed("fuzz_every_type", "method_args", bit_writer_data(&w), bit_writer_bytes(&w));
+    bit_writer_close(&w);
+    entity_state_free(args);
+}
+
 /* Requests a process's admin listener gets: a probe, a protected GET with
  * the token in its query and an allowed Origin, a POST with the token in
  * its header, one without a token, one cut short. The token and hosts are
@@ -628,5 +679,6 @@ int main(int argc, char **argv) {
     keyvalue_seeds(argv[1]);
     definition_seeds();
     admin_http_seeds();
+    every_type_seeds();
     return failures ? 1 : 0;
 }
