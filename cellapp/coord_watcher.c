@@ -113,8 +113,6 @@ size_t coord__watcher_table_bytes(const coord_system *cs) {
 
 /* ---- flips ---------------------------------------------------------------- */
 
-static inline bool coord_watcher_dual(const coord_system *cs, uint32_t w) { return cs->watchers[w].dual; }
-
 static inline bool coord_is_candidate(uint32_t entry) {
     return (entry & COORD_PAIR_OUTER) && !(entry & COORD_PAIR_VIEW);
 }
