@@ -431,12 +431,9 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     };
     if (process_runtime_open(&app->runtime, &options, err, errlen) != 0) return -1;
     char why[400];
-    if (settings->client_tls_certificate_file[0] || settings->client_tls_key_file[0]) {
-        if (!settings->client_tls_certificate_file[0] || !settings->client_tls_key_file[0]) {
-            snprintf(err, errlen,
-                     "configuration error: client_tls_certificate_file and client_tls_key_file go together");
-            return -1;
-        }
+    /* The files were checked at start (baseapp_check_settings); read again
+     * here, they may have changed since. */
+    if (settings->client_tls_certificate_file[0]) {
         app->client_tls = tls_server_context_create(settings->client_tls_certificate_file,
                                                     settings->client_tls_key_file, why, sizeof why);
         if (!app->client_tls) {
@@ -483,10 +480,29 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     return 0;
 }
 
+/* The settings' rules across keys, checked before anything starts (and by
+ * --check): TLS's certificate and key go together, load, and match. */
+static int baseapp_check_settings(const void *raw, char *err, size_t errlen) {
+    const baseapp_settings *settings = raw;
+    bool certificate = settings->client_tls_certificate_file[0], key = settings->client_tls_key_file[0];
+    if (certificate != key) {
+        snprintf(err, errlen, "client_tls_certificate_file and client_tls_key_file go together (%s is not set)",
+                 certificate ? "client_tls_key_file" : "client_tls_certificate_file");
+        return -1;
+    }
+    if (!certificate) return 0;
+    tls_context *context =
+        tls_server_context_create(settings->client_tls_certificate_file, settings->client_tls_key_file, err, errlen);
+    if (!context) return -1;
+    tls_context_free(context);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static baseapp app; /* the process's single context */
-    int status = process_configure("tessera-baseapp", "baseapp", argc, argv, baseapp_config_keys,
-                                   baseapp_config_key_count, &app.settings, &app.settings.process, NULL);
+    int status =
+        process_configure("tessera-baseapp", "baseapp", argc, argv, baseapp_config_keys, baseapp_config_key_count,
+                          &app.settings, &app.settings.process, baseapp_check_settings);
     if (status != PROCESS_CONTINUE) return status;
     if (sodium_init() < 0) {
         fprintf(stderr, "tessera-baseapp: libsodium failed to initialise\n");

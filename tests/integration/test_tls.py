@@ -10,7 +10,7 @@
   - a plaintext client on the TLS port is dropped at its first bytes, and
     the baseapp keeps serving everyone else;
   - a certificate that does not match its key stops the baseapp at start
-    with a clear error."""
+    with a clear error, and --check says so too."""
 import json
 import os
 import shutil
@@ -117,11 +117,12 @@ class Tls(unittest.TestCase):
             path = os.path.join(self.keys, "mismatched.json")
             with open(path, "w") as f:
                 json.dump(config, f)
-            rc, _out, err, _took = harness.run_with_timeout([harness.BASEAPP_BIN, "--config", path], 20)
-            self.assertIsNotNone(rc, "the baseapp did not stop")
-            self.assertNotEqual(rc, 0, err)
-            self.assertIn("does not match the certificate", err)
-            self.assertEqual(harness.sanitizer_report(err), "", err)
+            for extra in ([], ["--check"]):
+                rc, _out, err, _took = harness.run_with_timeout([harness.BASEAPP_BIN, "--config", path] + extra, 20)
+                self.assertIsNotNone(rc, "the baseapp did not stop")
+                self.assertNotEqual(rc, 0, err)
+                self.assertIn("does not match the certificate", err)
+                self.assertEqual(harness.sanitizer_report(err), "", err)
             self.assertTrue(cluster.all_alive())
 
 
