@@ -226,8 +226,7 @@ void fuzz_check_repack(const ProtobufCMessage *message) {
     free(second);
 }
 
-void fuzz__check(int ok, const char *what, const char *file, int line) {
-    if (ok) return;
+void fuzz__fail(const char *what, const char *file, int line) {
     fprintf(stderr, "%s:%d: fuzz invariant broken: %s\n", file, line, what);
     abort(); /* libFuzzer saves the input as a crash */
 }

@@ -100,7 +100,10 @@ void fuzz_check_repack(const ProtobufCMessage *message);
 /* Stops the run with `what` when `ok` is false: an invariant the decoder
  * promises (a round trip, a bound) was broken by this input, which
  * libFuzzer then saves as a crash. */
-#define fuzz_check(ok, what) fuzz__check((ok), (what), __FILE__, __LINE__)
-void fuzz__check(int ok, const char *what, const char *file, int line);
+#define fuzz_check(ok, what)                               \
+    do {                                                   \
+        if (!(ok)) fuzz__fail((what), __FILE__, __LINE__); \
+    } while (0)
+void fuzz__fail(const char *what, const char *file, int line) __attribute__((noreturn));
 
 #endif

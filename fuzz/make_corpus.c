@@ -236,14 +236,164 @@ static uint8_t *cell_state(const entity_def_class *cls, uint64_t entity_id, size
     return packed;
 }
 
+/* An Avatar's state with something in every part a restore rebuilds:
+ * movement, timers, a trap, controllers, an I/O connection, a witness
+ * with a view, the inbox of a stream with a message held. */
+static uint8_t *cell_state_everything(size_t *length) {
+    const entity_def_class *avatar = entity_def_registry_find_class(definitions, "Avatar");
+    size_t plain_length;
+    uint8_t *plain = cell_state(avatar, FUZZ_PLAYER_ID, &plain_length);
+    Tessera__Cluster__CellEntityState *state = tessera__cluster__cell_entity_state__unpack(NULL, plain_length, plain);
+    free(plain);
+
+    Tessera__Cluster__MovementState movement = TESSERA__CLUSTER__MOVEMENT_STATE__INIT;
+    movement.allowance = 4.5;
+    movement.age_us = 20000;
+    movement.last_sequence = 17;
+    Tessera__Cluster__TimerState repeat = TESSERA__CLUSTER__TIMER_STATE__INIT,
+                                 once = TESSERA__CLUSTER__TIMER_STATE__INIT;
+    repeat.timer_id = 1u << 20 | 1;
+    repeat.remaining_us = 250000;
+    repeat.interval_us = 1000000;
+    repeat.tag = 3;
+    once.timer_id = 1u << 20 | 2;
+    once.remaining_us = 5000000;
+    once.tag = 4;
+    once.user_data = 99;
+    Tessera__Cluster__TimerState *timers[] = {&repeat, &once};
+    uint64_t members[] = {2001};
+    Tessera__Cluster__TrapState trap = TESSERA__CLUSTER__TRAP_STATE__INIT;
+    trap.tag = 77;
+    trap.radius = 12;
+    trap.members = members;
+    trap.n_members = 1;
+    trap.controller_id = 1;
+    Tessera__Cluster__TrapState *traps[] = {&trap};
+    float destination[] = {40, 0, -20};
+    Tessera__Cluster__ControllerMove move = TESSERA__CLUSTER__CONTROLLER_MOVE__INIT;
+    move.id = 2;
+    move.kind = 1;
+    move.destination = destination;
+    move.n_destination = 3;
+    move.speed = 3;
+    move.face = true;
+    Tessera__Cluster__ControllerTurn turn = TESSERA__CLUSTER__CONTROLLER_TURN__INIT;
+    turn.id = 3;
+    turn.yaw = 1.25f;
+    turn.speed = 2;
+    Tessera__Cluster__ControllerState controllers = TESSERA__CLUSTER__CONTROLLER_STATE__INIT;
+    controllers.next_id = 4;
+    controllers.move = &move;
+    controllers.turn = &turn;
+    Tessera__Cluster__IoConnection connection = TESSERA__CLUSTER__IO_CONNECTION__INIT;
+    connection.output = "OnTrigger";
+    connection.target = "gate";
+    connection.input = "Open";
+    connection.parameter = "";
+    connection.delay_ms = 500;
+    connection.times = -1;
+    Tessera__Cluster__IoConnection *connections[] = {&connection};
+    uint64_t pending[] = {3};
+    Tessera__Cluster__WitnessAlias seen = TESSERA__CLUSTER__WITNESS_ALIAS__INIT;
+    seen.alias = 1;
+    seen.entity_id = 2001;
+    seen.detail = 0;
+    seen.pending = pending;
+    seen.n_pending = 1;
+    seen.track_valid = true;
+    seen.track_x = 32000;
+    seen.track_z = 30000;
+    seen.has_sent = true;
+    seen.last_sent = 5;
+    Tessera__Cluster__WitnessAlias *aliases[] = {&seen};
+    Tessera__Cluster__AliasCooling cooling = TESSERA__CLUSTER__ALIAS_COOLING__INIT;
+    cooling.alias = 2;
+    cooling.remaining_ms = 400;
+    Tessera__Cluster__AliasCooling *coolings[] = {&cooling};
+    uint64_t left[] = {2002};
+    Tessera__Cluster__WitnessState witness = TESSERA__CLUSTER__WITNESS_STATE__INIT;
+    witness.aliases = aliases;
+    witness.n_aliases = 1;
+    witness.cooling = coolings;
+    witness.n_cooling = 1;
+    witness.next_unused_alias = 3;
+    witness.budget_tick = 5;
+    witness.budget_credit = 512;
+    witness.left = left;
+    witness.n_left = 1;
+    Tessera__Cluster__CellCall call = TESSERA__CLUSTER__CELL_CALL__INIT;
+    call.caller_id = 2001;
+    call.target_id = FUZZ_PLAYER_ID;
+    Tessera__Cluster__CellMessage held_message = TESSERA__CLUSTER__CELL_MESSAGE__INIT;
+    held_message.entity_id = FUZZ_PLAYER_ID;
+    held_message.sender_id = 2;
+    held_message.stream = 1;
+    held_message.sequence = 3;
+    held_message.body_case = TESSERA__CLUSTER__CELL_MESSAGE__BODY_CALL;
+    held_message.call = &call;
+    size_t held_length = tessera__cluster__cell_message__get_packed_size(&held_message);
+    uint8_t *held_bytes = xmalloc(held_length);
+    tessera__cluster__cell_message__pack(&held_message, held_bytes);
+    ProtobufCBinaryData held[] = {{held_length, held_bytes}};
+    uint64_t held_sequence[] = {3};
+    Tessera__Cluster__InboxStream inbox = TESSERA__CLUSTER__INBOX_STREAM__INIT;
+    inbox.sender_id = 2;
+    inbox.stream = 1;
+    inbox.next_sequence = 2;
+    inbox.held_sequence = held_sequence;
+    inbox.n_held_sequence = 1;
+    inbox.held = held;
+    inbox.n_held = 1;
+    inbox.gap_age_us = 1000;
+    Tessera__Cluster__InboxStream *inboxes[] = {&inbox};
+
+    state->movement = &movement;
+    state->timers = timers;
+    state->n_timers = 2;
+    state->traps = traps;
+    state->n_traps = 1;
+    state->controllers = &controllers;
+    state->connections = connections;
+    state->n_connections = 1;
+    state->witness = &witness;
+    state->had_witness = true;
+    state->inbox = inboxes;
+    state->n_inbox = 1;
+    state->client_binding = 1;
+    *length = tessera__cluster__cell_entity_state__get_packed_size(state);
+    uint8_t *packed = xmalloc(*length);
+    tessera__cluster__cell_entity_state__pack(state, packed);
+    /* The parts above are this function's: detach them before the free. */
+    state->movement = NULL;
+    state->timers = NULL;
+    state->n_timers = 0;
+    state->traps = NULL;
+    state->n_traps = 0;
+    state->controllers = NULL;
+    state->connections = NULL;
+    state->n_connections = 0;
+    state->witness = NULL;
+    state->inbox = NULL;
+    state->n_inbox = 0;
+    tessera__cluster__cell_entity_state__free_unpacked(state, NULL);
+    free(held_bytes);
+    return packed;
+}
+
 static void cell_state_seeds(void) {
     for (size_t c = 0; c < entity_def_registry_class_count(definitions); c++) {
         const entity_def_class *cls = entity_def_registry_class(definitions, (uint16_t)c);
         size_t length;
         uint8_t *packed = cell_state(cls, 1000 + c, &length);
         seed("fuzz_cell_state", cls->name, packed, length);
+        seed("fuzz_cell_restore", cls->name, packed, length);
         free(packed);
     }
+    size_t length;
+    uint8_t *packed = cell_state_everything(&length);
+    seed("fuzz_cell_state", "Avatar_everything", packed, length);
+    seed("fuzz_cell_restore", "Avatar_everything", packed, length);
+    free(packed);
 }
 
 /* ---- peer messages ------------------------------------------------------- */
