@@ -55,11 +55,10 @@ base_entity *base_entities_add(base_entities *set, uint64_t entity_id, const ent
     base->entity_id = entity_id;
     snprintf(base->name, sizeof base->name, "%s", name);
     base->cls = cls;
+    /* The key (a player's account name) is never copied into a property:
+     * properties reach clients, and an account name is a login credential
+     * half. A game names its players itself (the demo: a display name). */
     base->properties = entity_state_create(cls);
-    const entity_def_property *named = entity_def_class_find_property(cls, "name");
-    if (named && named->type.kind == ENTITY_DEF_STRING)
-        entity_state_set_string(base->properties, named->id, 0, base->name,
-                                strnlen(base->name, named->type.max_length));
     id_map_put(&set->by_entity, entity_id, base);
     return base;
 }
@@ -116,7 +115,8 @@ bool base_entity_class_has_cell(const entity_def_class *cls) {
 
 void base_entity_cell_properties(const base_entity *base, bit_writer *w) {
     /* The cell part starts with what the base set of the cell's properties
-     * (a player's name); the cell keeps defaults for the rest. */
+     * (a player's display name, stored ones); the cell keeps defaults for
+     * the rest. */
     entity_state_mask cell = {{0}};
     for (size_t p = 0; p < base->cls->property_count; p++) {
         const entity_def_property *property = &base->cls->properties[p];

@@ -96,9 +96,9 @@ base_entities *base_entities_create(uint32_t max_bases);
 void base_entities_free(base_entities *set);
 
 /* A new base of `cls` for entity `entity_id`, stored under `name`, with its
- * properties at their defaults (a string property "name" set from `name`),
- * CREATING_CELL when its class has a cell part, else LIVE. NULL when the
- * set is full. */
+ * properties at their defaults (`name` is the storage key, never a
+ * property: a property "name" stays at its default), CREATING_CELL when
+ * its class has a cell part, else LIVE. NULL when the set is full. */
 base_entity *base_entities_add(base_entities *set, uint64_t entity_id, const entity_def_class *cls, const char *name);
 /* Takes `base` out of the set and frees it (its properties and its cell
  * address). Its proxy part must be gone. */

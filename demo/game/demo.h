@@ -1,5 +1,6 @@
 /* demo.h -- the demo module's two halves, as demo.c puts them together:
- * the cell rules (demo_cell.c) and the base rules (demo_base.c). */
+ * the cell rules (demo_cell.c) and the base rules (demo_base.c), and the
+ * players' display names (demo_names.c). */
 #ifndef TESSERA_DEMO_H
 #define TESSERA_DEMO_H
 
@@ -15,5 +16,10 @@ const demo_world *demo_world_state(const void *game);
 void demo_cell_shutdown(tessera_cellapp *app, void *game);
 int demo_base_init(tessera_baseapp *app, const tessera_base_api *api, void **game);
 void demo_base_shutdown(tessera_baseapp *app, void *game);
+
+/* A new display name ("QuietHeron#4821", at most 21 bytes) in `out`
+ * (`size` bytes, NUL-terminated, cut to fit): random, unrelated to any
+ * account name. Returns its length. */
+size_t demo_names_pick(char *out, size_t size);
 
 #endif

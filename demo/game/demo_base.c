@@ -16,11 +16,14 @@
  *             client onEcho(n): a round trip (bench/bench_base.py).
  *             census() asks the global Census, which answers the asker's
  *             client with onCensus(players).
- *             Each Avatar made fires the game event
- *             player_joined(player, account) to everyone: every client
- *             of the cluster, every process's listeners; each time it
- *             gets its client, the base sends that client welcome(account),
- *             a user message.
+ *             An Avatar is named once, when it is first made: a display
+ *             name (demo_names.c) in its persistent `name`, which every
+ *             client that sees it gets; the account name reaches no other
+ *             client. Each Avatar made fires the game event
+ *             player_joined(player, name) to everyone: every client of the
+ *             cluster, every process's listeners; each time it gets its
+ *             client, the base sends that client welcome(name), a user
+ *             message.
  *   Census    one base in the whole cluster, under the global name
  *             "census": every Avatar made tells it joined(who), every one
  *             destroyed left(who). Whichever baseapp finds no census makes
@@ -38,7 +41,7 @@
 
 typedef struct demo_base {
     tessera_base_class *account, *avatar, *census;
-    int account_visits, avatar_gold, census_players;
+    int account_visits, avatar_gold, avatar_name, census_players;
     tessera_handle census_id; /* the global Census (NONE: not known yet) */
     bool census_pending;      /* a look-up or a claim is under way */
 } demo_base;
@@ -186,9 +189,34 @@ static void demo_ask_census(const tessera_base_context *ctx, tessera_base *avata
                        ctx->api->handle(avatar));
 }
 
+/* The Avatar's display name: the stored one, or, for an Avatar made just
+ * now (or stored by a demo that named Avatars after their accounts), a new
+ * one, set in `name` (persistent: it is written with the Avatar). Its
+ * length in *length; "" when the class has no `name`. */
+static const char *demo_avatar_display_name(const tessera_base_context *ctx, tessera_base *avatar, size_t *length) {
+    demo_base *g = ctx->game;
+    const tessera_base_api *api = ctx->api;
+    const char *name = "";
+    *length = 0;
+    if (g->avatar_name < 0 || api->get_string(avatar, g->avatar_name, 0, &name, length) != 0) return "";
+    const char *account = api->account(avatar);
+    if (*length > 0 && !(*length == strlen(account) && memcmp(name, account, *length) == 0)) return name;
+    char picked[32];
+    size_t picked_length = demo_names_pick(picked, sizeof picked);
+    if (api->set_string(avatar, g->avatar_name, 0, picked, picked_length) != 0 ||
+        api->get_string(avatar, g->avatar_name, 0, &name, length) != 0) {
+        *length = 0;
+        return "";
+    }
+    api->log(ctx->app, TESSERA_LOG_INFO, avatar, "named %.*s", (int)*length, name);
+    return name;
+}
+
 static void demo_avatar_created(const tessera_base_context *ctx, tessera_base *avatar) {
     demo_base *g = ctx->game;
     const tessera_base_api *api = ctx->api;
+    size_t name_length;
+    const char *name = demo_avatar_display_name(ctx, avatar, &name_length);
     if (g->census_id)
         demo_base_call(ctx, avatar, g->census_id, g->census, "Census", TESSERA_PART_BASE, "joined", NULL,
                        api->handle(avatar));
@@ -196,8 +224,7 @@ static void demo_avatar_created(const tessera_base_context *ctx, tessera_base *a
     tessera_args *fields = api->event_args_create(ctx->app, "player_joined");
     if (!fields) return;
     api->args->set_handle(fields, 0, api->handle(avatar));
-    const char *account = api->account(avatar);
-    api->args->set_string(fields, 1, account, strlen(account));
+    api->args->set_string(fields, 1, name, name_length);
     api->fire_event(ctx->app, avatar, "player_joined", fields, TESSERA_EVENT_EVERYONE);
     api->args->free(fields);
 }
@@ -205,11 +232,14 @@ static void demo_avatar_created(const tessera_base_context *ctx, tessera_base *a
 /* A user message from the base: the player's own client is welcomed
  * whenever its Avatar gets it (a login, a reconnect). */
 static void demo_avatar_client_enabled(const tessera_base_context *ctx, tessera_base *avatar) {
+    demo_base *g = ctx->game;
     const tessera_base_api *api = ctx->api;
     tessera_args *fields = api->event_args_create(ctx->app, "welcome");
     if (!fields) return;
-    const char *account = api->account(avatar);
-    api->args->set_string(fields, 0, account, strlen(account));
+    const char *name = "";
+    size_t length = 0;
+    if (g->avatar_name >= 0) api->get_string(avatar, g->avatar_name, 0, &name, &length);
+    api->args->set_string(fields, 0, name, length);
     api->send_event(avatar, "welcome", fields);
     api->args->free(fields);
 }
@@ -341,6 +371,7 @@ int demo_base_init(tessera_baseapp *app, const tessera_base_api *api, void **gam
     if (!g->account || !g->avatar || !g->census) return -1;
     g->account_visits = api->property_id(g->account, "visits");
     g->avatar_gold = api->property_id(g->avatar, "gold");
+    g->avatar_name = api->property_id(g->avatar, "name");
     g->census_players = api->property_id(g->census, "players");
     int failures = 0;
     failures += api->register_method(app, g->account, "enterWorld", demo_enter_world) != 0;

@@ -401,11 +401,11 @@ static void demo_heard_player_joined(const tessera_cell_context *ctx, const char
                                      const tessera_args *fields, void *user_data) {
     demo_game *g = user_data;
     (void)event, (void)source;
-    const char *account = "";
-    ctx->api->args->get_string(fields, 1, &account, NULL);
+    const char *name = ""; /* the display name: never the account */
+    ctx->api->args->get_string(fields, 1, &name, NULL);
     g->players_heard++;
     if (g->players_heard == 1 || g->players_heard % 100 == 0)
-        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "demo: %s joined (%llu players heard of so far)", account,
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "demo: %s joined (%llu players heard of so far)", name,
                       (unsigned long long)g->players_heard);
 }
 

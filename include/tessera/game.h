@@ -709,7 +709,9 @@ struct tessera_base_api {
     tessera_handle (*handle)(const tessera_base *base);
     tessera_base_class *(*class_of)(const tessera_base *base);
     const char *(*class_name)(const tessera_base *base);
-    /* The account (or key) it was made for. */
+    /* The account (or key) it was made for. The engine puts it in no
+     * property and sends it to no client but its own: name players with a
+     * display name of the game's (the demo's demo_names.c). */
     const char *(*account)(const tessera_base *base);
     bool (*has_client)(const tessera_base *base);
     /* The baseapp is draining or stopping: make nothing new. */

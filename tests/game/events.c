@@ -101,9 +101,9 @@ static void events_heard_spell(const tessera_cell_context *ctx, const char *even
 static void events_heard_player(const tessera_cell_context *ctx, const char *event, tessera_handle source,
                                 const tessera_args *fields, void *user_data) {
     (void)user_data;
-    const char *account = "";
-    ctx->api->args->get_string(fields, 1, &account, NULL);
-    ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "events: heard %s %s from %llu", event, account,
+    const char *name = ""; /* the player's display name */
+    ctx->api->args->get_string(fields, 1, &name, NULL);
+    ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "events: heard %s %s from %llu", event, name,
                   (unsigned long long)source);
 }
 

@@ -18,12 +18,15 @@ everyone when it is made).
     ghosts too), 4 from itself only, 5 never; the fields arrive intact;
   - listeners: 5 and 1 are heard by the firing cellapp only, 2 and 3 by
     both (both hold a cell of the space), player_joined (fired on the
-    baseapp) by both cellapps and by the clients already in the world;
+    baseapp) by both cellapps and by the clients already in the world,
+    naming each player by its display name (demo/game/demo_names.c): no
+    account name is in any event a client or a listener gets;
   - the bots (the SDK) count player_joined, spell_hit and welcome (a user
     message from each player's base) by name with the demo module on every
     process and two baseapps.
 """
 import os
+import re
 import struct
 import time
 import unittest
@@ -32,6 +35,7 @@ import harness
 
 MODULE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_events.so")
 PLAYER_JOINED, DOOR_CHANGED, SPELL_HIT = 0, 1, 2  # demo/entities/events.json, in order
+DISPLAY_NAME = r"[A-Z][a-z]+[A-Z][a-z]+#[0-9]{4}"  # demo/game/demo_names.c
 LISTEN_S = 6.0
 
 
@@ -133,9 +137,15 @@ class GameEvents(unittest.TestCase):
                     self.assertNotIn("events: heard spell_hit 4 from %d" % p.id, text)
             # Both halves of the space fired: viewers' events crossed through ghosts.
             self.assertEqual(set(where.values()), {"cellapp-1", "cellapp-2"}, where)
-            for n in range(len(players)):
-                for name, text in logs.items():
-                    self.assertEqual(text.count("events: heard player_joined eventer-%d from" % n), 1, name)
+            for name, text in logs.items():
+                self.assertNotIn("eventer-", text, name)
+                for p in players:
+                    heard = re.findall(r"events: heard player_joined (\S*) from %d\b" % p.id, text)
+                    self.assertEqual(len(heard), 1, (name, p.id, heard))
+                    self.assertRegex(heard[0], "^" + DISPLAY_NAME + "$")
+            for p in players:
+                for event_id, source, args, where in p.events:
+                    self.assertNotIn(b"eventer-", args, (p.id, event_id, source))
             self.assertTrue(cluster.all_alive())
 
     def test_bots_count_the_demo_events(self):

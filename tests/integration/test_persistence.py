@@ -14,9 +14,14 @@ cluster with a real, durable redis-server.
     is left as it was;
   - autosave writes a live player's entity every autosave_interval_ms;
   - Redis killed (SIGKILL) and restarted keeps every acknowledged write,
-    and writes that failed while it was down are retried until they land."""
+    and writes that failed while it was down are retried until they land;
+  - the display name (the demo's Avatar `name`, demo/game/demo_names.c) is
+    drawn at the first login, never the account name, and stored: the same
+    at the next login and after the restart; a record written when Avatars
+    were named after their accounts gets a display name instead."""
 import json
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -27,6 +32,7 @@ import harness
 from harness import ERROR_CODES, PART_BASE, frame, msg_call, msg_move
 
 CHAT = 0            # Avatar's base method chat(string text): earns a gold coin
+DISPLAY_NAME = re.compile(r"^[A-Z][a-z]+[A-Z][a-z]+#[0-9]{4}$")  # demo/game/demo_names.c
 
 
 def chat(sock, entity_id, text=b"hi"):
@@ -94,6 +100,9 @@ class Persistence(unittest.TestCase):
             self.assertAlmostEqual(record["position"][0], target[0], delta=0.2)
             self.assertAlmostEqual(record["position"][2], target[2], delta=0.2)
             self.assertGreater(float(record["properties"]["walked"]), 3.0, record)
+            display_name = record["properties"].get("name", "")
+            self.assertRegex(display_name, DISPLAY_NAME)
+            self.assertNotIn("alice", display_name.lower())
 
             sock, again = harness.login(cluster.login, "alice", "pw-alice")
             self.assertAlmostEqual(again["position"][0], target[0], delta=0.2)
@@ -101,6 +110,7 @@ class Persistence(unittest.TestCase):
             view = self.entity(cluster, again["entity_id"])
             self.assertEqual(int(view["base"]["properties"]["gold"]), 3, view)
             self.assertGreater(float(view["cell"]["properties"]["walked"]), 3.0, view)
+            self.assertEqual(view["cell"]["properties"]["name"], display_name, view)
             self.earn_gold(sock, again["entity_id"], 1)
             # The cluster stops with alice online: the drain writes her.
             cluster.stop()
@@ -108,10 +118,12 @@ class Persistence(unittest.TestCase):
 
         with harness.Cluster(baseapps=1, cellapps=1, extra_set=settings, run_dir=run_dir) as cluster:
             self.assertEqual(self.stored(cluster, "alice")["properties"]["gold"], 4)
+            self.assertEqual(self.stored(cluster, "alice")["properties"]["name"], display_name)
             sock, reply = harness.login(cluster.login, "alice", "pw-alice")
             self.assertAlmostEqual(reply["position"][0], target[0], delta=0.2)
             view = self.entity(cluster, reply["entity_id"])
             self.assertEqual(int(view["base"]["properties"]["gold"]), 4, view)
+            self.assertEqual(view["cell"]["properties"]["name"], display_name, view)
             sock.close()
             self.assertTrue(cluster.all_alive())
 
@@ -128,6 +140,8 @@ class Persistence(unittest.TestCase):
             view = self.entity(cluster, reply["entity_id"])
             self.assertEqual(int(view["base"]["properties"]["gold"]), 7, view)
             self.assertEqual(int(view["cell"]["properties"]["level"]), 1, view)
+            # Stored when Avatars were named after their accounts: renamed.
+            self.assertRegex(view["cell"]["properties"]["name"], DISPLAY_NAME)
             log = cluster.log("baseapp-1")
             self.assertIn("stored property 'guild_rank' is not a property of the class", log)
             self.assertIn("stored property 'level' is not an unsigned integer", log)

@@ -2,9 +2,9 @@
  * (baseapp/base_entity.h) and the account name rule (baseapp/account_name.h).
  *
  * Covered: a base added is found by id and by handle, starts CREATING_CELL
- * when its class has a cell part and LIVE when it has none, has its "name"
- * property set from the name it is stored under (cut to the property's
- * length); a removed base's handle and id resolve to nothing, and a slot
+ * when its class has a cell part and LIVE when it has none, keeps the name
+ * it is stored under (an account) out of its properties: its "name"
+ * property stays empty and unchanged; a removed base's handle and id resolve to nothing, and a slot
  * reused by a new base does not answer to the old handle; a full set
  * refuses; iteration visits every base once; the cell properties a base
  * starts its cell part with are the cell properties it set, and only
@@ -91,9 +91,10 @@ static void test_add_find_remove(void **state) {
     assert_true(base_entity_is_live(avatar));
     const char *name;
     size_t length;
+    /* The account name stays the storage key: no property holds it. */
     assert_int_equal(entity_state_get_string(avatar->properties, property(fx->avatar, "name"), 0, &name, &length), 0);
-    assert_int_equal(length, 5);
-    assert_memory_equal(name, "alice", 5);
+    assert_int_equal(length, 0);
+    assert_string_equal(avatar->name, "alice");
     entity_handle old = avatar->handle;
     base_entities_remove(fx->set, avatar);
     assert_null(base_entities_find(fx->set, 100));
@@ -106,15 +107,15 @@ static void test_add_find_remove(void **state) {
     assert_int_equal(base_entities_count(fx->set), 2);
 }
 
-static void test_long_name_is_cut_to_the_property(void **state) {
+static void test_account_name_is_no_property(void **state) {
     fixture *fx = *state;
     base_entity *base = base_entities_add(fx->set, 7, fx->avatar, "a-very-long-account");
     assert_string_equal(base->name, "a-very-long-account");
     const char *name;
     size_t length;
     assert_int_equal(entity_state_get_string(base->properties, property(fx->avatar, "name"), 0, &name, &length), 0);
-    assert_int_equal(length, 8);
-    assert_memory_equal(name, "a-very-l", 8);
+    assert_int_equal(length, 0);
+    assert_false(entity_state_is_dirty(base->properties, (uint16_t)property(fx->avatar, "name")));
 }
 
 static void test_full_set_refuses(void **state) {
@@ -142,7 +143,9 @@ static void test_class_has_cell(void **state) {
 static void test_cell_properties_are_those_set(void **state) {
     fixture *fx = *state;
     base_entity *base = base_entities_add(fx->set, 9, fx->avatar, "carol");
-    /* The name was set (a cell property too); hp keeps its default. */
+    /* The game named it (a cell property too); hp keeps its default. */
+    assert_int_equal(entity_state_set_string(base->properties, (uint16_t)property(fx->avatar, "name"), 0, "Wren", 4),
+                     0);
     bit_writer w;
     bit_writer_init(&w);
     base_entity_cell_properties(base, &w);
@@ -156,7 +159,8 @@ static void test_cell_properties_are_those_set(void **state) {
     const char *name;
     size_t length;
     assert_int_equal(entity_state_get_string(cell, property(fx->avatar, "name"), 0, &name, &length), 0);
-    assert_int_equal(length, 5);
+    assert_int_equal(length, 4);
+    assert_memory_equal(name, "Wren", 4);
     int64_t hp;
     assert_int_equal(entity_state_get_int(cell, property(fx->avatar, "hp"), 0, &hp), 0);
     assert_int_equal(hp, 100);
@@ -232,7 +236,7 @@ static void test_text_keys(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_add_find_remove, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_long_name_is_cut_to_the_property, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_account_name_is_no_property, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_set_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_class_has_cell, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cell_properties_are_those_set, setup, teardown),

@@ -1463,7 +1463,7 @@ static void test_demo_events(void **state) {
     assert_int_equal(e->args[3].type.kind, ENTITY_DEF_INT16);
     e = entity_def_registry_find_event(reg, "player_joined");
     assert_int_equal(e->args[1].type.kind, ENTITY_DEF_STRING);
-    assert_int_equal(e->args[1].type.max_length, 64);
+    assert_int_equal(e->args[1].type.max_length, 32); /* a display name, not an account */
     e = entity_def_registry_find_event(reg, "welcome");
     assert_non_null(e);
     assert_int_equal(e->id, 3);
