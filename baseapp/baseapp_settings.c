@@ -9,7 +9,12 @@ const config_key baseapp_config_keys[] = {
      sizeof(((baseapp_settings *)0)->client_host), 0, 0, "127.0.0.1", "IP address clients connect to"},
     {"client_public_host", CONFIG_STRING, offsetof(baseapp_settings, client_public_host),
      sizeof(((baseapp_settings *)0)->client_public_host), 0, 0, "",
-     "the IP address other baseapps send clients to when they redirect a login here (empty: client_host)"},
+     "the IP address other baseapps send clients to when they redirect a login here, and login replies list "
+     "(empty: client_host)"},
+    {"client_public_port", CONFIG_INT, offsetof(baseapp_settings, client_public_port), 0, 0, 65535, "0",
+     "the TCP port other baseapps send clients to when they redirect a login here, and login replies list, with "
+     "client_public_host: an address that forwards to client_host:client_port (a node's host port, a NAT) (0: the "
+     "port it listens on)"},
     {"login_redirect", CONFIG_BOOL, offsetof(baseapp_settings, login_redirect), 0, 0, 0, "true",
      "send a login on to the least-loaded baseapp (or to the one the account's entity lives on) with a one-time "
      "token"},

@@ -15,6 +15,7 @@ typedef struct baseapp_settings {
     process_settings process;
     char client_host[64];
     char client_public_host[64];
+    int64_t client_public_port; /* 0: the port it listens on */
     bool login_redirect;
     int64_t redirect_token_ms;
     int64_t client_port;
@@ -62,6 +63,11 @@ extern const size_t baseapp_config_key_count;
 /* Where other baseapps send clients to reach this one. */
 static inline const char *baseapp_settings_public_host(const baseapp_settings *settings) {
     return settings->client_public_host[0] ? settings->client_public_host : settings->client_host;
+}
+
+/* ... and the port there, given the port it listens on. */
+static inline int baseapp_settings_public_port(const baseapp_settings *settings, int listening_port) {
+    return settings->client_public_port > 0 ? (int)settings->client_public_port : listening_port;
 }
 
 #endif

@@ -161,7 +161,7 @@ static void handover_answer(handovers *set, uint64_t sender, uint64_t request, c
     answer.accepted = refusal == NULL;
     answer.reason = (char *)(refusal ? refusal : "");
     answer.host = (char *)baseapp_settings_public_host(set->context.settings);
-    answer.port = (uint32_t)*set->context.client_port;
+    answer.port = (uint32_t)baseapp_settings_public_port(set->context.settings, *set->context.client_port);
     answer.token = (char *)(token ? token : "");
     if (peer_send_handover_answer(set->context.peers, sender, &answer) != 0)
         log_info("a handover answer to baseapp %" PRIu64 " could not be sent: it is gone", sender);

@@ -31,7 +31,7 @@ typedef struct handovers_context {
     const base_hooks *hooks;
     const process_self *self;
     const bool *draining;
-    const int *client_port; /* where clients reach this baseapp */
+    const int *client_port; /* the port it listens on (answers name the public one) */
 } handovers_context;
 
 handovers *handovers_create(const handovers_context *context);

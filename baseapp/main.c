@@ -459,7 +459,7 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
         return -1;
     }
     process_runtime_register(&app->runtime, baseapp_settings_public_host(settings));
-    registry_set_stat(app->runtime.registry, "client_port", app->client_port);
+    registry_set_stat(app->runtime.registry, "client_port", baseapp_settings_public_port(settings, app->client_port));
     app->admin = baseapp_admin_start(app, why, sizeof why);
     if (!app->admin && why[0]) {
         snprintf(err, errlen, "%s", why);

@@ -59,6 +59,7 @@ import importlib
 import json
 import os
 import random
+import re
 import secrets
 import shlex
 import signal
@@ -440,16 +441,20 @@ def parse_set(items):
     return out
 
 
-def overrides_for(role, overrides):
-    """The overrides that apply to a process of `role`: plain keys apply to
-    every process, "cellapp.KEY" and "baseapp.KEY" to that role only. A key
-    with a dot left ("game.npc_count") names a member of an object setting
-    (the game module's "game" object)."""
+PROCESS_NAME = re.compile(r"^(baseapp|cellapp)-[0-9]+$")
+
+
+def overrides_for(role, overrides, name=None):
+    """The overrides that apply to a process of `role` (named `name`): plain
+    keys apply to every process, "cellapp.KEY" and "baseapp.KEY" to that
+    role only, "baseapp-2.KEY" to that process only. A key with a dot left
+    ("game.npc_count") names a member of an object setting (the game
+    module's "game" object)."""
     out = {}
     for key, value in overrides.items():
         prefix, dot, rest = key.partition(".")
-        if dot and prefix in ("baseapp", "cellapp"):
-            if prefix != role:
+        if dot and (prefix in ("baseapp", "cellapp") or PROCESS_NAME.match(prefix)):
+            if prefix not in (role, name):
                 continue
             key = rest
         group, dot, member = key.partition(".")
@@ -755,7 +760,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                     "password_ops_limit": 1,
                     "password_mem_limit_kib": 8192,
                 })
-            apply_overrides(conf, overrides_for(role, overrides))
+            apply_overrides(conf, overrides_for(role, overrides, name))
             with open(rd.config(name), "w") as f:
                 json.dump(conf, f, indent=2)
                 f.write("\n")
@@ -1373,8 +1378,8 @@ def main(argv=None):
     p.add_argument("--build", default="build", help="build directory, relative to the repository root")
     p.add_argument("--auto-create-accounts", action=argparse.BooleanOptionalAction, default=True)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="config override for every process, or for one role as cellapp.KEY or baseapp.KEY "
-                        "(VALUE is JSON if it parses, else a string)")
+                   help="config override for every process, for one role as cellapp.KEY or baseapp.KEY, or "
+                        "for one process as baseapp-2.KEY (VALUE is JSON if it parses, else a string)")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for readiness")
     p.add_argument("--grid", default=None, metavar="COLUMNSxROWS",
                    help="how the default space is split, one cell per cellapp (default: as square as the count "

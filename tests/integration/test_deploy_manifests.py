@@ -8,8 +8,10 @@ then its --set arguments); the probes hit /readyz and /healthz on the admin
 port; the grace period outlasts drain_timeout_ms; every ConfigMap key is a
 real setting of that program (the key list is parsed from `--help`) and the
 whole config passes the binary's own check (`--check`); processes listen on
-the pod IP, never a wildcard; the Services select the pods and ports they
-name; Redis is bound to its pod IP with appendonly on; the systemd units
+the pod IP, never a wildcard; each baseapp advertises an address clients
+outside the cluster reach (its node's IP from the downward API and a
+hostPort on its client port that is the advertised port), never its pod
+IP; the Services select the pods and ports they name; Redis is bound to its pod IP with appendonly on; the systemd units
 reload with SIGHUP and wait longer than a drain. It starts no cluster: the
 binaries run only with --help and --check. Needs python3-yaml.
 
@@ -41,6 +43,9 @@ FORBIDDEN_HOSTS = ("", "0.0.0.0", "::", "*", "127.0.0.1", "::1", "localhost")
 
 # What the downward API's status.podIP stands for when the args are expanded.
 SAMPLE_POD_IP = "10.244.1.7"
+# ... and status.hostIP, the node's address.
+SAMPLE_NODE_IP = "192.0.2.41"
+DOWNWARD_SAMPLES = {"status.podIP": SAMPLE_POD_IP, "status.hostIP": SAMPLE_NODE_IP}
 
 # Pod templates live in these kinds, at spec.template.
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet", "ReplicaSet")
@@ -144,14 +149,15 @@ class Container:
         return text + (": " + field if field else "")
 
     def env(self):
-        """{name: value} of the container's env; status.podIP stands for SAMPLE_POD_IP."""
+        """{name: value} of the container's env; status.podIP stands for
+        SAMPLE_POD_IP, status.hostIP for SAMPLE_NODE_IP."""
         values = {}
         for entry in self.spec.get("env") or []:
             if "value" in entry:
                 values[entry["name"]] = str(entry["value"])
             else:
                 field = ((entry.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
-                values[entry["name"]] = SAMPLE_POD_IP if field == "status.podIP" else "<%s>" % field
+                values[entry["name"]] = DOWNWARD_SAMPLES.get(field, "<%s>" % field)
         return values
 
     def expand(self, text):
@@ -258,6 +264,9 @@ class Container:
 
     def container_ports(self):
         return {p.get("name"): p.get("containerPort") for p in self.spec.get("ports") or []}
+
+    def host_ports(self):
+        return {p.get("name"): p.get("hostPort") for p in self.spec.get("ports") or []}
 
 
 def labels_match(selector, labels):
@@ -405,6 +414,34 @@ class DeployManifests(unittest.TestCase):
                                      "status.podIP), not '%s'" % (source[key], key, key, values[key]))
                 ref = (((env.get("POD_IP") or {}).get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
                 self.assertEqual(ref, "status.podIP", c.where("env POD_IP.valueFrom.fieldRef.fieldPath"))
+
+    def test_baseapps_advertise_their_node_address(self):
+        """A LoginRedirect, a handover and a login reply's other baseapps
+        name one baseapp's public address; a pod IP is no use to a client
+        outside the cluster."""
+        for c in self.tessera_containers():
+            if c.role != "baseapp":
+                continue
+            with self.subTest(container=c.where()):
+                self.require_config(c)
+                values, source = self.settings(c)
+                for key in ("client_public_host", "client_public_port"):
+                    self.assertIn(key, values, "tessera-baseapp --help lists no %s" % key)
+                host = values["client_public_host"] or values["client_host"]
+                port = values["client_public_port"] or values["client_port"]
+                self.assertNotIn(host, FORBIDDEN_HOSTS, "%s: client_public_host is '%s'" % (
+                    source["client_public_host"], host))
+                self.assertNotEqual(host, SAMPLE_POD_IP, "%s: clients would be sent to the pod IP, which they "
+                                    "cannot reach from outside the cluster; give client_public_host an address "
+                                    "they reach (--set client_public_host=$(NODE_IP), NODE_IP from fieldRef "
+                                    "status.hostIP)" % source["client_public_host"])
+                self.assertEqual(host, SAMPLE_NODE_IP, "%s: client_public_host is '%s', not the node's IP "
+                                 "(status.hostIP)" % (source["client_public_host"], host))
+                # The node forwards the advertised port to the client port.
+                self.assertEqual(c.host_ports().get("client"), port, "%s: hostPort is %s but clients are sent to "
+                                 "port %s (client_public_port, from %s)" % (
+                                     c.where("ports[name=client].hostPort"), c.host_ports().get("client"), port,
+                                     source["client_public_port"]))
 
     def test_container_ports_are_the_configured_ports(self):
         for c in self.tessera_containers():

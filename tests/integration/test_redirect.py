@@ -10,8 +10,17 @@
     each other across them;
   - a draining baseapp hands its clients to the other once their entities
     are written: the bots stay in the world (each rejoins through the
-    other baseapp, its position kept), with no error."""
+    other baseapp, its position kept), with no error;
+  - a baseapp's public address (client_public_host, client_public_port):
+    baseapp-2 listens on its client port but is reached on another port,
+    through a TCP relay in this test (as a node's host port reaches a pod).
+    Every redirect from baseapp-1 names the public address, a TokenLogin
+    through it gets the player in on baseapp-2, and baseapp-1's login
+    reply lists baseapp-2 there; baseapp-1, without one, is named by the
+    port it listens on."""
 import json
+import socket
+import threading
 import time
 import unittest
 
@@ -83,6 +92,83 @@ def login_anywhere(addr, account, password, intruder=None):
     return t, reply, got
 
 
+class Relay:
+    """A TCP relay on 127.0.0.1:`port` to `target` (set once it is known):
+    each connection is copied both ways until either side closes."""
+
+    def __init__(self, port):
+        self.target = None
+        self.connections = 0
+        self.listener = socket.create_server(("127.0.0.1", port))
+        self.sockets = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            try:
+                server = socket.create_connection(self.target, timeout=5.0)
+            except (OSError, TypeError):
+                client.close()
+                continue
+            server.settimeout(None)
+            self.connections += 1
+            self.sockets += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._copy, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _copy(source, sink):
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    break
+                sink.sendall(data)
+        except OSError:
+            pass
+        for s in (source, sink):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def close(self):
+        for s in self.sockets:
+            s.close()
+
+
+def login_here(addr, account, password):
+    """Logs in at `addr`, following no redirect: ("login_redirect", its
+    fields, None) or ("login_reply", the reply's other baseapps
+    ["host:port"], the socket)."""
+    s = harness.connect(addr)
+    s.sendall(frame(harness.msg_hello()))
+    harness.read_until(s, "hello")
+    s.sendall(frame(harness.msg_login(account, password)))
+    deadline = time.monotonic() + 10.0
+    while True:
+        body = harness.read_frame(s, max(0.1, deadline - time.monotonic()))
+        if body is None:
+            raise AssertionError("login %r at %r: the connection closed" % (account, addr))
+        number, _wt, inner = harness.parse_fields(body)[0]
+        if number == 11:
+            s.close()
+            f = harness.parse_fields(inner)
+            return "login_redirect", {"host": (harness._first(f, 1, b"") or b"").decode(),
+                                      "port": harness._first(f, 2, 0),
+                                      "token": (harness._first(f, 3, b"") or b"").decode()}, None
+        if number == 2:  # LoginReply; its field 29 lists the other baseapps
+            others = [v.decode() for n, _w, v in harness.parse_fields(inner) if n == 29]
+            return "login_reply", others, s
+        msg = harness.decode_server(body)
+        if msg["kind"] == "error":
+            raise AssertionError("login %r at %r: %r" % (account, addr, msg))
+
+
 class Redirect(unittest.TestCase):
     def setUp(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
@@ -143,6 +229,57 @@ class Redirect(unittest.TestCase):
             self.assertGreater(report["redirects"], 0, report)
             self.assertGreater((cluster.stat("baseapp-1", "token_logins") or 0) +
                                (cluster.stat("baseapp-2", "token_logins") or 0), 10)
+            self.assertTrue(cluster.all_alive())
+
+    def test_redirects_name_the_public_address(self):
+        relay_port = harness.free_ports(1)[0]
+        relay = Relay(relay_port)
+        self.addCleanup(relay.close)
+        public = ("127.0.0.1", relay_port)
+        settings = ["baseapp-2.client_public_host=127.0.0.1", "baseapp-2.client_public_port=%d" % relay_port]
+        with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
+            first, second = cluster.baseapps
+            self.assertNotEqual(second, public)
+            relay.target = second
+            # Logins at baseapp-1 until one is redirected (the least-loaded
+            # baseapp, or where the account lives, can only be baseapp-2)
+            # and one is kept (baseapp-1 no busier than baseapp-2).
+            redirected = kept = None
+            sockets = []
+            for n in range(12):
+                kind, got, sock = login_here(first, "public-%d" % n, "pw")
+                if kind == "login_redirect":
+                    self.assertEqual((got["host"], got["port"]), public, got)
+                    redirected = redirected or got
+                    t = harness.connect(public)
+                    self.addCleanup(t.close)
+                    t.sendall(frame(harness.msg_hello()))
+                    harness.read_until(t, "hello")
+                    t.sendall(frame(msg_token_login("public-%d" % n, got["token"])))
+                    reply = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
+                    self.assertEqual(reply and reply["kind"], "login_reply", reply)
+                else:
+                    self.addCleanup(sock.close)
+                    kept = kept or got
+                sockets.append(kind)
+                if redirected and kept:
+                    break
+                harness.wait_for(lambda: (cluster.stat("baseapp-2", "clients") or 0) +
+                                 (cluster.stat("baseapp-1", "clients") or 0) >= len(sockets), 5.0,
+                                 "the baseapps' client counts")
+            self.assertIsNotNone(redirected, sockets)
+            self.assertIsNotNone(kept, sockets)
+            self.assertGreaterEqual(relay.connections, 1)
+            self.assertGreaterEqual(cluster.stat("baseapp-2", "clients") or 0, 1)
+            # baseapp-1's login reply names baseapp-2 where clients reach it.
+            self.assertEqual(kept, ["%s:%d" % public], kept)
+            # baseapp-1 has no public address: it is named by its own port.
+            kind, got, sock = login_here(second, "public-direct", "pw")
+            if kind == "login_redirect":
+                self.assertEqual((got["host"], got["port"]), first, got)
+            else:
+                self.addCleanup(sock.close)
+                self.assertEqual(got, ["%s:%d" % first], got)
             self.assertTrue(cluster.all_alive())
 
     def test_a_draining_baseapp_hands_its_clients_over(self):
