@@ -18,35 +18,13 @@
 
 /* Unpacks `bytes` as a `descriptor` message with the heap allocator, as
  * the receivers of nested messages do, and frees it. */
-static void fuzz_peer_message_nested(const ProtobufCMessageDescriptor *descriptor, const ProtobufCBinaryData *bytes) {
-    ProtobufCMessage *nested = protobuf_c_message_unpack(descriptor, NULL, bytes->len, bytes->data);
-    if (!nested) return;
-    fuzz_check_repack(nested);
-    protobuf_c_message_free_unpacked(nested, NULL);
-}
-
 static void fuzz_peer_message_frame(const uint8_t *frame, size_t length, arena *decode) {
     arena_mark mark = arena_save(decode);
     Tessera__Cluster__PeerMessage *message =
         tessera__cluster__peer_message__unpack(arena_protobuf(decode), length, frame);
     if (message) {
         fuzz_check_repack(&message->base);
-        switch (message->body_case) {
-            case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
-                for (size_t i = 0; i < message->cell_batch->n_items; i++)
-                    fuzz_peer_message_nested(&tessera__cluster__cell_item__descriptor, &message->cell_batch->items[i]);
-                break;
-            case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_SNAPSHOT:
-                fuzz_peer_message_nested(&tessera__cluster__cell_entity_state__descriptor,
-                                         &message->cell_snapshot->state);
-                break;
-            case TESSERA__CLUSTER__PEER_MESSAGE__BODY_RESTORE_CELL_ENTITY:
-                fuzz_peer_message_nested(&tessera__cluster__cell_entity_state__descriptor,
-                                         &message->restore_cell_entity->state);
-                break;
-            default:
-                break;
-        }
+        fuzz_peer_nested(message);
     }
     arena_release(decode, mark);
 }

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,16 +128,82 @@ int fuzz_loopback_send(int port, const uint8_t *data, size_t size) {
     fuzz_check(fd >= 0, "no socket");
     struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    fuzz_check(connect(fd, (struct sockaddr *)&address, sizeof address) == 0, "cannot connect to the listener");
+    int rc = connect(fd, (struct sockaddr *)&address, sizeof address);
+    if (rc != 0 && errno == EINTR) {
+        /* libFuzzer's timer (SIGALRM, each second) interrupted it: the
+         * connection goes on by itself; wait for it and take its result. */
+        struct pollfd ready = {.fd = fd, .events = POLLOUT};
+        while (poll(&ready, 1, -1) < 0 && errno == EINTR) {
+        }
+        int error = 0;
+        socklen_t error_length = sizeof error;
+        rc = getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &error_length) == 0 && error == 0 ? 0 : -1;
+        if (rc != 0) errno = error;
+    }
+    if (rc != 0) {
+        fprintf(stderr, "fuzz: connecting to 127.0.0.1:%d: %s\n", port, strerror(errno));
+        fuzz__fail("cannot connect to the listener", __FILE__, __LINE__);
+    }
     size_t written = 0;
     while (written < size) {
-        ssize_t n = write(fd, data + written, size - written);
+        /* MSG_NOSIGNAL: a listener that closed on us is no SIGPIPE. */
+        ssize_t n = send(fd, data + written, size - written, MSG_NOSIGNAL);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break; /* the peer closed on us: what it read is enough */
         written += (size_t)n;
     }
-    shutdown(fd, SHUT_WR);
     return fd;
+}
+
+/* Reads what the listener sent without waiting. Returns true when it has
+ * closed the connection (the end of the stream, or an error). */
+static bool fuzz_loopback_closed(int fd) {
+    char sink[4096];
+    for (;;) {
+        ssize_t n = recv(fd, sink, sizeof sink, MSG_DONTWAIT);
+        if (n > 0) continue;
+        return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    }
+}
+
+/* Closes with a reset rather than a FIN: the client never closes first in
+ * the orderly way, so no end of the connection stays in TIME_WAIT and tens
+ * of thousands of connections a minute do not crowd loopback's ports. */
+static void fuzz_loopback_reset(int fd) {
+    struct linger abort_close = {.l_onoff = 1, .l_linger = 0};
+    (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort_close, sizeof abort_close);
+    close(fd);
+}
+
+/* Turns the loop until `done` or the listener closed the connection. */
+static void fuzz_loopback_turn(uv_loop_t *loop, int fd, const uint64_t *bytes_read, uint64_t expected) {
+    for (;;) {
+        uv_run(loop, UV_RUN_NOWAIT);
+        if ((bytes_read && *bytes_read >= expected) || fuzz_loopback_closed(fd)) return;
+        uv_run(loop, UV_RUN_ONCE);
+    }
+}
+
+/* Loop turns an answer takes at most, from the accept to the close: the
+ * accept, the read, the write of the answer, the close. */
+#define FUZZ_LOOPBACK_ANSWER_TURNS 8
+
+void fuzz_loopback_finish(uv_loop_t *loop, int fd, const uint64_t *bytes_read, uint64_t expected) {
+    if (bytes_read) {
+        fuzz_loopback_turn(loop, fd, bytes_read, expected);
+    } else {
+        bool closed = false;
+        for (int turn = 0; turn < FUZZ_LOOPBACK_ANSWER_TURNS && !closed; turn++) {
+            uv_run(loop, UV_RUN_NOWAIT);
+            closed = fuzz_loopback_closed(fd);
+        }
+        if (!closed) {
+            /* It waits for more: the end of the stream says there is none. */
+            shutdown(fd, SHUT_WR);
+            fuzz_loopback_turn(loop, fd, NULL, 0);
+        }
+    }
+    fuzz_loopback_reset(fd);
 }
 
 const char *fuzz_file(const uint8_t *data, size_t size) {
@@ -224,6 +291,30 @@ void fuzz_check_repack(const ProtobufCMessage *message) {
     protobuf_c_message_free_unpacked(again, NULL);
     free(first);
     free(second);
+}
+
+static void fuzz_nested(const ProtobufCMessageDescriptor *descriptor, const ProtobufCBinaryData *bytes) {
+    ProtobufCMessage *nested = protobuf_c_message_unpack(descriptor, NULL, bytes->len, bytes->data);
+    if (!nested) return;
+    fuzz_check_repack(nested);
+    protobuf_c_message_free_unpacked(nested, NULL);
+}
+
+void fuzz_peer_nested(const Tessera__Cluster__PeerMessage *message) {
+    switch (message->body_case) {
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_BATCH:
+            for (size_t i = 0; i < message->cell_batch->n_items; i++)
+                fuzz_nested(&tessera__cluster__cell_item__descriptor, &message->cell_batch->items[i]);
+            break;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_CELL_SNAPSHOT:
+            fuzz_nested(&tessera__cluster__cell_entity_state__descriptor, &message->cell_snapshot->state);
+            break;
+        case TESSERA__CLUSTER__PEER_MESSAGE__BODY_RESTORE_CELL_ENTITY:
+            fuzz_nested(&tessera__cluster__cell_entity_state__descriptor, &message->restore_cell_entity->state);
+            break;
+        default:
+            break;
+    }
 }
 
 void fuzz__fail(const char *what, const char *file, int line) {

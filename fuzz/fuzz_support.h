@@ -12,11 +12,13 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <uv.h>
 
 #include <protobuf-c/protobuf-c.h>
 
 #include "arena.h"
 #include "client.pb-c.h"
+#include "cluster.pb-c.h"
 #include "entity_def.h"
 #include "entity_state.h"
 #include "volatile_codec.h"
@@ -60,11 +62,19 @@ const fuzz_bytes *fuzz_login_reply(void);
 #define FUZZ_MAX_ALIASES 256
 
 /* A blocking loopback TCP socket connected to 127.0.0.1:`port` that has
- * sent `data` and shut down its writing side (the peer reads the end of
- * the stream after it), for targets that drive a listener on the loop.
- * libFuzzer's inputs fit loopback's socket buffers, so nothing blocks
- * while the loop is not running; the caller closes it. */
+ * sent `data`, for targets that drive a listener on their loop. libFuzzer's
+ * inputs fit loopback's socket buffers, so nothing blocks while the loop
+ * is not running. Hand it to fuzz_loopback_finish. */
 int fuzz_loopback_send(int port, const uint8_t *data, size_t size);
+
+/* Turns `loop` until the listener has taken the input, then closes `fd`
+ * with a reset (no end of the connection stays in TIME_WAIT), and the
+ * listener sees the client gone. "Taken": *bytes_read (the listener's
+ * channel counters) has reached `expected`, or the listener closed the
+ * connection; without counters (NULL), the listener answered and closed,
+ * or, when it waits for more, it was sent the end of the stream and then
+ * closed. What the listener writes is drained on the way. */
+void fuzz_loopback_finish(uv_loop_t *loop, int fd, const uint64_t *bytes_read, uint64_t expected);
 
 /* A path whose file holds exactly `data` (an in-memory file, rewritten on
  * each call): for decoders that take a path. Valid until the next call. */
@@ -81,6 +91,14 @@ char *fuzz_text(const uint8_t *data, size_t size);
  * above the limit ends the stream. */
 void fuzz_frames(const uint8_t *data, size_t size, size_t max_frame_bytes,
                  void (*on_frame)(const uint8_t *frame, size_t length, arena *decode));
+
+/* Unpacks the messages a PeerMessage carries as bytes as their receivers
+ * unpack them (with the heap allocator, then freed): a CellBatch's items
+ * as CellItems (cellapp/peer_dispatch.c), a CellSnapshot's or
+ * RestoreCellEntity's state as a CellEntityState (cellapp/restore.c,
+ * baseapp/persistence.c); each that unpacks is held to
+ * fuzz_check_repack. */
+void fuzz_peer_nested(const Tessera__Cluster__PeerMessage *message);
 
 /* Whether two states of one class hold the same values (compared by
  * entity_state_encode_all, the canonical form). */

@@ -402,7 +402,7 @@ static void peer_seeds(void) {
     frames session = {0};
 
     Tessera__Cluster__PeerHello hello = TESSERA__CLUSTER__PEER_HELLO__INIT;
-    hello.cluster_version = 1;
+    hello.cluster_version = TESSERA__CLUSTER__CLUSTER_VERSION__CLUSTER_VERSION;
     hello.role = TESSERA__CLUSTER__ROLE__ROLE_CELLAPP;
     hello.process_id = 2;
     hello.cluster_name = "tessera";
@@ -472,6 +472,8 @@ static void peer_seeds(void) {
     SEED_PEER("death", DEATH, death, &death, &session);
 
     seed("fuzz_peer_message", "session", session.data, session.length);
+    /* fuzz_peer_link: a baseapp's hello, then every message. */
+    seed("fuzz_peer_link", "session", session.data, session.length);
     free(session.data);
 }
 
