@@ -46,7 +46,6 @@ struct channel {
     uint64_t incomplete_since_us; /* monotonic: when the frame still being received began (0: none) */
     tls_session *tls;             /* options.tls: the connection's TLS session */
     bool dialled;                 /* channel_connect's: on_connect waits for the handshake */
-    uint8_t *tls_in;              /* ... and the buffer a read's ciphertext lands in */
 };
 
 /* One write: the request, then the frames (header + body each) in the same
@@ -79,6 +78,8 @@ typedef struct channel_write {
 /* A read hands us at most this much at once; 64 KiB matches the kernel's
  * usual socket buffer granularity and keeps the reader's growth modest. */
 #define CHANNEL_READ_CHUNK 65536
+/* The most plaintext one TLS record carries (one SSL_read's worth). */
+#define CHANNEL_TLS_RECORD_BYTES 16384
 
 channel_options channel_default_peer_options(void) {
     channel_options options = {
@@ -102,7 +103,6 @@ static void channel_release(channel *ch) {
     free(ch->gathering);
     free(ch->spare);
     tls_session_free(ch->tls);
-    free(ch->tls_in);
     free(ch);
 }
 
@@ -195,13 +195,8 @@ static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) 
     uint8_t *space;
     size_t space_bytes;
     (void)suggested;
-    if (ch->tls) {
-        /* Ciphertext: decrypted into the frame reader on arrival. */
-        if (!ch->tls_in) ch->tls_in = xmalloc(CHANNEL_READ_CHUNK);
-        buf->base = (char *)ch->tls_in;
-        buf->len = CHANNEL_READ_CHUNK;
-        return;
-    }
+    /* With TLS the ciphertext lands here too: the session copies it out at
+     * once (channel_tls_received), and the plaintext takes its place. */
     frame_reader_reserve(&ch->reader, CHANNEL_READ_CHUNK, &space, &space_bytes);
     buf->base = (char *)space;
     buf->len = space_bytes;
@@ -467,7 +462,9 @@ static int channel_tls_received(channel *ch, const uint8_t *data, size_t length)
     for (;;) {
         uint8_t *space;
         size_t space_bytes;
-        frame_reader_reserve(&ch->reader, CHANNEL_READ_CHUNK, &space, &space_bytes);
+        /* One record's plaintext at a time: asking for a whole read chunk
+         * here would double every reader that holds a partial frame. */
+        frame_reader_reserve(&ch->reader, CHANNEL_TLS_RECORD_BYTES, &space, &space_bytes);
         int got = tls_session_read(ch->tls, space, space_bytes);
         if (got == TLS_WANT_MORE) break;
         if (got == TLS_FAILED) return channel_tls_failed(ch);

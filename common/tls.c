@@ -41,6 +41,11 @@ static tls_context *tls_context_new(const SSL_METHOD *method, char *err, size_t 
         return NULL;
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    /* No resumption: a client logs in once per connection and a
+     * reconnect is a new session anyway; a session cache and tickets would
+     * only hold memory per client. */
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_num_tickets(ctx, 0);
     /* Our buffers may move between a write that wants more and its retry,
      * and a write is always taken whole by the memory BIO. */
     SSL_CTX_set_mode(ctx, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS);
