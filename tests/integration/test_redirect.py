@@ -16,8 +16,10 @@
     through a TCP relay in this test (as a node's host port reaches a pod).
     Every redirect from baseapp-1 names the public address, a TokenLogin
     through it gets the player in on baseapp-2, and baseapp-1's login
-    reply lists baseapp-2 there; baseapp-1, without one, is named by the
-    port it listens on."""
+    reply lists baseapp-2 there; a giveClientTo from baseapp-1 to an
+    entity on baseapp-2 sends the client there too (the handover's
+    answer); baseapp-1, without one, is named by the port it listens
+    on."""
 import json
 import socket
 import threading
@@ -143,8 +145,8 @@ class Relay:
 
 def login_here(addr, account, password):
     """Logs in at `addr`, following no redirect: ("login_redirect", its
-    fields, None) or ("login_reply", the reply's other baseapps
-    ["host:port"], the socket)."""
+    fields, None) or ("login_reply", {"entity_id", "others": the reply's
+    other baseapps ["host:port"]}, the socket)."""
     s = harness.connect(addr)
     s.sendall(frame(harness.msg_hello()))
     harness.read_until(s, "hello")
@@ -161,9 +163,10 @@ def login_here(addr, account, password):
             return "login_redirect", {"host": (harness._first(f, 1, b"") or b"").decode(),
                                       "port": harness._first(f, 2, 0),
                                       "token": (harness._first(f, 3, b"") or b"").decode()}, None
-        if number == 2:  # LoginReply; its field 29 lists the other baseapps
-            others = [v.decode() for n, _w, v in harness.parse_fields(inner) if n == 29]
-            return "login_reply", others, s
+        if number == 2:  # LoginReply: 1 its entity id; 29 lists the other baseapps
+            f = harness.parse_fields(inner)
+            return "login_reply", {"entity_id": harness._first(f, 1, 0),
+                                   "others": [v.decode() for n, _w, v in f if n == 29]}, s
         msg = harness.decode_server(body)
         if msg["kind"] == "error":
             raise AssertionError("login %r at %r: %r" % (account, addr, msg))
@@ -245,6 +248,7 @@ class Redirect(unittest.TestCase):
             # baseapp, or where the account lives, can only be baseapp-2)
             # and one is kept (baseapp-1 no busier than baseapp-2).
             redirected = kept = None
+            kept_sock = redirected_entity = None
             sockets = []
             for n in range(12):
                 kind, got, sock = login_here(first, "public-%d" % n, "pw")
@@ -258,9 +262,13 @@ class Redirect(unittest.TestCase):
                     t.sendall(frame(msg_token_login("public-%d" % n, got["token"])))
                     reply = harness.read_until(t, {"login_reply", "error"}, timeout=10.0)
                     self.assertEqual(reply and reply["kind"], "login_reply", reply)
+                    if redirected_entity is None:
+                        redirected_entity = reply["entity_id"]
+                        t.close()  # its entity stays, detached, for the handover below
                 else:
                     self.addCleanup(sock.close)
-                    kept = kept or got
+                    if kept is None:
+                        kept, kept_sock = got, sock
                 sockets.append(kind)
                 if redirected and kept:
                     break
@@ -272,14 +280,34 @@ class Redirect(unittest.TestCase):
             self.assertGreaterEqual(relay.connections, 1)
             self.assertGreaterEqual(cluster.stat("baseapp-2", "clients") or 0, 1)
             # baseapp-1's login reply names baseapp-2 where clients reach it.
-            self.assertEqual(kept, ["%s:%d" % public], kept)
+            self.assertEqual(kept["others"], ["%s:%d" % public], kept)
+            # giveClientTo across baseapps: the client is sent to baseapp-2's
+            # public address with the handover's token, and gets in there.
+            connections = relay.connections
+            port1 = int(cluster.registry_hash("baseapp-1")["admin_port"])
+            status = cluster.admin_http(port1, "/admin/give-client?from=%d&to=%d" % (
+                kept["entity_id"], redirected_entity), method="POST")[0]
+            self.assertEqual(status, 202)
+            kind, sent = decode_redirect(kept_sock)
+            self.assertEqual(kind, "login_redirect", sent)
+            self.assertEqual((sent["host"], sent["port"]), public, sent)
+            h = harness.connect(public)
+            self.addCleanup(h.close)
+            h.sendall(frame(harness.msg_hello()))
+            harness.read_until(h, "hello")
+            # The token is the handed client's: its own account's.
+            h.sendall(frame(msg_token_login("public-%d" % sockets.index("login_reply"), sent["token"])))
+            reply = harness.read_until(h, {"login_reply", "error"}, timeout=10.0)
+            self.assertEqual((reply and reply["kind"], reply and reply["entity_id"]),
+                             ("login_reply", redirected_entity), reply)
+            self.assertEqual(relay.connections, connections + 1)
             # baseapp-1 has no public address: it is named by its own port.
             kind, got, sock = login_here(second, "public-direct", "pw")
             if kind == "login_redirect":
                 self.assertEqual((got["host"], got["port"]), first, got)
             else:
                 self.addCleanup(sock.close)
-                self.assertEqual(got, ["%s:%d" % first], got)
+                self.assertEqual(got["others"], ["%s:%d" % first], got)
             self.assertTrue(cluster.all_alive())
 
     def test_a_draining_baseapp_hands_its_clients_over(self):
