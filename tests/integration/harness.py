@@ -1036,6 +1036,33 @@ def run_with_timeout(argv, timeout, **kwargs):
     return rc, out, err, time.monotonic() - t0
 
 
+_tls_stand_ins = {}
+
+
+def make_tls_certificate(directory, name, common_name):
+    """A self-signed EC certificate for `common_name` (its own CA), made
+    with the openssl command: (certificate path, key path)."""
+    certificate = os.path.join(directory, name + ".pem")
+    key = os.path.join(directory, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                    "-nodes", "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=" + common_name,
+                    "-addext", "subjectAltName=DNS:" + common_name], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    return certificate, key
+
+
+def tls_stand_in_sets():
+    """--set arguments that point a production config's TLS files
+    (/etc/tessera/tls/... do not exist here) at a certificate and key made
+    for this run, so --check, which loads them, can pass."""
+    if not _tls_stand_ins:
+        directory = tempfile.mkdtemp(prefix="tessera-tls-stand-in-")
+        atexit.register(shutil.rmtree, directory, True)
+        _tls_stand_ins["files"] = make_tls_certificate(directory, "client", "tessera.test")
+    certificate, key = _tls_stand_ins["files"]
+    return ["--set", "client_tls_certificate_file=" + certificate, "--set", "client_tls_key_file=" + key]
+
+
 def require_binaries(*paths):
     """Fails the test (clearly) if a program under test has not been built."""
     missing = [p for p in paths if not os.access(p, os.X_OK)]

@@ -16,7 +16,6 @@ import os
 import shutil
 import socket
 import ssl
-import subprocess
 import tempfile
 import unittest
 
@@ -26,18 +25,6 @@ from harness import frame, msg_hello
 NAME = "tessera.test"
 
 
-def make_certificate(directory, name, common_name):
-    """A self-signed EC certificate for `common_name` (its own CA):
-    (certificate path, key path)."""
-    certificate = os.path.join(directory, name + ".pem")
-    key = os.path.join(directory, name + ".key")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                    "-nodes", "-keyout", key, "-out", certificate, "-days", "2", "-subj", "/CN=" + common_name,
-                    "-addext", "subjectAltName=DNS:" + common_name], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
-    return certificate, key
-
-
 class Tls(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -45,8 +32,8 @@ class Tls(unittest.TestCase):
         if not shutil.which("openssl"):
             raise unittest.SkipTest("openssl is not installed (scripts/deps installs it)")
         cls.keys = tempfile.mkdtemp(prefix="tessera-tls-")
-        cls.certificate, cls.key = make_certificate(cls.keys, "cluster", NAME)
-        cls.stranger, cls.stranger_key = make_certificate(cls.keys, "stranger", NAME)
+        cls.certificate, cls.key = harness.make_tls_certificate(cls.keys, "cluster", NAME)
+        cls.stranger, cls.stranger_key = harness.make_tls_certificate(cls.keys, "stranger", NAME)
 
     @classmethod
     def tearDownClass(cls):
