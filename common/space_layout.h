@@ -107,9 +107,11 @@ space_layout *space_layout_create_grid(const char *name, const double min[3], co
 space_layout *space_layout_copy(const space_layout *layout);
 void space_layout_free(space_layout *layout);
 
-/* Reads the JSON form. Returns the layout, or NULL with the problem in err
- * (which field, which node). The result is not yet checked: call
- * space_layout_check. */
+/* Reads the JSON form: `length` bytes of `text`, which must be
+ * NUL-terminated at text[length] (as a hiredis reply and a file read with
+ * json_file_read are; json_file_parse measures it). Returns the layout, or
+ * NULL with the problem in err (which field, which node). The result is
+ * not yet checked: call space_layout_check. */
 space_layout *space_layout_from_json(const char *text, size_t length, char *err, size_t errlen);
 /* The JSON form, NUL-terminated, allocated (the caller frees it). */
 char *space_layout_to_json(const space_layout *layout);
