@@ -451,9 +451,9 @@ static void login_route_keep_handover_token(login_routes *routes, client_link *l
  * only) or "handover:<entity>:<maker>:<account>" (a giveClientTo's, good
  * wherever the entity is); <maker> is the baseapp that made it. A
  * handover's maker held the client, and gives the account's session up
- * by sending it (session_directory.h). One made for another account, or for another baseapp, is
- * left where it is: the answer is its value and -1, and the caller refuses
- * the login. */
+ * by sending it (session_directory.h). One made for another account, or
+ * for another baseapp, is left where it is: the answer is its value and
+ * -1, and the caller refuses the login. */
 static const char LOGIN_ROUTE_TAKE_TOKEN_SCRIPT[] =
     "local value = redis.call('GET', KEYS[1])\n"
     "if not value then return false end\n"
