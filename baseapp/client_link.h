@@ -59,6 +59,7 @@ typedef struct client_link {
     bool reconnecting;        /* it came with a session token, not a password */
     bool redirected;          /* it came with a redirect's token: it plays here, wherever the loads are */
     uint64_t redirected_from; /* ... made by this baseapp, which gives the account's session up (0: none) */
+    bool session_claimed;     /* login_route claimed the account's session for this baseapp already */
     double move_tokens;       /* moves the client may still send now (token bucket) */
     uint64_t move_tokens_us;  /* monotonic time of the last refill */
     double call_tokens;       /* method calls likewise */

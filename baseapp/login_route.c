@@ -254,6 +254,7 @@ static void login_route_on_claim(const session_claim_result *result, void *user_
     /* A proxy here may have appeared meanwhile (the entry names this
      * baseapp then): proxy_login_here takes it over. */
     if (proxy_find_by_account(routes->context.players, link->account) || (result->claimed && !target.process_id)) {
+        link->session_claimed = result->claimed && !target.process_id;
         proxy_login_here(routes->context.players, link);
         return;
     }

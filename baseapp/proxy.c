@@ -256,8 +256,11 @@ static void proxy_attach(proxies *set, base_entity *base, client_link *link) {
     player->detached_us = 0;
     player->client_binding++;
     proxy_hold_account(set, base);
-    session_directory_claim(set->context.sessions, player->account, SESSION_CLAIM_LOGIN, 0, link->redirected_from, NULL,
-                            NULL);
+    /* A login's route claimed the session already; a takeover, a
+     * reconnect or a handover's client claims it here. */
+    if (!link->session_claimed)
+        session_directory_claim(set->context.sessions, player->account, SESSION_CLAIM_LOGIN, 0, link->redirected_from,
+                                NULL, NULL);
     proxy_new_session_token(player);
     if (base->state == BASE_ENTITY_LIVE && !base->cell.cellapp_id) {
         proxy_send_login_reply(set, player, NULL);
