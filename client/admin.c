@@ -24,6 +24,7 @@
 #include "admin_guard.h"
 #include "json_file.h"
 #include "redis_keys.h"
+#include "secret_file.h"
 #include "space_layout.h"
 #include "admin_cluster.h"
 #include "space_store.h"
@@ -72,7 +73,8 @@ static int admin_usage(FILE *out) {
                  "height -1000,1000, spawn at the centre with radius 50.\n"
                  "entity, kick and shutdown send the admin token of --admin-token-file (or of\n"
                  "$TESSERA_ADMIN_TOKEN_FILE): the file the processes' admin_token_file names.\n"
-                 "A Redis with a password (the processes' redis_password): set $TESSERA_REDIS_PASSWORD.\n");
+                 "A Redis with a password (the processes' redis_password): name the file that\n"
+                 "holds it in $TESSERA_REDIS_PASSWORD_FILE (or set $TESSERA_REDIS_PASSWORD).\n");
     return 2;
 }
 
@@ -497,14 +499,28 @@ int main(int argc, char **argv) {
         return 1;
     }
     redisSetTimeout(a.redis, timeout);
-    const char *redis_password = getenv("TESSERA_REDIS_PASSWORD");
-    if (redis_password && redis_password[0]) {
+    char redis_password[SECRET_FILE_MAX + 1] = "";
+    const char *password_file = getenv("TESSERA_REDIS_PASSWORD_FILE");
+    const char *password_variable = getenv("TESSERA_REDIS_PASSWORD");
+    if (password_file && password_file[0]) {
+        char err[512];
+        if (secret_file_read("TESSERA_REDIS_PASSWORD_FILE", password_file, 1, redis_password, sizeof redis_password,
+                             err, sizeof err) != 0) {
+            fprintf(stderr, "tessera-admin: %s\n", err);
+            redisFree(a.redis);
+            return 1;
+        }
+    } else if (password_variable) {
+        snprintf(redis_password, sizeof redis_password, "%s", password_variable);
+    }
+    if (redis_password[0]) {
         redisReply *auth = redisCommand(a.redis, "AUTH %s", redis_password);
         bool refused = !auth || auth->type == REDIS_REPLY_ERROR;
         if (refused)
             fprintf(stderr, "tessera-admin: Redis at %s:%d refused AUTH: %s\n", host, port,
                     auth ? auth->str : a.redis->errstr);
         if (auth) freeReplyObject(auth);
+        sodium_memzero(redis_password, sizeof redis_password);
         if (refused) {
             redisFree(a.redis);
             return 1;

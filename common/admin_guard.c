@@ -4,14 +4,10 @@
 #include "admin_guard.h"
 
 #include <ctype.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 /* A Host name (or list entry) longer than this is refused, not truncated. */
 #define ADMIN_GUARD_NAME_MAX 256
@@ -59,65 +55,7 @@ static size_t admin_guard_trim(const char **start, const char *end) {
 /* ---- the token ---------------------------------------------------------------- */
 
 int admin_guard_read_token_file(const char *path, char *out, size_t size, char *err, size_t errlen) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "admin_token_file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "admin_token_file %s is not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    if (st.st_mode & S_IROTH) {
-        snprintf(err, errlen, "admin_token_file %s is readable by every user (mode %04o): chmod 600 (or 640) it", path,
-                 (unsigned)(st.st_mode & 07777));
-        close(fd);
-        return -1;
-    }
-    /* Room for the longest token and whitespace around it. */
-    char buffer[ADMIN_GUARD_TOKEN_MAX + 64];
-    size_t length = 0;
-    for (;;) {
-        ssize_t n = read(fd, buffer + length, sizeof buffer - length);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0) {
-            snprintf(err, errlen, "admin_token_file %s: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (n == 0) break;
-        length += (size_t)n;
-        if (length == sizeof buffer) {
-            snprintf(err, errlen, "admin_token_file %s holds more than a token (over %d bytes)", path,
-                     ADMIN_GUARD_TOKEN_MAX);
-            close(fd);
-            sodium_memzero(buffer, sizeof buffer);
-            return -1;
-        }
-    }
-    close(fd);
-    const char *token = buffer;
-    size_t token_length = admin_guard_trim(&token, buffer + length);
-    const char *problem = NULL;
-    if (token_length == 0)
-        problem = "is empty";
-    else if (token_length < ADMIN_GUARD_TOKEN_MIN)
-        problem = "holds a token shorter than 16 characters";
-    else if (token_length > ADMIN_GUARD_TOKEN_MAX || token_length + 1 > size)
-        problem = "holds a token longer than 256 characters";
-    for (size_t i = 0; !problem && i < token_length; i++)
-        if (token[i] < 0x21 || token[i] > 0x7e) problem = "holds a token with a space or a non-printable byte";
-    if (problem) {
-        snprintf(err, errlen, "admin_token_file %s %s", path, problem);
-        sodium_memzero(buffer, sizeof buffer);
-        return -1;
-    }
-    memcpy(out, token, token_length);
-    out[token_length] = '\0';
-    sodium_memzero(buffer, sizeof buffer);
-    return 0;
+    return secret_file_read("admin_token_file", path, ADMIN_GUARD_TOKEN_MIN, out, size, err, errlen);
 }
 
 static bool admin_guard_matches(const admin_guard *guard, const char *presented) {

@@ -29,10 +29,12 @@
 
 #include <sodium.h>
 
+#include "secret_file.h"
+
 /* A token shorter than this is refused at start-up: it could be guessed. */
 #define ADMIN_GUARD_TOKEN_MIN 16
 /* The longest token read from the file (longer: refused). */
-#define ADMIN_GUARD_TOKEN_MAX 256
+#define ADMIN_GUARD_TOKEN_MAX SECRET_FILE_MAX
 
 typedef struct admin_guard {
     bool has_token;
@@ -51,13 +53,10 @@ int admin_guard_init(admin_guard *guard, const char *token, const char *listen_h
                      const char *allowed_hosts, const char *allowed_origins, char *err, size_t errlen);
 
 /* Reads the token from `path` into out (at most ADMIN_GUARD_TOKEN_MAX
- * bytes and its NUL), leading and trailing whitespace trimmed. Refuses,
- * returning -1 with the reason in err (which never holds the token), a file
- * that cannot be read or is not a regular file, one every user may read
- * (its mode grants "other" read: chmod 600 or 640 it), and a token that is
- * empty, shorter than ADMIN_GUARD_TOKEN_MIN, longer than
- * ADMIN_GUARD_TOKEN_MAX, or holds anything but printable ASCII without
- * spaces (it travels in a header and a query string). */
+ * bytes and its NUL) with secret_file_read: the file must be readable by
+ * its owner and group only, and the token at least ADMIN_GUARD_TOKEN_MIN
+ * characters of printable ASCII without spaces (it travels in a header and
+ * a query string). Returns 0, or -1 with the reason in err. */
 int admin_guard_read_token_file(const char *path, char *out, size_t size, char *err, size_t errlen);
 
 /* Whether a request carries the token: `authorization` (the header's

@@ -9,7 +9,9 @@
 #include <signal.h>
 #include <uv.h>
 
+#include "admin_guard.h"
 #include "log.h"
+#include "secret_file.h"
 
 int process_parse_arguments(int argc, char **argv, process_arguments *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
@@ -46,8 +48,28 @@ void process_arguments_free(process_arguments *arguments) {
     arguments->overrides = NULL;
 }
 
+/* Reads the secrets the settings name (process_load_settings). */
+static int process_read_secrets(process_settings *common, char *err, size_t errlen) {
+    if (common->redis_password_file[0]) {
+        if (common->redis_password[0]) {
+            snprintf(err, errlen, "redis_password and redis_password_file are both set: keep one (the file)");
+            return -1;
+        }
+        if (secret_file_read("redis_password_file", common->redis_password_file, 1, common->redis_password,
+                             sizeof common->redis_password, err, errlen) != 0)
+            return -1;
+    }
+    if (common->admin_port >= 0 && common->admin_token_file[0]) {
+        char token[ADMIN_GUARD_TOKEN_MAX + 1];
+        int rc = admin_guard_read_token_file(common->admin_token_file, token, sizeof token, err, errlen);
+        sodium_memzero(token, sizeof token);
+        if (rc != 0) return -1;
+    }
+    return 0;
+}
+
 int process_load_settings(const char *program, const config_key *keys, size_t key_count, void *settings,
-                          const process_settings *common, const process_arguments *arguments) {
+                          process_settings *common, const process_arguments *arguments) {
     char err[512];
     if (config_load(keys, key_count, settings, arguments->config_path, arguments->overrides, arguments->override_count,
                     err, sizeof err) != 0) {
@@ -74,11 +96,15 @@ int process_load_settings(const char *program, const config_key *keys, size_t ke
                 program, (long long)common->registry_ttl_ms, (long long)common->heartbeat_ms);
         return -1;
     }
+    if (process_read_secrets(common, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: configuration error: %s\n", program, err);
+        return -1;
+    }
     return 0;
 }
 
 int process_configure(const char *program, const char *role, int argc, char **argv, const config_key *keys,
-                      size_t key_count, void *settings, const process_settings *common, process_settings_check check) {
+                      size_t key_count, void *settings, process_settings *common, process_settings_check check) {
     char err[512];
     process_arguments arguments;
     /* A write to a vanished peer is an error to handle, not death. */

@@ -25,6 +25,7 @@ typedef struct process_settings {
     char redis_host[64];
     int64_t redis_port;
     char redis_password[256];
+    char redis_password_file[256];
     int64_t redis_connect_attempts;
     int64_t redis_retry_ms;
     char log_level[16];
@@ -69,6 +70,15 @@ typedef struct process_settings {
          0,                                                                                                         \
          "",                                                                                                        \
          "password every Redis connection sends with AUTH (empty: none); never logged"},                            \
+        {"redis_password_file",                                                                                     \
+         CONFIG_STRING,                                                                                             \
+         offsetof(type, field.redis_password_file),                                                                 \
+         sizeof(((type *)0)->field.redis_password_file),                                                            \
+         0,                                                                                                         \
+         0,                                                                                                         \
+         "",                                                                                                        \
+         "file holding redis_password (owner/group-readable only), instead of redis_password: keeps it off the "    \
+         "command line"},                                                                                           \
         {"redis_connect_attempts",                                                                                  \
          CONFIG_INT,                                                                                                \
          offsetof(type, field.redis_connect_attempts),                                                              \
@@ -191,10 +201,13 @@ int process_parse_arguments(int argc, char **argv, process_arguments *out, char 
 void process_arguments_free(process_arguments *arguments);
 
 /* Loads settings (see config_load) and checks the common ones (log level,
- * ttl longer than the heartbeat). On failure prints the error to stderr,
- * prefixed with the program name, and returns -1. */
+ * ttl longer than the heartbeat), then reads the secrets they name:
+ * redis_password_file into common->redis_password (setting both is an
+ * error), and admin_token_file, when the admin listener is on, only to
+ * check it (process_admin_start reads it again). On failure prints the
+ * error to stderr, prefixed with the program name, and returns -1. */
 int process_load_settings(const char *program, const config_key *keys, size_t key_count, void *settings,
-                          const process_settings *common, const process_arguments *arguments);
+                          process_settings *common, const process_arguments *arguments);
 
 /* The program's own rules over its settings (keys that only make sense
  * together): 0, or -1 with the problem in err, naming the keys. */
@@ -209,7 +222,7 @@ typedef int (*process_settings_check)(const void *settings, char *err, size_t er
  * printed to stderr prefixed with `program`. */
 #define PROCESS_CONTINUE (-1)
 int process_configure(const char *program, const char *role, int argc, char **argv, const config_key *keys,
-                      size_t key_count, void *settings, const process_settings *common, process_settings_check check);
+                      size_t key_count, void *settings, process_settings *common, process_settings_check check);
 
 /* SIGHUP: loads the settings again as at start-up (argv as given to
  * main) into a scratch copy and applies log_level and log_format; the rest

@@ -1063,6 +1063,29 @@ def tls_stand_in_sets():
     return ["--set", "client_tls_certificate_file=" + certificate, "--set", "client_tls_key_file=" + key]
 
 
+_secret_stand_ins = {}
+
+
+def secret_stand_in_sets():
+    """--set arguments that point a production config's secret files
+    (admin_token_file, redis_password_file: Secret mounts that do not exist
+    here) at owner-only files made for this run, so --check, which reads
+    them, can pass."""
+    if not _secret_stand_ins:
+        directory = tempfile.mkdtemp(prefix="tessera-secret-stand-in-")
+        atexit.register(shutil.rmtree, directory, True)
+        for key in ("admin_token_file", "redis_password_file"):
+            path = os.path.join(directory, key)
+            with open(path, "w") as f:
+                f.write("stand-in-%s-0123456789abcdef\n" % key.replace("_", "-"))
+            os.chmod(path, 0o600)
+            _secret_stand_ins[key] = path
+    sets = []
+    for key, path in sorted(_secret_stand_ins.items()):
+        sets += ["--set", "%s=%s" % (key, path)]
+    return sets
+
+
 def require_binaries(*paths):
     """Fails the test (clearly) if a program under test has not been built."""
     missing = [p for p in paths if not os.access(p, os.X_OK)]

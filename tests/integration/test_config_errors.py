@@ -2,8 +2,9 @@
 """test_config_errors -- a process with a bad configuration refuses to start,
 says why (naming the file or the key) and exits non-zero; it never hangs.
 Covers both tessera-baseapp and tessera-cellapp: missing file, invalid JSON,
-unknown key, wrong type, out-of-range value, unreachable Redis, and a port
-that another process already listens on."""
+unknown key, wrong type, out-of-range value, an admin token file that is
+unsafe or empty, unreachable Redis, and a port that another process already
+listens on."""
 import json
 import os
 import shutil
@@ -109,6 +110,39 @@ class ConfigErrors(unittest.TestCase):
                 rc, out, err, took = harness.run_with_timeout([PROGRAMS[role], "--config", path, "--check"] + tls,
                                                               QUICK_S)
                 self.assertEqual(rc, 0, "%s --config %s --check: exit %s\n%s" % (role, path, rc, err))
+
+    def test_bad_admin_token_file(self):
+        # The admin token file is read at start-up and by --check: one every
+        # user may read, an empty one and a missing one are refused, named,
+        # before anything starts; the token itself is never printed.
+        token = "0123456789abcdef0123456789abcdef"
+        cases = (("open", token, 0o644, "readable by every user"), ("empty", "\n", 0o600, "is empty"),
+                 ("short", "abc", 0o600, "shorter than 16"))
+        for name, text, mode, says in cases:
+            token_path = self.write("token-" + name, text)
+            os.chmod(token_path, mode)
+            for role in PROGRAMS:
+                with self.subTest(token=name, program=role):
+                    path = self.write("admin-%s-%s.json" % (name, role), json.dumps(
+                        {"admin_port": 0, "admin_token_file": token_path, "entity_definitions": DEMO_ENTITIES}))
+                    for extra in ([], ["--check"]):
+                        rc, out, err, _ = harness.run_with_timeout(
+                            [PROGRAMS[role], "--config", path] + extra, QUICK_S)
+                        context = "%s %s: exit %s\n%s" % (role, " ".join(extra), rc, err)
+                        self.assertEqual(rc, 1, context)
+                        self.assertIn("admin_token_file", err, context)
+                        self.assertIn(says, err, context)
+                        self.assertNotIn(token, out + err, "the token was printed: " + context)
+        good = self.write("token-good", token)
+        os.chmod(good, 0o600)
+        for role in PROGRAMS:
+            with self.subTest(token="good", program=role):
+                path = self.write("admin-good-%s.json" % role, json.dumps(
+                    {"admin_port": 0, "admin_token_file": good, "entity_definitions": DEMO_ENTITIES}))
+                tls = harness.tls_stand_in_sets() if role == "baseapp" else []
+                rc, out, err, _ = harness.run_with_timeout([PROGRAMS[role], "--config", path, "--check"] + tls,
+                                                           QUICK_S)
+                self.assertEqual(rc, 0, err)
 
     def test_unreachable_redis(self):
         for role in PROGRAMS:

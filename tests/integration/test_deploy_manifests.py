@@ -20,12 +20,14 @@ Every failure names the file, the object and the field.
 import json
 import os
 import re
+import subprocess
 import tempfile
 import unittest
 
 import yaml
 
 import harness
+import tessera_cluster
 
 K8S_DIR = os.path.join(harness.SOURCE_DIR, "deploy", "k8s")
 SYSTEMD_DIR = os.path.join(harness.SOURCE_DIR, "deploy", "systemd")
@@ -395,6 +397,8 @@ class DeployManifests(unittest.TestCase):
                     # by the check: stand-ins made here.
                     if c.role == "baseapp":
                         argv += harness.tls_stand_in_sets()
+                    # So are the secrets' files (Secret mounts): stand-ins.
+                    argv += harness.secret_stand_in_sets()
                     argv.append(flag)
                     rc, out, err, _ = harness.run_with_timeout(argv, QUICK_S)
                 self.assertEqual(rc, 0, "%s with the container's --set args fails tessera-%s %s (exit %s):\n%s%s" % (
@@ -623,34 +627,120 @@ class DeployManifests(unittest.TestCase):
                             if not rule.get("from") and (fenced in ports or not ports):
                                 self.fail("%s lets everyone reach port %s" % (policy.where(), fenced))
 
-    def test_redis_password_comes_from_one_secret(self):
-        """Redis wants a password (--requirepass $(VAR), VAR from a Secret) and
-        every Tessera container sends the same Secret's value (--set
-        redis_password=$(VAR))."""
-        def secret_of(spec, text):
-            var = re.fullmatch(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)", text or "")
-            if not var:
-                return None
-            env = {e.get("name"): e for e in spec.get("env") or []}
-            ref = ((env.get(var.group(1)) or {}).get("valueFrom") or {}).get("secretKeyRef") or {}
-            return (ref.get("name"), ref.get("key")) if ref else None
+    @staticmethod
+    def secret_mount(pod_spec, spec, path):
+        """(Secret name, its volume's defaultMode) of the Secret volume that
+        container `spec` mounts over `path`, or None."""
+        volumes = {v.get("name"): v for v in pod_spec.get("volumes") or []}
+        for mount in spec.get("volumeMounts") or []:
+            if path.startswith(mount.get("mountPath", "").rstrip("/") + "/"):
+                secret = (volumes.get(mount.get("name")) or {}).get("secret")
+                if secret:
+                    return secret.get("secretName"), secret.get("defaultMode", 0o644)
+        return None
 
-        redis = [(w, spec) for w, _, spec in self.other_containers
+    def redis_containers(self):
+        redis = [(w, pod_spec, spec) for w, pod_spec, spec in self.other_containers
                  if "redis-server" in " ".join(list(spec.get("command") or []) + list(spec.get("args") or []))]
         self.assertTrue(redis, "no container in %s runs redis-server" % rel(K8S_DIR))
+        return redis
+
+    def test_redis_password_comes_from_one_secret(self):
+        """Redis wants a password, read from a file of a mounted Secret, and
+        every Tessera container reads the same Secret's file
+        (redis_password_file). The password is on no command line: no
+        --requirepass and no redis_password in any argv or config."""
         secrets = set()
-        for w, spec in redis:
+        for w, pod_spec, spec in self.redis_containers():
+            where = "%s container %s" % (w.where(), spec.get("name"))
             argv = list(spec.get("command") or []) + list(spec.get("args") or [])
-            self.assertIn("--requirepass", argv, "%s: redis-server has no --requirepass" % w.where())
-            secret = secret_of(spec, argv[argv.index("--requirepass") + 1] if argv[-1] != "--requirepass" else "")
-            self.assertIsNotNone(secret, "%s: --requirepass is not $(VAR) with VAR from a Secret" % w.where())
-            secrets.add(secret)
+            self.assertNotIn("--requirepass", argv, "%s: the password is on redis-server's command line" % where)
+            script = " ".join(argv)
+            self.assertIn("requirepass", script, "%s: Redis is given no password (requirepass)" % where)
+            files = [m.get("mountPath", "").rstrip("/") for m in spec.get("volumeMounts") or []
+                     if self.secret_mount(pod_spec, spec, m.get("mountPath", "").rstrip("/") + "/x")]
+            read = [f for f in files if f + "/" in script]
+            self.assertTrue(read, "%s: requirepass is not read from a mounted Secret" % where)
+            name, mode = self.secret_mount(pod_spec, spec, read[0] + "/x")
+            self.assertEqual(mode & 0o004, 0, "%s: the Secret's defaultMode %o lets every user read it" % (where, mode))
+            secrets.add(name)
         for c in self.tessera_containers():
             with self.subTest(container=c.where()):
-                raws = [raw for key, raw, _ in c.sets if key == "redis_password"]
-                self.assertTrue(raws, "%s: no --set redis_password=$(VAR)" % c.where())
-                self.assertIn(secret_of(c.spec, raws[-1]), secrets,
-                              "%s: redis_password is not from Redis's Secret %s" % (c.where(), sorted(secrets)))
+                self.require_config(c)
+                values, source = self.settings(c)
+                self.assertFalse(values.get("redis_password"), "%s: redis_password is given in the clear; use "
+                                 "redis_password_file" % source.get("redis_password", c.where()))
+                path = values.get("redis_password_file") or ""
+                self.assertTrue(path, "%s: redis_password_file is not set" % c.where())
+                found = self.secret_mount(c.pod_spec, c.spec, path)
+                self.assertIsNotNone(found, "%s: redis_password_file %s is in no Secret volume mount" % (
+                    source["redis_password_file"], path))
+                self.assertIn(found[0], secrets, "%s: redis_password_file is not from Redis's Secret %s" % (
+                    c.where(), sorted(secrets)))
+                self.assertEqual(found[1] & 0o004, 0, "%s: the Secret's defaultMode %o lets every user read it" % (
+                    c.where(), found[1]))
+
+    def test_redis_command_reads_its_password(self):
+        """The Redis container's command, run here (its mounts mapped to
+        scratch directories, POD_IP to 127.0.0.1, a free port): a client
+        without the password is refused, one with it is answered, and the
+        password is not in the server's command line."""
+        password = "k8s-stand-in-password-0123456789"
+        for w, pod_spec, spec in self.redis_containers():
+            where = "%s container %s" % (w.where(), spec.get("name"))
+            with tempfile.TemporaryDirectory(prefix="tessera-redis-manifest-") as tmp:
+                remap = {}
+                for i, m in enumerate(spec.get("volumeMounts") or []):
+                    local = os.path.join(tmp, "mount%d" % i)
+                    os.makedirs(local)
+                    remap[m["mountPath"].rstrip("/")] = local
+                    if self.secret_mount(pod_spec, spec, m["mountPath"].rstrip("/") + "/x"):
+                        with open(os.path.join(local, "password"), "w") as f:
+                            f.write(password)
+                        os.chmod(os.path.join(local, "password"), 0o440)
+                bin_dir = os.path.join(tmp, "bin")
+                os.makedirs(bin_dir)
+                os.symlink(tessera_cluster.find_redis_server(), os.path.join(bin_dir, "redis-server"))
+                (port,) = harness.free_ports(1)
+
+                def local(text):
+                    for mount in sorted(remap, key=len, reverse=True):
+                        text = text.replace(mount + "/", remap[mount] + "/").replace(mount + " ", remap[mount] + " ")
+                        if text == mount:
+                            text = remap[mount]
+                    return text.replace("$(POD_IP)", "127.0.0.1")
+                args = [local(a) for a in spec.get("args") or []]
+                args[args.index("--port") + 1] = str(port)
+                argv = [local(a) for a in spec.get("command") or []] + args
+                env = dict(os.environ, PATH=bin_dir + ":" + os.environ.get("PATH", ""))
+                proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+                try:
+                    def answer(auth):
+                        client = tessera_cluster._Redis(host="127.0.0.1", port=port, password=auth,
+                                                        socket_timeout=2, socket_connect_timeout=2)
+                        try:
+                            return client.ping()
+                        finally:
+                            client.close()
+                    harness.wait_for(lambda: self.refused(answer, None), 10, where + ": Redis to start")
+                    self.assertTrue(answer(password), where + ": Redis refused its own Secret's password")
+                    with open("/proc/%d/cmdline" % proc.pid, "rb") as f:
+                        self.assertNotIn(password.encode(), f.read(), where + ": the password is on a command line")
+                finally:
+                    proc.kill()
+                    proc.wait()
+
+    @staticmethod
+    def refused(answer, auth):
+        """True once Redis answers and refuses a client without AUTH."""
+        try:
+            answer(auth)
+        except harness.RedisError as e:
+            return "NOAUTH" in str(e) or "Authentication" in str(e)
+        except OSError:
+            return False
+        return False
 
     def test_redis_is_bound_to_its_pod_ip_with_appendonly(self):
         redis = [(w, pod_spec, spec) for w, pod_spec, spec in self.other_containers

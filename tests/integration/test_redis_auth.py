@@ -8,7 +8,12 @@ A redis-server with a password (requirepass) on a free 127.0.0.1 port:
     refusal (and not the password) and gives up after
     redis_connect_attempts;
   - tessera-admin with $TESSERA_REDIS_PASSWORD lists the cellapp, and
-    without it is refused.
+    without it is refused;
+  - redis_password_file (the password kept off the command line): a
+    cellapp reading it registers, and tessera-admin reads it through
+    $TESSERA_REDIS_PASSWORD_FILE; a file every user may read, an empty
+    one, or one beside redis_password is refused by --check, naming the
+    problem and never the password.
 Every process started here is killed at the end, whatever happens.
 """
 import json
@@ -65,12 +70,13 @@ class RedisAuth(unittest.TestCase):
                 proc.kill()
                 proc.wait()
 
-    def config(self, name, password):
+    def config(self, name, password, **extra):
         (internal_port,) = harness.free_ports(1)
         conf = {"redis_host": "127.0.0.1", "redis_port": self.redis_port, "redis_password": password,
                 "redis_connect_attempts": 3, "redis_retry_ms": 100, "internal_host": "127.0.0.1",
                 "internal_port": internal_port, "admin_port": -1, "heartbeat_ms": 200, "registry_ttl_ms": 2000,
                 "entity_definitions": os.path.join(harness.SOURCE_DIR, "demo", "entities")}
+        conf.update(extra)
         path = os.path.join(self.tmp, name + ".json")
         with open(path, "w") as f:
             json.dump(conf, f)
@@ -110,6 +116,54 @@ class RedisAuth(unittest.TestCase):
         self.assertIn("AUTH refused", out + err)
         self.assertNotIn(WRONG, out + err, "the password was logged")
         self.assertEqual(tessera_cluster.registry_entries(self.r), [])
+
+    def password_file(self, name, text, mode):
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
+            f.write(text)
+        os.chmod(path, mode)
+        return path
+
+    def test_password_file(self):
+        secret = self.password_file("redis-password", PASSWORD + "\n", 0o600)
+        path = self.config("from-file", "", redis_password_file=secret)
+        rc, out, err, _ = harness.run_with_timeout([harness.CELLAPP_BIN, "--config", path, "--check"], 20)
+        self.assertEqual(rc, 0, out + err)
+        log_path = os.path.join(self.tmp, "from-file.log")
+        with open(log_path, "wb") as log:
+            proc = self.spawn([harness.CELLAPP_BIN, "--config", path], log)
+        harness.wait_for(
+            lambda: [e for e in tessera_cluster.registry_entries(self.r) if e.get("pid") == str(proc.pid)],
+            READY_S, "the registry entry of the cellapp that read its password from a file")
+        self.assertNotIn(PASSWORD, " ".join(open("/proc/%d/cmdline" % proc.pid).read().split("\0")))
+        admin = os.path.join(harness.BUILD_DIR, "client", "tessera-admin")
+        argv = [admin, "--redis", "127.0.0.1:%d" % self.redis_port, "cellapps"]
+        env = dict(os.environ, TESSERA_REDIS_PASSWORD_FILE=secret)
+        env.pop("TESSERA_REDIS_PASSWORD", None)
+        rc, out, err, _ = harness.run_with_timeout(argv, 20, env=env)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(len(out.split()), 1, out)
+
+        refused = [
+            ("every user may read it", self.config("open", "", redis_password_file=self.password_file(
+                "open-password", PASSWORD, 0o644)), "readable by every user"),
+            ("it is empty", self.config("empty", "", redis_password_file=self.password_file(
+                "empty-password", "\n", 0o600)), "is empty"),
+            ("it is missing", self.config("missing", "", redis_password_file=os.path.join(self.tmp, "nowhere")),
+             "No such file"),
+            ("redis_password is set too", self.config("both", PASSWORD, redis_password_file=secret),
+             "both set"),
+        ]
+        for why, config_path, says in refused:
+            rc, out, err, _ = harness.run_with_timeout([harness.CELLAPP_BIN, "--config", config_path, "--check"], 20)
+            self.assertEqual(rc, 1, "--check passed a redis_password_file although %s" % why)
+            self.assertIn("redis_password_file", err)
+            self.assertIn(says, err)
+            self.assertNotIn(PASSWORD, out + err, "the password was printed")
+        env["TESSERA_REDIS_PASSWORD_FILE"] = os.path.join(self.tmp, "open-password")
+        rc, out, err, _ = harness.run_with_timeout(argv, 20, env=env)
+        self.assertNotEqual(rc, 0, "tessera-admin used a password file every user may read")
+        self.assertIn("readable by every user", err)
 
 
 if __name__ == "__main__":
