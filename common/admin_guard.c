@@ -3,7 +3,9 @@
  * and the allowed lists; it knows nothing of connections or routes. */
 #include "admin_guard.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +146,38 @@ bool admin_guard_host_ok(const admin_guard *guard, const char *host, const char 
     return false;
 }
 
+/* Whether `origin` ("http://A.B.C.D:PORT") lies in a network entry
+ * ("http://A.B.C.D/N:PORT" or "http://A.B.C.D/N:*"): the pages of every
+ * process of a pod network, whose addresses are not known in advance.
+ * IPv4 only; false for anything that does not parse. */
+static bool admin_guard_origin_in_network(const char *origin, const char *entry) {
+    if (strncasecmp(origin, "http://", 7) != 0 || strncasecmp(entry, "http://", 7) != 0) return false;
+    const char *slash = strchr(entry + 7, '/');
+    const char *entry_colon = slash ? strchr(slash, ':') : NULL;
+    const char *origin_colon = strchr(origin + 7, ':');
+    if (!slash || !entry_colon || !origin_colon) return false;
+    char network_text[INET_ADDRSTRLEN], address_text[INET_ADDRSTRLEN];
+    size_t network_length = (size_t)(slash - (entry + 7)), address_length = (size_t)(origin_colon - (origin + 7));
+    if (network_length >= sizeof network_text || address_length >= sizeof address_text) return false;
+    memcpy(network_text, entry + 7, network_length);
+    network_text[network_length] = '\0';
+    memcpy(address_text, origin + 7, address_length);
+    address_text[address_length] = '\0';
+    struct in_addr network, address;
+    if (inet_pton(AF_INET, network_text, &network) != 1 || inet_pton(AF_INET, address_text, &address) != 1)
+        return false;
+    size_t prefix_digits = (size_t)(entry_colon - (slash + 1));
+    if (prefix_digits < 1 || prefix_digits > 2 || strspn(slash + 1, "0123456789") != prefix_digits) return false;
+    int prefix = atoi(slash + 1);
+    if (prefix > 32) return false;
+    uint32_t mask = prefix == 0 ? 0 : 0xffffffffu << (32 - prefix);
+    if ((ntohl(network.s_addr) & mask) != (ntohl(address.s_addr) & mask)) return false;
+    const char *port = origin_colon + 1;
+    size_t count = strspn(port, "0123456789");
+    if (count < 1 || count > 5 || port[count] != '\0') return false;
+    return strcmp(entry_colon + 1, "*") == 0 || strcmp(entry_colon + 1, port) == 0;
+}
+
 bool admin_guard_origin_ok(const admin_guard *guard, const char *origin, const char *local_ip) {
     if (!origin) return true;
     if (strcasecmp(origin, "null") == 0) return false;
@@ -154,7 +188,10 @@ bool admin_guard_origin_ok(const admin_guard *guard, const char *origin, const c
     char entry[ADMIN_GUARD_NAME_MAX];
     while (admin_guard_next_entry(&cursor, entry, sizeof entry)) {
         size_t length = strlen(entry);
-        if (length > 2 && strcmp(entry + length - 2, ":*") == 0) {
+        const char *scheme_end = strstr(entry, "://");
+        if (scheme_end && strchr(scheme_end + 3, '/')) {
+            if (admin_guard_origin_in_network(origin, entry)) return true;
+        } else if (length > 2 && strcmp(entry + length - 2, ":*") == 0) {
             /* Any port: the entry up to and with its colon, then 1..5 digits. */
             if (strncasecmp(origin, entry, length - 1) != 0) continue;
             const char *digits = origin + length - 1;

@@ -15,9 +15,11 @@
  * Origin (against cross-site reads and writes): absent is fine (not a
  * browser, or a same-origin GET). Present, it must be the listener's own
  * origin ("http://" and a Host the rule above accepts) or match an entry of
- * the allowed-origins list, compared without regard to case: either exact
- * ("http://10.0.0.5:9100") or with any port ("http://10.0.0.5:*"). The
- * opaque origin "null" is never allowed.
+ * the allowed-origins list, compared without regard to case: exact
+ * ("http://10.0.0.5:9100"), with any port ("http://10.0.0.5:*"), or any
+ * IPv4 address of a network ("http://10.244.0.0/16:20080" or ":*": the
+ * other pods of a pod network serving the live map). The opaque origin
+ * "null" is never allowed.
  *
  * Lists are comma-separated; spaces around entries are ignored.
  */

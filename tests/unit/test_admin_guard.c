@@ -101,6 +101,22 @@ static void test_origin(void **state) {
     assert_false(admin_guard_origin_ok(&guard, "http://evil.example", NULL));
     assert_false(admin_guard_origin_ok(&guard, "null", NULL));
     assert_false(admin_guard_origin_ok(&guard, "", NULL));
+
+    /* A pod network: any address in it, on the given port or any. */
+    admin_guard pods =
+        guard_with(TOKEN, NULL, "http://10.244.0.0/16:20080, http://192.168.7.0/24:*, http://1.2.3.4/40:*");
+    assert_true(admin_guard_origin_ok(&pods, "http://10.244.3.17:20080", NULL));
+    assert_true(admin_guard_origin_ok(&pods, "http://10.244.255.255:20080", NULL));
+    assert_true(admin_guard_origin_ok(&pods, "http://192.168.7.200:31000", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://10.245.0.1:20080", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://10.244.3.17:20081", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://10.244.3.17", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://10.244.3.17:20080/", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "https://10.244.3.17:20080", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://192.168.8.1:31000", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://192.168.7.200:", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://pods.evil.example:20080", NULL));
+    assert_false(admin_guard_origin_ok(&pods, "http://1.2.3.4:80", NULL)); /* a /40 is no network */
 }
 
 static void test_lists_too_long(void **state) {
