@@ -168,7 +168,7 @@ static bool admin_guard_origin_in_network(const char *origin, const char *entry)
         return false;
     size_t prefix_digits = (size_t)(entry_colon - (slash + 1));
     if (prefix_digits < 1 || prefix_digits > 2 || strspn(slash + 1, "0123456789") != prefix_digits) return false;
-    int prefix = atoi(slash + 1);
+    int prefix = (slash[1] - '0') * (prefix_digits == 2 ? 10 : 1) + (prefix_digits == 2 ? slash[2] - '0' : 0);
     if (prefix > 32) return false;
     uint32_t mask = prefix == 0 ? 0 : 0xffffffffu << (32 - prefix);
     if ((ntohl(network.s_addr) & mask) != (ntohl(address.s_addr) & mask)) return false;
