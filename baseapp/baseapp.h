@@ -57,6 +57,9 @@ typedef struct baseapp {
     int client_port;
     tls_context *client_tls; /* client_tls_certificate_file: the client port speaks TLS 1.3 (NULL: plaintext) */
     bool client_listening;
+    uv_tcp_t websocket_listener; /* websocket_port: browsers (client_link.h) */
+    int websocket_port;          /* the port it listens on (0: none) */
+    bool websocket_listening;
     uv_timer_t sweep_timer;      /* once a second: timeouts, graces, retries, the game's tick */
     uv_timer_t congestion_timer; /* congested clients draining */
     bool timers_running;

@@ -22,6 +22,14 @@ const config_key baseapp_config_keys[] = {
      "how long the one-time token of a redirected login is good for"},
     {"client_port", CONFIG_INT, offsetof(baseapp_settings, client_port), 0, 0, 65535, "20013",
      "TCP port clients connect to (0: any free port)"},
+    {"websocket_port", CONFIG_INT, offsetof(baseapp_settings, websocket_port), 0, -1, 65535, "-1",
+     "TCP port (on client_host) where browsers connect over WebSocket: one binary message per client frame, "
+     "the same limits and login as the client port (-1: none; 0: any free port)"},
+    {"websocket_public_port", CONFIG_INT, offsetof(baseapp_settings, websocket_public_port), 0, 0, 65535, "0",
+     "the WebSocket port other baseapps send browser clients to, with client_public_host (0: the port it listens "
+     "on)"},
+    {"websocket_tls", CONFIG_BOOL, offsetof(baseapp_settings, websocket_tls), 0, 0, 0, "false",
+     "the WebSocket port speaks TLS 1.3 (wss://) with client_tls_certificate_file and client_tls_key_file"},
     {"client_tls_certificate_file", CONFIG_STRING, offsetof(baseapp_settings, client_tls_certificate_file),
      sizeof(((baseapp_settings *)0)->client_tls_certificate_file), 0, 0, "",
      "PEM certificate chain for TLS 1.3 on the client port (empty: clients speak plaintext); clients must see "

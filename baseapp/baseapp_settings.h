@@ -19,6 +19,9 @@ typedef struct baseapp_settings {
     bool login_redirect;
     int64_t redirect_token_ms;
     int64_t client_port;
+    int64_t websocket_port;                /* -1: none */
+    int64_t websocket_public_port;         /* 0: the port it listens on */
+    bool websocket_tls;                    /* the WebSocket port speaks TLS too (wss), with the client certificate */
     char client_tls_certificate_file[256]; /* empty: plaintext */
     char client_tls_key_file[256];
     int64_t client_max_frame_bytes;
@@ -68,6 +71,12 @@ static inline const char *baseapp_settings_public_host(const baseapp_settings *s
 /* ... and the port there, given the port it listens on. */
 static inline int baseapp_settings_public_port(const baseapp_settings *settings, int listening_port) {
     return settings->client_public_port > 0 ? (int)settings->client_public_port : listening_port;
+}
+
+/* ... and the WebSocket port there (0: none), given the one it listens on. */
+static inline int baseapp_settings_public_websocket_port(const baseapp_settings *settings, int listening_port) {
+    if (listening_port <= 0) return 0;
+    return settings->websocket_public_port > 0 ? (int)settings->websocket_public_port : listening_port;
 }
 
 #endif

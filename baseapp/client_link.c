@@ -446,7 +446,7 @@ size_t client_links_count(const client_links *set) { return entity_list_count(se
 
 const client_link_counters *client_links_counters(const client_links *set) { return &set->counters; }
 
-void client_links_accept(client_links *set, uv_stream_t *listener) {
+void client_links_accept(client_links *set, uv_stream_t *listener, bool websocket) {
     const baseapp_settings *settings = set->context.settings;
     channel_options options = {
         .max_frame_bytes = (size_t)settings->client_max_frame_bytes,
@@ -456,10 +456,13 @@ void client_links_accept(client_links *set, uv_stream_t *listener) {
         .socket_send_buffer_bytes = (size_t)settings->client_send_buffer_bytes,
         .may_dispatch = set->context.may_dispatch,
         .gate_data = set->context.gate_data,
-        .tls = set->context.tls,
+        /* The WebSocket port speaks TLS only with websocket_tls. */
+        .tls = websocket && !settings->websocket_tls ? NULL : set->context.tls,
+        .websocket = websocket,
     };
     client_link *link = xcalloc(1, sizeof *link);
     link->set = set;
+    link->websocket = websocket;
     link->state = CLIENT_LINK_AWAITING_HELLO;
     link->connected_us = clock_monotonic_us();
     link->ch = channel_accept(listener, &options, &client_link_channel_callbacks, link);

@@ -66,6 +66,7 @@ typedef struct client_link {
     uint64_t call_tokens_us;
     double call_strikes; /* calls dropped lately (decays); too many and the client goes */
     bool congested;      /* its cell was told it does not read (proxy.c) */
+    bool websocket;      /* it came to the WebSocket port: redirects name WebSocket addresses */
 } client_link;
 
 /* What the layer above does with what a link says. Each runs with the
@@ -119,8 +120,9 @@ client_links *client_links_create(const client_links_context *context, uint32_t 
 /* Frees the set; every link must be closed and freed (the loop drained). */
 void client_links_free(client_links *set);
 
-/* Accepts a client connection from the listener. */
-void client_links_accept(client_links *set, uv_stream_t *listener);
+/* Accepts a client connection from the listener: the client port's, or
+ * (websocket) the WebSocket port's (channel.h, websocket.h). */
+void client_links_accept(client_links *set, uv_stream_t *listener, bool websocket);
 /* NULL for a stale handle. */
 client_link *client_links_get(const client_links *set, entity_handle handle);
 client_link *client_links_next(const client_links *set, uint32_t *cursor);

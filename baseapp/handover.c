@@ -162,6 +162,8 @@ static void handover_answer(handovers *set, uint64_t sender, uint64_t request, c
     answer.reason = (char *)(refusal ? refusal : "");
     answer.host = (char *)baseapp_settings_public_host(set->context.settings);
     answer.port = (uint32_t)baseapp_settings_public_port(set->context.settings, *set->context.client_port);
+    answer.websocket_port =
+        (uint32_t)baseapp_settings_public_websocket_port(set->context.settings, *set->context.websocket_port);
     answer.token = (char *)(token ? token : "");
     if (peer_send_handover_answer(set->context.peers, sender, &answer) != 0)
         log_info("a handover answer to baseapp %" PRIu64 " could not be sent: it is gone", sender);
@@ -241,8 +243,14 @@ void handover_on_answer(handovers *set, const Tessera__Cluster__HandoverAnswer *
         handover_refused(set, source, target_id, refused); /* its client left meanwhile */
         return;
     }
-    proxy_send_client_away(set->context.players, source->base, target_id, answer->host ? answer->host : "",
-                           (int)answer->port, answer->token ? answer->token : "");
+    /* A browser reaches the target's baseapp on its WebSocket port only. */
+    int port = proxy_client_is_websocket(source->base) ? (int)answer->websocket_port : (int)answer->port;
+    if (port <= 0) {
+        handover_refused(set, source, target_id, "the target's baseapp has no WebSocket port for a browser client");
+        return;
+    }
+    proxy_send_client_away(set->context.players, source->base, target_id, answer->host ? answer->host : "", port,
+                           answer->token ? answer->token : "");
 }
 
 /* Refuses every handover waiting for an answer that `gives_up` picks. */

@@ -31,7 +31,8 @@ typedef struct handovers_context {
     const base_hooks *hooks;
     const process_self *self;
     const bool *draining;
-    const int *client_port; /* the port it listens on (answers name the public one) */
+    const int *client_port;    /* the port it listens on (answers name the public one) */
+    const int *websocket_port; /* ... its WebSocket port (0: none) */
 } handovers_context;
 
 handovers *handovers_create(const handovers_context *context);

@@ -81,21 +81,30 @@ void login_routes_on_registry(login_routes *routes, const registry_peer *peers, 
     id_map_init(&routes->assignments);
 }
 
-static const registry_peer *login_route_find(const login_routes *routes, uint64_t process_id) {
+/* The port a link's client reaches `peer` on: its WebSocket port for a
+ * WebSocket client (0 when it has none), else its client port. */
+static int login_route_port_for(const client_link *link, const registry_peer *peer) {
+    return link->websocket ? peer->websocket_port : peer->client_port;
+}
+
+/* The live baseapp `process_id` when the link's client can reach it (a
+ * WebSocket client needs its WebSocket port), else NULL. */
+static const registry_peer *login_route_find(const login_routes *routes, const client_link *link, uint64_t process_id) {
     for (size_t i = 0; i < routes->baseapp_count; i++)
-        if (routes->baseapps[i].process_id == process_id) return &routes->baseapps[i];
+        if (routes->baseapps[i].process_id == process_id)
+            return login_route_port_for(link, &routes->baseapps[i]) > 0 ? &routes->baseapps[i] : NULL;
     return NULL;
 }
 
 /* The least-loaded baseapp that is not draining, counting the logins sent
  * to each since the registry's last report (so a burst spreads); NULL when
  * that is this one (or, with `others_only`, when there is none). */
-static const registry_peer *login_route_least_loaded(login_routes *routes, bool others_only) {
+static const registry_peer *login_route_least_loaded(login_routes *routes, const client_link *link, bool others_only) {
     const registry_peer *best = NULL;
     int64_t best_load = others_only ? INT64_MAX : (int64_t)client_links_count(routes->context.links);
     for (size_t i = 0; i < routes->baseapp_count; i++) {
         const registry_peer *peer = &routes->baseapps[i];
-        if (peer->draining) continue;
+        if (peer->draining || login_route_port_for(link, peer) <= 0) continue;
         int64_t load = peer->load + (int64_t)(uintptr_t)id_map_get(&routes->assignments, peer->process_id);
         if (load < best_load) {
             best = peer;
@@ -119,7 +128,7 @@ static void login_route_send_redirect(client_link *link, const registry_peer *ta
                                       const char *reason) {
     Tessera__Client__LoginRedirect message = TESSERA__CLIENT__LOGIN_REDIRECT__INIT;
     message.host = (char *)target->client_host;
-    message.port = (uint32_t)target->client_port;
+    message.port = (uint32_t)login_route_port_for(link, target);
     message.token = (char *)token;
     message.reason = (char *)reason;
     Tessera__Client__ServerToClient envelope = TESSERA__CLIENT__SERVER_TO_CLIENT__INIT;
@@ -192,7 +201,7 @@ static int login_route_redirect_to(login_routes *routes, client_link *link, cons
 }
 
 int login_route_hand_off(login_routes *routes, client_link *link, const char *reason) {
-    const registry_peer *target = login_route_least_loaded(routes, true);
+    const registry_peer *target = login_route_least_loaded(routes, link, true);
     if (!target) return -1;
     return login_route_redirect_to(routes, link, target, reason);
 }
@@ -269,7 +278,7 @@ static void login_route_on_claim(const session_claim_result *result, void *user_
         login_route_claim_for(routes, link, NULL);
         return;
     }
-    const registry_peer *there = login_route_find(routes, result->holder);
+    const registry_peer *there = login_route_find(routes, link, result->holder);
     if (there && !result->holder_restoring && !link->redirected &&
         login_route_redirect_to(routes, link, there, "the baseapp the account's entity lives on") == 0)
         return;
@@ -304,7 +313,7 @@ static void login_route_claim_for(login_routes *routes, client_link *link, const
 /* Plays here, or on the least-loaded baseapp. */
 static void login_route_by_load(login_routes *routes, client_link *link) {
     const registry_peer *target =
-        routes->context.settings->login_redirect ? login_route_least_loaded(routes, false) : NULL;
+        routes->context.settings->login_redirect ? login_route_least_loaded(routes, link, false) : NULL;
     login_route_claim_for(routes, link, target);
 }
 
@@ -321,7 +330,7 @@ static void login_route_on_session(redis_client *redis, redisReply *reply, void 
     }
     uint64_t holder = reply->type == REDIS_REPLY_STRING ? session_directory_holder(reply->str) : 0;
     const registry_peer *there =
-        holder && holder != routes->context.self->process_id ? login_route_find(routes, holder) : NULL;
+        holder && holder != routes->context.self->process_id ? login_route_find(routes, link, holder) : NULL;
     /* A proxy here may have appeared meanwhile; proxy_login_here sees it. */
     if (there && !proxy_find_by_account(routes->context.players, link->account) &&
         login_route_redirect_to(routes, link, there, "the baseapp the account's entity lives on") == 0)
@@ -376,7 +385,7 @@ static void login_route_on_reconnect_session(redis_client *redis, redisReply *re
         return;
     }
     uint64_t holder = reply->type == REDIS_REPLY_STRING ? session_directory_holder(reply->str) : 0;
-    const registry_peer *there = holder ? login_route_find(routes, holder) : NULL;
+    const registry_peer *there = holder ? login_route_find(routes, link, holder) : NULL;
     if (proxy_find_by_account(routes->context.players, link->account) || !holder ||
         holder == routes->context.self->process_id) {
         /* Here (it may have come meanwhile), or nowhere: the proxy's
@@ -406,12 +415,13 @@ void login_route_reconnect(login_routes *routes, client_link *link, const char *
                                "the session directory is unavailable");
 }
 
-size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], size_t max) {
+size_t login_route_other_addresses(const login_routes *routes, bool websocket, char (*out)[80], size_t max) {
     size_t count = 0;
     for (size_t i = 0; i < routes->baseapp_count && count < max; i++) {
         const registry_peer *peer = &routes->baseapps[i];
-        if (peer->process_id == routes->context.self->process_id || peer->draining) continue;
-        snprintf(out[count++], 80, "%s:%d", peer->client_host, peer->client_port);
+        int port = websocket ? peer->websocket_port : peer->client_port;
+        if (peer->process_id == routes->context.self->process_id || peer->draining || port <= 0) continue;
+        snprintf(out[count++], 80, "%s:%d", peer->client_host, port);
     }
     return count;
 }
@@ -561,7 +571,7 @@ static void login_route_on_session_home(redis_client *redis, redisReply *reply, 
     if (!link || link->state == CLIENT_LINK_CLOSING || link->state == CLIENT_LINK_HANDING_OFF) return;
     uint64_t holder = reply && reply->type == REDIS_REPLY_STRING ? session_directory_holder(reply->str) : 0;
     const registry_peer *there =
-        holder && holder != routes->context.self->process_id ? login_route_find(routes, holder) : NULL;
+        holder && holder != routes->context.self->process_id ? login_route_find(routes, link, holder) : NULL;
     if (!there) {
         /* Nowhere known: its connection ends, and the client finds its
          * session through the baseapps its login reply listed. */

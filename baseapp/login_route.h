@@ -65,7 +65,7 @@ void login_route_reconnect(login_routes *routes, client_link *link, const char *
 size_t login_route_send_sessions_home(login_routes *routes);
 /* The other baseapps' client addresses ("host:port"), at most `max`, into
  * `out`; returns how many. */
-size_t login_route_other_addresses(const login_routes *routes, char (*out)[80], size_t max);
+size_t login_route_other_addresses(const login_routes *routes, bool websocket, char (*out)[80], size_t max);
 /* A TokenLogin: the token a redirect gave stands for the password. */
 void login_route_token_login(login_routes *routes, client_link *link, const char *token);
 /* Sends the link to another baseapp (the least-loaded one that is not

@@ -53,9 +53,9 @@ static void baseapp_base_freed(void *owner, base_entity *base) {
     base_backups_forget(((baseapp *)owner)->backups, base->entity_id);
 }
 
-static size_t baseapp_other_baseapps(void *owner, char (*out)[80], size_t max) {
+static size_t baseapp_other_baseapps(void *owner, bool websocket, char (*out)[80], size_t max) {
     baseapp *app = owner;
-    return app->routes ? login_route_other_addresses(app->routes, out, max) : 0;
+    return app->routes ? login_route_other_addresses(app->routes, websocket, out, max) : 0;
 }
 
 /* A dead baseapp's base, held here as a backup, comes back: its base part
@@ -207,7 +207,16 @@ static void baseapp_on_client_connection(uv_stream_t *listener, int status) {
         log_warn("client listener: %s", uv_strerror(status));
         return;
     }
-    client_links_accept(app->links, listener);
+    client_links_accept(app->links, listener, false);
+}
+
+static void baseapp_on_websocket_connection(uv_stream_t *listener, int status) {
+    baseapp *app = listener->data;
+    if (status < 0) {
+        log_warn("WebSocket listener: %s", uv_strerror(status));
+        return;
+    }
+    client_links_accept(app->links, listener, true);
 }
 
 /* ---- drain and shutdown ------------------------------------------------------------- */
@@ -233,6 +242,8 @@ static void baseapp_shutdown(baseapp *app) {
     }
     if (app->client_listening) uv_close((uv_handle_t *)&app->client_listener, NULL);
     app->client_listening = false;
+    if (app->websocket_listening) uv_close((uv_handle_t *)&app->websocket_listener, NULL);
+    app->websocket_listening = false;
     if (app->links)
         client_links_close_all(app->links, TESSERA__CLIENT__ERROR_CODE__ERROR_SERVER_SHUTDOWN, "server shutting down");
     if (app->life) base_life_free_all(app->life);
@@ -386,8 +397,8 @@ static void baseapp_build_modules(baseapp *app) {
     login_routes_context route_needs = {settings, rt->redis, app->links, app->players, &rt->self, &app->sessions};
     app->routes = login_routes_create(&route_needs);
     handovers_context handover_needs = {
-        settings,    rt->redis, rt->peers,      app->bases,       app->players, base_calls_mailbox(app->calls),
-        &app->hooks, &rt->self, &app->draining, &app->client_port};
+        settings,    rt->redis, rt->peers,      app->bases,        app->players,        base_calls_mailbox(app->calls),
+        &app->hooks, &rt->self, &app->draining, &app->client_port, &app->websocket_port};
     app->handovers = handovers_create(&handover_needs);
 }
 
@@ -449,6 +460,16 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     app->client_listening = true;
     app->client_listener.data = app;
     app->client_port = channel_listener_port(&app->client_listener);
+    if (settings->websocket_port >= 0) {
+        if (channel_listen(app->runtime.loop, &app->websocket_listener, settings->client_host,
+                           (int)settings->websocket_port, baseapp_on_websocket_connection, why, sizeof why) != 0) {
+            snprintf(err, errlen, "WebSocket listener: %s", why);
+            return -1;
+        }
+        app->websocket_listening = true;
+        app->websocket_listener.data = app;
+        app->websocket_port = channel_listener_port(&app->websocket_listener);
+    }
     baseapp_build_modules(app);
     base_game_services game_needs = {app->definitions, &app->hooks,        app->bases,    app->life,
                                      app->players,     app->cells,         app->store,    app->calls,
@@ -460,6 +481,9 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     }
     process_runtime_register(&app->runtime, baseapp_settings_public_host(settings));
     registry_set_stat(app->runtime.registry, "client_port", baseapp_settings_public_port(settings, app->client_port));
+    if (app->websocket_port > 0)
+        registry_set_stat(app->runtime.registry, "websocket_port",
+                          baseapp_settings_public_websocket_port(settings, app->websocket_port));
     app->admin = baseapp_admin_start(app, why, sizeof why);
     if (!app->admin && why[0]) {
         snprintf(err, errlen, "%s", why);
@@ -488,6 +512,15 @@ static int baseapp_check_settings(const void *raw, char *err, size_t errlen) {
     if (certificate != key) {
         snprintf(err, errlen, "client_tls_certificate_file and client_tls_key_file go together (%s is not set)",
                  certificate ? "client_tls_key_file" : "client_tls_certificate_file");
+        return -1;
+    }
+    if (settings->websocket_tls && !certificate) {
+        snprintf(err, errlen, "websocket_tls needs client_tls_certificate_file and client_tls_key_file");
+        return -1;
+    }
+    if (settings->websocket_port > 0 && settings->websocket_port == settings->client_port) {
+        snprintf(err, errlen, "websocket_port and client_port are both %lld: give each its own port",
+                 (long long)settings->websocket_port);
         return -1;
     }
     if (!certificate) return 0;
@@ -524,6 +557,9 @@ int main(int argc, char **argv) {
                  settings->client_host, app.client_port, settings->process.internal_host, app.runtime.peer_port,
                  settings->process.redis_host, (long long)settings->process.redis_port,
                  entity_def_registry_class_count(app.definitions), entity_def_registry_digest_hex(app.definitions));
+        if (app.websocket_port > 0)
+            log_info("browsers on ws%s://%s:%d/ (WebSocket)", settings->websocket_tls ? "s" : "", settings->client_host,
+                     app.websocket_port);
         process_runtime_run(&app.runtime);
     }
     /* Either a drain or a second signal ran the shutdown and the loop

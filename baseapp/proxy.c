@@ -201,9 +201,10 @@ static void proxy_send_login_reply(proxies *set, proxy *player, const Tessera__C
     /* Where to reconnect if this baseapp dies. */
     char addresses[PROXY_MAX_OTHER_BASEAPPS][80];
     char *address_list[PROXY_MAX_OTHER_BASEAPPS];
-    size_t address_count = set->context.other_baseapps
-                               ? set->context.other_baseapps(set->context.owner, addresses, PROXY_MAX_OTHER_BASEAPPS)
-                               : 0;
+    size_t address_count =
+        set->context.other_baseapps
+            ? set->context.other_baseapps(set->context.owner, link->websocket, addresses, PROXY_MAX_OTHER_BASEAPPS)
+            : 0;
     for (size_t i = 0; i < address_count; i++) address_list[i] = addresses[i];
     login.baseapps = address_list;
     login.n_baseapps = address_count;
@@ -604,6 +605,10 @@ const char *proxy_give_client_source_refusal(const base_entity *from) {
     if (!from->proxy || !from->proxy->link) return "the source has no client";
     if (from->proxy->link->state != CLIENT_LINK_IN_WORLD) return "the source's client has not entered the world yet";
     return NULL;
+}
+
+bool proxy_client_is_websocket(const base_entity *base) {
+    return base && base->proxy && base->proxy->link && base->proxy->link->websocket;
 }
 
 const char *proxy_give_client_refusal(const base_entity *from, const base_entity *to) {

@@ -87,8 +87,9 @@ typedef struct proxies_context {
      * Returns 0, or -1 when none can take it. */
     int (*hand_off)(void *owner, client_link *link, const char *reason);
     /* The other baseapps' client addresses for the login reply (at most
-     * `max` into `out`; returns how many). May be NULL. */
-    size_t (*other_baseapps)(void *owner, char (*out)[80], size_t max);
+     * `max` into `out`; returns how many): their WebSocket ports for a
+     * WebSocket client. May be NULL. */
+    size_t (*other_baseapps)(void *owner, bool websocket, char (*out)[80], size_t max);
     void *owner;
 } proxies_context;
 
@@ -165,6 +166,9 @@ void proxy_send_properties(proxies *set, base_entity *base, bool all);
  * destroyed or without a client (or one still entering), the target
  * missing (NULL), the source itself, destroyed, or holding a client. */
 const char *proxy_give_client_refusal(const base_entity *from, const base_entity *to);
+/* Whether the base's client (if any) came over WebSocket. */
+bool proxy_client_is_websocket(const base_entity *base);
+
 /* The rules about the source alone (a target elsewhere is checked there). */
 const char *proxy_give_client_source_refusal(const base_entity *from);
 /* giveClientTo (seed 004's seven steps): moves `from`'s client to `to`.

@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "log.h"
 #include "tls.h"
+#include "websocket.h"
 
 struct channel {
     uv_tcp_t tcp; /* first: the handle's data points back here */
@@ -46,6 +47,8 @@ struct channel {
     uint64_t incomplete_since_us; /* monotonic: when the frame still being received began (0: none) */
     tls_session *tls;             /* options.tls: the connection's TLS session */
     bool dialled;                 /* channel_connect's: on_connect waits for the handshake */
+    websocket *ws;                /* options.websocket: the connection's WebSocket (inside TLS, if any) */
+    bool ws_answered;             /* the upgrade request has its answer: what is gathered may go */
 };
 
 /* One write: the request, then the frames (header + body each) in the same
@@ -80,6 +83,10 @@ typedef struct channel_write {
 #define CHANNEL_READ_CHUNK 65536
 /* The most plaintext one TLS record carries (one SSL_read's worth). */
 #define CHANNEL_TLS_RECORD_BYTES 16384
+/* A WebSocket channel reads into a buffer of its own this large, freed
+ * after each read: its bytes are decoded into the frame reader, not read
+ * into it. A client's messages are small. */
+#define CHANNEL_WEBSOCKET_READ_BYTES 16384
 
 channel_options channel_default_peer_options(void) {
     channel_options options = {
@@ -103,6 +110,7 @@ static void channel_release(channel *ch) {
     free(ch->gathering);
     free(ch->spare);
     tls_session_free(ch->tls);
+    websocket_free(ch->ws);
     free(ch);
 }
 
@@ -165,12 +173,15 @@ static void channel_on_shutdown(uv_shutdown_t *request, int status) {
     channel_close_socket(ch);
 }
 
+static void channel_websocket_goodbye(channel *ch, const char *reason);
+
 void channel_close_after_flush(channel *ch, const char *reason) {
     if (!ch || ch->state == CHANNEL_CLOSING) return;
     if (ch->queued_bytes > CHANNEL_FLUSH_LIMIT) {
         channel_close(ch, reason);
         return;
     }
+    if (ch->ws) channel_websocket_goodbye(ch, reason);
     if (channel_flush(ch) != 0) return;
     int connecting = ch->state == CHANNEL_CONNECTING;
     ch->state = CHANNEL_CLOSING;
@@ -195,6 +206,12 @@ static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) 
     uint8_t *space;
     size_t space_bytes;
     (void)suggested;
+    if (ch->ws && !ch->tls) {
+        /* Freed by channel_on_read, whatever happens. */
+        buf->base = xmalloc(CHANNEL_WEBSOCKET_READ_BYTES);
+        buf->len = CHANNEL_WEBSOCKET_READ_BYTES;
+        return;
+    }
     /* With TLS the ciphertext lands here too: the session copies it out at
      * once (channel_tls_received), and the plaintext takes its place. */
     frame_reader_reserve(&ch->reader, CHANNEL_READ_CHUNK, &space, &space_bytes);
@@ -205,6 +222,7 @@ static void channel_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf) 
 static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 static void channel_dispatch(channel *ch);
 static int channel_tls_received(channel *ch, const uint8_t *data, size_t length);
+static int channel_websocket_received(channel *ch, const uint8_t *data, size_t length);
 
 static void channel_update_reading(channel *ch) {
     if (ch->state != CHANNEL_OPEN) return;
@@ -245,7 +263,18 @@ static bool channel_gate_holds(channel *ch) {
 
 static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf) {
     channel *ch = stream->data;
-    (void)buf;
+    if (ch->ws && !ch->tls) {
+        /* The WebSocket's own read buffer (channel_alloc). */
+        if (ch->state != CHANNEL_CLOSING && nread > 0) {
+            ch->stats.bytes_in += (uint64_t)nread;
+            if (ch->options.totals) ch->options.totals->bytes_in += (uint64_t)nread;
+            int rc = channel_websocket_received(ch, (const uint8_t *)buf->base, (size_t)nread);
+            free(buf->base);
+            if (rc == 0) channel_dispatch(ch);
+            return;
+        }
+        free(buf->base);
+    }
     if (ch->state == CHANNEL_CLOSING) return;
     if (nread < 0) {
         char reason[128];
@@ -300,7 +329,8 @@ static void channel_dispatch(channel *ch) {
      * completed in this read), so an owner can drop a peer that trickles.
      * A held channel's pending bytes are ours to wait on, not the peer's. */
     if (ch->state != CHANNEL_OPEN) return;
-    if (ch->held || frame_reader_pending(&ch->reader) == 0)
+    bool partial = frame_reader_pending(&ch->reader) > 0 || (ch->ws && websocket_has_partial_input(ch->ws));
+    if (ch->held || !partial)
         ch->incomplete_since_us = 0;
     else if (dispatched || ch->incomplete_since_us == 0)
         ch->incomplete_since_us = clock_monotonic_us();
@@ -460,6 +490,15 @@ static int channel_tls_received(channel *ch, const uint8_t *data, size_t length)
         if (!tls_session_established(ch->tls)) return 0;
     }
     for (;;) {
+        if (ch->ws) {
+            /* A WebSocket inside TLS: the plaintext is its bytes. */
+            uint8_t plaintext[CHANNEL_TLS_RECORD_BYTES];
+            int got = tls_session_read(ch->tls, plaintext, sizeof plaintext);
+            if (got == TLS_WANT_MORE) break;
+            if (got == TLS_FAILED) return channel_tls_failed(ch);
+            if (channel_websocket_received(ch, plaintext, (size_t)got) != 0) return -1;
+            continue;
+        }
         uint8_t *space;
         size_t space_bytes;
         /* One record's plaintext at a time: asking for a whole read chunk
@@ -481,6 +520,9 @@ int channel_flush(channel *ch) {
     channel_write *write = ch->gathering;
     if (!write) return 0;
     uv_prepare_stop(&ch->flush_prepare);
+    /* A WebSocket's frames wait for the upgrade request's answer, which
+     * goes first (channel_websocket_send). */
+    if (ch->ws && !ch->ws_answered) return 0;
     if (ch->tls) {
         /* Before the handshake completes they wait: its end flushes. */
         if (!tls_session_established(ch->tls)) return 0;
@@ -527,25 +569,138 @@ static int channel_commit_frame(channel *ch, size_t bytes) {
     return 0;
 }
 
+/* A frame's header on this channel: the 4-byte length, or a WebSocket
+ * binary frame's header (2, 4 or 10 bytes). */
+static size_t channel_frame_header_bytes(const channel *ch, size_t length) {
+    return ch->ws ? websocket_frame_header_bytes(length) : FRAME_HEADER_BYTES;
+}
+
+static void channel_write_frame_header(const channel *ch, uint8_t *out, size_t length) {
+    if (ch->ws)
+        websocket_frame_header(out, length);
+    else
+        frame_write_header(out, (uint32_t)length);
+}
+
 int channel_send(channel *ch, const uint8_t *body, size_t length) {
     if (!ch || ch->state == CHANNEL_CLOSING) return -1;
     if (length > UINT32_MAX - FRAME_HEADER_BYTES) return -1;
-    channel_write *write = channel_gathering_reserve(ch, FRAME_HEADER_BYTES + length);
+    size_t header = channel_frame_header_bytes(ch, length);
+    channel_write *write = channel_gathering_reserve(ch, header + length);
     uint8_t *frame = write->data + write->bytes;
-    frame_write_header(frame, (uint32_t)length);
-    if (length > 0) memcpy(frame + FRAME_HEADER_BYTES, body, length);
-    return channel_commit_frame(ch, FRAME_HEADER_BYTES + length);
+    channel_write_frame_header(ch, frame, length);
+    if (length > 0) memcpy(frame + header, body, length);
+    return channel_commit_frame(ch, header + length);
 }
 
 int channel_send_message(channel *ch, const ProtobufCMessage *message) {
     if (!ch || ch->state == CHANNEL_CLOSING) return -1;
     size_t length = protobuf_c_message_get_packed_size(message);
     if (length > UINT32_MAX - FRAME_HEADER_BYTES) return -1;
-    channel_write *write = channel_gathering_reserve(ch, FRAME_HEADER_BYTES + length);
+    size_t header = channel_frame_header_bytes(ch, length);
+    channel_write *write = channel_gathering_reserve(ch, header + length);
     uint8_t *frame = write->data + write->bytes;
-    frame_write_header(frame, (uint32_t)length);
-    protobuf_c_message_pack(message, frame + FRAME_HEADER_BYTES);
-    return channel_commit_frame(ch, FRAME_HEADER_BYTES + length);
+    channel_write_frame_header(ch, frame, length);
+    protobuf_c_message_pack(message, frame + header);
+    return channel_commit_frame(ch, header + length);
+}
+
+/* ---- WebSocket (websocket.h) ------------------------------------------------- */
+
+/* Bytes of the WebSocket's own (the upgrade's answer, a pong, a Close)
+ * gathered with the frames, in order; the upgrade's answer goes in front
+ * of the frames the owner sent before it. */
+static void channel_gather_raw(channel *ch, const uint8_t *data, size_t length, bool in_front) {
+    channel_write *write = channel_gathering_reserve(ch, length);
+    if (in_front) {
+        memmove(write->data + length, write->data, write->bytes);
+        memcpy(write->data, data, length);
+    } else {
+        memcpy(write->data + write->bytes, data, length);
+    }
+    write->bytes += length;
+    ch->queued_bytes += length;
+    ch->stats.bytes_out += length;
+    if (ch->options.totals) ch->options.totals->bytes_out += length;
+    uv_prepare_start(&ch->flush_prepare, channel_on_prepare);
+}
+
+static int channel_websocket_send(void *user_data, const uint8_t *data, size_t length) {
+    channel *ch = user_data;
+    if (ch->state == CHANNEL_CLOSING) return -1;
+    bool in_front = false;
+    if (!ch->ws_answered) {
+        if (websocket_is_open(ch->ws))
+            in_front = true; /* the 101 */
+        else
+            channel_discard_gathering(ch); /* a refusal: no frame may follow it */
+        ch->ws_answered = true;
+    }
+    channel_gather_raw(ch, data, length, in_front);
+    return 0;
+}
+
+/* A whole binary message: one frame body, into the frame reader as if it
+ * had come length-prefixed. */
+static int channel_websocket_message(void *user_data, const uint8_t *data, size_t length) {
+    channel *ch = user_data;
+    uint8_t *space;
+    size_t space_bytes;
+    frame_reader_reserve(&ch->reader, FRAME_HEADER_BYTES + length, &space, &space_bytes);
+    frame_write_header(space, (uint32_t)length);
+    if (length) memcpy(space + FRAME_HEADER_BYTES, data, length);
+    frame_reader_commit(&ch->reader, FRAME_HEADER_BYTES + length);
+    return 0;
+}
+
+/* A message over max_frame_bytes: the owner hears it as an oversized frame
+ * (it may queue an error and close after flushing, with the Close 1009). */
+static void channel_websocket_oversized(void *user_data, uint64_t declared) {
+    channel *ch = user_data;
+    if (!ch->callbacks.on_oversized_frame || ch->state == CHANNEL_CLOSING) return;
+    if (ch->reading) uv_read_stop((uv_stream_t *)&ch->tcp);
+    ch->reading = 0;
+    ch->callbacks.on_oversized_frame(ch, declared > UINT32_MAX ? UINT32_MAX : (uint32_t)declared);
+}
+
+static const websocket_callbacks channel_websocket_callbacks = {
+    channel_websocket_message,
+    channel_websocket_oversized,
+    channel_websocket_send,
+};
+
+/* Bytes from the peer (after TLS, if any) for the WebSocket. Returns 0, or
+ * -1 when the channel is closing (the WebSocket's answer, a Close or an
+ * HTTP refusal, goes first). */
+static int channel_websocket_received(channel *ch, const uint8_t *data, size_t length) {
+    int rc = websocket_feed(ch->ws, data, length);
+    if (rc == WEBSOCKET_OK) return 0;
+    if (ch->state == CHANNEL_CLOSING) return -1;
+    char reason[192];
+    snprintf(reason, sizeof reason, "%s", websocket_error(ch->ws));
+    if (rc == WEBSOCKET_STOPPED)
+        channel_close(ch, reason);
+    else
+        channel_close_after_flush(ch, reason);
+    return -1;
+}
+
+/* Before a flush-close: a Close frame after the frames (the WebSocket's
+ * close code: 1000 unless it failed), or, before the upgrade was
+ * answered, an HTTP 503 with the reason instead of the frames. */
+static void channel_websocket_goodbye(channel *ch, const char *reason) {
+    if (websocket_is_open(ch->ws)) {
+        uint8_t frame[WEBSOCKET_MAX_CLOSE_FRAME_BYTES];
+        size_t length = websocket_close_frame(ch->ws, frame, websocket_close_code(ch->ws), reason);
+        if (length) channel_gather_raw(ch, frame, length, false);
+        return;
+    }
+    if (ch->ws_answered) return;
+    char refusal[512];
+    size_t length = websocket_refusal(ch->ws, refusal, sizeof refusal, reason ? reason : "closed");
+    channel_discard_gathering(ch);
+    ch->ws_answered = true;
+    if (length) channel_gather_raw(ch, (const uint8_t *)refusal, length, false);
 }
 
 static channel *channel_create(uv_loop_t *loop, const channel_options *options, const channel_callbacks *callbacks,
@@ -622,6 +777,8 @@ channel *channel_accept(uv_stream_t *listener, const channel_options *options, c
         channel_close(ch, "no TLS session");
         return NULL;
     }
+    if (options->websocket)
+        ch->ws = websocket_server_create(options->max_frame_bytes, &channel_websocket_callbacks, ch);
     channel_start_open(ch);
     return ch;
 }

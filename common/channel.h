@@ -77,6 +77,13 @@ typedef struct channel_options {
      * tls_server_name (copied at creation). */
     struct tls_context *tls;
     const char *tls_server_name;
+    /* Accepted channels only: the peer speaks WebSocket (websocket.h),
+     * inside TLS when tls is set too. Its upgrade request is answered
+     * first; then one binary message carries one frame body each way (no
+     * 4-byte length), with the same max_frame_bytes, backpressure and
+     * queue limits. A flush-close ends with a Close frame, or, before the
+     * upgrade was answered, with an HTTP 503 carrying the reason. */
+    bool websocket;
 } channel_options;
 
 typedef struct channel_callbacks {

@@ -240,6 +240,8 @@ static void registry_parse_peer(registry_scan *scan, uint64_t process_id, redisR
             snprintf(peer.client_host, sizeof peer.client_host, "%s", value->str);
         else if (strcmp(field->str, "client_port") == 0)
             peer.client_port = registry_port(value->str);
+        else if (strcmp(field->str, "websocket_port") == 0)
+            peer.websocket_port = registry_port(value->str);
         else if (strcmp(field->str, "draining") == 0)
             peer.draining = strtoll(value->str, NULL, 10) != 0;
     }

@@ -49,6 +49,7 @@ typedef struct registry_peer {
     int64_t load;
     char client_host[64]; /* baseapps: where clients connect ("" for others) */
     int client_port;      /* ... its stat client_port */
+    int websocket_port;   /* ... its stat websocket_port (0: none) */
     bool draining;        /* its stat draining is non-zero */
 } registry_peer;
 

@@ -27,6 +27,14 @@ static ssize_t secret_file_read_all(int fd, char *buffer, size_t size) {
     }
 }
 
+/* Trims whitespace from both ends of [*start, end): moves *start past the
+ * leading run and returns the length left. */
+static size_t secret_file_trim(const char **start, const char *end) {
+    while (*start < end && isspace((unsigned char)**start)) (*start)++;
+    while (end > *start && isspace((unsigned char)end[-1])) end--;
+    return (size_t)(end - *start);
+}
+
 int secret_file_read(const char *setting, const char *path, size_t min_length, char *out, size_t size, char *err,
                      size_t errlen) {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -60,10 +68,8 @@ int secret_file_read(const char *setting, const char *path, size_t min_length, c
         sodium_memzero(buffer, sizeof buffer);
         return -1;
     }
-    const char *start = buffer, *end = buffer + length;
-    while (start < end && isspace((unsigned char)*start)) start++;
-    while (end > start && isspace((unsigned char)end[-1])) end--;
-    size_t secret_length = (size_t)(end - start);
+    const char *start = buffer;
+    size_t secret_length = secret_file_trim(&start, buffer + length);
     char problem[96] = "";
     if (secret_length == 0)
         snprintf(problem, sizeof problem, "is empty");

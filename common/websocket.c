@@ -380,6 +380,8 @@ static int websocket_start_data_frame(websocket *ws, const struct wslay_frame_io
         return websocket_fail(ws, WEBSOCKET_CLOSE_PROTOCOL_ERROR, "a new message inside a fragmented one");
     uint64_t total = (uint64_t)ws->message_length + frame->payload_length;
     if (total > ws->max_message_bytes) {
+        /* Set first: an owner that closes from on_oversized sends it. */
+        ws->close_code = WEBSOCKET_CLOSE_MESSAGE_TOO_BIG;
         if (ws->callbacks.on_oversized) ws->callbacks.on_oversized(ws->user_data, total);
         return websocket_fail(ws, WEBSOCKET_CLOSE_MESSAGE_TOO_BIG, "message over the size limit");
     }

@@ -831,6 +831,8 @@ def decode_server(body):
         out["detached_grace_ms"] = _first(inner, 26, 0)
         out["reconnected"] = bool(_first(inner, 27, 0))
         out["no_space"] = bool(_first(inner, 28, 0))
+        out["baseapps"] = [value.decode("utf-8", "replace") for number, wt, value in inner
+                           if number == 29 and wt == WT_LEN]
     elif kind == "view":
         # GameEvents (ViewUpdate.events): (event_id, source_id, args).
         out["events"] = [_game_event(value) for number, wt, value in inner if number == 8 and wt == WT_LEN]
@@ -857,6 +859,10 @@ def decode_server(body):
         out["reason"] = (_first(inner, 4, b"") or b"").decode("utf-8", "replace")
     elif kind == "hello":
         out["protocol_version"] = _first(inner, 1, 0)
+    elif kind == "login_redirect":
+        out["host"] = (_first(inner, 1, b"") or b"").decode("utf-8", "replace")
+        out["port"] = _first(inner, 2, 0)
+        out["token"] = (_first(inner, 3, b"") or b"").decode("utf-8", "replace")
     elif kind == "base_properties":
         out["entity_id"] = _first(inner, 1, 0)
         out["changes"] = _first(inner, 2, b"") or b""
@@ -1013,6 +1019,162 @@ def reconnect(addr, account, session_token, timeout=10.0):
         return s, read_until(s, {"login_reply", "error"}, timeout)
     except BaseException:
         s.close()
+        raise
+
+
+# ---- WebSocket clients (the baseapp's websocket_port) --------------------------------------
+
+
+class WebSocket:
+    """A browser's side of a WebSocket to a baseapp's websocket_port, by
+    hand (RFC 6455), so tests can also send what no browser would: one
+    binary message carries one client frame body (no 4-byte length).
+    `open()` does the upgrade and returns the server's status line and
+    headers; `send(body)` sends a masked binary message; `read_frame()`
+    returns (opcode, payload) of the next frame from the server."""
+
+    GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+    def __init__(self, addr, timeout=5.0):
+        self.sock = connect(addr, timeout)
+        self.buffer = bytearray()
+
+    def close(self):
+        self.sock.close()
+
+    def open(self, path="/", headers=None, timeout=5.0):
+        """The upgrade; returns (status line, {header: value}, leftover).
+        Raises AssertionError unless it was answered 101 with the right
+        accept key (pass headers to send other ones: then nothing is
+        checked)."""
+        import base64
+        import hashlib
+        key = base64.b64encode(os.urandom(16))
+        lines = headers if headers is not None else [
+            "Host: %s:%d" % self.sock.getpeername()[:2], "Upgrade: websocket", "Connection: Upgrade",
+            "Sec-WebSocket-Key: " + key.decode(), "Sec-WebSocket-Version: 13"]
+        self.sock.sendall(("GET %s HTTP/1.1\r\n" % path + "".join(h + "\r\n" for h in lines) + "\r\n").encode())
+        status, answer = self.read_http(timeout)
+        if headers is None:
+            expected = base64.b64encode(hashlib.sha1(key + self.GUID).digest()).decode()
+            if not status.startswith("HTTP/1.1 101") or answer.get("sec-websocket-accept") != expected:
+                raise AssertionError("WebSocket upgrade refused: %s %r" % (status, answer))
+        return status, answer
+
+    def read_http(self, timeout=5.0):
+        """The server's HTTP answer head: (status line, {lowercase header: value})."""
+        deadline = time.monotonic() + timeout
+        while b"\r\n\r\n" not in self.buffer:
+            self._more(deadline)
+        head, _, rest = bytes(self.buffer).partition(b"\r\n\r\n")
+        self.buffer = bytearray(rest)
+        lines = head.decode("latin-1").split("\r\n")
+        answer = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            answer[name.strip().lower()] = value.strip()
+        return lines[0], answer
+
+    def _more(self, deadline):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise socket.timeout("timed out reading from the WebSocket")
+        self.sock.settimeout(left)
+        try:
+            chunk = self.sock.recv(65536)
+        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as e:
+            raise Closed(str(e))
+        if not chunk:
+            raise Closed("EOF")
+        self.buffer += chunk
+
+    @staticmethod
+    def encode(opcode, payload, fin=True, mask=True, rsv=0):
+        """One client frame (masked unless told otherwise)."""
+        head = bytearray([(0x80 if fin else 0) | rsv << 4 | opcode])
+        n = len(payload)
+        bit = 0x80 if mask else 0
+        if n < 126:
+            head.append(bit | n)
+        elif n < 65536:
+            head.append(bit | 126)
+            head += struct.pack(">H", n)
+        else:
+            head.append(bit | 127)
+            head += struct.pack(">Q", n)
+        if not mask:
+            return bytes(head) + payload
+        key = os.urandom(4)
+        return bytes(head) + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+    def send(self, body, opcode=0x2):
+        self.sock.sendall(self.encode(opcode, body))
+
+    def read_frame(self, timeout=5.0):
+        """(opcode, payload) of the next frame; raises Closed on EOF."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if len(self.buffer) >= 2:
+                n = self.buffer[1] & 0x7F
+                at = 2
+                if n == 126 and len(self.buffer) >= 4:
+                    n = struct.unpack(">H", bytes(self.buffer[2:4]))[0]
+                    at = 4
+                elif n == 127 and len(self.buffer) >= 10:
+                    n = struct.unpack(">Q", bytes(self.buffer[2:10]))[0]
+                    at = 10
+                if (self.buffer[1] & 0x7F) < 126 or at > 2:
+                    if self.buffer[1] & 0x80:
+                        raise AssertionError("the server masked a frame")
+                    if len(self.buffer) >= at + n:
+                        opcode = self.buffer[0] & 0x0F
+                        payload = bytes(self.buffer[at:at + n])
+                        del self.buffer[:at + n]
+                        return opcode, payload
+            self._more(deadline)
+
+    def read_message(self, timeout=5.0):
+        """The next binary message decoded (decode_server); control frames
+        are returned as {"kind": "ws_close", "code": N} or skipped (pongs)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            opcode, payload = self.read_frame(max(0.01, deadline - time.monotonic()))
+            if opcode == 0x2:
+                return decode_server(payload)
+            if opcode == 0x8:
+                code = struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None
+                return {"kind": "ws_close", "code": code, "reason": payload[2:].decode("utf-8", "replace")}
+            if opcode == 0xA:
+                continue
+            raise AssertionError("unexpected WebSocket opcode %d" % opcode)
+
+    def read_until(self, kinds, timeout=5.0):
+        """Messages until one of `kinds` (or a Close) arrives; returns it."""
+        if isinstance(kinds, str):
+            kinds = {kinds}
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.read_message(max(0.01, deadline - time.monotonic()))
+            if msg["kind"] in kinds or msg["kind"] == "ws_close":
+                return msg
+
+
+def websocket_login(addr, account, password, timeout=10.0):
+    """login() over a WebSocket: returns (WebSocket, login_reply dict)."""
+    ws = WebSocket(addr)
+    try:
+        ws.open()
+        ws.send(msg_hello())
+        hello = ws.read_until({"hello", "error"}, timeout)
+        if hello["kind"] != "hello":
+            raise AssertionError("hello refused: %r" % (hello,))
+        ws.send(msg_login(account, password))
+        reply = ws.read_until({"login_reply", "error"}, timeout)
+        if reply["kind"] != "login_reply":
+            raise AssertionError("login %r refused: %r" % (account, reply))
+        return ws, reply
+    except BaseException:
+        ws.close()
         raise
 
 
