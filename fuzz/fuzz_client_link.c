@@ -99,7 +99,7 @@ static void fuzz_link_unbound(void *owner, const client_link *link, proxy *was) 
 
 static void fuzz_link_on_connection(uv_stream_t *listener, int status) {
     if (status != 0) return;
-    client_links_accept(world.links, listener);
+    client_links_accept(world.links, listener, false);
     world.accepted = true;
 }
 

@@ -803,6 +803,85 @@ static void admin_http_seeds(void) {
         seed("fuzz_admin_http", requests[i].name, requests[i].text, strlen(requests[i].text));
 }
 
+/* A client's WebSocket frame, masked as clients must, appended to out at
+ * *length. */
+static void websocket_frame(uint8_t *out, size_t *length, int fin, uint8_t opcode, const void *payload,
+                            size_t payload_length) {
+    static const uint8_t mask[4] = {0x11, 0x22, 0x33, 0x44};
+    uint8_t *at = out + *length;
+    *at++ = (uint8_t)((fin ? 0x80 : 0) | opcode);
+    if (payload_length < 126) {
+        *at++ = (uint8_t)(0x80 | payload_length);
+    } else {
+        *at++ = 0x80 | 126;
+        *at++ = (uint8_t)(payload_length >> 8);
+        *at++ = (uint8_t)payload_length;
+    }
+    memcpy(at, mask, 4);
+    at += 4;
+    const uint8_t *bytes = payload;
+    for (size_t i = 0; i < payload_length; i++) *at++ = bytes[i] ^ mask[i % 4];
+    *length = (size_t)(at - out);
+}
+
+/* fuzz_websocket.c's inputs: a first byte (its low bit: a valid upgrade
+ * goes first; the rest: the chunk size), then an upgrade request or
+ * frames: binary, fragmented around a ping, a Close, text, one cut short
+ * past the limit. */
+static void websocket_seeds(void) {
+    static const char upgrade[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                                  "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n";
+    static uint8_t input[8192];
+    static const uint8_t zeros[5000];
+    size_t length = 0;
+    input[length++] = 0x10;
+    memcpy(input + length, upgrade, sizeof upgrade - 1);
+    length += sizeof upgrade - 1;
+    seed("fuzz_websocket", "handshake", input, length);
+    input[0] = 0x20;
+    websocket_frame(input, &length, 1, 0x2, "\x0a\x05hello", 7);
+    seed("fuzz_websocket", "handshake-then-frame", input, length);
+    static const char plain_get[] = "\x08GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    seed("fuzz_websocket", "plain-get", plain_get, sizeof plain_get - 1);
+    struct {
+        const char *name;
+        uint8_t first;
+    } framed[] = {{"binary", 0x01}, {"fragments-and-ping", 0x03}, {"medium", 0x05}, {"close", 0x07},
+                  {"text", 0x09},   {"oversized", 0x0b}};
+    for (size_t i = 0; i < sizeof framed / sizeof framed[0]; i++) {
+        length = 0;
+        input[length++] = framed[i].first;
+        switch (i) {
+            case 0:
+                websocket_frame(input, &length, 1, 0x2, "\x0a\x12\x08\x01\x12\x0eintegration", 18);
+                break;
+            case 1:
+                websocket_frame(input, &length, 0, 0x2, "abc", 3);
+                websocket_frame(input, &length, 1, 0x9, "ping", 4);
+                websocket_frame(input, &length, 0, 0x0, "def", 3);
+                websocket_frame(input, &length, 1, 0x0, "ghi", 3);
+                break;
+            case 2:
+                websocket_frame(input, &length, 1, 0x2, zeros, 300);
+                break;
+            case 3:
+                websocket_frame(input, &length, 1, 0x8,
+                                "\x03\xe8"
+                                "bye",
+                                5);
+                break;
+            case 4:
+                websocket_frame(input, &length, 1, 0x1, "text", 4);
+                break;
+            default:
+                websocket_frame(input, &length, 1, 0x2, zeros, 5000);
+                length = 200;
+                break;
+        }
+        seed("fuzz_websocket", framed[i].name, input, length);
+    }
+}
+
 static void definition_seeds(void) {
     char *description = entity_def_registry_describe(definitions);
     seed("fuzz_entity_def", "demo_described", description, strlen(description));
@@ -831,6 +910,7 @@ int main(int argc, char **argv) {
     keyvalue_seeds(argv[1]);
     definition_seeds();
     admin_http_seeds();
+    websocket_seeds();
     every_type_seeds();
     return failures ? 1 : 0;
 }
