@@ -162,8 +162,8 @@ static void login_route_on_token_stored(redis_client *redis, redisReply *reply, 
     login_route_send_redirect(link, &redirect->target, redirect->token, redirect->reason);
     routes->counters.redirects++;
     log_debug("client %s (account '%s'): redirected to baseapp %" PRIu64 " at %s:%d (%s)", channel_peer_name(link->ch),
-              link->account, redirect->target.process_id, redirect->target.client_host, redirect->target.client_port,
-              redirect->reason);
+              link->account, redirect->target.process_id, redirect->target.client_host,
+              login_route_port_for(link, &redirect->target), redirect->reason);
     client_link_close_quietly(link, "redirected");
     free(redirect);
 }
@@ -364,7 +364,7 @@ static void login_route_reconnect_there(login_routes *routes, client_link *link,
     login_route_send_redirect(link, target, "", "the baseapp holding your session");
     routes->counters.reconnect_redirects++;
     log_debug("client %s (account '%s'): reconnect sent to baseapp %" PRIu64 " at %s:%d", channel_peer_name(link->ch),
-              link->account, target->process_id, target->client_host, target->client_port);
+              link->account, target->process_id, target->client_host, login_route_port_for(link, target));
     link->state = CLIENT_LINK_HANDING_OFF;
     client_link_close_quietly(link, "reconnect redirected");
 }

@@ -137,8 +137,9 @@ typedef struct bots_options {
      * chaining to tls_ca (NULL: the system's) and naming tls_name. */
     const char *tls_ca;
     const char *tls_name;
-    double speed; /* metres per second */
-    double area;  /* waypoints in [-area, area] on x and z */
+    int websocket; /* --websocket: --connect names a WebSocket port; every bot speaks WebSocket */
+    double speed;  /* metres per second */
+    double area;   /* waypoints in [-area, area] on x and z */
     /* --gather: in the first half of every gather_period seconds (or
      * always, with period 0) waypoints lie within gather_half of
      * (gather_x, gather_z) instead: the crowd drifts there and back. */
@@ -1392,6 +1393,8 @@ static void bots_launch(bots_run *run, bot *b, const char *host, int port) {
     tessera_client_set_name(b->client, name);
     if (run->tls && tessera_client_use_tls(b->client, run->tls, run->options.tls_name) != 0)
         log_panic("--tls-name '%s' refused by the SDK", run->options.tls_name);
+    if (run->options.websocket && tessera_client_use_websocket(b->client) != 0)
+        log_panic("--websocket refused by the SDK");
     /* The prefix and password were checked against the SDK's limits when
      * the options were parsed, and a session token is the SDK's own, so
      * neither request can be refused here. */
@@ -2013,6 +2016,9 @@ static void bots_usage(FILE *out) {
                  "                           name NAME (and chain to --tls-ca, or to the system's\n"
                  "                           trusted certificates)\n"
                  "  --tls-ca FILE            PEM certificates the baseapps' must chain to\n"
+                 "  --websocket              speak WebSocket, as a browser does: --connect names a\n"
+                 "                           baseapp's websocket_port, and redirects and reconnects\n"
+                 "                           name WebSocket ports (with --tls-name: wss)\n"
                  "  --enter METHOD           a login entity with no space (an Account) is asked to\n"
                  "                           enter the world with its exposed base method METHOD()\n"
                  "                           (giveClientTo to an entity that has a space)\n"
@@ -2153,6 +2159,7 @@ enum {
     BOTS_OPTION_PASSWORD,
     BOTS_OPTION_TLS_CA,
     BOTS_OPTION_TLS_NAME,
+    BOTS_OPTION_WEBSOCKET,
     BOTS_OPTION_SPEED,
     BOTS_OPTION_AREA,
     BOTS_OPTION_SEED,
@@ -2208,6 +2215,7 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"password", required_argument, NULL, BOTS_OPTION_PASSWORD},
         {"tls-ca", required_argument, NULL, BOTS_OPTION_TLS_CA},
         {"tls-name", required_argument, NULL, BOTS_OPTION_TLS_NAME},
+        {"websocket", no_argument, NULL, BOTS_OPTION_WEBSOCKET},
         {"speed", required_argument, NULL, BOTS_OPTION_SPEED},
         {"area", required_argument, NULL, BOTS_OPTION_AREA},
         {"seed", required_argument, NULL, BOTS_OPTION_SEED},
@@ -2287,6 +2295,9 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
                 break;
             case BOTS_OPTION_TLS_CA:
                 options->tls_ca = optarg;
+                break;
+            case BOTS_OPTION_WEBSOCKET:
+                options->websocket = 1;
                 break;
             case BOTS_OPTION_TLS_NAME:
                 if (strlen(optarg) < 1 || strlen(optarg) > 253)

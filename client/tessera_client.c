@@ -286,6 +286,7 @@ struct tessera_client {
     /* tessera_client_use_tls: every connection speaks TLS with these. */
     tessera_client_tls *tls;
     char tls_server_name[254];
+    bool websocket; /* tessera_client_use_websocket: every connection speaks WebSocket */
     tessera_client_stats stats;
     tessera_client__arena arena; /* protobuf-c's memory for the frame being handled */
     bit_writer scratch;          /* outgoing call arguments; base properties kept aside */
@@ -1987,6 +1988,12 @@ int tessera_client_use_tls(tessera_client *client, tessera_client_tls *tls, cons
     return 0;
 }
 
+int tessera_client_use_websocket(tessera_client *client) {
+    if (client->state != TESSERA_CLIENT_DISCONNECTED) return -1;
+    client->websocket = true;
+    return 0;
+}
+
 int tessera_client_connect(tessera_client *client, const char *host, int port) {
     if (client->state != TESSERA_CLIENT_DISCONNECTED || !host || port <= 0 || port > 65535) return -1;
     return tessera_client__dial(client, host, port);
@@ -2000,6 +2007,7 @@ static int tessera_client__dial(tessera_client *client, const char *host, int po
         .totals = NULL,
         .tls = client->tls ? client->tls->context : NULL,
         .tls_server_name = client->tls_server_name,
+        .websocket = client->websocket,
     };
     channel_callbacks callbacks = {
         .on_frame = tessera_client__on_frame,

@@ -358,6 +358,13 @@ void tessera_client_tls_free(tessera_client_tls *tls);
  * name is too long. */
 int tessera_client_use_tls(tessera_client *client, tessera_client_tls *tls, const char *server_name);
 
+/* Speaks WebSocket (a baseapp's websocket_port), as a browser would: the
+ * upgrade first, then one masked binary message per frame; inside TLS when
+ * tessera_client_use_tls was called too (wss). Redirects and reconnects
+ * then name WebSocket addresses. Before connect. Returns 0, or -1 if
+ * already connecting. */
+int tessera_client_use_websocket(tessera_client *client);
+
 /* Dials host:port (an IP literal) and, once connected, sends hello. Only
  * from DISCONNECTED. Returns 0 (the outcome arrives through callbacks:
  * on_logged_in, on_error or on_closed with CLOSED_CONNECT_FAILED), or -1

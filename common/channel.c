@@ -223,6 +223,7 @@ static void channel_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *
 static void channel_dispatch(channel *ch);
 static int channel_tls_received(channel *ch, const uint8_t *data, size_t length);
 static int channel_websocket_received(channel *ch, const uint8_t *data, size_t length);
+static int channel_websocket_start_client(channel *ch);
 
 static void channel_update_reading(channel *ch) {
     if (ch->state != CHANNEL_OPEN) return;
@@ -473,6 +474,8 @@ static int channel_tls_handshake(channel *ch) {
     if (channel_tls_send_output(ch) != 0) return -1;
     if (rc == TLS_FAILED) return channel_tls_failed(ch);
     if (rc != 1 || was_established) return 0;
+    /* A dialled WebSocket channel asks for the upgrade next. */
+    if (ch->dialled && ch->ws) return channel_websocket_start_client(ch);
     /* A dialled channel is connected once it is secure. */
     if (ch->dialled && ch->callbacks.on_connect) {
         ch->callbacks.on_connect(ch, 0);
@@ -572,12 +575,12 @@ static int channel_commit_frame(channel *ch, size_t bytes) {
 /* A frame's header on this channel: the 4-byte length, or a WebSocket
  * binary frame's header (2, 4 or 10 bytes). */
 static size_t channel_frame_header_bytes(const channel *ch, size_t length) {
-    return ch->ws ? websocket_frame_header_bytes(length) : FRAME_HEADER_BYTES;
+    return ch->ws ? websocket_frame_header_bytes(ch->ws, length) : FRAME_HEADER_BYTES;
 }
 
-static void channel_write_frame_header(const channel *ch, uint8_t *out, size_t length) {
+static void channel_write_frame_header(channel *ch, uint8_t *out, size_t length) {
     if (ch->ws)
-        websocket_frame_header(out, length);
+        websocket_frame_header(ch->ws, out, length);
     else
         frame_write_header(out, (uint32_t)length);
 }
@@ -590,6 +593,7 @@ int channel_send(channel *ch, const uint8_t *body, size_t length) {
     uint8_t *frame = write->data + write->bytes;
     channel_write_frame_header(ch, frame, length);
     if (length > 0) memcpy(frame + header, body, length);
+    if (ch->ws) websocket_mask_payload(ch->ws, frame + header, length);
     return channel_commit_frame(ch, header + length);
 }
 
@@ -602,6 +606,7 @@ int channel_send_message(channel *ch, const ProtobufCMessage *message) {
     uint8_t *frame = write->data + write->bytes;
     channel_write_frame_header(ch, frame, length);
     protobuf_c_message_pack(message, frame + header);
+    if (ch->ws) websocket_mask_payload(ch->ws, frame + header, length);
     return channel_commit_frame(ch, header + length);
 }
 
@@ -625,9 +630,26 @@ static void channel_gather_raw(channel *ch, const uint8_t *data, size_t length, 
     uv_prepare_start(&ch->flush_prepare, channel_on_prepare);
 }
 
+/* Bytes that go now, before everything gathered: a WebSocket client's
+ * upgrade request. Returns 0, or -1 when the channel is closing. */
+static int channel_write_now(channel *ch, const uint8_t *data, size_t length) {
+    if (ch->tls) {
+        if (tls_session_write(ch->tls, data, length) != 0) return channel_tls_failed(ch);
+        return channel_tls_send_output(ch);
+    }
+    channel_write *write = xmalloc(sizeof *write + length);
+    write->capacity = length;
+    write->bytes = length;
+    memcpy(write->data, data, length);
+    ch->queued_bytes += length;
+    return channel_write_out(ch, write);
+}
+
 static int channel_websocket_send(void *user_data, const uint8_t *data, size_t length) {
     channel *ch = user_data;
     if (ch->state == CHANNEL_CLOSING) return -1;
+    /* A client's upgrade request: the frames wait for the answer. */
+    if (ch->dialled && !ch->ws_answered) return channel_write_now(ch, data, length);
     bool in_front = false;
     if (!ch->ws_answered) {
         if (websocket_is_open(ch->ws))
@@ -674,14 +696,40 @@ static const websocket_callbacks channel_websocket_callbacks = {
  * HTTP refusal, goes first). */
 static int channel_websocket_received(channel *ch, const uint8_t *data, size_t length) {
     int rc = websocket_feed(ch->ws, data, length);
+    if (rc == WEBSOCKET_OK && ch->dialled && !ch->ws_answered && websocket_is_open(ch->ws)) {
+        /* A dialled channel is connected once the server took the upgrade;
+         * what the owner sent meanwhile goes now. */
+        ch->ws_answered = true;
+        if (ch->callbacks.on_connect) {
+            ch->callbacks.on_connect(ch, 0);
+            if (ch->state == CHANNEL_CLOSING) return -1;
+        }
+        if (ch->gathering && channel_flush(ch) != 0) return -1;
+    }
     if (rc == WEBSOCKET_OK) return 0;
     if (ch->state == CHANNEL_CLOSING) return -1;
     char reason[192];
     snprintf(reason, sizeof reason, "%s", websocket_error(ch->ws));
+    /* A clean Close after messages in the same read: they are the peer's
+     * last words (a redirect, an error), dispatched first, as the frames
+     * before a TCP end of file are. */
+    if (rc == WEBSOCKET_CLOSED) {
+        channel_dispatch(ch);
+        if (ch->state == CHANNEL_CLOSING) return -1;
+    }
     if (rc == WEBSOCKET_STOPPED)
         channel_close(ch, reason);
     else
         channel_close_after_flush(ch, reason);
+    return -1;
+}
+
+/* A dialled WebSocket channel is up (TCP, and TLS if any): its upgrade
+ * request goes, naming the address dialled. Returns 0, or -1 when the
+ * channel is closing. */
+static int channel_websocket_start_client(channel *ch) {
+    if (websocket_client_start(ch->ws, ch->peer_name, "/") == 0) return 0;
+    if (ch->state != CHANNEL_CLOSING) channel_close(ch, "cannot send the WebSocket upgrade request");
     return -1;
 }
 
@@ -807,6 +855,10 @@ static void channel_on_connected(uv_connect_t *request, int status) {
             channel_tls_handshake(ch);
             return;
         }
+        if (ch->ws) {
+            channel_websocket_start_client(ch);
+            return;
+        }
         if (ch->callbacks.on_connect) ch->callbacks.on_connect(ch, 0);
         return;
     }
@@ -831,6 +883,8 @@ channel *channel_connect(uv_loop_t *loop, const char *host, int port, const chan
         return NULL;
     }
     ch->dialled = true;
+    if (options->websocket)
+        ch->ws = websocket_client_create(options->max_frame_bytes, &channel_websocket_callbacks, ch);
     ch->state = CHANNEL_CONNECTING;
     snprintf(ch->peer_name, sizeof ch->peer_name, "%s:%d", host, port);
     int rc = uv_tcp_connect(&ch->connect_request, &ch->tcp, (struct sockaddr *)&address, channel_on_connected);

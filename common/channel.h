@@ -77,12 +77,15 @@ typedef struct channel_options {
      * tls_server_name (copied at creation). */
     struct tls_context *tls;
     const char *tls_server_name;
-    /* Accepted channels only: the peer speaks WebSocket (websocket.h),
-     * inside TLS when tls is set too. Its upgrade request is answered
-     * first; then one binary message carries one frame body each way (no
-     * 4-byte length), with the same max_frame_bytes, backpressure and
-     * queue limits. A flush-close ends with a Close frame, or, before the
-     * upgrade was answered, with an HTTP 503 carrying the reason. */
+    /* Speak WebSocket (websocket.h), inside TLS when tls is set too. An
+     * accepted channel answers the peer's upgrade request first; a dialled
+     * one sends its own once connected (and secure) and is connected
+     * (on_connect) when the server took it. Then one binary message
+     * carries one frame body each way (no 4-byte length; a dialled
+     * channel's are masked), with the same max_frame_bytes, backpressure
+     * and queue limits. A flush-close ends with a Close frame, or, before
+     * an accepted channel's upgrade was answered, with an HTTP 503
+     * carrying the reason. */
     bool websocket;
 } channel_options;
 

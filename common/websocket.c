@@ -13,6 +13,7 @@
 
 #include <http_parser.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <wslay/wslay.h>
 
 #include "log.h"
@@ -25,7 +26,7 @@
 #define WEBSOCKET_CONTROL_MAX 125
 
 typedef enum websocket_phase {
-    WEBSOCKET_HANDSHAKE, /* reading the upgrade request */
+    WEBSOCKET_HANDSHAKE, /* reading the upgrade request (a client: its answer) */
     WEBSOCKET_OPEN,      /* frames both ways */
     WEBSOCKET_DONE,      /* closed or failed: nothing more is read */
 } websocket_phase;
@@ -35,6 +36,10 @@ struct websocket {
     void *user_data;
     size_t max_message_bytes;
     websocket_phase phase;
+    bool client;         /* the dialling side: masks what it sends, expects nothing masked */
+    uint64_t mask_state; /* a client's masks: xorshift64, seeded from OpenSSL's generator */
+    char expected_accept[32];
+    uint8_t out_mask[4]; /* the mask of the frame a client is writing */
 
     /* The handshake. */
     http_parser parser;
@@ -47,7 +52,7 @@ struct websocket {
     size_t value_length;
     bool value_too_long;
     bool upgrade_websocket, connection_upgrade;
-    char key[WEBSOCKET_VALUE_MAX];
+    char key[WEBSOCKET_VALUE_MAX]; /* the request's key (a client: the answer's accept value) */
     char version[16];
 
     /* The frames. */
@@ -97,13 +102,18 @@ static int websocket_no_mask(uint8_t *buffer, size_t length, void *user_data) {
     return -1;
 }
 
-websocket *websocket_server_create(size_t max_message_bytes, const websocket_callbacks *callbacks, void *user_data) {
+static websocket *websocket_create(size_t max_message_bytes, const websocket_callbacks *callbacks, void *user_data,
+                                   bool client) {
     websocket *ws = xcalloc(1, sizeof *ws);
     ws->callbacks = *callbacks;
     ws->user_data = user_data;
     ws->max_message_bytes = max_message_bytes;
     ws->close_code = WEBSOCKET_CLOSE_NORMAL;
-    http_parser_init(&ws->parser, HTTP_REQUEST);
+    ws->client = client;
+    if (client && RAND_bytes((unsigned char *)&ws->mask_state, sizeof ws->mask_state) != 1)
+        ws->mask_state = (uint64_t)(uintptr_t)ws ^ 0x9e3779b97f4a7c15ull;
+    if (ws->mask_state == 0) ws->mask_state = 0x9e3779b97f4a7c15ull;
+    http_parser_init(&ws->parser, client ? HTTP_RESPONSE : HTTP_REQUEST);
     ws->parser.data = ws;
     struct wslay_frame_callbacks frame_callbacks = {websocket_no_send, websocket_pull, websocket_no_mask};
     if (wslay_frame_context_init(&ws->frames, &frame_callbacks, ws) != 0) {
@@ -111,6 +121,14 @@ websocket *websocket_server_create(size_t max_message_bytes, const websocket_cal
         abort();
     }
     return ws;
+}
+
+websocket *websocket_server_create(size_t max_message_bytes, const websocket_callbacks *callbacks, void *user_data) {
+    return websocket_create(max_message_bytes, callbacks, user_data, false);
+}
+
+websocket *websocket_client_create(size_t max_message_bytes, const websocket_callbacks *callbacks, void *user_data) {
+    return websocket_create(max_message_bytes, callbacks, user_data, true);
 }
 
 void websocket_free(websocket *ws) {
@@ -132,30 +150,47 @@ bool websocket_has_partial_input(const websocket *ws) {
 
 /* ---- frames to the peer ---------------------------------------------------- */
 
-size_t websocket_frame_header_bytes(uint64_t payload_length) {
-    return payload_length < 126 ? 2 : payload_length < 65536 ? 4 : 10;
+size_t websocket_frame_header_bytes(const websocket *ws, uint64_t payload_length) {
+    return (payload_length < 126 ? 2 : payload_length < 65536 ? 4 : 10) + (ws->client ? 4 : 0);
 }
 
-/* The header of a final, unmasked frame with `opcode`. */
-static size_t websocket_header(uint8_t *out, uint8_t opcode, uint64_t payload_length) {
+/* The header of a final frame with `opcode`: unmasked from a server; from
+ * a client, masked with a fresh key (kept for websocket_mask_payload). */
+static size_t websocket_header(websocket *ws, uint8_t *out, uint8_t opcode, uint64_t payload_length) {
+    size_t at;
+    uint8_t mask_bit = ws->client ? 0x80u : 0;
     out[0] = (uint8_t)(0x80u | opcode);
     if (payload_length < 126) {
-        out[1] = (uint8_t)payload_length;
-        return 2;
-    }
-    if (payload_length < 65536) {
-        out[1] = 126;
+        out[1] = (uint8_t)(mask_bit | payload_length);
+        at = 2;
+    } else if (payload_length < 65536) {
+        out[1] = mask_bit | 126;
         out[2] = (uint8_t)(payload_length >> 8);
         out[3] = (uint8_t)payload_length;
-        return 4;
+        at = 4;
+    } else {
+        out[1] = mask_bit | 127;
+        for (int i = 0; i < 8; i++) out[2 + i] = (uint8_t)(payload_length >> (56 - 8 * i));
+        at = 10;
     }
-    out[1] = 127;
-    for (int i = 0; i < 8; i++) out[2 + i] = (uint8_t)(payload_length >> (56 - 8 * i));
-    return 10;
+    if (!ws->client) return at;
+    /* xorshift64: masks need not be secret from a native client, only
+     * varied (RFC 6455, 10.3 is about scripts in browsers). */
+    ws->mask_state ^= ws->mask_state << 13;
+    ws->mask_state ^= ws->mask_state >> 7;
+    ws->mask_state ^= ws->mask_state << 17;
+    for (int i = 0; i < 4; i++) ws->out_mask[i] = (uint8_t)(ws->mask_state >> (8 * i));
+    memcpy(out + at, ws->out_mask, 4);
+    return at + 4;
 }
 
-size_t websocket_frame_header(uint8_t out[WEBSOCKET_MAX_HEADER_BYTES], uint64_t payload_length) {
-    return websocket_header(out, WSLAY_BINARY_FRAME, payload_length);
+size_t websocket_frame_header(websocket *ws, uint8_t out[WEBSOCKET_MAX_HEADER_BYTES], uint64_t payload_length) {
+    return websocket_header(ws, out, WSLAY_BINARY_FRAME, payload_length);
+}
+
+void websocket_mask_payload(const websocket *ws, uint8_t *payload, size_t length) {
+    if (!ws->client) return;
+    for (size_t i = 0; i < length; i++) payload[i] ^= ws->out_mask[i & 3];
 }
 
 size_t websocket_close_frame(websocket *ws, uint8_t out[WEBSOCKET_MAX_CLOSE_FRAME_BYTES], uint16_t code,
@@ -165,11 +200,12 @@ size_t websocket_close_frame(websocket *ws, uint8_t out[WEBSOCKET_MAX_CLOSE_FRAM
     if (reason_length > WEBSOCKET_CONTROL_MAX - 2) reason_length = WEBSOCKET_CONTROL_MAX - 2;
     /* Cut at a character boundary: the reason must stay valid UTF-8. */
     while (reason_length > 0 && ((uint8_t)reason[reason_length] & 0xc0u) == 0x80u) reason_length--;
-    size_t header = websocket_header(out, WSLAY_CONNECTION_CLOSE, 2 + reason_length);
+    size_t header = websocket_header(ws, out, WSLAY_CONNECTION_CLOSE, 2 + reason_length);
     out[header] = (uint8_t)(code >> 8);
     out[header + 1] = (uint8_t)code;
     /* A Close's reason is counted bytes, not a C string. */
     for (size_t i = 0; i < reason_length; i++) out[header + 2 + i] = (uint8_t)reason[i];
+    websocket_mask_payload(ws, out + header, 2 + reason_length);
     ws->close_sent = true;
     return header + 2 + reason_length;
 }
@@ -241,7 +277,7 @@ static void websocket_finish_header(websocket *ws) {
             ws->upgrade_websocket = websocket_list_has(ws->value, "websocket");
         else if (strcasecmp(ws->field, "Connection") == 0)
             ws->connection_upgrade = ws->connection_upgrade || websocket_list_has(ws->value, "upgrade");
-        else if (strcasecmp(ws->field, "Sec-WebSocket-Key") == 0)
+        else if (strcasecmp(ws->field, ws->client ? "Sec-WebSocket-Accept" : "Sec-WebSocket-Key") == 0)
             snprintf(ws->key, sizeof ws->key, "%s", ws->value);
         else if (strcasecmp(ws->field, "Sec-WebSocket-Version") == 0 && ws->value_length < sizeof ws->version)
             memcpy(ws->version, ws->value, ws->value_length + 1);
@@ -292,6 +328,21 @@ static bool websocket_key_ok(const char *key) {
     return EVP_DecodeBlock(decoded, (const unsigned char *)key, 24) == 18;
 }
 
+/* The Sec-WebSocket-Accept value for `key` (RFC 6455, 4.2.2): base64 of
+ * SHA-1 of the key and the GUID, into out (29 bytes with its NUL).
+ * Returns 0, or -1 when the digest cannot be computed. */
+static int websocket_accept_for(const char *key, char out[32]) {
+    char keyed[WEBSOCKET_VALUE_MAX + sizeof WEBSOCKET_GUID];
+    int keyed_length = snprintf(keyed, sizeof keyed, "%s" WEBSOCKET_GUID, key);
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int digest_length = 0;
+    if (keyed_length < 0 || EVP_Digest(keyed, (size_t)keyed_length, digest, &digest_length, EVP_sha1(), NULL) != 1 ||
+        digest_length != 20)
+        return -1;
+    EVP_EncodeBlock((unsigned char *)out, digest, 20);
+    return 0;
+}
+
 /* The upgrade request's headers are in: answer 101, or refuse. */
 static int websocket_answer_request(websocket *ws) {
     if (ws->parser.method != HTTP_GET)
@@ -307,15 +358,9 @@ static int websocket_answer_request(websocket *ws) {
     if (!websocket_key_ok(ws->key))
         return websocket_refuse_request(ws, "400 Bad Request", NULL,
                                         "Sec-WebSocket-Key is missing or not 16 bytes in base64");
-    char keyed[WEBSOCKET_VALUE_MAX + sizeof WEBSOCKET_GUID];
-    int keyed_length = snprintf(keyed, sizeof keyed, "%s" WEBSOCKET_GUID, ws->key);
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int digest_length = 0;
-    if (keyed_length < 0 || EVP_Digest(keyed, (size_t)keyed_length, digest, &digest_length, EVP_sha1(), NULL) != 1 ||
-        digest_length != 20)
+    char accept[32];
+    if (websocket_accept_for(ws->key, accept) != 0)
         return websocket_refuse_request(ws, "500 Internal Server Error", NULL, "cannot compute the accept key");
-    unsigned char accept[32];
-    EVP_EncodeBlock(accept, digest, 20);
     char answer[256];
     int length = snprintf(answer, sizeof answer,
                           "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
@@ -326,8 +371,47 @@ static int websocket_answer_request(websocket *ws) {
     return WEBSOCKET_OK;
 }
 
-/* Feeds the upgrade request; *used is how much of data it took (the rest,
- * if the handshake completed, is frames). */
+/* A client's upgrade was refused or answered wrongly: nothing is sent
+ * back (there is no WebSocket yet). Returns WEBSOCKET_FAILED. */
+static int websocket_client_refused(websocket *ws, const char *why) {
+    snprintf(ws->error, sizeof ws->error, "the WebSocket upgrade failed: %s", why);
+    ws->phase = WEBSOCKET_DONE;
+    return WEBSOCKET_FAILED;
+}
+
+/* A client's upgrade answer is in: open, or refuse it. */
+static int websocket_check_answer(websocket *ws) {
+    if (ws->parser.status_code != 101) {
+        char why[64];
+        snprintf(why, sizeof why, "the server answered HTTP %u", ws->parser.status_code);
+        return websocket_client_refused(ws, why);
+    }
+    if (!ws->upgrade_websocket || !ws->connection_upgrade)
+        return websocket_client_refused(ws, "the answer has no Upgrade: websocket and Connection: Upgrade");
+    if (strcmp(ws->key, ws->expected_accept) != 0)
+        return websocket_client_refused(ws, "the answer's Sec-WebSocket-Accept is not the key's");
+    ws->phase = WEBSOCKET_OPEN;
+    return WEBSOCKET_OK;
+}
+
+int websocket_client_start(websocket *ws, const char *host, const char *path) {
+    if (!ws->client || ws->phase != WEBSOCKET_HANDSHAKE || ws->request_bytes) return -1;
+    unsigned char nonce[16];
+    if (RAND_bytes(nonce, sizeof nonce) != 1) return -1;
+    char key[32];
+    EVP_EncodeBlock((unsigned char *)key, nonce, sizeof nonce);
+    if (websocket_accept_for(key, ws->expected_accept) != 0) return -1;
+    char request[512];
+    int length = snprintf(request, sizeof request,
+                          "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                          "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                          path && path[0] ? path : "/", host, key);
+    if (length < 0 || (size_t)length >= sizeof request) return -1;
+    return ws->callbacks.send(ws->user_data, (const uint8_t *)request, (size_t)length);
+}
+
+/* Feeds the upgrade request (a client: its answer); *used is how much of
+ * data it took (the rest, if the handshake completed, is frames). */
 static int websocket_feed_request(websocket *ws, const uint8_t *data, size_t length, size_t *used) {
     static const http_parser_settings settings = {
         .on_header_field = websocket_on_header_field,
@@ -339,6 +423,13 @@ static int websocket_feed_request(websocket *ws, const uint8_t *data, size_t len
     size_t parsed = http_parser_execute(&ws->parser, &settings, (const char *)data, offered);
     ws->request_bytes += parsed;
     *used = parsed;
+    if (ws->client) {
+        if (ws->headers_done) return websocket_check_answer(ws);
+        if (HTTP_PARSER_ERRNO(&ws->parser) != HPE_OK) return websocket_client_refused(ws, "the answer is not HTTP");
+        if (ws->request_bytes >= WEBSOCKET_MAX_REQUEST_BYTES)
+            return websocket_client_refused(ws, "the answer is over 8 KiB");
+        return WEBSOCKET_OK;
+    }
     if (ws->headers_done) return websocket_answer_request(ws);
     if (HTTP_PARSER_ERRNO(&ws->parser) != HPE_OK)
         return websocket_refuse_request(ws, "400 Bad Request", NULL, "not an HTTP request");
@@ -352,9 +443,10 @@ static int websocket_feed_request(websocket *ws, const uint8_t *data, size_t len
 /* A whole control frame: answer a ping, end on a close. */
 static int websocket_control(websocket *ws) {
     if (ws->frame_opcode == WSLAY_PING) {
-        uint8_t pong[2 + WEBSOCKET_CONTROL_MAX];
-        size_t header = websocket_header(pong, WSLAY_PONG, ws->control_length);
+        uint8_t pong[WEBSOCKET_MAX_HEADER_BYTES + WEBSOCKET_CONTROL_MAX];
+        size_t header = websocket_header(ws, pong, WSLAY_PONG, ws->control_length);
         memcpy(pong + header, ws->control, ws->control_length);
+        websocket_mask_payload(ws, pong + header, ws->control_length);
         if (ws->callbacks.send(ws->user_data, pong, header + ws->control_length) != 0) return WEBSOCKET_STOPPED;
         return WEBSOCKET_OK;
     }
@@ -399,7 +491,10 @@ static int websocket_start_data_frame(websocket *ws, const struct wslay_frame_io
 /* One chunk wslay decoded. */
 static int websocket_frame_chunk(websocket *ws, const struct wslay_frame_iocb *frame) {
     if (!ws->in_frame) {
-        if (!frame->mask) return websocket_fail(ws, WEBSOCKET_CLOSE_PROTOCOL_ERROR, "an unmasked frame from a client");
+        if (!frame->mask && !ws->client)
+            return websocket_fail(ws, WEBSOCKET_CLOSE_PROTOCOL_ERROR, "an unmasked frame from a client");
+        if (frame->mask && ws->client)
+            return websocket_fail(ws, WEBSOCKET_CLOSE_PROTOCOL_ERROR, "a masked frame from the server");
         if (frame->rsv) return websocket_fail(ws, WEBSOCKET_CLOSE_PROTOCOL_ERROR, "reserved bits set");
         bool control = wslay_is_ctrl_frame(frame->opcode);
         if (frame->opcode != WSLAY_CONTINUATION_FRAME && frame->opcode != WSLAY_TEXT_FRAME &&

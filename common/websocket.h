@@ -1,9 +1,10 @@
-/* websocket.h -- the server side of a WebSocket connection (RFC 6455), as
- * a byte transform: what arrived from the peer goes in, whole binary
- * messages and bytes to send back come out. It never touches a socket;
- * channel.c puts it between the socket (or TLS) and the frame reader, so
- * one binary WebSocket message carries one client frame body, with the
- * same limits as a length-prefixed frame.
+/* websocket.h -- a WebSocket connection (RFC 6455), as a byte transform:
+ * what arrived from the peer goes in, whole binary messages and bytes to
+ * send back come out. It never touches a socket; channel.c puts it between
+ * the socket (or TLS) and the frame reader, so one binary WebSocket message
+ * carries one client frame body, with the same limits as a length-prefixed
+ * frame. The server side is the baseapp's websocket_port; the client side
+ * (websocket_client_create) is the SDK's and the bots'.
  *
  * The connection opens with an HTTP/1.1 upgrade request (parsed with
  * http-parser), answered "101 Switching Protocols" with the accept key;
@@ -29,8 +30,14 @@
  * code, and the connection is then over (WEBSOCKET_CLOSED). Fragmented
  * messages are put back together before they are handed on.
  *
- * Frames to the peer are binary, unfragmented and unmasked (a server never
- * masks): websocket_frame_header writes their header in front of a body.
+ * Frames to the peer are binary and unfragmented: websocket_frame_header
+ * writes their header in front of a body, unmasked from a server; a
+ * client's are masked (websocket_mask_payload then masks the body).
+ *
+ * The client side sends the upgrade request (websocket_client_start),
+ * checks the answer (101, Upgrade, Connection, the accept value of its
+ * key; anything else fails the feed, sending nothing), and refuses masked
+ * frames from the server (1002).
  */
 #ifndef TESSERA_WEBSOCKET_H
 #define TESSERA_WEBSOCKET_H
@@ -41,10 +48,10 @@
 
 /* The longest upgrade request read (headers included). */
 #define WEBSOCKET_MAX_REQUEST_BYTES ((size_t)8 * 1024)
-/* The longest header a frame to the peer needs. */
-#define WEBSOCKET_MAX_HEADER_BYTES 10
+/* The longest header a frame to the peer needs (a client's: with a mask). */
+#define WEBSOCKET_MAX_HEADER_BYTES 14
 /* The longest Close frame websocket_close_frame writes. */
-#define WEBSOCKET_MAX_CLOSE_FRAME_BYTES (2 + 125)
+#define WEBSOCKET_MAX_CLOSE_FRAME_BYTES (6 + 125)
 
 /* Close codes (RFC 6455, 7.4.1). */
 #define WEBSOCKET_CLOSE_NORMAL 1000
@@ -73,6 +80,13 @@ typedef struct websocket_callbacks {
 /* A server-side connection whose messages may be up to max_message_bytes.
  * Copies callbacks. Never NULL (allocation failure aborts, as xmalloc). */
 websocket *websocket_server_create(size_t max_message_bytes, const websocket_callbacks *callbacks, void *user_data);
+/* The dialling side's: it speaks once websocket_client_start has sent the
+ * upgrade request and the server's answer was fed in. */
+websocket *websocket_client_create(size_t max_message_bytes, const websocket_callbacks *callbacks, void *user_data);
+/* A client's upgrade request for `host` (the Host header: "host:port")
+ * and `path` (NULL: "/"), through the send callback, with a fresh key.
+ * Returns 0, or -1 (not a client, started already, or the send failed). */
+int websocket_client_start(websocket *ws, const char *host, const char *path);
 void websocket_free(websocket *ws);
 
 /* What websocket_feed returns. */
@@ -98,11 +112,15 @@ uint16_t websocket_close_code(const websocket *ws);
  * written with websocket_close_frame); none is sent after it. */
 bool websocket_close_sent(const websocket *ws);
 
-/* Writes the header of an unmasked, final binary frame of
- * `payload_length` bytes into out; returns its length (2, 4 or 10). */
-size_t websocket_frame_header(uint8_t out[WEBSOCKET_MAX_HEADER_BYTES], uint64_t payload_length);
+/* Writes the header of a final binary frame of `payload_length` bytes
+ * into out; returns its length (2, 4 or 10; a client's 4 more, with a
+ * fresh mask for websocket_mask_payload). */
+size_t websocket_frame_header(websocket *ws, uint8_t out[WEBSOCKET_MAX_HEADER_BYTES], uint64_t payload_length);
 /* The header's length for a body of that size. */
-size_t websocket_frame_header_bytes(uint64_t payload_length);
+size_t websocket_frame_header_bytes(const websocket *ws, uint64_t payload_length);
+/* A client masks the body of the frame whose header it wrote last (in
+ * place); a server's bodies go as they are. */
+void websocket_mask_payload(const websocket *ws, uint8_t *payload, size_t length);
 /* Writes a Close frame with `code` and `reason` (cut to fit 123 bytes)
  * into out and marks the Close as sent; returns its length, or 0 when one
  * was sent already or the handshake is not done. */

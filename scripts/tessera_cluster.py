@@ -721,7 +721,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
         # Admin listeners stay on 127.0.0.1 (see the module doc); each gets
         # its port now, chosen with the others so that none is taken twice,
         # so that every config can list every admin origin.
-        chosen = free_ports(cellapps + 2 * baseapps + len(names), host)
+        chosen = free_ports(cellapps + 3 * baseapps + len(names), host)
         admin_ports = dict(zip(names, chosen[:len(names)]))
         ports = iter(chosen[len(names):])
         write_admin_token(rd.admin_token_file)
@@ -755,6 +755,8 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                     "player_entity_type": "Avatar",
                     "client_host": own_host,
                     "client_port": next(ports),
+                    # Browsers' clients (WebSocket), on the same host.
+                    "websocket_port": next(ports),
                     "auto_create_accounts": bool(auto_create_accounts),
                     # Cheap password hashing: tests log in hundreds of bots.
                     "password_ops_limit": 1,
@@ -776,6 +778,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             if role == "baseapp":
                 proc["client_port"] = conf.get("client_port")
                 proc["client_host"] = conf.get("client_host")
+                proc["websocket_port"] = conf.get("websocket_port")
             prefix = list(process_prefixes.get(name, []))
             if prefix:
                 proc["prefix"] = prefix
@@ -803,6 +806,8 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             "admin_token_file": rd.admin_token_file,
             "login": "%s:%d" % (first_baseapp["client_host"], first_baseapp["client_port"]),
             "baseapps": ["%s:%d" % (p["client_host"], p["client_port"]) for p in procs if p["role"] == "baseapp"],
+            "websockets": ["%s:%d" % (p["client_host"], p["websocket_port"]) for p in procs
+                           if p["role"] == "baseapp" and int(p.get("websocket_port") or -1) > 0],
             "processes": [redis_proc] + procs,
         }
         _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline)
@@ -814,6 +819,8 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
         print("login=%s" % cluster["login"], file=out)
         print("redis=127.0.0.1:%d" % redis_port, file=out)
         print("baseapps=%s" % ",".join(cluster["baseapps"]), file=out)
+        if cluster["websockets"]:
+            print("websockets=%s" % ",".join("ws://" + w + "/" for w in cluster["websockets"]), file=out)
         url = map_url(cluster)
         if url:
             print("map=%s" % url, file=out)

@@ -16,9 +16,15 @@ hand here, so what no browser would send can be sent too):
     a new WebSocket login;
   - with two baseapps, what a WebSocket client is told names WebSocket
     ports: the login reply's list of other baseapps, and the redirect of
-    a Reconnect sent to the baseapp that does not hold the session.
+    a Reconnect sent to the baseapp that does not hold the session;
+  - bots over WebSocket (the C SDK's client side) play beside bots over
+    TCP on two baseapps and two cellapps, logins redirected by load, and
+    both see exactly what they should (--verify-aoi); and over wss (TLS
+    1.3 inside, websocket_tls).
 Every process started here is stopped at the end, whatever happens."""
+import shutil
 import socket
+import tempfile
 import time
 import unittest
 
@@ -251,6 +257,36 @@ class WebSocketAddresses(unittest.TestCase):
             answer = other.read_until({"login_redirect", "login_reply", "error"}, timeout=10)
             self.assertEqual(answer["kind"], "login_redirect", answer)
             self.assertEqual((answer["host"], answer["port"]), first, answer)
+
+    def test_bots_over_websocket_beside_tcp(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        with harness.Cluster(baseapps=2, cellapps=2, extra_set=SETTINGS) as cluster:
+            ws = "%s:%d" % websocket_address(cluster)
+            tcp = harness.start_bots(cluster, 10, 8, ["--verify-aoi", "--area", "40", "--account-prefix", "tcp"])
+            web = harness.start_bots(cluster, 10, 8, ["--verify-aoi", "--area", "40", "--account-prefix", "web",
+                                                      "--websocket", "--connect", ws])
+            for report in (harness.finish_bots(tcp), harness.finish_bots(web)):
+                harness.assert_bots_verified(self, report, 10)
+
+    def test_bots_over_wss(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        if not shutil.which("openssl"):
+            self.skipTest("openssl is not installed (scripts/deps installs it)")
+        keys = tempfile.mkdtemp(prefix="tessera-wss-")
+        self.addCleanup(shutil.rmtree, keys, True)
+        certificate, key = harness.make_tls_certificate(keys, "cluster", "tessera.test")
+        settings = SETTINGS + ["baseapp.websocket_tls=true", "baseapp.client_tls_certificate_file=" + certificate,
+                               "baseapp.client_tls_key_file=" + key]
+        with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
+            ws = "%s:%d" % websocket_address(cluster)
+            report = harness.run_bots(cluster, 10, 6, ["--verify-aoi", "--area", "40", "--websocket", "--connect", ws,
+                                                        "--tls-name", "tessera.test", "--tls-ca", certificate])
+            harness.assert_bots_verified(self, report, 10)
+            # A plaintext WebSocket on the wss port gets nowhere.
+            plain = harness.WebSocket(websocket_address(cluster))
+            self.addCleanup(plain.close)
+            with self.assertRaises((harness.Closed, AssertionError, socket.timeout, TimeoutError)):
+                plain.open()
 
 
 if __name__ == "__main__":

@@ -271,22 +271,120 @@ static void test_refused_frames(void **state) {
 
 static void test_frame_header(void **state) {
     (void)state;
+    sink s;
+    memset(&s, 0, sizeof s);
+    websocket *ws = websocket_server_create(LIMIT, &callbacks, &s);
     uint8_t header[WEBSOCKET_MAX_HEADER_BYTES];
-    assert_int_equal(websocket_frame_header(header, 125), 2);
+    assert_int_equal(websocket_frame_header(ws, header, 125), 2);
     assert_memory_equal(header, "\x82\x7d", 2);
-    assert_int_equal(websocket_frame_header(header, 126), 4);
+    assert_int_equal(websocket_frame_header(ws, header, 126), 4);
     assert_memory_equal(header, "\x82\x7e\x00\x7e", 4);
-    assert_int_equal(websocket_frame_header(header, 70000), 10);
+    assert_int_equal(websocket_frame_header(ws, header, 70000), 10);
     assert_memory_equal(header, "\x82\x7f\x00\x00\x00\x00\x00\x01\x11\x70", 10);
-    assert_int_equal(websocket_frame_header_bytes(65535), 4);
-    assert_int_equal(websocket_frame_header_bytes(65536), 10);
+    assert_int_equal(websocket_frame_header_bytes(ws, 65535), 4);
+    assert_int_equal(websocket_frame_header_bytes(ws, 65536), 10);
+    websocket_free(ws);
+}
+
+/* A client and a server joined back to back: the request, the answer, and
+ * messages both ways (the client's masked, each with a new mask). */
+typedef struct pair {
+    websocket *client, *server;
+    sink client_sink, server_sink;
+} pair;
+
+static int to_server(void *user_data, const uint8_t *data, size_t length) {
+    pair *p = user_data;
+    return websocket_feed(p->server, data, length) == WEBSOCKET_OK ? 0 : -1;
+}
+
+static int to_client(void *user_data, const uint8_t *data, size_t length) {
+    pair *p = user_data;
+    int rc = websocket_feed(p->client, data, length);
+    return rc == WEBSOCKET_OK || rc == WEBSOCKET_CLOSED ? 0 : -1;
+}
+
+static int client_message(void *user_data, const uint8_t *data, size_t length) {
+    return on_message(&((pair *)user_data)->client_sink, data, length);
+}
+
+static int server_message(void *user_data, const uint8_t *data, size_t length) {
+    return on_message(&((pair *)user_data)->server_sink, data, length);
+}
+
+static void test_client_and_server(void **state) {
+    (void)state;
+    static pair p;
+    memset(&p, 0, sizeof p);
+    const websocket_callbacks client_callbacks = {client_message, NULL, to_server};
+    const websocket_callbacks server_callbacks = {server_message, NULL, to_client};
+    p.client = websocket_client_create(LIMIT, &client_callbacks, &p);
+    p.server = websocket_server_create(LIMIT, &server_callbacks, &p);
+    assert_int_equal(websocket_client_start(p.client, "127.0.0.1:9000", "/"), 0);
+    assert_true(websocket_is_open(p.server));
+    assert_true(websocket_is_open(p.client));
+    assert_int_equal(websocket_client_start(p.client, "127.0.0.1:9000", "/"), -1); /* once */
+    uint8_t frame[WEBSOCKET_MAX_HEADER_BYTES + 300], first_mask[4];
+    for (int round = 0; round < 2; round++) {
+        size_t header = websocket_frame_header(p.client, frame, 300);
+        assert_int_equal(header, 8);
+        assert_true(frame[1] & 0x80);
+        if (round == 0)
+            memcpy(first_mask, frame + 4, 4);
+        else
+            assert_memory_not_equal(first_mask, frame + 4, 4);
+        for (int i = 0; i < 300; i++) frame[header + i] = (uint8_t)(i + round);
+        websocket_mask_payload(p.client, frame + header, 300);
+        assert_int_equal(websocket_feed(p.server, frame, header + 300), WEBSOCKET_OK);
+        assert_int_equal(p.server_sink.message_lengths[round], 300);
+        assert_int_equal(p.server_sink.messages[round][7], (uint8_t)(7 + round));
+    }
+    size_t header = websocket_frame_header(p.server, frame, 3);
+    memcpy(frame + header, "abc", 3);
+    assert_int_equal(websocket_feed(p.client, frame, header + 3), WEBSOCKET_OK);
+    assert_int_equal(p.client_sink.message_count, 1);
+    assert_memory_equal(p.client_sink.messages[0], "abc", 3);
+    /* A masked frame, as if from the server, is refused by the client. */
+    header = websocket_frame_header(p.client, frame, 3);
+    memcpy(frame + header, "abc", 3);
+    websocket_mask_payload(p.client, frame + header, 3);
+    int rc = websocket_feed(p.client, frame, header + 3);
+    assert_true(rc == WEBSOCKET_FAILED || rc == WEBSOCKET_STOPPED);
+    assert_int_equal(websocket_close_code(p.client), WEBSOCKET_CLOSE_PROTOCOL_ERROR);
+    websocket_free(p.client);
+    websocket_free(p.server);
+}
+
+static void test_client_refuses_bad_answers(void **state) {
+    (void)state;
+    const char *answers[] = {
+        "HTTP/1.1 426 Upgrade Required\r\nContent-Length: 0\r\n\r\n",
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n", /* another key's */
+        "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n",
+        "SSH-2.0-OpenSSH_9.2\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof answers / sizeof answers[0]; i++) {
+        sink s;
+        memset(&s, 0, sizeof s);
+        websocket *ws = websocket_client_create(LIMIT, &callbacks, &s);
+        assert_int_equal(websocket_client_start(ws, "h:1", NULL), 0);
+        s.sent[s.sent_length] = '\0';
+        assert_non_null(strstr((char *)s.sent, "GET / HTTP/1.1\r\nHost: h:1\r\n"));
+        s.sent_length = 0;
+        assert_int_equal(feed_text(ws, answers[i]), WEBSOCKET_FAILED);
+        assert_false(websocket_is_open(ws));
+        assert_int_equal(s.sent_length, 0); /* nothing sent back */
+        websocket_free(ws);
+    }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_handshake),      cmocka_unit_test(test_refused_requests),
-        cmocka_unit_test(test_messages),       cmocka_unit_test(test_close_both_ways),
-        cmocka_unit_test(test_refused_frames), cmocka_unit_test(test_frame_header),
+        cmocka_unit_test(test_handshake),         cmocka_unit_test(test_refused_requests),
+        cmocka_unit_test(test_messages),          cmocka_unit_test(test_close_both_ways),
+        cmocka_unit_test(test_refused_frames),    cmocka_unit_test(test_frame_header),
+        cmocka_unit_test(test_client_and_server), cmocka_unit_test(test_client_refuses_bad_answers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
