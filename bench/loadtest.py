@@ -3,7 +3,7 @@
 scenario with tessera-bots, and prints one table (and writes JSON).
 
     bench/loadtest.py SCENARIO [--build /tmp/build-bench] [--json FILE] [--compare EARLIER.json]
-                      [--repeat N] [--profile DIR] [--tls]
+                      [--repeat N] [--profile DIR] [--tls] [--websocket]
     bench/loadtest.py --list
 
 --tls runs the scenario twice on fresh clusters, over plaintext and then
@@ -12,6 +12,12 @@ openssl command; the bots verify it), and prints the TLS run's table with
 each figure's ratio to the plaintext run's: what encryption costs per
 client-tick. (The baseapp's client bytes in count what arrived on the wire,
 encrypted; bytes out count frames before encryption.)
+
+--websocket runs it twice likewise, the bots over TCP and then over
+WebSocket (tessera-bots --websocket to the baseapps' websocket_port, as a
+browser's client would speak), and prints WebSocket's ratio to TCP: what
+the WebSocket framing costs per client-tick. With --tls too, both runs are
+encrypted (wss for the WebSocket one).
 
 A scenario sets the bot count, the area (so the density), the walking speed,
 the method-call rate, the NPCs, the cellapp and baseapp counts, and the
@@ -59,6 +65,8 @@ TICK_HZ = 10
 SCENARIOS = {
     "uniform-1k": dict(bots=1000, area=300, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
                        spread=10, note="1,000 walkers in 600 x 600 m (about 34 in each view)"),
+    "uniform-500": dict(bots=500, area=212, speed=5, calls=0.2, npcs=5, cellapps=2, baseapps=1, window=10,
+                        spread=5, note="500 walkers at uniform-1k's density (the WebSocket comparison)"),
     "uniform-1k-1cell": dict(bots=1000, area=300, speed=5, calls=0.2, npcs=20, cellapps=1, baseapps=1, window=10,
                              spread=10, note="uniform-1k on one cellapp: the scaling baseline"),
     "uniform-2k": dict(bots=2000, area=424, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
@@ -163,7 +171,7 @@ def make_certificate(directory):
     return certificate, key
 
 
-def run(name, scenario, build, profile_dir=None, tls=False):
+def run(name, scenario, build, profile_dir=None, tls=False, websocket=False):
     run_dir = tempfile.mkdtemp(prefix="tessera-loadtest-")
     bots_bin = os.path.join(build, "client", "tessera-bots")
     area = scenario["area"]
@@ -177,8 +185,10 @@ def run(name, scenario, build, profile_dir=None, tls=False):
         certificate, key = make_certificate(run_dir)
         overrides.update({"baseapp.client_tls_certificate_file": certificate, "baseapp.client_tls_key_file": key})
         tls_args = ["--tls-name", TLS_NAME, "--tls-ca", certificate]
+        if websocket:
+            overrides["baseapp.websocket_tls"] = True
     bots = None
-    result = {"scenario": name, "settings": scenario, "tls": tls}
+    result = {"scenario": name, "settings": scenario, "tls": tls, "websocket": websocket}
     try:
         with open(os.devnull, "w") as quiet:
             cluster = tessera_cluster.up(run_dir, baseapps=scenario["baseapps"], cellapps=scenario["cellapps"],
@@ -194,6 +204,8 @@ def run(name, scenario, build, profile_dir=None, tls=False):
                 "--json", "--seed", "20240601", "--area", str(area), "--speed", str(scenario["speed"]),
                 "--calls-per-second", str(scenario["calls"]), "--login-spread-ms", str(scenario["spread"] * 1000),
                 "--call", "base:chat", "--call", "cell:castSpell"] + tls_args
+        if websocket:
+            argv += ["--websocket", "--connect", cluster["websockets"][0]]
         out_path = os.path.join(run_dir, "bots.json")
         with open(out_path, "wb") as out, open(os.path.join(run_dir, "bots.log"), "wb") as err:
             bots = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL)
@@ -339,6 +351,8 @@ def main():
                         help="run the scenario N times (fresh cluster each) and report the median of each figure")
     parser.add_argument("--tls", action="store_true",
                         help="run over plaintext, then over TLS 1.3, and print TLS's ratio to plaintext")
+    parser.add_argument("--websocket", action="store_true",
+                        help="run with the bots over TCP, then over WebSocket, and print WebSocket's ratio to TCP")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list or not args.scenario:
@@ -352,9 +366,10 @@ def main():
     # figures would be wrong. A second run waits for the first.
     lock = open(os.path.join(tempfile.gettempdir(), "tessera-loadtest.lock"), "w")
     fcntl.flock(lock, fcntl.LOCK_EX)
-    def runs(tls):
+    def runs(tls, websocket=False):
         results = [run(args.scenario, SCENARIOS[args.scenario], os.path.abspath(args.build),
-                       os.path.abspath(args.profile) if args.profile and i == 0 else None, tls=tls)
+                       os.path.abspath(args.profile) if args.profile and i == 0 else None, tls=tls,
+                       websocket=websocket)
                    for i in range(max(1, args.repeat))]
         if len(results) > 1:
             print("%d runs; each figure below is their median" % len(results))
@@ -364,13 +379,19 @@ def main():
     if args.compare:
         with open(args.compare) as f:
             earlier = json.load(f)
-    if args.tls:
+    if args.websocket:
+        # The TCP run is the baseline of the WebSocket one, in this run.
+        earlier = runs(args.tls)
+        print("TCP%s:" % (" (TLS 1.3)" if args.tls else ""))
+        print_table(earlier)
+        print("WebSocket%s (ratios to TCP):" % (" (wss)" if args.tls else ""))
+    elif args.tls:
         # The plaintext run is the baseline of the TLS one, in this run.
         earlier = runs(False)
         print("plaintext:")
         print_table(earlier)
         print("TLS 1.3 (ratios to plaintext):")
-    result = runs(args.tls)
+    result = runs(args.tls, args.websocket)
     print_table(result, earlier)
     if args.json:
         with open(args.json, "w") as f:

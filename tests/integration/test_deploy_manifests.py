@@ -37,7 +37,7 @@ PROGRAMS = {"baseapp": harness.BASEAPP_BIN, "cellapp": harness.CELLAPP_BIN}
 
 # The settings that make a process listen, with the container port name that
 # must carry each port (names are the Services' targetPorts).
-PORT_KEYS = {"internal_port": "internal", "admin_port": "admin", "client_port": "client"}
+PORT_KEYS = {"internal_port": "internal", "admin_port": "admin", "client_port": "client", "websocket_port": "websocket"}
 HOST_KEYS = ("internal_host", "admin_host", "client_host")
 # Listening on these breaks "a process listens only on the addresses in its
 # config" (wildcards) or cannot be reached by probes and peers (loopback).
