@@ -19,6 +19,12 @@ would print it, and checks the attributes of its <pre id="status">:
 Then it clicks a bot on the canvas and waits for that bot's view square
 from the cellapp that holds it (the ?witness=ID stream).
 
+A second test reads the page's words as scripts/map-screenshot shows them
+(--dump-dom after 9 s of virtual time, ?poll) on 4 cellapps with 100 bots
+and the balancer on: the header names 4 cellapps, the entities and the
+leader; the side panel lists every cellapp, one marked leader, and the
+balancer's lease.
+
 Why DevTools and not --dump-dom: with this Chromium (headless=new) the page
 is dumped at load whatever --timeout says, and --virtual-time-budget runs
 the page's clock faster than the wall clock, so neither can show a line
@@ -27,9 +33,11 @@ terms. The test drives Chromium over --remote-debugging-pipe instead (JSON
 messages ending in NUL on fds 3 and 4), which needs nothing but the
 standard library; it reads the DOM with one Runtime.evaluate."""
 import fcntl
+import html
 import html.parser
 import json
 import os
+import re
 import select
 import shutil
 import signal
@@ -373,6 +381,59 @@ class LiveMap(unittest.TestCase):
         # 30 bots within 50 m of the centre, a view radius of 50 m: it sees
         # some of them.
         self.assertGreater(shown["sees"], 0, shown)
+
+
+class MapPanelText(unittest.TestCase):
+    def test_header_and_panel_name_the_cluster(self):
+        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
+        if not os.access(CHROMIUM, os.X_OK):
+            raise AssertionError("no Chromium at %s (apt-get install chromium, or set TESSERA_CHROMIUM)" % CHROMIUM)
+        with harness.Cluster(baseapps=1, cellapps=4, balance=True) as cluster:
+            bots = harness.start_bots(cluster, 100, 40, ["--area", "200"])
+            try:
+                harness.wait_for(lambda: cluster.stat("baseapp-1", "clients") == 100, READY_TIMEOUT_S,
+                                 "100 bots in the world")
+                lease = harness.wait_for(lambda: cluster.redis.get("tessera:tessera:balancer_lease"),
+                                         READY_TIMEOUT_S, "a balancer leader")
+                port = int(cluster.registry_hash("baseapp-1")["admin_port"])
+                url = "http://127.0.0.1:%d/map?poll&token=%s" % (port, cluster.admin_token)
+                profile = tempfile.mkdtemp(prefix="tessera-map-text-")
+                self.addCleanup(shutil.rmtree, profile, True)
+                page = subprocess.run([CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu",
+                                       "--disable-background-networking", "--disable-component-update",
+                                       "--disable-sync", "--no-first-run", "--window-size=1200,900",
+                                       "--virtual-time-budget=9000", "--user-data-dir=" + profile, "--dump-dom",
+                                       url], capture_output=True, text=True, timeout=90).stdout
+            finally:
+                if bots.poll() is None:
+                    bots.send_signal(signal.SIGINT)
+                harness.finish_bots(bots)
+            with open(os.path.join(cluster.dir, "map-text-dom.html"), "w") as f:
+                f.write(page)
+
+            def text_of(element_id):
+                match = re.search(r'<(\w+) id="%s"[^>]*>(.*?)</\1>' % element_id, page, re.S)
+                self.assertIsNotNone(match, "no #%s in the page:\n%s" % (element_id, page[:2000]))
+                return html.unescape(re.sub(r"<[^>]+>", " ", match.group(2)))
+
+            header = text_of("status")
+            harness.log("map header: %s" % header)
+            self.assertTrue(header.startswith("tessera: 4 cellapps | "), header)
+            entities = re.search(r"(\d+) entities, (\d+) ghosts", header)
+            self.assertIsNotNone(entities, header)
+            self.assertGreaterEqual(int(entities.group(1)), 100, header)
+            leader = lease.split(":")[0]
+            self.assertRegex(header, r"\| leader %s:\d+" % leader)
+            # The rows are nested divs: everything between #cellapps and the
+            # balancer's paragraph.
+            start, end = page.find('id="cellapps"'), page.find('id="balancer"')
+            self.assertTrue(0 <= start < end, "no #cellapps before #balancer in the page")
+            panel = html.unescape(re.sub(r"<[^>]+>", " ", page[start:end]))
+            names = re.findall(r"cellapp (\d+)( \(leader\))?", panel)
+            self.assertEqual(len(names), 4, panel)
+            self.assertEqual([n for n, mark in names if mark], [leader], panel)
+            balancer = text_of("balancer")
+            self.assertRegex(balancer, r"^leader %s:\d+ \(cellapp:fence\)" % leader)
 
 
 if __name__ == "__main__":
