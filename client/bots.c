@@ -57,6 +57,7 @@
 #include "entity_def.h"
 #include "entity_state.h"
 #include "entity_state_json.h"
+#include "frame.h"
 #include "id_map.h"
 #include "latency_histogram.h"
 #include "json_file.h"
@@ -150,6 +151,7 @@ typedef struct bots_options {
     double calls_per_second;    /* per bot, while walking */
     double settle_seconds;      /* stand still and call nothing for the last S seconds */
     const char *snapshot_file;  /* NULL: no snapshot */
+    const char *record_file;    /* --record-file: bot 0's frames from the server (NULL: none) */
     double snapshot_at_seconds; /* when to write it, after the start */
     double ping_rate;           /* numbered calls per bot per second while walking */
     double gap_limit_ms;        /* an update gap longer than this while walking is counted */
@@ -302,6 +304,7 @@ typedef struct bots_run {
     int interrupted;
     int warned_speed;
     int snapshot_done;
+    FILE *record; /* --record-file, open while the run lasts */
     unsigned failures_logged;
 
     /* Totals. Client counters are added when each client closes. */
@@ -1359,7 +1362,25 @@ static void bots_on_closed(tessera_client *client, tessera_client_close_cause ca
     bots_log_failure(run, b, counted, reason);
 }
 
+/* --record-file: bot 0's frames, each as on a TCP connection (a 4-byte
+ * big-endian length, then the ServerToClient body), for
+ * tessera-stream-replay and the SDKs' golden tests. */
+static void bots_on_frame_received(tessera_client *client, const uint8_t *frame, size_t length) {
+    bot *b = tessera_client_user_data(client);
+    bots_run *run = b->run;
+    if (!run->record || b->index != 0 || length > UINT32_MAX) return;
+    uint8_t header[FRAME_HEADER_BYTES];
+    frame_write_header(header, (uint32_t)length);
+    if (fwrite(header, 1, sizeof header, run->record) != sizeof header ||
+        (length && fwrite(frame, 1, length, run->record) != length)) {
+        log_warn("--record-file: cannot write: %s; recording stops", strerror(errno));
+        if (fclose(run->record) != 0) log_warn("--record-file: %s", strerror(errno));
+        run->record = NULL;
+    }
+}
+
 static const tessera_client_callbacks bots_client_callbacks = {
+    .on_frame_received = bots_on_frame_received,
     .on_logged_in = bots_on_logged_in,
     .on_frame_begin = bots_on_frame_begin,
     .on_frame_end = bots_on_frame_end,
@@ -1974,6 +1995,9 @@ static void bots_usage(FILE *out) {
                  "                           \"entities\":[{\"id\",\"class\",\"owner\",\"x\",\"y\",\"z\",\n"
                  "                           \"properties\"}]}]}, positions as received (quantized)\n"
                  "  --snapshot-at-seconds T  when to write it, after the start (default S - 1)\n"
+                 "  --record-file PATH       write every frame the first bot receives to PATH, each\n"
+                 "                           as on the wire (4-byte length, ServerToClient body):\n"
+                 "                           tessera-stream-replay decodes it\n"
                  "  --account-prefix P       account name prefix (default \"bot\")\n"
                  "  --password PW            password for every account (default \"secret\")\n"
                  "  --speed M_PER_S          walking speed (default 5)\n"
@@ -2167,6 +2191,7 @@ enum {
     BOTS_OPTION_CALLS_PER_SECOND,
     BOTS_OPTION_SETTLE_SECONDS,
     BOTS_OPTION_SNAPSHOT_FILE,
+    BOTS_OPTION_RECORD_FILE,
     BOTS_OPTION_SNAPSHOT_AT,
     BOTS_OPTION_PING_RATE,
     BOTS_OPTION_GAP_LIMIT,
@@ -2223,6 +2248,7 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
         {"calls-per-second", required_argument, NULL, BOTS_OPTION_CALLS_PER_SECOND},
         {"settle-seconds", required_argument, NULL, BOTS_OPTION_SETTLE_SECONDS},
         {"snapshot-file", required_argument, NULL, BOTS_OPTION_SNAPSHOT_FILE},
+        {"record-file", required_argument, NULL, BOTS_OPTION_RECORD_FILE},
         {"snapshot-at-seconds", required_argument, NULL, BOTS_OPTION_SNAPSHOT_AT},
         {"ping-rate", required_argument, NULL, BOTS_OPTION_PING_RATE},
         {"gap-limit-ms", required_argument, NULL, BOTS_OPTION_GAP_LIMIT},
@@ -2379,6 +2405,10 @@ static int bots_parse_options(int argc, char **argv, bots_options *options, char
                 if (bots_parse_double(optarg, 0.0, 1e9, &options->settle_seconds) != 0)
                     return bots_bad_argument("--settle-seconds wants seconds, 0 or more (got '%s')", optarg);
                 break;
+            case BOTS_OPTION_RECORD_FILE:
+                if (optarg[0] == '\0') return bots_bad_argument("--record-file wants a path");
+                options->record_file = optarg;
+                break;
             case BOTS_OPTION_SNAPSHOT_FILE:
                 if (optarg[0] == '\0') return bots_bad_argument("--snapshot-file wants a path");
                 options->snapshot_file = optarg;
@@ -2528,6 +2558,15 @@ int main(int argc, char **argv) {
     } else if (run.options.tls_ca) {
         fprintf(stderr, "tessera-bots: --tls-ca needs --tls-name (the name the baseapps' certificates carry)\n");
         return 2;
+    }
+    if (run.options.record_file) {
+        run.record = fopen(run.options.record_file, "wb");
+        if (!run.record) {
+            fprintf(stderr, "tessera-bots: --record-file %s: %s\n", run.options.record_file, strerror(errno));
+            tessera_client_tls_free(run.tls);
+            if (run.record && fclose(run.record) != 0) log_warn("--record-file: %s", strerror(errno));
+            return 2;
+        }
     }
     run.bots = xcalloc(run.options.count, sizeof run.bots[0]);
     for (uint32_t i = 0; i < run.options.count; i++) {

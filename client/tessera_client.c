@@ -1936,6 +1936,7 @@ static void tessera_client__handle_frame(tessera_client *client, const uint8_t *
 static void tessera_client__on_frame(channel *ch, const uint8_t *frame, size_t length) {
     tessera_client *client = channel_user_data(ch);
     if (!tessera_client__is_open(client)) return;
+    if (client->callbacks.on_frame_received) client->callbacks.on_frame_received(client, frame, length);
     tessera_client__handle_frame(client, frame, length);
 }
 

@@ -329,6 +329,10 @@ typedef struct tessera_client_callbacks {
     /* Last callback, exactly once. The entity table and stats are still
      * readable during it; the client is freed when it returns. */
     void (*on_closed)(tessera_client *client, tessera_client_close_cause cause, const char *reason);
+    /* Every frame body from the server, as it came, before the client
+     * acts on it (a recorder's hook: tessera-bots --record-file). Not for
+     * frames given to tessera_client_process_frame. May be NULL. */
+    void (*on_frame_received)(tessera_client *client, const uint8_t *frame, size_t length);
 } tessera_client_callbacks;
 
 /* Creates a client on `loop` (which must outlive it). `callbacks` is
