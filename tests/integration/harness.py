@@ -1035,8 +1035,16 @@ class WebSocket:
 
     GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
-    def __init__(self, addr, timeout=5.0):
-        self.sock = connect(addr, timeout)
+    def __init__(self, addr, timeout=5.0, receive_buffer=None):
+        if receive_buffer:
+            # Set before connecting: the window the kernel offers follows it.
+            self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+            self.sock.settimeout(timeout)
+            self.sock.connect(addr)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        else:
+            self.sock = connect(addr, timeout)
         self.buffer = bytearray()
 
     def close(self):
@@ -1159,9 +1167,9 @@ class WebSocket:
                 return msg
 
 
-def websocket_login(addr, account, password, timeout=10.0):
+def websocket_login(addr, account, password, timeout=10.0, receive_buffer=None):
     """login() over a WebSocket: returns (WebSocket, login_reply dict)."""
-    ws = WebSocket(addr)
+    ws = WebSocket(addr, receive_buffer=receive_buffer)
     try:
         ws.open()
         ws.send(msg_hello())

@@ -8,7 +8,9 @@ sends it only enters and leaves (movement and property changes are held,
 to go current once it drains: witness.c, and test_witness's unit test of
 exactly that). The player is not dropped; when it reads again its baseapp
 sees the queue drain, the cell resumes, and the player gets view updates
-again. The bots never notice."""
+again. The bots never notice. A second player does the same over
+WebSocket (the baseapp's websocket_port): a browser that stops reading is
+treated as a TCP client that does."""
 import json
 import socket
 import time
@@ -37,23 +39,32 @@ class SlowClient(unittest.TestCase):
             try:
                 sock = self.login_slow_reader(cluster, "sleepy")
                 self.addCleanup(sock.close)
+                ws_addr = (cluster.login[0], int(cluster.registry_hash("baseapp-1")["websocket_port"]))
+                ws, reply = harness.websocket_login(ws_addr, "sleepy-browser", "pw", receive_buffer=4096)
+                self.addCleanup(ws.close)
                 # Stop reading: the kernel buffers fill, then the baseapp's queue.
-                harness.wait_for(lambda: cluster.stat("baseapp-1", "congested_clients") == 1, STALL_S,
-                                 "the baseapp to notice the client is not reading")
-                # Held, not dropped, while it does not read. (The congestion may
+                harness.wait_for(lambda: cluster.stat("baseapp-1", "congested_clients") == 2, STALL_S,
+                                 "the baseapp to notice both clients are not reading")
+                # Held, not dropped, while they do not read. (The congestion may
                 # clear and return meanwhile: the receiving kernel compacts its
                 # queue of small segments and opens its window a little.)
                 time.sleep(1.0)
-                self.assertGreaterEqual(cluster.stat("baseapp-1", "congestion_events"), 1)
+                self.assertGreaterEqual(cluster.stat("baseapp-1", "congestion_events"), 2)
                 # Still there: read everything, and the updates resume.
                 frames = self.read_for(sock, 3.0)
                 self.assertTrue(frames, "nothing arrived after the client read again")
                 kinds = {f["kind"] for f in frames}
                 self.assertNotIn("error", kinds, "the stalled client was dropped: %r" % frames[-1:])
+                messages = self.read_websocket_for(ws, 3.0)
+                self.assertTrue(messages, "nothing arrived after the browser read again")
+                kinds = {m["kind"] for m in messages}
+                self.assertFalse(kinds & {"error", "ws_close"}, "the stalled browser was dropped: %r" % messages[-1:])
                 harness.wait_for(lambda: cluster.stat("baseapp-1", "congested_clients") == 0, 5,
-                                 "the congestion to clear once the client reads")
+                                 "the congestion to clear once the clients read")
                 later = self.read_for(sock, 2.0)
                 self.assertTrue(any(f["kind"] == "view" for f in later), "no view updates after draining")
+                later = self.read_websocket_for(ws, 2.0)
+                self.assertTrue(any(m["kind"] == "view" for m in later), "no view updates for the browser")
             finally:
                 report = harness.finish_bots(bots)
         text = json.dumps(report, indent=2, sort_keys=True)
@@ -87,6 +98,23 @@ class SlowClient(unittest.TestCase):
                 break
             frames.append(msg)
         return frames
+
+    def read_websocket_for(self, ws, seconds):
+        """Every message that arrives over the WebSocket within `seconds`."""
+        messages = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                message = ws.read_message(max(0.05, deadline - time.monotonic()))
+            except (socket.timeout, TimeoutError):
+                break
+            except harness.Closed:
+                messages.append({"kind": "error", "message": "connection closed"})
+                break
+            messages.append(message)
+            if message["kind"] == "ws_close":
+                break
+        return messages
 
 
 if __name__ == "__main__":
