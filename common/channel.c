@@ -174,10 +174,16 @@ static void channel_on_shutdown(uv_shutdown_t *request, int status) {
 }
 
 static void channel_websocket_goodbye(channel *ch, const char *reason);
+static void channel_close_after_flushing(channel *ch, const char *reason, bool bounded);
 
-void channel_close_after_flush(channel *ch, const char *reason) {
+void channel_close_after_flush(channel *ch, const char *reason) { channel_close_after_flushing(ch, reason, true); }
+
+/* channel_close_after_flush; `bounded` false lets more than
+ * CHANNEL_FLUSH_LIMIT go first (a file the WebSocket port served: its size
+ * is ours, not the peer's doing). */
+static void channel_close_after_flushing(channel *ch, const char *reason, bool bounded) {
     if (!ch || ch->state == CHANNEL_CLOSING) return;
-    if (ch->queued_bytes > CHANNEL_FLUSH_LIMIT) {
+    if (bounded && ch->queued_bytes > CHANNEL_FLUSH_LIMIT) {
         channel_close(ch, reason);
         return;
     }
@@ -720,7 +726,7 @@ static int channel_websocket_received(channel *ch, const uint8_t *data, size_t l
     if (rc == WEBSOCKET_STOPPED)
         channel_close(ch, reason);
     else
-        channel_close_after_flush(ch, reason);
+        channel_close_after_flushing(ch, reason, rc != WEBSOCKET_SERVED);
     return -1;
 }
 
@@ -825,8 +831,10 @@ channel *channel_accept(uv_stream_t *listener, const channel_options *options, c
         channel_close(ch, "no TLS session");
         return NULL;
     }
-    if (options->websocket)
+    if (options->websocket) {
         ch->ws = websocket_server_create(options->max_frame_bytes, &channel_websocket_callbacks, ch);
+        websocket_serve(ch->ws, options->websocket_resources, options->websocket_resource_count);
+    }
     channel_start_open(ch);
     return ch;
 }

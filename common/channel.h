@@ -48,6 +48,7 @@
 typedef struct channel channel;
 struct channel_stats;
 struct tls_context;
+struct websocket_resource;
 
 typedef enum channel_state {
     CHANNEL_CONNECTING, /* dialling; sends are queued by libuv until connected */
@@ -87,6 +88,10 @@ typedef struct channel_options {
      * an accepted channel's upgrade was answered, with an HTTP 503
      * carrying the reason. */
     bool websocket;
+    /* An accepted WebSocket channel's files, fetched by a plain GET of
+     * their path instead of an upgrade (websocket_serve; borrowed). */
+    const struct websocket_resource *websocket_resources;
+    size_t websocket_resource_count;
 } channel_options;
 
 typedef struct channel_callbacks {

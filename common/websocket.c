@@ -53,6 +53,11 @@ struct websocket {
     bool value_too_long;
     bool upgrade_websocket, connection_upgrade;
     char key[WEBSOCKET_VALUE_MAX]; /* the request's key (a client: the answer's accept value) */
+    char path[WEBSOCKET_PATH_MAX]; /* the request's path, without its query (cut: too long) */
+    size_t path_length;
+    bool path_too_long;
+    const websocket_resource *resources; /* websocket_serve: files a plain GET may fetch */
+    size_t resource_count;
     char version[16];
 
     /* The frames. */
@@ -312,6 +317,19 @@ static int websocket_on_header_value(http_parser *parser, const char *at, size_t
     return 0;
 }
 
+static int websocket_on_url(http_parser *parser, const char *at, size_t length) {
+    websocket *ws = parser->data;
+    size_t room = sizeof ws->path - 1 - ws->path_length;
+    if (length > room) {
+        ws->path_too_long = true;
+        length = room;
+    }
+    memcpy(ws->path + ws->path_length, at, length);
+    ws->path_length += length;
+    ws->path[ws->path_length] = '\0';
+    return 0;
+}
+
 static int websocket_on_headers_complete(http_parser *parser) {
     websocket *ws = parser->data;
     websocket_finish_header(ws);
@@ -343,8 +361,43 @@ static int websocket_accept_for(const char *key, char out[32]) {
     return 0;
 }
 
+void websocket_serve(websocket *ws, const websocket_resource *resources, size_t count) {
+    ws->resources = resources;
+    ws->resource_count = count;
+}
+
+/* A plain GET (or HEAD) for one of the files websocket_serve named: it is
+ * sent whole, then the connection ends. NULL when the path names none. */
+static const websocket_resource *websocket_find_resource(const websocket *ws) {
+    if (ws->path_too_long || ws->upgrade_websocket) return NULL;
+    if (ws->parser.method != HTTP_GET && ws->parser.method != HTTP_HEAD) return NULL;
+    size_t length = strcspn(ws->path, "?#");
+    for (size_t i = 0; i < ws->resource_count; i++)
+        if (strlen(ws->resources[i].path) == length && strncmp(ws->resources[i].path, ws->path, length) == 0)
+            return &ws->resources[i];
+    return NULL;
+}
+
+static int websocket_serve_resource(websocket *ws, const websocket_resource *resource) {
+    snprintf(ws->error, sizeof ws->error, "served %s", resource->path);
+    ws->phase = WEBSOCKET_DONE;
+    char head[512];
+    int length = snprintf(head, sizeof head,
+                          "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-cache\r\n"
+                          "X-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n",
+                          resource->content_type, resource->length);
+    if (length < 0 || (size_t)length >= sizeof head) return WEBSOCKET_FAILED;
+    if (ws->callbacks.send(ws->user_data, (const uint8_t *)head, (size_t)length) != 0) return WEBSOCKET_STOPPED;
+    if (ws->parser.method == HTTP_GET && resource->length &&
+        ws->callbacks.send(ws->user_data, resource->body, resource->length) != 0)
+        return WEBSOCKET_STOPPED;
+    return WEBSOCKET_SERVED;
+}
+
 /* The upgrade request's headers are in: answer 101, or refuse. */
 static int websocket_answer_request(websocket *ws) {
+    const websocket_resource *resource = websocket_find_resource(ws);
+    if (resource) return websocket_serve_resource(ws, resource);
     if (ws->parser.method != HTTP_GET)
         return websocket_refuse_request(ws, "405 Method Not Allowed", "Allow: GET\r\n",
                                         "this port speaks WebSocket: open it with a GET upgrade request");
@@ -414,6 +467,7 @@ int websocket_client_start(websocket *ws, const char *host, const char *path) {
  * data it took (the rest, if the handshake completed, is frames). */
 static int websocket_feed_request(websocket *ws, const uint8_t *data, size_t length, size_t *used) {
     static const http_parser_settings settings = {
+        .on_url = websocket_on_url,
         .on_header_field = websocket_on_header_field,
         .on_header_value = websocket_on_header_value,
         .on_headers_complete = websocket_on_headers_complete,

@@ -46,6 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The longest path of a request kept (longer: no file is served). */
+#define WEBSOCKET_PATH_MAX 256
 /* The longest upgrade request read (headers included). */
 #define WEBSOCKET_MAX_REQUEST_BYTES ((size_t)8 * 1024)
 /* The longest header a frame to the peer needs (a client's: with a mask). */
@@ -94,6 +96,24 @@ void websocket_free(websocket *ws);
 #define WEBSOCKET_CLOSED 1     /* the peer closed and its Close was answered: end the connection */
 #define WEBSOCKET_FAILED (-1)  /* refused (see the table above): the answer is sent; end the connection */
 #define WEBSOCKET_STOPPED (-2) /* on_message or send asked to stop */
+#define WEBSOCKET_SERVED 2     /* a plain GET got one of websocket_serve's files: end the connection once sent */
+
+/* A file a plain GET (or HEAD) of its path may fetch from a server's port
+ * instead of upgrading (the baseapp's play page and the SDK a browser
+ * loads from the port it then plays on). The caller owns every byte. */
+typedef struct websocket_resource {
+    const char *path; /* "/play": the request's path up to '?' or '#' */
+    const char *content_type;
+    const uint8_t *body;
+    size_t length;
+} websocket_resource;
+
+/* The files this server connection serves (borrowed: they must outlive it).
+ * A request with no Upgrade header for one of their paths is answered 200
+ * with the file and Connection: close (websocket_feed then returns
+ * WEBSOCKET_SERVED); any other request is answered as the table above
+ * says. */
+void websocket_serve(websocket *ws, const websocket_resource *resources, size_t count);
 
 /* Bytes from the peer. After anything but WEBSOCKET_OK, feed no more. */
 int websocket_feed(websocket *ws, const uint8_t *data, size_t length);

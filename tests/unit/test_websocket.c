@@ -379,12 +379,54 @@ static void test_client_refuses_bad_answers(void **state) {
     }
 }
 
+static void test_served_files(void **state) {
+    (void)state;
+    static const uint8_t page[] = "<!doctype html><title>play</title>";
+    static const websocket_resource files[] = {
+        {"/play", "text/html; charset=utf-8", page, sizeof page - 1},
+        {"/tessera.js", "text/javascript", (const uint8_t *)"var Tessera;", 12},
+    };
+    struct {
+        const char *request;
+        int result;
+        const char *status;
+        bool body;
+    } cases[] = {
+        {"GET /play?auto=10&account=a HTTP/1.1\r\nHost: x\r\n\r\n", WEBSOCKET_SERVED, "HTTP/1.1 200 OK\r\n", true},
+        {"HEAD /play HTTP/1.1\r\nHost: x\r\n\r\n", WEBSOCKET_SERVED, "HTTP/1.1 200 OK\r\n", false},
+        {"GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\n", WEBSOCKET_FAILED, "HTTP/1.1 426 ", false},
+        {"POST /play HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", WEBSOCKET_FAILED, "HTTP/1.1 405 ", false},
+        {GOOD_REQUEST, WEBSOCKET_OK, "HTTP/1.1 101 ", false}, /* an upgrade of /play upgrades */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sink s;
+        memset(&s, 0, sizeof s);
+        websocket *ws = websocket_server_create(LIMIT, &callbacks, &s);
+        websocket_serve(ws, files, 2);
+        assert_int_equal(feed_text(ws, cases[i].request), cases[i].result);
+        s.sent[s.sent_length] = '\0';
+        if (strncmp((char *)s.sent, cases[i].status, strlen(cases[i].status)) != 0)
+            fail_msg("case %zu: got %s", i, (char *)s.sent);
+        const char *end_of_head = strstr((char *)s.sent, "\r\n\r\n");
+        assert_non_null(end_of_head);
+        if (cases[i].body) {
+            assert_string_equal(end_of_head + 4, (const char *)page);
+            assert_non_null(strstr((char *)s.sent, "Content-Length: 34\r\n"));
+            assert_non_null(strstr((char *)s.sent, "Content-Type: text/html; charset=utf-8\r\n"));
+        } else if (cases[i].result == WEBSOCKET_SERVED) {
+            assert_string_equal(end_of_head + 4, ""); /* HEAD: no body */
+        }
+        websocket_free(ws);
+    }
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_handshake),         cmocka_unit_test(test_refused_requests),
         cmocka_unit_test(test_messages),          cmocka_unit_test(test_close_both_ways),
         cmocka_unit_test(test_refused_frames),    cmocka_unit_test(test_frame_header),
         cmocka_unit_test(test_client_and_server), cmocka_unit_test(test_client_refuses_bad_answers),
+        cmocka_unit_test(test_served_files),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
