@@ -339,14 +339,15 @@ static void test_client_and_server(void **state) {
         assert_int_equal(p.server_sink.message_lengths[round], 300);
         assert_int_equal(p.server_sink.messages[round][7], (uint8_t)(7 + round));
     }
+    static const uint8_t abc[3] = {'a', 'b', 'c'};
     size_t header = websocket_frame_header(p.server, frame, 3);
-    memcpy(frame + header, "abc", 3);
+    memcpy(frame + header, abc, sizeof abc);
     assert_int_equal(websocket_feed(p.client, frame, header + 3), WEBSOCKET_OK);
     assert_int_equal(p.client_sink.message_count, 1);
     assert_memory_equal(p.client_sink.messages[0], "abc", 3);
     /* A masked frame, as if from the server, is refused by the client. */
     header = websocket_frame_header(p.client, frame, 3);
-    memcpy(frame + header, "abc", 3);
+    memcpy(frame + header, abc, sizeof abc);
     websocket_mask_payload(p.client, frame + header, 3);
     int rc = websocket_feed(p.client, frame, header + 3);
     assert_true(rc == WEBSOCKET_FAILED || rc == WEBSOCKET_STOPPED);
