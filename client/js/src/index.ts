@@ -65,6 +65,7 @@ export {
 export {
     ERROR_NAMES,
     PROTOCOL_VERSION,
+    decodeClientToServer,
     decodeServerToClient,
     encodeClientToServer,
     encodeServerToClient,

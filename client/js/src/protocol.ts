@@ -221,6 +221,17 @@ export function encodeClientToServer(message: ClientToServerMessage): Uint8Array
     return clientToServer.encode(clientToServer.fromObject(message)).finish();
 }
 
+/* For tests and tools: decodes a ClientToServer as decodeServerToClient does. */
+export function decodeClientToServer(bytes: Uint8Array): { body?: string; [field: string]: unknown } {
+    return clientToServer.toObject(clientToServer.decode(bytes), {
+        longs: String,
+        enums: Number,
+        defaults: true,
+        arrays: true,
+        oneofs: true,
+    });
+}
+
 /* For tests and tools: encodes a ServerToClient given as decodeServerToClient
  * returns it (64-bit integers as strings or numbers). */
 export function encodeServerToClient(message: object): Uint8Array {

@@ -181,3 +181,141 @@ export class RecordingHandler {
         this.log.push(['changed', alias, ids.map((id) => state.cls.properties[id].name)]);
     }
 }
+
+// ---- a WebSocket stand-in and a scripted server ----------------------------
+
+// Records what the client sends (decoded) and lets a test play the server.
+// Events fire as a browser's do: open/message when the test says, close
+// asynchronously after close().
+export class FakeSocket {
+    static sockets = [];
+    constructor(url) {
+        this.url = url;
+        this.readyState = 0;
+        this.bufferedAmount = 0;
+        this.binaryType = 'blob';
+        this.sent = [];
+        this.closedWith = null;
+        this.onopen = this.onmessage = this.onclose = this.onerror = null;
+        FakeSocket.sockets.push(this);
+    }
+    static last() {
+        return FakeSocket.sockets.at(-1);
+    }
+    send(bytes) {
+        this.sent.push(Tessera.decodeClientToServer(bytes));
+    }
+    close(code = 1000, reason = '') {
+        if (this.readyState >= 2) return;
+        this.closedWith = { code, reason };
+        this.readyState = 2;
+        setTimeout(() => {
+            this.readyState = 3;
+            this.onclose?.({ code, reason });
+        }, 0);
+    }
+    // The server's side.
+    open() {
+        this.readyState = 1;
+        this.onopen?.({});
+    }
+    deliver(message) {
+        const bytes = Tessera.encodeServerToClient(message);
+        this.onmessage?.({ data: bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) });
+    }
+    drop(code = 1006) {
+        this.readyState = 3;
+        this.onclose?.({ code, reason: '' });
+    }
+    bodies() {
+        return this.sent.map((m) => m.body);
+    }
+}
+
+export const tick = () => new Promise((resolve) => setTimeout(resolve, 5));
+
+export const WORLD = { min: { x: -512, y: -32, z: -512 }, max: { x: 512, y: 32, z: 512 } };
+
+// A login reply with the demo's definitions for entity `id` of `type`.
+export function loginReply(overrides = {}) {
+    const text = demoDefinitionsText();
+    return {
+        login_reply: {
+            entity_id: '77',
+            position: { x: 0, y: 0, z: 10 },
+            yaw: 0,
+            view_radius: 50,
+            view_hysteresis: 5,
+            max_speed: 7,
+            tick_hz: 10,
+            space_name: 'default',
+            definitions: text,
+            definitions_digest: Tessera.parseDefinitions(text).digest,
+            max_aliases: 1024,
+            position_precision: 1 / 64,
+            world_min: WORLD.min,
+            world_max: WORLD.max,
+            yaw_steps: 256,
+            detail_near_distance: 20,
+            detail_medium_distance: 40,
+            entity_type: 'Avatar',
+            max_frame_bytes: 65536,
+            moves_per_second: 20,
+            calls_per_second: 10,
+            session_token: 'session-1',
+            detached_grace_ms: 30000,
+            baseapps: ['127.0.0.1:7001', '[::1]:7002', 'example.com:7003', '127.0.0.1:0'],
+            ...overrides,
+        },
+    };
+}
+
+// A client over FakeSocket that has connected, said hello and logged in
+// (the login reply applied); `events` records every callback in order.
+export function loggedInClient(options = {}) {
+    const events = [];
+    const record =
+        (name) =>
+        (...args) =>
+            events.push([name, ...args]);
+    const callbacks = {};
+    for (const name of [
+        'onLoggedIn', 'onFrameBegin', 'onFrameEnd', 'onEnter', 'onLeave', 'onMove', 'onPropertiesChanged',
+        'onClientCall', 'onEvent', 'onCorrection', 'onTeleport', 'onRestored', 'onError', 'onPlayerChanged',
+        'onEnteredSpace', 'onRedirected', 'onClosed',
+    ])
+        callbacks[name] = record(name);
+    const client = new Tessera.TesseraClient({ WebSocket: FakeSocket, callbacks: { ...callbacks, ...options.callbacks } });
+    client.connect('ws://127.0.0.1:7000/');
+    const socket = FakeSocket.last();
+    client.login('alice', 'secret');
+    socket.open();
+    socket.deliver({ hello: { protocol_version: Tessera.PROTOCOL_VERSION, server_name: 'baseapp-1' } });
+    if (options.reply !== null) socket.deliver(options.reply ?? loginReply());
+    return { client, socket, events };
+}
+
+// A ViewUpdate message whose stream the builder callback writes.
+export function viewUpdate(tick, build, extra = {}) {
+    const builder = new StreamBuilder(demoDefinitions(), Tessera.aliasBits(1024));
+    build(builder);
+    builder.end();
+    return { view: { tick, stream: builder.bytes(), stamp_us: String(1000 * tick), calls: [], events: [], ...extra } };
+}
+
+// An absolute MOVE body in the WORLD above at 1/64 m and 256 yaw steps.
+export function absoluteAt(x, y, z, yawStep = 0) {
+    const config = Tessera.createVolatileConfig(1 / 64, [-512, -32, -512], [512, 32, 512], 256);
+    return (w) => {
+        w.write(1, 1);
+        w.write(Math.round((x + 512) * 64), config.axisBits[0]);
+        w.write(Math.round((y + 32) * 64), config.axisBits[1]);
+        w.write(Math.round((z + 512) * 64), config.axisBits[2]);
+        w.write(yawStep, config.yawBits);
+    };
+}
+
+// A method call's or event's argument bytes.
+export function argumentBytes(method, args) {
+    return Tessera.encodeArguments(method, args);
+}
