@@ -119,7 +119,8 @@ test(
         assert.equal(client.state, 'closed');
         console.log(
             `# live: walked ${step * 20} m, came back at (${back.x}, ${back.z}), gold ${gold} -> ${gold + 1}; ` +
-                `${client.stats.viewUpdates} view updates, ${client.stats.moves} moves decoded`,
+                `${client.stats.viewUpdates} view updates, ${client.stats.moves} moves decoded, ` +
+                `${first.client.stats.redirects + client.stats.redirects} redirects followed`,
         );
     },
 );
