@@ -1306,12 +1306,12 @@ export class TesseraClient {
     private streamMove(alias: number, reader: BitReader): boolean {
         const entity = this.aliases[alias];
         const config = this.volatileConfig!;
-        if (!entity) {
-            skipVolatile(reader, config);
-            return false;
-        }
         let position;
         try {
+            if (!entity) {
+                skipVolatile(reader, config);
+                return false;
+            }
             position = decodeVolatile(reader, entity.track, config);
         } catch (error) {
             if (error instanceof DecodeError)

@@ -206,6 +206,26 @@ test('protocol errors close the client: out of order, broken streams, unknown ev
         socket.deliver(viewUpdate(2, (b) => b.enter(1, 5000n, 'Door', false, changes({}))));
         assert.match(client.closingReason, /ENTER for alias 1, which is live/);
     }
+    // A delta MOVE for an entity with no position yet, and a MOVE cut short for an unknown alias.
+    {
+        const { client, socket } = loggedInClient();
+        socket.deliver(
+            viewUpdate(1, (b) =>
+                b.enter(1, 5000n, 'Door', false, changes({})).move(1, (w) => {
+                    w.write(0, 1);
+                    w.write(0, 2);
+                    w.write(0, 1);
+                    w.write(0, 1);
+                }),
+            ),
+        );
+        assert.equal(client.closingReason, 'protocol error: entity stream: MOVE record for alias 1: a delta before any absolute position');
+        const cut = loggedInClient();
+        const view = viewUpdate(1, (b) => b.move(9, (w) => w.write(1, 1)));
+        view.view.stream = view.view.stream.subarray(0, 2);
+        cut.socket.deliver(view);
+        assert.equal(cut.client.closingReason, 'protocol error: entity stream: MOVE record for alias 9: truncated');
+    }
     // An event the definitions do not declare.
     {
         const { client, socket } = loggedInClient();
