@@ -39,6 +39,7 @@
 #include "login_throttle.h"
 #include "mailbox.h"
 #include "persistence.h"
+#include "play_files.h"
 #include "process_runtime.h"
 #include "proxy.h"
 #include "session_directory.h"
@@ -57,8 +58,9 @@ typedef struct baseapp {
     int client_port;
     tls_context *client_tls; /* client_tls_certificate_file: the client port speaks TLS 1.3 (NULL: plaintext) */
     bool client_listening;
-    uv_tcp_t websocket_listener; /* websocket_port: browsers (client_link.h) */
-    int websocket_port;          /* the port it listens on (0: none) */
+    uv_tcp_t websocket_listener;                     /* websocket_port: browsers (client_link.h) */
+    websocket_resource play_files[PLAY_FILES_COUNT]; /* what it serves them: /play, /tessera.js */
+    int websocket_port;                              /* the port it listens on (0: none) */
     bool websocket_listening;
     uv_timer_t sweep_timer;      /* once a second: timeouts, graces, retries, the game's tick */
     uv_timer_t congestion_timer; /* congested clients draining */

@@ -459,6 +459,8 @@ void client_links_accept(client_links *set, uv_stream_t *listener, bool websocke
         /* The WebSocket port speaks TLS only with websocket_tls. */
         .tls = websocket && !settings->websocket_tls ? NULL : set->context.tls,
         .websocket = websocket,
+        .websocket_resources = websocket ? set->context.websocket_files : NULL,
+        .websocket_resource_count = websocket ? set->context.websocket_file_count : 0,
     };
     client_link *link = xcalloc(1, sizeof *link);
     link->set = set;

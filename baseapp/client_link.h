@@ -26,6 +26,7 @@
 #include "login_throttle.h"
 #include "process_self.h"
 #include "tls.h"
+#include "websocket.h"
 
 typedef struct client_links client_links;
 typedef struct proxy proxy;
@@ -112,6 +113,9 @@ typedef struct client_links_context {
     bool (*may_dispatch)(void *gate_data);
     void *gate_data;
     tls_context *tls; /* clients speak TLS 1.3 (NULL: plaintext) */
+    /* What the WebSocket port serves to a plain GET (play_files.h). */
+    const websocket_resource *websocket_files;
+    size_t websocket_file_count;
 } client_links_context;
 
 /* At most `max_links` connections (beyond max_clients, new ones are told

@@ -355,7 +355,9 @@ static void baseapp_build_modules(baseapp *app) {
                                        client_dispatch_handlers(app),
                                        baseapp_fence_may_dispatch,
                                        app,
-                                       app->client_tls};
+                                       app->client_tls,
+                                       app->play_files,
+                                       PLAY_FILES_COUNT};
     app->links = client_links_create(&link_needs, BASEAPP_MAX_SLOTS);
     app->events = (base_events){app->definitions, app->links, rt->peers, &app->hooks};
     app->bases = base_entities_create(BASEAPP_MAX_SLOTS);
@@ -460,6 +462,7 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     app->client_listening = true;
     app->client_listener.data = app;
     app->client_port = channel_listener_port(&app->client_listener);
+    play_files_fill(app->play_files);
     if (settings->websocket_port >= 0) {
         if (channel_listen(app->runtime.loop, &app->websocket_listener, settings->client_host,
                            (int)settings->websocket_port, baseapp_on_websocket_connection, why, sizeof why) != 0) {
@@ -558,8 +561,9 @@ int main(int argc, char **argv) {
                  settings->process.redis_host, (long long)settings->process.redis_port,
                  entity_def_registry_class_count(app.definitions), entity_def_registry_digest_hex(app.definitions));
         if (app.websocket_port > 0)
-            log_info("browsers on ws%s://%s:%d/ (WebSocket)", settings->websocket_tls ? "s" : "", settings->client_host,
-                     app.websocket_port);
+            log_info("browsers on ws%s://%s:%d/ (WebSocket; the play page at http%s://%s:%d/play)",
+                     settings->websocket_tls ? "s" : "", settings->client_host, app.websocket_port,
+                     settings->websocket_tls ? "s" : "", settings->client_host, app.websocket_port);
         process_runtime_run(&app.runtime);
     }
     /* Either a drain or a second signal ran the shutdown and the loop
