@@ -319,3 +319,32 @@ export function absoluteAt(x, y, z, yawStep = 0) {
 export function argumentBytes(method, args) {
     return Tessera.encodeArguments(method, args);
 }
+
+// ---- comparing replays ------------------------------------------------------
+
+// Numbers agree within 1e-4 * max(1, |expected|); everything else exactly.
+// Where two JSON values first differ, or null.
+export function firstDifference(expected, got, where = '$') {
+    if (typeof expected === 'number' && typeof got === 'number') {
+        const tolerance = 1e-4 * Math.max(1, Math.abs(expected));
+        return Math.abs(expected - got) <= tolerance ? null : `${where}: expected ${expected}, got ${got}`;
+    }
+    if (Array.isArray(expected) || Array.isArray(got)) {
+        if (!Array.isArray(expected) || !Array.isArray(got)) return `${where}: an array on one side only`;
+        if (expected.length !== got.length) return `${where}: ${expected.length} items expected, ${got.length} got`;
+        for (let i = 0; i < expected.length; i++) {
+            const found = firstDifference(expected[i], got[i], `${where}[${i}]`);
+            if (found) return found;
+        }
+        return null;
+    }
+    if (expected !== null && got !== null && typeof expected === 'object' && typeof got === 'object') {
+        for (const key of new Set([...Object.keys(expected), ...Object.keys(got)])) {
+            if (!(key in expected) || !(key in got)) return `${where}.${key}: present on one side only`;
+            const found = firstDifference(expected[key], got[key], `${where}.${key}`);
+            if (found) return found;
+        }
+        return null;
+    }
+    return expected === got ? null : `${where}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(got)}`;
+}
