@@ -821,6 +821,8 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
         print("baseapps=%s" % ",".join(cluster["baseapps"]), file=out)
         if cluster["websockets"]:
             print("websockets=%s" % ",".join("ws://" + w + "/" for w in cluster["websockets"]), file=out)
+            # The play page each baseapp serves on its WebSocket port.
+            print("play=http://%s/play" % cluster["websockets"][0], file=out)
         url = map_url(cluster)
         if url:
             print("map=%s" % url, file=out)

@@ -6,7 +6,8 @@ headless Chromium, against a cluster of 1 baseapp, 2 cellapps and 20 bots.
   - a plain GET of /play and of /tessera.js gets the files (200, their
     types, the SDK defining the global Tessera); another path gets 426;
   - Chromium opens /play?auto=10&account=...: the page logs in over
-    WebSocket to the port it came from, walks, calls methods, and after 10
+    WebSocket to the port it came from (to an Account, as in the demo, which
+    it asks to enterWorld()), walks, calls methods, and after 10
     s writes its report into <pre id="report">; the report must show it
     logged in, saw the bots (at least 20 entities), got updates, sent moves
     and calls, with no error; nothing in the console or the DevTools log;
@@ -44,7 +45,9 @@ class PlayPage(unittest.TestCase):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         if not os.access(CHROMIUM, os.X_OK):
             raise AssertionError("no Chromium at %s (apt-get install chromium, or set TESSERA_CHROMIUM)" % CHROMIUM)
-        with harness.Cluster(baseapps=1, cellapps=2) as cluster:
+        # As in the demo: a login gets an Account, whose enterWorld() hands the
+        # client to its Avatar (the page calls it, as the bots' --enter does).
+        with harness.Cluster(baseapps=1, cellapps=2, extra_set=["baseapp.player_entity_type=Account"]) as cluster:
             port = int(cluster.registry_hash("baseapp-1")["websocket_port"])
             base = "http://127.0.0.1:%d" % port
             status, kind, page = fetch(base + "/play")
@@ -57,7 +60,7 @@ class PlayPage(unittest.TestCase):
             self.assertIn(b"Tessera", script)
             self.assertEqual(fetch(base + "/elsewhere")[0], 426)
 
-            bots = harness.start_bots(cluster, BOTS, AUTO_SECONDS + 25, ["--area", "30"])
+            bots = harness.start_bots(cluster, BOTS, AUTO_SECONDS + 25, ["--area", "30", "--enter", "enterWorld"])
             stderr_path = os.path.join(cluster.dir, "chromium.log")
             chromium = Chromium(stderr_path)
             report = None
