@@ -153,7 +153,9 @@ static cJSON *replay_run(uv_loop_t *loop, const uint8_t *data, size_t size, bool
             break;
         }
         if (tessera_client_process_frame(client, h + FRAME_HEADER_BYTES, length) != 0) {
-            uv_run(loop, UV_RUN_NOWAIT);
+            /* It is closing: on_closed says why, and the client is freed
+             * when it returns. */
+            while (!r.closed) uv_run(loop, UV_RUN_ONCE);
             fprintf(stderr, "tessera-stream-replay: frame %zu (%zu bytes at offset %zu) closed the client: %s\n",
                     *frames, length, offset, r.close_reason[0] ? r.close_reason : "(no reason)");
             failed = true;
@@ -172,7 +174,7 @@ static cJSON *replay_run(uv_loop_t *loop, const uint8_t *data, size_t size, bool
         cJSON_AddItemToObject(root, "calls", r.calls);
         r.events = r.calls = NULL;
     }
-    tessera_client_close(client);
+    if (!r.closed) tessera_client_close(client);
     while (!r.closed) uv_run(loop, UV_RUN_ONCE);
     cJSON_Delete(r.events);
     cJSON_Delete(r.calls);

@@ -2,8 +2,15 @@
 // definition files, and a hand-written record writer for entity streams.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import * as Tessera from '../dist/tessera.mjs';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+// The SDK as the build made it: TESSERA_JS_MODULE names the ES module meson
+// bundles into the build directory (client/js/meson.build); without it,
+// npm run build's dist/tessera.mjs.
+const Tessera = await import(
+    process.env.TESSERA_JS_MODULE
+        ? pathToFileURL(process.env.TESSERA_JS_MODULE).href
+        : new URL('../dist/tessera.mjs', import.meta.url).href
+);
 
 export { Tessera };
 
