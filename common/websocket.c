@@ -292,41 +292,36 @@ static void websocket_finish_header(websocket *ws) {
     ws->value_too_long = false;
 }
 
+/* Appends at[0..length) to buffer (holding *used bytes) as far as it fits
+ * with a NUL. Returns false when it had to cut. */
+static bool websocket_append(char *buffer, size_t size, size_t *used, const char *at, size_t length) {
+    size_t room = size - 1 - *used;
+    size_t n = length < room ? length : room;
+    memcpy(buffer + *used, at, n);
+    *used += n;
+    buffer[*used] = '\0';
+    return n == length;
+}
+
 static int websocket_on_header_field(http_parser *parser, const char *at, size_t length) {
     websocket *ws = parser->data;
     if (!ws->field_in_progress) websocket_finish_header(ws);
     ws->field_in_progress = true;
     /* A long field name is no header the handshake needs: kept cut. */
-    size_t room = sizeof ws->field - 1 - ws->field_length;
-    size_t n = length < room ? length : room;
-    memcpy(ws->field + ws->field_length, at, n);
-    ws->field_length += n;
+    websocket_append(ws->field, sizeof ws->field, &ws->field_length, at, length);
     return 0;
 }
 
 static int websocket_on_header_value(http_parser *parser, const char *at, size_t length) {
     websocket *ws = parser->data;
     ws->field_in_progress = false;
-    size_t room = sizeof ws->value - 1 - ws->value_length;
-    if (length > room) {
-        ws->value_too_long = true;
-        length = room;
-    }
-    memcpy(ws->value + ws->value_length, at, length);
-    ws->value_length += length;
+    if (!websocket_append(ws->value, sizeof ws->value, &ws->value_length, at, length)) ws->value_too_long = true;
     return 0;
 }
 
 static int websocket_on_url(http_parser *parser, const char *at, size_t length) {
     websocket *ws = parser->data;
-    size_t room = sizeof ws->path - 1 - ws->path_length;
-    if (length > room) {
-        ws->path_too_long = true;
-        length = room;
-    }
-    memcpy(ws->path + ws->path_length, at, length);
-    ws->path_length += length;
-    ws->path[ws->path_length] = '\0';
+    if (!websocket_append(ws->path, sizeof ws->path, &ws->path_length, at, length)) ws->path_too_long = true;
     return 0;
 }
 
