@@ -843,6 +843,8 @@ static void websocket_seeds(void) {
     seed("fuzz_websocket", "handshake-then-frame", input, length);
     static const char plain_get[] = "\x08GET / HTTP/1.1\r\nHost: x\r\n\r\n";
     seed("fuzz_websocket", "plain-get", plain_get, sizeof plain_get - 1);
+    static const char get_play[] = "\x08GET /play?auto=10 HTTP/1.1\r\nHost: x\r\n\r\n";
+    seed("fuzz_websocket", "get-play", get_play, sizeof get_play - 1);
     struct {
         const char *name;
         uint8_t first;
