@@ -1,8 +1,8 @@
 // node_clients.mjs -- N players on the TypeScript SDK over WebSocket, for
-// test_node_clients.py: they log in, walk random waypoints, and check one
-// another's views as tessera-bots --verify-aoi checks its bots' (each knows
-// where the others truly are, in this process). Then one JSON report on
-// stdout.
+// test_node_clients.py: they log in, walk random waypoints, stand still for
+// the last SETTLE_SECONDS, and then check one another's views as
+// tessera-bots --verify-aoi checks its bots' (each knows where the others
+// truly are, in this process). Then one JSON report on stdout.
 //
 //   node node_clients.mjs WS_URL COUNT SECONDS AREA ACCOUNT_PREFIX
 //
@@ -23,10 +23,13 @@ const Tessera = await import(pathToFileURL(process.env.TESSERA_JS_MODULE).href);
 const { WebSocket } = createRequire(path.join(process.env.TESSERA_JS_DIR, 'package.json'))('ws');
 
 const SPEED = 4; // metres a second, under the demo's limit
-// A view is a square of the view radius around its player; the cell
-// decides at its tick, the truth here moves meanwhile: a margin of a tick's
-// walk and more on each side, plus the hysteresis outside.
-const MARGIN = 3;
+// The last seconds are spent standing still, so every view has settled
+// when it is checked (as tessera-bots --verify-aoi does).
+const SETTLE_SECONDS = 2;
+// A view is a square of the view radius around its player, decided on
+// quantized positions: a pair within this of an edge is right either way
+// (and beyond radius + hysteresis the other must be gone).
+const MARGIN = 0.5;
 
 const report = {
     logged_in: 0, in_world_at_end: 0, errors: 0, error_messages: [], moves_sent: 0, login_retries: 0,
@@ -93,8 +96,11 @@ function enter(player, info) {
     report.view_radius = info.viewRadius;
 }
 
-// Walking: every 100 ms a step toward the waypoint, and its move.
+// Walking: every 100 ms a step toward the waypoint, and its move, until
+// the settling.
+const started = Date.now();
 const step = setInterval(() => {
+    if (Date.now() - started > (seconds - SETTLE_SECONDS) * 1000) return;
     for (const p of players) {
         if (!p.inWorld || !p.client.player) continue;
         if (!p.target || Math.hypot(p.target.x - p.x, p.target.z - p.z) < 1)
@@ -107,14 +113,16 @@ const step = setInterval(() => {
     }
 }, 100);
 
-// Checking: once a second, after the first 3 (every view settled), each
-// player's view against where the others truly are.
-const started = Date.now();
-const check = setInterval(() => {
-    if (Date.now() - started < 3000) return;
+// Checking, once everyone stood still: each player's view against where
+// the others truly are.
+function check() {
     const inWorld = players.filter((p) => p.inWorld && p.info && p.client.player);
     for (const a of inWorld) {
         const r = a.info.viewRadius, h = a.info.viewHysteresis;
+        if (!a.client.entities.has(a.client.player.id)) {
+            report.aoi_mismatches++;
+            report.mismatch_examples.push({ observer: a.index, wrong: 'does not see itself' });
+        }
         for (const b of inWorld) {
             if (a === b) continue;
             const distance = Math.max(Math.abs(a.x - b.x), Math.abs(a.z - b.z));
@@ -131,12 +139,12 @@ const check = setInterval(() => {
             }
         }
     }
-}, 1000);
+}
 
 setTimeout(() => {
     finished = true;
     clearInterval(step);
-    clearInterval(check);
+    check();
     for (const p of players) {
         if (p.inWorld && p.client.player) {
             report.in_world_at_end++;

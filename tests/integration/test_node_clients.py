@@ -8,8 +8,9 @@ around the centre, where the cells meet, for 12 s (wider than a view: some
 pairs are in each other's, some not):
   - the bots check their views (--verify-aoi) and must all stay in, with no
     error and no mismatch;
-  - the node clients check theirs the same way against where the others
-    truly are, with no error and no mismatch;
+  - the node clients stand still for their last 2 s and then check theirs
+    the same way against where the others truly are (in range: present;
+    beyond range and hysteresis: gone), with no error and no mismatch;
   - each side saw the other: some bot among the entities the node clients
     saw, and some node client among what the bots see at the end
     (--snapshot-file).
