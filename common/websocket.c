@@ -443,7 +443,8 @@ static int websocket_check_answer(websocket *ws) {
 }
 
 int websocket_client_start(websocket *ws, const char *host, const char *path) {
-    if (!ws->client || ws->phase != WEBSOCKET_HANDSHAKE || ws->request_bytes) return -1;
+    /* Started already: its key's accept value is waited for. */
+    if (!ws->client || ws->phase != WEBSOCKET_HANDSHAKE || ws->expected_accept[0]) return -1;
     unsigned char nonce[16];
     if (RAND_bytes(nonce, sizeof nonce) != 1) return -1;
     char key[32];

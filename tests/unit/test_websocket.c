@@ -370,6 +370,7 @@ static void test_client_refuses_bad_answers(void **state) {
         memset(&s, 0, sizeof s);
         websocket *ws = websocket_client_create(LIMIT, &callbacks, &s);
         assert_int_equal(websocket_client_start(ws, "h:1", NULL), 0);
+        assert_int_equal(websocket_client_start(ws, "h:1", NULL), -1); /* one request */
         s.sent[s.sent_length] = '\0';
         assert_non_null(strstr((char *)s.sent, "GET / HTTP/1.1\r\nHost: h:1\r\n"));
         s.sent_length = 0;
