@@ -17,6 +17,7 @@
 #include "baseapp_figures.h"
 #include "client_dispatch.h"
 #include "clock.h"
+#include "game_module.h"
 #include "log.h"
 #include "peer_dispatch.h"
 #include "peer_message.h"
@@ -508,7 +509,9 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
 }
 
 /* The settings' rules across keys, checked before anything starts (and by
- * --check): TLS's certificate and key go together, load, and match. */
+ * --check): TLS's certificate and key go together, load, and match; the
+ * WebSocket port's settings fit them; the game's definitions load, name the
+ * player's class, and its module opens with this engine's ABI. */
 static int baseapp_check_settings(const void *raw, char *err, size_t errlen) {
     const baseapp_settings *settings = raw;
     bool certificate = settings->client_tls_certificate_file[0], key = settings->client_tls_key_file[0];
@@ -526,12 +529,15 @@ static int baseapp_check_settings(const void *raw, char *err, size_t errlen) {
                  (long long)settings->websocket_port);
         return -1;
     }
-    if (!certificate) return 0;
-    tls_context *context =
-        tls_server_context_create(settings->client_tls_certificate_file, settings->client_tls_key_file, err, errlen);
-    if (!context) return -1;
-    tls_context_free(context);
-    return 0;
+    if (certificate) {
+        tls_context *context = tls_server_context_create(settings->client_tls_certificate_file,
+                                                         settings->client_tls_key_file, err, errlen);
+        if (!context) return -1;
+        tls_context_free(context);
+    }
+    /* The game: its definitions, the player's class, its module's ABI. */
+    return game_module_check(settings->entity_definitions, settings->player_entity_type, settings->game_module,
+                             "baseapp", err, errlen);
 }
 
 int main(int argc, char **argv) {

@@ -14,6 +14,7 @@
 #include "cellapp_admin.h"
 #include "cellapp_figures.h"
 #include "clock.h"
+#include "game_module.h"
 #include "log.h"
 #include "peer_dispatch.h"
 #include "peer_message.h"
@@ -332,7 +333,9 @@ static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
         snprintf(err, errlen, "balance_min_aggression must not exceed balance_max_aggression");
         return -1;
     }
-    return 0;
+    /* The game: its definitions load, and its module opens with this
+     * engine's ABI. */
+    return game_module_check(settings->entity_definitions, NULL, settings->game_module, "cellapp", err, errlen);
 }
 
 /* ---- start-up ------------------------------------------------------------ */

@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -38,6 +39,31 @@ const tessera_game_module *game_module_open(const char *path, const char *progra
     }
     *library = handle;
     return module;
+}
+
+int game_module_check(const char *definitions_dir, const char *player_class, const char *module_path,
+                      const char *program, char *err, size_t errlen) {
+    entity_def_registry *definitions = NULL;
+    char why[512];
+    if (entity_def_load_directory(definitions_dir, &definitions, why, sizeof why) != 0) {
+        snprintf(err, errlen, "entity_definitions '%s': %s", definitions_dir, why);
+        return -1;
+    }
+    bool class_missing = player_class && !entity_def_registry_find_class(definitions, player_class);
+    entity_def_registry_free(definitions);
+    if (class_missing) {
+        if (player_class[0])
+            snprintf(err, errlen, "player_entity_type '%s' is not defined in %s", player_class, definitions_dir);
+        else
+            snprintf(err, errlen, "player_entity_type is not set: name the class of %s that a login gets",
+                     definitions_dir);
+        return -1;
+    }
+    if (!module_path || !module_path[0]) return 0;
+    void *library = NULL;
+    if (!game_module_open(module_path, program, &library, err, errlen)) return -1;
+    dlclose(library);
+    return 0;
 }
 
 const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part, const char *name) {

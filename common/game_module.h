@@ -19,6 +19,16 @@
 const tessera_game_module *game_module_open(const char *path, const char *program, void **library, char *err,
                                             size_t errlen);
 
+/* What --check does with a game before anything starts: loads the entity
+ * definitions in `definitions_dir` (and, when `player_class` is not NULL,
+ * finds that class in them), and opens the module at `module_path` (none:
+ * "") to check its ABI, then lets both go. Returns 0, or -1 with the first
+ * problem in err, naming the setting: a definition that does not load (the
+ * file and what is wrong), a player class they lack, a module that does
+ * not load, is no game, or is built for another ABI version. */
+int game_module_check(const char *definitions_dir, const char *player_class, const char *module_path,
+                      const char *program, char *err, size_t errlen);
+
 /* Method `name` of `part` of `cls`, or NULL, logged as the game's mistake
  * ("class X has no cell method 'y'"). */
 const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part, const char *name);

@@ -1233,6 +1233,15 @@ def tls_stand_in_sets():
     return ["--set", "client_tls_certificate_file=" + certificate, "--set", "client_tls_key_file=" + key]
 
 
+def game_stand_in_sets():
+    """--set arguments that point a production config's game (its entity
+    definitions and module under /etc/tessera and /usr/local/lib/tessera,
+    which do not exist here) at the demo's in this tree and build, so
+    --check, which loads them, can pass."""
+    return ["--set", "entity_definitions=" + os.path.join(SOURCE_DIR, "demo", "entities"),
+            "--set", "game_module=" + os.path.join(BUILD_DIR, "demo", "libtessera_demo.so")]
+
+
 _secret_stand_ins = {}
 
 

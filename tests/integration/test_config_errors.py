@@ -3,8 +3,9 @@
 says why (naming the file or the key) and exits non-zero; it never hangs.
 Covers both tessera-baseapp and tessera-cellapp: missing file, invalid JSON,
 unknown key, wrong type, out-of-range value, an admin token file that is
-unsafe or empty, unreachable Redis, and a port that another process already
-listens on."""
+unsafe or empty, a game whose definitions, player class or module are
+wrong (found by --check too), unreachable Redis, and a port that another
+process already listens on."""
 import json
 import os
 import shutil
@@ -105,10 +106,11 @@ class ConfigErrors(unittest.TestCase):
         for role in PROGRAMS:
             with self.subTest(program=role):
                 path = os.path.join(harness.SOURCE_DIR, "deploy", "config", role + ".json")
-                # The baseapp's TLS files are loaded by --check: stand-ins here.
+                # The baseapp's TLS files and the game are loaded by --check:
+                # stand-ins here.
                 tls = harness.tls_stand_in_sets() if role == "baseapp" else []
-                rc, out, err, took = harness.run_with_timeout([PROGRAMS[role], "--config", path, "--check"] + tls,
-                                                              QUICK_S)
+                rc, out, err, took = harness.run_with_timeout(
+                    [PROGRAMS[role], "--config", path, "--check"] + tls + harness.game_stand_in_sets(), QUICK_S)
                 self.assertEqual(rc, 0, "%s --config %s --check: exit %s\n%s" % (role, path, rc, err))
 
     def test_bad_admin_token_file(self):
@@ -137,12 +139,69 @@ class ConfigErrors(unittest.TestCase):
         os.chmod(good, 0o600)
         for role in PROGRAMS:
             with self.subTest(token="good", program=role):
-                path = self.write("admin-good-%s.json" % role, json.dumps(
-                    {"admin_port": 0, "admin_token_file": good, "entity_definitions": DEMO_ENTITIES}))
+                conf = {"admin_port": 0, "admin_token_file": good, "entity_definitions": DEMO_ENTITIES}
+                if role == "baseapp":
+                    conf["player_entity_type"] = "Avatar"
+                path = self.write("admin-good-%s.json" % role, json.dumps(conf))
                 tls = harness.tls_stand_in_sets() if role == "baseapp" else []
                 rc, out, err, _ = harness.run_with_timeout([PROGRAMS[role], "--config", path, "--check"] + tls,
                                                            QUICK_S)
                 self.assertEqual(rc, 0, err)
+
+    def test_check_loads_the_game(self):
+        # --check loads the game before anything starts: the definitions
+        # (a typo in one is named with its file), the player's class, and
+        # the module (one built for another ABI, or no module at all, is
+        # named), so none of them waits for a start to fail.
+        broken_dir = os.path.join(self.tmp, "typo-entities")
+        shutil.copytree(DEMO_ENTITIES, broken_dir)
+        with open(os.path.join(broken_dir, "Npc.json")) as f:
+            text = f.read()
+        with open(os.path.join(broken_dir, "Npc.json"), "w") as f:
+            f.write(text.replace('"type": "uint8"', '"type": "unit8"', 1))
+        source = self.write("wrong_abi.c", '#include <tessera/game.h>\n'
+                            'TESSERA_GAME_EXPORT const tessera_game_module tessera_game = {\n'
+                            '    .abi_version = TESSERA_GAME_ABI_VERSION + 1, .name = "from-the-future"};\n')
+        wrong_abi = os.path.join(self.tmp, "libwrong_abi.so")
+        rc, out, err, _ = harness.run_with_timeout(
+            ["cc", "-shared", "-fPIC", "-I", os.path.join(harness.SOURCE_DIR, "include"), "-o", wrong_abi, source],
+            60)
+        self.assertEqual(rc, 0, "cannot build the test module: " + err)
+        not_a_module = self.write("not_a_module.so", "just text\n")
+        cases = [
+            ("a typo in a definition", {"entity_definitions": broken_dir}, ["Npc.json", "unit8"]),
+            ("a module of another ABI", {"game_module": wrong_abi}, ["from-the-future", "ABI version"]),
+            ("no module at all", {"game_module": not_a_module}, ["not_a_module.so", "does not load"]),
+        ]
+        for why, settings, words in cases:
+            for role in PROGRAMS:
+                with self.subTest(case=why, program=role):
+                    conf = {"entity_definitions": DEMO_ENTITIES, "player_entity_type": "Avatar"}
+                    if role == "cellapp":
+                        del conf["player_entity_type"]
+                    conf.update(settings)
+                    path = self.write("game-%s.json" % role, json.dumps(conf))
+                    tls = harness.tls_stand_in_sets() if role == "baseapp" else []
+                    rc, out, err, _ = harness.run_with_timeout([PROGRAMS[role], "--config", path, "--check"] + tls,
+                                                               QUICK_S)
+                    context = "%s --check with %s: exit %s\n%s" % (role, why, rc, err)
+                    self.assertEqual(rc, 1, context)
+                    self.assert_mentions(err, words[:1], context)
+                    self.assert_mentions(err, words[1:], context)
+        path = self.write("no-such-class.json", json.dumps({"entity_definitions": DEMO_ENTITIES,
+                                                            "player_entity_type": "Avatr"}))
+        rc, out, err, _ = harness.run_with_timeout([PROGRAMS["baseapp"], "--config", path, "--check"], QUICK_S)
+        self.assertEqual(rc, 1, err)
+        self.assert_mentions(err, ["player_entity_type 'Avatr' is not defined"], err)
+        # And the demo's own game checks out.
+        for role in PROGRAMS:
+            conf = {"entity_definitions": DEMO_ENTITIES,
+                    "game_module": os.path.join(harness.BUILD_DIR, "demo", "libtessera_demo.so")}
+            if role == "baseapp":
+                conf["player_entity_type"] = "Avatar"
+            path = self.write("demo-game-%s.json" % role, json.dumps(conf))
+            rc, out, err, _ = harness.run_with_timeout([PROGRAMS[role], "--config", path, "--check"], QUICK_S)
+            self.assertEqual(rc, 0, "%s --check of the demo game: %s" % (role, err))
 
     def test_unreachable_redis(self):
         for role in PROGRAMS:

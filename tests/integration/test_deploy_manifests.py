@@ -397,8 +397,9 @@ class DeployManifests(unittest.TestCase):
                     # by the check: stand-ins made here.
                     if c.role == "baseapp":
                         argv += harness.tls_stand_in_sets()
-                    # So are the secrets' files (Secret mounts): stand-ins.
-                    argv += harness.secret_stand_in_sets()
+                    # So are the secrets' files (Secret mounts) and the game
+                    # (a ConfigMap, the image's module): stand-ins.
+                    argv += harness.secret_stand_in_sets() + harness.game_stand_in_sets()
                     argv.append(flag)
                     rc, out, err, _ = harness.run_with_timeout(argv, QUICK_S)
                 self.assertEqual(rc, 0, "%s with the container's --set args fails tessera-%s %s (exit %s):\n%s%s" % (
