@@ -159,18 +159,12 @@ class ConfigErrors(unittest.TestCase):
             text = f.read()
         with open(os.path.join(broken_dir, "Npc.json"), "w") as f:
             f.write(text.replace('"type": "uint8"', '"type": "unit8"', 1))
-        source = self.write("wrong_abi.c", '#include <tessera/game.h>\n'
-                            'TESSERA_GAME_EXPORT const tessera_game_module tessera_game = {\n'
-                            '    .abi_version = TESSERA_GAME_ABI_VERSION + 1, .name = "from-the-future"};\n')
-        wrong_abi = os.path.join(self.tmp, "libwrong_abi.so")
-        rc, out, err, _ = harness.run_with_timeout(
-            ["cc", "-shared", "-fPIC", "-I", os.path.join(harness.SOURCE_DIR, "include"), "-o", wrong_abi, source],
-            60)
-        self.assertEqual(rc, 0, "cannot build the test module: " + err)
+        # tests/game/wrong_abi.c: a module built for the next ABI version.
+        wrong_abi = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_wrong_abi.so")
         not_a_module = self.write("not_a_module.so", "just text\n")
         cases = [
             ("a typo in a definition", {"entity_definitions": broken_dir}, ["Npc.json", "unit8"]),
-            ("a module of another ABI", {"game_module": wrong_abi}, ["from-the-future", "ABI version"]),
+            ("a module of another ABI", {"game_module": wrong_abi}, ["wrong-abi", "ABI version"]),
             ("no module at all", {"game_module": not_a_module}, ["not_a_module.so", "does not load"]),
         ]
         for why, settings, words in cases:
