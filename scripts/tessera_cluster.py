@@ -29,6 +29,16 @@ listeners, and Redis, which also keeps 127.0.0.1 for the tools here);
 NS`, with ADDR an address of that namespace). Admin listeners stay on
 127.0.0.1 of wherever the process runs.
 
+A game from a folder: `up --game DIR` runs the game DIR/game.json describes
+instead of the demo (game_manifest): its entity definitions, its module
+(optional: a game of definitions alone runs with the engine's rules), the
+player's class and the game's own settings, paths relative to DIR. The
+balancer retires a cellapp whose cells carry almost nothing (a load under
+balance_retire_below, 0.02 by default) after a while: an idle world soon
+runs on fewer cellapps than it was started with. `up --keep-cellapps` turns
+that off for the run (balance_retire_below 0), for a test that needs its
+cellapps.
+
 Admin listeners (common/admin_http.h): `up` gives each process a fixed free
 admin_port, writes one random token per cluster to DIR/admin_token and sets
 admin_token_file to it in every config, with admin_allowed_origins listing
@@ -663,15 +673,54 @@ def _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline):
             time.sleep(POLL_S)
 
 
+def game_manifest(game_dir):
+    """What DIR/game.json says a game is, its paths made absolute:
+    {"entity_definitions": DIR (required), "game_module": FILE or "" (a
+    module is optional), "player_entity_type": CLASS (required), "game":
+    {its own settings} (optional)}. Raises ClusterError naming the file and
+    the problem."""
+    path = os.path.join(game_dir, "game.json")
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+    except OSError as e:
+        raise ClusterError("--game %s: cannot read %s: %s" % (game_dir, path, e.strerror))
+    except ValueError as e:
+        raise ClusterError("--game %s: %s is not JSON: %s" % (game_dir, path, e))
+    if not isinstance(manifest, dict):
+        raise ClusterError("%s: expected an object" % path)
+    known = {"entity_definitions", "game_module", "player_entity_type", "game"}
+    unknown = sorted(set(manifest) - known)
+    if unknown:
+        raise ClusterError("%s: unknown key(s) %s (known: %s)" % (path, ", ".join(unknown), ", ".join(sorted(known))))
+    for key in ("entity_definitions", "player_entity_type"):
+        if not isinstance(manifest.get(key), str) or not manifest[key]:
+            raise ClusterError("%s: %s is required (a string)" % (path, key))
+    if not isinstance(manifest.get("game_module", ""), str) or not isinstance(manifest.get("game", {}), dict):
+        raise ClusterError("%s: game_module is a path and game an object" % path)
+    base = os.path.dirname(os.path.abspath(path))
+    resolved = {"entity_definitions": os.path.join(base, manifest["entity_definitions"]),
+                "game_module": os.path.join(base, manifest["game_module"]) if manifest.get("game_module") else "",
+                "player_entity_type": manifest["player_entity_type"],
+                "game": manifest.get("game", {})}
+    if not os.path.isdir(resolved["entity_definitions"]):
+        raise ClusterError("%s: entity_definitions %s is not a directory" % (path, resolved["entity_definitions"]))
+    if resolved["game_module"] and not os.path.isfile(resolved["game_module"]):
+        raise ClusterError("%s: game_module %s does not exist (build it first)" % (path, resolved["game_module"]))
+    return resolved
+
+
 def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=True, overrides=None,
        timeout=30.0, redis_server=None, out=sys.stdout, grid=None, bounds=DEFAULT_BOUNDS, spawn_radius=None,
-       host="127.0.0.1", process_hosts=None, process_prefixes=None):
+       host="127.0.0.1", process_hosts=None, process_prefixes=None, game=None, keep_cellapps=False):
     """Starts a cluster in dir_path and waits until it is ready (see the
     module doc). Returns the cluster description (what cluster.json holds).
     Raises ClusterError after tearing down whatever it started.
     host: the local address the processes and Redis listen on (Redis on
     127.0.0.1 too); process_hosts {name: address} and process_prefixes
-    {name: [argv...]}: one process elsewhere (see the module doc)."""
+    {name: [argv...]}: one process elsewhere (see the module doc); game: a
+    folder with a game.json (game_manifest; None: the demo); keep_cellapps:
+    the balancer retires none for being idle."""
     if baseapps < 1 or cellapps < 1:
         raise ClusterError("need at least one baseapp and one cellapp (got %d and %d)" % (baseapps, cellapps))
     overrides = dict(overrides or {})
@@ -691,6 +740,7 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             raise ClusterError("no process %s in a cluster of %d baseapp(s) and %d cellapp(s)"
                                % (name, baseapps, cellapps))
     redis_server = redis_server or find_redis_server()
+    manifest = game_manifest(game) if game else None
 
     rd = RunDir(dir_path)
     rd.make()
@@ -739,7 +789,8 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
                 "heartbeat_ms": 500,
                 "registry_ttl_ms": 2000,
                 # The demo game's entity types: every process loads the same.
-                "entity_definitions": os.path.join(REPO_ROOT, "demo", "entities"),
+                "entity_definitions": (manifest["entity_definitions"] if manifest
+                                       else os.path.join(REPO_ROOT, "demo", "entities")),
                 # Where SIGUSR1 writes the process's entity state.
                 "state_dump_path": rd.state_dump(name),
                 "admin_port": admin_ports[name],
@@ -748,11 +799,13 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             }
             # The demo game's rules, as the module scripts/build made; its
             # own settings go in "game" (--set cellapp.game.NAME=V).
-            conf["game_module"] = os.path.join(build_dir, DEMO_MODULE)
-            conf["game"] = {}
+            conf["game_module"] = manifest["game_module"] if manifest else os.path.join(build_dir, DEMO_MODULE)
+            conf["game"] = dict(manifest["game"]) if manifest else {}
+            if role == "cellapp" and keep_cellapps:
+                conf["balance_retire_below"] = 0
             if role == "baseapp":
                 conf.update({
-                    "player_entity_type": "Avatar",
+                    "player_entity_type": manifest["player_entity_type"] if manifest else "Avatar",
                     "client_host": own_host,
                     "client_port": next(ports),
                     # Browsers' clients (WebSocket), on the same host.
@@ -1405,6 +1458,14 @@ def main(argv=None):
     p.add_argument("--process-prefix", action="append", default=[], metavar="NAME=COMMAND",
                    help="start one process under COMMAND, which execs it, e.g. "
                         "'cellapp-3=ip netns exec NS'")
+    p.add_argument("--game", default=None, metavar="DIR",
+                   help="run the game DIR/game.json describes instead of the demo: {\"entity_definitions\": "
+                        "\"entities\", \"game_module\": \"libmygame.so\" (optional), \"player_entity_type\": "
+                        "\"Runner\", \"game\": {its settings}}, paths relative to DIR")
+    p.add_argument("--keep-cellapps", action="store_true",
+                   help="the balancer retires no cellapp for carrying almost nothing (by default one whose cells' "
+                        "load stays under balance_retire_below, 0.02, is drained after a while: an idle world "
+                        "soon runs on fewer cellapps than it started with)")
 
     p = sub.add_parser("admin", help="run tessera-admin against the cluster (spaces, cells, split lines)")
     p.add_argument("--dir", required=True)
@@ -1456,7 +1517,8 @@ def main(argv=None):
             up(args.dir, baseapps=args.baseapps, cellapps=args.cellapps, build=args.build,
                auto_create_accounts=args.auto_create_accounts, overrides=parse_set(args.set),
                timeout=args.timeout, grid=args.grid, bounds=bounds, spawn_radius=args.spawn_radius,
-               host=args.host, process_hosts=process_hosts, process_prefixes=process_prefixes)
+               host=args.host, process_hosts=process_hosts, process_prefixes=process_prefixes,
+               game=args.game, keep_cellapps=args.keep_cellapps)
         elif args.command == "admin":
             extra = args.args[1:] if args.args[:1] == ["--"] else args.args
             sys.stdout.write(admin(RunDir(args.dir).load_cluster(), extra))

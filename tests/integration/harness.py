@@ -211,7 +211,7 @@ class Cluster:
 
     def __init__(self, baseapps=1, cellapps=2, extra_set=(), auto_create_accounts=True, timeout=30.0,
                  build_dir=None, grid=None, spawn_radius=None, bounds=None, balance=False, run_dir=None,
-                 host=None, process_hosts=None, process_prefixes=None):
+                 host=None, process_hosts=None, process_prefixes=None, game=None, keep_cellapps=False):
         # run_dir: start in this directory (the caller's, never removed
         # here), keeping what an earlier cluster there stored.
         # host, process_hosts {name: address}, process_prefixes {name:
@@ -234,6 +234,10 @@ class Cluster:
         self.host = host
         self.process_hosts = dict(process_hosts or {})
         self.process_prefixes = dict(process_prefixes or {})
+        # game: a folder with a game.json (scripts/cluster up --game);
+        # keep_cellapps: no idle cellapp retired (--keep-cellapps).
+        self.game = game
+        self.keep_cellapps = keep_cellapps
         self.dir = None
         self.info = None
         self.login = None
@@ -287,6 +291,10 @@ class Cluster:
             argv += ["--process-host", "%s=%s" % (name, host)]
         for name, prefix in sorted(self.process_prefixes.items()):
             argv += ["--process-prefix", "%s=%s" % (name, " ".join(shlex.quote(a) for a in prefix))]
+        if self.game:
+            argv += ["--game", self.game]
+        if self.keep_cellapps:
+            argv.append("--keep-cellapps")
         with _live_lock:
             _live_clusters.append(self)
         self._stopped = False
