@@ -408,8 +408,8 @@ struct tessera_cell_api {
      * does not declare it. */
     int (*property_id)(const tessera_class *cls, const char *property_name);
     /* The element of a property's struct field or array entry named by a
-     * path ("weapon", "slots[2].count"), for the *_at accessors. -1 if the
-     * path names nothing. */
+     * path ("weapon", "slots[2].count"), as the `index` the accessors below
+     * take. -1 if the path names nothing. */
     int (*property_index)(const tessera_class *cls, int property_id, const char *path, uint32_t *index);
 
     /* -- entities -- */
@@ -430,10 +430,11 @@ struct tessera_cell_api {
     double (*random_unit)(tessera_cellapp *app); /* [0, 1), not for secrets */
 
     /* -- properties (engine-owned, typed as declared; a write marks them
-     *    dirty, and replication, persistence and offloading follow). The
-     *    plain forms read element 0; the _at forms take an index from
-     *    property_index. Setters refuse a ghost, a value outside the
-     *    declared range or type, returning -1. -- */
+     *    dirty, and replication, persistence and offloading follow). Each
+     *    accessor takes `index`: 0 for a property of one value, or, for a
+     *    struct field or an array entry, what property_index gives for its
+     *    path. Setters refuse a ghost, a value outside the declared range
+     *    or type, returning -1. -- */
 
     int (*get_int)(const tessera_entity *entity, int property, uint32_t index, int64_t *value);
     int (*get_uint)(const tessera_entity *entity, int property, uint32_t index, uint64_t *value);
