@@ -11,14 +11,16 @@ headless Chromium, against a cluster of 1 baseapp, 2 cellapps and 20 bots.
     s writes its report into <pre id="report">; the report must show it
     logged in, saw the bots (at least 20 entities), got updates, sent moves
     and calls, with no error; nothing in the console or the DevTools log;
-  - the baseapp counted the browser as a client, and the bots played on
-    undisturbed (every one in, no errors).
+  - the baseapp counted the browser as a client, and the bots (half over
+    TCP, half over WebSocket) played on undisturbed (every one in, no
+    errors).
 A screenshot of the page is kept as an artifact: play.png in the build
 directory's test-artifacts/ (and in the run directory when the test fails).
 Chromium is driven over its DevTools pipe, as in test_live_map."""
 import base64
 import json
 import os
+import signal
 import time
 import unittest
 import urllib.request
@@ -60,7 +62,13 @@ class PlayPage(unittest.TestCase):
             self.assertIn(b"Tessera", script)
             self.assertEqual(fetch(base + "/elsewhere")[0], 426)
 
-            bots = harness.start_bots(cluster, BOTS, AUTO_SECONDS + 25, ["--area", "30", "--enter", "enterWorld"])
+            # Half the bots over TCP, half over WebSocket (the C SDK's plain
+            # WebSocket client), all in the browser's view.
+            bots = harness.start_bots(cluster, BOTS // 2, AUTO_SECONDS + 25,
+                                      ["--area", "30", "--enter", "enterWorld", "--account-prefix", "tcp"])
+            web_bots = harness.start_bots(cluster, BOTS // 2, AUTO_SECONDS + 25,
+                                          ["--area", "30", "--enter", "enterWorld", "--account-prefix", "web",
+                                           "--websocket", "--connect", "127.0.0.1:%d" % port])
             stderr_path = os.path.join(cluster.dir, "chromium.log")
             chromium = Chromium(stderr_path)
             report = None
@@ -88,7 +96,13 @@ class PlayPage(unittest.TestCase):
                 problems = chromium.problems()
             finally:
                 chromium.close()
-                bots_report = harness.finish_bots(bots)
+                # The bots have served: Ctrl-C ends their run early, with
+                # their report.
+                reports = []
+                for group in (bots, web_bots):
+                    if group.poll() is None:
+                        group.send_signal(signal.SIGINT)
+                    reports.append(harness.finish_bots(group))
 
             self.assertEqual(problems, [], "the page reported problems:\n" + "\n".join(problems))
             self.assertTrue(report["logged_in"], report)
@@ -98,8 +112,9 @@ class PlayPage(unittest.TestCase):
             self.assertGreater(report["moves_sent"], 0, report)
             self.assertGreater(report["calls"], 0, report)
             self.assertIsNotNone(report["latency_p50_ms"], report)
-            self.assertEqual(bots_report.get("logged_in"), BOTS, bots_report)
-            self.assertEqual(bots_report.get("errors"), 0, bots_report)
+            for bots_report in reports:
+                self.assertEqual(bots_report.get("logged_in"), BOTS // 2, bots_report)
+                self.assertEqual(bots_report.get("errors"), 0, bots_report)
 
 
 if __name__ == "__main__":

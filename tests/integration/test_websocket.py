@@ -17,10 +17,10 @@ hand here, so what no browser would send can be sent too):
   - with two baseapps, what a WebSocket client is told names WebSocket
     ports: the login reply's list of other baseapps, and the redirect of
     a Reconnect sent to the baseapp that does not hold the session;
-  - bots over WebSocket (the C SDK's client side) play beside bots over
-    TCP on two baseapps and two cellapps, logins redirected by load, and
-    both see exactly what they should (--verify-aoi); and over wss (TLS
-    1.3 inside, websocket_tls).
+  - bots over wss (the C SDK's WebSocket client, TLS 1.3 inside:
+    websocket_tls) play beside bots over TCP with TLS on two baseapps and
+    two cellapps, logins redirected by load, and both see exactly what they
+    should (--verify-aoi); a plaintext WebSocket on that port gets nowhere.
 Every process started here is stopped at the end, whatever happens."""
 import shutil
 import socket
@@ -258,17 +258,11 @@ class WebSocketAddresses(unittest.TestCase):
             self.assertEqual(answer["kind"], "login_redirect", answer)
             self.assertEqual((answer["host"], answer["port"]), first, answer)
 
-    def test_bots_over_websocket_beside_tcp(self):
-        harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
-        with harness.Cluster(baseapps=2, cellapps=2, extra_set=SETTINGS) as cluster:
-            ws = "%s:%d" % websocket_address(cluster)
-            tcp = harness.start_bots(cluster, 10, 8, ["--verify-aoi", "--area", "40", "--account-prefix", "tcp"])
-            web = harness.start_bots(cluster, 10, 8, ["--verify-aoi", "--area", "40", "--account-prefix", "web",
-                                                      "--websocket", "--connect", ws])
-            for report in (harness.finish_bots(tcp), harness.finish_bots(web)):
-                harness.assert_bots_verified(self, report, 10)
-
-    def test_bots_over_wss(self):
+    def test_bots_over_wss_beside_tls(self):
+        # One cluster with TLS on both ports: bots over wss (the C SDK's
+        # WebSocket client inside TLS) play beside bots over TCP with TLS on
+        # two baseapps and two cellapps, logins redirected by load, and both
+        # see exactly what they should.
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
         if not shutil.which("openssl"):
             self.skipTest("openssl is not installed (scripts/deps installs it)")
@@ -277,11 +271,14 @@ class WebSocketAddresses(unittest.TestCase):
         certificate, key = harness.make_tls_certificate(keys, "cluster", "tessera.test")
         settings = SETTINGS + ["baseapp.websocket_tls=true", "baseapp.client_tls_certificate_file=" + certificate,
                                "baseapp.client_tls_key_file=" + key]
-        with harness.Cluster(baseapps=2, cellapps=1, extra_set=settings) as cluster:
+        tls = ["--tls-name", "tessera.test", "--tls-ca", certificate]
+        with harness.Cluster(baseapps=2, cellapps=2, extra_set=settings) as cluster:
             ws = "%s:%d" % websocket_address(cluster)
-            report = harness.run_bots(cluster, 10, 6, ["--verify-aoi", "--area", "40", "--websocket", "--connect", ws,
-                                                        "--tls-name", "tessera.test", "--tls-ca", certificate])
-            harness.assert_bots_verified(self, report, 10)
+            tcp = harness.start_bots(cluster, 10, 8, ["--verify-aoi", "--area", "40", "--account-prefix", "tcp"] + tls)
+            web = harness.start_bots(cluster, 10, 8, ["--verify-aoi", "--area", "40", "--account-prefix", "web",
+                                                      "--websocket", "--connect", ws] + tls)
+            for report in (harness.finish_bots(tcp), harness.finish_bots(web)):
+                harness.assert_bots_verified(self, report, 10)
             # A plaintext WebSocket on the wss port gets nowhere.
             plain = harness.WebSocket(websocket_address(cluster))
             self.addCleanup(plain.close)
