@@ -2565,7 +2565,6 @@ int main(int argc, char **argv) {
         if (!run.record) {
             fprintf(stderr, "tessera-bots: --record-file %s: %s\n", run.options.record_file, strerror(errno));
             tessera_client_tls_free(run.tls);
-            if (run.record && fclose(run.record) != 0) log_warn("--record-file: %s", strerror(errno));
             return 2;
         }
     }
@@ -2643,5 +2642,6 @@ int main(int argc, char **argv) {
     free(run.game_events.items);
     latency_histogram_close(&run.latency);
     tessera_client_tls_free(run.tls);
+    if (run.record && fclose(run.record) != 0) log_warn("--record-file: %s", strerror(errno));
     return written ? 0 : 1;
 }

@@ -296,11 +296,12 @@ static void websocket_finish_header(websocket *ws) {
  * with a NUL. Returns false when it had to cut. */
 static bool websocket_append(char *buffer, size_t size, size_t *used, const char *at, size_t length) {
     size_t room = size - 1 - *used;
-    size_t n = length < room ? length : room;
+    bool whole = length <= room;
+    size_t n = whole ? length : room;
     memcpy(buffer + *used, at, n);
     *used += n;
     buffer[*used] = '\0';
-    return n == length;
+    return whole;
 }
 
 static int websocket_on_header_field(http_parser *parser, const char *at, size_t length) {
