@@ -674,13 +674,19 @@ static bool base_game_call(void *host, base_entity *base, const entity_def_metho
         cls && method->part == ENTITY_DEF_PART_BASE && method->id < base->cls->method_count[ENTITY_DEF_PART_BASE]
             ? (tessera_base_method)cls->methods[method->id]
             : NULL;
-    if (!body) {
+    const tessera_base_hooks *hooks = cls && cls->registered ? &cls->hooks : NULL;
+    bool named = !body && hooks && hooks->method && method->part == ENTITY_DEF_PART_BASE;
+    if (!body && !named) {
         log_info("entity %" PRIu64 ": %s.%s has no body in this game: ignored", base->entity_id, base->cls->name,
                  method->name);
         return false;
     }
     entity_handle handle = base->handle;
-    body(&game->context, base_game_base_of(base), caller_id, (const tessera_args *)(const void *)args);
+    if (named)
+        hooks->method(&game->context, base_game_base_of(base), method->name, caller_id,
+                      (const tessera_args *)(const void *)args);
+    else
+        body(&game->context, base_game_base_of(base), caller_id, (const tessera_args *)(const void *)args);
     base_game_flush(game, handle);
     return true;
 }

@@ -267,7 +267,8 @@ static int game_api_register_method(tessera_cellapp *handle, tessera_class *cls,
 static int game_api_register_think(tessera_cellapp *handle, tessera_class *cls, const char *name,
                                    tessera_cell_think think) {
     game_host *host = game_host_of(handle);
-    if (!host || !host->initialising || !cls || !think || !name || !name[0] ||
+    /* A NULL think runs the class's think hook, named. */
+    if (!host || !host->initialising || !cls || (!think && !cls->hooks.think) || !name || !name[0] ||
         strlen(name) >= sizeof cls->thinks[0].name)
         return -1;
     for (size_t i = 0; i < cls->think_count; i++)
@@ -898,7 +899,9 @@ static size_t game_api_find_by_class(tessera_cellapp *handle, const char *class_
 static int game_api_register_input(tessera_cellapp *handle, tessera_class *cls, const char *name,
                                    tessera_field_type type, tessera_cell_input input) {
     game_host *host = game_host_of(handle);
-    if (!host || !host->initialising || !cls || !input || !name || !name[0] || strlen(name) >= ENTITY_IO_NAME_MAX ||
+    /* A NULL input runs the class's input hook, named. */
+    if (!host || !host->initialising || !cls || (!input && !cls->hooks.input) || !name || !name[0] ||
+        strlen(name) >= ENTITY_IO_NAME_MAX ||
         type > TESSERA_FIELD_STRING || cls->input_count == GAME_HOST_MAX_INPUTS)
         return -1;
     for (size_t i = 0; i < cls->input_count; i++)
@@ -1000,8 +1003,12 @@ void game_host_io_input(game_host *host, cell_entity *target, uint64_t activator
                  target->id, target->cls->name, input, parameter);
         return;
     }
-    slot->input(&host->context, game_host_entity_handle(target), game_host_data_of(target), activator_id, self_id,
-                &value);
+    if (slot->input)
+        slot->input(&host->context, game_host_entity_handle(target), game_host_data_of(target), activator_id, self_id,
+                    &value);
+    else
+        cls->hooks.input(&host->context, game_host_entity_handle(target), game_host_data_of(target), slot->name,
+                         activator_id, self_id, &value);
 }
 
 void game_host_io_deliver(const char *target, uint64_t self_id, uint64_t activator_id, uint64_t caller_id,
@@ -1331,8 +1338,12 @@ void game_host_timer(game_host *host, cell_entity *entity, uint64_t timer_id, ui
     if (tag >= GAME_HOST_THINK_TAG) {
         tessera_class *cls = game_host_class_of(host, entity->cls);
         size_t index = tag - GAME_HOST_THINK_TAG;
-        if (cls && entity->kind == CELL_ENTITY_REAL && index < cls->think_count)
+        if (!cls || entity->kind != CELL_ENTITY_REAL || index >= cls->think_count) return;
+        if (cls->thinks[index].think)
             cls->thinks[index].think(&host->context, game_host_entity_handle(entity), game_host_data_of(entity));
+        else
+            cls->hooks.think(&host->context, game_host_entity_handle(entity), game_host_data_of(entity),
+                             cls->thinks[index].name);
         return;
     }
     GAME_HOST_CALL(host, entity, timer, timer_id, tag, user_data);
@@ -1362,13 +1373,19 @@ bool game_host_call(game_host *host, cell_entity *entity, const entity_def_metho
         cls && method->part == ENTITY_DEF_PART_CELL && method->id < entity->cls->method_count[ENTITY_DEF_PART_CELL]
             ? (tessera_cell_method)cls->methods[method->id]
             : NULL;
-    if (!body || entity->kind != CELL_ENTITY_REAL) {
+    const tessera_cell_hooks *hooks = cls && cls->registered ? &cls->hooks : NULL;
+    bool named = !body && hooks && hooks->method && method->part == ENTITY_DEF_PART_CELL;
+    if ((!body && !named) || entity->kind != CELL_ENTITY_REAL) {
         log_info("entity %" PRIu64 ": %s.%s has no body in this game: ignored", entity->id, entity->cls->name,
                  method->name);
         return false;
     }
-    body(&host->context, game_host_entity_handle(entity), game_host_data_of(entity), caller_id,
-         (const tessera_args *)(const void *)args);
+    if (named)
+        hooks->method(&host->context, game_host_entity_handle(entity), game_host_data_of(entity), method->name,
+                      caller_id, (const tessera_args *)(const void *)args);
+    else
+        body(&host->context, game_host_entity_handle(entity), game_host_data_of(entity), caller_id,
+             (const tessera_args *)(const void *)args);
     return true;
 }
 

@@ -107,8 +107,12 @@ extern "C" {
 
 /* 2: game events and user messages (event_args_create, listen_event,
  * fire_event, send_event on both sides).
- * 3: restored (a real brought back after its cellapp died). */
-#define TESSERA_GAME_ABI_VERSION 3u
+ * 3: restored (a real brought back after its cellapp died).
+ * 4: named dispatch (the method, think and input hooks: one body for many,
+ *    as a script host needs), property_changed, and the services of the
+ *    "writing a game" work: round traps, base-side clock, random and
+ *    timers, listing bases by class, server-wide events. */
+#define TESSERA_GAME_ABI_VERSION 4u
 
 /* The symbol the engine looks up in the module. */
 #define TESSERA_GAME_SYMBOL "tessera_game"
@@ -121,6 +125,7 @@ typedef struct tessera_entity tessera_entity;   /* an entity here, valid for one
 typedef struct tessera_class tessera_class;     /* a registered class */
 typedef struct tessera_args tessera_args;       /* a method's arguments */
 typedef struct tessera_cell_api tessera_cell_api;
+typedef struct tessera_value tessera_value;     /* an input's parameter (below) */
 
 /* What every hook and method body is handed: the cellapp, the engine's
  * services, and the game's own state (what cell_init stored in *game). */
@@ -249,6 +254,24 @@ typedef struct tessera_cell_hooks {
      * and is told (EntityRestored). */
     void (*restored)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, uint32_t state_age_ms,
                      bool from_ghost);
+
+    /* -- named dispatch (ABI 4): one body for many names. A cell method of
+     *    the class with no body of its own (register_method) runs `method`,
+     *    named; a think or an input registered with a NULL function runs
+     *    `think` or `input`, named. The Lua host (docs/lua.md) is built on
+     *    these; a C game may use them for a table-driven class. -- */
+    void (*method)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, const char *method_name,
+                   tessera_handle caller, const tessera_args *args);
+    void (*think)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, const char *think_name);
+    void (*input)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, const char *input_name,
+                  tessera_handle activator, tessera_handle caller, const tessera_value *value);
+    /* -- (ABI 4) A property of this real changed: set by game code (any
+     *    setter, here or in a method body) or by the engine. `property` is
+     *    its id, `index` the element set (0 for a whole property). Runs
+     *    after the value is stored; a set from inside this hook does not
+     *    call it again for the same property. -- */
+    void (*property_changed)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, int property,
+                             uint32_t index);
 } tessera_cell_hooks;
 
 /* The body of a cell method: `caller` is the entity that called it (its
@@ -266,7 +289,7 @@ typedef void (*tessera_cell_think)(const tessera_cell_context *ctx, tessera_enti
 
 /* An input's parameter, converted from the firing's text to the type the
  * input was registered with (TESSERA_FIELD_STRING: the text itself). */
-typedef struct tessera_value {
+struct tessera_value {
     tessera_field_type type;
     int64_t i;        /* INT32, INT64 */
     uint64_t u;       /* UINT32, UINT64 */
@@ -275,7 +298,7 @@ typedef struct tessera_value {
     tessera_handle h; /* HANDLE: an entity id */
     float v[3];       /* VECTOR3: "x y z" */
     const char *s;    /* the text (every type) */
-} tessera_value;
+};
 
 /* An input (Source's entity I/O): what an output connected to it makes the
  * entity do. `activator` set the chain off; `caller` is the entity whose
@@ -667,6 +690,10 @@ typedef struct tessera_base_hooks {
      * client. */
     void (*handover_refused)(const tessera_base_context *ctx, tessera_base *base, tessera_handle target,
                              const char *rule);
+    /* (ABI 4) A base method of the class with no body of its own runs
+     * this, named (as the cell side's method hook). */
+    void (*method)(const tessera_base_context *ctx, tessera_base *base, const char *method_name, tessera_handle caller,
+                   const tessera_args *args);
 } tessera_base_hooks;
 
 /* The body of a base method: `caller` is the calling entity (for a
