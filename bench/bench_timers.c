@@ -1,4 +1,4 @@
-/* bench_timers.c -- what pending timers cost a tick (cellapp/entity_timer.h):
+/* bench_timers.c -- what pending timers cost a tick (common/entity_timer.h):
  * one cell's scheduler holding 1,000 timers and one holding 100,000, none
  * due, each asked a million times whether anything is due (what every tick
  * does); then the same two with a tenth of a percent of their timers

@@ -1,6 +1,6 @@
-/* test_entity_timer.c -- unit tests for the tick-driven timers of a cell's
- * reals (cellapp/entity_timer.h), run over a table of the test's own that
- * says which entity ids are live reals.
+/* test_entity_timer.c -- unit tests for the scheduler of entity timers
+ * (common/entity_timer.h: a cell's reals, a baseapp's bases), run over a
+ * table of the test's own that says which entity ids are live.
  *
  * Covered: a one-shot fires once at its due time, not before; a repeating
  * timer keeps its beat from its due time (no drift over 60 s of uneven
@@ -12,7 +12,7 @@
  * in the same run; timers of an entity the live callback denies (unknown, or
  * a ghost) dropped; entity_timers_take / entity_timers_put moving timers to
  * another scheduler under the same ids (the prefix in the high bits) and the
- * same beat; entity_timers_of; a second put of an id refused without harm;
+ * same beat; entity_timers_of; entity_timers_owner; a second put of an id refused without harm;
  * new ids never colliding with ids put; and 10,000 random adds, cancels,
  * runs, takes and puts checked against a brute-force list of (due, id). */
 #include <setjmp.h>
@@ -125,10 +125,13 @@ static void test_one_shot(void **state) {
     assert_true(id > 0);
     assert_int_equal(id >> COUNTER_BITS, 3);
     assert_int_equal(entity_timers_count(r.timers), 1);
+    assert_int_equal(entity_timers_owner(r.timers, id), 1);
+    assert_int_equal(entity_timers_owner(r.timers, id + 1), 0);
     assert_int_equal(run(&r, 0), 0);
     assert_int_equal(run(&r, 1000), 0);
     assert_int_equal(run(&r, 1499), 0);
     assert_int_equal(run(&r, 1500), 1);
+    assert_int_equal(entity_timers_owner(r.timers, id), 0); /* fired once: gone */
     assert_int_equal(r.fired[0].timer_id, id);
     assert_int_equal(r.fired[0].entity_id, 1);
     assert_int_equal(r.fired[0].tag, 7);

@@ -1,24 +1,28 @@
-/* entity_timer.h -- timers of a cell's reals, run by the tick (KBEngine's
- * addTimer: an initial delay, an optional repeat, user data, cancel).
+/* entity_timer.h -- timers of entities, run by their process's loop
+ * (KBEngine's addTimer: an initial delay, an optional repeat, user data,
+ * cancel). Two kinds of owner use it: a cellapp's reals (one scheduler per
+ * cell, run by its tick) and a baseapp's bases (one scheduler per baseapp,
+ * baseapp/base_timer.h).
  *
- * One scheduler per cell: a binary min-heap by (due time, id). The cellapp's
- * tick runs the due timers at a fixed point of its phases (after the
- * layout and the game's own tick, before the coord flush, so what a timer
- * moves or changes goes out in the same tick). Times are monotonic
- * microseconds. A repeating timer is next due `interval` after its last
- * due time, never after when it ran, so its fire count follows the clock
- * exactly; after a stall it catches up, at most
- * ENTITY_TIMER_MAX_CATCH_UP firings per timer per run.
+ * A scheduler is a binary min-heap by (due time, id). The cellapp's tick
+ * runs the due timers at a fixed point of its phases (after the layout and
+ * the game's own tick, before the coord flush, so what a timer moves or
+ * changes goes out in the same tick). Times are monotonic microseconds. A
+ * repeating timer is next due `interval` after its last due time, never
+ * after when it ran, so its fire count follows the clock exactly; after a
+ * stall it catches up, at most ENTITY_TIMER_MAX_CATCH_UP firings per timer
+ * per run.
  *
  * Timers move with their entity: entity_timers_take removes an entity's
  * timers for an offload (with the time left on each), entity_timers_put
- * sets them again on the other cellapp under the same ids. Ids are unique
- * in the cluster: the cellapp's process id in the high bits and one counter
- * per process (entity_timer_ids, shared by all its cells) in the low ones,
+ * sets them again on the other process under the same ids. Ids are unique
+ * in the cluster: the process id in the high bits and one counter per
+ * process (entity_timer_ids, shared by all its schedulers) in the low ones,
  * so game code may keep one across moves.
  *
  * The scheduler knows entities by id only: the caller says which ids are
- * live reals and what a firing does (entity_timer_live, entity_timer_fire).
+ * live (reals, bases) and what a firing does (entity_timer_live,
+ * entity_timer_fire).
  */
 #ifndef TESSERA_ENTITY_TIMER_H
 #define TESSERA_ENTITY_TIMER_H
@@ -80,6 +84,8 @@ void entity_timers_take(entity_timers *timers, uint64_t entity_id, uint64_t now_
 void entity_timers_put(entity_timers *timers, uint64_t entity_id, uint64_t now_us, const entity_timer_state *states,
                        size_t count);
 size_t entity_timers_count(const entity_timers *timers);
+/* The entity whose timer `timer_id` is (0: no such timer pending). */
+uint64_t entity_timers_owner(const entity_timers *timers, uint64_t timer_id);
 /* Describes the timers of one entity without removing them (state dumps):
  * at most `cap` into `out`; returns how many it has. */
 size_t entity_timers_of(const entity_timers *timers, uint64_t entity_id, uint64_t now_us, entity_timer_state *out,

@@ -1,6 +1,7 @@
-/* entity_timer.c -- the tick-driven timers of one cell's reals: a binary
- * min-heap of timers by (due, id), an index by id for cancelling, and each
- * entity's timer ids, so an entity's timers can leave with it. */
+/* entity_timer.c -- one scheduler of entity timers (a cell's reals, or a
+ * baseapp's bases): a binary min-heap of timers by (due, id), an index by
+ * id for cancelling, and each entity's timer ids, so an entity's timers
+ * can leave with it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ struct entity_timers {
     id_map by_entity; /* entity id -> entity_timer_list */
 };
 
-/* The process id takes the high 24 bits, a counter the low 40: a cellapp
+/* The process id takes the high 24 bits, a counter the low 40: a process
  * would have to set a trillion timers to wrap. */
 #define ENTITY_TIMER_COUNTER_BITS 40
 
@@ -252,6 +253,11 @@ void entity_timers_put(entity_timers *timers, uint64_t entity_id, uint64_t now_u
 }
 
 size_t entity_timers_count(const entity_timers *timers) { return timers->count; }
+
+uint64_t entity_timers_owner(const entity_timers *timers, uint64_t timer_id) {
+    const entity_timer *timer = id_map_get(&timers->by_id, timer_id);
+    return timer ? timer->entity_id : 0;
+}
 
 size_t entity_timers_of(const entity_timers *timers, uint64_t entity_id, uint64_t now_us, entity_timer_state *out,
                         size_t cap) {
