@@ -2,8 +2,9 @@
  * event (scope EVERYONE) goes from here to every other baseapp and every
  * cellapp, and each baseapp hands it to every client it has in the world
  * (ServerToClient.event, outside any view update: clients without a space
- * hear it too); a user message from a base goes to its own client. The
- * listeners are the game's (the event_heard hook). It owns no state. */
+ * hear it too); a servers-only one (scope SERVERS) goes the same way to
+ * the listeners alone; a user message from a base goes to its own client.
+ * The listeners are the game's (the event_heard hook). It owns no state. */
 #include "base_event.h"
 
 #include <inttypes.h>
@@ -28,11 +29,12 @@ static void base_event_to_clients(const base_events *events, const Tessera__Clie
         if (link->state == CLIENT_LINK_IN_WORLD) base_event_to_client(link, event);
 }
 
-void base_event_fire_everyone(const base_events *events, const Tessera__Client__GameEvent *event) {
-    base_event_to_clients(events, event);
+void base_event_fire_cluster(const base_events *events, const Tessera__Client__GameEvent *event, bool to_clients) {
+    if (to_clients) base_event_to_clients(events, event);
     Tessera__Cluster__GameEventBroadcast broadcast = TESSERA__CLUSTER__GAME_EVENT_BROADCAST__INIT;
     broadcast.space_name = "";
     broadcast.event = (Tessera__Client__GameEvent *)event;
+    broadcast.servers_only = !to_clients;
     for (int r = 0; r < 2; r++) {
         peer_role role = r == 0 ? PEER_ROLE_BASEAPP : PEER_ROLE_CELLAPP;
         size_t cursor = 0;
@@ -58,7 +60,7 @@ void base_event_on_broadcast(const base_events *events, uint64_t from,
         log_warn("process %" PRIu64 ": a game event broadcast refused: %s", from, why);
         return;
     }
-    base_event_to_clients(events, broadcast->event);
+    if (!broadcast->servers_only) base_event_to_clients(events, broadcast->event);
     base_hooks_event_heard(events->hooks, event, broadcast->event->source_id, fields);
     entity_state_free(fields);
 }

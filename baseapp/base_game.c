@@ -463,8 +463,8 @@ static entity_state *base_game_event_checks(base_game *game, const char *name, c
 static int base_api_fire_event(tessera_baseapp *handle, tessera_base *source, const char *name,
                                const tessera_args *fields, tessera_event_scope scope) {
     base_game *game = base_game_of(handle);
-    if (scope != TESSERA_EVENT_SERVER && scope != TESSERA_EVENT_EVERYONE) {
-        log_warn("game: event '%s' fired from a base to a scope other than SERVER or EVERYONE (%d): refused",
+    if (scope != TESSERA_EVENT_SERVER && scope != TESSERA_EVENT_EVERYONE && scope != TESSERA_EVENT_SERVERS) {
+        log_warn("game: event '%s' fired from a base to a scope other than SERVER, EVERYONE or SERVERS (%d): refused",
                  name ? name : "(null)", (int)scope);
         return -1;
     }
@@ -474,10 +474,10 @@ static int base_api_fire_event(tessera_baseapp *handle, tessera_base *source, co
     if (!state) return -1;
     uint64_t source_id = source ? base_game_entity_of(source)->entity_id : 0;
     base_game_event_heard(game, event, source_id, state);
-    if (scope == TESSERA_EVENT_EVERYONE) {
+    if (scope != TESSERA_EVENT_SERVER) {
         Tessera__Client__GameEvent coded;
         game_event_encode(event, source_id, state, &coded);
-        base_event_fire_everyone(game->services.events, &coded);
+        base_event_fire_cluster(game->services.events, &coded, scope == TESSERA_EVENT_EVERYONE);
         free(coded.args.data);
     }
     entity_state_free(owned);

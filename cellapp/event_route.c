@@ -1,6 +1,7 @@
 /* event_route.c -- owns the paths of game events on the cellapp
  * (event_route.h): queueing them on witnesses, handing viewers' events to
- * the source's ghosts, broadcasting space and cluster events to the peers,
+ * the source's ghosts, broadcasting space and cluster events (and the
+ * servers-only ones, for the peers' listeners alone) to the peers,
  * and taking in what the peers broadcast or the mailbox delivers.
  *
  * A witness holds a queued event until its next update, which writes it
@@ -44,12 +45,14 @@ static void event_route_to_space_here(event_route *route, const char *space, con
     }
 }
 
-/* A broadcast to every up peer of `role`. */
+/* A broadcast to every up peer of `role`; `servers_only`: for their
+ * listeners, not their clients. */
 static void event_route_to_peers(event_route *route, peer_role role, const char *space,
-                                 const Tessera__Client__GameEvent *event) {
+                                 const Tessera__Client__GameEvent *event, bool servers_only) {
     Tessera__Cluster__GameEventBroadcast broadcast = TESSERA__CLUSTER__GAME_EVENT_BROADCAST__INIT;
     broadcast.space_name = (char *)(space ? space : "");
     broadcast.event = (Tessera__Client__GameEvent *)event;
+    broadcast.servers_only = servers_only;
     size_t cursor = 0;
     uint64_t peer;
     while ((peer = peer_set_next_up(route->context.peers, role, &cursor)) != 0) {
@@ -75,11 +78,14 @@ void event_route_fire(event_route *route, cell_entity *source, tessera_event_sco
         case TESSERA_EVENT_SPACE:
             if (!source) return;
             event_route_to_space_here(route, source->home->space_name, event);
-            event_route_to_peers(route, PEER_ROLE_CELLAPP, source->home->space_name, event);
+            event_route_to_peers(route, PEER_ROLE_CELLAPP, source->home->space_name, event, false);
             return;
         case TESSERA_EVENT_EVERYONE:
-            event_route_to_peers(route, PEER_ROLE_CELLAPP, "", event);
-            event_route_to_peers(route, PEER_ROLE_BASEAPP, "", event);
+        case TESSERA_EVENT_SERVERS:
+            /* The cellapps' clients hear cluster events from their
+             * baseapps, which leave them out of a SERVERS one. */
+            event_route_to_peers(route, PEER_ROLE_CELLAPP, "", event, scope == TESSERA_EVENT_SERVERS);
+            event_route_to_peers(route, PEER_ROLE_BASEAPP, "", event, scope == TESSERA_EVENT_SERVERS);
             return;
     }
 }
@@ -121,6 +127,11 @@ void event_route_on_broadcast(event_route *route, uint64_t from,
         return;
     }
     const char *space = broadcast->space_name ? broadcast->space_name : "";
+    if (space[0] && broadcast->servers_only) {
+        log_warn("process %" PRIu64 ": a game event for the servers only, sent to space '%s': ignored", from, space);
+        entity_state_free(fields);
+        return;
+    }
     if (space[0]) {
         /* A space's event: only where the space has a cell here. */
         if (!spaces_cell(route->context.spaces, space, false)) {

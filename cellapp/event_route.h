@@ -3,8 +3,9 @@
  * events"): the clients that see its source (the source's witness, its
  * observers here, and through its ghosts those elsewhere), every client in
  * a space (this cellapp's cell of it, and every other cellapp's), every
- * client of the cluster (through the baseapps), or chosen clients (a user
- * message, through the mailbox to each recipient's real).
+ * client of the cluster (through the baseapps), the listeners of every
+ * process and no client (SERVERS), or chosen clients (a user message,
+ * through the mailbox to each recipient's real).
  *
  * The fields arrive coded (common/game_event.h); the listeners are the
  * game's, reached through its hooks for events from elsewhere. */
@@ -41,7 +42,7 @@ void event_route_free(event_route *route);
 
 /* Sends a coded firing on to the clients and processes of `scope` (not to
  * this cellapp's listeners: the caller has called them). `source` may be
- * NULL for SERVER and EVERYONE; SPACE and VIEWERS need a real. */
+ * NULL for SERVER, EVERYONE and SERVERS; SPACE and VIEWERS need a real. */
 void event_route_fire(event_route *route, cell_entity *source, tessera_event_scope scope,
                       const Tessera__Client__GameEvent *event);
 

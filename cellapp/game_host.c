@@ -678,7 +678,7 @@ static int game_api_fire_event(tessera_cellapp *handle, tessera_entity *source, 
                  scope == TESSERA_EVENT_VIEWERS ? "the viewers" : "a space");
         return -1;
     }
-    if ((unsigned)scope > TESSERA_EVENT_EVERYONE) {
+    if ((unsigned)scope > TESSERA_EVENT_SERVERS) {
         log_warn("game: event '%s' fired to an unknown scope %d: refused", name ? name : "(null)", (int)scope);
         return -1;
     }

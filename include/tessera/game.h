@@ -369,8 +369,9 @@ typedef struct tessera_args_api {
  * receive the fields coded as a method call's arguments (proto/client.proto:
  * GameEvent) and decode them from the definitions they got at login. */
 
-/* Who hears a fired event. Every scope includes the ones above it, and
- * the listeners of the process that fires it hear it at once, before
+/* Who hears a fired event. Each of the first four scopes includes the ones
+ * above it; SERVERS is apart: EVERYONE's listeners without its clients.
+ * The listeners of the process that fires an event hear it at once, before
  * fire_event returns (a listener may fire events of its own, 8 deep). */
 typedef enum tessera_event_scope {
     /* The listeners of this process only: no client. */
@@ -384,6 +385,10 @@ typedef enum tessera_event_scope {
     /* Every client of the cluster (those without a space too), and the
      * listeners of every cellapp and baseapp. */
     TESSERA_EVENT_EVERYONE = 3,
+    /* (ABI 4) The listeners of every process of the cluster (every cellapp
+     * and every baseapp, this one at once), and no client: server-side
+     * news such as "the boss is down, open the gates". Both sides. */
+    TESSERA_EVENT_SERVERS = 4,
 } tessera_event_scope;
 
 /* ---- engine services (cell side) -------------------------------------------- */
@@ -634,9 +639,10 @@ struct tessera_cell_api {
      * listeners). -1 if there is no such event, or when full. */
     int (*listen_event)(tessera_cellapp *app, const char *event, tessera_cell_event_listener listener, void *user_data);
     /* Fires `event` from `source` (NULL: the game as a whole, for the
-     * SERVER and EVERYONE scopes) to `scope`. `fields` NULL: every field
-     * at its default. -1 for an unknown event, fields made for something
-     * else, a ghost source, or a scope that needs a source without one. */
+     * SERVER, EVERYONE and SERVERS scopes) to `scope`. `fields` NULL:
+     * every field at its default. -1 for an unknown event, fields made for
+     * something else, a ghost source, or a scope that needs a source
+     * without one. */
     int (*fire_event)(tessera_cellapp *app, tessera_entity *source, const char *event, const tessera_args *fields,
                       tessera_event_scope scope);
     /* A user message: sends `event` to the clients of the `count` entities
@@ -708,7 +714,7 @@ typedef void (*tessera_base_tick)(const tessera_base_context *ctx);
 typedef void (*tessera_global_callback)(const tessera_base_context *ctx, bool ok, tessera_handle holder,
                                         void *user_data);
 /* A server listener of a game event on the baseapp: it hears the events
- * fired here and those fired to everyone anywhere. */
+ * fired here and those fired to everyone (or to the SERVERS) anywhere. */
 typedef void (*tessera_base_event_listener)(const tessera_base_context *ctx, const char *event, tessera_handle source,
                                             const tessera_args *fields, void *user_data);
 /* A base loaded from the database (or made new, the first time): its
@@ -803,8 +809,8 @@ struct tessera_base_api {
     /* -- game events, as on the cell side -- */
     tessera_args *(*event_args_create)(tessera_baseapp *app, const char *event);
     int (*listen_event)(tessera_baseapp *app, const char *event, tessera_base_event_listener listener, void *user_data);
-    /* Scopes SERVER and EVERYONE only (a base is in no space); `source`
-     * may be NULL. */
+    /* Scopes SERVER, EVERYONE and SERVERS only (a base is in no space);
+     * `source` may be NULL. */
     int (*fire_event)(tessera_baseapp *app, tessera_base *source, const char *event, const tessera_args *fields,
                       tessera_event_scope scope);
     /* A user message to the base's own client: -1 if it has none. */

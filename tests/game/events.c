@@ -15,14 +15,23 @@
  * (grid 2x1) players of both kinds are on different cellapps and see each
  * other through ghosts. 2 s later it fires spell_hit with spell_id
  * 1 to its VIEWERS, 2 to its SPACE, 3 to EVERYONE, 5 to the SERVER only,
- * and sends it as a user message with spell_id 4 to itself and to an
- * entity that does not exist. Its listeners log each spell_hit and
- * player_joined they hear. The test's clients decode what reached them. */
+ * 6 to the SERVERS (every process's listeners, no client), and sends it as
+ * a user message with spell_id 4 to itself and to an entity that does not
+ * exist. Its listeners log each spell_hit and player_joined they hear. The
+ * test's clients decode what reached them.
+ *
+ * The base side is the demo's (demo/game/demo_base.c: its Avatar fires
+ * player_joined, its base sends welcome) with a listener of its own that
+ * logs each spell_hit the baseapp hears ("events: base heard ...") and
+ * answers a 6 by firing spell_hit 7 from the same Avatar's base to the
+ * SERVERS: the base side's fire_event to that scope. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <tessera/game.h>
+
+#include "demo.h"
 
 enum { EVENTS_FIRE_TIMER = 1 };
 
@@ -123,10 +132,14 @@ static void events_timer(const tessera_cell_context *ctx, tessera_entity *e, voi
     static const struct {
         uint64_t spell_id;
         tessera_event_scope scope;
-    } firings[] = {
-        {1, TESSERA_EVENT_VIEWERS}, {2, TESSERA_EVENT_SPACE}, {3, TESSERA_EVENT_EVERYONE}, {5, TESSERA_EVENT_SERVER}};
-    int results[4];
-    for (int i = 0; i < 4; i++) {
+    } firings[] = {{1, TESSERA_EVENT_VIEWERS},
+                   {2, TESSERA_EVENT_SPACE},
+                   {3, TESSERA_EVENT_EVERYONE},
+                   {5, TESSERA_EVENT_SERVER},
+                   {6, TESSERA_EVENT_SERVERS}};
+    enum { FIRINGS = sizeof firings / sizeof firings[0] };
+    int results[FIRINGS];
+    for (size_t i = 0; i < FIRINGS; i++) {
         tessera_args *fields = events_spell(api, ctx->app, self, firings[i].spell_id);
         results[i] = api->fire_event(ctx->app, e, "spell_hit", fields, firings[i].scope);
         api->args->free(fields);
@@ -135,8 +148,8 @@ static void events_timer(const tessera_cell_context *ctx, tessera_entity *e, voi
     tessera_handle recipients[2] = {self, 0x7fffffff00000001ULL};
     int sent = api->send_event(ctx->app, e, "spell_hit", fields, recipients, 2);
     api->args->free(fields);
-    api->log(ctx->app, TESSERA_LOG_INFO, e, "events: fired %d %d %d %d, user message sent on %d", results[0],
-             results[1], results[2], results[3], sent);
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "events: fired %d %d %d %d %d, user message sent on %d", results[0],
+             results[1], results[2], results[3], results[4], sent);
 }
 
 static int events_cell_init(tessera_cellapp *app, const tessera_cell_api *api, void **game) {
@@ -160,9 +173,38 @@ static void events_cell_shutdown(tessera_cellapp *app, void *game) {
     free(game);
 }
 
+/* ---- the base side: the demo's, and a listener ---------------------------------------- */
+
+static void events_base_heard_spell(const tessera_base_context *ctx, const char *event, tessera_handle source,
+                                    const tessera_args *fields, void *user_data) {
+    const tessera_base_api *api = ctx->api;
+    (void)user_data;
+    uint64_t spell_id = 0;
+    api->args->get_uint(fields, 2, &spell_id);
+    api->log(ctx->app, TESSERA_LOG_INFO, NULL, "events: base heard %s %llu from %llu", event,
+             (unsigned long long)spell_id, (unsigned long long)source);
+    if (spell_id != 6) return;
+    tessera_args *answer = api->event_args_create(ctx->app, "spell_hit");
+    if (!answer) return;
+    api->args->set_handle(answer, 0, source);
+    api->args->set_handle(answer, 1, source);
+    api->args->set_uint(answer, 2, 7);
+    api->args->set_int(answer, 3, -7);
+    int rc = api->fire_event(ctx->app, api->resolve(ctx->app, source), "spell_hit", answer, TESSERA_EVENT_SERVERS);
+    api->args->free(answer);
+    api->log(ctx->app, TESSERA_LOG_INFO, NULL, "events: base fired 7 for %llu: %d", (unsigned long long)source, rc);
+}
+
+static int events_base_init(tessera_baseapp *app, const tessera_base_api *api, void **game) {
+    if (demo_base_init(app, api, game) != 0) return -1;
+    return api->listen_event(app, "spell_hit", events_base_heard_spell, NULL);
+}
+
 TESSERA_GAME_EXPORT const tessera_game_module tessera_game = {
     .abi_version = TESSERA_GAME_ABI_VERSION,
     .name = "events-test",
     .cell_init = events_cell_init,
     .cell_shutdown = events_cell_shutdown,
+    .base_init = events_base_init,
+    .base_shutdown = demo_base_shutdown,
 };

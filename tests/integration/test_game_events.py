@@ -2,8 +2,8 @@
 """test_game_events -- game events and user messages (include/tessera/game.h,
 "game events") through a real cluster: two cellapps each holding half of
 the space (grid 2x1, split at x = 0) running tests/game/events.c, and a
-baseapp running the demo module (whose Avatar fires player_joined to
-everyone when it is made).
+baseapp running its base side: the demo's (whose Avatar fires
+player_joined to everyone when it is made) with a listener of its own.
 
   - the refusals: an unknown event (firing it, making its fields, listening
     to it), a field set with the wrong type or out of its range, fields made
@@ -11,13 +11,16 @@ everyone when it is made).
     unknown scope; a listener that fires its own event again is stopped 8
     deep;
   - each player's avatar fires spell_hit 1 to its VIEWERS, 2 to its SPACE,
-    3 to EVERYONE, 5 to the SERVER, and sends 4 as a user message to itself
-    and to an entity that does not exist. Players go to x = -4 or +4 by the
-    parity of their id, so some see others through ghosts on the other
-    cellapp. Every client gets 1, 2 and 3 from every player (1 through the
-    ghosts too), 4 from itself only, 5 never; the fields arrive intact;
+    3 to EVERYONE, 5 to the SERVER, 6 to the SERVERS, and sends 4 as a user
+    message to itself and to an entity that does not exist; the baseapp's
+    listener answers each 6 with a 7 to the SERVERS. Players go to x = -4
+    or +4 by the parity of their id, so some see others through ghosts on
+    the other cellapp. Every client gets 1, 2 and 3 from every player (1
+    through the ghosts too), 4 from itself only, 5, 6 and 7 never; the
+    fields arrive intact;
   - listeners: 5 and 1 are heard by the firing cellapp only, 2 and 3 by
-    both (both hold a cell of the space), player_joined (fired on the
+    both (both hold a cell of the space), 6 and 7 by both and by the
+    baseapp, which hears 3 too and not 1, 2, 4 or 5; player_joined (fired on the
     baseapp) by both cellapps and by the clients already in the world,
     naming each player by its display name (demo/game/demo_names.c): no
     account name is in any event a client or a listener gets;
@@ -81,7 +84,8 @@ class Player:
 class GameEvents(unittest.TestCase):
     def test_scopes_listeners_and_refusals(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, MODULE)
-        settings = ["cellapp.game_module=" + MODULE, "baseapp.client_detached_grace_ms=0"]
+        settings = ["cellapp.game_module=" + MODULE, "baseapp.game_module=" + MODULE,
+                    "baseapp.client_detached_grace_ms=0"]
         with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", spawn_radius=3, extra_set=settings) as cluster:
             checks = "events: checks unknown -1 args null wrong-type -1 range -1 entity-as-bool -1 good 0 " \
                      "mismatched -1 no-source -1 -1 bad-scope -1 server 0 deepest 8 refused-at 9"
@@ -107,7 +111,7 @@ class GameEvents(unittest.TestCase):
                      if "events: fired" in l]
             self.assertEqual(len(fired), len(players), fired)
             for line in fired:
-                self.assertIn("events: fired 0 0 0 0, user message sent on 2", line)
+                self.assertIn("events: fired 0 0 0 0 0, user message sent on 2", line)
             for p in players:
                 for spell_id in (1, 2, 3):
                     got = p.spells(spell_id)
@@ -117,7 +121,8 @@ class GameEvents(unittest.TestCase):
                         self.assertEqual((caster, target, amount), (source, source, -7))
                     self.assertTrue(all(w == ("alone" if spell_id == 3 else "view") for *_, w in got), got)
                 self.assertEqual([s[0] for s in p.spells(4)], [p.id], p.spells(4))
-                self.assertEqual(p.spells(5), [])
+                for spell_id in (5, 6, 7):
+                    self.assertEqual(p.spells(spell_id), [], spell_id)
             # The first player was in the world when the others joined.
             joined = [source for event_id, source, _, _ in players[0].events if event_id == PLAYER_JOINED]
             self.assertTrue(set(ids[1:]) <= set(joined) or set(p.id for p in players[1:]) <= set(joined), joined)
@@ -130,11 +135,18 @@ class GameEvents(unittest.TestCase):
                 where[p.id] = firing[0]
                 for name, text in logs.items():
                     here = name == firing[0]
-                    for spell_id, everywhere in ((1, False), (2, True), (3, True), (5, False)):
+                    for spell_id, everywhere in ((1, False), (2, True), (3, True), (5, False), (6, True), (7, True)):
                         line = "events: heard spell_hit %d from %d" % (spell_id, p.id)
                         self.assertEqual(text.count(line), 1 if (here or everywhere) else 0,
                                          "%s: %s" % (name, line))
                     self.assertNotIn("events: heard spell_hit 4 from %d" % p.id, text)
+            # The baseapp's listener: cluster and servers-only events, nothing of a space or a cell.
+            base = cluster.log("baseapp-1")
+            for p in players:
+                for spell_id in (1, 2, 3, 4, 5, 6, 7):
+                    line = "events: base heard spell_hit %d from %d\n" % (spell_id, p.id)
+                    self.assertEqual(base.count(line), 1 if spell_id in (3, 6, 7) else 0, line)
+                self.assertEqual(base.count("events: base fired 7 for %d: 0" % p.id), 1, p.id)
             # Both halves of the space fired: viewers' events crossed through ghosts.
             self.assertEqual(set(where.values()), {"cellapp-1", "cellapp-2"}, where)
             for name, text in logs.items():
