@@ -1,6 +1,6 @@
 /* base_entity.c -- the bases of a baseapp (base_entity.h): the set that
  * holds them by handle and by entity id, each base's properties from birth
- * to its free, the cell properties it starts its cell part with, the
+ * to its free, its index by class, the cell properties it starts its cell part with, the
  * properties it owes its own client, and the state dump. What a base does
  * is the game's (base_game.c); its client is its proxy part's (proxy.c);
  * its storage is persistence.c's. */
@@ -22,7 +22,9 @@
 struct base_entities {
     entity_list *list; /* by handle */
     id_map by_entity;  /* entity id -> base_entity */
-    void *host;        /* base_entities_set_host */
+    id_map *by_class;  /* by entity_def_class id: entity id -> base_entity */
+    size_t class_slots;
+    void *host; /* base_entities_set_host */
 };
 
 /* Handles carry this many serial bits: a slot is reused 2^32 times before
@@ -38,6 +40,8 @@ base_entities *base_entities_create(uint32_t max_bases) {
 
 void base_entities_free(base_entities *set) {
     if (!set) return;
+    for (size_t i = 0; i < set->class_slots; i++) id_map_close(&set->by_class[i]);
+    free(set->by_class);
     id_map_close(&set->by_entity);
     entity_list_free(set->list);
     free(set);
@@ -60,11 +64,20 @@ base_entity *base_entities_add(base_entities *set, uint64_t entity_id, const ent
      * half. A game names its players itself (the demo: a display name). */
     base->properties = entity_state_create(cls);
     id_map_put(&set->by_entity, entity_id, base);
+    if (cls->id >= set->class_slots) {
+        size_t slots = (size_t)cls->id + 1;
+        set->by_class = xrealloc(set->by_class, slots * sizeof *set->by_class);
+        for (size_t i = set->class_slots; i < slots; i++) id_map_init(&set->by_class[i]);
+        set->class_slots = slots;
+    }
+    id_map_put(&set->by_class[cls->id], entity_id, base);
     return base;
 }
 
 void base_entities_remove(base_entities *set, base_entity *base) {
     if (id_map_get(&set->by_entity, base->entity_id) == base) id_map_remove(&set->by_entity, base->entity_id);
+    id_map *of_class = &set->by_class[base->cls->id];
+    if (id_map_get(of_class, base->entity_id) == base) id_map_remove(of_class, base->entity_id);
     entity_list_remove(set->list, base->handle);
     cell_address_clear(&base->cell);
     entity_state_free(base->properties);
@@ -105,6 +118,19 @@ base_entity *base_entities_next(const base_entities *set, uint32_t *cursor) {
 }
 
 size_t base_entities_count(const base_entities *set) { return entity_list_count(set->list); }
+
+size_t base_entities_of_class(const base_entities *set, const entity_def_class *cls, uint64_t *out, size_t max) {
+    if (!cls || cls->id >= set->class_slots) return 0;
+    size_t found = 0, cursor = 0;
+    uint64_t id;
+    void *value;
+    while (id_map_next(&set->by_class[cls->id], &cursor, &id, &value)) {
+        if (!base_entity_is_live(value)) continue;
+        if (out && found < max) out[found] = id;
+        found++;
+    }
+    return found;
+}
 
 bool base_entity_class_has_cell(const entity_def_class *cls) {
     if (cls->method_count[ENTITY_DEF_PART_CELL] > 0) return true;

@@ -7,8 +7,9 @@
  * plain base_entity.
  *
  * The bases of one baseapp live in a base_entities set, by handle (game
- * code and callbacks keep handles, never pointers across a callback) and
- * by entity id.
+ * code and callbacks keep handles, never pointers across a callback), by
+ * entity id, and by class (an index per class, for the game's
+ * find_by_class).
  */
 #ifndef TESSERA_BASE_ENTITY_H
 #define TESSERA_BASE_ENTITY_H
@@ -116,6 +117,10 @@ base_entity *base_entities_get(const base_entities *set, entity_handle handle);
  * be removed before the next call. */
 base_entity *base_entities_next(const base_entities *set, uint32_t *cursor);
 size_t base_entities_count(const base_entities *set);
+/* The live bases (not being destroyed) of class `cls`: up to `max` entity
+ * ids in `out` (may be NULL); returns how many there are. Walks the class's
+ * own index, never the whole set. */
+size_t base_entities_of_class(const base_entities *set, const entity_def_class *cls, uint64_t *out, size_t max);
 
 /* A base game code and peers may act on: not NULL and not being destroyed. */
 static inline bool base_entity_is_live(const base_entity *base) {

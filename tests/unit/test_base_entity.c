@@ -10,6 +10,8 @@
  * starts its cell part with are the cell properties it set, and only
  * those; the client properties are the BASE_AND_CLIENT ones (all, or the
  * changed ones) and clear the dirty set; the host pointer round-trips;
+ * the index by class lists a class's live bases only (not those being
+ * destroyed, not those removed), counting past `max`;
  * account names: lengths 1 to 64 and the characters allowed. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,6 +107,35 @@ static void test_add_find_remove(void **state) {
     assert_null(base_entities_get(fx->set, old));
     assert_ptr_equal(base_entities_get(fx->set, again->handle), again);
     assert_int_equal(base_entities_count(fx->set), 2);
+}
+
+static bool holds(const uint64_t *ids, size_t count, uint64_t id) {
+    for (size_t i = 0; i < count; i++)
+        if (ids[i] == id) return true;
+    return false;
+}
+
+static void test_of_class(void **state) {
+    fixture *fx = *state;
+    uint64_t ids[4];
+    assert_int_equal(base_entities_of_class(fx->set, fx->avatar, ids, 4), 0);
+    base_entity *a = base_entities_add(fx->set, 100, fx->avatar, "alice");
+    base_entities_add(fx->set, 101, fx->census, "census");
+    base_entity *b = base_entities_add(fx->set, 102, fx->avatar, "bob");
+    assert_int_equal(base_entities_of_class(fx->set, fx->avatar, ids, 4), 2);
+    assert_true(holds(ids, 2, 100) && holds(ids, 2, 102));
+    assert_int_equal(base_entities_of_class(fx->set, fx->census, ids, 4), 1);
+    assert_int_equal(ids[0], 101);
+    /* Counted past `max`; NULL `out` only counts. */
+    assert_int_equal(base_entities_of_class(fx->set, fx->avatar, ids, 1), 2);
+    assert_int_equal(base_entities_of_class(fx->set, fx->avatar, NULL, 0), 2);
+    /* One being destroyed is not listed; one removed is gone. */
+    b->state = BASE_ENTITY_DESTROYING;
+    assert_int_equal(base_entities_of_class(fx->set, fx->avatar, ids, 4), 1);
+    assert_int_equal(ids[0], 100);
+    base_entities_remove(fx->set, a);
+    assert_int_equal(base_entities_of_class(fx->set, fx->avatar, ids, 4), 0);
+    assert_int_equal(base_entities_of_class(fx->set, NULL, ids, 4), 0);
 }
 
 static void test_account_name_is_no_property(void **state) {
@@ -236,6 +267,7 @@ static void test_text_keys(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_add_find_remove, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_of_class, setup, teardown),
         cmocka_unit_test_setup_teardown(test_account_name_is_no_property, setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_set_refuses, setup, teardown),
         cmocka_unit_test_setup_teardown(test_class_has_cell, setup, teardown),
