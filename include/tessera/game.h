@@ -331,10 +331,10 @@ typedef void (*tessera_cell_event_listener)(const tessera_cell_context *ctx, con
 
 /* ---- method arguments (both sides) ------------------------------------------ */
 
-/* A method's arguments, by position (0 = the first declared), typed as
- * the definitions declare them. A getter or setter of the wrong type, an
- * index past the last argument, or a value outside the declared range
- * returns -1. */
+/* A method's arguments (or an event's fields), by position (0 = the first
+ * declared) or by their declared name, typed as the definitions declare
+ * them. A getter or setter of the wrong type, an index past the last
+ * argument, or a value outside the declared range returns -1. */
 typedef struct tessera_args_api {
     void (*free)(tessera_args *args);
     int (*get_int)(const tessera_args *args, unsigned index, int64_t *value);
@@ -350,6 +350,29 @@ typedef struct tessera_args_api {
     int (*set_handle)(tessera_args *args, unsigned index, tessera_handle value);
     int (*set_bool)(tessera_args *args, unsigned index, bool value);
     int (*set_string)(tessera_args *args, unsigned index, const char *value, size_t length);
+
+    /* -- by name (ABI 4): the argument or field declared as `name`,
+     *    set_uint_named(fields, "spell_id", 7) for set_uint(fields, 2, 7).
+     *    Positions are the faster path for code that runs often: look a
+     *    position up once with index_of and keep it. -- */
+
+    /* The position of the argument or field named `name`, or -1 if there
+     * is none (not logged: a question, not a mistake). */
+    int (*index_of)(const tessera_args *args, const char *name);
+    /* The accessors above by name: -1 as theirs, and -1 logged (naming
+     * the method or event) for a name it does not declare. */
+    int (*get_int_named)(const tessera_args *args, const char *name, int64_t *value);
+    int (*get_uint_named)(const tessera_args *args, const char *name, uint64_t *value);
+    int (*get_float_named)(const tessera_args *args, const char *name, double *value);
+    int (*get_handle_named)(const tessera_args *args, const char *name, tessera_handle *value);
+    int (*get_bool_named)(const tessera_args *args, const char *name, bool *value);
+    int (*get_string_named)(const tessera_args *args, const char *name, const char **value, size_t *length);
+    int (*set_int_named)(tessera_args *args, const char *name, int64_t value);
+    int (*set_uint_named)(tessera_args *args, const char *name, uint64_t value);
+    int (*set_float_named)(tessera_args *args, const char *name, double value);
+    int (*set_handle_named)(tessera_args *args, const char *name, tessera_handle value);
+    int (*set_bool_named)(tessera_args *args, const char *name, bool value);
+    int (*set_string_named)(tessera_args *args, const char *name, const char *value, size_t length);
 } tessera_args_api;
 
 /* ---- game events (both sides) ----------------------------------------------
@@ -362,10 +385,11 @@ typedef struct tessera_args_api {
  *                             { "name": "name", "type": "string", "max_length": 32 } ] } ]
  *
  * Game code builds one firing's fields with event_args_create and the args
- * table (a field of the wrong type is a -1 from the setter), then fires it
- * to a scope, or sends it to chosen clients (a user message). Firing an
- * event the definitions do not declare, or with fields built for another
- * event or method, is refused with -1 and the reason logged. Clients
+ * table, by position or by name (a field of the wrong type is a -1 from
+ * the setter), then fires it to a scope, or sends it to chosen clients (a
+ * user message). Firing an event the definitions do not declare, or with
+ * fields built for another event or method, is refused with -1 and the
+ * reason logged. Clients
  * receive the fields coded as a method call's arguments (proto/client.proto:
  * GameEvent) and decode them from the definitions they got at login. */
 

@@ -46,10 +46,11 @@ static tessera_args *events_spell(const tessera_cell_api *api, tessera_cellapp *
                                   uint64_t spell_id) {
     tessera_args *fields = api->event_args_create(app, "spell_hit");
     if (!fields) return NULL;
-    api->args->set_handle(fields, 0, caster);
-    api->args->set_handle(fields, 1, caster);
-    api->args->set_uint(fields, 2, spell_id);
-    api->args->set_int(fields, 3, -7);
+    /* By name here, by position in the base's answer below. */
+    api->args->set_handle_named(fields, "caster", caster);
+    api->args->set_handle_named(fields, "target", caster);
+    api->args->set_uint_named(fields, "spell_id", spell_id);
+    api->args->set_int_named(fields, "amount", -7);
     return fields;
 }
 
@@ -102,7 +103,7 @@ static void events_heard_spell(const tessera_cell_context *ctx, const char *even
                                const tessera_args *fields, void *user_data) {
     (void)user_data;
     uint64_t spell_id = 0;
-    ctx->api->args->get_uint(fields, 2, &spell_id);
+    ctx->api->args->get_uint_named(fields, "spell_id", &spell_id);
     ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "events: heard %s %llu from %llu", event,
                   (unsigned long long)spell_id, (unsigned long long)source);
 }
