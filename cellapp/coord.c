@@ -423,6 +423,7 @@ int coord_move_entity(coord_system *cs, uint32_t entity, float x, float y, float
         /* Not in the axes yet: its nodes (and its watchers' queued
          * triggers) are made from these coordinates when it goes in. */
         for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_coord[a][entity] = position[a];
+        record->y_settled = y;
         for (uint32_t w = record->first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned)
             coord__place_watcher(cs, w);
         return 0;
@@ -517,6 +518,7 @@ static void coord_apply_moves(coord_system *cs) {
     cs->move_epoch++;
     for (size_t i = 0; i < cs->dirty_count; i++) {
         cs->entities[cs->dirty[i]].dirty = 0;
+        cs->entities[cs->dirty[i]].y_settled = cs->entities[cs->dirty[i]].y;
         cs->entity_moved_epoch[cs->dirty[i]] = cs->move_epoch;
     }
     cs->dirty_count = 0;
@@ -570,7 +572,7 @@ uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t 
     record->type = type;
     record->flags = flags;
     record->user_data = user_data;
-    record->y = y;
+    record->y = record->y_settled = y;
     record->first_watcher = COORD_NONE;
     float position[3];
     coord_to_axes(cs, x, y, z, position);

@@ -18,7 +18,22 @@
  * is inside a trigger of extent r owned by an entity at c when, on every
  * axis, c - r <= p <= c + r, computed in single precision exactly as
  * written (bounds are stored, never re-derived). A square is what sorted
- * axes answer exactly; a circle would need a distance check on top.
+ * axes answer exactly; a circle needs a distance check on top.
+ *
+ * Round shapes. A watcher without hysteresis (a trap) may be a CIRCLE or a
+ * SPHERE of radius r (coord_set_watcher_shape): its trigger stays the
+ * square of extent r that holds the shape (the broad phase), and an entity
+ * in that square is in view only when, in double precision from the
+ * single-precision positions, dx*dx + dz*dz <= r*r (circle, on the ground)
+ * or dx*dx + dy*dy + dz*dz <= r*r (sphere; Y from the entity's position in
+ * a 2D system too). In a 3D system the square is a cube, so a circle is an
+ * upright cylinder of half-height r. Entities move inside the square
+ * without crossing its edges, so at each flush a round watcher re-checks,
+ * by coordinates, the members of its square that moved since the last
+ * check (all of them when its owner moved): a flush costs a round watcher
+ * one comparison per member of its square when anything moved, and a
+ * distance test per member that moved. The queries answer the same rule
+ * (coord_query_shape).
  *
  * Events. When an entity node and a boundary node pass each other, the
  * kind of crossing says whether the pair starts or stops overlapping on
@@ -59,6 +74,13 @@
 #define COORD_NONE UINT32_MAX
 
 typedef struct coord_system coord_system;
+
+/* What a watcher or a query covers (above, "Shape" and "Round shapes"). */
+typedef enum coord_shape {
+    COORD_SHAPE_BOX = 0,    /* the square (cube in 3D) alone */
+    COORD_SHAPE_CIRCLE = 1, /* ... and within r on the ground (x, z) */
+    COORD_SHAPE_SPHERE = 2, /* ... and within r in 3D (x, y, z) */
+} coord_shape;
 
 typedef struct coord_watcher_callbacks {
     /* `entity` entered the watcher's view. */
@@ -114,8 +136,14 @@ int coord_remove_watcher(coord_system *system, uint32_t watcher);
  * unknown watcher or entity, or the watcher's own owner. */
 int coord_watcher_seed(coord_system *system, uint32_t watcher, uint32_t entity);
 /* Changes the range at run time; entities enter or leave at the next
- * flush exactly as if the watcher had been created with this range. */
+ * flush exactly as if the watcher had been created with this range. -1
+ * also for hysteresis on a round watcher. */
 int coord_set_watcher_range(coord_system *system, uint32_t watcher, float extent, float hysteresis);
+/* Makes the watcher a box (its square, the default), a circle or a sphere
+ * of radius `extent`; entities enter or leave at the next flush as if it
+ * had been created so. Returns 0, or -1 for an unknown watcher or shape,
+ * or a round shape on a watcher with hysteresis. */
+int coord_set_watcher_shape(coord_system *system, uint32_t watcher, coord_shape shape);
 /* Whether `entity` is in the watcher's view as of the last flush. */
 bool coord_watcher_sees(const coord_system *system, uint32_t watcher, uint32_t entity);
 /* Number of entities in view as of the last flush. */
@@ -156,6 +184,11 @@ size_t coord_query_box(coord_system *system, float min_x, float min_y, float min
  * a 3D system) of the centre. */
 size_t coord_query_sphere(coord_system *system, float x, float y, float z, float radius,
                           const coord_query_filter *filter, uint32_t *out, size_t cap);
+/* Entities inside `shape` of radius `radius` around the centre, by the
+ * rule a watcher of that shape and extent applies (above, "Round
+ * shapes"): a box is the square of extent `radius` (a cube in 3D). */
+size_t coord_query_shape(coord_system *system, coord_shape shape, float x, float y, float z, float radius,
+                         const coord_query_filter *filter, uint32_t *out, size_t cap);
 /* Entities within `radius` of the segment from (x0,y0,z0) to (x1,y1,z1),
  * ordered by where their closest point on the segment lies, from the
  * start (a ray cast against entities of that radius). */

@@ -26,7 +26,7 @@ enum {
     COORD_PAIR_OUTER = 2,   /* inside the trigger now */
     COORD_PAIR_VIEW = 4,    /* in the view as of the last flush */
     COORD_PAIR_TOUCHED = 8, /* on the watcher's touched list */
-    COORD_PAIR_LISTED = 16, /* on the watcher's candidate list */
+    COORD_PAIR_LISTED = 16, /* on the watcher's candidate list (checked by distance at the flush) */
 };
 
 /* One node of an axis: its sort key, and the node's range on the axis's
@@ -57,7 +57,8 @@ typedef struct coord_entity_record {
     uint32_t type, flags;
     uint32_t first_watcher; /* watchers this entity owns, linked by next_owned */
     uint32_t next_free;
-    float y; /* kept for 2D systems, which have no Y axis */
+    float y;         /* kept for 2D systems, which have no Y axis */
+    float y_settled; /* ... and as of the last settle, for the sphere tests */
     uint8_t live;
     uint8_t pending; /* added but not yet merged into the axes */
     uint8_t dirty;   /* moved; its nodes follow at the next settle */
@@ -77,14 +78,16 @@ typedef struct coord_watcher_record {
     uint32_t view_count;
     uint32_t *touched; /* entities whose bits changed since the flush */
     uint32_t touched_count, touched_capacity;
-    /* Hysteresis: entities inside the trigger but not (yet) in view, whose
-     * distance is checked at each flush; may hold stale ids. */
+    /* Entities whose distance is checked at each flush: with hysteresis,
+     * those inside the trigger but not (yet) in view; for a round shape,
+     * every one inside the trigger (the square). May hold stale ids. */
     uint32_t *candidates;
     uint32_t candidate_count, candidate_capacity;
     uint32_t candidate_epoch; /* move epoch at the last candidate check */
     uint8_t live;
     uint8_t queued; /* on the system's touched-watcher list */
     uint8_t dual;   /* has hysteresis: enters are decided at the flush */
+    uint8_t shape;  /* coord_shape; a round one (never dual) decides enters and leaves at the flush */
 } coord_watcher_record;
 
 struct coord_system {
@@ -165,6 +168,20 @@ void coord__recycle_entities(coord_system *cs);
 
 /* Logs a flip of (trigger, entity); applied by coord__apply_flips. */
 static inline void coord__log_flip(coord_system *cs, uint32_t trigger, uint32_t entity);
+
+/* Where entity e is as of the last settle, in world order (x, y, z): what
+ * the round shapes test, whatever moves are pending. */
+static inline void coord__settled_position(const coord_system *cs, uint32_t e, float *position) {
+    position[0] = cs->entity_coord[0][e];
+    position[1] = cs->axis_count == 3 ? cs->entity_coord[2][e] : cs->entities[e].y_settled;
+    position[2] = cs->entity_coord[1][e];
+}
+
+/* coord_query.c */
+/* The round part of a shape's rule (coord.h, "Shape"): whether `point` is
+ * within `radius` of `centre` (world order), on the ground for a circle, in
+ * 3D for a sphere; always true for a box, which is its square alone. */
+bool coord__within_round(coord_shape shape, const float *centre, const float *point, float radius);
 
 /* coord_watcher.c */
 void coord__grow_flip_log(coord_system *cs);

@@ -1,5 +1,6 @@
 /* coord_query.c -- spatial queries on the coordinate system (Source's
- * spatial partition: entities in a box, a sphere, or along a segment). A
+ * spatial partition: entities in a box, a sphere, or along a segment), and
+ * the round shapes' distance rule, which round watchers share. A
  * query binary-searches the X axis for its slab and checks the entities in
  * it against the other axes and the filter; it never walks the whole
  * space. Results are capped like Source's (512 by default), and the total
@@ -104,6 +105,49 @@ size_t coord_query_sphere(coord_system *cs, float x, float y, float z, float rad
     }
     coord_scan_box(cs, low, high, filter, coord_collect_sphere, &collect);
     return collect.total;
+}
+
+bool coord__within_round(coord_shape shape, const float *centre, const float *point, float radius) {
+    if (shape == COORD_SHAPE_BOX) return true;
+    /* Double precision: the differences of two floats and their squares
+     * are exact or nearly, so "exactly r away" is inside, as coord.h says. */
+    double dx = (double)point[0] - centre[0], dz = (double)point[2] - centre[2];
+    double distance_squared = dx * dx + dz * dz;
+    if (shape == COORD_SHAPE_SPHERE) {
+        double dy = (double)point[1] - centre[1];
+        distance_squared += dy * dy;
+    }
+    return distance_squared <= (double)radius * radius;
+}
+
+typedef struct coord_collect_round {
+    coord_collect collect;
+    coord_shape shape;
+    float centre[3]; /* world order */
+} coord_collect_round;
+
+static void coord_collect_shape(coord_system *cs, uint32_t e, void *context) {
+    coord_collect_round *round = context;
+    float position[3];
+    coord__settled_position(cs, e, position);
+    if (!coord__within_round(round->shape, round->centre, position, round->collect.radius)) return;
+    coord_collect_box(cs, e, &round->collect);
+}
+
+size_t coord_query_shape(coord_system *cs, coord_shape shape, float x, float y, float z, float radius,
+                         const coord_query_filter *filter, uint32_t *out, size_t cap) {
+    if (!(radius >= 0) || !isfinite(radius) || (unsigned)shape > COORD_SHAPE_SPHERE) return 0;
+    coord_collect_round round = {
+        .collect = {.out = out, .cap = out ? cap : 0, .radius = radius}, .shape = shape, .centre = {x, y, z}};
+    /* The square first, bounded exactly as a watcher's trigger is. */
+    float centre[3], low[3], high[3];
+    coord_axes_of(cs, x, y, z, centre);
+    for (int a = 0; a < 3; a++) {
+        low[a] = centre[a] - radius;
+        high[a] = centre[a] + radius;
+    }
+    coord_scan_box(cs, low, high, filter, coord_collect_shape, &round);
+    return round.collect.total;
 }
 
 /* Distance from the entity to the segment, and how far along it the

@@ -10,7 +10,13 @@
  * enters) is decided at the flush by comparing coordinates, for the pairs
  * inside the trigger but not yet in view -- the "candidates", a thin band
  * of the view. A second trigger at r would find the same answer by moving
- * twice as many nodes every tick. */
+ * twice as many nodes every tick.
+ *
+ * A round trap (a circle or a sphere) keeps the trigger of its square and
+ * lists every pair inside it the same way: at the flush each one whose
+ * entity (or whose trap's owner) moved is tested by distance, and enters
+ * or leaves on the answer -- coming within r, or straying into a corner,
+ * crosses no trigger boundary. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +119,17 @@ size_t coord__watcher_table_bytes(const coord_system *cs) {
 
 /* ---- flips ---------------------------------------------------------------- */
 
-static inline bool coord_is_candidate(uint32_t entry) {
-    return (entry & COORD_PAIR_OUTER) && !(entry & COORD_PAIR_VIEW);
+/* Whether a pair is one the flush checks by coordinates: inside the
+ * trigger and not yet in view (hysteresis), or inside the square at all
+ * (a round shape). */
+static inline bool coord_is_candidate(const coord_watcher_record *record, uint32_t entry) {
+    if (!(entry & COORD_PAIR_OUTER)) return false;
+    return record->shape != COORD_SHAPE_BOX || !(entry & COORD_PAIR_VIEW);
+}
+
+/* Whether a watcher has candidates at all. */
+static inline bool coord_checks_candidates(const coord_watcher_record *record) {
+    return record->dual || record->shape != COORD_SHAPE_BOX;
 }
 
 /* Puts a pair on its watcher's candidate list, once. */
@@ -318,6 +333,7 @@ uint32_t coord_add_watcher(coord_system *cs, uint32_t owner, float extent, float
     cs->trigger_flags[(size_t)2 * w] = cs->trigger_flags[(size_t)2 * w + 1] = 0;
 
     record->dual = hysteresis > 0;
+    record->shape = COORD_SHAPE_BOX;
     float centre[COORD_MAX_AXES];
     coord_watcher_centre(cs, w, centre);
     coord_set_trigger_bounds(cs, 2 * w, centre, record->dual ? extent + hysteresis : extent);
@@ -389,8 +405,15 @@ static void coord_touch_all(coord_system *cs, uint32_t w) {
     }
 }
 
+/* Empties the candidate list, its LISTED bits with it. */
+static void coord_forget_candidates(coord_watcher_record *record) {
+    for (uint32_t i = 0; i < record->table_capacity; i++) record->table[i] &= ~(uint32_t)COORD_PAIR_LISTED;
+    record->candidate_count = 0;
+}
+
 int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hysteresis) {
     if (!coord_watcher_valid(cs, w) || !coord_valid_range(extent, hysteresis)) return -1;
+    if (hysteresis > 0 && cs->watchers[w].shape != COORD_SHAPE_BOX) return -1;
     coord__settle(cs);
     /* Logged flips were logged under the current mode: apply them before
      * the mode can change. */
@@ -420,6 +443,25 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
     coord__place_trigger(cs, 2 * w, centre, dual ? extent + hysteresis : extent);
     coord__apply_flips(cs);
     /* The inner extent changed: every candidate is re-examined. */
+    cs->watchers[w].candidate_epoch = 0;
+    cs->geometry_changed = 1;
+    return 0;
+}
+
+int coord_set_watcher_shape(coord_system *cs, uint32_t w, coord_shape shape) {
+    if (!coord_watcher_valid(cs, w) || (unsigned)shape > COORD_SHAPE_SPHERE) return -1;
+    coord_watcher_record *record = &cs->watchers[w];
+    if (shape != COORD_SHAPE_BOX && record->dual) return -1;
+    if (record->shape == shape) return 0;
+    /* Flips logged so far are applied by the rule they were logged under;
+     * then every pair is judged afresh at the next flush, and listed again
+     * as the new shape wants. */
+    coord__settle(cs);
+    coord__apply_flips(cs);
+    record = &cs->watchers[w];
+    record->shape = (uint8_t)shape;
+    coord_forget_candidates(record);
+    coord_touch_all(cs, w);
     cs->watchers[w].candidate_epoch = 0;
     cs->geometry_changed = 1;
     return 0;
@@ -464,6 +506,32 @@ static bool coord_inside_inner(const coord_system *cs, const coord_watcher_recor
     return true;
 }
 
+/* Whether entity e lies in the round shape of watcher w, by the committed
+ * coordinates (the square is the pair bits' business). */
+static bool coord_inside_round(const coord_system *cs, const coord_watcher_record *record, uint32_t e) {
+    float centre[3], position[3];
+    coord__settled_position(cs, record->owner, centre);
+    coord__settled_position(cs, e, position);
+    return coord__within_round((coord_shape)record->shape, centre, position, record->extent);
+}
+
+/* Counts a change of the view (`entity` now in it, or not) and tells the
+ * watcher, unless an earlier callback of this flush cancelled it: then it
+ * hears nothing more. Returns the events delivered (0 or 1). */
+static size_t coord_report(coord_system *cs, uint32_t w, uint32_t entity, bool now) {
+    coord_watcher_record *record = &cs->watchers[w];
+    if (now)
+        record->view_count++;
+    else
+        record->view_count--;
+    if (!record->live) return 0;
+    coord_watcher_callbacks callbacks = record->callbacks;
+    void *user_data = record->user_data;
+    if (now && callbacks.on_enter) callbacks.on_enter(cs, w, entity, user_data);
+    if (!now && callbacks.on_leave) callbacks.on_leave(cs, w, entity, user_data);
+    return 1;
+}
+
 /* Resolves one watcher's touched pairs: the view rule applied to the bits
  * as they stand, against the view as last reported. Returns events sent. */
 static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candidates) {
@@ -478,6 +546,8 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
         bool now;
         if (record->dual)
             now = (bits & COORD_PAIR_OUTER) && (was || coord_inside_inner(cs, record, entity));
+        else if (record->shape != COORD_SHAPE_BOX)
+            now = (bits & COORD_PAIR_INNER) && coord_inside_round(cs, record, entity);
         else
             now = (bits & COORD_PAIR_INNER) || (was && (bits & COORD_PAIR_OUTER));
         if (now)
@@ -488,31 +558,23 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
             coord_pair_delete(record, entry);
         } else {
             *entry = bits;
-            if (record->dual && coord_is_candidate(bits)) coord_list_candidate(record, entry, entity);
+            if (coord_checks_candidates(record) && coord_is_candidate(record, bits))
+                coord_list_candidate(record, entry, entity);
         }
         if (now == was) {
             cs->stats.cancelled++;
             continue;
         }
-        if (now)
-            record->view_count++;
-        else
-            record->view_count--;
-        /* A watcher cancelled by an earlier callback of this flush hears
-         * nothing more. */
-        if (!record->live) continue;
-        delivered++;
-        coord_watcher_callbacks callbacks = record->callbacks;
-        void *user_data = record->user_data;
-        if (now && callbacks.on_enter) callbacks.on_enter(cs, w, entity, user_data);
-        if (!now && callbacks.on_leave) callbacks.on_leave(cs, w, entity, user_data);
+        delivered += coord_report(cs, w, entity, now);
     }
     cs->watchers[w].touched_count = 0;
-    if (!check_candidates || !cs->watchers[w].dual) return delivered;
+    if (!check_candidates || !coord_checks_candidates(&cs->watchers[w])) return delivered;
 
-    /* Candidates: inside the trigger, not in view. Entering needs no
-     * crossing -- only coming within the inner extent -- so each is checked
-     * by coordinates. Stale ids (entered, left, or deleted) drop out. */
+    /* Candidates: inside the trigger, not in view (hysteresis), or inside
+     * the square at all (round). Entering needs no crossing -- only coming
+     * within the inner extent or the radius -- and neither does leaving a
+     * round shape, so each is checked by coordinates. Stale ids (entered
+     * with hysteresis, left the trigger, or deleted) drop out. */
     uint32_t since = cs->watchers[w].candidate_epoch;
     bool owner_moved = cs->entity_moved_epoch[cs->watchers[w].owner] > since;
     cs->watchers[w].candidate_epoch = cs->move_epoch;
@@ -526,9 +588,18 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
             continue;
         }
         uint32_t *entry = coord_pair_find(record, entity);
-        if (!entry || !(*entry & COORD_PAIR_LISTED) || !coord_is_candidate(*entry)) {
+        if (!entry || !(*entry & COORD_PAIR_LISTED) || !coord_is_candidate(record, *entry)) {
             if (entry) *entry &= ~(uint32_t)COORD_PAIR_LISTED;
             record->candidates[i] = record->candidates[--record->candidate_count];
+            continue;
+        }
+        if (record->shape != COORD_SHAPE_BOX) {
+            /* Round: stays listed while in the square, in view or not. */
+            i++;
+            bool was = *entry & COORD_PAIR_VIEW, now = coord_inside_round(cs, record, entity);
+            if (now == was) continue;
+            *entry ^= COORD_PAIR_VIEW;
+            delivered += coord_report(cs, w, entity, now);
             continue;
         }
         if (!coord_inside_inner(cs, record, entity)) {
@@ -537,10 +608,7 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
         }
         *entry = (*entry | COORD_PAIR_VIEW) & ~(uint32_t)COORD_PAIR_LISTED;
         record->candidates[i] = record->candidates[--record->candidate_count];
-        record->view_count++;
-        if (!record->live) continue;
-        delivered++;
-        if (record->callbacks.on_enter) record->callbacks.on_enter(cs, w, entity, record->user_data);
+        delivered += coord_report(cs, w, entity, true);
     }
     return delivered;
 }

@@ -15,7 +15,12 @@
  * h`, and at each flush
  *     new_view(E) = inner(E) ? true : outer(E) ? old_view(E) : false,
  * with positions as they are at the flush. A flush reports exactly the
- * differences between the old and the new view. */
+ * differences between the old and the new view. A round watcher (h == 0,
+ * coord_set_watcher_shape) adds, as coord.h states it, the distance in
+ * double: new_view(E) = inner(E) && dx*dx + dz*dz (+ dy*dy for a sphere,
+ * with Y even in 2D) <= r*r. The randomized runs make a third of their
+ * traps circles and a third spheres, and change shapes as they go; the
+ * shape queries are checked against the same rule. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -58,6 +63,18 @@ static bool axis_inside(float centre, float extent, float p) {
     float lo = centre - extent;
     float hi = centre + extent;
     return lo <= p && p <= hi;
+}
+
+/* The round part of a shape's rule, as coord.h states it (points in world
+ * order x, y, z): the distance in double, on the ground for a circle, in
+ * 3D for a sphere. */
+static bool round_inside(coord_shape shape, const float *centre, float r, const float *p) {
+    if (shape == COORD_SHAPE_BOX) {
+        return true;
+    }
+    double dx = (double)p[0] - centre[0], dy = (double)p[1] - centre[1], dz = (double)p[2] - centre[2];
+    double d2 = dx * dx + dz * dz + (shape == COORD_SHAPE_SPHERE ? dy * dy : 0.0);
+    return d2 <= (double)r * r;
 }
 
 /* ======================================================================== */
@@ -315,7 +332,8 @@ typedef struct rw_watcher {
     uint32_t id;
     int owner; /* entity slot */
     float r, h;
-    bool used; /* the slot holds a watcher: live, or removed and awaiting the flush */
+    coord_shape shape; /* round only when h == 0 */
+    bool used;         /* the slot holds a watcher: live, or removed and awaiting the flush */
     bool live;
     uint8_t *expected; /* oracle view, by entity slot */
     uint8_t *tracked;  /* view told by events, by entity slot */
@@ -545,6 +563,11 @@ static void rw_add_watcher(rw_world *W, int owner) {
         rw_fail(W, "coord_add_watcher(owner %u, %g, %g) failed", W->e[owner].id, w->r, w->h);
         return;
     }
+    /* A third of the traps are circles, a third spheres. */
+    w->shape = w->h == 0.0f ? (coord_shape)rand_below(&W->rng, 3) : COORD_SHAPE_BOX;
+    if (coord_set_watcher_shape(W->s, w->id, w->shape) != 0) {
+        rw_fail(W, "coord_set_watcher_shape(%u, %d) failed", w->id, (int)w->shape);
+    }
     /* Both views start empty (cleared when the slot was freed). */
     w->used = true;
     w->live = true;
@@ -606,9 +629,35 @@ static void rw_mutate(rw_world *W) {
             break;
         }
         rw_watcher *w = &W->w[wi];
-        rw_random_range(W, &w->r, &w->h);
+        float r, h;
+        rw_random_range(W, &r, &h);
+        if (w->shape != COORD_SHAPE_BOX && h > 0.0f) {
+            /* A round watcher refuses hysteresis, and keeps its range. */
+            if (coord_set_watcher_range(W->s, w->id, r, h) != -1) {
+                rw_fail(W, "coord_set_watcher_range(%u) gave a round watcher hysteresis", w->id);
+            }
+            h = 0.0f;
+        }
+        w->r = r;
+        w->h = h;
         if (coord_set_watcher_range(W->s, w->id, w->r, w->h) != 0) {
             rw_fail(W, "coord_set_watcher_range(%u) failed", w->id);
+        }
+    }
+    /* Shape changes; a watcher with hysteresis refuses a round one. */
+    for (int n = (int)rand_below(rng, 4); n > 0; n--) {
+        int wi = rw_random_live_watcher(W);
+        if (wi < 0) {
+            break;
+        }
+        rw_watcher *w = &W->w[wi];
+        coord_shape shape = (coord_shape)rand_below(rng, 3);
+        int want = w->h > 0.0f && shape != COORD_SHAPE_BOX ? -1 : 0;
+        if (coord_set_watcher_shape(W->s, w->id, shape) != want) {
+            rw_fail(W, "coord_set_watcher_shape(%u, %d) did not return %d", w->id, (int)shape, want);
+        }
+        if (want == 0) {
+            w->shape = shape;
         }
     }
     for (int n = (int)rand_below(rng, 4); n > 0; n--) {
@@ -694,6 +743,39 @@ static void rw_mutate(rw_world *W) {
     }
 }
 
+/* Round ties: an entity put exactly on a round trap's edge (3-4-5 and
+ * axis points, exact for an integral radius), or in its square's corner,
+ * or the trap's owner moved so that an entity lands on it. */
+static void rw_round_ties(rw_world *W) {
+    uint64_t *rng = &W->rng;
+    static const float on_edge[][3] = {{1, 0, 0},       {0, 0, -1},      {0.6f, 0, 0.8f}, {-0.8f, 0, 0.6f},
+                                       {0, 0.6f, 0.8f}, {0.6f, 0.8f, 0}, {1, 0, 1}};
+    for (int n = (int)rand_below(rng, 12); n > 0; n--) {
+        int wi = rw_random_live_watcher(W);
+        if (wi < 0 || W->w[wi].shape == COORD_SHAPE_BOX) {
+            continue;
+        }
+        rw_watcher *w = &W->w[wi];
+        int ei = rw_random_live_entity(W);
+        if (ei == w->owner) {
+            continue;
+        }
+        const float *k = on_edge[rand_below(rng, sizeof on_edge / sizeof *on_edge)];
+        float sign = rand_below(rng, 2) ? 1.0f : -1.0f, p[3];
+        if (rand_below(rng, 2)) {
+            for (int a = 0; a < 3; a++) {
+                p[a] = W->e[w->owner].p[a] + sign * k[a] * w->r;
+            }
+            rw_move(W, ei, p);
+        } else {
+            for (int a = 0; a < 3; a++) {
+                p[a] = W->e[ei].p[a] - sign * k[a] * w->r;
+            }
+            rw_move(W, w->owner, p);
+        }
+    }
+}
+
 /* New expected views from the old ones, by the rule at the top. */
 static void rw_oracle(rw_world *W) {
     bool three_d = W->prm.three_d;
@@ -712,6 +794,10 @@ static void rw_oracle(rw_world *W) {
             }
             bool inner = axis_inside(o[0], w->r, e->p[0]) && axis_inside(o[2], w->r, e->p[2]) &&
                          (!three_d || axis_inside(o[1], w->r, e->p[1]));
+            if (w->shape != COORD_SHAPE_BOX) {
+                w->expected[i] = inner && round_inside(w->shape, o, w->r, e->p);
+                continue;
+            }
             if (inner) {
                 w->expected[i] = 1;
                 continue;
@@ -909,6 +995,7 @@ static void rw_run(void **state, rw_params prm) {
 
     for (W->step = 1; W->step <= prm.steps; W->step++) {
         rw_mutate(W);
+        rw_round_ties(W);
         diffs = rw_flush_and_check(W);
         assert_int_equal(W->errors, 0);
         assert_int_equal(diffs, 0);
@@ -1768,6 +1855,34 @@ static void run_query_test(bool three_d, uint64_t seed) {
         ret = coord_query_sphere(s, c[0], c[1], c[2], radius, f, got, cap);
         q_expect_cut(got, cap, ret, want, want_n);
 
+        /* Shapes: the square (a cube in 3D) of extent `radius`, bounded in
+         * single precision as a trigger is, and the round rule on top (a
+         * sphere's Y counts in 2D too). Ties are the rule's to settle. */
+        for (int shape = COORD_SHAPE_BOX; shape <= COORD_SHAPE_SPHERE; shape++) {
+            for (int a = 0; a < 3; a++) {
+                c[a] = rand_float(&rng, 0.0f, a == 1 ? 100.0f : 1000.0f);
+            }
+            radius = rand_below(&rng, 2) ? rand_float(&rng, 0.0f, 120.0f) : (float)rand_below(&rng, 120);
+            float centre_axes[3] = {c[0], c[2], c[1]};
+            want_n = 0;
+            for (size_t i = 0; i < Q_ENTITIES; i++) {
+                const q_entity *e = &es[i];
+                bool inside = axis_inside(centre_axes[0], radius, e->p[0]) &&
+                              axis_inside(centre_axes[1], radius, e->p[2]) &&
+                              (!three_d || axis_inside(centre_axes[2], radius, e->p[1])) &&
+                              round_inside((coord_shape)shape, c, radius, e->p);
+                if (inside && q_filter_pass(e, f)) {
+                    want[want_n++] = e->id;
+                }
+            }
+            ret = coord_query_shape(s, (coord_shape)shape, c[0], c[1], c[2], radius, f, got, Q_ENTITIES);
+            q_expect_same_set(got, ret, want, want_n);
+            cap = want_n > 0 ? (size_t)rand_below(&rng, (uint32_t)want_n) : 0;
+            got[cap] = 0xDEADBEEFu;
+            ret = coord_query_shape(s, (coord_shape)shape, c[0], c[1], c[2], radius, f, got, cap);
+            q_expect_cut(got, cap, ret, want, want_n);
+        }
+
         /* Segment: within `radius` of the segment (a capsule), ordered by
          * distance along it. */
         float a0[3], a1[3];
@@ -1934,6 +2049,7 @@ static void test_input_validation(void **state) {
     assert_int_equal(coord_add_watcher(s, unknown, 1.0f, 0.0f, &rec_callbacks, NULL), COORD_NONE);
     assert_int_equal(coord_remove_watcher(s, unknown), -1);
     assert_int_equal(coord_set_watcher_range(s, unknown, 1.0f, 0.0f), -1);
+    assert_int_equal(coord_set_watcher_shape(s, unknown, COORD_SHAPE_CIRCLE), -1);
     assert_false(coord_watcher_sees(s, unknown, e));
     assert_int_equal(coord_watcher_view_size(s, unknown), 0);
     size_t cursor = 0;
@@ -1953,6 +2069,20 @@ static void test_input_validation(void **state) {
     assert_int_equal(coord_set_watcher_range(s, w, -1.0f, 0.0f), -1);
     assert_int_equal(coord_set_watcher_range(s, w, 1.0f, -0.5f), -1);
     assert_int_equal(coord_set_watcher_range(s, w, NAN, 0.0f), -1);
+    /* Bad shapes: unknown, or round with hysteresis (either way round). */
+    assert_int_equal(coord_set_watcher_shape(s, w, (coord_shape)3), -1);
+    assert_int_equal(coord_set_watcher_shape(s, w, COORD_SHAPE_SPHERE), 0);
+    assert_int_equal(coord_set_watcher_range(s, w, 10.0f, 1.0f), -1);
+    assert_int_equal(coord_set_watcher_shape(s, w, COORD_SHAPE_BOX), 0);
+    assert_int_equal(coord_set_watcher_range(s, w, 10.0f, 1.0f), 0);
+    assert_int_equal(coord_set_watcher_shape(s, w, COORD_SHAPE_CIRCLE), -1);
+    assert_int_equal(coord_set_watcher_range(s, w, 10.0f, 0.0f), 0);
+    /* Shape queries: a bad radius or shape finds nothing. */
+    uint32_t found[4];
+    assert_int_equal(coord_query_shape(s, COORD_SHAPE_CIRCLE, 1.0f, 2.0f, 3.0f, 100.0f, NULL, found, 4), 2);
+    assert_int_equal(coord_query_shape(s, COORD_SHAPE_CIRCLE, 1.0f, 2.0f, 3.0f, -1.0f, NULL, found, 4), 0);
+    assert_int_equal(coord_query_shape(s, COORD_SHAPE_SPHERE, 1.0f, 2.0f, 3.0f, NAN, NULL, found, 4), 0);
+    assert_int_equal(coord_query_shape(s, (coord_shape)7, 1.0f, 2.0f, 3.0f, 100.0f, NULL, found, 4), 0);
     FLUSH(s); /* the range is still 10 */
     EXPECT_EVENTS(&r, ENTERS(near), NONE);
 
