@@ -37,6 +37,11 @@
 #define GAME_HOST_MAX_THINKS 16
 #define GAME_HOST_MAX_INPUTS 32
 #define GAME_HOST_MAX_SYSTEMS 16
+/* property_changed hooks running inside one another (a hook that sets
+ * another property, whose hook sets a third...): deeper than any chain of
+ * rules a game means, shallow enough that a cycle through many entities
+ * ends at once. */
+#define GAME_HOST_MAX_CHANGE_DEPTH 16
 /* A pending think is a timer with this tag plus its index. */
 #define GAME_HOST_THINK_TAG TESSERA_TIMER_TAG_LIMIT
 
@@ -86,6 +91,13 @@ struct game_host {
     char system_names[GAME_HOST_MAX_SYSTEMS][48];
     size_t system_count, systems_started;
     game_event_listeners listeners;
+    /* The property_changed hooks running, innermost last: a write to one
+     * of these properties of that entity runs no hook again. */
+    struct game_host_changing {
+        uint64_t entity_id;
+        int property;
+    } changing[GAME_HOST_MAX_CHANGE_DEPTH];
+    size_t changing_count;
 };
 
 static void game_host_install(game_host *host);
@@ -402,13 +414,22 @@ static int game_api_get_string(const tessera_entity *entity, int property, uint3
     return game_abi_get_string(e->cls, e->state, property, index, value, length);
 }
 
-/* Writes go through the real only (a ghost's properties are its real's).
+static void game_host_property_changed(cell_entity *entity, int property, uint32_t index);
+
+/* Writes go through the real only (a ghost's properties are its real's). A
+ * write that stores another value than the one held (read back: a float
+ * is stored rounded) runs the property_changed hook.
  * NOLINTBEGIN(bugprone-macro-parentheses): as above. */
 #define GAME_HOST_SETTER(name, type)                                                                   \
     static int game_api_set_##name(tessera_entity *entity, int property, uint32_t index, type value) { \
         cell_entity *e = game_host_entity_of(entity);                                                  \
         if (!game_host_writable(e, "a property write")) return -1;                                     \
-        return game_abi_set_##name(e->cls, e->state, e->id, property, index, value);                   \
+        type before = 0, after = 0;                                                                    \
+        (void)game_abi_get_##name(e->cls, e->state, property, index, &before);                         \
+        if (game_abi_set_##name(e->cls, e->state, e->id, property, index, value) != 0) return -1;      \
+        (void)game_abi_get_##name(e->cls, e->state, property, index, &after);                          \
+        if (after != before) game_host_property_changed(e, property, index);                           \
+        return 0;                                                                                      \
     }
 GAME_HOST_SETTER(int, int64_t)
 GAME_HOST_SETTER(uint, uint64_t)
@@ -421,7 +442,13 @@ GAME_HOST_SETTER(bool, bool)
 static int game_api_set_string(tessera_entity *entity, int property, uint32_t index, const char *value, size_t length) {
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a property write")) return -1;
-    return game_abi_set_string(e->cls, e->state, e->id, property, index, value, length);
+    const char *held = NULL;
+    size_t held_length = 0;
+    bool same = value && game_abi_get_string(e->cls, e->state, property, index, &held, &held_length) == 0 &&
+                held_length == length && memcmp(held, value, length) == 0;
+    if (game_abi_set_string(e->cls, e->state, e->id, property, index, value, length) != 0) return -1;
+    if (!same) game_host_property_changed(e, property, index);
+    return 0;
 }
 
 /* ---- timers and traps --------------------------------------------------------------- */
@@ -1250,6 +1277,28 @@ static const tessera_cell_hooks *game_host_hooks(game_host *host, const cell_ent
         if (hooks_ && hooks_->hook)                                                                                    \
             hooks_->hook(&(host)->context, game_host_entity_handle(entity), game_host_data_of(entity), ##__VA_ARGS__); \
     } while (0)
+
+/* A game write changed `property` (element `index`) of the real `entity`:
+ * its class's property_changed hook runs, unless one is running already
+ * for that property of that entity (a set from inside a hook does not call
+ * it again), or GAME_HOST_MAX_CHANGE_DEPTH hooks are (logged). */
+static void game_host_property_changed(cell_entity *entity, int property, uint32_t index) {
+    game_host *host = game_host_of_entity(entity);
+    const tessera_cell_hooks *hooks = game_host_hooks(host, entity);
+    if (!hooks || !hooks->property_changed) return;
+    for (size_t i = 0; i < host->changing_count; i++)
+        if (host->changing[i].entity_id == entity->id && host->changing[i].property == property) return;
+    if (host->changing_count == GAME_HOST_MAX_CHANGE_DEPTH) {
+        log_warn("game: entity %" PRIu64 " %s.%s changed %d property_changed hooks deep: its hook is not run (a "
+                 "cycle of changes?)",
+                 entity->id, entity->cls->name, entity->cls->properties[property].name, GAME_HOST_MAX_CHANGE_DEPTH);
+        return;
+    }
+    host->changing[host->changing_count++] = (struct game_host_changing){entity->id, property};
+    hooks->property_changed(&host->context, game_host_entity_handle(entity), game_host_data_of(entity), property,
+                            index);
+    host->changing_count--;
+}
 
 void game_host_tick(game_host *host) {
     if (host && host->tick) host->tick(&host->context);

@@ -265,11 +265,19 @@ typedef struct tessera_cell_hooks {
     void (*think)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, const char *think_name);
     void (*input)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, const char *input_name,
                   tessera_handle activator, tessera_handle caller, const tessera_value *value);
-    /* -- (ABI 4) A property of this real changed: set by game code (any
-     *    setter, here or in a method body) or by the engine. `property` is
-     *    its id, `index` the element set (0 for a whole property). Runs
-     *    after the value is stored; a set from inside this hook does not
-     *    call it again for the same property. -- */
+    /* -- (ABI 4) A property of this real changed: a setter (api->set_*,
+     *    from any hook, method body, think or listener) stored a value
+     *    other than the one it held; setting the value it holds, or a
+     *    refused write, runs nothing. `property` is its id, `index` the
+     *    element set (0 for a whole property). Runs after the value is
+     *    stored, before the setter returns. A set from inside this hook
+     *    (or a hook it sets off) of the same property of the same entity
+     *    does not call it again; other properties' hooks run, nested, 16
+     *    deep at most. The engine itself changes no property of a real
+     *    after it is made: the values it is made with (a base's, a map's
+     *    keyvalues), brings with it (arrived) or is restored with
+     *    (restored) run no property_changed. Reals only: a ghost takes its
+     *    real's values silently. -- */
     void (*property_changed)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, int property,
                              uint32_t index);
 } tessera_cell_hooks;

@@ -10,7 +10,15 @@
  * that its handle resolves to NULL. The destroyed hook logs each time it
  * runs: once per entity is right. An Avatar logs what enters and leaves
  * its client's view. The created line names the entity, so
- * that a map's spawn order can be read (test_entity_io.py). */
+ * that a map's spawn order can be read (test_entity_io.py).
+ *
+ * Think "a" also writes properties, and the property_changed hook logs
+ * each change it hears ("lifecycle: changed health 0"): health 50 (whose
+ * hook sets health again, heard by no hook, and mood, whose hook sets
+ * health a third time, heard by none either), health again to the value it
+ * holds (no hook), level out of its range (refused: no hook), the `name`
+ * property twice to the same text (one hook; the look-up name, api->name,
+ * stays what it was) and scale. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +37,7 @@ typedef struct lifecycle {
     int fail_system;
     tessera_class *npc;
     int visitors; /* a cell-private property to write */
+    int health, mood, level, name, scale;
     int spawned;
     tessera_handle doomed[2];
     int doomed_count;
@@ -36,9 +45,45 @@ typedef struct lifecycle {
 } lifecycle;
 
 static void lifecycle_think_a(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
+    const lifecycle *g = ctx->game;
+    const tessera_cell_api *api = ctx->api;
     (void)data;
-    ctx->api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: think a at %llu ms",
-                  (unsigned long long)ctx->api->now_ms(ctx->app));
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: think a at %llu ms", (unsigned long long)api->now_ms(ctx->app));
+    int rc = api->set_int(e, g->health, 0, 50);
+    int64_t health = 0;
+    api->get_int(e, g->health, 0, &health);
+    rc |= api->set_int(e, g->health, 0, health); /* the value it holds */
+    int refused = api->set_uint(e, g->level, 0, 300);
+    rc |= api->set_string(e, g->name, 0, "Bo", 2) | api->set_string(e, g->name, 0, "Bo", 2);
+    rc |= api->set_float(e, g->scale, 0, 1.5);
+    const char *name = "";
+    api->get_string(e, g->name, 0, &name, NULL);
+    api->log(ctx->app, TESSERA_LOG_INFO, e,
+             "lifecycle: writes %d, refused %d, health %lld, name property '%s', look-up name '%s'", rc, refused,
+             (long long)health, name, api->name(e));
+}
+
+/* Logs each change; health's and mood's hooks write again. */
+static void lifecycle_property_changed(const tessera_cell_context *ctx, tessera_entity *e, void *data, int property,
+                                       uint32_t index) {
+    const lifecycle *g = ctx->game;
+    const tessera_cell_api *api = ctx->api;
+    (void)data;
+    const char *which = property == g->health     ? "health"
+                        : property == g->mood     ? "mood"
+                        : property == g->name     ? "name"
+                        : property == g->scale    ? "scale"
+                        : property == g->visitors ? "visitors"
+                                                  : "another";
+    api->log(ctx->app, TESSERA_LOG_INFO, e, "lifecycle: changed %s %u", which, index);
+    if (property == g->health) {
+        int64_t health = 0;
+        api->get_int(e, g->health, 0, &health);
+        if (health == 50) api->set_int(e, g->health, 0, 49); /* the same property: no hook */
+        api->set_uint(e, g->mood, 0, 3);
+    } else if (property == g->mood) {
+        api->set_int(e, g->health, 0, 10); /* health's hook is running: no hook */
+    }
 }
 
 static void lifecycle_think_b(const tessera_cell_context *ctx, tessera_entity *e, void *data) {
@@ -157,11 +202,20 @@ static int lifecycle_cell_init(tessera_cellapp *app, const tessera_cell_api *api
     lifecycle *g = calloc(1, sizeof *g);
     if (!g) return -1;
     *game = g;
-    tessera_cell_hooks hooks = {.created = lifecycle_created, .destroyed = lifecycle_destroyed};
+    tessera_cell_hooks hooks = {
+        .created = lifecycle_created,
+        .destroyed = lifecycle_destroyed,
+        .property_changed = lifecycle_property_changed,
+    };
     g->npc = api->register_class(app, "Npc", &hooks, sizeof(lifecycle_npc), lifecycle_npc_fields,
                                  sizeof lifecycle_npc_fields / sizeof lifecycle_npc_fields[0]);
     if (!g->npc) return -1;
     g->visitors = api->property_id(g->npc, "visitors");
+    g->health = api->property_id(g->npc, "health");
+    g->mood = api->property_id(g->npc, "mood");
+    g->level = api->property_id(g->npc, "level");
+    g->name = api->property_id(g->npc, "name");
+    g->scale = api->property_id(g->npc, "scale");
     tessera_cell_hooks avatar = {.entered_view = lifecycle_entered_view, .left_view = lifecycle_left_view};
     if (!api->register_class(app, "Avatar", &avatar, 0, NULL, 0)) return -1;
     if (api->register_think(app, g->npc, "a", lifecycle_think_a) != 0 ||

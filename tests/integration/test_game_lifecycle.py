@@ -13,6 +13,14 @@ Two Npcs are spawned; each schedules think "a" (100 ms), think "b"
     still resolves and takes a property write for the rest of the tick;
   - the destroyed hook runs exactly once per entity, and a tick later the
     handle resolves to nothing;
+  - the property_changed hook: think "a" writes health (whose hook writes
+    health again and mood, whose hook writes health a third time), health
+    to the value it holds, level out of range, the `name` property twice
+    to one text and scale; think "b" writes visitors. The hook hears
+    health, mood, name, scale and visitors, once each, in that order:
+    nothing for the writes inside a hook to a property whose hook is
+    running, for a value that did not change or for a refused one; the
+    `name` property is not the look-up name (api->name);
   - two players logged in side by side each see the other enter their
     view (the entered_view hook), and when one logs out the other's
     left_view names it, once;
@@ -60,6 +68,10 @@ class GameLifecycle(unittest.TestCase):
                 self.assertEqual(len(b), 1, mine)
                 self.assertLess(a[0], b[0], mine)
                 self.assertIn("destroyed 0 0, still resolves yes, write 0", kinds, mine)
+                self.assertIn("writes 0, refused -1, health 10, name property 'Bo', look-up name ''", kinds, mine)
+                changes = [k for k in kinds if k.startswith("changed ")]
+                self.assertEqual(changes, ["changed health 0", "changed mood 0", "changed name 0", "changed scale 0",
+                                           "changed visitors 0"], mine)
                 self.assertEqual(kinds.count("destroyed hook"), 1, mine)
                 later = [l for l in text if "entity %d a tick later" % entity in l]
                 self.assertEqual(len(later), 1, text)
