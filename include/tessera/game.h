@@ -58,6 +58,9 @@
  *     connections, and its per-entity data (the field table). An entity
  *     may leave for another cellapp at the end of any tick, and only those
  *     travel. The game keeps no per-entity state of its own beside them.
+ *   - A time that travels (in a property, the per-entity data, an event's
+ *     fields, a call's arguments) is a wall_ms, never a now_ms: now_ms is
+ *     one process's monotonic clock and means nothing on another.
  *   - A ghost (a read-only copy of an entity whose real is on another
  *     cell) can be read, not written: setters and timers refuse it.
  *   - Hooks run on the process's one thread; they must not block.
@@ -483,10 +486,19 @@ struct tessera_cell_api {
     bool (*is_real)(const tessera_entity *entity);
     bool (*has_client)(const tessera_entity *entity);
     void (*position)(const tessera_entity *entity, float position[3], float *yaw);
-    /* The tick number of the entity's cell, and the engine's clocks. */
+    /* The tick number of the entity's cell, and the engine's clocks.
+     * now_ms is this process's monotonic clock: for timing within the
+     * process only; its value means nothing on another cellapp (each
+     * counts from its own start), so one stored in anything that travels
+     * (a property, the per-entity data, an event, a call) is wrong as
+     * soon as the entity moves. wall_ms is Unix time, the cluster's one
+     * clock: every process reads it alike, to within the hosts' clock
+     * sync (NTP: a few ms; the engine ages moved timers by it too). Store
+     * wall_ms, never now_ms; a difference of two wall_ms may be negative
+     * if a host's clock is stepped: clamp it. */
     uint32_t (*tick)(const tessera_entity *entity);
-    uint64_t (*now_ms)(tessera_cellapp *app);    /* monotonic */
-    uint64_t (*wall_ms)(tessera_cellapp *app);   /* Unix time */
+    uint64_t (*now_ms)(tessera_cellapp *app);    /* monotonic, this process's own */
+    uint64_t (*wall_ms)(tessera_cellapp *app);   /* Unix time: the one to store */
     double (*random_unit)(tessera_cellapp *app); /* [0, 1), not for secrets */
 
     /* -- properties (engine-owned, typed as declared; a write marks them
@@ -606,6 +618,13 @@ struct tessera_cell_api {
      *    share one). Both look-ups are hash indexes over the reals of this
      *    cellapp: no scan -- */
 
+    /* The entity's look-up name: what find_by_name and entity I/O targets
+     * match, given by a map's "name" or by set_name, travelling with the
+     * entity ("" when it has none). It is NOT a property: a class's
+     * property called "name" (the demo Avatar's display name, which
+     * clients see) is read and written like any other,
+     * get_string(entity, property_id(cls, "name"), 0, ...), and neither
+     * changes the other. */
     int (*set_name)(tessera_entity *entity, const char *name);
     const char *(*name)(const tessera_entity *entity);
     /* The reals here named `name`, or of class `class_name`: up to `max`
