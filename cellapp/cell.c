@@ -321,13 +321,17 @@ static const coord_watcher_callbacks cell_trap_callbacks = {
     .on_leave = cell_on_trap_leave,
 };
 
-int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, float radius,
+int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, coord_shape shape, float radius,
                   const uint64_t *members, size_t member_count) {
     cell_trap_binding *binding = xmalloc(sizeof *binding);
     binding->c = c;
     binding->owner_id = entity->id;
     binding->tag = tag;
     uint32_t watcher = coord_add_watcher(c->coord, entity->coord_id, radius, 0, &cell_trap_callbacks, binding);
+    if (watcher != COORD_NONE && coord_set_watcher_shape(c->coord, watcher, shape) != 0) {
+        coord_remove_watcher(c->coord, watcher);
+        watcher = COORD_NONE;
+    }
     if (watcher == COORD_NONE) {
         free(binding);
         return -1;
@@ -340,8 +344,22 @@ int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t
         entity->real->trap_capacity = entity->real->trap_capacity ? entity->real->trap_capacity * 2 : 2;
         entity->real->traps = xrealloc(entity->real->traps, entity->real->trap_capacity * sizeof *entity->real->traps);
     }
-    entity->real->traps[entity->real->trap_count++] = (cell_trap){watcher, controller_id, tag, radius, binding};
+    entity->real->traps[entity->real->trap_count++] = (cell_trap){watcher, controller_id, tag, shape, radius, binding};
     return 0;
+}
+
+size_t cell_query_range(cell *c, const cell_entity *around, coord_shape shape, float radius, uint64_t *out,
+                        size_t max) {
+    /* The ids come back in the coordinate system's terms, in a buffer no
+     * larger than the cell's population; the total says how many match. */
+    size_t room = out ? max : 0, population = coord_entity_count(c->coord);
+    if (room > population) room = population;
+    uint32_t *found = room ? xmalloc(room * sizeof *found) : NULL;
+    coord_query_filter filter = {.exclude_entity = around->coord_id};
+    size_t total = coord_query_shape(c->coord, shape, around->x, around->y, around->z, radius, &filter, found, room);
+    for (size_t i = 0; i < room && i < total; i++) out[i] = cell_entity_id_of(c, found[i]);
+    free(found);
+    return total;
 }
 
 void cell_note_view(cell *c, uint64_t owner_id, uint64_t other_id, bool entered) {

@@ -51,6 +51,7 @@ typedef struct cell_trap {
     uint32_t watcher;
     uint32_t controller_id; /* its id among the entity's controllers (controller.h) */
     uint32_t tag;
+    coord_shape shape; /* the square (box), or a circle or sphere inside it */
     float radius;
     struct cell_trap_binding *binding; /* the watcher's user data */
 } cell_trap;
@@ -279,11 +280,18 @@ uint64_t cell_entity_id_of(const cell *c, uint32_t coord_id);
 bool cell_region_holds(const cell *c, double x, double z, double margin);
 /* Whether a position lies inside the space's bounds (and is finite). */
 bool cell_in_bounds(const cell *c, float x, float y, float z);
-/* Adds a trap of `radius` with the game's `tag` to a real, named
- * `controller_id` among its controllers; its members start as `members`
- * (ids, after a move between cellapps; NULL: empty). Returns 0 or -1. */
-int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, float radius,
+/* Adds a trap of `shape` and `radius` (coord.h, "Round shapes") with the
+ * game's `tag` to a real, named `controller_id` among its controllers; its
+ * members start as `members` (ids, after a move between cellapps; NULL:
+ * empty): they enter no more, and leave at the next flush if they are not
+ * inside. Returns 0, or -1 for a bad radius or shape. */
+int cell_add_trap(cell *c, cell_entity *entity, uint32_t controller_id, uint32_t tag, coord_shape shape, float radius,
                   const uint64_t *members, size_t member_count);
+/* The entities of the cell (reals and ghosts, not `around` itself) inside
+ * `shape` of `radius` around `around`, by the rule its traps apply: up to
+ * `max` ids in `out`; returns how many there are (0 for a bad radius or
+ * shape). */
+size_t cell_query_range(cell *c, const cell_entity *around, coord_shape shape, float radius, uint64_t *out, size_t max);
 /* Notes that `other_id` entered (or left) the view of `owner_id`'s
  * witness, for the game's view hooks after the witnesses' pass. */
 void cell_note_view(cell *c, uint64_t owner_id, uint64_t other_id, bool entered);

@@ -81,6 +81,7 @@ static void cell_entity_save_parts(const cell_entity_codec *codec, const cell_en
             saved->tag = trap->tag;
             saved->controller_id = trap->controller_id;
             saved->radius = trap->radius;
+            saved->shape = (uint32_t)trap->shape;
             size_t members = coord_watcher_view_size(c->coord, trap->watcher);
             saved->members = xcalloc(members ? members : 1, sizeof *saved->members);
             size_t cursor = 0;
@@ -240,9 +241,13 @@ int cell_entity_restore(const cell_entity_codec *codec, cell *c, cell_entity *en
     for (size_t t = 0; t < state->n_traps; t++) {
         const Tessera__Cluster__TrapState *trap = state->traps[t];
         uint32_t controller_id = trap->controller_id ? trap->controller_id : controller_new_id(entity);
-        if (cell_add_trap(c, entity, controller_id, trap->tag, trap->radius, trap->members, trap->n_members) != 0)
-            log_warn("entity %" PRIu64 ": its trap %u (radius %g) could not be set again", entity->id, trap->tag,
-                     (double)trap->radius);
+        /* An unknown shape (from a newer engine) is refused rather than read
+         * as a box that would fire where the game said it should not. */
+        bool known = trap->shape <= COORD_SHAPE_SPHERE;
+        if (!known || cell_add_trap(c, entity, controller_id, trap->tag, (coord_shape)trap->shape, trap->radius,
+                                    trap->members, trap->n_members) != 0)
+            log_warn("entity %" PRIu64 ": its trap %u (shape %u, radius %g) could not be set again", entity->id,
+                     trap->tag, trap->shape, (double)trap->radius);
     }
     if (state->witness) witness_restore(c, entity, state->witness);
     codec->hooks->restore(codec->hooks->host, entity, state);

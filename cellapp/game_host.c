@@ -511,15 +511,45 @@ static int game_api_cancel_think(tessera_entity *entity, const char *name) {
     return game_host_cancel_tagged(e, GAME_HOST_THINK_TAG + (uint32_t)index);
 }
 
-static uint32_t game_api_add_trap(tessera_entity *entity, uint32_t tag, float radius) {
+/* The coordinate system's shape for the game's (the same three, named
+ * apart so that game.h stays the engine's only contract): -1 if unknown.
+ * A saved trap carries the number (proto/cluster.proto, TrapState.shape). */
+_Static_assert((int)TESSERA_TRAP_BOX == (int)COORD_SHAPE_BOX && (int)TESSERA_TRAP_CIRCLE == (int)COORD_SHAPE_CIRCLE &&
+                   (int)TESSERA_TRAP_SPHERE == (int)COORD_SHAPE_SPHERE,
+               "a saved trap's shape is one number for the game and the cell");
+static int game_host_shape(tessera_trap_shape shape, coord_shape *out) {
+    switch (shape) {
+        case TESSERA_TRAP_BOX:
+            *out = COORD_SHAPE_BOX;
+            return 0;
+        case TESSERA_TRAP_CIRCLE:
+            *out = COORD_SHAPE_CIRCLE;
+            return 0;
+        case TESSERA_TRAP_SPHERE:
+            *out = COORD_SHAPE_SPHERE;
+            return 0;
+    }
+    return -1;
+}
+
+static uint32_t game_api_add_trap_shaped(tessera_entity *entity, uint32_t tag, tessera_trap_shape shape, float radius) {
     cell_entity *e = game_host_entity_of(entity);
     if (!game_host_writable(e, "a trap")) return 0;
+    coord_shape rule;
+    if (game_host_shape(shape, &rule) != 0) {
+        log_warn("game: entity %" PRIu64 ": a trap of unknown shape %d refused", e->id, (int)shape);
+        return 0;
+    }
     if (!isfinite(radius) || radius <= 0) {
         log_warn("game: entity %" PRIu64 ": a trap of radius %g refused", e->id, (double)radius);
         return 0;
     }
     uint32_t id = controller_new_id(e);
-    return cell_add_trap(e->home, e, id, tag, radius, NULL, 0) == 0 ? id : 0;
+    return cell_add_trap(e->home, e, id, tag, rule, radius, NULL, 0) == 0 ? id : 0;
+}
+
+static uint32_t game_api_add_trap(tessera_entity *entity, uint32_t tag, float radius) {
+    return game_api_add_trap_shaped(entity, tag, TESSERA_TRAP_BOX, radius);
 }
 
 /* ---- controllers ---------------------------------------------------------------------- */
@@ -606,6 +636,19 @@ static bool game_api_in_view(const tessera_entity *viewer, const tessera_entity 
 static double game_api_distance(const tessera_entity *a, const tessera_entity *b) {
     const cell_entity *x = game_host_entity_of(a), *y = game_host_entity_of(b);
     return hypot((double)x->x - (double)y->x, (double)x->z - (double)y->z);
+}
+
+static size_t game_api_query_range(const tessera_entity *around, tessera_trap_shape shape, float radius,
+                                   tessera_handle *out, size_t max) {
+    const cell_entity *e = game_host_entity_of(around);
+    coord_shape rule;
+    if (game_host_shape(shape, &rule) != 0 || !isfinite(radius) || radius < 0) {
+        log_warn("game: entity %" PRIu64 ": a range query of shape %d, radius %g refused", e->id, (int)shape,
+                 (double)radius);
+        return 0;
+    }
+    /* tessera_handle is the entity id, as the cell's ids are. */
+    return cell_query_range(e->home, e, rule, radius, out, max);
 }
 
 /* ---- arguments and calls ------------------------------------------------------------ */
@@ -1150,6 +1193,8 @@ static const tessera_cell_api game_host_api = {
     .listen_event = game_api_listen_event,
     .fire_event = game_api_fire_event,
     .send_event = game_api_send_event,
+    .add_trap_shaped = game_api_add_trap_shaped,
+    .query_range = game_api_query_range,
 };
 
 /* ---- loading ---------------------------------------------------------------------------- */

@@ -195,6 +195,23 @@ typedef struct tessera_field {
 #define TESSERA_FIELD(type_name, member, field_type) \
     { #member, field_type, offsetof(type_name, member), sizeof(((type_name *)0)->member) }
 
+/* (ABI 4) The shape of a trap (api->add_trap_shaped, its hooks below) and
+ * of a range query (api->query_range), around an entity's position. Inside
+ * includes the edge; distances are computed in double precision from the
+ * positions.
+ *   BOX: the square of half-side `radius` on the ground (x, z), of any
+ *     height; in a 3D space (its layout's "three_d") a cube. What add_trap
+ *     makes: "within 5 m" reaches 7.07 m at its corners.
+ *   CIRCLE: within `radius` on the ground, dx*dx + dz*dz <= radius*radius,
+ *     of any height (in a 3D space, up to `radius` up or down too: an
+ *     upright cylinder).
+ *   SPHERE: within `radius` in 3D, dx*dx + dy*dy + dz*dz <= radius*radius. */
+typedef enum tessera_trap_shape {
+    TESSERA_TRAP_BOX = 0,
+    TESSERA_TRAP_CIRCLE = 1,
+    TESSERA_TRAP_SPHERE = 2,
+} tessera_trap_shape;
+
 /* ---- hooks ------------------------------------------------------------------ */
 
 /* What the engine tells the game about one entity of a class. Every hook
@@ -228,7 +245,7 @@ typedef struct tessera_cell_hooks {
     void (*got_witness)(const tessera_cell_context *ctx, tessera_entity *entity, void *data);
     void (*lost_witness)(const tessera_cell_context *ctx, tessera_entity *entity, void *data);
     /* `other` (a real or a ghost) stepped into, or out of, the trap the
-     * game gave it with api->add_trap(..., tag, ...). */
+     * game gave it with api->add_trap(..., tag, ...) or add_trap_shaped. */
     void (*entered_trap)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, uint32_t tag,
                          tessera_entity *other);
     void (*left_trap)(const tessera_cell_context *ctx, tessera_entity *entity, void *data, uint32_t tag,
@@ -546,7 +563,8 @@ struct tessera_cell_api {
     /* A square trap of half-side `radius` around the entity; every entity
      * crossing into it or out of it calls the class's trap hooks with
      * `tag`. Returns its controller id (> 0; cancel_controller removes
-     * it), or 0 (a ghost, a bad radius). */
+     * it), or 0 (a ghost, a bad radius). For a circle or a sphere, see
+     * add_trap_shaped (at the end). */
     uint32_t (*add_trap)(tessera_entity *entity, uint32_t tag, float radius);
 
     /* -- controllers (seed 004): one movement chain per entity, which
@@ -703,6 +721,36 @@ struct tessera_cell_api {
      * on (here, or toward another cellapp), or -1 as fire_event does. */
     int (*send_event)(tessera_cellapp *app, tessera_entity *source, const char *event, const tessera_args *fields,
                       const tessera_handle *recipients, size_t count);
+
+    /* -- round traps and range queries (ABI 4); the shapes are above the
+     *    hooks (tessera_trap_shape) -- */
+
+    /* A trap of `shape` and `radius` around the entity; add_trap is this
+     * with TESSERA_TRAP_BOX. The trap hooks run with `tag` once for each
+     * entity (real or ghost) that comes inside it, and once when it goes
+     * out again (it moved, or the trap's owner did); one destroyed inside
+     * it, or gone from the cell, is no longer inside, and no hook runs
+     * (there is no entity left to hand over). They run at the flush (step
+     * 4), by the positions then: an entity that went in and out between
+     * two flushes is heard of not at all. A round trap finds its
+     * candidates with the square that holds it, as a box does, then
+     * measures each entity in that square whenever it (or the owner)
+     * moved: one distance a mover in the square, per tick. It travels
+     * with the entity (its shape, and who is inside: those fire no enter
+     * again where it arrives). Returns the controller id (> 0;
+     * cancel_controller removes it), or 0 (a ghost, a bad radius, an
+     * unknown shape). */
+    uint32_t (*add_trap_shaped)(tessera_entity *entity, uint32_t tag, tessera_trap_shape shape, float radius);
+    /* The entities here (reals and ghosts of the entity's cell; not
+     * `around` itself) inside `shape` of `radius` around `around`, by the
+     * rule its traps apply, as they are now: up to `max` handles in `out`,
+     * in no order; returns how many there are (0 for a bad radius or
+     * shape). It searches the cell's coordinate axes: it costs what the
+     * square holds, not what the cell does. A cell knows the entities of
+     * its neighbours within the cellapp's ghost_distance of its region:
+     * a radius beyond that, near the cell's edge, misses what lies past. */
+    size_t (*query_range)(const tessera_entity *around, tessera_trap_shape shape, float radius, tessera_handle *out,
+                          size_t max);
 };
 
 /* ---- the base side ---------------------------------------------------------------

@@ -81,6 +81,9 @@ enum {
 #define SENDER 500
 #define TRAP_TAG 77
 #define TRAP_RADIUS 12.0f
+/* A second trap, a circle: 101 ends in its square's corner, out of it. */
+#define ROUND_TAG 78
+#define ROUND_RADIUS 7.0f
 /* Time-dependent values must agree within this much (microseconds). */
 #define SLACK_US 20000
 
@@ -193,7 +196,8 @@ typedef struct world {
     const entity_def_class *avatar, *crate;
     client cl;
     unsigned trap_enters, trap_leaves;
-    uint32_t trap_id, move_id;
+    unsigned round_enters, round_leaves; /* the circle's */
+    uint32_t trap_id, round_id, move_id;
     /* What the scenario built in A. */
     cell_entity *e;
     uint64_t timer_repeat, timer_once;
@@ -210,6 +214,13 @@ static world W;
 static void on_trap(void *host, cell_entity *owner, uint32_t tag, cell_entity *visitor, bool entered) {
     world *w = host;
     (void)owner, (void)visitor;
+    if (tag == ROUND_TAG) {
+        if (entered)
+            w->round_enters++;
+        else
+            w->round_leaves++;
+        return;
+    }
     assert_int_equal(tag, TRAP_TAG);
     if (entered)
         w->trap_enters++;
@@ -366,7 +377,9 @@ static void assert_same_properties(const entity_state *a, const entity_state *b)
     free(eb);
 }
 
-/* The others in A: id and position. 100 and 101 are inside E's trap;
+/* The others in A: id and position. 100 and 101 are inside E's trap, and
+ * at first in its circle; once E is at (1, 1), 101 is 7.07 m away, in the
+ * circle's square but out of the circle;
  * 104 and 106 are far (sent at most every 8 ticks, so they wait);
  * 109, 110, 111 go away (109 out of view, the others destroyed) and leave
  * their aliases cooling; 112 and 113 come later. */
@@ -414,11 +427,13 @@ static void build_in_a(void) {
     e->real->last_sequence = 17;
     witness_attach(a, e);
     W.trap_id = controller_new_id(e);
-    assert_int_equal(cell_add_trap(a, e, W.trap_id, TRAP_TAG, TRAP_RADIUS, NULL, 0), 0);
+    assert_int_equal(cell_add_trap(a, e, W.trap_id, TRAP_TAG, COORD_SHAPE_BOX, TRAP_RADIUS, NULL, 0), 0);
+    W.round_id = controller_new_id(e);
+    assert_int_equal(cell_add_trap(a, e, W.round_id, ROUND_TAG, COORD_SHAPE_CIRCLE, ROUND_RADIUS, NULL, 0), 0);
     /* A move under way along a path (its controllers travel too). */
     const float path[] = {10, 0, 10, 20, 0, 10};
     W.move_id = controller_follow_path(a, e, path, 2, 3.5f, 1.0f, true, 0xabcULL);
-    assert_true(W.move_id > W.trap_id);
+    assert_true(W.move_id > W.round_id && W.round_id > W.trap_id);
 
     /* Timers: one repeating, one once. */
     now = clock_monotonic_us();
@@ -432,6 +447,7 @@ static void build_in_a(void) {
     tick(a, e);
     assert_int_equal(W.trap_enters, 2);
     assert_int_equal(coord_watcher_view_size(a->coord, e->real->traps[0].watcher), 2);
+    assert_int_equal(W.round_enters, 2);
     for (size_t i = 0; i < sizeof first_others / sizeof *first_others; i++)
         assert_true(witness_sees(cell_entity_witness(e), first_others[i].id));
     assert_true(witness_sees(cell_entity_witness(e), E_ID));
@@ -470,6 +486,10 @@ static void build_in_a(void) {
     assert_true(witness_sees(cell_entity_witness(e), 112));
     assert_true(witness_sees(cell_entity_witness(e), 113));
     assert_int_equal(coord_watcher_view_size(a->coord, e->real->traps[0].watcher), 2);
+    /* 101 left the circle without leaving its square: the circle holds 100. */
+    assert_int_equal(W.round_leaves, 1);
+    assert_int_equal(coord_watcher_view_size(a->coord, e->real->traps[1].watcher), 1);
+    assert_true(coord_watcher_sees(a->coord, e->real->traps[1].watcher, find_in(a, 100)->coord_id));
     /* A call queued for the next update, and messages to E: 1 and 2
      * delivered, 4 and 5 held for the gap. */
     witness_queue_call(cell_entity_witness(e), 100, 3, (const uint8_t *)"abc", 3);
@@ -605,8 +625,12 @@ static void test_round_trip(void **state) {
     assert_string_equal(first->entity_type, "Avatar");
     assert_string_equal(first->space_name, "arena");
     assert_int_equal(first->n_timers, 2);
-    assert_int_equal(first->n_traps, 1);
+    assert_int_equal(first->n_traps, 2);
     assert_int_equal(first->traps[0]->n_members, 2);
+    assert_int_equal(first->traps[0]->shape, COORD_SHAPE_BOX);
+    assert_int_equal(first->traps[1]->shape, COORD_SHAPE_CIRCLE);
+    assert_int_equal(first->traps[1]->n_members, 1);
+    assert_int_equal(first->traps[1]->members[0], 100);
     assert_non_null(first->witness);
     const Tessera__Cluster__WitnessState *fw = first->witness;
     assert_int_equal(fw->n_aliases, 12); /* E, 100..108, 112, 113 */
@@ -693,10 +717,18 @@ static void test_round_trip(void **state) {
     }
     assert_true(seen_repeat && seen_once);
 
-    /* The trap, with its members in it already. */
-    assert_int_equal(r->real->trap_count, 1);
+    /* The traps, with their members in them already. */
+    assert_int_equal(r->real->trap_count, 2);
     assert_int_equal(r->real->traps[0].tag, TRAP_TAG);
     assert_int_equal(r->real->traps[0].controller_id, W.trap_id);
+    assert_int_equal(r->real->traps[0].shape, COORD_SHAPE_BOX);
+    assert_int_equal(r->real->traps[1].tag, ROUND_TAG);
+    assert_int_equal(r->real->traps[1].controller_id, W.round_id);
+    assert_int_equal(r->real->traps[1].shape, COORD_SHAPE_CIRCLE);
+    assert_true(r->real->traps[1].radius == ROUND_RADIUS);
+    uint32_t circle = r->real->traps[1].watcher;
+    assert_int_equal(coord_watcher_view_size(b->coord, circle), 1);
+    assert_true(coord_watcher_sees(b->coord, circle, find_in(b, 100)->coord_id));
     /* The move, as it was: same id, path, point reached, speed, user data. */
     const struct controller_move *move = &r->real->controllers.move;
     assert_int_equal(move->id, W.move_id);
@@ -745,13 +777,26 @@ static void test_round_trip(void **state) {
     free(second_bytes);
     cell_entity_saved_free(&second);
 
-    /* The next flush: nothing enters or leaves the trap. */
-    W.trap_enters = W.trap_leaves = 0;
+    /* The next flush: nothing enters or leaves the traps; 101, in the
+     * circle's square, stays out of the circle (still a circle). */
+    W.trap_enters = W.trap_leaves = W.round_enters = W.round_leaves = 0;
     coord_flush(b->coord);
     assert_int_equal(W.trap_enters, 0);
     assert_int_equal(W.trap_leaves, 0);
+    assert_int_equal(W.round_enters + W.round_leaves, 0);
     assert_int_equal(coord_watcher_view_size(b->coord, trap), 2);
     assert_true(coord_watcher_sees(b->coord, trap, find_in(b, 100)->coord_id));
+    assert_int_equal(coord_watcher_view_size(b->coord, circle), 1);
+    /* It measures here too: 101 steps in, within its square, and out. */
+    cell_entity *o101 = find_in(b, 101);
+    float x101 = o101->x;
+    cell_move(b, o101, x101 + 1, o101->y, o101->z, o101->yaw);
+    coord_flush(b->coord);
+    assert_int_equal(W.round_enters, 1);
+    cell_move(b, o101, x101, o101->y, o101->z, o101->yaw);
+    coord_flush(b->coord);
+    assert_int_equal(W.round_leaves, 1);
+    assert_int_equal(W.trap_enters + W.trap_leaves, 0);
 
     /* The inbox: 3 arrives, then the held 4 and 5, in order, and 2 again
      * is a duplicate. */
@@ -1114,12 +1159,13 @@ static void test_restore_onto_ghost(void **state) {
     assert_true(ghost->x == W.e->x && ghost->z == W.e->z && ghost->yaw == W.e->yaw);
     assert_same_properties(W.e->state, ghost->state);
     assert_non_null(cell_entity_witness(ghost));
-    assert_int_equal(ghost->real->trap_count, 1);
+    assert_int_equal(ghost->real->trap_count, 2);
+    assert_int_equal(ghost->real->traps[1].shape, COORD_SHAPE_CIRCLE);
     assert_int_equal(entity_timers_count(b->timers), 2);
     assert_non_null(ghost->real->inbox);
     /* Where the ghost was is forgotten at the flush; its trap holds the
      * same members, and its view everything the client knew. */
-    W.trap_enters = W.trap_leaves = 0;
+    W.trap_enters = W.trap_leaves = W.round_enters = W.round_leaves = 0;
     coord_flush(b->coord);
     float x, y, z;
     assert_int_equal(coord_entity_position(b->coord, ghost->coord_id, &x, &y, &z), 0);
@@ -1127,6 +1173,8 @@ static void test_restore_onto_ghost(void **state) {
     assert_int_equal(W.trap_enters, 0);
     assert_int_equal(W.trap_leaves, 0);
     assert_int_equal(coord_watcher_view_size(b->coord, ghost->real->traps[0].watcher), 2);
+    assert_int_equal(W.round_enters + W.round_leaves, 0);
+    assert_int_equal(coord_watcher_view_size(b->coord, ghost->real->traps[1].watcher), 1);
     client_listen_to(b);
     tick(b, ghost);
     assert_int_equal(W.cl.enter_total, 0);
@@ -1253,7 +1301,7 @@ static void test_witness_that_does_not_fit(void **state) {
     for (size_t i = 0; i < s->witness->n_aliases; i++)
         assert_false(witness_sees(cell_entity_witness(r), s->witness->aliases[i]->entity_id));
     /* Everything else came through. */
-    assert_int_equal(r->real->trap_count, 1);
+    assert_int_equal(r->real->trap_count, 2);
     assert_int_equal(entity_timers_count(b->timers), 2);
     client_listen_to(b);
     tick(b, r);

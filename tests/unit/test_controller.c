@@ -168,7 +168,7 @@ static void test_cancel_rules(void **state) {
     fixture *fx = fixture_create();
     cell_entity *e = cell_add(fx->c, 1, CELL_ENTITY_REAL, fx->cls, 0, 0, 0);
     uint32_t trap = controller_new_id(e);
-    assert_int_equal(cell_add_trap(fx->c, e, trap, 9, 5.0f, NULL, 0), 0);
+    assert_int_equal(cell_add_trap(fx->c, e, trap, 9, COORD_SHAPE_BOX, 5.0f, NULL, 0), 0);
     const float far[3] = {80, 0, 0};
     uint32_t move = controller_move_to_point(fx->c, e, far, 10, 0, false, 0);
     /* A trap's id removes the trap, and only it. */
