@@ -54,7 +54,8 @@ static void lifecycle_think_a(const tessera_cell_context *ctx, tessera_entity *e
     api->get_int(e, g->health, 0, &health);
     rc |= api->set_int(e, g->health, 0, health); /* the value it holds */
     int refused = api->set_uint(e, g->level, 0, 300);
-    rc |= api->set_string(e, g->name, 0, "Bo", 2) | api->set_string(e, g->name, 0, "Bo", 2);
+    rc |= api->set_string(e, g->name, 0, "Bo", 2);
+    rc |= api->set_string(e, g->name, 0, "Bo", 2); /* the same text: no hook */
     rc |= api->set_float(e, g->scale, 0, 1.5);
     const char *name = "";
     api->get_string(e, g->name, 0, &name, NULL);
