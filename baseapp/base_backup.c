@@ -122,10 +122,18 @@ typedef struct base_backup_slot {
     Tessera__Cluster__BaseBackup message;
     Tessera__Cluster__CellSnapshot cell;
     bit_writer properties;
+    Tessera__Cluster__TimerState **timers; /* its base's pending timers (NULL: none) */
+    size_t timer_count;
     uint64_t holder;
 } base_backup_slot;
 
-static void base_backup_fill(base_backup_slot *slot, const base_entity *base, uint64_t holder) {
+static void base_backup_slot_close(base_backup_slot *slot) {
+    bit_writer_close(&slot->properties);
+    entity_timers_wire_free(slot->timers, slot->timer_count);
+}
+
+static void base_backup_fill(base_backup_slot *slot, const base_entity *base, uint64_t holder,
+                             const base_timers *timers) {
     slot->holder = holder;
     Tessera__Cluster__BaseBackup *message = &slot->message;
     tessera__cluster__base_backup__init(message);
@@ -155,6 +163,11 @@ static void base_backup_fill(base_backup_slot *slot, const base_entity *base, ui
         message->account = (char *)base->proxy->account;
         message->session_token = (char *)base->proxy->session_token;
         message->client_binding = base->proxy->client_binding;
+    }
+    if (timers) {
+        base_timers_save(timers, base->entity_id, &slot->timers, &slot->timer_count);
+        message->timers = slot->timers;
+        message->n_timers = slot->timer_count;
     }
     message->saved_wall_us = clock_wall_us();
     message->loaded = base->persistence.loaded;
@@ -215,11 +228,12 @@ static void base_backups_send_share(base_backups *backups, uint64_t now_us) {
             continue;
         }
         if (base->state == BASE_ENTITY_DESTROYING) continue;
-        base_backup_fill(&slots[filled], base, base_backup_holder(base->entity_id, candidates, candidate_count));
+        base_backup_fill(&slots[filled], base, base_backup_holder(base->entity_id, candidates, candidate_count),
+                         backups->context.timers);
         filled++;
     }
     for (size_t c = 0; c < candidate_count; c++) base_backups_send_to(backups, candidates[c], slots, filled);
-    for (size_t i = 0; i < filled; i++) bit_writer_close(&slots[i].properties);
+    for (size_t i = 0; i < filled; i++) base_backup_slot_close(&slots[i]);
     free(slots);
     backups->counters.send_us += clock_monotonic_us() - began_us;
 }

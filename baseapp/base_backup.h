@@ -4,12 +4,12 @@
  *
  * Sending. Every base here is backed up once per base_backup_period_ms,
  * spread over the period (base_backups_tick walks the bases a share at a
- * time): its properties, its cell part's address and latest cell backup,
- * and its client's account, session token and binding (proto/cluster.proto,
- * BaseBackup). Each goes to one holder: of the other live baseapps, the one
- * whose id scores highest with the entity id (rendezvous hashing), so a
- * change in the set of baseapps moves only the bases whose holder came or
- * went.
+ * time): its properties, its pending timers (base_timer.h), its cell
+ * part's address and latest cell backup, and its client's account, session
+ * token and binding (proto/cluster.proto, BaseBackup). Each goes to one
+ * holder: of the other live baseapps, the one whose id scores highest with
+ * the entity id (rendezvous hashing), so a change in the set of baseapps
+ * moves only the bases whose holder came or went.
  *
  * Holding. A holder keeps the latest backup of each base by entity id. It
  * forgets one when the base's baseapp says the base is gone
@@ -20,8 +20,8 @@
  *
  * Restoring. When the cluster declares a baseapp dead (death_watch on the
  * balancer's lease holder), each holder turns that baseapp's backups into
- * live bases through the `restore` callback (main.c: base_life and proxy
- * do the work), and forgets them.
+ * live bases through the `restore` callback (main.c: base_life, proxy and
+ * base_timer do the work), and forgets them.
  */
 #ifndef TESSERA_BASE_BACKUP_H
 #define TESSERA_BASE_BACKUP_H
@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "base_entity.h"
+#include "base_timer.h"
 #include "baseapp_settings.h"
 #include "cluster.pb-c.h"
 #include "peer_set.h"
@@ -42,6 +43,7 @@ typedef struct base_backups_context {
     peer_set *peers;
     base_entities *bases;
     const process_self *self;
+    const base_timers *timers; /* what each backup carries of its base's timers */
     /* Brings `backup` of a base of dead baseapp `dead_baseapp_id` back here.
      * Returns 0, or -1 with why in `why` (logged by the caller). */
     int (*restore)(void *owner, const Tessera__Cluster__BaseBackup *backup, uint64_t dead_baseapp_id, char *why,

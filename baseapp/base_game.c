@@ -3,6 +3,7 @@
  * the base side of include/tessera/game.h on top of the baseapp's modules:
  * the bases and their lives (base_entity.c, base_life.c), their clients
  * (proxy.c), entity calls (base_call.c), global names (base_mailbox.h),
+ * cluster singletons (base_singleton.c), the bases' timers (base_timer.c),
  * events (base_event.c) and persistence.
  *
  * The ABI's opaque types are the engine's own: a tessera_baseapp is this
@@ -14,6 +15,7 @@
 #include "base_game.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,12 +24,15 @@
 
 #include <tessera/game.h>
 
+#include "base_singleton.h"
+#include "clock.h"
 #include "game_abi.h"
 #include "game_args.h"
 #include "game_event.h"
 #include "game_module.h"
 #include "log.h"
 #include "method_call.h"
+#include "random_unit.h"
 
 struct tessera_base_class {
     const entity_def_class *cls;
@@ -48,6 +53,8 @@ struct base_game {
     tessera_base_class *classes; /* by entity_def_class id */
     size_t class_count;
     game_event_listeners listeners;
+    uint64_t random_state;       /* random_unit (random_unit.h) */
+    base_singletons *singletons; /* the cluster singletons the game takes part in */
 };
 
 static tessera_baseapp *base_game_handle(base_game *game) { return (tessera_baseapp *)(void *)game; }
@@ -294,16 +301,18 @@ static void base_api_unregister_global(tessera_baseapp *handle, const char *name
 
 /* ---- lifecycle ----------------------------------------------------------------------------- */
 
-/* A base made by game code: with its cell part asked for (no client yet).
- * NULL with why when none can be made. */
+/* A base made by game code: with its cell part asked for (no client yet),
+ * as entity `entity_id` (0: a fresh one). NULL with why when none can be
+ * made. */
 static base_entity *base_game_make(base_game *game, const entity_def_class *cls, const char *key, const cJSON *stored,
-                                   char *why, size_t why_size) {
+                                   uint64_t entity_id, char *why, size_t why_size) {
     base_life *life = game->services.life;
     if (strlen(key) > BASE_ENTITY_NAME_MAX) {
         snprintf(why, why_size, "the key is longer than %d bytes", BASE_ENTITY_NAME_MAX);
         return NULL;
     }
-    base_entity *base = base_life_make(life, cls, key, stored, why, why_size);
+    base_entity *base = entity_id ? base_life_make_as(life, entity_id, cls, key, stored, why, why_size)
+                                  : base_life_make(life, cls, key, stored, why, why_size);
     if (base && base->state == BASE_ENTITY_CREATING_CELL && base_life_create_cell(life, base, false, 0) != 0) {
         base_life_destroy(life, base, false, "no cellapp for its cell part");
         snprintf(why, why_size, "no cellapp for its cell part");
@@ -321,7 +330,7 @@ static tessera_handle base_api_create_base(tessera_baseapp *handle, const char *
         return TESSERA_HANDLE_NONE;
     }
     char why[160];
-    base_entity *base = base_game_make(game, cls, key, NULL, why, sizeof why);
+    base_entity *base = base_game_make(game, cls, key, NULL, 0, why, sizeof why);
     if (!base) {
         log_warn("game: create_base of a %s for '%s': %s", class_name, key, why);
         return TESSERA_HANDLE_NONE;
@@ -356,7 +365,7 @@ static void base_game_on_loaded(persistence_outcome outcome, const cJSON *stored
                  outcome == PERSISTENCE_DAMAGED ? "its record is damaged" : "Redis is unavailable");
     } else {
         const entity_def_class *cls = entity_def_registry_find_class(game->services.definitions, request->class_name);
-        base_entity *made = cls ? base_game_make(game, cls, request->key, stored, why, sizeof why) : NULL;
+        base_entity *made = cls ? base_game_make(game, cls, request->key, stored, 0, why, sizeof why) : NULL;
         if (!cls) snprintf(why, sizeof why, "the definitions have no class '%s'", request->class_name);
         if (made) loaded = made->entity_id;
     }
@@ -504,6 +513,75 @@ static int base_api_send_event(tessera_base *base, const char *name, const tesse
     return rc;
 }
 
+/* ---- base services (ABI 4): clocks, random, timers, bases by class, singletons -------------- */
+
+static uint64_t base_api_now_ms(tessera_baseapp *handle) {
+    (void)handle;
+    return clock_monotonic_us() / 1000;
+}
+
+static uint64_t base_api_wall_ms(tessera_baseapp *handle) {
+    (void)handle;
+    return clock_wall_us() / 1000;
+}
+
+static double base_api_random_unit(tessera_baseapp *handle) { return random_unit(&base_game_of(handle)->random_state); }
+
+static uint64_t base_api_add_timer(tessera_base *handle, uint64_t delay_ms, uint64_t repeat_ms, uint32_t tag,
+                                   uint64_t user_data) {
+    base_entity *base = base_game_live(handle);
+    if (!base) return 0;
+    if (tag >= TESSERA_TIMER_TAG_LIMIT) {
+        log_warn("game: entity %" PRIu64 " (%s): timer tag %u is the engine's (at most %u)", base->entity_id,
+                 base->cls->name, tag, TESSERA_TIMER_TAG_LIMIT - 1);
+        return 0;
+    }
+    return base_timers_add(base_game_of_base(base)->services.timers, base->entity_id, delay_ms, repeat_ms, tag,
+                           user_data);
+}
+
+static int base_api_cancel_timer(tessera_base *handle, uint64_t timer_id) {
+    const base_entity *base = handle ? base_game_entity_of(handle) : NULL;
+    return base ? base_timers_cancel(base_game_of_base(base)->services.timers, base->entity_id, timer_id) : -1;
+}
+
+static size_t base_api_find_by_class(tessera_baseapp *handle, const char *class_name, tessera_handle *out, size_t max) {
+    base_game *game = base_game_of(handle);
+    const entity_def_class *cls =
+        class_name ? entity_def_registry_find_class(game->services.definitions, class_name) : NULL;
+    return cls ? base_entities_of_class(game->services.bases, cls, out, max) : 0;
+}
+
+static int base_api_singleton(tessera_baseapp *handle, const char *name, const char *class_name,
+                              tessera_global_callback ready, void *user_data) {
+    base_game *game = base_game_of(handle);
+    const entity_def_class *cls =
+        class_name ? entity_def_registry_find_class(game->services.definitions, class_name) : NULL;
+    if (!cls) {
+        log_warn("game: singleton '%s': the definitions have no class '%s'", name ? name : "",
+                 class_name ? class_name : "");
+        return -1;
+    }
+    base_singleton_waiter waiter = {(game_abi_function)ready, user_data};
+    return base_singletons_join(game->singletons, name, cls, &waiter);
+}
+
+/* The singleton module's callbacks (base_singleton.h): it makes the base
+ * here, and tells the game's waiters. */
+static int base_game_make_singleton(void *owner, const entity_def_class *cls, const char *name, uint64_t entity_id) {
+    char why[160];
+    if (base_game_make(owner, cls, name, NULL, entity_id, why, sizeof why)) return 0;
+    log_warn("singleton '%s': its %s could not be made here: %s", name, cls->name, why);
+    return -1;
+}
+
+static void base_game_notify_singleton(void *owner, const base_singleton_waiter *waiter, const char *name,
+                                       uint64_t holder) {
+    base_game *game = owner;
+    (void)name;
+    if (waiter->ready) ((tessera_global_callback)waiter->ready)(&game->context, true, holder, waiter->user_data);
+}
+
 static const tessera_base_api base_game_api = {
     .abi_version = TESSERA_GAME_ABI_VERSION,
     .register_class = base_api_register_class,
@@ -547,6 +625,13 @@ static const tessera_base_api base_game_api = {
     .listen_event = base_api_listen_event,
     .fire_event = base_api_fire_event,
     .send_event = base_api_send_event,
+    .now_ms = base_api_now_ms,
+    .wall_ms = base_api_wall_ms,
+    .random_unit = base_api_random_unit,
+    .add_timer = base_api_add_timer,
+    .cancel_timer = base_api_cancel_timer,
+    .find_by_class = base_api_find_by_class,
+    .singleton = base_api_singleton,
 };
 
 /* ---- loading ------------------------------------------------------------------------------- */
@@ -555,6 +640,7 @@ static void base_game_release(base_game *game) {
     for (size_t i = 0; i < game->class_count; i++) free(game->classes[i].methods);
     free(game->classes);
     if (game->library) dlclose(game->library);
+    base_singletons_free(game->singletons);
     *game->services.hooks = (base_hooks){0};
     base_entities_set_host(game->services.bases, NULL);
     free(game);
@@ -571,6 +657,19 @@ base_game *base_game_load(const base_game_services *services, const char *path, 
     game->context.api = &base_game_api;
     base_entities_set_host(services->bases, game);
     base_game_install_hooks(game);
+    /* Any seed but 0 (random_unit.h): the clock and the process id. */
+    game->random_state = (clock_monotonic_us() ^ ((uint64_t)getpid() << 32)) | 1;
+    base_singletons_context singleton_needs = {services->redis,
+                                               services->cluster_name,
+                                               base_calls_mailbox(services->calls),
+                                               services->bases,
+                                               services->life,
+                                               services->self,
+                                               services->draining,
+                                               game,
+                                               base_game_make_singleton,
+                                               base_game_notify_singleton};
+    game->singletons = base_singletons_create(&singleton_needs);
     game->class_count = entity_def_registry_class_count(services->definitions);
     game->classes = xcalloc(game->class_count ? game->class_count : 1, sizeof *game->classes);
     for (size_t i = 0; i < game->class_count; i++) {
@@ -631,11 +730,38 @@ static const tessera_base_hooks *base_game_hooks(base_game *game, const base_ent
     } while (0)
 
 void base_game_tick(base_game *game) {
-    if (game && game->tick && !*game->services.draining && !game->services.self->stopping) game->tick(&game->context);
+    if (!game || *game->services.draining || game->services.self->stopping) return;
+    base_singletons_poll(game->singletons, clock_monotonic_us());
+    if (game->tick) game->tick(&game->context);
+}
+
+/* A timer may fire for a base that is here and not being destroyed. */
+static bool base_game_timer_live(uint64_t entity_id, void *context) {
+    const base_game *game = context;
+    return base_entity_is_live(base_entities_find(game->services.bases, entity_id));
+}
+
+static void base_game_timer_fire(uint64_t entity_id, uint64_t timer_id, uint32_t tag, uint64_t user_data,
+                                 void *context) {
+    base_game *game = context;
+    base_entity *base = base_entities_find(game->services.bases, entity_id);
+    if (base_entity_is_live(base)) BASE_GAME_CALL(game, base, timer, timer_id, tag, user_data);
+}
+
+void base_game_run_timers(base_game *game, uint64_t now_us) {
+    if (!game || game->services.self->stopping) return;
+    base_timers_run(game->services.timers, now_us, base_game_timer_live, base_game_timer_fire, game);
 }
 
 static void base_game_created(void *host, base_entity *base) { BASE_GAME_CALL((base_game *)host, base, created); }
-static void base_game_destroyed(void *host, base_entity *base) { BASE_GAME_CALL((base_game *)host, base, destroyed); }
+/* The base is being freed: after its destroyed hook, its timers go, and a
+ * singleton's name it holds is given up. */
+static void base_game_destroyed(void *host, base_entity *base) {
+    base_game *game = host;
+    BASE_GAME_CALL(game, base, destroyed);
+    base_timers_drop(game->services.timers, base->entity_id);
+    base_singletons_on_freed(game->singletons, base);
+}
 static void base_game_client_enabled(void *host, base_entity *base) {
     BASE_GAME_CALL((base_game *)host, base, client_enabled);
 }

@@ -3,7 +3,9 @@
  * hooks and base method bodies; event listeners), implements the base
  * services of the ABI on top of the baseapp's modules, and is the one place
  * the baseapp calls into game code: the modules below reach it through the
- * base_hooks it fills (base_hooks.h). After every hook and method body,
+ * base_hooks it fills (base_hooks.h). It owns the cluster singletons the
+ * game takes part in (base_singleton.h) and runs the bases' timers
+ * (base_timer.h). After every hook and method body,
  * what the game set of a base's BASE_AND_CLIENT properties goes to its own
  * client.
  *
@@ -23,11 +25,13 @@
 #include "base_event.h"
 #include "base_hooks.h"
 #include "base_life.h"
+#include "base_timer.h"
 #include "config.h"
 #include "entity_def.h"
 #include "persistence.h"
 #include "process_self.h"
 #include "proxy.h"
+#include "redis_client.h"
 
 typedef struct base_game base_game;
 
@@ -45,6 +49,9 @@ typedef struct base_game_services {
     const base_events *events;
     const process_self *self;
     const bool *draining;
+    base_timers *timers;      /* the bases' timers (base_timer.h) */
+    redis_client *redis;      /* cluster singletons (base_singleton.h) */
+    const char *cluster_name; /* ... and their keys */
 } base_game_services;
 
 /* Loads the module at `path` ("" for none) and runs its base_init with
@@ -54,7 +61,11 @@ base_game *base_game_load(const base_game_services *services, const char *path, 
 /* Runs base_shutdown and unloads the module. NULL is ignored. */
 void base_game_free(base_game *game);
 
-/* The game's base tick (the sweep timer's period). */
+/* The game's base tick (the sweep timer's period), after the cluster
+ * singletons this baseapp takes part in are checked. */
 void base_game_tick(base_game *game);
+/* Runs the bases' timers that are due by `now_us` (monotonic): the timer
+ * hooks (the baseapp's 50 ms beat). */
+void base_game_run_timers(base_game *game, uint64_t now_us);
 
 #endif

@@ -24,11 +24,22 @@ base_life *base_life_create(const base_life_context *context) {
 
 void base_life_free_module(base_life *life) { free(life); }
 
+int base_life_take_id(base_life *life, uint64_t *entity_id) { return id_block_take(life->context.ids, entity_id); }
+
 base_entity *base_life_make(base_life *life, const entity_def_class *cls, const char *name, const cJSON *stored,
                             char *why, size_t why_size) {
     uint64_t entity_id;
-    if (id_block_take(life->context.ids, &entity_id) != 0) {
+    if (base_life_take_id(life, &entity_id) != 0) {
         snprintf(why, why_size, "no entity ids available, try again");
+        return NULL;
+    }
+    return base_life_make_as(life, entity_id, cls, name, stored, why, why_size);
+}
+
+base_entity *base_life_make_as(base_life *life, uint64_t entity_id, const entity_def_class *cls, const char *name,
+                               const cJSON *stored, char *why, size_t why_size) {
+    if (base_entities_find(life->context.bases, entity_id)) {
+        snprintf(why, why_size, "entity %" PRIu64 " is here already", entity_id);
         return NULL;
     }
     base_entity *base = base_entities_add(life->context.bases, entity_id, cls, name);

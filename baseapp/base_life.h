@@ -72,6 +72,13 @@ void base_life_free_module(base_life *life);
  * when none can be made (no entity ids, the set full). */
 base_entity *base_life_make(base_life *life, const entity_def_class *cls, const char *name, const cJSON *stored,
                             char *why, size_t why_size);
+/* The same as entity `entity_id`, an id base_life_take_id gave (a
+ * singleton claims its name under the id before its base is made). */
+base_entity *base_life_make_as(base_life *life, uint64_t entity_id, const entity_def_class *cls, const char *name,
+                               const cJSON *stored, char *why, size_t why_size);
+/* A fresh entity id into *entity_id. Returns 0, or -1 when none is to hand
+ * (ids come from Redis in blocks). */
+int base_life_take_id(base_life *life, uint64_t *entity_id);
 /* A base of `cls` brought back here from `backup`, a base of dead baseapp
  * `dead_baseapp_id` (base_backup.h): its entity id, properties, latest
  * cell backup and stored state as they were; its entity-call address

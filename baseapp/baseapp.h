@@ -63,7 +63,7 @@ typedef struct baseapp {
     int websocket_port;                              /* the port it listens on (0: none) */
     bool websocket_listening;
     uv_timer_t sweep_timer;      /* once a second: timeouts, graces, retries, the game's tick */
-    uv_timer_t congestion_timer; /* congested clients draining */
+    uv_timer_t congestion_timer; /* congested clients draining; the bases' timers */
     bool timers_running;
     bool draining;       /* SIGTERM: no new logins; clients told to go; then stop */
     bool fenced;         /* acting for nobody: the lease lapsed (baseapp_fence.h) */
@@ -90,6 +90,7 @@ typedef struct baseapp {
     login_routes *routes;  /* where an account plays */
     handovers *handovers;  /* giveClientTo across baseapps */
     base_backups *backups; /* bases backed up to other baseapps, and theirs held here */
+    base_timers *timers;   /* the bases' timers (base_timer.h) */
     base_game *game;       /* the game module (never NULL once running) */
     baseapp_admin *admin;  /* the admin HTTP listener's part (NULL: admin_port -1) */
 } baseapp;

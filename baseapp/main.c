@@ -81,6 +81,10 @@ static int baseapp_restore_base(void *owner, const Tessera__Cluster__BaseBackup 
     }
     base_entity *base = base_life_restore(app->life, cls, backup, dead_baseapp_id, why, why_size);
     if (!base) return -1;
+    /* Its timers, each due the time it had left less the backup's age. */
+    uint64_t now_wall = clock_wall_us();
+    base_timers_restore(app->timers, base->entity_id, backup->timers, backup->n_timers,
+                        now_wall > backup->saved_wall_us ? now_wall - backup->saved_wall_us : 0);
     if (backup->has_proxy)
         proxy_restore(app->players, base, backup->account, backup->session_token, backup->client_binding);
     return 0;
@@ -199,6 +203,7 @@ static void baseapp_on_congestion_timer(uv_timer_t *timer) {
     }
     if (baseapp_fence_check(app, now)) return;
     proxies_check_congestion(app->players);
+    base_game_run_timers(app->game, now);
     base_backups_tick(app->backups, now);
 }
 
@@ -264,6 +269,7 @@ static void baseapp_free(baseapp *app) {
     logins_free(app->logins);
     proxies_free(app->players);
     base_backups_free(app->backups);
+    base_timers_free(app->timers);
     base_life_free_module(app->life);
     persistence_free(app->store);
     cell_links_free(app->cells);
@@ -377,7 +383,9 @@ static void baseapp_build_modules(baseapp *app) {
         app->ids,   &app->hooks,
         &rt->self,  {app, baseapp_client_gone, baseapp_client_part_free, baseapp_cell_ready, baseapp_base_freed}};
     app->life = base_life_create(&life_needs);
-    base_backups_context backup_needs = {settings, rt->peers, app->bases, &rt->self, baseapp_restore_base, app};
+    app->timers = base_timers_create(&rt->self);
+    base_backups_context backup_needs = {settings, rt->peers, app->bases, &rt->self, app->timers, baseapp_restore_base,
+                                         app};
     app->backups = base_backups_create(&backup_needs);
     proxies_context player_needs = {settings,
                                     app->definitions,
@@ -475,9 +483,13 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
         app->websocket_port = channel_listener_port(&app->websocket_listener);
     }
     baseapp_build_modules(app);
-    base_game_services game_needs = {app->definitions, &app->hooks,        app->bases,    app->life,
-                                     app->players,     app->cells,         app->store,    app->calls,
-                                     &app->events,     &app->runtime.self, &app->draining};
+    base_game_services game_needs = {app->definitions,   &app->hooks,
+                                     app->bases,         app->life,
+                                     app->players,       app->cells,
+                                     app->store,         app->calls,
+                                     &app->events,       &app->runtime.self,
+                                     &app->draining,     app->timers,
+                                     app->runtime.redis, settings->process.cluster_name};
     app->game = base_game_load(&game_needs, settings->game_module, &settings->game, why, sizeof why);
     if (!app->game) {
         snprintf(err, errlen, "configuration error: %s", why);
@@ -500,7 +512,8 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
     uv_timer_start(&app->sweep_timer, baseapp_on_sweep_timer, 1000, 1000);
     /* A congested client is told to its cell as soon as its queue passes the
      * threshold (proxy.c); this timer notices it draining, every 50 ms: a
-     * fraction of a tick, so the held updates resume within one. */
+     * fraction of a tick, so the held updates resume within one. The bases'
+     * timers run on the same beat (base_timer.h). */
     uv_timer_init(app->runtime.loop, &app->congestion_timer);
     app->congestion_timer.data = app;
     uv_timer_start(&app->congestion_timer, baseapp_on_congestion_timer, 50, 50);

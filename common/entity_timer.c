@@ -267,3 +267,48 @@ size_t entity_timers_of(const entity_timers *timers, uint64_t entity_id, uint64_
         entity_timers_describe(id_map_get(&timers->by_id, list->ids[i]), now_us, &out[i]);
     return list->count;
 }
+
+/* ---- the wire form ---------------------------------------------------------------- */
+
+void entity_timers_save(const entity_timers *timers, uint64_t entity_id, uint64_t now_us,
+                        Tessera__Cluster__TimerState ***out, size_t *count) {
+    *out = NULL;
+    *count = entity_timers_of(timers, entity_id, now_us, NULL, 0);
+    if (!*count) return;
+    entity_timer_state *states = xcalloc(*count, sizeof *states);
+    entity_timers_of(timers, entity_id, now_us, states, *count);
+    *out = xcalloc(*count, sizeof(Tessera__Cluster__TimerState *));
+    for (size_t i = 0; i < *count; i++) {
+        Tessera__Cluster__TimerState *saved = xmalloc(sizeof *saved);
+        tessera__cluster__timer_state__init(saved);
+        saved->timer_id = states[i].timer_id;
+        saved->remaining_us = states[i].remaining_us;
+        saved->interval_us = states[i].interval_us;
+        saved->tag = states[i].tag;
+        saved->user_data = states[i].user_data;
+        (*out)[i] = saved;
+    }
+    free(states);
+}
+
+void entity_timers_wire_free(Tessera__Cluster__TimerState **states, size_t count) {
+    for (size_t i = 0; states && i < count; i++) free(states[i]);
+    free(states);
+}
+
+size_t entity_timers_load(entity_timers *timers, uint64_t entity_id, uint64_t now_us,
+                          Tessera__Cluster__TimerState *const *states, size_t count, uint64_t age_us) {
+    if (!count) return 0;
+    entity_timer_state *loaded = xcalloc(count, sizeof *loaded);
+    size_t kept = 0;
+    for (size_t i = 0; i < count; i++) {
+        const Tessera__Cluster__TimerState *s = states[i];
+        if (!s || !s->timer_id) continue;
+        loaded[kept++] = (entity_timer_state){s->timer_id, s->remaining_us > age_us ? s->remaining_us - age_us : 0,
+                                              s->interval_us, s->tag, s->user_data};
+    }
+    size_t before = timers->count;
+    entity_timers_put(timers, entity_id, now_us, loaded, kept);
+    free(loaded);
+    return timers->count - before;
+}

@@ -31,6 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster.pb-c.h"
+
 /* Why 10: a second of missed half-second heartbeats; beyond that the
  * process was stopped, and firing a burst would not help anyone. */
 #define ENTITY_TIMER_MAX_CATCH_UP 10
@@ -86,6 +88,20 @@ void entity_timers_put(entity_timers *timers, uint64_t entity_id, uint64_t now_u
 size_t entity_timers_count(const entity_timers *timers);
 /* The entity whose timer `timer_id` is (0: no such timer pending). */
 uint64_t entity_timers_owner(const entity_timers *timers, uint64_t timer_id);
+
+/* The wire form of one entity's timers (proto/cluster.proto: TimerState),
+ * as a moved or backed-up entity carries them. entity_timers_save
+ * describes them without removing them: *out gets *count pointers (NULL
+ * when none), each state allocated; entity_timers_wire_free frees them.
+ * entity_timers_load sets them again for `entity_id`, each due its time
+ * left less `age_us` (the time since they were described; at once when
+ * that is past), under the same ids as entity_timers_put, skipping states
+ * without an id; returns how many were set. */
+void entity_timers_save(const entity_timers *timers, uint64_t entity_id, uint64_t now_us,
+                        Tessera__Cluster__TimerState ***out, size_t *count);
+void entity_timers_wire_free(Tessera__Cluster__TimerState **states, size_t count);
+size_t entity_timers_load(entity_timers *timers, uint64_t entity_id, uint64_t now_us,
+                          Tessera__Cluster__TimerState *const *states, size_t count, uint64_t age_us);
 /* Describes the timers of one entity without removing them (state dumps):
  * at most `cap` into `out`; returns how many it has. */
 size_t entity_timers_of(const entity_timers *timers, uint64_t entity_id, uint64_t now_us, entity_timer_state *out,

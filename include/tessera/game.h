@@ -799,6 +799,11 @@ typedef struct tessera_base_hooks {
      * this, named (as the cell side's method hook). */
     void (*method)(const tessera_base_context *ctx, tessera_base *base, const char *method_name, tessera_handle caller,
                    const tessera_args *args);
+    /* -- base timers (ABI 4): a timer set with api->add_timer on this
+     *    base fired. It may cancel timers, set more, or destroy the base
+     *    (its other timers then never fire). -- */
+    void (*timer)(const tessera_base_context *ctx, tessera_base *base, uint64_t timer_id, uint32_t tag,
+                  uint64_t user_data);
 } tessera_base_hooks;
 
 /* The body of a base method: `caller` is the calling entity (for a
@@ -914,6 +919,73 @@ struct tessera_base_api {
                       tessera_event_scope scope);
     /* A user message to the base's own client: -1 if it has none. */
     int (*send_event)(tessera_base *base, const char *event, const tessera_args *fields);
+
+    /* -- base services (ABI 4): clocks, random, timers, bases by class and
+     *    cluster singletons -- */
+
+    /* The engine's clocks, as on the cell side: now_ms is this baseapp's
+     * monotonic clock (timing within the process: it means nothing on
+     * another), wall_ms Unix time (the one to store). */
+    uint64_t (*now_ms)(tessera_baseapp *app);
+    uint64_t (*wall_ms)(tessera_baseapp *app);
+    /* [0, 1), not for secrets: one generator per baseapp, seeded at start. */
+    double (*random_unit)(tessera_baseapp *app);
+    /* KBEngine's Base.addTimer: runs the class's timer hook `delay_ms`
+     * from now, then every `repeat_ms` (0: once), with `tag` (below
+     * TESSERA_TIMER_TAG_LIMIT) and `user_data`. Returns the timer's id
+     * (> 0, unique in the cluster), or 0 for a base being destroyed or a
+     * tag out of range. Timers run on the baseapp's loop every 50 ms, in
+     * (due time, id) order: one fires within 50 ms of falling due, and a
+     * repeating one keeps its beat (next due repeat_ms after its last due
+     * time, not after it ran; after a stall, at most 10 firings at once).
+     * A timer belongs to its base:
+     *   - destroying the base cancels them all (none fires once destroy
+     *     is called, even from a timer hook);
+     *   - they travel with the base's backup (taken every
+     *     base_backup_period_ms): a base restored on another baseapp after
+     *     its own died keeps its pending timers, under the same ids, each
+     *     due the time it had left at the backup less the backup's age
+     *     (one that fell due meanwhile fires at once; a repeating one once,
+     *     then on its beat). Its created hook does not run again;
+     *   - they are not written to the database: a base loaded from it (a
+     *     player's next login, a cluster restarted) has none, so set the
+     *     ones it needs in its created hook. */
+    uint64_t (*add_timer)(tessera_base *base, uint64_t delay_ms, uint64_t repeat_ms, uint32_t tag, uint64_t user_data);
+    /* -1 if the base has no such timer pending (it fired once, was
+     * cancelled, or is another base's). */
+    int (*cancel_timer)(tessera_base *base, uint64_t timer_id);
+    /* The bases of class `class_name` on this baseapp, not those being
+     * destroyed (another baseapp's are not listed: reach those by a
+     * singleton or a global name): up to `max` handles in `out` (may be
+     * NULL); returns how many there are (0 for an unknown class). An
+     * index per class: the other bases are not walked. */
+    size_t (*find_by_class)(tessera_baseapp *app, const char *class_name, tessera_handle *out, size_t max);
+    /* A cluster singleton service (KBEngine's global bases, made once):
+     * one base of `class_name` in the whole cluster, under the global name
+     * `name` (1 to 64 bytes; find_global finds it too), reached with
+     * call_base. Every baseapp that calls this (in base_init or later)
+     * takes part; on each, `ready` is called (ok true) with the base's
+     * handle once it is known -- it checks the name every second, from
+     * its first tick -- and again whenever it changes. The base is made by
+     * one of them, whichever finds the name free first: a fresh base with
+     * `name` as its key (not loaded from the database), whose created hook
+     * runs once in the cluster. If it is lost:
+     *   - its baseapp died and another restored it from its backup (the
+     *     usual case): it is the same base, with the same handle, its
+     *     properties and timers as at its last backup; the name follows
+     *     it and `ready` is not called again;
+     *   - its baseapp died before a backup of it was taken (within
+     *     base_backup_period_ms of its making, or with no other baseapp
+     *     up), or it was destroyed (by the game, with its cellapp, or its
+     *     baseapp stopping): a new one is made on a baseapp that takes
+     *     part, about 2 s after the loss is seen, and each `ready` hears
+     *     its new handle. Calls to the old handle meanwhile come back as
+     *     call_failed.
+     * Several calls with one name share one singleton (of one class).
+     * Returns 0, or -1 (logged) for an unknown class, an empty or too long
+     * name, or a name joined here with another class. */
+    int (*singleton)(tessera_baseapp *app, const char *name, const char *class_name, tessera_global_callback ready,
+                     void *user_data);
 };
 
 /* ---- the module --------------------------------------------------------------- */
