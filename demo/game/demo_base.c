@@ -24,12 +24,13 @@
  *             cluster, every process's listeners; each time it gets its
  *             client, the base sends that client welcome(name), a user
  *             message.
- *   Census    one base in the whole cluster, under the global name
- *             "census": every Avatar made tells it joined(who), every one
- *             destroyed left(who). Whichever baseapp finds no census makes
- *             one and claims the name; if another claimed it first, its
- *             own goes. When the census is gone (its baseapp with it), the
- *             next baseapp to notice makes a new one.
+ *   Census    one base in the whole cluster, the singleton service
+ *             "census" (api->singleton): every Avatar made tells it
+ *             joined(who), every one destroyed left(who). Every baseapp
+ *             takes part; the engine makes it once, tells each baseapp its
+ *             handle, and if it is lost (its baseapp died before a backup
+ *             of it was taken, or it was destroyed) makes it again on
+ *             another. A census restored from its backup is the same one.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,7 +44,6 @@ typedef struct demo_base {
     tessera_base_class *account, *avatar, *census;
     int account_visits, avatar_gold, avatar_name, census_players;
     tessera_handle census_id; /* the global Census (NONE: not known yet) */
-    bool census_pending;      /* a look-up or a claim is under way */
 } demo_base;
 
 /* Calls `method_name` of `part` of `target` (of `class_name`) from `from`
@@ -251,15 +251,11 @@ static void demo_avatar_destroyed(const tessera_base_context *ctx, tessera_base 
                        ctx->api->handle(avatar));
 }
 
-/* The census is gone (its baseapp with it): its name is given up, and the
- * tick makes a new one. A poke that did not arrive tells the poker. */
+/* A poke that did not arrive tells the poker. (A call to a census that is
+ * gone needs nothing: the engine makes another and tells demo_census_ready.) */
 static void demo_avatar_call_failed(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle target,
                                     tessera_part part, const char *method_name) {
     demo_base *g = ctx->game;
-    if (target == g->census_id && g->census_id) {
-        ctx->api->unregister_global(ctx->app, DEMO_CENSUS_NAME, g->census_id);
-        g->census_id = TESSERA_HANDLE_NONE;
-    }
     if (part == TESSERA_PART_BASE && strcmp(method_name, "poked") == 0)
         demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT, "onCallFailed",
                        NULL, target);
@@ -300,55 +296,21 @@ static void demo_census_count(const tessera_base_context *ctx, tessera_base *cen
                    "onCensus", &players, TESSERA_HANDLE_NONE);
 }
 
+/* Its name is the engine's to give up (the singleton service); this
+ * baseapp stops calling it until it hears of the next one. */
 static void demo_census_destroyed(const tessera_base_context *ctx, tessera_base *census) {
     demo_base *g = ctx->game;
-    tessera_handle id = ctx->api->handle(census);
-    ctx->api->unregister_global(ctx->app, DEMO_CENSUS_NAME, id);
-    if (g->census_id == id) g->census_id = TESSERA_HANDLE_NONE;
+    if (g->census_id == ctx->api->handle(census)) g->census_id = TESSERA_HANDLE_NONE;
 }
 
-static void demo_on_census_registered(const tessera_base_context *ctx, bool ok, tessera_handle holder,
-                                      void *user_data) {
+/* The singleton "census" is known, or made again: its handle. */
+static void demo_census_ready(const tessera_base_context *ctx, bool ok, tessera_handle holder, void *user_data) {
     demo_base *g = ctx->game;
-    tessera_handle ours = (tessera_handle)(uintptr_t)user_data;
-    g->census_pending = false;
-    g->census_id = holder;
-    if (ok) {
-        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "the Census is entity %llu here", (unsigned long long)holder);
-        return;
-    }
-    /* Another baseapp's holds the name: ours goes. */
-    tessera_base *census = ctx->api->resolve(ctx->app, ours);
-    if (census) ctx->api->destroy(census, false, "another baseapp holds the census");
-}
-
-static void demo_on_census_found(const tessera_base_context *ctx, bool ok, tessera_handle holder, void *user_data) {
-    demo_base *g = ctx->game;
-    const tessera_base_api *api = ctx->api;
     (void)user_data;
-    if (ok) {
-        g->census_id = holder;
-        g->census_pending = false;
-        return;
-    }
-    if (api->stopping(ctx->app)) {
-        g->census_pending = false;
-        return;
-    }
-    /* None yet: make one here and claim the name. */
-    tessera_handle made = api->create_base(ctx->app, "Census", DEMO_CENSUS_NAME);
-    tessera_base *census = api->resolve(ctx->app, made);
-    if (!census || api->register_global(ctx->app, DEMO_CENSUS_NAME, census, demo_on_census_registered,
-                                        (void *)(uintptr_t)made) != 0) {
-        if (census) api->destroy(census, false, "Redis is not connected");
-        g->census_pending = false;
-    }
-}
-
-static void demo_base_tick(const tessera_base_context *ctx) {
-    demo_base *g = ctx->game;
-    if (g->census_id || g->census_pending) return;
-    if (ctx->api->find_global(ctx->app, DEMO_CENSUS_NAME, demo_on_census_found, NULL) == 0) g->census_pending = true;
+    if (!ok) return;
+    g->census_id = holder;
+    if (ctx->api->resolve(ctx->app, holder))
+        ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "the Census is entity %llu here", (unsigned long long)holder);
 }
 
 /* ---- registration ------------------------------------------------------------------ */
@@ -387,8 +349,7 @@ int demo_base_init(tessera_baseapp *app, const tessera_base_api *api, void **gam
     failures += api->register_method(app, g->census, "left", demo_census_left) != 0;
     failures += api->register_method(app, g->census, "count", demo_census_count) != 0;
     if (failures) return -1;
-    api->set_tick(app, demo_base_tick);
-    return 0;
+    return api->singleton(app, DEMO_CENSUS_NAME, "Census", demo_census_ready, NULL);
 }
 
 void demo_base_shutdown(tessera_baseapp *app, void *game) {

@@ -880,7 +880,8 @@ struct tessera_base_api {
                      const char *method_name, const tessera_args *args);
 
     /* -- global names: one base per name in the cluster (KBEngine's
-     *    globalBases) -- */
+     *    globalBases); a base made once and made again when lost is a
+     *    singleton (at the end) -- */
     /* Claims `name` for `base`; `done` says whether it got it or who holds
      * it. -1 (and no callback) when Redis is not connected. */
     int (*register_global)(tessera_baseapp *app, const char *name, tessera_base *base, tessera_global_callback done,
