@@ -337,10 +337,13 @@ static uint32_t coord_slide(coord_system *cs, int a, uint32_t from, coord_node m
 
 static bool coord_finite(float x, float y, float z) { return isfinite(x) && isfinite(y) && isfinite(z); }
 
-static void coord_to_axes(const coord_system *cs, float x, float y, float z, float *out) {
+/* Axis order X, Z, Y. A 2D system has no Y axis, but keeps Y in the third
+ * coordinate all the same: what coord_entity_position and the sphere tests
+ * read (nothing else looks past axis_count). */
+static void coord_to_axes(float x, float y, float z, float *out) {
     out[0] = x;
     out[1] = z;
-    out[2] = cs->axis_count == 3 ? y : 0.0f;
+    out[2] = y;
 }
 
 /* Moves one boundary of trigger t on axis a to `value`, carrying the
@@ -417,13 +420,11 @@ int coord_move_entity(coord_system *cs, uint32_t entity, float x, float y, float
     if (entity >= cs->entity_count || !cs->entities[entity].live || !coord_finite(x, y, z)) return -1;
     coord_entity_record *record = &cs->entities[entity];
     float position[COORD_MAX_AXES];
-    coord_to_axes(cs, x, y, z, position);
-    record->y = y;
+    coord_to_axes(x, y, z, position);
     if (record->pending) {
         /* Not in the axes yet: its nodes (and its watchers' queued
          * triggers) are made from these coordinates when it goes in. */
         for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_coord[a][entity] = position[a];
-        record->y_settled = y;
         for (uint32_t w = record->first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned)
             coord__place_watcher(cs, w);
         return 0;
@@ -517,9 +518,11 @@ static void coord_apply_moves(coord_system *cs) {
     coord_refresh_partner(cs, 0);
     cs->move_epoch++;
     for (size_t i = 0; i < cs->dirty_count; i++) {
-        cs->entities[cs->dirty[i]].dirty = 0;
-        cs->entities[cs->dirty[i]].y_settled = cs->entities[cs->dirty[i]].y;
-        cs->entity_moved_epoch[cs->dirty[i]] = cs->move_epoch;
+        uint32_t e = cs->dirty[i];
+        cs->entities[e].dirty = 0;
+        /* A 2D system's Y, which no axis carries, is settled here. */
+        if (cs->axis_count < 3) cs->entity_coord[2][e] = cs->entity_target[2][e];
+        cs->entity_moved_epoch[e] = cs->move_epoch;
     }
     cs->dirty_count = 0;
     cs->geometry_changed = 1;
@@ -535,7 +538,7 @@ int coord_entity_position(const coord_system *cs, uint32_t entity, float *x, flo
     float *const *coordinates = cs->entities[entity].dirty ? cs->entity_target : cs->entity_coord;
     if (x) *x = coordinates[0][entity];
     if (z) *z = coordinates[1][entity];
-    if (y) *y = cs->axis_count == 3 ? coordinates[2][entity] : cs->entities[entity].y;
+    if (y) *y = coordinates[2][entity];
     return 0;
 }
 
@@ -572,10 +575,9 @@ uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t 
     record->type = type;
     record->flags = flags;
     record->user_data = user_data;
-    record->y = record->y_settled = y;
     record->first_watcher = COORD_NONE;
     float position[3];
-    coord_to_axes(cs, x, y, z, position);
+    coord_to_axes(x, y, z, position);
     for (int a = 0; a < COORD_MAX_AXES; a++) {
         cs->entity_coord[a][e] = position[a];
         cs->entity_hint[a][e] = 0;

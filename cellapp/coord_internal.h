@@ -57,8 +57,6 @@ typedef struct coord_entity_record {
     uint32_t type, flags;
     uint32_t first_watcher; /* watchers this entity owns, linked by next_owned */
     uint32_t next_free;
-    float y;         /* kept for 2D systems, which have no Y axis */
-    float y_settled; /* ... and as of the last settle, for the sphere tests */
     uint8_t live;
     uint8_t pending; /* added but not yet merged into the axes */
     uint8_t dirty;   /* moved; its nodes follow at the next settle */
@@ -95,7 +93,7 @@ struct coord_system {
     coord_axis axes[COORD_MAX_AXES];
 
     coord_entity_record *entities;
-    float *entity_coord[COORD_MAX_AXES]; /* committed coordinate per axis */
+    float *entity_coord[COORD_MAX_AXES]; /* committed coordinate per axis (and a 2D system's Y) */
     uint32_t *entity_hint[COORD_MAX_AXES];
     float *entity_target[COORD_MAX_AXES];   /* where a dirty entity is going */
     uint32_t *entity_moved_epoch;           /* move epoch of the entity's last move */
@@ -173,7 +171,7 @@ static inline void coord__log_flip(coord_system *cs, uint32_t trigger, uint32_t 
  * the round shapes test, whatever moves are pending. */
 static inline void coord__settled_position(const coord_system *cs, uint32_t e, float *position) {
     position[0] = cs->entity_coord[0][e];
-    position[1] = cs->axis_count == 3 ? cs->entity_coord[2][e] : cs->entities[e].y_settled;
+    position[1] = cs->entity_coord[2][e]; /* a 2D system keeps Y there too */
     position[2] = cs->entity_coord[1][e];
 }
 
