@@ -31,6 +31,7 @@
 #include "game_event.h"
 #include "game_module.h"
 #include "log.h"
+#include "lua_base.h"
 #include "method_call.h"
 #include "random_unit.h"
 
@@ -55,6 +56,7 @@ struct base_game {
     game_event_listeners listeners;
     uint64_t random_state;       /* random_unit (random_unit.h) */
     base_singletons *singletons; /* the cluster singletons the game takes part in */
+    lua_base *lua;               /* the classes whose base rules are Lua scripts; NULL: none */
 };
 
 static tessera_baseapp *base_game_handle(base_game *game) { return (tessera_baseapp *)(void *)game; }
@@ -707,8 +709,41 @@ base_game *base_game_load(const base_game_services *services, const char *path, 
 
 void base_game_free(base_game *game) {
     if (!game) return;
+    lua_base_free(game->lua);
+    game->lua = NULL;
     if (game->module && game->module->base_shutdown) game->module->base_shutdown(base_game_handle(game), game->game);
     base_game_release(game);
+}
+
+int base_game_open_scripts(base_game *game, const char *folder, const lua_runtime_limits *limits, char *err,
+                           size_t errlen) {
+    if (!folder || !folder[0]) return 0;
+    char why[600];
+    game->initialising = true;
+    game->lua = lua_base_open(base_game_handle(game), &base_game_api, game->services.definitions, folder, limits, why,
+                              sizeof why);
+    game->initialising = false;
+    if (!game->lua && why[0]) {
+        snprintf(err, errlen, "game_scripts '%s': %s", folder, why);
+        return -1;
+    }
+    if (game->lua && lua_base_start(game->lua, why, sizeof why) != 0) {
+        snprintf(err, errlen, "game_scripts '%s': game.lua's base.init failed: %s", folder, why);
+        return -1;
+    }
+    if (game->lua)
+        log_info("game scripts loaded from %s: %zu classes run Lua on the base side",
+                 lua_runtime_folder(lua_base_runtime(game->lua)), lua_base_class_count(game->lua));
+    return 0;
+}
+
+struct lua_base *base_game_lua(tessera_baseapp *app) {
+    base_game *game = base_game_of(app);
+    return game ? game->lua : NULL;
+}
+
+void base_game_request_reload(base_game *game) {
+    if (game && game->lua) lua_base_request_reload(game->lua);
 }
 
 /* ---- events --------------------------------------------------------------------------------- */
@@ -733,6 +768,7 @@ void base_game_tick(base_game *game) {
     if (!game || *game->services.draining || game->services.self->stopping) return;
     base_singletons_poll(game->singletons, clock_monotonic_us());
     if (game->tick) game->tick(&game->context);
+    if (game->lua) lua_base_tick(game->lua, clock_monotonic_us() / 1000);
 }
 
 /* A timer may fire for a base that is here and not being destroyed. */

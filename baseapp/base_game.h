@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <tessera/game.h>
+
 #include "base_call.h"
 #include "base_entity.h"
 #include "base_event.h"
@@ -28,6 +30,7 @@
 #include "base_timer.h"
 #include "config.h"
 #include "entity_def.h"
+#include "lua_runtime.h"
 #include "persistence.h"
 #include "process_self.h"
 #include "proxy.h"
@@ -58,6 +61,17 @@ typedef struct base_game_services {
  * `settings` (the config's "game" group). NULL with why in err. */
 base_game *base_game_load(const base_game_services *services, const char *path, const config_group *settings, char *err,
                           size_t errlen);
+/* Opens the game's Lua scripts in `folder` ("" for none: 0), registering
+ * the classes whose scripts have a base table (lua_base.h), and runs
+ * game.lua's base.init. -1 with why in err: a script does not load
+ * (file:line), a class is registered twice, or init threw. */
+int base_game_open_scripts(base_game *game, const char *folder, const lua_runtime_limits *limits, char *err,
+                           size_t errlen);
+/* The Lua host of the baseapp whose ABI handle is `app` (NULL: none). */
+struct lua_base *base_game_lua(tessera_baseapp *app);
+/* SIGHUP: the scripts reload at the next game tick. */
+void base_game_request_reload(base_game *game);
+
 /* Runs base_shutdown and unloads the module. NULL is ignored. */
 void base_game_free(base_game *game);
 

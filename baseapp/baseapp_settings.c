@@ -73,6 +73,16 @@ const config_key baseapp_config_keys[] = {
      sizeof(((baseapp_settings *)0)->game_module), 0, 0, "",
      "the game module (a .so built against include/tessera/game.h) whose base rules the bases follow; empty: the "
      "definitions alone"},
+    {"game_scripts", CONFIG_STRING, offsetof(baseapp_settings, game_scripts),
+     sizeof(((baseapp_settings *)0)->game_scripts), 0, 0, "",
+     "the folder of the game's Lua scripts (<Class>.lua, game.lua; docs/lua.md), which reload live on SIGHUP or "
+     "when a file changes; empty: none"},
+    {"lua_instruction_budget", CONFIG_INT, offsetof(baseapp_settings, lua_instruction_budget), 0, 1000, 1000000000,
+     "1000000",
+     "Lua VM instructions one hook or method may run (about 5 ms): a runaway loop is stopped there with its "
+     "traceback, and the baseapp goes on"},
+    {"lua_memory_mb", CONFIG_INT, offsetof(baseapp_settings, lua_memory_mb), 0, 1, 65536, "512",
+     "megabytes the Lua state may hold; an allocation past it fails the call that made it"},
     {"game", CONFIG_GROUP, offsetof(baseapp_settings, game), 0, 0, 0, NULL,
      "the game module's own settings (an object; on the command line game.NAME=VALUE)"},
     {"cell_lost_grace_ms", CONFIG_INT, offsetof(baseapp_settings, cell_lost_grace_ms), 0, 100, 600000, "20000",

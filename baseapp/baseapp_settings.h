@@ -39,6 +39,10 @@ typedef struct baseapp_settings {
     char state_dump_path[256];
     char game_module[256]; /* the game module (base_game.c); empty: none */
     config_group game;     /* its own settings */
+    /* Lua scripts (lua_base.c): their folder ("" for none) and limits. */
+    char game_scripts[256];
+    int64_t lua_instruction_budget;
+    int64_t lua_memory_mb;
     int64_t client_congestion_bytes;
     int64_t client_send_buffer_bytes;
     int64_t cell_lost_grace_ms;

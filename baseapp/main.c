@@ -148,6 +148,12 @@ static void baseapp_on_figures(void *owner) {
     if (redis_client_is_connected(app->runtime.redis)) id_block_refill(app->ids);
 }
 
+/* SIGHUP: the game's scripts reload at the next tick. */
+static void baseapp_on_reload(void *owner) {
+    baseapp *app = owner;
+    base_game_request_reload(app->game);
+}
+
 static void baseapp_on_dump(void *owner) {
     baseapp *app = owner;
     base_entity_dump(app->bases, app->settings.state_dump_path, app->runtime.self.process_id);
@@ -449,6 +455,7 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
                 .terminate = baseapp_begin_drain,
                 .interrupt = baseapp_begin_drain,
                 .dump = baseapp_on_dump,
+                .reload = baseapp_on_reload,
             },
     };
     if (process_runtime_open(&app->runtime, &options, err, errlen) != 0) return -1;
@@ -492,6 +499,11 @@ static int baseapp_build(baseapp *app, int argc, char **argv, char *err, size_t 
                                      app->runtime.redis, settings->process.cluster_name};
     app->game = base_game_load(&game_needs, settings->game_module, &settings->game, why, sizeof why);
     if (!app->game) {
+        snprintf(err, errlen, "configuration error: %s", why);
+        return -1;
+    }
+    lua_runtime_limits lua_limits = {(uint64_t)settings->lua_instruction_budget, (size_t)settings->lua_memory_mb << 20};
+    if (base_game_open_scripts(app->game, settings->game_scripts, &lua_limits, why, sizeof why) != 0) {
         snprintf(err, errlen, "configuration error: %s", why);
         return -1;
     }
@@ -548,9 +560,12 @@ static int baseapp_check_settings(const void *raw, char *err, size_t errlen) {
         if (!context) return -1;
         tls_context_free(context);
     }
-    /* The game: its definitions, the player's class, its module's ABI. */
-    return game_module_check(settings->entity_definitions, settings->player_entity_type, settings->game_module,
-                             "baseapp", err, errlen);
+    /* The game: its definitions, the player's class, its module's ABI, its
+     * scripts. */
+    if (game_module_check(settings->entity_definitions, settings->player_entity_type, settings->game_module, "baseapp",
+                          err, errlen) != 0)
+        return -1;
+    return game_module_check_scripts(settings->entity_definitions, settings->game_scripts, "base", err, errlen);
 }
 
 int main(int argc, char **argv) {

@@ -76,6 +76,10 @@ typedef struct cellapp_settings {
     /* The game module (game_host.c) and its own settings. */
     char game_module[256];
     config_group game;
+    /* Lua scripts (lua_cell.c): their folder ("" for none) and limits. */
+    char game_scripts[256];
+    int64_t lua_instruction_budget;
+    int64_t lua_memory_mb;
     /* Map files by space name (space_map.h): their navigation meshes. */
     config_group maps;
     double navmesh_cell_size;

@@ -30,6 +30,7 @@
 #include "game_event.h"
 #include "game_module.h"
 #include "log.h"
+#include "lua_cell.h"
 #include "method_call.h"
 #include "random_unit.h"
 #include "witness.h"
@@ -98,6 +99,7 @@ struct game_host {
         int property;
     } changing[GAME_HOST_MAX_CHANGE_DEPTH];
     size_t changing_count;
+    lua_cell *lua; /* the classes whose rules are Lua scripts; NULL: none */
 };
 
 static void game_host_install(game_host *host);
@@ -971,8 +973,7 @@ static int game_api_register_input(tessera_cellapp *handle, tessera_class *cls, 
     game_host *host = game_host_of(handle);
     /* A NULL input runs the class's input hook, named. */
     if (!host || !host->initialising || !cls || (!input && !cls->hooks.input) || !name || !name[0] ||
-        strlen(name) >= ENTITY_IO_NAME_MAX ||
-        type > TESSERA_FIELD_STRING || cls->input_count == GAME_HOST_MAX_INPUTS)
+        strlen(name) >= ENTITY_IO_NAME_MAX || type > TESSERA_FIELD_STRING || cls->input_count == GAME_HOST_MAX_INPUTS)
         return -1;
     for (size_t i = 0; i < cls->input_count; i++)
         if (strcmp(cls->inputs[i].name, name) == 0) return -1;
@@ -1250,55 +1251,97 @@ static void game_host_release(game_host *host) {
     free(host);
 }
 
-game_host *game_host_load(const game_host_services *services, const char *path, const config_group *settings, char *err,
-                          size_t errlen) {
+/* Stops what game_host_load started before it failed, and frees the host. */
+static void game_host_abandon(game_host *host) {
+    game_host_stop_systems(host);
+    lua_cell_free(host->lua);
+    host->lua = NULL;
+    if (host->module && host->module->cell_shutdown) host->module->cell_shutdown(game_host_handle(host), host->game);
+    game_host_release(host);
+}
+
+game_host *game_host_load(const game_host_services *services, const char *path, const config_group *settings,
+                          const game_host_scripts *scripts, char *err, size_t errlen) {
     game_host *host = game_host_new(services, path, settings);
     game_host_install(host);
-    if (!path || !path[0]) return host;
-    const tessera_game_module *module = game_module_open(path, "cellapp", &host->library, err, errlen);
-    if (!module) {
-        game_host_release(host);
-        return NULL;
-    }
-    host->module = module;
-    if (module->cell_init) {
-        host->initialising = true;
-        int rc = module->cell_init(game_host_handle(host), &game_host_api, &host->game);
-        host->context.game = host->game;
-        host->initialising = false;
-        if (rc != 0) {
-            snprintf(err, errlen, "game_module '%s' (%s): its cell_init failed (returned %d; its log lines say why)",
-                     path, game_module_name(module), rc);
-            if (module->cell_shutdown) module->cell_shutdown(game_host_handle(host), host->game);
+    const char *module_name = "";
+    if (path && path[0]) {
+        const tessera_game_module *module = game_module_open(path, "cellapp", &host->library, err, errlen);
+        if (!module) {
             game_host_release(host);
             return NULL;
         }
+        host->module = module;
+        module_name = game_module_name(module);
     }
+    host->initialising = true;
+    if (host->module && host->module->cell_init) {
+        int rc = host->module->cell_init(game_host_handle(host), &game_host_api, &host->game);
+        host->context.game = host->game;
+        if (rc != 0) {
+            snprintf(err, errlen, "game_module '%s' (%s): its cell_init failed (returned %d; its log lines say why)",
+                     path, module_name, rc);
+            host->initialising = false;
+            game_host_abandon(host);
+            return NULL;
+        }
+    }
+    if (scripts && scripts->folder && scripts->folder[0]) {
+        char why[600];
+        host->lua = lua_cell_open(game_host_handle(host), &game_host_api, host->services.shared->definitions,
+                                  scripts->folder, &scripts->limits, why, sizeof why);
+        if (!host->lua && why[0]) {
+            snprintf(err, errlen, "game_scripts '%s': %s", scripts->folder, why);
+            host->initialising = false;
+            game_host_abandon(host);
+            return NULL;
+        }
+    }
+    host->initialising = false;
     /* Its systems, in order; one that fails stops the start. */
     for (size_t i = 0; i < host->system_count; i++) {
         const tessera_system *system = &host->systems[i];
         if (system->init && system->init(&host->context) != 0) {
-            snprintf(err, errlen, "game_module '%s' (%s): game system '%s' failed to start", path,
-                     game_module_name(module), system->name);
-            game_host_stop_systems(host);
-            if (module->cell_shutdown) module->cell_shutdown(game_host_handle(host), host->game);
-            game_host_release(host);
+            snprintf(err, errlen, "game_module '%s' (%s): game system '%s' failed to start", path ? path : "",
+                     module_name, system->name);
+            game_host_abandon(host);
             return NULL;
         }
         host->systems_started = i + 1;
         log_info("game system '%s' started", system->name);
     }
+    char why[600] = "";
+    if (host->lua && lua_cell_start(host->lua, why, sizeof why) != 0) {
+        snprintf(err, errlen, "game_scripts '%s': game.lua's cell.init failed: %s", scripts->folder, why);
+        game_host_abandon(host);
+        return NULL;
+    }
     size_t registered = 0;
     for (size_t i = 0; i < host->class_count; i++) registered += host->classes[i].registered;
-    log_info("game module '%s' loaded from %s: %zu classes with rules, %zu systems", game_module_name(module), path,
-             registered, host->system_count);
+    if (host->module)
+        log_info("game module '%s' loaded from %s: %zu classes with rules, %zu systems", module_name, path, registered,
+                 host->system_count);
+    if (host->lua)
+        log_info("game scripts loaded from %s: %zu classes run Lua", lua_runtime_folder(lua_cell_runtime(host->lua)),
+                 lua_cell_class_count(host->lua));
     host->services.shared->report_views = game_host_wants_views(host);
     return host;
+}
+
+struct lua_cell *game_host_lua(tessera_cellapp *app) {
+    game_host *host = game_host_of(app);
+    return host ? host->lua : NULL;
+}
+
+void game_host_request_reload(game_host *host) {
+    if (host && host->lua) lua_cell_request_reload(host->lua);
 }
 
 void game_host_free(game_host *host) {
     if (!host) return;
     game_host_stop_systems(host);
+    lua_cell_free(host->lua);
+    host->lua = NULL;
     if (host->module && host->module->cell_shutdown) host->module->cell_shutdown(game_host_handle(host), host->game);
     game_host_release(host);
 }
@@ -1347,6 +1390,7 @@ static void game_host_property_changed(cell_entity *entity, int property, uint32
 
 void game_host_tick(game_host *host) {
     if (host && host->tick) host->tick(&host->context);
+    if (host && host->lua) lua_cell_tick(host->lua, clock_monotonic_us() / 1000);
 }
 
 void game_host_before_thinks(game_host *host) {

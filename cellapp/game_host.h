@@ -35,6 +35,7 @@
 #include "game_hooks.h"
 #include "id_block.h"
 #include "io_route.h"
+#include "lua_runtime.h"
 #include "offload.h"
 #include "reals.h"
 #include "space_maps.h"
@@ -63,13 +64,26 @@ typedef struct game_host_services {
     const char *default_space; /* where spawns go when the game names none */
 } game_host_services;
 
+/* Where a game's Lua scripts are (lua_cell.h): the folder ("" for none)
+ * and the limits each call runs under. */
+typedef struct game_host_scripts {
+    const char *folder;
+    lua_runtime_limits limits;
+} game_host_scripts;
+
 /* Loads the module at `path` ("" for none) and runs its cell_init with
- * `settings` (the config's "game" group), then starts its game systems.
- * NULL with why in err: the file does not load, it has no tessera_game
- * symbol, its ABI version differs from this engine's, a registration
- * failed, its cell_init did, or a system did not start. */
-game_host *game_host_load(const game_host_services *services, const char *path, const config_group *settings, char *err,
-                          size_t errlen);
+ * `settings` (the config's "game" group), then opens the Lua scripts of
+ * `scripts` (their classes registered beside the module's), then starts
+ * the game systems and runs game.lua's init. NULL with why in err: the
+ * file does not load, it has no tessera_game symbol, its ABI version
+ * differs from this engine's, a registration failed, its cell_init did, a
+ * script did not load (file:line), or a system or init did not start. */
+game_host *game_host_load(const game_host_services *services, const char *path, const config_group *settings,
+                          const game_host_scripts *scripts, char *err, size_t errlen);
+/* The Lua host of the cellapp whose ABI handle is `app` (NULL: no scripts). */
+struct lua_cell *game_host_lua(tessera_cellapp *app);
+/* SIGHUP: the scripts reload at the next tick. */
+void game_host_request_reload(game_host *host);
 /* Stops its systems, runs the module's cell_shutdown and unloads it. NULL
  * is ignored. */
 void game_host_free(game_host *host);

@@ -139,6 +139,16 @@ static const config_key cellapp_config_keys[] = {
      sizeof(((cellapp_settings *)0)->game_module), 0, 0, "",
      "the game module (a .so built against include/tessera/game.h) whose rules the entities follow; empty: the "
      "definitions alone"},
+    {"game_scripts", CONFIG_STRING, offsetof(cellapp_settings, game_scripts),
+     sizeof(((cellapp_settings *)0)->game_scripts), 0, 0, "",
+     "the folder of the game's Lua scripts (<Class>.lua, game.lua; docs/lua.md), which reload live on SIGHUP or "
+     "when a file changes; empty: none"},
+    {"lua_instruction_budget", CONFIG_INT, offsetof(cellapp_settings, lua_instruction_budget), 0, 1000, 1000000000,
+     "1000000",
+     "Lua VM instructions one hook or method may run (about 5 ms): a runaway loop is stopped there with its "
+     "traceback, and the tick goes on"},
+    {"lua_memory_mb", CONFIG_INT, offsetof(cellapp_settings, lua_memory_mb), 0, 1, 65536, "512",
+     "megabytes the Lua state may hold; an allocation past it fails the call that made it"},
     {"game", CONFIG_GROUP, offsetof(cellapp_settings, game), 0, 0, 0, NULL,
      "the game module's own settings (an object; on the command line game.NAME=VALUE)"},
     {"maps", CONFIG_GROUP, offsetof(cellapp_settings, maps), 0, 0, 0, NULL,
@@ -227,6 +237,12 @@ static void cellapp_free(cellapp *app) {
     replication_free(app->shared.replication);
     replication_schema_free(app->shared.schema);
     entity_def_registry_free(app->shared.definitions);
+}
+
+/* SIGHUP: the game's scripts reload at the next tick. */
+static void cellapp_on_reload(void *owner) {
+    cellapp *app = owner;
+    game_host_request_reload(app->game);
 }
 
 static void cellapp_on_dump(void *owner) {
@@ -333,9 +349,11 @@ static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
         snprintf(err, errlen, "balance_min_aggression must not exceed balance_max_aggression");
         return -1;
     }
-    /* The game: its definitions load, and its module opens with this
-     * engine's ABI. */
-    return game_module_check(settings->entity_definitions, NULL, settings->game_module, "cellapp", err, errlen);
+    /* The game: its definitions load, its module opens with this engine's
+     * ABI, and its scripts load. */
+    if (game_module_check(settings->entity_definitions, NULL, settings->game_module, "cellapp", err, errlen) != 0)
+        return -1;
+    return game_module_check_scripts(settings->entity_definitions, settings->game_scripts, "cell", err, errlen);
 }
 
 /* ---- start-up ------------------------------------------------------------ */
@@ -426,7 +444,11 @@ static int cellapp_build_top(cellapp *app, char *err, size_t errlen) {
         &app->shared, &app->hooks,   app->spaces,        app->reals,     app->messages,
         app->events,  app->io_route, app->offloads,      app->bases,     app->io,
         app->ids,     app->maps,     &app->random_state, &app->counters, settings->default_space};
-    app->game = game_host_load(&services, settings->game_module, &settings->game, why, sizeof why);
+    game_host_scripts scripts = {
+        settings->game_scripts,
+        {(uint64_t)settings->lua_instruction_budget, (size_t)settings->lua_memory_mb << 20},
+    };
+    app->game = game_host_load(&services, settings->game_module, &settings->game, &scripts, why, sizeof why);
     if (!app->game) {
         snprintf(err, errlen, "configuration error: %s", why);
         return -1;
@@ -500,6 +522,7 @@ static int cellapp_build(cellapp *app, int argc, char **argv, char *err, size_t 
                 .terminate = cellapp_begin_drain,
                 .interrupt = cellapp_on_interrupt,
                 .dump = cellapp_on_dump,
+                .reload = cellapp_on_reload,
             },
     };
     if (process_runtime_open(&app->runtime, &options, err, errlen) != 0) return -1;

@@ -10,6 +10,7 @@
 
 #include "game_args.h"
 #include "log.h"
+#include "lua_runtime.h"
 #include "method_call.h"
 
 const tessera_game_module *game_module_open(const char *path, const char *program, void **library, char *err,
@@ -64,6 +65,25 @@ int game_module_check(const char *definitions_dir, const char *player_class, con
     if (!game_module_open(module_path, program, &library, err, errlen)) return -1;
     dlclose(library);
     return 0;
+}
+
+int game_module_check_scripts(const char *definitions_dir, const char *scripts_folder, const char *side, char *err,
+                              size_t errlen) {
+    if (!scripts_folder || !scripts_folder[0]) return 0;
+    entity_def_registry *definitions = NULL;
+    char why[512];
+    if (entity_def_load_directory(definitions_dir, &definitions, why, sizeof why) != 0) {
+        snprintf(err, errlen, "entity_definitions '%s': %s", definitions_dir, why);
+        return -1;
+    }
+    size_t count = entity_def_registry_class_count(definitions);
+    const char **names = xcalloc(count ? count : 1, sizeof *names);
+    for (size_t i = 0; i < count; i++) names[i] = entity_def_registry_class(definitions, (uint16_t)i)->name;
+    int rc = lua_runtime_check(scripts_folder, side, names, count, why, sizeof why);
+    free(names);
+    entity_def_registry_free(definitions);
+    if (rc != 0) snprintf(err, errlen, "game_scripts '%s': %s", scripts_folder, why);
+    return rc;
 }
 
 const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part, const char *name) {

@@ -29,6 +29,13 @@ const tessera_game_module *game_module_open(const char *path, const char *progra
 int game_module_check(const char *definitions_dir, const char *player_class, const char *module_path,
                       const char *program, char *err, size_t errlen);
 
+/* What --check does with a game's Lua scripts (lua_runtime.h): loads every
+ * script of `scripts_folder` (none: "") for the classes of the definitions
+ * in `definitions_dir`, as `side` ("cell", "base") would, without running a
+ * hook. Returns 0, or -1 with the first problem in err (file:line). */
+int game_module_check_scripts(const char *definitions_dir, const char *scripts_folder, const char *side, char *err,
+                              size_t errlen);
+
 /* Method `name` of `part` of `cls`, or NULL, logged as the game's mistake
  * ("class X has no cell method 'y'"). */
 const entity_def_method *game_module_find_method(const entity_def_class *cls, entity_def_part part, const char *name);

@@ -140,6 +140,7 @@ static void process_runtime_on_signal(uv_signal_t *handle, int signum) {
             const process_runtime_options *o = &rt->options;
             process_reload_logging(o->program, o->argc, o->argv, o->keys, o->key_count, o->settings_size,
                                    o->common_offset);
+            RUNTIME_HOOK(rt, reload);
             break;
         }
         default:

@@ -66,6 +66,9 @@ typedef struct process_runtime_hooks {
     void (*interrupt)(void *owner);
     /* SIGUSR1: write the state dump. */
     void (*dump)(void *owner);
+    /* SIGHUP, after log_level and log_format are read again: reload what
+     * else reloads live (the game's Lua scripts). */
+    void (*reload)(void *owner);
 } process_runtime_hooks;
 
 typedef struct process_runtime_options {

@@ -676,9 +676,10 @@ def _create_default_space(cluster, procs, grid, bounds, spawn_radius, deadline):
 def game_manifest(game_dir):
     """What DIR/game.json says a game is, its paths made absolute:
     {"entity_definitions": DIR (required), "game_module": FILE or "" (a
-    module is optional), "player_entity_type": CLASS (required), "game":
-    {its own settings} (optional)}. Raises ClusterError naming the file and
-    the problem."""
+    module is optional), "game_scripts": DIR or "" (Lua scripts, optional;
+    docs/lua.md), "player_entity_type": CLASS (required), "game": {its own
+    settings} (optional)}. Raises ClusterError naming the file and the
+    problem."""
     path = os.path.join(game_dir, "game.json")
     try:
         with open(path) as f:
@@ -689,24 +690,28 @@ def game_manifest(game_dir):
         raise ClusterError("--game %s: %s is not JSON: %s" % (game_dir, path, e))
     if not isinstance(manifest, dict):
         raise ClusterError("%s: expected an object" % path)
-    known = {"entity_definitions", "game_module", "player_entity_type", "game"}
+    known = {"entity_definitions", "game_module", "game_scripts", "player_entity_type", "game"}
     unknown = sorted(set(manifest) - known)
     if unknown:
         raise ClusterError("%s: unknown key(s) %s (known: %s)" % (path, ", ".join(unknown), ", ".join(sorted(known))))
     for key in ("entity_definitions", "player_entity_type"):
         if not isinstance(manifest.get(key), str) or not manifest[key]:
             raise ClusterError("%s: %s is required (a string)" % (path, key))
-    if not isinstance(manifest.get("game_module", ""), str) or not isinstance(manifest.get("game", {}), dict):
-        raise ClusterError("%s: game_module is a path and game an object" % path)
+    if (not isinstance(manifest.get("game_module", ""), str) or not isinstance(manifest.get("game_scripts", ""), str)
+            or not isinstance(manifest.get("game", {}), dict)):
+        raise ClusterError("%s: game_module and game_scripts are paths and game an object" % path)
     base = os.path.dirname(os.path.abspath(path))
     resolved = {"entity_definitions": os.path.join(base, manifest["entity_definitions"]),
                 "game_module": os.path.join(base, manifest["game_module"]) if manifest.get("game_module") else "",
+                "game_scripts": os.path.join(base, manifest["game_scripts"]) if manifest.get("game_scripts") else "",
                 "player_entity_type": manifest["player_entity_type"],
                 "game": manifest.get("game", {})}
     if not os.path.isdir(resolved["entity_definitions"]):
         raise ClusterError("%s: entity_definitions %s is not a directory" % (path, resolved["entity_definitions"]))
     if resolved["game_module"] and not os.path.isfile(resolved["game_module"]):
         raise ClusterError("%s: game_module %s does not exist (build it first)" % (path, resolved["game_module"]))
+    if resolved["game_scripts"] and not os.path.isdir(resolved["game_scripts"]):
+        raise ClusterError("%s: game_scripts %s is not a directory" % (path, resolved["game_scripts"]))
     return resolved
 
 
@@ -801,6 +806,8 @@ def up(dir_path, baseapps=1, cellapps=2, build="build", auto_create_accounts=Tru
             # own settings go in "game" (--set cellapp.game.NAME=V).
             conf["game_module"] = manifest["game_module"] if manifest else os.path.join(build_dir, DEMO_MODULE)
             conf["game"] = dict(manifest["game"]) if manifest else {}
+            if manifest and manifest["game_scripts"]:
+                conf["game_scripts"] = manifest["game_scripts"]
             if role == "cellapp" and keep_cellapps:
                 conf["balance_retire_below"] = 0
             if role == "baseapp":

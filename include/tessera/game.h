@@ -128,7 +128,7 @@ typedef struct tessera_entity tessera_entity;   /* an entity here, valid for one
 typedef struct tessera_class tessera_class;     /* a registered class */
 typedef struct tessera_args tessera_args;       /* a method's arguments */
 typedef struct tessera_cell_api tessera_cell_api;
-typedef struct tessera_value tessera_value;     /* an input's parameter (below) */
+typedef struct tessera_value tessera_value; /* an input's parameter (below) */
 
 /* What every hook and method body is handed: the cellapp, the engine's
  * services, and the game's own state (what cell_init stored in *game). */

@@ -544,17 +544,19 @@ def _hostport(text):
 # ---- bots ----------------------------------------------------------------------------
 
 
-def bots_argv(cluster, count, seconds, extra_args=()):
+def bots_argv(cluster, count, seconds, extra_args=(), demo=True):
+    """demo: the demo game's calls (tessera_cluster.DEMO_BOT_ARGS); another
+    game names its own in extra_args."""
     host, port = cluster.login
-    return [BOTS_BIN, "--connect", "%s:%d" % (host, port), "--count", str(count), "--seconds", str(seconds),
-            "--json"] + tessera_cluster.DEMO_BOT_ARGS + [str(a) for a in extra_args]
+    return ([BOTS_BIN, "--connect", "%s:%d" % (host, port), "--count", str(count), "--seconds", str(seconds),
+             "--json"] + (tessera_cluster.DEMO_BOT_ARGS if demo else []) + [str(a) for a in extra_args])
 
 
-def start_bots(cluster, count, seconds, extra_args=()):
+def start_bots(cluster, count, seconds, extra_args=(), demo=True):
     """Starts tessera-bots in the background; finish with finish_bots().
     Their log goes to logs/bots-N.log in the run directory (kept when a
     test fails), the last lines of it to stderr when they end."""
-    argv = bots_argv(cluster, count, seconds, extra_args)
+    argv = bots_argv(cluster, count, seconds, extra_args, demo)
     log("bots: %s" % " ".join(argv))
     _install_handlers()
     logs = os.path.join(cluster.dir, "logs")

@@ -150,9 +150,10 @@ class ConfigErrors(unittest.TestCase):
 
     def test_check_loads_the_game(self):
         # --check loads the game before anything starts: the definitions
-        # (a typo in one is named with its file), the player's class, and
-        # the module (one built for another ABI, or no module at all, is
-        # named), so none of them waits for a start to fail.
+        # (a typo in one is named with its file), the player's class, the
+        # module (one built for another ABI, or no module at all, is named)
+        # and the Lua scripts (file:line), so none of them waits for a start
+        # to fail.
         broken_dir = os.path.join(self.tmp, "typo-entities")
         shutil.copytree(DEMO_ENTITIES, broken_dir)
         with open(os.path.join(broken_dir, "Npc.json")) as f:
@@ -162,10 +163,21 @@ class ConfigErrors(unittest.TestCase):
         # tests/game/wrong_abi.c: a module built for the next ABI version.
         wrong_abi = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_wrong_abi.so")
         not_a_module = self.write("not_a_module.so", "just text\n")
+        # A Lua script with a syntax error, and one whose top level throws.
+        broken_scripts = os.path.join(self.tmp, "broken-scripts")
+        os.makedirs(broken_scripts)
+        with open(os.path.join(broken_scripts, "Npc.lua"), "w") as f:
+            f.write("local Npc = { cell = {} }\nfunction Npc.cell:created(\n  self.level = 2\nend\nreturn Npc\n")
+        throwing_scripts = os.path.join(self.tmp, "throwing-scripts")
+        os.makedirs(throwing_scripts)
+        with open(os.path.join(throwing_scripts, "game.lua"), "w") as f:
+            f.write("local rate = 3\nerror('rate is ' .. rate)\n")
         cases = [
             ("a typo in a definition", {"entity_definitions": broken_dir}, ["Npc.json", "unit8"]),
             ("a module of another ABI", {"game_module": wrong_abi}, ["wrong-abi", "ABI version"]),
             ("no module at all", {"game_module": not_a_module}, ["not_a_module.so", "does not load"]),
+            ("a script that does not parse", {"game_scripts": broken_scripts}, ["game_scripts", "Npc.lua:3:"]),
+            ("a script that throws", {"game_scripts": throwing_scripts}, ["game_scripts", "game.lua:2: rate is 3"]),
         ]
         for why, settings, words in cases:
             for role in PROGRAMS:
