@@ -96,21 +96,24 @@ static bool base_singletons_may_make(const base_singletons *singletons) {
 }
 
 /* The holder is live: strays here go, and the waiters not told yet learn
- * it. A waiter's callback may join more names (entries may move). */
+ * it. Game code runs in both (a destroyed hook, a waiter's callback) and
+ * may join more names, moving the entries: each is found again by index. */
 static void base_singletons_on_live(base_singletons *singletons, size_t index, uint64_t holder) {
     const base_singletons_context *c = &singletons->context;
     base_singleton_entry *entry = &singletons->entries[index];
+    const entity_def_class *cls = entry->cls;
+    char name[BASE_SINGLETON_NAME_MAX + 1];
+    snprintf(name, sizeof name, "%s", entry->name);
     entry->doubted = 0;
-    if (entry->holder != holder)
-        log_info("singleton '%s' (%s) is entity %" PRIu64 "", entry->name, entry->cls->name, holder);
+    if (entry->holder != holder) log_info("singleton '%s' (%s) is entity %" PRIu64 "", name, cls->name, holder);
     entry->holder = holder;
     uint64_t ids[16];
-    size_t count = base_entities_of_class(c->bases, entry->cls, ids, 16);
+    size_t count = base_entities_of_class(c->bases, cls, ids, 16);
     for (size_t i = 0; i < count && i < 16; i++) {
         base_entity *base = base_entities_find(c->bases, ids[i]);
-        if (!base || base->entity_id == holder || strcmp(base->name, entry->name) != 0) continue;
+        if (!base_entity_is_live(base) || base->entity_id == holder || strcmp(base->name, name) != 0) continue;
         log_warn("singleton '%s': entity %" PRIu64 " here does not hold the name (entity %" PRIu64 " does): destroyed",
-                 entry->name, base->entity_id, holder);
+                 name, base->entity_id, holder);
         base_life_destroy(c->life, base, false, "another base holds its singleton's name");
     }
     for (size_t w = 0; w < singletons->entries[index].waiter_count; w++) {
@@ -118,7 +121,7 @@ static void base_singletons_on_live(base_singletons *singletons, size_t index, u
         if (entry->told[w] == holder) continue;
         entry->told[w] = holder;
         base_singleton_waiter waiter = entry->waiters[w];
-        c->notify(c->owner, &waiter, entry->name, holder);
+        c->notify(c->owner, &waiter, name, holder);
     }
 }
 
@@ -150,7 +153,12 @@ static void base_singletons_on_claimed(redis_client *redis, redisReply *reply, v
         free(request);
         return;
     }
-    if (!base_singletons_may_make(singletons) || c->make(c->owner, entry->cls, entry->name, request->claimed) != 0) {
+    char name[BASE_SINGLETON_NAME_MAX + 1]; /* a copy: game code runs in make */
+    snprintf(name, sizeof name, "%s", entry->name);
+    bool made = base_singletons_may_make(singletons) && c->make(c->owner, entry->cls, name, request->claimed) == 0;
+    /* Its created hook may have run and joined more names: entries move. */
+    entry = &singletons->entries[request->index];
+    if (!made) {
         base_mailbox_unregister_global(c->addresses, entry->name, request->claimed);
         free(request);
         return;

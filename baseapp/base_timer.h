@@ -13,14 +13,16 @@
  * has gone, and none waits for an entity id that may come back (a player
  * logging in again).
  *
- * Travelling. A base's pending timers go with its backup to another
- * baseapp (base_backup.h: BaseBackup.timers, the time left on each then)
- * and come back with the base if its baseapp dies (base_timers_restore),
- * under the same ids, each due the time it had left less the backup's age:
- * those that fell due meanwhile fire at once (a repeating one once, then
- * on its beat). Timers are not written to the database: a base loaded from
- * it (a player's next login, a cluster restarted) starts with none, and its
- * created hook sets what it needs.
+ * Travelling. A base lives on one baseapp for its life (a giveClientTo
+ * moves its client, not the base), and its timers with it. Its pending
+ * timers go with its backup to another baseapp (base_backup.h:
+ * BaseBackup.timers, the time left on each then) and come back with the
+ * base if its baseapp dies (base_timers_restore), under the same ids, each
+ * due the time it had left less the backup's age: those that fell due
+ * meanwhile fire at once (a repeating one once, then on its beat). Timers
+ * are not written to the database: a base loaded from it (a player's next
+ * login, a draining baseapp's player on another baseapp, a cluster
+ * restarted) starts with none, and its created hook sets what it needs.
  */
 #ifndef TESSERA_BASE_TIMER_H
 #define TESSERA_BASE_TIMER_H

@@ -18,7 +18,11 @@
  * which logs one summary line of what it sees then: how often each timer
  * fired, the bases of each class here (find_by_class: the doomed Account is
  * gone), the clocks and the random numbers. The keeper's firing logs
- * "keeper fired" once, later. */
+ * "keeper fired" once, later.
+ *
+ * A baseapp told a second handle (the singleton was made again after its
+ * baseapp died) destroys that one 1.5 s later, once its summary is out, if
+ * it is here (tag 9): the name is given up, and it is made a third time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +35,8 @@ enum {
     SERVICES_DOOMED = 4,  /* the doomed Account's two timers */
     SERVICES_SUMMARY = 5, /* the singleton's summary, after the cancel */
     SERVICES_DOOMED_TOO = 6,
-    SERVICES_KEEPER = 8, /* the keeper Account's one-shot */
+    SERVICES_KEEPER = 8,  /* the keeper Account's one-shot */
+    SERVICES_DESTROY = 9, /* the second singleton destroys itself */
 };
 
 #define SERVICES_NAME "services"
@@ -42,19 +47,23 @@ typedef struct services_game {
     int cancel_own, cancel_again, cancel_other;
     uint64_t keeper_timer;
     uint64_t first_now_ms;
+    int readies; /* handles this baseapp was told */
 } services_game;
 
 static void services_on_ready(const tessera_base_context *ctx, bool ok, tessera_handle holder, void *user_data) {
+    services_game *g = ctx->game;
     (void)user_data;
+    tessera_base *census = ctx->api->resolve(ctx->app, holder);
     ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "base_services: ready %llu %s (ok %d)", (unsigned long long)holder,
-                  ctx->api->resolve(ctx->app, holder) ? "here" : "elsewhere", ok);
+                  census ? "here" : "elsewhere", ok);
+    if (++g->readies == 2 && census) ctx->api->add_timer(census, 1500, 0, SERVICES_DESTROY, 0);
 }
 
 static void services_census_created(const tessera_base_context *ctx, tessera_base *census) {
     const tessera_base_api *api = ctx->api;
     services_game *g = ctx->game;
     if (strcmp(api->account(census), SERVICES_NAME) != 0) return;
-    *g = (services_game){.refusals = {g->refusals[0], g->refusals[1], g->refusals[2]}};
+    *g = (services_game){.refusals = {g->refusals[0], g->refusals[1], g->refusals[2]}, .readies = g->readies};
     g->first_now_ms = api->now_ms(ctx->app);
     api->log(ctx->app, TESSERA_LOG_INFO, census, "base_services: made %llu", (unsigned long long)api->handle(census));
     api->add_timer(census, 100, 100, SERVICES_TICK, 11);
@@ -104,6 +113,10 @@ static void services_census_timer(const tessera_base_context *ctx, tessera_base 
     services_game *g = ctx->game;
     if (tag == SERVICES_ONCE && user_data == 22) g->once++;
     if (tag == SERVICES_SUMMARY) services_summary(ctx, census);
+    if (tag == SERVICES_DESTROY) {
+        api->destroy(census, false, "the test destroys it");
+        return;
+    }
     if (tag != SERVICES_TICK || user_data != 11 || ++g->ticks != 3) return;
     g->cancel_own = api->cancel_timer(census, timer_id);
     g->cancel_again = api->cancel_timer(census, timer_id);

@@ -16,7 +16,11 @@ in its log:
     sane;
   - kill -9 of that baseapp (backups are off, base_backup_period_ms=0: there
     is nothing to restore it from): the survivor makes the singleton again
-    under a new handle, is told it, and its timers and look-ups work there.
+    under a new handle, is told it, and its timers and look-ups work there;
+  - the survivor's module destroys that one: the name is given up, and the
+    survivor makes a third, under a third handle.
+(A singleton restored from its backup keeps its handle and its name: the
+demo's Census in test_base_recovery.)
 """
 import os
 import re
@@ -81,6 +85,13 @@ class BaseServices(unittest.TestCase):
                           % (first, second), cluster.log(survivor))
             harness.wait_for(lambda: "keeper fired 1" in lines(cluster, survivor), 10, "the survivor's timers")
             self.assertIn(SUMMARY, lines(cluster, survivor), lines(cluster, survivor))
+            # Destroyed by its game: made again (the name was given up).
+            harness.wait_for(lambda: len(made(cluster, survivor)) == 2, 10, "the singleton made a third time")
+            third = made(cluster, survivor)[1]
+            self.assertNotIn(third, (first, second))
+            harness.wait_for(lambda: (third, "here") in readies(cluster, survivor), 5, "the survivor told again")
+            self.assertEqual(home(), (third, survivor_id))
+            self.assertIn("singleton 'services': entity %d made here" % third, cluster.log(survivor))
             self.assertTrue(cluster.alive(survivor))
 
 
