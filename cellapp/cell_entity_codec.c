@@ -53,24 +53,7 @@ static void cell_entity_save_parts(const cell_entity_codec *codec, const cell_en
     movement->last_sequence = entity->real->last_sequence;
     out->movement = movement;
 
-    size_t timer_count = entity_timers_of(c->timers, entity->id, now_us, NULL, 0);
-    if (timer_count) {
-        entity_timer_state *timers = xcalloc(timer_count, sizeof *timers);
-        entity_timers_of(c->timers, entity->id, now_us, timers, timer_count);
-        out->timers = xcalloc(timer_count, sizeof(Tessera__Cluster__TimerState *));
-        for (size_t i = 0; i < timer_count; i++) {
-            Tessera__Cluster__TimerState *saved = xmalloc(sizeof *saved);
-            tessera__cluster__timer_state__init(saved);
-            saved->timer_id = timers[i].timer_id;
-            saved->remaining_us = timers[i].remaining_us;
-            saved->interval_us = timers[i].interval_us;
-            saved->tag = timers[i].tag;
-            saved->user_data = timers[i].user_data;
-            out->timers[i] = saved;
-        }
-        out->n_timers = timer_count;
-        free(timers);
-    }
+    entity_timers_save(c->timers, entity->id, now_us, &out->timers, &out->n_timers);
 
     if (entity->real->trap_count) {
         out->traps = xcalloc(entity->real->trap_count, sizeof(Tessera__Cluster__TrapState *));
@@ -124,8 +107,7 @@ void cell_entity_saved_free(Tessera__Cluster__CellEntityState *state) {
     free(state->position);
     free(state->properties.data);
     free(state->movement);
-    for (size_t i = 0; i < state->n_timers; i++) free(state->timers[i]);
-    free(state->timers);
+    entity_timers_wire_free(state->timers, state->n_timers);
     for (size_t i = 0; i < state->n_traps; i++) {
         free(state->traps[i]->members);
         free(state->traps[i]);
@@ -224,17 +206,7 @@ int cell_entity_restore(const cell_entity_codec *codec, cell *c, cell_entity *en
      * NTP's few milliseconds across machines). */
     uint64_t wall = clock_wall_us();
     uint64_t transit_us = wall > state->sent_wall_us && state->sent_wall_us ? wall - state->sent_wall_us : 0;
-    if (state->n_timers) {
-        entity_timer_state *timers = xcalloc(state->n_timers, sizeof *timers);
-        for (size_t i = 0; i < state->n_timers; i++) {
-            const Tessera__Cluster__TimerState *saved = state->timers[i];
-            timers[i] = (entity_timer_state){saved->timer_id,
-                                             saved->remaining_us > transit_us ? saved->remaining_us - transit_us : 0,
-                                             saved->interval_us, saved->tag, saved->user_data};
-        }
-        entity_timers_put(c->timers, entity->id, now_us, timers, state->n_timers);
-        free(timers);
-    }
+    entity_timers_load(c->timers, entity->id, now_us, state->timers, state->n_timers, transit_us);
     controller_restore(c, entity, state->controllers);
     snprintf(entity->real->name, sizeof entity->real->name, "%s", state->entity_name ? state->entity_name : "");
     entity_io_restore(&entity->real->outputs, state->connections, state->n_connections);
