@@ -831,3 +831,18 @@ void coord_get_stats(const coord_system *cs, coord_stats *out) {
     bytes += coord__watcher_table_bytes(cs);
     out->bytes = bytes;
 }
+
+/* Whether `point` is inside `shape` of `radius` around `centre` (the round
+ * shapes' narrow phase, shared by the watchers and the queries). */
+bool coord__within_round(coord_shape shape, const float *centre, const float *point, float radius) {
+    if (shape == COORD_SHAPE_BOX) return true;
+    /* Double precision: the differences of two floats and their squares
+     * are exact or nearly, so "exactly r away" is inside, as coord.h says. */
+    double dx = (double)point[0] - centre[0], dz = (double)point[2] - centre[2];
+    double distance_squared = dx * dx + dz * dz;
+    if (shape == COORD_SHAPE_SPHERE) {
+        double dy = (double)point[1] - centre[1];
+        distance_squared += dy * dy;
+    }
+    return distance_squared <= (double)radius * radius;
+}

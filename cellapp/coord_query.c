@@ -107,19 +107,6 @@ size_t coord_query_sphere(coord_system *cs, float x, float y, float z, float rad
     return collect.total;
 }
 
-bool coord__within_round(coord_shape shape, const float *centre, const float *point, float radius) {
-    if (shape == COORD_SHAPE_BOX) return true;
-    /* Double precision: the differences of two floats and their squares
-     * are exact or nearly, so "exactly r away" is inside, as coord.h says. */
-    double dx = (double)point[0] - centre[0], dz = (double)point[2] - centre[2];
-    double distance_squared = dx * dx + dz * dz;
-    if (shape == COORD_SHAPE_SPHERE) {
-        double dy = (double)point[1] - centre[1];
-        distance_squared += dy * dy;
-    }
-    return distance_squared <= (double)radius * radius;
-}
-
 typedef struct coord_collect_round {
     coord_collect collect;
     coord_shape shape;
