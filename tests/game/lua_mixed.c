@@ -7,7 +7,6 @@
 
 typedef struct lua_mixed {
     tessera_class *beacon;
-    int rings;
 } lua_mixed;
 
 static lua_mixed lua_mixed_game;
