@@ -18,6 +18,7 @@
 #include "base_game.h"
 #include "entity_state.h"
 #include "game_args.h"
+#include "clock.h"
 #include "log.h"
 #include "lua_values.h"
 #include "method_call.h"
@@ -43,11 +44,15 @@ struct lua_base {
     size_t class_count;
     const char **script_names;
     size_t script_count;
-    int objects_ref; /* id -> base object, weak values */
-    int game_ref;    /* game.lua's base table */
+    int game_ref; /* game.lua's base table */
     char listened[LUA_BASE_MAX_LISTENERS][LUA_BASE_NAME_MAX];
     size_t listened_count;
     struct lua_base_callback *callbacks; /* kept, not yet called (or kept for good) */
+    /* The base the innermost running hook was given: its object reaches it
+     * for the hook's length even where resolve no longer does (in
+     * `destroyed`, as a C hook's tessera_base does). */
+    uint64_t hooked_id;
+    tessera_base *hooked;
 };
 
 typedef struct lua_base_object {
@@ -92,26 +97,30 @@ static void lua_base_push(lua_base *lb, tessera_base *base) {
         return;
     }
     uint64_t id = lb->api->handle(base);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, lb->objects_ref);
-    if (lua_rawgeti(L, -1, (lua_Integer)id) == LUA_TUSERDATA) {
-        lua_remove(L, -2);
-        return;
-    }
-    lua_pop(L, 1);
+    if (lua_runtime_push_object(lb->rt, id)) return;
     lua_base_object *object = lua_newuserdatauv(L, sizeof *object, 0);
     object->id = id;
     object->cls = cls;
     lua_rawgeti(L, LUA_REGISTRYINDEX, cls->metatable_ref);
     lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawseti(L, -3, (lua_Integer)id);
-    lua_remove(L, -2);
+    lua_runtime_keep_object(lb->rt, id);
+}
+
+/* Whether base `id` is still on this baseapp (its cached object stays). */
+static bool lua_base_alive(void *context, uint64_t id) {
+    lua_base *lb = context;
+    return lb->api->resolve(lb->app, id) != NULL;
+}
+
+/* The base of `id` here: the running hook's own, or what resolve finds. */
+static tessera_base *lua_base_lookup(lua_base *lb, uint64_t id) {
+    return id && id == lb->hooked_id ? lb->hooked : lb->api->resolve(lb->app, id);
 }
 
 static tessera_base *lua_base_arg(lua_base *lb, lua_State *L, int idx) {
     lua_base_object *object = lua_base_object_at(L, idx);
     if (!object) lua_values_raise(L, "argument %d: a base expected, got a %s", idx, luaL_typename(L, idx));
-    tessera_base *base = lb->api->resolve(lb->app, object->id);
+    tessera_base *base = lua_base_lookup(lb, object->id);
     if (!base)
         lua_values_raise(L, "base %I (%s) is gone from this baseapp", (lua_Integer)object->id, object->cls->def->name);
     return base;
@@ -208,13 +217,19 @@ static int lua_base_object_newindex(lua_State *L) {
                       object->cls->def->name, lua_tostring(L, 2) ? lua_tostring(L, 2) : "?");
 }
 
+static int lua_base_object_equal(lua_State *L) {
+    lua_base_object *a = lua_base_object_at(L, 1), *b = lua_base_object_at(L, 2);
+    lua_pushboolean(L, a && b && a->id == b->id);
+    return 1;
+}
+
 static int lua_base_object_tostring(lua_State *L) {
     lua_base_object *object = lua_touserdata(L, 1);
     lua_pushfstring(L, "%s %I (base)", object->cls->def->name, (lua_Integer)object->id);
     return 1;
 }
 
-/* ---- arguments ---------------------------------------------------------------------------------- */
+/* ---- arguments ------------------------------------------------------------------------------- */
 
 typedef struct lua_base_fill {
     const entity_def_method *method;
@@ -260,7 +275,7 @@ static const entity_def_method *lua_base_method_arg(lua_State *L, const entity_d
     return method;
 }
 
-/* ---- methods on base objects ---------------------------------------------------------------------------- */
+/* ---- methods on base objects ----------------------------------------------------------------- */
 
 #define LUA_BASE_SELF()            \
     lua_base *lb = lua_base_of(L); \
@@ -281,7 +296,7 @@ static int lua_base_m_class_name(lua_State *L) {
 static int lua_base_m_exists(lua_State *L) {
     lua_base *lb = lua_base_of(L);
     lua_base_object *object = lua_base_object_at(L, 1);
-    lua_pushboolean(L, object && lb->api->resolve(lb->app, object->id) != NULL);
+    lua_pushboolean(L, object && lua_base_lookup(lb, object->id) != NULL);
     return 1;
 }
 
@@ -395,6 +410,16 @@ static int lua_base_m_log(lua_State *L) {
     return lua_base_log_text(L, 2, TESSERA_LOG_INFO, self);
 }
 
+static int lua_base_m_warn(lua_State *L) {
+    LUA_BASE_SELF();
+    return lua_base_log_text(L, 2, TESSERA_LOG_WARN, self);
+}
+
+static int lua_base_m_debug(lua_State *L) {
+    LUA_BASE_SELF();
+    return lua_base_log_text(L, 2, TESSERA_LOG_DEBUG, self);
+}
+
 static const luaL_Reg lua_base_methods[] = {
     {"id", lua_base_m_id},
     {"class_name", lua_base_m_class_name},
@@ -410,10 +435,12 @@ static const luaL_Reg lua_base_methods[] = {
     {"add_timer", lua_base_m_add_timer},
     {"cancel_timer", lua_base_m_cancel_timer},
     {"log", lua_base_m_log},
+    {"warn", lua_base_m_warn},
+    {"debug", lua_base_m_debug},
     {NULL, NULL},
 };
 
-/* ---- callbacks from asynchronous services ------------------------------------------------------------------ */
+/* ---- callbacks from asynchronous services ---------------------------------------------------- */
 
 /* Takes the function at `idx` for one later call. */
 static lua_base_callback *lua_base_keep(lua_base *lb, lua_State *L, int idx) {
@@ -486,7 +513,7 @@ static void lua_base_on_loaded(const tessera_base_context *ctx, tessera_handle l
     lua_base_forget(callback);
 }
 
-/* ---- the world: the `tessera` table ------------------------------------------------------------------------ */
+/* ---- the world: the `tessera` table ---------------------------------------------------------- */
 
 static int lua_base_w_now_ms(lua_State *L) {
     lua_base *lb = lua_base_of(L);
@@ -626,6 +653,7 @@ static int lua_base_w_fire_event(lua_State *L) {
 
 static int lua_base_w_log(lua_State *L) { return lua_base_log_text(L, 1, TESSERA_LOG_INFO, NULL); }
 static int lua_base_w_warn(lua_State *L) { return lua_base_log_text(L, 1, TESSERA_LOG_WARN, NULL); }
+static int lua_base_w_debug(lua_State *L) { return lua_base_log_text(L, 1, TESSERA_LOG_DEBUG, NULL); }
 
 static const luaL_Reg lua_base_world[] = {
     {"now_ms", lua_base_w_now_ms},
@@ -644,10 +672,11 @@ static const luaL_Reg lua_base_world[] = {
     {"fire_event", lua_base_w_fire_event},
     {"log", lua_base_w_log},
     {"warn", lua_base_w_warn},
+    {"debug", lua_base_w_debug},
     {NULL, NULL},
 };
 
-/* ---- trampolines ------------------------------------------------------------------------------------------------ */
+/* ---- trampolines ----------------------------------------------------------------------------- */
 
 static lua_base *lua_base_from(const tessera_base_context *ctx) { return base_game_lua(ctx->app); }
 
@@ -666,7 +695,13 @@ static lua_base_class *lua_base_begin(lua_base *lb, tessera_base *base, const ch
 }
 
 static void lua_base_finish(lua_base *lb, lua_base_class *cls, const char *hook, tessera_base *base, int nargs) {
-    lua_runtime_call(lb->rt, 1 + nargs, 0, cls->def->name, hook, lb->api->handle(base), NULL, 0);
+    uint64_t outer_id = lb->hooked_id;
+    tessera_base *outer = lb->hooked;
+    lb->hooked_id = lb->api->handle(base);
+    lb->hooked = base;
+    lua_runtime_call(lb->rt, 1 + nargs, 0, cls->def->name, hook, lb->hooked_id, NULL, 0);
+    lb->hooked_id = outer_id;
+    lb->hooked = outer;
 }
 
 #define LUA_BASE_HOOK0(hook)                                                                \
@@ -735,7 +770,7 @@ static void lua_base_hook_timer(const tessera_base_context *ctx, tessera_base *b
     lua_base_finish(lb, cls, "timer", base, 3);
 }
 
-/* ---- game.lua ---------------------------------------------------------------------------------------------------- */
+/* ---- game.lua -------------------------------------------------------------------------------- */
 
 static int lua_base_call_game(lua_base *lb, const char *name, char *err, size_t errlen) {
     lua_State *L = lb->L;
@@ -803,7 +838,7 @@ static int lua_base_listen(lua_base *lb, int game_table, bool at_start, char *er
     return 0;
 }
 
-/* ---- generations -------------------------------------------------------------------------------------------------- */
+/* ---- generations ----------------------------------------------------------------------------- */
 
 /* Pushes generation `generation`'s base table of `class_name` (NULL:
  * game.lua's), or nil. */
@@ -851,11 +886,18 @@ static void lua_base_build_metatable(lua_base *lb, lua_base_class *cls) {
     int metatable = lua_gettop(L);
     lua_pushboolean(L, 1);
     lua_setfield(L, metatable, "__base");
+    /* getmetatable() from a script gets this, not the table: no script can
+     * change how entities read and write. */
+    lua_pushliteral(L, "locked");
+    lua_setfield(L, metatable, "__metatable");
     lua_pushstring(L, cls->def->name);
     lua_setfield(L, metatable, "__name");
     lua_createtable(L, 0, (int)cls->def->property_count);
+    /* What the base holds: its BASE properties, and the persistent ones
+     * (those it loads and saves; a cell property's value there is the one
+     * last saved, or set before its cell part is made). */
     for (size_t i = 0; i < cls->def->property_count; i++) {
-        if (!cls->def->properties[i].audience.on_base) continue;
+        if (!cls->def->properties[i].audience.on_base && !cls->def->properties[i].persistent) continue;
         lua_pushinteger(L, (lua_Integer)i);
         lua_setfield(L, -2, cls->def->properties[i].name);
     }
@@ -873,6 +915,8 @@ static void lua_base_build_metatable(lua_base *lb, lua_base_class *cls) {
     }
     lua_pushcfunction(L, lua_base_object_tostring);
     lua_setfield(L, metatable, "__tostring");
+    lua_pushcfunction(L, lua_base_object_equal);
+    lua_setfield(L, metatable, "__eq");
     lua_settop(L, metatable);
     cls->metatable_ref = luaL_ref(L, LUA_REGISTRYINDEX);
 }
@@ -929,7 +973,7 @@ static int lua_base_check_generation(lua_base *lb, char *err, size_t errlen) {
     return 0;
 }
 
-/* ---- lifecycle ------------------------------------------------------------------------------------------------------ */
+/* ---- lifecycle ------------------------------------------------------------------------------- */
 
 lua_base *lua_base_open(tessera_baseapp *app, const tessera_base_api *api, const entity_def_registry *definitions,
                         const char *folder, const lua_runtime_limits *limits, char *err, size_t errlen) {
@@ -957,16 +1001,13 @@ lua_base *lua_base_open(tessera_baseapp *app, const tessera_base_api *api, const
     }
     lua_State *L = lb->L;
     lua_newtable(L);
-    lua_createtable(L, 0, 1);
-    lua_pushliteral(L, "v");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lb->objects_ref = luaL_ref(L, LUA_REGISTRYINDEX);
-    lua_newtable(L);
     lua_pushlightuserdata(L, lb);
     luaL_setfuncs(L, lua_base_world, 1);
     lua_pushliteral(L, "base");
     lua_setfield(L, -2, "side");
+    /* tessera.kept: shared by every generation (lua_cell.c says how). */
+    lua_newtable(L);
+    lua_setfield(L, -2, "kept");
     lua_runtime_set_global(rt, "tessera");
     if (lua_runtime_load_generation(rt, lb->script_names, lb->script_count, err, errlen) != 0 ||
         lua_base_register_classes(lb, err, errlen) != 0) {
@@ -991,12 +1032,13 @@ lua_base *lua_base_open(tessera_baseapp *app, const tessera_base_api *api, const
 int lua_base_start(lua_base *lb, char *err, size_t errlen) { return lua_base_call_game(lb, "init", err, errlen); }
 
 int lua_base_reload(lua_base *lb, char *err, size_t errlen) {
+    uint64_t started = clock_monotonic_us();
     lua_State *L = lb->L;
     int top = lua_gettop(L);
     if (lua_runtime_load_generation(lb->rt, lb->script_names, lb->script_count, err, errlen) != 0 ||
         lua_base_check_generation(lb, err, errlen) != 0) {
         lua_settop(L, top);
-        lua_runtime_count_reload(lb->rt, false);
+        lua_runtime_count_reload(lb->rt, false, clock_monotonic_us() - started);
         return -1;
     }
     int generation = lua_gettop(L);
@@ -1006,22 +1048,25 @@ int lua_base_reload(lua_base *lb, char *err, size_t errlen) {
         (game && lua_getfield(L, game, "init") == LUA_TFUNCTION &&
          lua_runtime_call(lb->rt, 0, 0, "game", "init", 0, err, errlen) != 0)) {
         lua_settop(L, top);
-        lua_runtime_count_reload(lb->rt, false);
+        lua_runtime_count_reload(lb->rt, false, clock_monotonic_us() - started);
         return -1;
     }
     lua_settop(L, generation);
     lua_base_take_generation(lb);
     lua_settop(L, top);
-    lua_runtime_count_reload(lb->rt, true);
+    lua_runtime_count_reload(lb->rt, true, clock_monotonic_us() - started);
     return 0;
 }
 
 void lua_base_tick(lua_base *lb, uint64_t now_ms) {
+    lua_runtime_collect(lb->rt);
+    /* Every 10 game ticks (10 s): the objects of bases gone. */
+    lua_runtime_sweep_objects(lb->rt, lua_base_alive, lb, 10);
     if (lua_runtime_poll(lb->rt, now_ms)) {
         char err[400];
         if (lua_base_reload(lb, err, sizeof err) == 0)
-            log_info("lua: the base scripts of %s reloaded (generation %u)", lua_runtime_folder(lb->rt),
-                     lua_runtime_generation(lb->rt));
+            log_info("lua: the base scripts of %s reloaded (generation %u) in %.1f ms", lua_runtime_folder(lb->rt),
+                     lua_runtime_generation(lb->rt), (double)lua_runtime_get_figures(lb->rt).last_reload_us / 1000.0);
         else
             log_warn("lua: reload refused, the old code keeps running: %s", err);
     }

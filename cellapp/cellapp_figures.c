@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "game_host.h"
 #include "stat_table.h"
 
 #define FIGURE(field) offsetof(cellapp_figures, field)
@@ -54,6 +55,23 @@ static const stat_row cellapp_figure_rows[] = {
      "calls of entities' bases that came back failed"},
     {NULL, "game_events_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(game_events), 0,
      "game events and user messages the game fired here"},
+    {"lua_bytes", "lua_heap_bytes", NULL, STAT_GAUGE, STAT_U64, FIGURE(lua_bytes), 0,
+     "bytes the game's Lua state holds"},
+    {"lua_calls", "lua_calls_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(lua_calls), 0,
+     "calls from the engine into Lua scripts"},
+    {"lua_errors", "lua_errors_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(lua_errors), 0,
+     "Lua calls that raised an error (budget stops included)"},
+    {"lua_budget_stops", "lua_budget_stops_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(lua_budget_stops), 0,
+     "Lua calls stopped by the instruction budget"},
+    {"lua_reloads", "lua_reloads_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(lua_reloads), 0,
+     "script reloads that took over"},
+    {"lua_reloads_refused", "lua_reloads_refused_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(lua_reloads_refused), 0,
+     "script reloads refused (the old code kept)"},
+    {"lua_reload_us", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(lua_reload_us), 0, "the last reload's duration"},
+    {"lua_gc_p50_us", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(lua_gc_p50_us), 0,
+     "median pause of the Lua collector's step between ticks"},
+    {"lua_gc_p99_us", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(lua_gc_p99_us), 0, "99th percentile of the same"},
+    {"lua_gc_max_us", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(lua_gc_max_us), 0, "the longest of the same"},
     {"stream_bytes", "witness_bytes_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(stream_bytes), 0,
      "entity stream bytes sent to clients"},
     {"records_held", "witness_records_held_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(records_held), 0,
@@ -170,6 +188,19 @@ void cellapp_figures_gather(const cellapp *app, cellapp_figures *out) {
     out->teleports = n->teleports;
     out->moves_refused = n->moves_refused;
     out->game_events = n->game_events;
+    lua_runtime_figures lua;
+    if (game_host_lua_figures(app->game, &lua)) {
+        out->lua_bytes = lua.bytes;
+        out->lua_calls = lua.calls;
+        out->lua_errors = lua.errors;
+        out->lua_budget_stops = lua.budget_stops;
+        out->lua_reloads = lua.reloads;
+        out->lua_reloads_refused = lua.reloads_refused;
+        out->lua_reload_us = lua.last_reload_us;
+        out->lua_gc_p50_us = lua.gc_p50_us;
+        out->lua_gc_p99_us = lua.gc_p99_us;
+        out->lua_gc_max_us = lua.gc_max_us;
+    }
     out->base_calls = n->base_calls;
     out->base_calls_failed = n->base_calls_failed;
     out->fenced = app->fenced;

@@ -37,6 +37,11 @@ typedef struct cellapp_figures {
     uint64_t snapshots, snapshot_bytes, snapshot_us;
     uint64_t restores_from_ghost, restores_from_backup, restores_forwarded, restores_refused, restores_failed;
     uint64_t restores_pending, orphans_dropped, restore_age_p50_ms, restore_age_p99_ms;
+    /* The game's Lua scripts (lua_runtime.h): heap bytes, calls, errors,
+     * budget stops, reloads (done, refused, the last one's time), and the
+     * collector's pauses between ticks. */
+    uint64_t lua_bytes, lua_calls, lua_errors, lua_budget_stops, lua_reloads, lua_reloads_refused, lua_reload_us;
+    uint64_t lua_gc_p50_us, lua_gc_p99_us, lua_gc_max_us;
     /* The balancer's. */
     bool balance_leader;
     uint64_t balance_passes, line_moves, cell_changes, balance_writes_refused;

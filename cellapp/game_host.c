@@ -1286,12 +1286,13 @@ game_host *game_host_load(const game_host_services *services, const char *path, 
             return NULL;
         }
     }
-    if (scripts && scripts->folder && scripts->folder[0]) {
+    const char *scripts_folder = scripts && scripts->folder ? scripts->folder : "";
+    if (scripts_folder[0]) {
         char why[600];
         host->lua = lua_cell_open(game_host_handle(host), &game_host_api, host->services.shared->definitions,
-                                  scripts->folder, &scripts->limits, why, sizeof why);
+                                  scripts_folder, &scripts->limits, why, sizeof why);
         if (!host->lua && why[0]) {
-            snprintf(err, errlen, "game_scripts '%s': %s", scripts->folder, why);
+            snprintf(err, errlen, "game_scripts '%s': %s", scripts_folder, why);
             host->initialising = false;
             game_host_abandon(host);
             return NULL;
@@ -1312,7 +1313,7 @@ game_host *game_host_load(const game_host_services *services, const char *path, 
     }
     char why[600] = "";
     if (host->lua && lua_cell_start(host->lua, why, sizeof why) != 0) {
-        snprintf(err, errlen, "game_scripts '%s': game.lua's cell.init failed: %s", scripts->folder, why);
+        snprintf(err, errlen, "game_scripts '%s': game.lua's cell.init failed: %s", scripts_folder, why);
         game_host_abandon(host);
         return NULL;
     }
@@ -1331,6 +1332,12 @@ game_host *game_host_load(const game_host_services *services, const char *path, 
 struct lua_cell *game_host_lua(tessera_cellapp *app) {
     game_host *host = game_host_of(app);
     return host ? host->lua : NULL;
+}
+
+bool game_host_lua_figures(const game_host *host, lua_runtime_figures *out) {
+    if (!host || !host->lua) return false;
+    *out = lua_runtime_get_figures(lua_cell_runtime(host->lua));
+    return true;
 }
 
 void game_host_request_reload(game_host *host) {

@@ -84,6 +84,8 @@ game_host *game_host_load(const game_host_services *services, const char *path, 
 struct lua_cell *game_host_lua(tessera_cellapp *app);
 /* SIGHUP: the scripts reload at the next tick. */
 void game_host_request_reload(game_host *host);
+/* The Lua scripts' figures; false (nothing written) without scripts. */
+bool game_host_lua_figures(const game_host *host, lua_runtime_figures *out);
 /* Stops its systems, runs the module's cell_shutdown and unloads it. NULL
  * is ignored. */
 void game_host_free(game_host *host);

@@ -19,6 +19,7 @@
 #include <lualib.h>
 
 #include "clock.h"
+#include "latency_histogram.h"
 #include "log.h"
 
 /* The count hook runs every this many VM instructions: often enough that a
@@ -40,11 +41,14 @@ struct lua_runtime {
     int64_t instructions_left; /* in the current call */
     int template_ref;          /* the safe globals every environment copies */
     int generation_ref;        /* the installed generation; LUA_NOREF before the first */
+    int objects_ref;           /* id -> the object scripts get for it */
+    uint32_t sweep_countdown;
     uint32_t generation;
     bool reload_requested;
     uint64_t last_poll_ms;
     uint64_t scripts_stamp; /* of the .lua files when the installed generation loaded */
     lua_runtime_figures figures;
+    latency_histogram gc_pauses;
 };
 
 /* ---- memory ----------------------------------------------------------------- */
@@ -298,10 +302,16 @@ lua_runtime *lua_runtime_create(const char *folder, const char *side, const lua_
         return NULL;
     }
     *(lua_runtime **)lua_getextraspace(rt->L) = rt;
-    /* Generational collection: short minor collections each tick rather
-     * than long incremental cycles over a heap of long-lived entities. */
+    /* Generational collection (short minor collections rather than long
+     * incremental cycles over a heap of long-lived tables), stepped by the
+     * host between ticks (lua_runtime_collect), never inside a hook. */
     lua_gc(rt->L, LUA_GCGEN, 0, 0);
     lua_runtime_build_template(rt);
+    lua_gc(rt->L, LUA_GCSTOP);
+    lua_newtable(rt->L);
+    rt->objects_ref = luaL_ref(rt->L, LUA_REGISTRYINDEX);
+    /* Pauses in 10 us buckets up to 100 ms; longer ones share the top. */
+    latency_histogram_init(&rt->gc_pauses, 10, 100000);
     lua_sethook(rt->L, lua_runtime_count_hook, LUA_MASKCOUNT, LUA_RUNTIME_HOOK_EVERY);
     return rt;
 }
@@ -309,6 +319,7 @@ lua_runtime *lua_runtime_create(const char *folder, const char *side, const lua_
 void lua_runtime_free(lua_runtime *rt) {
     if (!rt) return;
     lua_close(rt->L);
+    latency_histogram_close(&rt->gc_pauses);
     free(rt);
 }
 
@@ -477,9 +488,57 @@ void lua_runtime_install_generation(lua_runtime *rt) {
     if (rt->generation_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, rt->generation_ref);
     rt->generation_ref = luaL_ref(L, LUA_REGISTRYINDEX);
     rt->generation++;
-    /* The old generation is garbage now: collect it while nothing else
-     * runs, so its collection is not charged to a later hook. */
+    /* The old generation is garbage now: collect it here, in the reload,
+     * rather than in a later tick's step. */
     lua_gc(L, LUA_GCCOLLECT);
+}
+
+bool lua_runtime_push_object(lua_runtime *rt, uint64_t id) {
+    lua_State *L = rt->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, rt->objects_ref);
+    if (lua_rawgeti(L, -1, (lua_Integer)id) != LUA_TNIL) {
+        lua_remove(L, -2);
+        return true;
+    }
+    lua_pop(L, 2);
+    return false;
+}
+
+void lua_runtime_keep_object(lua_runtime *rt, uint64_t id) {
+    lua_State *L = rt->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, rt->objects_ref);
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, (lua_Integer)id);
+    lua_pop(L, 1);
+}
+
+void lua_runtime_sweep_objects(lua_runtime *rt, bool (*alive)(void *context, uint64_t id), void *context,
+                               uint32_t every) {
+    if (rt->sweep_countdown > 0) {
+        rt->sweep_countdown--;
+        return;
+    }
+    rt->sweep_countdown = every;
+    lua_State *L = rt->L;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, rt->objects_ref);
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+        lua_pop(L, 1);
+        uint64_t id = (uint64_t)lua_tointeger(L, -1);
+        if (!alive(context, id)) {
+            /* Clearing a field during a traversal is allowed (lua_next). */
+            lua_pushvalue(L, -1);
+            lua_pushnil(L);
+            lua_rawset(L, -4);
+        }
+    }
+    lua_pop(L, 1);
+}
+
+void lua_runtime_collect(lua_runtime *rt) {
+    uint64_t started = clock_monotonic_us();
+    lua_gc(rt->L, LUA_GCSTEP, 0);
+    latency_histogram_add(&rt->gc_pauses, clock_monotonic_us() - started);
 }
 
 void lua_runtime_push_rules(lua_runtime *rt, const char *class_name) {
@@ -529,14 +588,19 @@ lua_runtime_figures lua_runtime_get_figures(const lua_runtime *rt) {
     lua_runtime_figures figures = rt->figures;
     figures.bytes = rt->bytes;
     figures.bytes_peak = rt->bytes_peak;
+    figures.gc_steps = rt->gc_pauses.count;
+    figures.gc_p50_us = latency_histogram_percentile(&rt->gc_pauses, 50.0);
+    figures.gc_p99_us = latency_histogram_percentile(&rt->gc_pauses, 99.0);
+    figures.gc_max_us = rt->gc_pauses.max_us;
     return figures;
 }
 
-void lua_runtime_count_reload(lua_runtime *rt, bool done) {
+void lua_runtime_count_reload(lua_runtime *rt, bool done, uint64_t took_us) {
     if (done)
         rt->figures.reloads++;
     else
         rt->figures.reloads_refused++;
+    rt->figures.last_reload_us = took_us;
 }
 
 int lua_runtime_check(const char *folder, const char *side, const char *const *class_names, size_t class_count,

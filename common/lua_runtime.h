@@ -92,14 +92,39 @@ void lua_runtime_request_reload(lua_runtime *rt);
  * the request. */
 bool lua_runtime_poll(lua_runtime *rt, uint64_t now_ms);
 
-/* Figures: bytes the state holds now and at most; calls stopped by the
- * budget; failed calls; reloads done and refused. */
+/* The objects scripts are handed for entities (and bases), one per id,
+ * kept so that a hook allocates nothing: a weak cache would be emptied by
+ * every collection and refilled by the next tick's hooks. Entries whose
+ * entity is gone are dropped by lua_runtime_sweep_objects; a script that
+ * kept an object still holds a valid handle (it reads "gone"). */
+/* Pushes the object cached for `id` and returns true, or pushes nothing
+ * and returns false. */
+bool lua_runtime_push_object(lua_runtime *rt, uint64_t id);
+/* Caches the object on top of the stack (left there) for `id`. */
+void lua_runtime_keep_object(lua_runtime *rt, uint64_t id);
+/* Drops the cached objects whose entity `alive` says is gone, at most once
+ * every `every` calls (the host calls it each tick). */
+void lua_runtime_sweep_objects(lua_runtime *rt, bool (*alive)(void *context, uint64_t id), void *context,
+                               uint32_t every);
+
+/* Garbage collection. The collector does not run inside hooks: the host
+ * calls this once a tick, between ticks, and it runs one generational step
+ * (a minor collection, now and then a major one) whose duration is the
+ * pause the figures report. An allocation that would pass the memory limit
+ * still collects at once (Lua's emergency collection) before it fails. */
+void lua_runtime_collect(lua_runtime *rt);
+
+/* Figures: bytes the state holds now and at most; calls from the engine,
+ * those that erred and those the budget stopped; reloads done and refused
+ * and how long the last one took; the collection steps and their pauses. */
 typedef struct lua_runtime_figures {
     size_t bytes, bytes_peak;
-    uint64_t calls, budget_stops, errors, reloads, reloads_refused;
+    uint64_t calls, budget_stops, errors, reloads, reloads_refused, last_reload_us;
+    uint64_t gc_steps, gc_p50_us, gc_p99_us, gc_max_us;
 } lua_runtime_figures;
 lua_runtime_figures lua_runtime_get_figures(const lua_runtime *rt);
-void lua_runtime_count_reload(lua_runtime *rt, bool done);
+/* Counts a reload, done or refused, that took `took_us`. */
+void lua_runtime_count_reload(lua_runtime *rt, bool done, uint64_t took_us);
 
 /* The checks that --check runs: opens the folder and loads a generation of
  * every class script there is for `class_names` (and game.lua), without

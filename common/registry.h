@@ -33,8 +33,9 @@
 
 #include "redis_client.h"
 
-/* Figures a process publishes (the cellapp has 40 or so): a fixed array, sized with room. */
-#define REGISTRY_MAX_STATS 64
+/* Figures a process publishes (the cellapp has 70 or so with its Lua
+ * figures): a fixed array, sized with room. */
+#define REGISTRY_MAX_STATS 96
 
 typedef struct registry_stat {
     char name[24];

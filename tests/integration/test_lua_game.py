@@ -14,7 +14,8 @@ half of the space each and one baseapp, with bots walking and calling.
   - state by name: a value outside int8's range, of the wrong type, and a
     name the class does not declare are refused with the rule broken;
   - the sandbox: io, os.execute, os.exit, require outside the game's folder
-    and of a library, load, dofile, debug and string.dump are each refused;
+    and of a library, load, dofile, debug and string.dump are each refused,
+    and an entity's metatable is out of a script's reach;
     a runaway loop is stopped by the instruction budget with its traceback
     (Probe.lua:line), and the cellapp's tick and the Probe's timers go on;
   - hot reload under load: while bots play, a Probe.lua with a syntax error
@@ -149,6 +150,7 @@ class LuaGame(unittest.TestCase):
             self.assertRegex(text, r"sandbox %s: refused: " % re.escape(what))
         self.assertNotIn("ALLOWED", text)
         self.assertIn("sandbox os.time: number", text)
+        self.assertIn("probe-metatable locked", text, "a script reached an entity's metatable")
         # The runaway loop: stopped with its traceback; the Probe's timers
         # and the tick went on after it.
         # (The log writes a message's line breaks as \n.)

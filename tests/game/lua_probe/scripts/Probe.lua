@@ -27,6 +27,7 @@ function C:created()
     ok, err = pcall(function() self.nonsense = 1 end)
     tessera.log("probe-unknown " .. tostring(ok) .. " " .. tostring(err))
     self.level = 5
+    tessera.log("probe-metatable " .. tostring(getmetatable(self)))
 end
 
 function C:property_changed(name, index) seen.saw("property_changed") end
