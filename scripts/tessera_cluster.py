@@ -37,7 +37,8 @@ balancer retires a cellapp whose cells carry almost nothing (a load under
 balance_retire_below, 0.02 by default) after a while: an idle world soon
 runs on fewer cellapps than it was started with. `up --keep-cellapps` turns
 that off for the run (balance_retire_below 0), for a test that needs its
-cellapps.
+cellapps. `up --lua` is the demo with its rules in Lua scripts instead of
+its module (`--game demo/lua`: the same definitions, demo/lua/*.lua).
 
 Admin listeners (common/admin_http.h): `up` gives each process a fixed free
 admin_port, writes one random token per cluster to DIR/admin_token and sets
@@ -123,6 +124,9 @@ ROLE_BINARIES = {
 ADMIN_BINARY = os.path.join("client", "tessera-admin")
 # The demo game's module (demo/meson.build), which every process loads.
 DEMO_MODULE = os.path.join("demo", "libtessera_demo.so")
+# The demo game with its rules in Lua (demo/lua/game.json: the same
+# definitions, scripts instead of the module): `up --lua`.
+DEMO_LUA = os.path.join(REPO_ROOT, "demo", "lua")
 # What tessera-bots calls in the demo game (demo/entities/Avatar.json):
 # chat and castSpell at random, the numbered ping and relayPing, and the
 # GM teleport. The bots know no game; these name the demo's methods.
@@ -1469,6 +1473,8 @@ def main(argv=None):
                    help="run the game DIR/game.json describes instead of the demo: {\"entity_definitions\": "
                         "\"entities\", \"game_module\": \"libmygame.so\" (optional), \"player_entity_type\": "
                         "\"Runner\", \"game\": {its settings}}, paths relative to DIR")
+    p.add_argument("--lua", action="store_true",
+                   help="the demo with its rules in Lua (demo/lua, no module): shorthand for --game demo/lua")
     p.add_argument("--keep-cellapps", action="store_true",
                    help="the balancer retires no cellapp for carrying almost nothing (by default one whose cells' "
                         "load stays under balance_retire_below, 0.02, is drained after a while: an idle world "
@@ -1521,11 +1527,13 @@ def main(argv=None):
             process_hosts = {name: value for name, value in _name_values("--process-host", args.process_host)}
             process_prefixes = {name: shlex.split(value)
                                 for name, value in _name_values("--process-prefix", args.process_prefix)}
+            if args.lua and args.game:
+                raise ClusterError("--lua is the demo in Lua (--game %s): give one of --lua and --game" % DEMO_LUA)
             up(args.dir, baseapps=args.baseapps, cellapps=args.cellapps, build=args.build,
                auto_create_accounts=args.auto_create_accounts, overrides=parse_set(args.set),
                timeout=args.timeout, grid=args.grid, bounds=bounds, spawn_radius=args.spawn_radius,
                host=args.host, process_hosts=process_hosts, process_prefixes=process_prefixes,
-               game=args.game, keep_cellapps=args.keep_cellapps)
+               game=DEMO_LUA if args.lua else args.game, keep_cellapps=args.keep_cellapps)
         elif args.command == "admin":
             extra = args.args[1:] if args.args[:1] == ["--"] else args.args
             sys.stdout.write(admin(RunDir(args.dir).load_cluster(), extra))

@@ -26,8 +26,14 @@ player_joined to everyone when it is made) with a listener of its own.
     account name is in any event a client or a listener gets;
   - the bots (the SDK) count player_joined, spell_hit and welcome (a user
     message from each player's base) by name with the demo module on every
-    process and two baseapps.
+    process and two baseapps; then the same bots, with the same seed, play
+    the demo in Lua (demo/lua, no module) and cannot tell it apart: the
+    same events, client calls and definitions, the same rules in what they
+    see (display names, "Guard-<id>", a guard's mood, level and scale from
+    its visitors), and no script error in any process's log.
 """
+import json
+import math
 import os
 import re
 import struct
@@ -40,6 +46,9 @@ MODULE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_events.so")
 PLAYER_JOINED, DOOR_CHANGED, SPELL_HIT = 0, 1, 2  # demo/entities/events.json, in order
 DISPLAY_NAME = r"[A-Z][a-z]+[A-Z][a-z]+#[0-9]{4}"  # demo/game/demo_names.c
 LISTEN_S = 6.0
+LUA_DEMO = os.path.join(harness.SOURCE_DIR, "demo", "lua")  # demo/game's rules in Lua
+BOT_SEED = "24"
+MEDIUM_DETAIL_M = 29.0  # the cellapp's detail_medium_distance, 30 m, less a metre of slack
 
 
 def decode_spell(args):
@@ -162,18 +171,69 @@ class GameEvents(unittest.TestCase):
 
     def test_bots_count_the_demo_events(self):
         harness.require_binaries(harness.BASEAPP_BIN, harness.CELLAPP_BIN, harness.BOTS_BIN)
-        with harness.Cluster(baseapps=2, cellapps=1, spawn_radius=10) as cluster:
-            # Two calls a second per bot, half of them castSpell on an entity
-            # it sees: enough that some hit an Avatar or a guard (at the
-            # default 0.2 a second, 8 s of 6 bots sometimes cast none).
-            report = harness.run_bots(cluster, 6, 8, ["--calls-per-second", "2"])
-            events = report.get("game_events_by_name", {})
-            self.assertGreater(events.get("player_joined", 0), 0, report)
-            self.assertGreater(events.get("spell_hit", 0), 0, report)
-            # The base's user message to its own client, once per Avatar that got one.
-            self.assertGreaterEqual(events.get("welcome", 0), 6, report)
-            self.assertEqual(report.get("errors", 1), 0, report)
-            self.assertTrue(cluster.all_alive())
+        played = {}
+        for demo, game in (("C", None), ("Lua", LUA_DEMO)):
+            with harness.Cluster(baseapps=2, cellapps=1, spawn_radius=10, game=game) as cluster:
+                snapshot = os.path.join(cluster.dir, "bots-snapshot.json")
+                # Two calls a second per bot, half of them castSpell on an entity
+                # it sees: enough that some hit an Avatar or a guard (at the
+                # default 0.2 a second, 8 s of 6 bots sometimes cast none). They
+                # stay near the guards, and stand still for the last 1.5 s, so
+                # that what they see at the end is what the cells hold.
+                report = harness.run_bots(cluster, 6, 8, ["--calls-per-second", "2", "--seed", BOT_SEED,
+                                                          "--area", "20", "--settle-seconds", "1.5",
+                                                          "--snapshot-file", snapshot])
+                events = report.get("game_events_by_name", {})
+                self.assertGreater(events.get("player_joined", 0), 0, (demo, report))
+                self.assertGreater(events.get("spell_hit", 0), 0, (demo, report))
+                # The base's user message to its own client, once per Avatar that got one.
+                self.assertGreaterEqual(events.get("welcome", 0), 6, (demo, report))
+                self.assertEqual(report.get("errors", 1), 0, (demo, report))
+                with open(snapshot) as f:
+                    self.check_seen_by_the_rules(demo, json.load(f))
+                for name in cluster.names():  # a script error: "lua: Avatar.created (entity 1) failed after ..."
+                    self.assertNotRegex(cluster.log(name), r"lua: \S+ .*failed after", (demo, name))
+                self.assertTrue(cluster.all_alive())
+                played[demo] = report
+        # The bots cannot tell the two apart.
+        c, lua = played["C"], played["Lua"]
+        for key in ("logged_in", "in_world_at_end", "self_seen", "definitions_digest", "definition_classes"):
+            self.assertEqual(c.get(key), lua.get(key), key)
+        self.assertEqual(sorted(c["game_events_by_name"]), sorted(lua["game_events_by_name"]))
+        self.assertEqual(c["game_events_by_name"]["welcome"], lua["game_events_by_name"]["welcome"])
+        self.assertEqual(sorted(c["client_calls_by_method"]), sorted(lua["client_calls_by_method"]))
+        for report in (c, lua):
+            self.assertEqual(report["call_failures"], 0, report)
+            self.assertGreater(report["calls_out"], 0, report)
+            self.assertGreater(report["property_updates"], 0, report)
+            self.assertGreater(report["base_property_updates"], 0, report)
+
+    def check_seen_by_the_rules(self, demo, snapshot):
+        """What the bots saw at the end follows the demo's rules: Avatars by
+        their display names, guards named after their ids, each guard's mood,
+        level and scale made from its count of visitors (mood = visitors %
+        256, level = 1 + visitors / 5, scale = 0.5 + (visitors % 151) / 100),
+        and some guard visited."""
+        avatars, guards = set(), []
+        for bot in snapshot["bots"]:
+            for e in bot["entities"]:
+                if e["class"] == "Avatar":
+                    self.assertRegex(e["properties"]["name"], "^" + DISPLAY_NAME + "$", demo)
+                    avatars.add(e["id"])
+                # A guard's mood reaches the clients within medium detail
+                # (30 m, the cellapp's default) of it.
+                elif e["class"] == "Npc" and math.hypot(e["x"] - bot["x"], e["z"] - bot["z"]) < MEDIUM_DETAIL_M:
+                    guards.append(e)
+        self.assertEqual(len(avatars), 6, demo)
+        self.assertTrue(guards, demo)
+        for guard in guards:
+            p = guard["properties"]
+            self.assertEqual(p["name"], "Guard-%d" % guard["id"], demo)
+            visitors = p["mood"]  # fewer than 151 in this short run
+            self.assertEqual(p["level"], 1 + visitors // 5, (demo, guard))
+            self.assertAlmostEqual(p["scale"], 1.0 if visitors == 0 else 0.5 + visitors * 0.01, delta=0.006,
+                                   msg=(demo, guard))
+        self.assertTrue(any(g["properties"]["mood"] > 0 for g in guards), demo)
 
 
 if __name__ == "__main__":

@@ -97,6 +97,9 @@ def string_literals(path):
     text = re.sub(r'"\s*"', "", text)  # "one " "literal" split over lines
     # A command-line option's own name ({"teleport", required_argument, ...}).
     text = re.sub(r'"[^"\n]*"\s*,\s*(required|no|optional)_argument', " ", text)
+    # A Lua binding's own call ({"teleport", lua_cell_m_teleport}): the
+    # engine's API, named like game.h's, not a game's method.
+    text = re.sub(r'\{\s*"[^"\n]*"\s*,\s*lua_\w+\s*\}', " ", text)
     return re.findall(r'"((?:[^"\\\n]|\\.)*)"', text)
 
 
