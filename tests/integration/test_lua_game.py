@@ -10,7 +10,8 @@ half of the space each and one baseapp, with bots walking and calling.
     leaving, arrived, teleported, moved, the view and witness hooks, the
     traps, timers, thinks, inputs, controllers, property_changed, method
     bodies), game.lua's tick, systems and listeners, and the base side's
-    (created, client_enabled, timers, methods, destroyed);
+    (created, client_enabled, timers, methods, a call that failed, written,
+    destroyed);
   - state by name: a value outside int8's range, of the wrong type, and a
     name the class does not declare are refused with the rule broken;
   - the sandbox: io, os.execute, os.exit, require outside the game's folder
@@ -22,7 +23,9 @@ half of the space each and one baseapp, with bots walking and calling.
     and then a game.lua whose init throws are refused (the log names
     file:line) and the old code keeps running; the good version takes over
     at a tick, on both cellapps and the baseapp (game.lua's base part), the
-    bots see the new behaviour (ping_v2 events) and none is dropped.
+    bots see the new behaviour (ping_v2 events) and none is dropped;
+  - then the cellapp holding more Probes is killed: they come back on the
+    other through their restored hook, with their Lua fields.
 Every process started here is stopped at the end, whatever happens."""
 import os
 import re
@@ -39,10 +42,11 @@ MODULE = os.path.join(harness.BUILD_DIR, "tests", "libtest_game_lua_mixed.so")
 BOT_ARGS = ["--call", "cell:hello", "--calls-per-second", "2", "--area", "20"]
 
 CELL_HOOKS = ["created", "destroyed", "leaving", "arrived", "teleported", "moved", "entered_view", "left_view",
-              "got_witness", "entered_trap", "left_trap", "timer", "think", "input", "controller_moved",
+              "got_witness", "lost_witness", "entered_trap", "left_trap", "timer", "think", "input", "controller_moved",
               "controller_arrived", "controller_failed", "property_changed", "method", "method_from_c",
               "walker_created", "game_tick", "before_thinks", "after_thinks", "event_heard", "runaway"]
-BASE_HOOKS = ["base_created", "client_enabled", "base_timer", "base_method", "base_game_tick"]
+BASE_HOOKS = ["base_created", "client_enabled", "base_timer", "base_method", "base_game_tick", "base_call_failed",
+              "base_written", "base_destroyed"]
 SANDBOX = ["io", "os.execute", "os.exit", "require outside", "require os", "load", "dofile", "debug", "string.dump"]
 
 
@@ -70,7 +74,10 @@ class LuaGame(unittest.TestCase):
         try:
             game = os.path.join(scratch, "probe")
             write_game(game)
-            with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", game=game, keep_cellapps=True) as cluster:
+            # A player's base goes with its client (its destroyed and written
+            # hooks run as the bots leave).
+            with harness.Cluster(baseapps=1, cellapps=2, grid="2x1", game=game, keep_cellapps=True,
+                                 extra_set=["baseapp.client_detached_grace_ms=0"]) as cluster:
                 self.run_game(cluster, game)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -135,7 +142,7 @@ class LuaGame(unittest.TestCase):
         self.assertEqual(report.get("logins_failed", 0), 0, report)
 
         text = self.cell_logs(cluster)
-        base_text = "".join(cluster.log(name) for name in baseapps)
+        base_text = self.wait_log(cluster, baseapps, r"probe-hook base_destroyed\n")
         missing = [hook for hook in CELL_HOOKS if "probe-hook %s\n" % hook not in text]
         self.assertEqual(missing, [], "cell hooks never run from Lua")
         missing = [hook for hook in BASE_HOOKS if "probe-hook %s\n" % hook not in base_text]
@@ -160,6 +167,16 @@ class LuaGame(unittest.TestCase):
         self.assertIsNotNone(match, "no budget stop with a traceback naming Probe.lua")
         after = text[match.end():]
         self.assertIn("probe-hook event_heard_v2", after, "nothing ran after the runaway loop")
+
+        # A cellapp killed: the Probes it held come back on the other one,
+        # through the restored hook, with their Lua fields.
+        victim, survivor = sorted(cellapps, key=lambda name: cluster.stat(name, "reals") or 0, reverse=True)
+        self.assertGreater(cluster.stat(victim, "reals") or 0, 0, "no Probe left to restore")
+        harness.log("%s holds %d reals; killing it" % (victim, cluster.stat(victim, "reals")))
+        cluster.kill(victim, "KILL")
+        text = self.wait_log(cluster, [survivor], r"probe-hook restored\n", timeout=20)
+        self.assertRegex(text, r"probe-restored hits [1-9]\d* note hi", "a restored Probe lost its fields")
+        self.assertNotIn("ALLOWED", text)
 
 
 if __name__ == "__main__":

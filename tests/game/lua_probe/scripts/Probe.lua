@@ -32,6 +32,11 @@ end
 
 function C:property_changed(name, index) seen.saw("property_changed") end
 function C:destroyed() seen.saw("destroyed") end
+function C:restored()
+    seen.saw("restored")
+    -- Its fields came back with it, from its backup or its ghost.
+    tessera.log("probe-restored hits " .. tostring(self.hits) .. " note " .. tostring(self.note))
+end
 function C:leaving() seen.saw("leaving") end
 function C:arrived() seen.saw("arrived") end
 function C:entered_trap(tag, other) seen.saw("entered_trap"); self.visits = self.visits + 1 end

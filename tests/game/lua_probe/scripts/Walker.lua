@@ -42,7 +42,13 @@ end
 
 function B:client_enabled() seen.saw("client_enabled") end
 function B:destroyed() seen.saw("base_destroyed") end
-function B:timer(id, tag, user) seen.saw("base_timer") end
+function B:timer(id, tag, user)
+    seen.saw("base_timer")
+    -- A call to a base no one has: it comes back as call_failed.
+    self:call_base(987654321, "Walker", "scored", 1)
+end
+function B:call_failed(target, part, method) seen.saw("base_call_failed") end
+function B:written(ok, detail) seen.saw("base_written") end
 
 function B:scored(caller, points)
     seen.saw("base_method")
