@@ -9,6 +9,7 @@
 #include "lua_base.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,6 @@
 
 #define LUA_BASE_MAX_LISTENERS 64
 #define LUA_BASE_NAME_MAX 48
-#define LUA_BASE_FIND_MAX 1024
 
 typedef struct lua_base_class {
     const entity_def_class *def;
@@ -553,9 +553,16 @@ static int lua_base_w_stopping(lua_State *L) {
 
 static int lua_base_w_find_by_class(lua_State *L) {
     lua_base *lb = lua_base_of(L);
-    tessera_handle found[LUA_BASE_FIND_MAX];
-    size_t count = lb->api->find_by_class(lb->app, luaL_checkstring(L, 1), found, LUA_BASE_FIND_MAX);
-    if (count > LUA_BASE_FIND_MAX) count = LUA_BASE_FIND_MAX;
+    const char *class_name = luaL_checkstring(L, 1);
+    size_t count = lb->api->find_by_class(lb->app, class_name, NULL, 0);
+    if (count > (size_t)INT_MAX / sizeof(tessera_handle)) count = (size_t)INT_MAX / sizeof(tessera_handle);
+    /* Every one of them (a baseapp holds thousands of players), in a
+     * buffer the collector owns, so an error while filling leaks nothing. */
+    tessera_handle *found = count ? lua_newuserdatauv(L, count * sizeof *found, 0) : NULL;
+    if (found) {
+        size_t now = lb->api->find_by_class(lb->app, class_name, found, count);
+        if (now < count) count = now;
+    }
     lua_createtable(L, (int)count, 0);
     for (size_t i = 0; i < count; i++) {
         lua_pushinteger(L, (lua_Integer)found[i]);

@@ -303,14 +303,39 @@ static void demo_census_destroyed(const tessera_base_context *ctx, tessera_base 
     if (g->census_id == ctx->api->handle(census)) g->census_id = TESSERA_HANDLE_NONE;
 }
 
+/* Every Avatar on this baseapp joins the census `g->census_id`: those made
+ * before this baseapp knew it, or counted by one that is gone (a census
+ * made again starts from nothing). */
+static void demo_census_join_everyone(const tessera_base_context *ctx) {
+    demo_base *g = ctx->game;
+    const tessera_base_api *api = ctx->api;
+    size_t count = api->find_by_class(ctx->app, "Avatar", NULL, 0);
+    if (count == 0) return;
+    tessera_handle *avatars = malloc(count * sizeof *avatars);
+    if (!avatars) {
+        api->log(ctx->app, TESSERA_LOG_WARN, NULL, "census: no memory to list %zu Avatars; they are not counted",
+                 count);
+        return;
+    }
+    count = api->find_by_class(ctx->app, "Avatar", avatars, count);
+    for (size_t i = 0; i < count; i++) {
+        tessera_base *avatar = api->resolve(ctx->app, avatars[i]);
+        if (avatar)
+            demo_base_call(ctx, avatar, g->census_id, g->census, "Census", TESSERA_PART_BASE, "joined", NULL,
+                           avatars[i]);
+    }
+    free(avatars);
+}
+
 /* The singleton "census" is known, or made again: its handle. */
 static void demo_census_ready(const tessera_base_context *ctx, bool ok, tessera_handle holder, void *user_data) {
     demo_base *g = ctx->game;
     (void)user_data;
-    if (!ok) return;
+    if (!ok || holder == g->census_id) return;
     g->census_id = holder;
     if (ctx->api->resolve(ctx->app, holder))
         ctx->api->log(ctx->app, TESSERA_LOG_INFO, NULL, "the Census is entity %llu here", (unsigned long long)holder);
+    demo_census_join_everyone(ctx);
 }
 
 /* ---- registration ------------------------------------------------------------------ */

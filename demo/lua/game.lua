@@ -3,6 +3,7 @@
 -- tessera.kept: the guards this cellapp has spawned, the players it heard
 -- of, the Census's id.
 local settings = require("settings")
+local calls = require("calls")
 
 -- Spawns the guards still owed in the default space's spawn disc, as ids
 -- arrive from Redis and once the space has a cell here.
@@ -39,9 +40,16 @@ end
 
 -- The singleton "census" is known, or made again: its handle.
 local function census_ready(ok, holder)
-    if not ok then return end
+    if not ok or holder == tessera.kept.census_id then return end
     tessera.kept.census_id = holder
     if tessera.resolve(holder) then tessera.log(string.format("the Census is entity %d here", holder)) end
+    -- Every Avatar here joins it: those made before this baseapp knew it,
+    -- or counted by one that is gone (a census made again starts from
+    -- nothing).
+    for _, id in ipairs(tessera.find_by_class("Avatar")) do
+        local avatar = tessera.resolve(id)
+        if avatar then calls.try(avatar, "call_base", holder, "Census", "joined", avatar) end
+    end
 end
 
 return {
