@@ -558,11 +558,13 @@ static int lua_base_w_find_by_class(lua_State *L) {
     if (count > (size_t)INT_MAX / sizeof(tessera_handle)) count = (size_t)INT_MAX / sizeof(tessera_handle);
     /* Every one of them (a baseapp holds thousands of players), in a
      * buffer the collector owns, so an error while filling leaks nothing. */
-    tessera_handle *found = count ? lua_newuserdatauv(L, count * sizeof *found, 0) : NULL;
-    if (found) {
-        size_t now = lb->api->find_by_class(lb->app, class_name, found, count);
-        if (now < count) count = now;
+    if (count == 0) {
+        lua_newtable(L);
+        return 1;
     }
+    tessera_handle *found = lua_newuserdatauv(L, count * sizeof *found, 0);
+    size_t now = lb->api->find_by_class(lb->app, class_name, found, count);
+    if (now < count) count = now;
     lua_createtable(L, (int)count, 0);
     for (size_t i = 0; i < count; i++) {
         lua_pushinteger(L, (lua_Integer)found[i]);
