@@ -1,6 +1,7 @@
 /* bench_aoi.c -- bench-aoi: the coordinate system (cellapp/coord.h) against
- * a uniform grid (aoi_grid.c) and a brute-force oracle, on one workload, in
- * one run, with every view cross-checked after every tick.
+ * a uniform grid (aoi_grid.c), a SIMD brute force (aoi_brute_simd.c) and a
+ * brute-force oracle, on one workload, in one run, with every view
+ * cross-checked after every tick.
  *
  * Workload (fixed seed): N entities in a 1000 x 1000 world; every entity
  * is a watcher of extent 50; each tick every entity takes a random step
@@ -11,8 +12,9 @@
  * 10 % of them each tick (--sparse-movers), the idle-NPC case. All
  * positions are generated before any timing starts, so the timed regions
  * hold only AOI work: coord_move_entity for every mover then coord_flush;
- * aoi_grid_move_entity for every mover then aoi_grid_update; the oracle's
- * O(N^2) pass. Each runs with hysteresis 0 ("plain triggers") and 5
+ * aoi_grid_move_entity for every mover then aoi_grid_update;
+ * aoi_brute_simd_move_entity for every mover then aoi_brute_simd_update;
+ * the oracle's O(N^2) pass. Each runs with hysteresis 0 ("plain triggers") and 5
  * ("witness with hysteresis"). Besides the build (entities, watchers,
  * first flush), the time to insert the N entities alone into an empty
  * system and flush is measured.
@@ -35,6 +37,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "aoi_brute_simd.h"
 #include "aoi_grid.h"
 #include "coord.h"
 #include "log.h"
@@ -79,7 +82,8 @@ typedef struct bench_options {
     uint32_t oracle_sample;   /* watchers the oracle follows above oracle_full_max */
     uint32_t oracle_full_max; /* largest N where the oracle follows every watcher */
     float grid_cell;
-    float quantize; /* >0: positions rounded to multiples of it, so ties on bounds are common */
+    float quantize;           /* >0: positions rounded to multiples of it, so ties on bounds are common */
+    const char *brute_kernel; /* brute-simd's kernel by name; NULL: the best the CPU runs */
 } bench_options;
 
 /* Positions of every entity at every tick: tick t is x[t * n .. t * n + n). */
@@ -112,11 +116,13 @@ typedef struct bench_impl {
 /* One (case, N, hysteresis) run. */
 typedef struct bench_run {
     float hysteresis;
-    bench_impl coord, grid, oracle;
-    /* coord's and grid's counts restricted to the oracle's watchers. */
+    bench_impl coord, grid, brute, oracle;
+    /* coord's, grid's and brute-simd's counts restricted to the oracle's watchers. */
     uint64_t coord_on_oracle_enters, coord_on_oracle_leaves;
     uint64_t grid_on_oracle_enters, grid_on_oracle_leaves;
+    uint64_t brute_on_oracle_enters, brute_on_oracle_leaves;
     uint64_t mismatch_coord_grid, mismatch_coord_oracle, mismatch_grid_oracle;
+    uint64_t mismatch_brute_grid, mismatch_brute_oracle;
     int checked_ticks;
     double check_ms;         /* time spent checking (not part of any figure) */
     double mean_view;        /* mean view size after the last tick */
@@ -394,6 +400,8 @@ static void bench_grid_on_leave(uint32_t watcher, uint32_t entity, void *user_da
 
 static const coord_watcher_callbacks bench_coord_callbacks = {bench_coord_on_enter, bench_coord_on_leave};
 static const aoi_grid_callbacks bench_grid_callbacks = {bench_grid_on_enter, bench_grid_on_leave};
+/* brute-simd names watchers and entities as the grid does: the same counters. */
+static const aoi_brute_simd_callbacks bench_brute_callbacks = {bench_grid_on_enter, bench_grid_on_leave};
 
 /* ---- checking ------------------------------------------------------------ */
 
@@ -403,6 +411,7 @@ typedef struct bench_check {
     const uint32_t *entity_id;  /* entity index -> coord entity id */
     const uint32_t *watcher_id; /* entity index -> coord watcher id */
     aoi_grid *grid;
+    const aoi_brute_simd *brute;
     const bench_oracle *oracle;
     uint32_t n;
     uint32_t *mark; /* by entity index, stamped with epoch */
@@ -434,6 +443,42 @@ static uint32_t bench_check_stamp(bench_check *c) {
     return c->epoch;
 }
 
+/* brute-simd's view of watcher w against the grid's and, when the oracle
+ * follows w (slot >= 0), against the oracle's: both symmetric differences,
+ * counted exactly from the bitset (its kept size is checked too). */
+static void bench_check_brute(bench_check *c, int tick, uint32_t w, const uint32_t *grid_view, size_t grid_count,
+                              int32_t slot, bench_run *run) {
+    size_t words;
+    const uint64_t *bits = aoi_brute_simd_view_bits(c->brute, w, &words);
+    uint64_t brute_count = 0;
+    for (size_t k = 0; k < words; k++) brute_count += (uint64_t)__builtin_popcountll(bits[k]);
+    uint64_t kept = aoi_brute_simd_view_size(c->brute, w);
+    if (kept != brute_count) {
+        bench_check_detail(c, tick, w, COORD_NONE, "brute-simd view size != its bitset");
+        run->mismatch_brute_grid += kept > brute_count ? kept - brute_count : brute_count - kept;
+    }
+    uint64_t in_both = 0;
+    for (size_t k = 0; k < grid_count; k++) {
+        uint32_t e = grid_view[k];
+        if (e / 64 < words && (bits[e / 64] >> (e % 64)) & 1)
+            in_both++;
+        else
+            bench_check_detail(c, tick, w, e, "grid sees it, brute-simd does not");
+    }
+    if (brute_count > in_both) bench_check_detail(c, tick, w, COORD_NONE, "brute-simd sees more than the grid");
+    run->mismatch_brute_grid += brute_count + grid_count - 2 * in_both;
+    if (slot < 0) return;
+
+    const uint64_t *oracle_bits = c->oracle->bits + (size_t)slot * c->oracle->words;
+    uint64_t off = 0;
+    for (size_t k = 0; k < c->oracle->words || k < words; k++) {
+        uint64_t mine = k < words ? bits[k] : 0, theirs = k < c->oracle->words ? oracle_bits[k] : 0;
+        off += (uint64_t)__builtin_popcountll(mine ^ theirs);
+    }
+    if (off) bench_check_detail(c, tick, w, COORD_NONE, "brute-simd view differs from the oracle's");
+    run->mismatch_brute_oracle += off;
+}
+
 /* Compares views after `tick` and adds mismatching (watcher, entity) pairs
  * to the run's counters. */
 static void bench_check_views(bench_check *c, int tick, bench_run *run) {
@@ -443,6 +488,7 @@ static void bench_check_views(bench_check *c, int tick, bench_run *run) {
         uint32_t cw = c->watcher_id[w];
         size_t coord_count = coord_watcher_view_size(c->coord, cw);
         int32_t slot = c->oracle->slot_of[w];
+        bench_check_brute(c, tick, w, grid_view, grid_count, slot, run);
 
         /* coord against grid: grid within coord and equal sizes is equality. */
         uint64_t missing = 0;
@@ -511,8 +557,10 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
     uint32_t *watcher_id = xmalloc((size_t)n * sizeof *watcher_id);
     bench_counter *coord_counts = xcalloc(n, sizeof *coord_counts);
     bench_counter *grid_counts = xcalloc(n, sizeof *grid_counts);
+    bench_counter *brute_counts = xcalloc(n, sizeof *brute_counts);
     double *coord_ms = xmalloc((size_t)(ticks + 1) * sizeof *coord_ms);
     double *grid_ms = xmalloc((size_t)(ticks + 1) * sizeof *grid_ms);
+    double *brute_ms = xmalloc((size_t)(ticks + 1) * sizeof *brute_ms);
     double *oracle_ms = xmalloc((size_t)(ticks + 1) * sizeof *oracle_ms);
 
     /* Insertion: N entities, N watchers, first flush (initial views). */
@@ -540,6 +588,16 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
     aoi_grid_update(grid, &bench_grid_callbacks, grid_counts);
     run->grid.build_ms = bench_ms_since(start);
 
+    start = bench_now_ns();
+    aoi_brute_simd *brute = aoi_brute_simd_create(n, opt->brute_kernel);
+    if (!brute) log_panic("aoi_brute_simd_create failed (kernel %s)", opt->brute_kernel ? opt->brute_kernel : "best");
+    for (uint32_t i = 0; i < n; i++)
+        if (aoi_brute_simd_add_entity(brute, wl->x[i], wl->z[i]) == AOI_BRUTE_SIMD_NONE)
+            log_panic("aoi_brute_simd_add_entity failed for entity %" PRIu32, i);
+    for (uint32_t i = 0; i < n; i++) aoi_brute_simd_set_watcher(brute, i, BENCH_EXTENT, hysteresis);
+    aoi_brute_simd_update(brute, &bench_brute_callbacks, brute_counts);
+    run->brute.build_ms = bench_ms_since(start);
+
     /* Insertion alone: N entities into an empty system, no watchers, one
      * flush. Measured while the built systems are alive, so it draws on
      * fresh memory as the build did; freeing is not timed. */
@@ -559,6 +617,13 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
     aoi_grid_update(bare_grid, NULL, NULL);
     run->grid.insert_ms = bench_ms_since(start);
     aoi_grid_free(bare_grid);
+    start = bench_now_ns();
+    aoi_brute_simd *bare_brute = aoi_brute_simd_create(n, opt->brute_kernel);
+    if (!bare_brute) log_panic("aoi_brute_simd_create failed");
+    for (uint32_t i = 0; i < n; i++) aoi_brute_simd_add_entity(bare_brute, wl->x[i], wl->z[i]);
+    aoi_brute_simd_update(bare_brute, NULL, NULL);
+    run->brute.insert_ms = bench_ms_since(start);
+    aoi_brute_simd_free(bare_brute);
 
     bench_oracle oracle;
     bench_oracle_init(&oracle, n, opt->oracle_sample, n <= opt->oracle_full_max, BENCH_EXTENT, hysteresis,
@@ -575,6 +640,7 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
         .entity_id = entity_id,
         .watcher_id = watcher_id,
         .grid = grid,
+        .brute = brute,
         .oracle = &oracle,
         .n = n,
         .mark = xcalloc(n, sizeof(uint32_t)),
@@ -585,9 +651,11 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
     uint64_t unused;
     bench_sum_counters(coord_counts, n, &run->coord.initial, &unused);
     bench_sum_counters(grid_counts, n, &run->grid.initial, &unused);
+    bench_sum_counters(brute_counts, n, &run->brute.initial, &unused);
     bench_sum_counters(oracle.counts, oracle.count, &run->oracle.initial, &unused);
     memset(coord_counts, 0, (size_t)n * sizeof *coord_counts);
     memset(grid_counts, 0, (size_t)n * sizeof *grid_counts);
+    memset(brute_counts, 0, (size_t)n * sizeof *brute_counts);
     memset(oracle.counts, 0, (size_t)oracle.count * sizeof *oracle.counts);
 
     uint64_t grid_recomputed = 0;
@@ -596,10 +664,11 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
         /* NULL: every entity moves; else this tick's movers, ascending. */
         const uint32_t *movers = wl->mover ? wl->mover + (size_t)(t - 1) * wl->movers : NULL;
         const uint32_t mover_count = wl->movers;
-        /* Alternate which of coord and grid runs first, so neither always
-         * finds the caches the other (or the checker) left behind. */
-        for (int turn = 0; turn < 2; turn++) {
-            if ((turn == 0) == (t % 2 == 1)) {
+        /* Rotate which of coord, grid and brute-simd runs first, so none
+         * always finds the caches another (or the checker) left behind. */
+        for (int turn = 0; turn < 3; turn++) {
+            int which = (turn + t) % 3;
+            if (which == 0) {
                 start = bench_now_ns();
                 for (uint32_t k = 0; k < mover_count; k++) {
                     uint32_t i = movers ? movers[k] : k;
@@ -608,7 +677,7 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
                 }
                 coord_flush(coord);
                 coord_ms[t - 1] = bench_ms_since(start);
-            } else {
+            } else if (which == 1) {
                 start = bench_now_ns();
                 for (uint32_t k = 0; k < mover_count; k++) {
                     uint32_t i = movers ? movers[k] : k;
@@ -617,6 +686,14 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
                 aoi_grid_update(grid, &bench_grid_callbacks, grid_counts);
                 grid_ms[t - 1] = bench_ms_since(start);
                 grid_recomputed += aoi_grid_recomputed(grid);
+            } else {
+                start = bench_now_ns();
+                for (uint32_t k = 0; k < mover_count; k++) {
+                    uint32_t i = movers ? movers[k] : k;
+                    aoi_brute_simd_move_entity(brute, i, x[i], z[i]);
+                }
+                aoi_brute_simd_update(brute, &bench_brute_callbacks, brute_counts);
+                brute_ms[t - 1] = bench_ms_since(start);
             }
         }
         start = bench_now_ns();
@@ -632,9 +709,11 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
 
     bench_summarise(coord_ms, ticks, &run->coord);
     bench_summarise(grid_ms, ticks, &run->grid);
+    bench_summarise(brute_ms, ticks, &run->brute);
     bench_summarise(oracle_ms, ticks, &run->oracle);
     bench_sum_counters(coord_counts, n, &run->coord.enters, &run->coord.leaves);
     bench_sum_counters(grid_counts, n, &run->grid.enters, &run->grid.leaves);
+    bench_sum_counters(brute_counts, n, &run->brute.enters, &run->brute.leaves);
     bench_sum_counters(oracle.counts, oracle.count, &run->oracle.enters, &run->oracle.leaves);
     for (uint32_t k = 0; k < oracle.count; k++) {
         uint32_t w = oracle.owners[k];
@@ -642,10 +721,13 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
         run->coord_on_oracle_leaves += coord_counts[w].leaves;
         run->grid_on_oracle_enters += grid_counts[w].enters;
         run->grid_on_oracle_leaves += grid_counts[w].leaves;
+        run->brute_on_oracle_enters += brute_counts[w].enters;
+        run->brute_on_oracle_leaves += brute_counts[w].leaves;
     }
     coord_get_stats(coord, &run->stats_end);
     run->coord.bytes = run->stats_end.bytes;
     run->grid.bytes = aoi_grid_bytes(grid);
+    run->brute.bytes = aoi_brute_simd_bytes(brute);
     run->oracle.bytes = (size_t)oracle.count * oracle.words * sizeof(uint64_t) +
                         (size_t)n * (sizeof *oracle.owners + sizeof *oracle.slot_of);
     uint64_t view_total = 0;
@@ -659,14 +741,17 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
 
     free(check.mark);
     bench_oracle_free(&oracle);
+    aoi_brute_simd_free(brute);
     aoi_grid_free(grid);
     coord_free(coord);
     free(entity_id);
     free(watcher_id);
     free(coord_counts);
     free(grid_counts);
+    free(brute_counts);
     free(coord_ms);
     free(grid_ms);
+    free(brute_ms);
     free(oracle_ms);
 }
 
@@ -675,7 +760,8 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
 static double bench_ratio(double a, double b) { return b > 0 ? a / b : 0; }
 
 static uint64_t bench_mismatches(const bench_run *run) {
-    return run->mismatch_coord_grid + run->mismatch_coord_oracle + run->mismatch_grid_oracle;
+    return run->mismatch_coord_grid + run->mismatch_coord_oracle + run->mismatch_grid_oracle +
+           run->mismatch_brute_grid + run->mismatch_brute_oracle;
 }
 
 /* Every implementation reported the same events (on the oracle's watchers
@@ -684,7 +770,9 @@ static bool bench_events_agree(const bench_run *run) {
     return run->coord.initial == run->grid.initial && run->coord.enters == run->grid.enters &&
            run->coord.leaves == run->grid.leaves && run->oracle.enters == run->coord_on_oracle_enters &&
            run->oracle.leaves == run->coord_on_oracle_leaves && run->oracle.enters == run->grid_on_oracle_enters &&
-           run->oracle.leaves == run->grid_on_oracle_leaves;
+           run->oracle.leaves == run->grid_on_oracle_leaves && run->brute.initial == run->grid.initial &&
+           run->brute.enters == run->grid.enters && run->brute.leaves == run->grid.leaves &&
+           run->oracle.enters == run->brute_on_oracle_enters && run->oracle.leaves == run->brute_on_oracle_leaves;
 }
 
 /* A milliseconds figure, or "-" where it does not apply (< 0). */
@@ -718,6 +806,7 @@ static void bench_print_result(const bench_result *r) {
         const bench_run *run = &r->run[h];
         bench_print_impl_row("coord", run, &run->coord, r->n, false);
         bench_print_impl_row("grid", run, &run->grid, r->n, false);
+        bench_print_impl_row("brute", run, &run->brute, r->n, false);
         bench_print_impl_row("oracle", run, &run->oracle, r->n, sampled);
     }
     if (sampled)
@@ -727,46 +816,53 @@ static void bench_print_result(const bench_result *r) {
     for (int h = 0; h < 2; h++) {
         const bench_run *run = &r->run[h];
         uint64_t ticks = (uint64_t)(r->ticks > 0 ? r->ticks : 1);
-        printf("  H=%g: grid/coord %.2f  oracle/coord %.2f  coord/grid %.2f  | mean view %.1f, coord swaps/tick %.3g,"
-               " crossings/tick %.3g, cancelled %" PRIu64 ", grid views recomputed/tick %.0f (%.1f %%)\n",
-               (double)run->hysteresis, bench_ratio(run->grid.median_ms, run->coord.median_ms),
-               bench_ratio(run->oracle.median_ms, run->coord.median_ms),
-               bench_ratio(run->coord.median_ms, run->grid.median_ms), run->mean_view,
+        printf("  H=%g: coord/grid %.2f  coord/brute %.2f  grid/coord %.2f  oracle/coord %.2f  | mean view %.1f,"
+               " coord swaps/tick %.3g, crossings/tick %.3g, cancelled %" PRIu64
+               ", grid views recomputed/tick %.0f (%.1f %%)\n",
+               (double)run->hysteresis, bench_ratio(run->coord.median_ms, run->grid.median_ms),
+               bench_ratio(run->coord.median_ms, run->brute.median_ms),
+               bench_ratio(run->grid.median_ms, run->coord.median_ms),
+               bench_ratio(run->oracle.median_ms, run->coord.median_ms), run->mean_view,
                (double)(run->stats_end.swaps - run->stats_build.swaps) / (double)ticks,
                (double)(run->stats_end.crossings - run->stats_build.crossings) / (double)ticks,
                run->stats_end.cancelled - run->stats_build.cancelled, run->grid_recomputed,
                100.0 * run->grid_recomputed / r->n);
         printf("        events %s (oracle's watchers: oracle %" PRIu64 "/%" PRIu64 ", coord %" PRIu64 "/%" PRIu64
-               ", grid %" PRIu64 "/%" PRIu64 ");"
+               ", grid %" PRIu64 "/%" PRIu64 ", brute %" PRIu64 "/%" PRIu64 ");"
                " mismatched pairs over %d checked ticks: coord~grid %" PRIu64 ", coord~oracle %" PRIu64
-               ", grid~oracle %" PRIu64 "\n",
+               ", grid~oracle %" PRIu64 ", brute~grid %" PRIu64 ", brute~oracle %" PRIu64 "\n",
                bench_events_agree(run) ? "agree" : "DISAGREE", run->oracle.enters, run->oracle.leaves,
                run->coord_on_oracle_enters, run->coord_on_oracle_leaves, run->grid_on_oracle_enters,
-               run->grid_on_oracle_leaves, run->checked_ticks, run->mismatch_coord_grid, run->mismatch_coord_oracle,
-               run->mismatch_grid_oracle);
+               run->grid_on_oracle_leaves, run->brute_on_oracle_enters, run->brute_on_oracle_leaves, run->checked_ticks,
+               run->mismatch_coord_grid, run->mismatch_coord_oracle, run->mismatch_grid_oracle,
+               run->mismatch_brute_grid, run->mismatch_brute_oracle);
     }
-    printf("  coord hysteresis/plain %.2f   grid hysteresis/plain %.2f\n",
+    printf("  coord hysteresis/plain %.2f   grid hysteresis/plain %.2f   brute hysteresis/plain %.2f\n",
            bench_ratio(r->run[1].coord.median_ms, r->run[0].coord.median_ms),
-           bench_ratio(r->run[1].grid.median_ms, r->run[0].grid.median_ms));
+           bench_ratio(r->run[1].grid.median_ms, r->run[0].grid.median_ms),
+           bench_ratio(r->run[1].brute.median_ms, r->run[0].brute.median_ms));
 }
 
 static void bench_print_summary(const bench_result *results, size_t count) {
-    printf("\nsummary (median ms per tick; ratios of medians; mismatches = all pairs, both H;"
-           " c build / c ins: coord's build and entities-only insert ms, the H0 run's)\n");
-    printf("%-9s %6s %5s %7s %9s %9s %9s %9s %10s %10s %8s %8s %8s %10s %9s %9s %9s %9s %5s\n", "case", "N", "ticks",
-           "movers", "coord H0", "coord H5", "grid H0", "grid H5", "oracle H0", "oracle H5", "g/c H0", "g/c H5",
-           "c5/c0", "o/c H0", "c build", "c ins", "c B/ent", "g B/ent", "mism");
+    printf("\nsummary (median ms per tick; c/g, c/b: coord over grid, over brute-simd (below 1: coord is faster);"
+           " mismatches = all pairs, both H; c build / c ins: coord's build and entities-only insert ms, the H0"
+           " run's; B/ent: bytes per entity, the H5 run's)\n");
+    printf("%-9s %6s %5s %7s %9s %9s %9s %9s %9s %9s %10s %10s %6s %6s %6s %6s %6s %9s %9s %9s %9s %9s %5s\n", "case",
+           "N", "ticks", "movers", "coord H0", "coord H5", "grid H0", "grid H5", "brute H0", "brute H5", "oracle H0",
+           "oracle H5", "c/g H0", "c/g H5", "c/b H0", "c/b H5", "c5/c0", "c build", "c ins", "c B/ent", "g B/ent",
+           "b B/ent", "mism");
     for (size_t i = 0; i < count; i++) {
         const bench_result *r = &results[i];
         const bench_run *p = &r->run[0], *h = &r->run[1];
-        printf("%-9s %6" PRIu32 " %5d %7" PRIu32 " %9.3f %9.3f %9.3f %9.3f %10.3f %10.3f %8.2f %8.2f %8.2f %10.2f"
-               " %9.2f %9.2f %9.0f %9.0f %5" PRIu64 "\n",
+        printf("%-9s %6" PRIu32 " %5d %7" PRIu32 " %9.3f %9.3f %9.3f %9.3f %9.3f %9.3f %10.3f %10.3f %6.2f %6.2f"
+               " %6.2f %6.2f %6.2f %9.2f %9.2f %9.0f %9.0f %9.0f %5" PRIu64 "\n",
                bench_case_names[r->kind], r->n, r->ticks, r->movers, p->coord.median_ms, h->coord.median_ms,
-               p->grid.median_ms, h->grid.median_ms, p->oracle.median_ms, h->oracle.median_ms,
-               bench_ratio(p->grid.median_ms, p->coord.median_ms), bench_ratio(h->grid.median_ms, h->coord.median_ms),
-               bench_ratio(h->coord.median_ms, p->coord.median_ms),
-               bench_ratio(p->oracle.median_ms, p->coord.median_ms), p->coord.build_ms, p->coord.insert_ms,
-               (double)h->coord.bytes / r->n, (double)h->grid.bytes / r->n, bench_mismatches(p) + bench_mismatches(h));
+               p->grid.median_ms, h->grid.median_ms, p->brute.median_ms, h->brute.median_ms, p->oracle.median_ms,
+               h->oracle.median_ms, bench_ratio(p->coord.median_ms, p->grid.median_ms),
+               bench_ratio(h->coord.median_ms, h->grid.median_ms), bench_ratio(p->coord.median_ms, p->brute.median_ms),
+               bench_ratio(h->coord.median_ms, h->brute.median_ms), bench_ratio(h->coord.median_ms, p->coord.median_ms),
+               p->coord.build_ms, p->coord.insert_ms, (double)h->coord.bytes / r->n, (double)h->grid.bytes / r->n,
+               (double)h->brute.bytes / r->n, bench_mismatches(p) + bench_mismatches(h));
     }
 }
 
@@ -783,10 +879,11 @@ static void bench_json_impl(const char *name, const bench_impl *impl, uint32_t n
 static void bench_print_json(const bench_options *opt, const bench_result *results, size_t count) {
     printf("{\"bench\":\"aoi\",\"seed\":%" PRIu64 ",\"world\":%g,\"extent\":%g,\"hysteresis\":%g,\"step\":%g,"
            "\"hotspot\":%g,\"sparse_movers_percent\":%" PRIu32 ",\"grid_cell\":%g,\"quantize\":%g,"
-           "\"oracle_sample\":%" PRIu32 ",\"oracle_full_max\":%" PRIu32 ",\"check_every\":%d,\"results\":[",
+           "\"oracle_sample\":%" PRIu32 ",\"oracle_full_max\":%" PRIu32
+           ",\"check_every\":%d,\"brute_simd_kernel\":\"%s\",\"results\":[",
            opt->seed, (double)BENCH_WORLD, (double)BENCH_EXTENT, (double)BENCH_HYSTERESIS, (double)BENCH_STEP,
            (double)BENCH_HOTSPOT, opt->sparse_movers_percent, (double)opt->grid_cell, (double)opt->quantize,
-           opt->oracle_sample, opt->oracle_full_max, opt->check_every);
+           opt->oracle_sample, opt->oracle_full_max, opt->check_every, opt->brute_kernel);
     for (size_t i = 0; i < count; i++) {
         const bench_result *r = &results[i];
         printf("%s{\"case\":\"%s\",\"n\":%" PRIu32 ",\"ticks\":%d,\"movers_per_tick\":%" PRIu32
@@ -803,19 +900,26 @@ static void bench_print_json(const bench_options *opt, const bench_result *resul
             printf("%s{\"hysteresis\":%g,", h ? "," : "", (double)run->hysteresis);
             bench_json_impl("coord", &run->coord, r->n, false);
             bench_json_impl("grid", &run->grid, r->n, false);
+            bench_json_impl("brute_simd", &run->brute, r->n, false);
             bench_json_impl("oracle", &run->oracle, r->n, false);
-            printf("\"ratios\":{\"grid_over_coord\":%.4f,\"oracle_over_coord\":%.4f,\"coord_over_grid\":%.4f},",
+            printf("\"ratios\":{\"grid_over_coord\":%.4f,\"oracle_over_coord\":%.4f,\"coord_over_grid\":%.4f,"
+                   "\"coord_over_brute_simd\":%.4f,\"brute_simd_over_coord\":%.4f},",
                    bench_ratio(run->grid.median_ms, run->coord.median_ms),
                    bench_ratio(run->oracle.median_ms, run->coord.median_ms),
-                   bench_ratio(run->coord.median_ms, run->grid.median_ms));
+                   bench_ratio(run->coord.median_ms, run->grid.median_ms),
+                   bench_ratio(run->coord.median_ms, run->brute.median_ms),
+                   bench_ratio(run->brute.median_ms, run->coord.median_ms));
             printf("\"on_oracle_watchers\":{\"coord_enters\":%" PRIu64 ",\"coord_leaves\":%" PRIu64
-                   ",\"grid_enters\":%" PRIu64 ",\"grid_leaves\":%" PRIu64 "},",
+                   ",\"grid_enters\":%" PRIu64 ",\"grid_leaves\":%" PRIu64 ",\"brute_simd_enters\":%" PRIu64
+                   ",\"brute_simd_leaves\":%" PRIu64 "},",
                    run->coord_on_oracle_enters, run->coord_on_oracle_leaves, run->grid_on_oracle_enters,
-                   run->grid_on_oracle_leaves);
+                   run->grid_on_oracle_leaves, run->brute_on_oracle_enters, run->brute_on_oracle_leaves);
             printf("\"events_agree\":%s,\"checked_ticks\":%d,\"mismatches\":{\"coord_grid\":%" PRIu64
-                   ",\"coord_oracle\":%" PRIu64 ",\"grid_oracle\":%" PRIu64 "},",
+                   ",\"coord_oracle\":%" PRIu64 ",\"grid_oracle\":%" PRIu64 ",\"brute_simd_grid\":%" PRIu64
+                   ",\"brute_simd_oracle\":%" PRIu64 "},",
                    bench_events_agree(run) ? "true" : "false", run->checked_ticks, run->mismatch_coord_grid,
-                   run->mismatch_coord_oracle, run->mismatch_grid_oracle);
+                   run->mismatch_coord_oracle, run->mismatch_grid_oracle, run->mismatch_brute_grid,
+                   run->mismatch_brute_oracle);
             printf("\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,"
                    "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
                    "\"cancelled\":%" PRIu64 ",\"events\":%" PRIu64 ",\"build_swaps\":%" PRIu64 "}}",
@@ -837,13 +941,17 @@ static void bench_usage(FILE *out) {
             "usage: bench-aoi [--json] [--sizes 1000,5000,10000,20000] [--ticks 100] [--clustered-ticks N]\n"
             "                 [--seed S] [--cases uniform,clustered,sparse] [--sparse-movers 10] [--check-every K]\n"
             "                 [--oracle-sample 200] [--oracle-full-max 5000] [--grid-cell 50] [--quantize Q]\n"
+            "                 [--brute-kernel avx2|sse2|scalar]\n"
             "  --ticks            ticks of the uniform and sparse cases (default 100)\n"
             "  --clustered-ticks  ticks of the clustered case (default: the smaller of --ticks and 20)\n"
             "  --sparse-movers    percent of the entities that move each tick in the sparse case (default 10)\n"
             "  --check-every      compare all views every K ticks (default 1; the last tick always)\n"
             "  --oracle-sample    watchers the oracle follows when N > --oracle-full-max\n"
             "  --quantize         round positions to multiples of Q: entities land exactly on view\n"
-            "                     bounds, a correctness stress (figures are then not the workload's)\n");
+            "                     bounds, a correctness stress (figures are then not the workload's)\n"
+            "  --brute-kernel     the kernel brute-simd runs (default: the best this CPU supports)\n"
+            "  exit status: 0 when every AOI agrees with the others and the oracle, 1 on any mismatch, 2 on bad"
+            " options\n");
 }
 
 static int bench_parse_u64(const char *text, uint64_t min, uint64_t max, uint64_t *out) {
@@ -930,6 +1038,8 @@ static int bench_parse_options(int argc, char **argv, bench_options *opt) {
             float q = strtof(value, &end);
             if (*end || !(q >= 0) || !(q <= BENCH_HOTSPOT)) return -1;
             opt->quantize = q;
+        } else if (!strcmp(a, "--brute-kernel")) {
+            opt->brute_kernel = value; /* checked in main, against the CPU */
         } else if (!strcmp(a, "--cases")) {
             for (int k = 0; k < BENCH_CASE_COUNT; k++) opt->cases[k] = false;
             char *copy = xstrdup(value), *save = NULL;
@@ -960,14 +1070,23 @@ int main(int argc, char **argv) {
         bench_usage(stderr);
         return 2;
     }
+    /* Resolve brute-simd's kernel once: an unknown one, or one this CPU
+     * cannot run, is a bad option; the name is then printed with the figures. */
+    aoi_brute_simd *probe = aoi_brute_simd_create(1, opt.brute_kernel);
+    if (!probe) {
+        fprintf(stderr, "bench-aoi: brute-simd kernel %s is unknown or not supported by this CPU\n", opt.brute_kernel);
+        return 2;
+    }
+    opt.brute_kernel = aoi_brute_simd_kernel(probe);
+    aoi_brute_simd_free(probe);
     bench_result *results = xcalloc(BENCH_CASE_COUNT * opt.size_count, sizeof *results);
     size_t count = 0;
     uint64_t bad = 0;
     if (!opt.json) {
-        printf("bench-aoi: world %gx%g, extent %g, hysteresis 0 and %g, step <= %g, grid cell %g, seed %" PRIu64
-               "; views checked every %d tick(s)%s\n",
+        printf("bench-aoi: world %gx%g, extent %g, hysteresis 0 and %g, step <= %g, grid cell %g, brute-simd kernel"
+               " %s, seed %" PRIu64 "; views checked every %d tick(s)%s\n",
                (double)BENCH_WORLD, (double)BENCH_WORLD, (double)BENCH_EXTENT, (double)BENCH_HYSTERESIS,
-               (double)BENCH_STEP, (double)opt.grid_cell, opt.seed, opt.check_every,
+               (double)BENCH_STEP, (double)opt.grid_cell, opt.brute_kernel, opt.seed, opt.check_every,
                opt.quantize > 0 ? "; positions QUANTIZED (tie stress, not the benchmark workload)" : "");
         printf("build ms: N entities + N watchers + first flush/update; ins-only ms: N entities alone, no watchers,"
                " + first flush/update (coord: coord_add_entity x N + coord_flush); sparse: %" PRIu32 " %% of the"
