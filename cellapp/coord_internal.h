@@ -69,10 +69,14 @@ typedef struct coord_watcher_record {
     uint32_t next_owned;
     uint32_t next_free;
     float extent, hysteresis;
-    /* Open-addressing table of pairs: (entity + 1) << 4 | bits. */
+    /* The pairs (coord_watcher.c, "pair tables"): a sparse open-addressing
+     * table of (entity + 1) << 5 | bits, or, for a crowd's view, a dense
+     * one of a byte of bits per entity id (then `table` is NULL). */
     uint32_t *table;
     uint32_t table_capacity; /* power of two, or 0 */
-    uint32_t table_used;
+    uint32_t table_used;     /* pairs held, in either table */
+    uint8_t *dense;
+    uint32_t dense_length; /* ids the dense table covers */
     uint32_t view_count;
     uint32_t *touched; /* entities whose bits changed since the flush */
     uint32_t touched_count, touched_capacity;

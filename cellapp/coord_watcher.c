@@ -31,67 +31,181 @@
 
 /* ---- pair tables ------------------------------------------------------------ */
 
-/* An entry is (entity + 1) << 5 | bits; 0 marks an empty slot. */
+/* A watcher's pairs live in one of two tables. A sparse one for the usual
+ * view of tens to hundreds: open addressing, an entry (entity + 1) << 5 |
+ * bits, 0 for an empty slot. A dense one for a crowd's view of thousands:
+ * a byte of bits per entity id, indexed directly, with no probing; it is
+ * the smaller of the two once the sparse table would take more bytes than
+ * there are ids. A table turns dense when it would grow past that, and
+ * sparse again when it holds fewer than one id in COORD_PAIR_SPARSE_AGAIN,
+ * so that a view at the border does not flap between the two.
+ *
+ * Pairs are named by their SLOT: the sparse table's index, or the entity id
+ * itself in a dense table. A slot is good until the next addition (which
+ * may grow or convert the table). A pair with no bits is no pair: the
+ * dense table cannot tell it from an empty slot, and the sparse one
+ * deletes it at the flush. */
 #define COORD_PAIR_SHIFT 5
 #define COORD_PAIR_KEY(entry) ((entry) >> COORD_PAIR_SHIFT)
+#define COORD_PAIR_ALL_BITS ((1u << COORD_PAIR_SHIFT) - 1u)
 /* An entry with none of these is deleted. */
 #define COORD_PAIR_BITS_MASK (COORD_PAIR_INNER | COORD_PAIR_OUTER | COORD_PAIR_VIEW | COORD_PAIR_TOUCHED)
+#define COORD_PAIR_NO_SLOT UINT32_MAX
+#define COORD_PAIR_SPARSE_AGAIN 32u
 
 static inline uint32_t coord_pair_slot(uint32_t key, uint32_t capacity) {
     return (key * 2654435761u) & (capacity - 1u);
 }
 
-static uint32_t *coord_pair_find(const coord_watcher_record *w, uint32_t entity) {
-    if (w->table_capacity == 0) return NULL;
+/* Whether the pairs are in the dense table (dense_length is its size, 0
+ * when there is none). */
+static inline bool coord_pair_is_dense(const coord_watcher_record *w) { return w->dense_length != 0; }
+
+static inline uint32_t coord_pair_bits(const coord_watcher_record *w, uint32_t slot) {
+    return coord_pair_is_dense(w) ? w->dense[slot] : (w->table[slot] & COORD_PAIR_ALL_BITS);
+}
+
+static inline void coord_pair_set_bits(coord_watcher_record *w, uint32_t slot, uint32_t bits) {
+    if (coord_pair_is_dense(w)) {
+        uint8_t old = w->dense[slot];
+        w->table_used += (uint32_t)(old == 0 && bits != 0);
+        w->table_used -= (uint32_t)(old != 0 && bits == 0);
+        w->dense[slot] = (uint8_t)bits;
+    } else {
+        w->table[slot] = (w->table[slot] & ~COORD_PAIR_ALL_BITS) | bits;
+    }
+}
+
+/* Slots to walk to see every pair, whether `slot` holds one, and whose. */
+static inline uint32_t coord_pair_slot_count(const coord_watcher_record *w) {
+    return coord_pair_is_dense(w) ? w->dense_length : w->table_capacity;
+}
+static inline bool coord_pair_occupied(const coord_watcher_record *w, uint32_t slot) {
+    return coord_pair_is_dense(w) ? w->dense[slot] != 0 : w->table[slot] != 0;
+}
+static inline uint32_t coord_pair_entity(const coord_watcher_record *w, uint32_t slot) {
+    return coord_pair_is_dense(w) ? slot : COORD_PAIR_KEY(w->table[slot]) - 1;
+}
+
+/* The slot of (w, entity), or COORD_PAIR_NO_SLOT. */
+static uint32_t coord_pair_find(const coord_watcher_record *w, uint32_t entity) {
+    if (coord_pair_is_dense(w)) return entity < w->dense_length && w->dense[entity] ? entity : COORD_PAIR_NO_SLOT;
+    if (w->table_capacity == 0) return COORD_PAIR_NO_SLOT;
     uint32_t mask = w->table_capacity - 1, key = entity + 1;
     for (uint32_t i = coord_pair_slot(key, w->table_capacity);; i = (i + 1) & mask) {
         uint32_t entry = w->table[i];
-        if (entry == 0) return NULL;
-        if (COORD_PAIR_KEY(entry) == key) return &w->table[i];
+        if (entry == 0) return COORD_PAIR_NO_SLOT;
+        if (COORD_PAIR_KEY(entry) == key) return i;
     }
 }
 
-static void coord_pair_grow(coord_watcher_record *w) {
-    uint32_t old_capacity = w->table_capacity;
-    uint32_t *old = w->table;
-    w->table_capacity = old_capacity ? old_capacity * 2 : 16;
-    w->table = xcalloc(w->table_capacity, sizeof *w->table);
-    uint32_t mask = w->table_capacity - 1;
-    for (uint32_t i = 0; i < old_capacity; i++) {
-        uint32_t entry = old[i];
-        if (!entry) continue;
-        uint32_t slot = coord_pair_slot(COORD_PAIR_KEY(entry), w->table_capacity);
-        while (w->table[slot]) slot = (slot + 1) & mask;
-        w->table[slot] = entry;
-    }
-    free(old);
+static uint32_t coord_pair_sparse_insert(uint32_t *table, uint32_t capacity, uint32_t entry) {
+    uint32_t mask = capacity - 1;
+    uint32_t slot = coord_pair_slot(COORD_PAIR_KEY(entry), capacity);
+    while (table[slot]) slot = (slot + 1) & mask;
+    table[slot] = entry;
+    return slot;
 }
 
-static uint32_t *coord_pair_find_or_add(coord_watcher_record *w, uint32_t entity) {
-    uint32_t key = entity + 1;
-    if (w->table_capacity) {
-        uint32_t mask = w->table_capacity - 1;
-        for (uint32_t i = coord_pair_slot(key, w->table_capacity);; i = (i + 1) & mask) {
-            uint32_t entry = w->table[i];
-            if (entry == 0) break;
-            if (COORD_PAIR_KEY(entry) == key) return &w->table[i];
+/* Rebuilds the sparse table at `capacity` slots from the sparse or the
+ * dense one. */
+static void coord_pair_make_sparse(coord_watcher_record *w, uint32_t capacity) {
+    uint32_t *table = xcalloc(capacity, sizeof *table);
+    if (coord_pair_is_dense(w)) {
+        for (uint32_t id = 0; id < w->dense_length; id++)
+            if (w->dense[id]) coord_pair_sparse_insert(table, capacity, ((id + 1) << COORD_PAIR_SHIFT) | w->dense[id]);
+        free(w->dense);
+        w->dense = NULL;
+        w->dense_length = 0;
+    } else {
+        for (uint32_t i = 0; i < w->table_capacity; i++)
+            if (w->table[i]) coord_pair_sparse_insert(table, capacity, w->table[i]);
+    }
+    free(w->table);
+    w->table = table;
+    w->table_capacity = capacity;
+}
+
+/* Turns the sparse table dense, covering at least `length` ids. */
+static void coord_pair_make_dense(coord_watcher_record *w, uint32_t length) {
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < w->table_capacity; i++)
+        if (w->table[i] && COORD_PAIR_KEY(w->table[i]) > length) length = COORD_PAIR_KEY(w->table[i]);
+    if (length == 0) length = 1;
+    uint8_t *dense = xcalloc(length, 1);
+    for (uint32_t i = 0; i < w->table_capacity; i++) {
+        uint32_t entry = w->table[i];
+        if (!entry || !(entry & COORD_PAIR_ALL_BITS)) continue;
+        dense[COORD_PAIR_KEY(entry) - 1] = (uint8_t)(entry & COORD_PAIR_ALL_BITS);
+        used++;
+    }
+    free(w->table);
+    w->table = NULL;
+    w->table_capacity = 0;
+    w->table_used = used;
+    w->dense = dense;
+    w->dense_length = length;
+}
+
+/* Makes room for `extra` more pairs in a system of `id_count` entity ids:
+ * grows a sparse table, or turns it dense when the grown one would take
+ * more bytes than a dense one. A dense table grows by itself. Returns
+ * whether the table is dense. */
+static bool coord_pair_reserve(coord_watcher_record *w, size_t extra, uint32_t id_count) {
+    if (coord_pair_is_dense(w)) return true;
+    size_t needed = (size_t)w->table_used + extra;
+    if (needed * 4 <= (size_t)w->table_capacity * 3) return false;
+    size_t capacity = w->table_capacity ? w->table_capacity : 16;
+    while (needed * 4 > capacity * 3) capacity *= 2;
+    if (capacity * sizeof(uint32_t) > id_count) {
+        coord_pair_make_dense(w, id_count);
+        return true;
+    }
+    coord_pair_make_sparse(w, (uint32_t)capacity);
+    return false;
+}
+
+/* The slot of (w, entity), made if missing (with no bits yet: the caller
+ * sets some). */
+static uint32_t coord_pair_find_or_add(coord_watcher_record *w, uint32_t entity, uint32_t id_count) {
+    if (!coord_pair_is_dense(w)) {
+        uint32_t key = entity + 1;
+        if (w->table_capacity) {
+            uint32_t mask = w->table_capacity - 1;
+            for (uint32_t i = coord_pair_slot(key, w->table_capacity);; i = (i + 1) & mask) {
+                uint32_t entry = w->table[i];
+                if (entry == 0) break;
+                if (COORD_PAIR_KEY(entry) == key) return i;
+            }
+        }
+        /* At most three quarters full: linear probes stay a few slots
+         * long, and a view of ~100 fits 128 slots (512 bytes). */
+        if (!coord_pair_reserve(w, 1, id_count)) {
+            w->table_used++;
+            return coord_pair_sparse_insert(w->table, w->table_capacity, key << COORD_PAIR_SHIFT);
         }
     }
-    /* At most three quarters full: linear probes stay a few slots long, and
-     * a view of ~100 fits 128 slots (512 bytes). */
-    if ((w->table_used + 1) * 4 > w->table_capacity * 3) coord_pair_grow(w);
-    uint32_t mask = w->table_capacity - 1;
-    uint32_t slot = coord_pair_slot(key, w->table_capacity);
-    while (w->table[slot]) slot = (slot + 1) & mask;
-    w->table[slot] = key << COORD_PAIR_SHIFT;
-    w->table_used++;
-    return &w->table[slot];
+    if (entity >= w->dense_length) {
+        /* Ids are coord's own, below COORD_MAX_ENTITIES: no overflow. */
+        if (entity >= COORD_MAX_ENTITIES) log_panic("coord: entity id %u out of range", entity);
+        uint32_t length = w->dense_length * 2;
+        if (length < id_count) length = id_count;
+        if (length <= entity) length = entity + 1;
+        w->dense = xrealloc(w->dense, length);
+        memset(w->dense + w->dense_length, 0, length - w->dense_length);
+        w->dense_length = length;
+    }
+    return entity;
 }
 
-/* Deletes an entry with backward shifting, so there are no tombstones. */
-static void coord_pair_delete(coord_watcher_record *w, const uint32_t *entry) {
+/* Deletes a pair; the sparse table shifts back, so it has no tombstones. */
+static void coord_pair_delete(coord_watcher_record *w, uint32_t slot) {
+    if (coord_pair_is_dense(w)) {
+        coord_pair_set_bits(w, slot, 0);
+        return;
+    }
     uint32_t mask = w->table_capacity - 1;
-    uint32_t hole = (uint32_t)(entry - w->table);
+    uint32_t hole = slot;
     uint32_t i = hole;
     for (;;) {
         i = (i + 1) & mask;
@@ -108,10 +222,18 @@ static void coord_pair_delete(coord_watcher_record *w, const uint32_t *entry) {
     w->table_used--;
 }
 
+/* A dense table that holds few pairs now turns sparse again. */
+static void coord_pair_shrink(coord_watcher_record *w) {
+    if (!coord_pair_is_dense(w) || (size_t)w->table_used * COORD_PAIR_SPARSE_AGAIN >= w->dense_length) return;
+    uint32_t capacity = 16;
+    while ((size_t)(w->table_used + 1) * 4 > (size_t)capacity * 3) capacity *= 2;
+    coord_pair_make_sparse(w, capacity);
+}
+
 size_t coord__watcher_table_bytes(const coord_system *cs) {
     size_t bytes = (cs->flip_capacity * 2) * sizeof(coord_flip) + cs->flip_bucket_capacity * sizeof(uint32_t);
     for (uint32_t w = 0; w < cs->watcher_count; w++)
-        bytes += (size_t)cs->watchers[w].table_capacity * sizeof(uint32_t) +
+        bytes += (size_t)cs->watchers[w].table_capacity * sizeof(uint32_t) + cs->watchers[w].dense_length +
                  (size_t)cs->watchers[w].touched_capacity * sizeof(uint32_t) +
                  (size_t)cs->watchers[w].candidate_capacity * sizeof(uint32_t);
     return bytes;
@@ -133,9 +255,10 @@ static inline bool coord_checks_candidates(const coord_watcher_record *record) {
 }
 
 /* Puts a pair on its watcher's candidate list, once. */
-static void coord_list_candidate(coord_watcher_record *record, uint32_t *entry, uint32_t entity) {
-    if (*entry & COORD_PAIR_LISTED) return;
-    *entry |= COORD_PAIR_LISTED;
+static void coord_list_candidate(coord_watcher_record *record, uint32_t slot, uint32_t entity) {
+    uint32_t bits = coord_pair_bits(record, slot);
+    if (bits & COORD_PAIR_LISTED) return;
+    coord_pair_set_bits(record, slot, bits | COORD_PAIR_LISTED);
     if (record->candidate_count == record->candidate_capacity) {
         record->candidate_capacity = record->candidate_capacity ? record->candidate_capacity * 2 : 16;
         record->candidates = xrealloc(record->candidates, record->candidate_capacity * sizeof *record->candidates);
@@ -156,10 +279,11 @@ static void coord_queue_watcher(coord_system *cs, uint32_t w) {
 }
 
 /* Lists a pair for re-examination at the next flush. */
-static void coord_touch(coord_system *cs, uint32_t w, uint32_t *entry, uint32_t entity) {
-    if (*entry & COORD_PAIR_TOUCHED) return;
-    *entry |= COORD_PAIR_TOUCHED;
+static void coord_touch(coord_system *cs, uint32_t w, uint32_t slot, uint32_t entity) {
     coord_watcher_record *record = &cs->watchers[w];
+    uint32_t bits = coord_pair_bits(record, slot);
+    if (bits & COORD_PAIR_TOUCHED) return;
+    coord_pair_set_bits(record, slot, bits | COORD_PAIR_TOUCHED);
     if (record->touched_count == record->touched_capacity) {
         record->touched_capacity = record->touched_capacity ? record->touched_capacity * 2 : 16;
         record->touched = xrealloc(record->touched, record->touched_capacity * sizeof *record->touched);
@@ -226,15 +350,15 @@ static size_t coord_apply_flips_resolving(coord_system *cs, bool resolve, bool c
         /* A bulk load brings hundreds of new pairs at once: size the table
          * for them up front rather than rehashing them again and again. An
          * ordinary tick's few flips mostly hit pairs already there. */
-        if (end - begin > record->table_used)
-            while ((record->table_used + (end - begin)) * 4 > (size_t)record->table_capacity * 3)
-                coord_pair_grow(record);
+        uint32_t id_count = cs->entity_count;
+        if (end - begin > record->table_used) coord_pair_reserve(record, end - begin, id_count);
+        uint32_t flipped = dual ? COORD_PAIR_OUTER : (COORD_PAIR_INNER | COORD_PAIR_OUTER);
         for (size_t i = begin; i < end; i++) {
             const coord_flip *flip = &sorted[i];
             if (flip->entity == owner) continue;
-            uint32_t *entry = coord_pair_find_or_add(record, flip->entity);
-            *entry ^= dual ? COORD_PAIR_OUTER : (COORD_PAIR_INNER | COORD_PAIR_OUTER);
-            coord_touch(cs, w, entry, flip->entity);
+            uint32_t slot = coord_pair_find_or_add(record, flip->entity, id_count);
+            coord_pair_set_bits(record, slot, coord_pair_bits(record, slot) ^ flipped);
+            coord_touch(cs, w, slot, flip->entity);
             record = &cs->watchers[w];
         }
         begin = end;
@@ -350,13 +474,14 @@ int coord_watcher_seed(coord_system *cs, uint32_t w, uint32_t entity) {
     if (!coord_watcher_valid(cs, w) || entity >= cs->entity_count || !cs->entities[entity].live) return -1;
     coord_watcher_record *record = &cs->watchers[w];
     if (entity == record->owner) return -1;
-    uint32_t *entry = coord_pair_find_or_add(record, entity);
-    if (*entry & COORD_PAIR_VIEW) return 0;
-    *entry |= COORD_PAIR_VIEW;
+    uint32_t slot = coord_pair_find_or_add(record, entity, cs->entity_count);
+    uint32_t bits = coord_pair_bits(record, slot);
+    if (bits & COORD_PAIR_VIEW) return 0;
+    coord_pair_set_bits(record, slot, bits | COORD_PAIR_VIEW);
     record->view_count++;
     /* The next flush applies the view rule to it like to any touched pair:
      * inside the outer extent it stays, outside it leaves. */
-    coord_touch(cs, w, entry, entity);
+    coord_touch(cs, w, slot, entity);
     return 0;
 }
 
@@ -385,9 +510,12 @@ int coord_remove_watcher(coord_system *cs, uint32_t w) {
 void coord__watcher_release(coord_system *cs, uint32_t w) {
     coord_watcher_record *record = &cs->watchers[w];
     free(record->table);
+    free(record->dense);
     free(record->touched);
     free(record->candidates);
     record->table = NULL;
+    record->dense = NULL;
+    record->dense_length = 0;
     record->touched = NULL;
     record->candidates = NULL;
     record->candidate_count = record->candidate_capacity = 0;
@@ -398,16 +526,18 @@ void coord__watcher_release(coord_system *cs, uint32_t w) {
 /* Marks every pair of a watcher for re-evaluation at the next flush. */
 static void coord_touch_all(coord_system *cs, uint32_t w) {
     coord_watcher_record *record = &cs->watchers[w];
-    for (uint32_t i = 0; i < record->table_capacity; i++) {
-        if (!record->table[i]) continue;
-        coord_touch(cs, w, &record->table[i], COORD_PAIR_KEY(record->table[i]) - 1);
+    for (uint32_t slot = 0; slot < coord_pair_slot_count(record); slot++) {
+        if (!coord_pair_occupied(record, slot)) continue;
+        coord_touch(cs, w, slot, coord_pair_entity(record, slot));
         record = &cs->watchers[w];
     }
 }
 
 /* Empties the candidate list, its LISTED bits with it. */
 static void coord_forget_candidates(coord_watcher_record *record) {
-    for (uint32_t i = 0; i < record->table_capacity; i++) record->table[i] &= ~(uint32_t)COORD_PAIR_LISTED;
+    for (uint32_t slot = 0; slot < coord_pair_slot_count(record); slot++)
+        if (coord_pair_occupied(record, slot))
+            coord_pair_set_bits(record, slot, coord_pair_bits(record, slot) & ~(uint32_t)COORD_PAIR_LISTED);
     record->candidate_count = 0;
 }
 
@@ -423,11 +553,11 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
     if (was_dual && !dual) {
         /* A trap keeps INNER equal to OUTER; the trigger's move to the new
          * extent then flips both. */
-        for (uint32_t i = 0; i < record->table_capacity; i++) {
-            uint32_t entry = record->table[i];
-            if (!entry) continue;
-            uint32_t bits = entry & ~(uint32_t)(COORD_PAIR_INNER | COORD_PAIR_LISTED);
-            record->table[i] = bits | ((entry & COORD_PAIR_OUTER) ? COORD_PAIR_INNER : 0);
+        for (uint32_t slot = 0; slot < coord_pair_slot_count(record); slot++) {
+            if (!coord_pair_occupied(record, slot)) continue;
+            uint32_t old = coord_pair_bits(record, slot);
+            uint32_t bits = old & ~(uint32_t)(COORD_PAIR_INNER | COORD_PAIR_LISTED);
+            coord_pair_set_bits(record, slot, bits | ((old & COORD_PAIR_OUTER) ? COORD_PAIR_INNER : 0));
         }
         record->candidate_count = 0; /* a trap has none */
     }
@@ -471,8 +601,9 @@ int coord_set_watcher_shape(coord_system *cs, uint32_t w, coord_shape shape) {
 
 bool coord_watcher_sees(const coord_system *cs, uint32_t w, uint32_t entity) {
     if (!coord_watcher_valid(cs, w)) return false;
-    const uint32_t *entry = coord_pair_find(&cs->watchers[w], entity);
-    return entry && (*entry & COORD_PAIR_VIEW);
+    const coord_watcher_record *record = &cs->watchers[w];
+    uint32_t slot = coord_pair_find(record, entity);
+    return slot != COORD_PAIR_NO_SLOT && (coord_pair_bits(record, slot) & COORD_PAIR_VIEW);
 }
 
 size_t coord_watcher_view_size(const coord_system *cs, uint32_t w) {
@@ -482,9 +613,10 @@ size_t coord_watcher_view_size(const coord_system *cs, uint32_t w) {
 uint32_t coord_watcher_next(const coord_system *cs, uint32_t w, size_t *cursor) {
     if (!coord_watcher_valid(cs, w)) return COORD_NONE;
     const coord_watcher_record *record = &cs->watchers[w];
-    while (*cursor < record->table_capacity) {
-        uint32_t entry = record->table[(*cursor)++];
-        if (entry & COORD_PAIR_VIEW) return COORD_PAIR_KEY(entry) - 1;
+    while (*cursor < coord_pair_slot_count(record)) {
+        uint32_t slot = (uint32_t)(*cursor)++;
+        if (coord_pair_occupied(record, slot) && (coord_pair_bits(record, slot) & COORD_PAIR_VIEW))
+            return coord_pair_entity(record, slot);
     }
     return COORD_NONE;
 }
@@ -539,9 +671,9 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
     for (uint32_t i = 0; i < cs->watchers[w].touched_count; i++) {
         coord_watcher_record *record = &cs->watchers[w]; /* callbacks may move the array */
         uint32_t entity = record->touched[i];
-        uint32_t *entry = coord_pair_find(record, entity);
-        if (!entry) continue;
-        uint32_t bits = *entry & ~(uint32_t)COORD_PAIR_TOUCHED;
+        uint32_t slot = coord_pair_find(record, entity);
+        if (slot == COORD_PAIR_NO_SLOT) continue;
+        uint32_t bits = coord_pair_bits(record, slot) & ~(uint32_t)COORD_PAIR_TOUCHED;
         bool was = bits & COORD_PAIR_VIEW;
         bool now;
         if (record->dual)
@@ -555,11 +687,11 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
         else
             bits &= ~(uint32_t)COORD_PAIR_VIEW;
         if ((bits & COORD_PAIR_BITS_MASK) == 0) {
-            coord_pair_delete(record, entry);
+            coord_pair_delete(record, slot);
         } else {
-            *entry = bits;
+            coord_pair_set_bits(record, slot, bits);
             if (coord_checks_candidates(record) && coord_is_candidate(record, bits))
-                coord_list_candidate(record, entry, entity);
+                coord_list_candidate(record, slot, entity);
         }
         if (now == was) {
             cs->stats.cancelled++;
@@ -568,6 +700,7 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
         delivered += coord_report(cs, w, entity, now);
     }
     cs->watchers[w].touched_count = 0;
+    coord_pair_shrink(&cs->watchers[w]);
     if (!check_candidates || !coord_checks_candidates(&cs->watchers[w])) return delivered;
 
     /* Candidates: inside the trigger, not in view (hysteresis), or inside
@@ -587,18 +720,19 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
             i++;
             continue;
         }
-        uint32_t *entry = coord_pair_find(record, entity);
-        if (!entry || !(*entry & COORD_PAIR_LISTED) || !coord_is_candidate(record, *entry)) {
-            if (entry) *entry &= ~(uint32_t)COORD_PAIR_LISTED;
+        uint32_t slot = coord_pair_find(record, entity);
+        uint32_t bits = slot == COORD_PAIR_NO_SLOT ? 0 : coord_pair_bits(record, slot);
+        if (!(bits & COORD_PAIR_LISTED) || !coord_is_candidate(record, bits)) {
+            if (slot != COORD_PAIR_NO_SLOT) coord_pair_set_bits(record, slot, bits & ~(uint32_t)COORD_PAIR_LISTED);
             record->candidates[i] = record->candidates[--record->candidate_count];
             continue;
         }
         if (record->shape != COORD_SHAPE_BOX) {
             /* Round: stays listed while in the square, in view or not. */
             i++;
-            bool was = *entry & COORD_PAIR_VIEW, now = coord_inside_round(cs, record, entity);
+            bool was = bits & COORD_PAIR_VIEW, now = coord_inside_round(cs, record, entity);
             if (now == was) continue;
-            *entry ^= COORD_PAIR_VIEW;
+            coord_pair_set_bits(record, slot, bits ^ COORD_PAIR_VIEW);
             delivered += coord_report(cs, w, entity, now);
             continue;
         }
@@ -606,7 +740,7 @@ static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candi
             i++;
             continue;
         }
-        *entry = (*entry | COORD_PAIR_VIEW) & ~(uint32_t)COORD_PAIR_LISTED;
+        coord_pair_set_bits(record, slot, (bits | COORD_PAIR_VIEW) & ~(uint32_t)COORD_PAIR_LISTED);
         record->candidates[i] = record->candidates[--record->candidate_count];
         delivered += coord_report(cs, w, entity, true);
     }

@@ -1023,6 +1023,12 @@ static void test_random_2d_seed3(void **state) {
  * populated while Y still decides some of them. */
 static void test_random_3d(void **state) { rw_run(state, (rw_params){true, 4, 1500, 250, 120, 1000.0f, 100.0f}); }
 
+/* A crowd: 1,500 entities in 200 x 200, so a wide view holds half of them
+ * and its pairs go to a dense table, while a narrow one holds a few in a
+ * sparse table; range changes and teleports move views between the two,
+ * both ways, under the oracle. */
+static void test_random_2d_crowd(void **state) { rw_run(state, (rw_params){false, 5, 1500, 300, 120, 200.0f, 100.0f}); }
+
 /* ======================================================================== */
 /* 2. Edge cases                                                            */
 /* ======================================================================== */
@@ -2107,6 +2113,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_random_2d_seed2, teardown_world),
         cmocka_unit_test_teardown(test_random_2d_seed3, teardown_world),
         cmocka_unit_test_teardown(test_random_3d, teardown_world),
+        cmocka_unit_test_teardown(test_random_2d_crowd, teardown_world),
         cmocka_unit_test_setup_teardown(test_stacked_entities, setup_2d, teardown_system),
         cmocka_unit_test_setup_teardown(test_boundary_is_inside, setup_2d, teardown_system),
         cmocka_unit_test_setup_teardown(test_moving_onto_boundary, setup_2d, teardown_system),
