@@ -69,6 +69,7 @@ static void coord_reserve_entities(coord_system *cs, uint32_t wanted) {
         cs->entity_target[a] = xrealloc(cs->entity_target[a], capacity * sizeof(float));
     }
     cs->entity_moved_epoch = xrealloc(cs->entity_moved_epoch, capacity * sizeof *cs->entity_moved_epoch);
+    cs->entity_first_watcher = xrealloc(cs->entity_first_watcher, capacity * sizeof *cs->entity_first_watcher);
     cs->entity_capacity = capacity;
 }
 
@@ -77,6 +78,7 @@ void coord__reserve_watchers(coord_system *cs, uint32_t wanted) {
     uint32_t capacity = cs->watcher_capacity ? cs->watcher_capacity : 64;
     while (capacity < wanted) capacity *= 2;
     cs->watchers = xrealloc(cs->watchers, capacity * sizeof *cs->watchers);
+    cs->watcher_links = xrealloc(cs->watcher_links, capacity * sizeof *cs->watcher_links);
     size_t triggers = (size_t)capacity * 2;
     for (int a = 0; a < COORD_MAX_AXES; a++) {
         cs->trigger_low[a] = xrealloc(cs->trigger_low[a], triggers * sizeof(float));
@@ -110,8 +112,10 @@ void coord_free(coord_system *cs) {
         free(cs->pending_keys[a]);
     }
     free(cs->entities);
+    free(cs->entity_first_watcher);
     free(cs->entity_moved_epoch);
     free(cs->watchers);
+    free(cs->watcher_links);
     free(cs->trigger_flags);
     free(cs->pending_entities);
     free(cs->pending_triggers);
@@ -425,7 +429,7 @@ int coord_move_entity(coord_system *cs, uint32_t entity, float x, float y, float
         /* Not in the axes yet: its nodes (and its watchers' queued
          * triggers) are made from these coordinates when it goes in. */
         for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_coord[a][entity] = position[a];
-        for (uint32_t w = record->first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned)
+        for (uint32_t w = cs->entity_first_watcher[entity]; w != COORD_NONE; w = cs->watcher_links[w].next_owned)
             coord__place_watcher(cs, w);
         return 0;
     }
@@ -504,10 +508,9 @@ static void coord_apply_moves(coord_system *cs) {
             uint32_t e = order[i];
             float value = cs->entity_target[a][e];
             coord_slide_entity_axis(cs, e, a, value);
-            for (uint32_t w = cs->entities[e].first_watcher; w != COORD_NONE; w = cs->watchers[w].next_owned) {
-                const coord_watcher_record *watcher = &cs->watchers[w];
+            for (uint32_t w = cs->entity_first_watcher[e]; w != COORD_NONE; w = cs->watcher_links[w].next_owned) {
                 if (cs->trigger_flags[(size_t)2 * w] & COORD_TRIGGER_PENDING) continue;
-                float reach = watcher->dual ? watcher->extent + watcher->hysteresis : watcher->extent;
+                float reach = cs->watcher_links[w].reach;
                 coord_slide_trigger_axis(cs, 2 * w, a, value - reach, value + reach);
             }
         }
@@ -575,7 +578,7 @@ uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t 
     record->type = type;
     record->flags = flags;
     record->user_data = user_data;
-    record->first_watcher = COORD_NONE;
+    cs->entity_first_watcher[e] = COORD_NONE;
     float position[3];
     coord_to_axes(x, y, z, position);
     for (int a = 0; a < COORD_MAX_AXES; a++) {
@@ -786,7 +789,7 @@ int coord_remove_entity(coord_system *cs, uint32_t entity) {
     if (entity >= cs->entity_count || !cs->entities[entity].live) return -1;
     coord_entity_record *record = &cs->entities[entity];
     /* Its own watchers go first, silently. */
-    while (record->first_watcher != COORD_NONE) coord_remove_watcher(cs, record->first_watcher);
+    while (cs->entity_first_watcher[entity] != COORD_NONE) coord_remove_watcher(cs, cs->entity_first_watcher[entity]);
     if (record->pending) {
         /* Never entered the axes: nobody has seen it. */
         record->live = 0;

@@ -55,18 +55,24 @@ typedef struct coord_flip {
 typedef struct coord_entity_record {
     void *user_data;
     uint32_t type, flags;
-    uint32_t first_watcher; /* watchers this entity owns, linked by next_owned */
     uint32_t next_free;
     uint8_t live;
     uint8_t pending; /* added but not yet merged into the axes */
     uint8_t dirty;   /* moved; its nodes follow at the next settle */
 } coord_entity_record;
 
+/* What a batch of moves needs of a watcher, packed apart from its record
+ * (which it would otherwise miss in the cache once per moved owner and
+ * axis): the next watcher of the same owner, and its trigger's reach. */
+typedef struct coord_watcher_link {
+    uint32_t next_owned; /* COORD_NONE at the end of the owner's list */
+    float reach;         /* extent, plus hysteresis for a view that has it */
+} coord_watcher_link;
+
 typedef struct coord_watcher_record {
     coord_watcher_callbacks callbacks;
     void *user_data;
     uint32_t owner;
-    uint32_t next_owned;
     uint32_t next_free;
     float extent, hysteresis;
     /* The pairs (coord_watcher.c, "pair tables"): a sparse open-addressing
@@ -101,12 +107,14 @@ struct coord_system {
     uint32_t *entity_hint[COORD_MAX_AXES];
     float *entity_target[COORD_MAX_AXES];   /* where a dirty entity is going */
     uint32_t *entity_moved_epoch;           /* move epoch of the entity's last move */
+    uint32_t *entity_first_watcher;         /* watchers an entity owns, linked by watcher_links */
     uint32_t move_epoch;                    /* counts batches of moves */
     uint32_t entity_count, entity_capacity; /* ids handed out so far, room */
     uint32_t free_entities_head;
     size_t live_entities;
 
     coord_watcher_record *watchers;
+    coord_watcher_link *watcher_links;
     float *trigger_low[COORD_MAX_AXES]; /* committed bounds per trigger */
     float *trigger_high[COORD_MAX_AXES];
     uint32_t *trigger_hint[COORD_MAX_AXES]; /* [2t] lower, [2t+1] upper */

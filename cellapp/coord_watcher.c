@@ -452,8 +452,9 @@ uint32_t coord_add_watcher(coord_system *cs, uint32_t owner, float extent, float
     record->hysteresis = hysteresis;
     if (callbacks) record->callbacks = *callbacks;
     record->user_data = user_data;
-    record->next_owned = cs->entities[owner].first_watcher;
-    cs->entities[owner].first_watcher = w;
+    cs->watcher_links[w].next_owned = cs->entity_first_watcher[owner];
+    cs->watcher_links[w].reach = hysteresis > 0 ? extent + hysteresis : extent;
+    cs->entity_first_watcher[owner] = w;
     cs->trigger_flags[(size_t)2 * w] = cs->trigger_flags[(size_t)2 * w + 1] = 0;
 
     record->dual = hysteresis > 0;
@@ -488,10 +489,10 @@ int coord_watcher_seed(coord_system *cs, uint32_t w, uint32_t entity) {
 int coord_remove_watcher(coord_system *cs, uint32_t w) {
     if (!coord_watcher_valid(cs, w)) return -1;
     coord_watcher_record *record = &cs->watchers[w];
-    coord_entity_record *owner = &cs->entities[record->owner];
-    for (uint32_t *link = &owner->first_watcher; *link != COORD_NONE; link = &cs->watchers[*link].next_owned) {
+    for (uint32_t *link = &cs->entity_first_watcher[record->owner]; *link != COORD_NONE;
+         link = &cs->watcher_links[*link].next_owned) {
         if (*link == w) {
-            *link = record->next_owned;
+            *link = cs->watcher_links[w].next_owned;
             break;
         }
     }
@@ -568,6 +569,7 @@ int coord_set_watcher_range(coord_system *cs, uint32_t w, float extent, float hy
     }
     record->extent = extent;
     record->hysteresis = hysteresis;
+    cs->watcher_links[w].reach = dual ? extent + hysteresis : extent;
     float centre[COORD_MAX_AXES];
     coord_watcher_centre(cs, w, centre);
     coord__place_trigger(cs, 2 * w, centre, dual ? extent + hysteresis : extent);

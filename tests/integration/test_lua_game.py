@@ -141,8 +141,11 @@ class LuaGame(unittest.TestCase):
         self.assertEqual(report.get("disconnects", 0), 0, report)
         self.assertEqual(report.get("logins_failed", 0), 0, report)
 
-        text = self.cell_logs(cluster)
-        base_text = self.wait_log(cluster, baseapps, r"probe-hook base_destroyed\n")
+        # The bots' leaving runs the last hooks: a base destroyed (and
+        # written) at once, and lost_witness once the cell hears of it.
+        self.wait_log(cluster, baseapps, r"probe-hook base_destroyed\n")
+        base_text = self.wait_log(cluster, baseapps, r"probe-hook base_written\n")
+        text = self.wait_log(cluster, cellapps, r"probe-hook lost_witness\n")
         missing = [hook for hook in CELL_HOOKS if "probe-hook %s\n" % hook not in text]
         self.assertEqual(missing, [], "cell hooks never run from Lua")
         missing = [hook for hook in BASE_HOOKS if "probe-hook %s\n" % hook not in base_text]
