@@ -278,12 +278,13 @@ static void coord_queue_watcher(coord_system *cs, uint32_t w) {
     cs->touched_watchers[cs->touched_watcher_count++] = w;
 }
 
-/* Lists a pair for re-examination at the next flush. */
-static void coord_touch(coord_system *cs, uint32_t w, uint32_t slot, uint32_t entity) {
+/* Flips the pair's bits in `toggle` and lists it, once, for re-examination at
+ * the next flush. */
+static void coord_touch(coord_system *cs, uint32_t w, uint32_t slot, uint32_t entity, uint32_t toggle) {
     coord_watcher_record *record = &cs->watchers[w];
     uint32_t bits = coord_pair_bits(record, slot);
+    coord_pair_set_bits(record, slot, (bits ^ toggle) | COORD_PAIR_TOUCHED);
     if (bits & COORD_PAIR_TOUCHED) return;
-    coord_pair_set_bits(record, slot, bits | COORD_PAIR_TOUCHED);
     if (record->touched_count == record->touched_capacity) {
         record->touched_capacity = record->touched_capacity ? record->touched_capacity * 2 : 16;
         record->touched = xrealloc(record->touched, record->touched_capacity * sizeof *record->touched);
@@ -357,8 +358,7 @@ static size_t coord_apply_flips_resolving(coord_system *cs, bool resolve, bool c
             const coord_flip *flip = &sorted[i];
             if (flip->entity == owner) continue;
             uint32_t slot = coord_pair_find_or_add(record, flip->entity, id_count);
-            coord_pair_set_bits(record, slot, coord_pair_bits(record, slot) ^ flipped);
-            coord_touch(cs, w, slot, flip->entity);
+            coord_touch(cs, w, slot, flip->entity, flipped);
             record = &cs->watchers[w];
         }
         begin = end;
@@ -478,11 +478,10 @@ int coord_watcher_seed(coord_system *cs, uint32_t w, uint32_t entity) {
     uint32_t slot = coord_pair_find_or_add(record, entity, cs->entity_count);
     uint32_t bits = coord_pair_bits(record, slot);
     if (bits & COORD_PAIR_VIEW) return 0;
-    coord_pair_set_bits(record, slot, bits | COORD_PAIR_VIEW);
     record->view_count++;
     /* The next flush applies the view rule to it like to any touched pair:
      * inside the outer extent it stays, outside it leaves. */
-    coord_touch(cs, w, slot, entity);
+    coord_touch(cs, w, slot, entity, COORD_PAIR_VIEW);
     return 0;
 }
 
@@ -529,7 +528,7 @@ static void coord_touch_all(coord_system *cs, uint32_t w) {
     coord_watcher_record *record = &cs->watchers[w];
     for (uint32_t slot = 0; slot < coord_pair_slot_count(record); slot++) {
         if (!coord_pair_occupied(record, slot)) continue;
-        coord_touch(cs, w, slot, coord_pair_entity(record, slot));
+        coord_touch(cs, w, slot, coord_pair_entity(record, slot), 0);
         record = &cs->watchers[w];
     }
 }
