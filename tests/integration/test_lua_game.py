@@ -10,8 +10,8 @@ half of the space each and one baseapp, with bots walking and calling.
     leaving, arrived, teleported, moved, the view and witness hooks, the
     traps, timers, thinks, inputs, controllers, property_changed, method
     bodies), game.lua's tick, systems and listeners, and the base side's
-    (created, client_enabled, timers, methods, a call that failed, written,
-    destroyed);
+    (created, client_enabled, timers, methods, a call that failed, a
+    giveClientTo refused, written, destroyed);
   - state by name: a value outside int8's range, of the wrong type, and a
     name the class does not declare are refused with the rule broken;
   - the sandbox: io, os.execute, os.exit, require outside the game's folder
@@ -46,7 +46,7 @@ CELL_HOOKS = ["created", "destroyed", "leaving", "arrived", "teleported", "moved
               "controller_arrived", "controller_failed", "property_changed", "method", "method_from_c",
               "walker_created", "game_tick", "before_thinks", "after_thinks", "event_heard", "runaway"]
 BASE_HOOKS = ["base_created", "client_enabled", "base_timer", "base_method", "base_game_tick", "base_call_failed",
-              "base_written", "base_destroyed"]
+              "base_written", "base_destroyed", "base_handover_refused"]
 SANDBOX = ["io", "os.execute", "os.exit", "require outside", "require os", "load", "dofile", "debug", "string.dump"]
 
 
@@ -102,6 +102,17 @@ class LuaGame(unittest.TestCase):
         try:
             # The first generation runs: pings of version 1.
             self.wait_log(cluster, cellapps, r"probe-hook event_heard\b")
+            # An operator's giveClientTo to a base no one has: refused, and
+            # the player's Lua handover_refused hears the rule.
+            port = int(cluster.registry_hash("baseapp-1")["admin_port"])
+            sock, reply = harness.login(cluster.login, "operator-probe", "pw")
+            try:
+                status, body, _ = cluster.admin_http(
+                    port, "/admin/give-client?from=%d&to=987654321" % reply["entity_id"], method="POST")
+                self.assertEqual(status, 202, body)
+                self.wait_log(cluster, baseapps, r"probe-hook base_handover_refused\n")
+            finally:
+                sock.close()
             # A syntax error: refused, naming the file and the line.
             scripts = os.path.join(game, "scripts")
             probe = os.path.join(scripts, "Probe.lua")

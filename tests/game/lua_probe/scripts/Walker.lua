@@ -49,6 +49,7 @@ function B:timer(id, tag, user)
 end
 function B:call_failed(target, part, method) seen.saw("base_call_failed") end
 function B:written(ok, detail) seen.saw("base_written") end
+function B:handover_refused(target, rule) seen.saw("base_handover_refused") end
 
 function B:scored(caller, points)
     seen.saw("base_method")
