@@ -71,9 +71,6 @@ static inline bool cell_change_count_ahead(uint32_t then, uint32_t now) {
 typedef struct cell_observer {
     witness *view;
     uint32_t alias; /* the entity's alias in that witness */
-    /* That client is owed a MOVE of it already: a further move changes
-     * nothing there until the MOVE goes (then the witness clears this). */
-    bool move_owed;
 } cell_observer;
 
 /* What only a real has: the parts of an entity this cellapp runs. A ghost

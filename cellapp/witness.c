@@ -5,19 +5,23 @@
  * of half-side view_radius, left beyond view_radius + view_hysteresis); its
  * flush tells the witness who entered and who left, net for the tick. Every
  * entity in view knows the witness (cell_entity.observers), and when it
- * moves or its properties are packed it works out what it owes this client
- * and offers it (witness_notify_changes) -- a mover whose MOVE is already
- * owed to this client does not even do that. So a tick's work follows what
- * changed in the view -- enters, leaves, movers, changed properties -- and
- * what the budget finds due, not the view's size. Each tick the witness:
+ * moves or its properties are packed it sets its alias's bit in the
+ * witness's touched bitmap (witness_notify_changes). So a tick's work
+ * follows what changed in the view -- enters, leaves, movers, changed
+ * properties -- and what the budget finds due, not the view's size.
+ *
+ * Memory. A pair in view costs the witness one cache line: its slot is 64
+ * bytes, aligned, indexed by alias, and the touched pairs are worked
+ * through in alias order (the bitmap's), so one witness's slots and its
+ * budget's memory are read in address order, while they are in cache,
+ * rather than once per mover in the movers' order. Each tick the witness:
  *
  *   1. writes a LEAVE for every entity that left, and releases its alias
  *      (alias_table: it cools down before naming anything else);
  *   2. gives every entity that entered an alias (the own entity first), to
  *      be ENTERed with its full state for the detail level it is at, and
  *      an absolute MOVE;
- *   3. for every entity that changed (worked out when it reports the
- *      change, while it is in cache; and a tenth of the view, for detail
+ *   3. for every entity that changed (and a tenth of the view, for detail
  *      levels: see below), works out what it owes the client: a
  *      property UPDATE (pack-once: the shared encoding of its audience,
  *      replication.c), properties the client lacks (a near-only property
@@ -78,25 +82,28 @@
 #include "log.h"
 #include "witness_budget.h"
 
-/* What the client holds of one alias. The fields every touch reads come
- * first, so that a touch usually costs one cache line. */
+/* What the client holds of one alias: one cache line (64 bytes, aligned),
+ * so that touching a pair in view costs one line of memory. The properties
+ * owed with their current values (a 32-byte mask) are read only when
+ * `owes_properties` says there are some, and live apart (witness.owed). */
 typedef struct witness_slot {
-    cell_entity *entity;       /* the entity; NULL once it is freed (its leave is coming) */
-    uint8_t detail;            /* the entity_def_detail the client was last given */
-    bool entering;             /* this tick: ENTER, then an absolute MOVE */
-    bool move_pending;         /* the entity moved since the client's last MOVE */
-    bool touched;              /* in this tick's touched list */
-    bool offered;              /* offered to the budget this tick */
-    bool selected;             /* ... and selected */
-    bool batched;              /* its shared UPDATE goes in this tick's batch */
-    uint32_t observer_index;   /* this pair in entity->observers */
-    uint32_t member_index;     /* this alias in the witness's members */
-    uint32_t update_bits;      /* this tick: the size of that shared UPDATE's span */
-    uint32_t written_bits;     /* this tick: bits written for it so far */
-    uint64_t entity_id;        /* 0: the alias names nothing */
-    volatile_track track;      /* the position and yaw the client holds */
-    entity_state_mask pending; /* properties owed with their current values */
+    _Alignas(64) cell_entity *entity; /* the entity; NULL once it is freed (its leave is coming) */
+    uint64_t entity_id;               /* 0: the alias names nothing */
+    uint32_t observer_index;          /* this pair in entity->observers */
+    uint32_t member_index;            /* this alias in the witness's members */
+    uint32_t update_bits;             /* this tick: the size of that shared UPDATE's span */
+    uint32_t written_bits;            /* this tick: bits written for it so far */
+    uint8_t detail;                   /* the entity_def_detail the client was last given */
+    bool entering;                    /* this tick: ENTER, then an absolute MOVE */
+    bool move_pending;                /* the entity moved since the client's last MOVE */
+    bool offered;                     /* offered to the budget this tick */
+    bool selected;                    /* ... and selected */
+    bool batched;                     /* its shared UPDATE goes in this tick's batch */
+    bool owes_properties;             /* witness.owed[alias] is not empty */
+    volatile_track track;             /* the position and yaw the client holds */
 } witness_slot;
+
+_Static_assert(sizeof(witness_slot) == 64, "a witness slot is one cache line");
 
 /* How long a restored view waits for the copy of an entity the client
  * knows before it leaves (well under the second a client may go without
@@ -152,6 +159,9 @@ struct witness {
      * (a slot is ~100 bytes; 1024 of them for every client would be 100 KB
      * each). */
     witness_slot *slots;
+    /* By alias likewise: the properties owed with their current values
+     * (read only when the slot's owes_properties is set). */
+    entity_state_mask *owed;
     uint32_t slot_capacity;
     uint64_t budget_tick;
     uint64_t *left; /* entity ids reported leaving since the last update */
@@ -161,9 +171,13 @@ struct witness {
     uint32_t *members; /* aliases in use, in no order (slot.member_index) */
     size_t member_count, member_capacity;
     size_t sweep_cursor; /* where this tick's detail recheck starts in members */
-    uint32_t *touched;   /* aliases whose entity changed since the last update */
-    size_t touched_count, touched_capacity;
-    witness_waiting *waiting; /* in view, without an alias yet */
+    /* A bit by alias: its entity changed (or its detail level may have)
+     * since the last update. A bitmap rather than a list, so that the
+     * update works through them in alias order -- the order of the slots
+     * and of the budget's memory in memory -- and a second touch is free. */
+    uint64_t *touched;
+    uint32_t *touched_aliases; /* scratch: this update's touched aliases, in order */
+    witness_waiting *waiting;  /* in view, without an alias yet */
     size_t waiting_count, waiting_capacity;
     witness_awaited *awaited; /* known to the client, not here yet (travelling) */
     size_t awaited_count, awaited_capacity;
@@ -225,7 +239,7 @@ static void witness_observe(witness *view, uint32_t alias) {
         entity->observers = xrealloc(entity->observers, entity->observer_capacity * sizeof *entity->observers);
     }
     slot->observer_index = entity->observer_count;
-    entity->observers[entity->observer_count++] = (cell_observer){view, alias, slot->move_pending};
+    entity->observers[entity->observer_count++] = (cell_observer){view, alias};
 }
 
 /* Undoes witness_observe, if the entity is still there. */
@@ -243,18 +257,13 @@ static void witness_unobserve(witness *view, uint32_t alias) {
     slot->observer_index = WITNESS_NO_OBSERVER;
 }
 
-/* Puts `alias` in the touched list (once a tick). */
-static void witness_touch(witness *view, uint32_t alias) {
-    witness_slot *slot = &view->slots[alias];
-    if (slot->touched) return;
-    slot->touched = true;
-    WITNESS_PUSH(view->touched, view->touched_count, view->touched_capacity, alias);
+/* Marks `alias` touched: the update works out what it owes. */
+static inline void witness_touch(witness *view, uint32_t alias) {
+    view->touched[alias / 64] |= UINT64_C(1) << (alias % 64);
 }
 
-/* The MOVE owed for this slot went (or is no longer owed). */
-static void witness_move_settled(witness_slot *slot) {
-    slot->move_pending = false;
-    if (slot->entity) slot->entity->observers[slot->observer_index].move_owed = false;
+static inline bool witness_is_touched(const witness *view, uint32_t alias) {
+    return (view->touched[alias / 64] >> (alias % 64) & 1) != 0;
 }
 
 /* Starts this tick's budget tick, once: at the first change an entity in
@@ -279,10 +288,14 @@ static void witness_check_leave(const witness *view, cell *c, const cell_entity 
  * entity (through the slot, by then in cache) half as many. */
 #define WITNESS_PREFETCH_AHEAD 8
 
-/* Starts loading the slot of aliases[i + AHEAD] and the entity of
- * aliases[i + AHEAD / 2] (the fields a touch and a MOVE read). */
+/* Starts loading the slot and the budget's memory of aliases[i + AHEAD]
+ * and the entity of aliases[i + AHEAD / 2] (the fields a touch and a MOVE
+ * read). */
 static inline void witness_prefetch(const witness *view, const uint32_t *aliases, size_t count, size_t i) {
-    if (i + WITNESS_PREFETCH_AHEAD < count) __builtin_prefetch(&view->slots[aliases[i + WITNESS_PREFETCH_AHEAD]]);
+    if (i + WITNESS_PREFETCH_AHEAD < count) {
+        __builtin_prefetch(&view->slots[aliases[i + WITNESS_PREFETCH_AHEAD]]);
+        witness_budget_prefetch(view->budget, aliases[i + WITNESS_PREFETCH_AHEAD]);
+    }
     if (i + WITNESS_PREFETCH_AHEAD / 2 < count) {
         const cell_entity *entity = view->slots[aliases[i + WITNESS_PREFETCH_AHEAD / 2]].entity;
         if (entity) {
@@ -299,22 +312,10 @@ void witness_notify_changes(cell *c) {
         for (uint32_t k = 0; k < entity->observer_count; k++) {
             if (k + WITNESS_PREFETCH_AHEAD < entity->observer_count)
                 __builtin_prefetch(entity->observers[k + WITNESS_PREFETCH_AHEAD].view);
-            if (k + WITNESS_PREFETCH_AHEAD / 2 < entity->observer_count) {
-                const cell_observer *ahead = &entity->observers[k + WITNESS_PREFETCH_AHEAD / 2];
-                __builtin_prefetch(&ahead->view->slots[ahead->alias], 1);
-            }
-            cell_observer *observer = &entity->observers[k];
-            /* A mover already owed to that client costs it nothing: the MOVE
-             * that goes will carry the position then current. */
-            if (!entity->packed && observer->move_owed) continue;
-            if (entity->moved) observer->move_owed = true;
-            /* What it owes that client is worked out now, while the entity
-             * is in cache, rather than in a second pass over the pairs. */
-            witness *view = observer->view;
-            witness_begin(view);
-            bool is_owner = observer->alias == view->self_alias;
-            witness_consider(view, c, observer->alias, entity, is_owner ? 0 : witness_distance(c, view->owner, entity),
-                             is_owner);
+            /* What it owes that client is worked out by the client's update,
+             * with the rest of that view's pairs, in alias order: here the
+             * pair costs a bit. */
+            witness_touch(entity->observers[k].view, entity->observers[k].alias);
         }
     }
 }
@@ -391,10 +392,12 @@ static void witness_free(witness *view) {
     free(view->calls);
     free(view->events);
     free(view->slots);
+    free(view->owed);
     free(view->left);
     free(view->entered);
     free(view->members);
     free(view->touched);
+    free(view->touched_aliases);
     free(view->waiting);
     free(view->awaited);
     free(view->offered);
@@ -482,6 +485,35 @@ static void witness_mask_or(entity_state_mask *into, const entity_state_mask *fr
     for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) into->words[k] |= from->words[k];
 }
 
+/* ---- owed properties: the cold side of a slot ------------------------------ */
+
+/* Adds `properties` to what `alias` owes the client with current values. */
+static void witness_owe(witness *view, uint32_t alias, const entity_state_mask *properties) {
+    if (entity_state_mask_empty(properties)) return;
+    witness_mask_or(&view->owed[alias], properties);
+    view->slots[alias].owes_properties = true;
+}
+
+/* Keeps only the owed properties that are also in `keep`. */
+static void witness_owe_only(witness *view, uint32_t alias, const entity_state_mask *keep) {
+    witness_slot *slot = &view->slots[alias];
+    if (!slot->owes_properties) return;
+    entity_state_mask_intersect(&view->owed[alias], &view->owed[alias], keep);
+    slot->owes_properties = !entity_state_mask_empty(&view->owed[alias]);
+}
+
+static void witness_owe_nothing(witness *view, uint32_t alias) {
+    memset(&view->owed[alias], 0, sizeof view->owed[alias]);
+    view->slots[alias].owes_properties = false;
+}
+
+/* Empties slot `alias`: the alias names nothing, and owes nothing. */
+static void witness_clear_slot(witness *view, uint32_t alias) {
+    memset(&view->slots[alias], 0, sizeof view->slots[alias]);
+    memset(&view->owed[alias], 0, sizeof view->owed[alias]);
+    view->touched[alias / 64] &= ~(UINT64_C(1) << (alias % 64));
+}
+
 /* Bytes a MOVE is charged before it is written: bench-volatile's median
  * record plus its header. The budget is corrected to the real size after. */
 #define WITNESS_MOVE_ESTIMATE 4u
@@ -509,15 +541,33 @@ static void witness_remove_member(witness *view, uint32_t alias) {
     view->slots[last].member_index = index;
 }
 
+/* Grows the slots (cache-line aligned: realloc only promises 16 bytes)
+ * and the owed masks to `capacity` aliases; the new ones are empty. */
+static void witness_grow_slots(witness *view, uint32_t capacity) {
+    if (capacity <= view->slot_capacity) return;
+    witness_slot *slots = aligned_alloc(_Alignof(witness_slot), (size_t)capacity * sizeof *slots);
+    if (!slots)
+        log_panic("entity %llu: out of memory for %u witness slots", (unsigned long long)view->owner_id, capacity);
+    if (view->slot_capacity) memcpy(slots, view->slots, (size_t)view->slot_capacity * sizeof *slots);
+    memset(slots + view->slot_capacity, 0, (size_t)(capacity - view->slot_capacity) * sizeof *slots);
+    free(view->slots);
+    view->slots = slots;
+    view->owed = xrealloc(view->owed, (size_t)capacity * sizeof *view->owed);
+    memset(view->owed + view->slot_capacity, 0, (size_t)(capacity - view->slot_capacity) * sizeof *view->owed);
+    size_t words = ((size_t)view->slot_capacity + 63) / 64, new_words = ((size_t)capacity + 63) / 64;
+    view->touched = xrealloc(view->touched, new_words * sizeof *view->touched);
+    view->touched_aliases = xrealloc(view->touched_aliases, (size_t)capacity * sizeof *view->touched_aliases);
+    memset(view->touched + words, 0, (new_words - words) * sizeof *view->touched);
+    view->slot_capacity = capacity;
+}
+
 /* Makes room for slot `alias`. */
 static void witness_reserve_slot(witness *view, uint32_t alias) {
     if (alias < view->slot_capacity) return;
     uint32_t capacity = view->slot_capacity ? view->slot_capacity : 64;
     while (capacity <= alias) capacity *= 2;
     if (capacity > view->max_aliases) capacity = view->max_aliases;
-    view->slots = xrealloc(view->slots, (size_t)capacity * sizeof *view->slots);
-    memset(view->slots + view->slot_capacity, 0, (size_t)(capacity - view->slot_capacity) * sizeof *view->slots);
-    view->slot_capacity = capacity;
+    witness_grow_slots(view, capacity);
 }
 
 /* Gives `entity` an alias and schedules its ENTER. Returns false when the
@@ -535,7 +585,7 @@ static bool witness_enter(witness *view, cell *c, cell_entity *entity, float dis
     }
     witness_reserve_slot(view, alias);
     witness_slot *slot = &view->slots[alias];
-    memset(slot, 0, sizeof *slot);
+    witness_clear_slot(view, alias);
     slot->entity = entity;
     slot->entity_id = entity->id;
     witness_observe(view, alias);
@@ -554,13 +604,17 @@ static bool witness_enter(witness *view, cell *c, cell_entity *entity, float dis
 
 /* Brings a slot's detail level to `detail`: what a finer level adds is
  * owed, current; what a coarser one drops is not. */
-static void witness_set_detail(cell *c, witness_slot *slot, const cell_entity *entity, entity_def_detail detail) {
+static void witness_set_detail(witness *view, cell *c, uint32_t alias, const cell_entity *entity,
+                               entity_def_detail detail) {
+    witness_slot *slot = &view->slots[alias];
     if (detail < slot->detail) {
         const entity_state_mask *now = witness_audience_mask(c, entity, false, detail);
         const entity_state_mask *before = witness_audience_mask(c, entity, false, slot->detail);
-        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) slot->pending.words[k] |= now->words[k] & ~before->words[k];
+        entity_state_mask added;
+        for (int k = 0; k < ENTITY_STATE_MASK_WORDS; k++) added.words[k] = now->words[k] & ~before->words[k];
+        witness_owe(view, alias, &added);
     } else if (detail > slot->detail) {
-        entity_state_mask_intersect(&slot->pending, &slot->pending, witness_audience_mask(c, entity, false, detail));
+        witness_owe_only(view, alias, witness_audience_mask(c, entity, false, detail));
     }
     slot->detail = (uint8_t)detail;
 }
@@ -574,7 +628,7 @@ static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity
     if (!is_owner) {
         entity_def_detail detail = witness_detail_for(c, (entity_def_detail)slot->detail, distance);
         if (detail != slot->detail) {
-            witness_set_detail(c, slot, entity, detail);
+            witness_set_detail(view, c, alias, entity, detail);
             news = true;
         }
         if (entity->moved && !slot->move_pending) {
@@ -588,12 +642,12 @@ static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity
                                               replication_audience_for(is_owner, slot->detail), false)
                           .bits;
     slot->update_bits = (uint32_t)update_bits;
-    bool owes_properties = update_bits > 0 || !entity_state_mask_empty(&slot->pending);
+    bool owes_properties = update_bits > 0 || slot->owes_properties;
     if (!owes_properties && !slot->move_pending) return;
     /* Already waiting in the budget with nothing new: it keeps its place. */
     if (!news && update_bits == 0 && witness_budget_is_pending(view->budget, alias)) return;
     uint32_t bytes = (uint32_t)((update_bits + 7) / 8) + (slot->move_pending ? WITNESS_MOVE_ESTIMATE : 0) + 1;
-    if (!entity_state_mask_empty(&slot->pending)) bytes += 4; /* a refresh: values not known in advance */
+    if (slot->owes_properties) bytes += 4; /* a refresh: values not known in advance */
     witness_offer(view, alias, distance, bytes, false);
 }
 
@@ -610,17 +664,17 @@ static size_t witness_write_first(witness *view, cell *c, uint32_t alias, bool i
                                  (entity_def_detail)slot->detail);
         slot->entering = false;
         slot->move_pending = true; /* the client learns where it is */
-        memset(&slot->pending, 0, sizeof slot->pending);
-    } else if (!entity_state_mask_empty(&slot->pending)) {
+        witness_owe_nothing(view, alias);
+    } else if (slot->owes_properties) {
         entity_state_mask props;
         if (entity->packed) {
             witness_dirty_for(c, entity, is_owner, (entity_def_detail)slot->detail, &props);
-            witness_mask_or(&props, &slot->pending);
+            witness_mask_or(&props, &view->owed[alias]);
         } else {
-            props = slot->pending;
+            props = view->owed[alias];
         }
         replication_append_properties(c->shared->replication, &entity->replication, w, alias, view->alias_bits, &props);
-        memset(&slot->pending, 0, sizeof slot->pending);
+        witness_owe_nothing(view, alias);
     } else if (entity->packed) {
         view->refs[(*ref_count)++] = (replication_ref){
             &entity->replication, alias, (uint8_t)replication_audience_for(is_owner, (entity_def_detail)slot->detail)};
@@ -634,7 +688,7 @@ static size_t witness_write_first(witness *view, cell *c, uint32_t alias, bool i
 static size_t witness_write_move(witness *view, cell *c, uint32_t alias) {
     witness_slot *slot = &view->slots[alias];
     if (!slot->move_pending) return 0;
-    witness_move_settled(slot);
+    slot->move_pending = false;
     cell_entity *entity = slot->entity;
     /* The own client walks its entity itself: it gets its position once,
      * with the ENTER, and corrections when a move is refused. A position
@@ -660,7 +714,8 @@ static void witness_sweep_details(witness *view, cell *c, const cell_entity *own
         witness_prefetch(view, view->members, view->member_count, view->sweep_cursor);
         uint32_t alias = view->members[view->sweep_cursor++];
         witness_slot *slot = &view->slots[alias];
-        if (alias == view->self_alias || slot->touched || slot->entering || !slot->entity || slot->entity->destroyed)
+        if (alias == view->self_alias || witness_is_touched(view, alias) || slot->entering || !slot->entity ||
+            slot->entity->destroyed)
             continue;
         float distance = witness_distance(c, owner, slot->entity);
         if (witness_detail_for(c, (entity_def_detail)slot->detail, distance) != slot->detail)
@@ -711,7 +766,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
         witness_check_leave(view, c, owner, view->left[i]);
         witness_unobserve(view, alias);
         witness_remove_member(view, alias);
-        memset(&view->slots[alias], 0, sizeof view->slots[alias]);
+        witness_clear_slot(view, alias);
         witness_budget_forget(view->budget, alias);
         size_t bits = replication_append_leave(w, alias, view->alias_bits);
         witness_offer(view, alias, 0, (uint32_t)((bits + 7) / 8), true);
@@ -727,18 +782,21 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     /* 3. What changed: this tick's tenth of the view for its detail levels,
      * then every touched entity. */
     witness_sweep_details(view, c, owner);
-    for (size_t i = 0; i < view->touched_count; i++) {
-        witness_prefetch(view, view->touched, view->touched_count, i);
-        uint32_t alias = view->touched[i];
+    size_t words = ((size_t)view->slot_capacity + 63) / 64, touched_count = 0;
+    for (size_t word = 0; word < words; word++) {
+        for (uint64_t bits = view->touched[word]; bits; bits &= bits - 1)
+            view->touched_aliases[touched_count++] = (uint32_t)(word * 64 + (size_t)__builtin_ctzll(bits));
+        view->touched[word] = 0;
+    }
+    for (size_t i = 0; i < touched_count; i++) {
+        witness_prefetch(view, view->touched_aliases, touched_count, i);
+        uint32_t alias = view->touched_aliases[i];
         witness_slot *slot = &view->slots[alias];
-        if (!slot->touched) continue; /* left and released since */
-        slot->touched = false;
         cell_entity *other = slot->entity;
         if (!other || other->destroyed || slot->entering) continue;
         bool is_owner = alias == view->self_alias;
         witness_consider(view, c, alias, other, is_owner ? 0 : witness_distance(c, owner, other), is_owner);
     }
-    view->touched_count = 0;
 
     /* 4. The budget's choice, among everything pending. */
     size_t room = view->offered_count + witness_budget_pending_count(view->budget);
@@ -798,7 +856,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
                 entity_state_mask owed;
                 witness_dirty_for(c, slot->entity, view->offered[i] == view->self_alias,
                                   (entity_def_detail)slot->detail, &owed);
-                witness_mask_or(&slot->pending, &owed);
+                witness_owe(view, view->offered[i], &owed);
             }
         }
         slot->offered = false;
@@ -890,8 +948,8 @@ void witness_save(const witness *view, const cell *c, Tessera__Cluster__WitnessS
             const witness_slot *slot = &view->slots[alias];
             saved->detail = slot->detail;
             saved->n_pending = ENTITY_STATE_MASK_WORDS;
-            saved->pending = xmalloc(sizeof slot->pending.words);
-            memcpy(saved->pending, slot->pending.words, sizeof slot->pending.words);
+            saved->pending = xmalloc(sizeof view->owed[alias].words);
+            memcpy(saved->pending, view->owed[alias].words, sizeof view->owed[alias].words);
             saved->move_pending = slot->move_pending;
             saved->track_valid = slot->track.valid;
             saved->track_x = slot->track.x;
@@ -1030,21 +1088,18 @@ static int witness_restore_tables(witness *view, const witness_config *settings,
     if (!aliases) return -1;
     alias_table_free(view->aliases);
     view->aliases = aliases;
-    if (next_unused > view->slot_capacity) {
-        view->slots = xrealloc(view->slots, (size_t)next_unused * sizeof *view->slots);
-        memset(view->slots + view->slot_capacity, 0, (size_t)(next_unused - view->slot_capacity) * sizeof *view->slots);
-        view->slot_capacity = next_unused;
-    }
+    witness_grow_slots(view, next_unused);
     witness_budget_restore(view->budget, state->budget_tick, state->budget_credit, state->budget_allowance_remainder);
     view->budget_tick = state->budget_tick;
     for (size_t i = 0; i < state->n_aliases; i++) {
         const Tessera__Cluster__WitnessAlias *saved = state->aliases[i];
         witness_slot *slot = &view->slots[saved->alias];
-        memset(slot, 0, sizeof *slot);
+        witness_clear_slot(view, saved->alias);
         slot->entity_id = saved->entity_id;
         slot->detail = (uint8_t)(saved->detail <= ENTITY_DEF_DETAIL_FAR ? saved->detail : ENTITY_DEF_DETAIL_FAR);
-        for (size_t k = 0; k < saved->n_pending && k < ENTITY_STATE_MASK_WORDS; k++)
-            slot->pending.words[k] = saved->pending[k];
+        entity_state_mask owed = {{0}};
+        for (size_t k = 0; k < saved->n_pending && k < ENTITY_STATE_MASK_WORDS; k++) owed.words[k] = saved->pending[k];
+        witness_owe(view, saved->alias, &owed);
         slot->move_pending = saved->move_pending;
         slot->track.valid = saved->track_valid;
         slot->track.x = saved->track_x;
@@ -1070,7 +1125,7 @@ static void witness_catch_up(witness *view, const cell *c, uint32_t alias, uint3
     witness_slot *slot = &view->slots[alias];
     if (cell_change_count_ahead(move_count, other->move_count)) slot->move_pending = true;
     if (cell_change_count_ahead(property_count, other->property_count))
-        witness_mask_or(&slot->pending, witness_audience_mask(c, other, false, (entity_def_detail)slot->detail));
+        witness_owe(view, alias, witness_audience_mask(c, other, false, (entity_def_detail)slot->detail));
 }
 
 /* Puts `other`, which the client knows by `alias` (a restored slot), in
@@ -1085,9 +1140,8 @@ static int witness_take_known(witness *view, cell *c, uint32_t alias, uint32_t m
     witness_observe(view, alias);
     witness_add_member(view, alias);
     witness_catch_up(view, c, alias, move_count, property_count, other);
-    other->observers[slot->observer_index].move_owed = slot->move_pending;
     /* What it still owes goes to the budget at the next update. */
-    if (slot->move_pending || !entity_state_mask_empty(&slot->pending)) witness_touch(view, alias);
+    if (slot->move_pending || slot->owes_properties) witness_touch(view, alias);
     return 0;
 }
 

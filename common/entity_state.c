@@ -40,13 +40,6 @@ void entity_state_mask_all(entity_state_mask *m, size_t count) {
     if (count % 64 != 0) m->words[count / 64] = (UINT64_C(1) << (count % 64)) - 1;
 }
 
-bool entity_state_mask_empty(const entity_state_mask *m) {
-    for (size_t w = 0; w < ENTITY_STATE_MASK_WORDS; w++) {
-        if (m->words[w] != 0) return false;
-    }
-    return true;
-}
-
 void entity_state_mask_intersect(entity_state_mask *out, const entity_state_mask *a, const entity_state_mask *b) {
     for (size_t w = 0; w < ENTITY_STATE_MASK_WORDS; w++) out->words[w] = a->words[w] & b->words[w];
 }

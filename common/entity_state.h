@@ -81,7 +81,12 @@ static inline bool entity_state_mask_has(const entity_state_mask *m, uint16_t id
 }
 /* The set of properties 0..count-1 (count at most ENTITY_DEF_MAX_MEMBERS). */
 void entity_state_mask_all(entity_state_mask *m, size_t count);
-bool entity_state_mask_empty(const entity_state_mask *m);
+/* Inline: the witness asks it for every pair it touches. */
+static inline bool entity_state_mask_empty(const entity_state_mask *m) {
+    uint64_t any = 0;
+    for (size_t w = 0; w < ENTITY_STATE_MASK_WORDS; w++) any |= m->words[w];
+    return any == 0;
+}
 /* *out = a AND b (out may be a or b). */
 void entity_state_mask_intersect(entity_state_mask *out, const entity_state_mask *a, const entity_state_mask *b);
 /* The smallest id in the set greater than `after` (-1 to start), or -1:
