@@ -20,6 +20,7 @@ the WebSocket framing costs per client-tick. With --tls too, both runs are
 encrypted (wss for the WebSocket one).
 
 A scenario sets the bot count, the area (so the density), the walking speed,
+whether the balancer runs (off unless the scenario says, as in world-5k),
 the method-call rate, the NPCs, the cellapp and baseapp counts, and the
 duration; `--list` prints them. The run:
 
@@ -73,6 +74,8 @@ SCENARIOS = {
                        spread=20, note="2,000 walkers at the same density"),
     "uniform-5k": dict(bots=5000, area=671, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10,
                        spread=50, note="5,000 walkers at the same density"),
+    "world-5k": dict(bots=5000, area=671, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10, spread=50,
+                     balance=True, note="uniform-5k with the balancer on: the cells follow the load"),
     "crowd": dict(bots=1000, area=158, speed=5, calls=0.2, npcs=10, cellapps=2, baseapps=1, window=10, spread=10,
                   note="1,000 walkers about 100 in each view"),
     "sparse-npcs": dict(bots=500, area=1000, speed=5, calls=0.2, npcs=5000, cellapps=2, baseapps=1, window=10,
@@ -177,7 +180,7 @@ def run(name, scenario, build, profile_dir=None, tls=False, websocket=False):
     area = scenario["area"]
     overrides = {"cellapp.game.npc_count": scenario["npcs"], "baseapp.max_clients": scenario["bots"] + 100,
                  "baseapp.login_timeout_ms": 120000, "cellapp.max_entities": 100000,
-                 "cellapp.balance_enabled": False,
+                 "cellapp.balance_enabled": bool(scenario.get("balance")),
                  # Every bot logs in from 127.0.0.1.
                  "baseapp.login_hashes_per_address": scenario["bots"], "baseapp.login_failures_per_address": 0}
     tls_args = []
@@ -199,7 +202,10 @@ def run(name, scenario, build, profile_dir=None, tls=False, websocket=False):
                                              ["%s=%s" % (k, json.dumps(v)) for k, v in overrides.items()]))
         redis = tessera_cluster.redis_client("127.0.0.1", cluster["redis_port"], timeout=10.0)
         procs = [p for p in cluster["processes"] if p["role"] in ("cellapp", "baseapp")]
-        seconds = scenario["spread"] + scenario["window"] + 40
+        # Long enough for the slowest login wait below (spread + 60 s), the
+        # settling 5 s, the window and the profiles: the bots are stopped
+        # with SIGINT after the window anyway, and must not end inside it.
+        seconds = scenario["spread"] + 60 + 5 + scenario["window"] + 40
         argv = [bots_bin, "--connect", cluster["login"], "--count", str(scenario["bots"]), "--seconds", str(seconds),
                 "--json", "--seed", "20240601", "--area", str(area), "--speed", str(scenario["speed"]),
                 "--calls-per-second", str(scenario["calls"]), "--login-spread-ms", str(scenario["spread"] * 1000),
