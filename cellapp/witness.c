@@ -288,14 +288,10 @@ static void witness_check_leave(const witness *view, cell *c, const cell_entity 
  * entity (through the slot, by then in cache) half as many. */
 #define WITNESS_PREFETCH_AHEAD 8
 
-/* Starts loading the slot and the budget's memory of aliases[i + AHEAD]
- * and the entity of aliases[i + AHEAD / 2] (the fields a touch and a MOVE
- * read). */
+/* Starts loading the slot of aliases[i + AHEAD] and the entity of
+ * aliases[i + AHEAD / 2] (the fields a touch and a MOVE read). */
 static inline void witness_prefetch(const witness *view, const uint32_t *aliases, size_t count, size_t i) {
-    if (i + WITNESS_PREFETCH_AHEAD < count) {
-        __builtin_prefetch(&view->slots[aliases[i + WITNESS_PREFETCH_AHEAD]]);
-        witness_budget_prefetch(view->budget, aliases[i + WITNESS_PREFETCH_AHEAD]);
-    }
+    if (i + WITNESS_PREFETCH_AHEAD < count) __builtin_prefetch(&view->slots[aliases[i + WITNESS_PREFETCH_AHEAD]]);
     if (i + WITNESS_PREFETCH_AHEAD / 2 < count) {
         const cell_entity *entity = view->slots[aliases[i + WITNESS_PREFETCH_AHEAD / 2]].entity;
         if (entity) {
@@ -443,8 +439,14 @@ void witness_queue_event(witness *view, uint64_t source_id, uint32_t event_id, c
 /* The distance the view and the detail levels use: the largest of the
  * per-axis distances (a square view, a cube in 3D). */
 static float witness_distance(const cell *c, const cell_entity *a, const cell_entity *b) {
-    float d = fmaxf(fabsf(a->x - b->x), fabsf(a->z - b->z));
-    if (c->three_d) d = fmaxf(d, fabsf(a->y - b->y));
+    /* Positions are finite (cell_move takes no other): no fmaxf, whose NaN
+     * rules make it a library call. */
+    float dx = fabsf(a->x - b->x), dz = fabsf(a->z - b->z);
+    float d = dx > dz ? dx : dz;
+    if (c->three_d) {
+        float dy = fabsf(a->y - b->y);
+        d = d > dy ? d : dy;
+    }
     return d;
 }
 

@@ -519,10 +519,6 @@ void witness_budget_withdraw(witness_budget *budget, uint32_t alias) {
     witness_budget_unpend(budget, entry);
 }
 
-void witness_budget_prefetch(const witness_budget *budget, uint32_t alias) {
-    if (alias < budget->alias_capacity) __builtin_prefetch(&budget->aliases[alias], 1);
-}
-
 bool witness_budget_is_pending(const witness_budget *budget, uint32_t alias) {
     return alias < budget->alias_capacity && budget->aliases[alias].pending_index != WITNESS_BUDGET_NOT_PENDING;
 }

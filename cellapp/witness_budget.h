@@ -132,11 +132,6 @@ void witness_budget_forget(witness_budget *budget, uint32_t alias);
  * charge refunded (its history stays). Idempotent. */
 void witness_budget_withdraw(witness_budget *budget, uint32_t alias);
 
-/* Starts loading what the budget keeps of `alias` into the cache, for a
- * caller about to offer it (or commit it) a few pairs from now. No effect
- * on anything else; an alias never offered is ignored. */
-void witness_budget_prefetch(const witness_budget *budget, uint32_t alias);
-
 /* Whether `alias` waits to be sent (offered and not yet selected). */
 bool witness_budget_is_pending(const witness_budget *budget, uint32_t alias);
 /* Aliases waiting now. */
