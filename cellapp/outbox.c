@@ -17,14 +17,23 @@
 struct outbox {
     peer_set *peers;
     id_map baseapp_queues; /* baseapp id -> baseapp_queue */
+    /* The queue the last client payload went to: most clients of a cell
+     * share a baseapp, so the next one usually needs no look-up. */
+    uint64_t last_baseapp_id;
+    struct baseapp_queue *last_baseapp_queue;
     id_map cellapp_queues; /* cellapp id -> cellapp_queue */
 };
 
-/* Client messages for one baseapp; the payloads are owned here until the
- * flush. */
+/* Client messages for one baseapp. Their payloads are copied, end to end,
+ * into one buffer kept from tick to tick (`offsets` says where each
+ * starts; the messages point into it only at the flush, once it has
+ * stopped growing): a tick's thousand payloads cost no allocation. */
 typedef struct baseapp_queue {
     Tessera__Cluster__ToClient *messages;
+    size_t *offsets;
     size_t count, capacity;
+    uint8_t *payload_bytes;
+    size_t payload_used, payload_capacity;
 } baseapp_queue;
 
 /* Encoded CellItems for one cellapp. */
@@ -36,18 +45,33 @@ typedef struct cellapp_queue {
 
 void outbox_to_client(outbox *out, const cell_entity *entity, uint8_t *payload, size_t length) {
     uint64_t baseapp_id = entity->real->baseapp_id;
-    baseapp_queue *queue = id_map_get(&out->baseapp_queues, baseapp_id);
+    baseapp_queue *queue = out->last_baseapp_queue && out->last_baseapp_id == baseapp_id
+                               ? out->last_baseapp_queue
+                               : id_map_get(&out->baseapp_queues, baseapp_id);
     if (!queue) {
         queue = xcalloc(1, sizeof *queue);
         id_map_put(&out->baseapp_queues, baseapp_id, queue);
     }
+    out->last_baseapp_id = baseapp_id;
+    out->last_baseapp_queue = queue;
     if (queue->count == queue->capacity) {
         queue->capacity = queue->capacity ? queue->capacity * 2 : 64;
         queue->messages = xrealloc(queue->messages, queue->capacity * sizeof *queue->messages);
+        queue->offsets = xrealloc(queue->offsets, queue->capacity * sizeof *queue->offsets);
     }
+    if (queue->payload_capacity - queue->payload_used < length) {
+        size_t capacity = queue->payload_capacity ? queue->payload_capacity : 4096;
+        while (capacity - queue->payload_used < length) capacity *= 2;
+        queue->payload_bytes = xrealloc(queue->payload_bytes, capacity);
+        queue->payload_capacity = capacity;
+    }
+    if (length) memcpy(queue->payload_bytes + queue->payload_used, payload, length);
+    free(payload);
+    queue->offsets[queue->count] = queue->payload_used;
+    queue->payload_used += length;
     Tessera__Cluster__ToClient message = TESSERA__CLUSTER__TO_CLIENT__INIT;
     message.entity_id = entity->id;
-    message.payload.data = payload;
+    message.payload.data = NULL; /* set at the flush, from offsets */
     message.payload.len = length;
     message.incarnation = entity->incarnation;
     message.binding = entity->real->client_binding;
@@ -79,8 +103,15 @@ size_t outbox_cellapp_bytes(const outbox *out, uint64_t peer) {
 }
 
 static void baseapp_queue_clear(baseapp_queue *queue) {
-    for (size_t i = 0; i < queue->count; i++) free(queue->messages[i].payload.data);
     queue->count = 0;
+    queue->payload_used = 0;
+}
+
+static void baseapp_queue_free(baseapp_queue *queue) {
+    free(queue->messages);
+    free(queue->offsets);
+    free(queue->payload_bytes);
+    free(queue);
 }
 
 static void cellapp_queue_clear(cellapp_queue *queue) {
@@ -97,7 +128,10 @@ void outbox_flush_clients(outbox *out) {
         baseapp_queue *queue = value;
         if (queue->count == 0) continue;
         Tessera__Cluster__ToClient **pointers = xcalloc(queue->count, sizeof(Tessera__Cluster__ToClient *));
-        for (size_t i = 0; i < queue->count; i++) pointers[i] = &queue->messages[i];
+        for (size_t i = 0; i < queue->count; i++) {
+            queue->messages[i].payload.data = queue->payload_bytes + queue->offsets[i];
+            pointers[i] = &queue->messages[i];
+        }
         Tessera__Cluster__ToClientBatch batch = TESSERA__CLUSTER__TO_CLIENT_BATCH__INIT;
         batch.n_messages = queue->count;
         batch.messages = pointers;
@@ -133,11 +167,8 @@ void outbox_flush_cellapp(outbox *out, uint64_t peer) {
 
 void outbox_drop_peer(outbox *out, uint64_t peer) {
     baseapp_queue *base = id_map_remove(&out->baseapp_queues, peer);
-    if (base) {
-        baseapp_queue_clear(base);
-        free(base->messages);
-        free(base);
-    }
+    if (base == out->last_baseapp_queue) out->last_baseapp_queue = NULL;
+    if (base) baseapp_queue_free(base);
     cellapp_queue *cells = id_map_remove(&out->cellapp_queues, peer);
     if (cells) {
         cellapp_queue_clear(cells);
@@ -168,10 +199,7 @@ void outbox_free(outbox *out) {
     uint64_t id;
     void *value;
     while (id_map_next(&out->baseapp_queues, &cursor, &id, &value)) {
-        baseapp_queue *queue = value;
-        baseapp_queue_clear(queue);
-        free(queue->messages);
-        free(queue);
+        baseapp_queue_free(value);
     }
     id_map_close(&out->baseapp_queues);
     cursor = 0;

@@ -22,8 +22,9 @@ outbox *outbox_create(peer_set *peers);
 /* Frees what is still queued, unsent. NULL is a no-op. */
 void outbox_free(outbox *box);
 
-/* Queues a client payload (ownership passes) for the client of `entity` (a
- * real with a base), stamped with its incarnation and client binding. */
+/* Queues a client payload for the client of `entity` (a real with a base),
+ * stamped with its incarnation and client binding. Ownership of `payload`
+ * passes: it is copied into the queue and freed at once. */
 void outbox_to_client(outbox *box, const cell_entity *entity, uint8_t *payload, size_t length);
 /* Packs `message` and queues it for the client of `entity`; nothing for a
  * ghost or a real without a base. */
