@@ -131,6 +131,8 @@ void cell_free(cell *c) {
     if (!c) return;
     for (size_t i = 0; i < c->count; i++) cell_free_entity(c, c->by_index[i]);
     free(c->by_index);
+    free(c->changed);
+    free(c->witnessed);
     id_map_close(&c->entities);
     coord_free(c->coord);
     entity_timers_free(c->timers);
@@ -145,6 +147,42 @@ uint64_t cell_entity_id_of(const cell *c, uint32_t coord_id) {
     return coord_id < c->entity_id_capacity ? c->entity_id_of[coord_id] : 0;
 }
 
+void cell_note_changed(cell *c, cell_entity *entity) {
+    if (entity->listed) return;
+    entity->listed = true;
+    if (c->changed_count == c->changed_capacity) {
+        c->changed_capacity = c->changed_capacity ? c->changed_capacity * 2 : 64;
+        c->changed = xrealloc(c->changed, c->changed_capacity * sizeof(cell_entity *));
+    }
+    c->changed[c->changed_count++] = entity;
+}
+
+void cell_witnessed_add(cell *c, cell_entity *entity) {
+    if (c->witnessed_count == c->witnessed_capacity) {
+        c->witnessed_capacity = c->witnessed_capacity ? c->witnessed_capacity * 2 : 64;
+        c->witnessed = xrealloc(c->witnessed, c->witnessed_capacity * sizeof(cell_entity *));
+    }
+    entity->real->witnessed_index = (uint32_t)c->witnessed_count;
+    c->witnessed[c->witnessed_count++] = entity;
+}
+
+void cell_witnessed_remove(cell *c, cell_entity *entity) {
+    uint32_t index = entity->real->witnessed_index;
+    if (index >= c->witnessed_count || c->witnessed[index] != entity) {
+        log_warn("space '%s': entity %" PRIu64 " is not on the list of witnessed reals", c->space_name, entity->id);
+        return;
+    }
+    cell_entity *last = c->witnessed[--c->witnessed_count];
+    c->witnessed[index] = last;
+    last->real->witnessed_index = index;
+}
+
+/* A property of the entity was written: entity_state tells once a tick. */
+static void cell_on_dirtied(void *context) {
+    cell_entity *entity = context;
+    cell_note_changed(entity->home, entity);
+}
+
 cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_def_class *cls, float x, float y,
                       float z) {
     if (id == 0 || id_map_get(&c->entities, id)) return NULL;
@@ -155,6 +193,7 @@ cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_
     entity->home = c;
     entity->cls = cls;
     entity->state = entity_state_create(cls);
+    entity_state_on_dirtied(entity->state, cell_on_dirtied, entity);
     replication_entity_init(&entity->replication, entity->state, id);
     entity->is_new = true;
     if (kind == CELL_ENTITY_REAL) entity->real = cell_real_create();
@@ -184,6 +223,7 @@ cell_entity *cell_add(cell *c, uint64_t id, cell_entity_kind kind, const entity_
         c->real_count++;
     else
         c->ghost_count++;
+    cell_note_changed(c, entity); /* is_new */
     return entity;
 }
 
@@ -201,11 +241,13 @@ void cell_move(cell *c, cell_entity *entity, float x, float y, float z, float ya
     entity->yaw = yaw;
     entity->moved = true;
     if (entity->real) entity->real->haunts_stale = true;
+    cell_note_changed(c, entity);
 }
 
 void cell_destroy(cell *c, cell_entity *entity) {
     if (entity->destroyed) return;
     entity->destroyed = true;
+    cell_note_changed(c, entity);
     cell_strip_real(c, entity);
     coord_remove_entity(c->coord, entity->coord_id);
 }
@@ -252,8 +294,9 @@ static bool cell_anyone_receives(const cell *c, const cell_entity *entity, unsig
 }
 
 void cell_pack(cell *c) {
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
+    /* Only a listed entity can be dirty, or packed from an earlier pack. */
+    for (size_t i = 0; i < c->changed_count; i++) {
+        cell_entity *entity = c->changed[i];
         entity->packed = false;
         if (entity->destroyed || entity_state_mask_empty(entity_state_dirty(entity->state))) continue;
         /* Only the audiences someone receives: the own client's when there
@@ -270,15 +313,41 @@ void cell_pack(cell *c) {
     }
 }
 
+#ifdef TESSERA_CELL_CHECKS
+/* Whether something the end of the tick resets is set on `entity`: then it
+ * must be on the changed list. */
+static bool cell_has_tick_changes(const cell_entity *entity) {
+    if (entity->moved || entity->is_new || entity->destroyed || entity->packed) return true;
+    if (!entity_state_mask_empty(entity_state_dirty(entity->state))) return true;
+    const cell_real *real = entity->real;
+    return real && (real->teleported || real->space_changed || real->broadcast_count || real->broadcast_event_count);
+}
+
+/* Checks the list against every entity (builds other than release): an
+ * entity that changed without being listed would be skipped by the
+ * tick's passes, and its change lost. */
+static void cell_check_changed_list(const cell *c) {
+    for (size_t i = 0; i < c->count; i++) {
+        const cell_entity *entity = c->by_index[i];
+        if (!entity->listed && cell_has_tick_changes(entity))
+            log_panic("space '%s': entity %" PRIu64 " changed this tick but is not on the cell's changed list",
+                      c->space_name, entity->id);
+    }
+}
+#endif
+
 void cell_end_tick(cell *c) {
-    size_t i = 0;
-    while (i < c->count) {
-        cell_entity *entity = c->by_index[i];
+#ifdef TESSERA_CELL_CHECKS
+    cell_check_changed_list(c);
+#endif
+    for (size_t k = 0; k < c->changed_count; k++) {
+        cell_entity *entity = c->changed[k];
+        entity->listed = false;
         if (!entity->destroyed) {
             entity->moved = false;
             entity->is_new = false;
+            entity->packed = false;
             if (entity->real) entity->real->teleported = entity->real->space_changed = false;
-            i++;
             continue;
         }
         id_map_remove(&c->entities, entity->id);
@@ -286,10 +355,12 @@ void cell_end_tick(cell *c) {
             c->real_count--;
         else
             c->ghost_count--;
+        size_t i = entity->index;
         c->by_index[i] = c->by_index[--c->count];
         c->by_index[i]->index = i;
         cell_free_entity(c, entity);
     }
+    c->changed_count = 0;
     c->layout_changed = false;
     c->tick++;
 }
@@ -406,6 +477,7 @@ void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t
     if (length) memcpy(call.args.data, args, length);
     call.args.len = length;
     entity->real->broadcast_calls[entity->real->broadcast_count++] = call;
+    cell_note_changed(entity->home, entity);
 }
 
 void cell_queue_broadcast_event(cell_entity *entity, uint32_t event_id, const uint8_t *args, size_t length) {
@@ -423,6 +495,7 @@ void cell_queue_broadcast_event(cell_entity *entity, uint32_t event_id, const ui
     if (length) memcpy(event.args.data, args, length);
     event.args.len = length;
     entity->real->broadcast_events[entity->real->broadcast_event_count++] = event;
+    cell_note_changed(entity->home, entity);
 }
 
 void cell_clear_broadcasts(cell_entity *entity) {

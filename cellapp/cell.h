@@ -117,6 +117,7 @@ typedef struct cell_real {
     /* Its next backup goes this tick, not at its turn (created, arrived,
      * teleported, restored: cell_snapshot.c). */
     bool snapshot_due;
+    uint32_t witnessed_index; /* in cell.witnessed, while it has a witness */
     /* Restored without a base from the backups of this dead cellapp: its
      * entry there is deleted once its first backup here is written, so a
      * second death before then leaves it restorable (0: none). */
@@ -144,6 +145,7 @@ typedef struct cell_entity {
     bool moved;             /* position changed since the last tick */
     bool is_new;            /* created here since the last tick */
     bool destroyed;         /* deferred deletion: reaped at the end of the tick */
+    bool listed;            /* on its cell's list of what changed this tick (cell_note_changed) */
     uint32_t incarnation;   /* of the real (ghosts: of the real they copy) */
     /* The real's change counters (cell_change_count_ahead): ticks in which
      * it moved, and in which a ghost property changed; ghosts copy them. */
@@ -219,6 +221,17 @@ struct cell {
     id_map entities;        /* id -> cell_entity */
     cell_entity **by_index; /* dense, for iteration; order is not stable */
     size_t count, capacity;
+    /* The entities something happened to since the last tick's end: moved,
+     * a property written, created, destroyed, a broadcast queued,
+     * teleported. Each once (cell_entity.listed). The tick's passes over
+     * what changed -- pack, the witnesses' notices, the end of the tick --
+     * walk this, not every entity: an idle entity costs them nothing. */
+    cell_entity **changed;
+    size_t changed_count, changed_capacity;
+    /* The reals with a witness, in no order (cell_real.witnessed_index):
+     * the tick's witness pass walks these, not every entity. */
+    cell_entity **witnessed;
+    size_t witnessed_count, witnessed_capacity;
     size_t real_count, ghost_count;
     uint32_t tick;
     coord_system *coord;
@@ -297,6 +310,17 @@ void cell_note_view(cell *c, uint64_t owner_id, uint64_t other_id, bool entered)
 void cell_doom(cell *c, cell_entity *entity);
 /* Removes the trap named `controller_id`. Returns 0, or -1 if it has none. */
 int cell_remove_trap(cell *c, cell_entity *entity, uint32_t controller_id);
+/* Puts `entity` on its cell's list of what changed this tick (once). The
+ * cell does it for a move, a property write, a creation, a destruction
+ * and a broadcast; code that sets another per-tick flag the end of the
+ * tick resets (cell_real.teleported, .space_changed) calls it too. */
+void cell_note_changed(cell *c, cell_entity *entity);
+
+/* Keeps cell.witnessed: `entity`, a real of `c`, has just been given a
+ * witness, or is about to lose it (witness.c calls these). */
+void cell_witnessed_add(cell *c, cell_entity *entity);
+void cell_witnessed_remove(cell *c, cell_entity *entity);
+
 /* Adds a property-free client call of `entity` for its haunts to relay. */
 void cell_queue_broadcast(cell_entity *entity, uint32_t method_id, const uint8_t *args, size_t length);
 /* The same for a game event fired to the viewers of the real. */

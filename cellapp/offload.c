@@ -374,6 +374,7 @@ static int offload_arrive(offloads *o, cell *c, cell_entity *existing, const Tes
                           entity->incarnation);
     if (state->space_changed) {
         entity->real->space_changed = true;
+        cell_note_changed(c, entity);
         if (cell_entity_witness(entity)) witness_reset(c, entity);
         offload_tell_client_teleported(o, entity, true);
     }
@@ -608,6 +609,7 @@ int offload_teleport(offloads *o, cell_entity *entity, const char *space_name, f
     cell_move(c, entity, x, y, z, yaw);
     entity->move_stamp_us = clock_wall_us();
     entity->real->teleported = true;
+    cell_note_changed(c, entity);
     movement_reset(&o->context.settings->movement, entity, clock_monotonic_us());
     offload_tell_client_teleported(o, entity, false);
     entity->real->snapshot_due = true;

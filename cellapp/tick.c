@@ -13,7 +13,10 @@
  *   5. per cell: the coord flush (enters, leaves; traps fire, and their
  *      rules may change properties), the pack (every changed entity encoded
  *      once per audience someone receives), the witnesses told what changed
- *      in their views, and each witness writes its client's stream;
+ *      in their views, and each witness writes its client's stream. The
+ *      pack, the telling and step 11 walk the cell's list of what changed
+ *      (cell.changed), the streams its list of reals with a witness: an
+ *      idle entity costs them nothing;
  *   6. view hooks: the game hears this tick's enters and leaves of views;
  *   7. reaping: the reals game code destroyed go (their destroyed hooks run
  *      once; witnesses see them leave at the next flush);
@@ -51,9 +54,9 @@
 
 /* 5, for one cell: each witness writes its client's stream. */
 static void tick_witnesses(cellapp *app, cell *c) {
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
-        if (!cell_entity_witness(entity) || entity->destroyed) continue;
+    for (size_t i = 0; i < c->witnessed_count; i++) {
+        cell_entity *entity = c->witnessed[i];
+        if (entity->destroyed) continue;
         uint8_t *payload;
         size_t length = witness_update(cell_entity_witness(entity), c, entity, &payload);
         if (length) outbox_to_client(app->outbox, entity, payload, length);
@@ -83,10 +86,11 @@ static void tick_run_timers(cellapp *app, cell *c, uint64_t now_us) {
     entity_timers_run(c->timers, now_us, tick_timer_live, tick_timer_fire, &run);
 }
 
-/* 11, for one cell. */
+/* 11, for one cell: a dirty entity, or one with broadcasts, is on the
+ * cell's changed list. */
 static void tick_end_cell(cell *c) {
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
+    for (size_t i = 0; i < c->changed_count; i++) {
+        cell_entity *entity = c->changed[i];
         entity_state_clear_dirty(entity->state); /* packed, or received by nobody */
         cell_clear_broadcasts(entity);
     }

@@ -302,8 +302,9 @@ static inline void witness_prefetch(const witness *view, const uint32_t *aliases
 }
 
 void witness_notify_changes(cell *c) {
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
+    /* A mover or a packed entity is on the cell's changed list. */
+    for (size_t i = 0; i < c->changed_count; i++) {
+        cell_entity *entity = c->changed[i];
         if (!(entity->moved || entity->packed) || entity->destroyed) continue;
         for (uint32_t k = 0; k < entity->observer_count; k++) {
             if (k + WITNESS_PREFETCH_AHEAD < entity->observer_count)
@@ -365,6 +366,7 @@ static void witness_watch(cell *c, cell_entity *entity, witness *view) {
                                       (float)settings->view_hysteresis, &witness_callbacks, view);
     if (view->watcher == COORD_NONE) log_panic("entity %llu: cannot attach a witness", (unsigned long long)entity->id);
     entity->real->witness = view;
+    cell_witnessed_add(c, entity);
 }
 
 void witness_attach(cell *c, cell_entity *entity) {
@@ -406,6 +408,7 @@ void witness_detach(cell *c, cell_entity *entity) {
     witness *view = cell_entity_witness(entity);
     if (!view) return;
     coord_remove_watcher(c->coord, view->watcher);
+    cell_witnessed_remove(c, entity);
     witness_free(view);
     entity->real->witness = NULL;
 }

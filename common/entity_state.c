@@ -26,6 +26,9 @@
 struct entity_state {
     const entity_def_class *cls;
     entity_state_mask dirty;
+    entity_state_dirtied_fn dirtied; /* entity_state_on_dirtied's, or NULL */
+    void *dirtied_context;
+    bool dirtied_told;        /* dirtied was called since the last clear */
     uint32_t value_count;     /* slots in all */
     entity_state_slot *slots; /* value_count slots */
     uint32_t *first;          /* property_count + 1 entries: property p is first[p]..first[p+1]-1 */
@@ -328,6 +331,13 @@ void entity_state_free(entity_state *state) {
 
 const entity_def_class *entity_state_class(const entity_state *state) { return state->cls; }
 
+/* Tells the owner, once between two clears, that something is dirty. */
+static void entity_state__tell_dirtied(entity_state *state) {
+    if (state->dirtied_told || !state->dirtied) return;
+    state->dirtied_told = true;
+    state->dirtied(state->dirtied_context);
+}
+
 int entity_state_copy(entity_state *dst, const entity_state *src) {
     if (dst->cls != src->cls) return ENTITY_STATE_ERROR_CLASS;
     if (dst == src) return 0;
@@ -336,6 +346,7 @@ int entity_state_copy(entity_state *dst, const entity_state *src) {
     for (size_t p = 0; p < dst->cls->property_count; p++)
         entity_state__copy_value(&dst->cls->properties[p].type, &d, &s);
     dst->dirty = src->dirty;
+    if (!entity_state_mask_empty(&dst->dirty)) entity_state__tell_dirtied(dst);
     return 0;
 }
 
@@ -455,7 +466,10 @@ static int entity_state__at(const entity_state *state, uint16_t prop, uint32_t i
     int rc_ = entity_state__at(state, prop, index, &type, &slot); \
     if (rc_ == 0 && !(ok)) rc_ = ENTITY_STATE_ERROR_TYPE
 
-static void entity_state__changed(entity_state *state, uint16_t prop) { entity_state_mask_add(&state->dirty, prop); }
+static void entity_state__changed(entity_state *state, uint16_t prop) {
+    entity_state_mask_add(&state->dirty, prop);
+    entity_state__tell_dirtied(state);
+}
 
 int entity_state_get_int(const entity_state *state, uint16_t prop, uint32_t index, int64_t *out) {
     *out = 0;
@@ -662,7 +676,17 @@ int entity_state_mark_dirty(entity_state *state, uint16_t prop) {
     return 0;
 }
 
-void entity_state_clear_dirty(entity_state *state) { memset(&state->dirty, 0, sizeof state->dirty); }
+void entity_state_clear_dirty(entity_state *state) {
+    memset(&state->dirty, 0, sizeof state->dirty);
+    state->dirtied_told = false;
+}
+
+void entity_state_on_dirtied(entity_state *state, entity_state_dirtied_fn dirtied, void *context) {
+    state->dirtied = dirtied;
+    state->dirtied_context = context;
+    state->dirtied_told = false;
+    if (dirtied && !entity_state_mask_empty(&state->dirty)) entity_state__tell_dirtied(state);
+}
 
 /* ---- the whole state -------------------------------------------------- */
 

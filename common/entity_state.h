@@ -172,6 +172,13 @@ int entity_state_next_dirty(const entity_state *state, int after);
 int entity_state_mark_dirty(entity_state *state, uint16_t prop);
 /* Clears every dirty mark (once per tick, after packing). */
 void entity_state_clear_dirty(entity_state *state);
+/* Has `dirtied(context)` called when the state's first property becomes
+ * dirty after a clear (or its creation): once between two clears, however
+ * many writes follow. The owner learns which states changed without
+ * looking at them all (the cellapp's list of what changed in a tick).
+ * NULL stops it. */
+typedef void (*entity_state_dirtied_fn)(void *context);
+void entity_state_on_dirtied(entity_state *state, entity_state_dirtied_fn dirtied, void *context);
 
 /* ---- the whole state -------------------------------------------------- */
 

@@ -12,7 +12,8 @@
  * the events is compared with a brute-force oracle of the rule (coord.h,
  * "Round shapes"). cell_query_range is checked against brute force for
  * random points, shapes and radii, with reals and ghosts, never the
- * asker, and its cut. */
+ * asker, and its cut. The cell's list of what changed holds exactly the
+ * entities a tick's passes must visit. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -468,12 +469,68 @@ static void test_queries_3d(void **state) {
     run_queries(true, 0xfeed2);
 }
 
+/* Whether `entity` is on its cell's list of what changed. */
+static bool listed(const cell *c, const cell_entity *entity) {
+    for (size_t i = 0; i < c->changed_count; i++)
+        if (c->changed[i] == entity) return entity->listed;
+    return false;
+}
+
+/* The list of what changed: an idle entity is never on it; a move, a
+ * property write (through the state, as game code writes), a broadcast
+ * and a destruction put an entity on it once; the pack encodes exactly
+ * the dirty ones; the end of the tick empties it and reaps the destroyed;
+ * a write after the dirty set is cleared lists the entity again. */
+static void test_changed_list(void **state) {
+    (void)state;
+    fixture *fx = fixture_create(false);
+    cell *c = fx->c;
+    cell_entity *idle = put(fx, 1, 0, 0, 0), *walker = put(fx, 2, 10, 0, 10), *writer = put(fx, 3, -10, 0, -10);
+    cell_entity *caller = put(fx, 4, 20, 0, 20), *doomed = put_ghost(fx, 5, 30, 0, 30);
+    assert_int_equal(c->changed_count, 5); /* new, each once */
+    cell_end_tick(c);
+    assert_int_equal(c->changed_count, 0);
+    assert_false(idle->listed || idle->is_new);
+
+    move(fx, 2, 11, 0, 10);
+    move(fx, 2, 12, 0, 10);
+    uint16_t hp = entity_def_class_find_property(fx->cls, "hp")->id;
+    assert_int_equal(entity_state_set_uint(writer->state, hp, 0, 7), 0);
+    assert_int_equal(entity_state_set_uint(writer->state, hp, 0, 8), 0);
+    cell_queue_broadcast(caller, 1, NULL, 0);
+    cell_destroy(c, doomed);
+    assert_int_equal(c->changed_count, 4);
+    assert_false(listed(c, idle));
+    assert_true(listed(c, walker) && listed(c, writer) && listed(c, caller) && listed(c, doomed));
+
+    cell_pack(c);
+    assert_true(writer->packed);
+    assert_false(walker->packed || caller->packed || idle->packed);
+    for (size_t i = 0; i < c->changed_count; i++) {
+        entity_state_clear_dirty(c->changed[i]->state);
+        cell_clear_broadcasts(c->changed[i]);
+    }
+    cell_end_tick(c);
+    assert_int_equal(c->changed_count, 0);
+    assert_null(cell_find(c, 5));
+    assert_int_equal(c->count, 4);
+    assert_false(walker->moved || writer->packed || writer->listed);
+
+    /* Cleared: the next write lists it again, and the pack finds it. */
+    assert_int_equal(entity_state_set_uint(writer->state, hp, 0, 9), 0);
+    assert_true(listed(c, writer));
+    assert_int_equal(c->changed_count, 1);
+    cell_pack(c);
+    assert_true(writer->packed);
+    fixture_free(fx);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_edges_at_the_radius), cmocka_unit_test(test_seeded_round_trap),
-        cmocka_unit_test(test_edges_in_3d),         cmocka_unit_test(test_walkers_2d),
-        cmocka_unit_test(test_walkers_3d),          cmocka_unit_test(test_queries_2d),
-        cmocka_unit_test(test_queries_3d),
+        cmocka_unit_test(test_changed_list),      cmocka_unit_test(test_edges_at_the_radius),
+        cmocka_unit_test(test_seeded_round_trap), cmocka_unit_test(test_edges_in_3d),
+        cmocka_unit_test(test_walkers_2d),        cmocka_unit_test(test_walkers_3d),
+        cmocka_unit_test(test_queries_2d),        cmocka_unit_test(test_queries_3d),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
