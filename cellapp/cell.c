@@ -271,6 +271,7 @@ cell_real *cell_make_real(cell *c, cell_entity *entity) {
     if (entity->kind == CELL_ENTITY_GHOST) {
         entity->real = cell_real_create();
         entity->kind = CELL_ENTITY_REAL;
+        cell_note_changed(c, entity); /* its haunts are to be worked out */
         entity->owner_cellapp = 0;
         c->ghost_count--;
         c->real_count++;
@@ -313,14 +314,29 @@ void cell_pack(cell *c) {
     }
 }
 
+/* Whether `entity`, listed this tick, stays on the list for the next: a
+ * real whose haunts must be worked out again (a recompute that has to
+ * retry), whose teleport into another space waits, or that is outside its
+ * cell's region with the offload margin (an offload waiting for its
+ * cellapp). haunt_tick and offload_tick then find it without a walk over
+ * every entity. */
+static bool cell_carries_over(const cell *c, const cell_entity *entity) {
+    const cell_real *real = entity->real;
+    if (!real || entity->destroyed) return false;
+    return real->haunts_stale || real->teleport_pending ||
+           !cell_region_holds(c, entity->x, entity->z, c->shared->settings->haunt.offload_margin);
+}
+
 #ifdef TESSERA_CELL_CHECKS
-/* Whether something the end of the tick resets is set on `entity`: then it
- * must be on the changed list. */
-static bool cell_has_tick_changes(const cell_entity *entity) {
+/* Whether something the end of the tick resets or carries over is set on
+ * `entity`: then it must be on the changed list. */
+static bool cell_has_tick_changes(const cell *c, const cell_entity *entity) {
     if (entity->moved || entity->is_new || entity->destroyed || entity->packed) return true;
     if (!entity_state_mask_empty(entity_state_dirty(entity->state))) return true;
     const cell_real *real = entity->real;
-    return real && (real->teleported || real->space_changed || real->broadcast_count || real->broadcast_event_count);
+    if (real && (real->teleported || real->space_changed || real->broadcast_count || real->broadcast_event_count))
+        return true;
+    return !c->layout_changed && cell_carries_over(c, entity);
 }
 
 /* Checks the list against every entity (builds other than release): an
@@ -329,7 +345,7 @@ static bool cell_has_tick_changes(const cell_entity *entity) {
 static void cell_check_changed_list(const cell *c) {
     for (size_t i = 0; i < c->count; i++) {
         const cell_entity *entity = c->by_index[i];
-        if (!entity->listed && cell_has_tick_changes(entity))
+        if (!entity->listed && cell_has_tick_changes(c, entity))
             log_panic("space '%s': entity %" PRIu64 " changed this tick but is not on the cell's changed list",
                       c->space_name, entity->id);
     }
@@ -340,6 +356,7 @@ void cell_end_tick(cell *c) {
 #ifdef TESSERA_CELL_CHECKS
     cell_check_changed_list(c);
 #endif
+    size_t kept = 0;
     for (size_t k = 0; k < c->changed_count; k++) {
         cell_entity *entity = c->changed[k];
         entity->listed = false;
@@ -348,6 +365,10 @@ void cell_end_tick(cell *c) {
             entity->is_new = false;
             entity->packed = false;
             if (entity->real) entity->real->teleported = entity->real->space_changed = false;
+            if (cell_carries_over(c, entity)) {
+                entity->listed = true;
+                c->changed[kept++] = entity;
+            }
             continue;
         }
         id_map_remove(&c->entities, entity->id);
@@ -360,7 +381,11 @@ void cell_end_tick(cell *c) {
         c->by_index[i]->index = i;
         cell_free_entity(c, entity);
     }
-    c->changed_count = 0;
+    c->changed_count = kept;
+    /* A new layout moved the region under every real, listed or not. */
+    if (c->layout_changed)
+        for (size_t i = 0; i < c->count; i++)
+            if (cell_carries_over(c, c->by_index[i])) cell_note_changed(c, c->by_index[i]);
     c->layout_changed = false;
     c->tick++;
 }

@@ -194,6 +194,7 @@ int cell_entity_restore(const cell_entity_codec *codec, cell *c, cell_entity *en
     entity->real->offloads = state->offloads;
     entity->real->teleported = state->teleported;
     entity->real->haunts_stale = true;
+    cell_note_changed(entity->home, entity);
     uint64_t now_us = clock_monotonic_us();
     if (state->movement) {
         entity->real->move_allowance = state->movement->allowance;

@@ -329,8 +329,14 @@ static void haunt_count_changes(haunts *h, cell_entity *entity, entity_state_mas
 
 void haunt_tick(haunts *h, cell *c) {
     uint64_t now_us = clock_monotonic_us();
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
+    /* A real that moved, had a ghost property or a broadcast, or whose
+     * haunts are stale is on the cell's changed list; an idle real has
+     * nothing to tell its ghosts. Only a new layout makes every real
+     * recheck. */
+    bool every = c->layout_changed;
+    size_t count = every ? c->count : c->changed_count;
+    for (size_t i = 0; i < count; i++) {
+        cell_entity *entity = every ? c->by_index[i] : c->changed[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
         entity_state_mask changed;
         haunt_count_changes(h, entity, &changed);

@@ -327,8 +327,14 @@ void offload_tick(offloads *o, cell *c) {
      * wrong way, so they wait the tick or two until we have it. */
     if (!c->layout || spaces_newest_peer_epoch(o->context.spaces, c->space_name) > c->layout->epoch) return;
     double margin = o->context.settings->haunt.offload_margin;
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
+    /* A real with a teleport waiting, or outside its region, is on the
+     * cell's changed list (it stays there until it goes: cell_end_tick);
+     * only a new layout, which moves the region under every real, makes
+     * every entity worth a look. */
+    bool every = c->layout_changed;
+    size_t count = every ? c->count : c->changed_count;
+    for (size_t i = 0; i < count; i++) {
+        cell_entity *entity = every ? c->by_index[i] : c->changed[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
         if (entity->real->teleport_pending) {
             offload_teleport_now(o, entity);
@@ -367,6 +373,7 @@ static int offload_arrive(offloads *o, cell *c, cell_entity *existing, const Tes
     }
     entity->real->haunts_stale = true;
     entity->real->snapshot_due = true; /* its base's backup names this cellapp now */
+    cell_note_changed(c, entity);
     ghost_order_set_real(o->context.ghost_order, entity->id, entity->incarnation, o->context.self->process_id);
     ghost_route_remove(o->context.route, entity->id);
     offload_tell_base_address(o, entity->real->baseapp_id, entity->id, entity->incarnation);
@@ -597,6 +604,7 @@ int offload_teleport(offloads *o, cell_entity *entity, const char *space_name, f
     }
     if (strcmp(target, c->space_name) != 0) {
         entity->real->teleport_pending = true;
+        cell_note_changed(c, entity);
         snprintf(entity->real->teleport_space, sizeof entity->real->teleport_space, "%s", target);
         entity->real->teleport_x = x;
         entity->real->teleport_y = y;

@@ -348,6 +348,7 @@ static bool restores_apply(restores *r, restore_request *request, uint32_t incar
     entity->real->haunt_count = 0;
     entity->real->haunts_stale = true;
     entity->real->snapshot_due = true;
+    cell_note_changed(entity->home, entity);
     ghost_order_set_real(r->context.ghost_order, id, incarnation, r->context.self->process_id);
     ghost_route_remove(r->context.route, id);
     restores_tell_base(r, entity, incarnation);

@@ -14,9 +14,9 @@
  *      rules may change properties), the pack (every changed entity encoded
  *      once per audience someone receives), the witnesses told what changed
  *      in their views, and each witness writes its client's stream. The
- *      pack, the telling and step 11 walk the cell's list of what changed
- *      (cell.changed), the streams its list of reals with a witness: an
- *      idle entity costs them nothing;
+ *      pack, the telling, step 9's haunts and offloads and step 11 walk
+ *      the cell's list of what changed (cell.changed), the streams its
+ *      list of reals with a witness: an idle entity costs them nothing;
  *   6. view hooks: the game hears this tick's enters and leaves of views;
  *   7. reaping: the reals game code destroyed go (their destroyed hooks run
  *      once; witnesses see them leave at the next flush);
