@@ -316,14 +316,14 @@ void cell_pack(cell *c) {
 
 /* Whether `entity`, listed this tick, stays on the list for the next: a
  * real whose haunts must be worked out again (a recompute that has to
- * retry), whose teleport into another space waits, or that is outside its
- * cell's region with the offload margin (an offload waiting for its
- * cellapp). haunt_tick and offload_tick then find it without a walk over
- * every entity. */
+ * retry), whose teleport into another space waits, whose backup is due, or
+ * that is outside its cell's region with the offload margin (an offload
+ * waiting for its cellapp). haunt_tick, offload_tick and the backups then
+ * find it without a walk over every entity. */
 static bool cell_carries_over(const cell *c, const cell_entity *entity) {
     const cell_real *real = entity->real;
     if (!real || entity->destroyed) return false;
-    return real->haunts_stale || real->teleport_pending ||
+    return real->haunts_stale || real->teleport_pending || real->snapshot_due ||
            !cell_region_holds(c, entity->x, entity->z, c->shared->settings->haunt.offload_margin);
 }
 

@@ -224,12 +224,13 @@ struct cell {
     /* The entities something happened to since the last tick's end: moved,
      * a property written, created, destroyed, a broadcast queued,
      * teleported. Each once (cell_entity.listed). A real whose haunts are
-     * still to be worked out, whose teleport waits, or that is outside the
-     * region stays on it from tick to tick (cell_end_tick). The tick's
-     * passes over what changed -- pack, the witnesses' notices, haunts,
-     * offloads, the end of the tick -- walk this, not every entity: an idle
-     * entity costs them nothing. A new layout makes haunts and offloads
-     * look at every real once. */
+     * still to be worked out, whose teleport waits, whose backup is due,
+     * or that is outside the region stays on it from tick to tick
+     * (cell_end_tick). The tick's passes over what changed -- pack, the
+     * witnesses' notices, haunts, offloads, due backups, the end of the
+     * tick -- walk this, not every entity: an idle entity costs them
+     * nothing. A new layout makes haunts and offloads look at every real
+     * once. */
     cell_entity **changed;
     size_t changed_count, changed_capacity;
     /* The reals with a witness, in no order (cell_real.witnessed_index):

@@ -82,8 +82,9 @@ static bool cell_snapshots_eligible(const cell_entity *entity) {
 
 void cell_snapshots_tick(cell_snapshots *snapshots, cell *c) {
     if (c->count == 0) return;
-    for (size_t i = 0; i < c->count; i++) {
-        cell_entity *entity = c->by_index[i];
+    /* A real whose backup is due now is on the cell's changed list. */
+    for (size_t i = 0; i < c->changed_count; i++) {
+        cell_entity *entity = c->changed[i];
         if (cell_snapshots_eligible(entity) && entity->real->snapshot_due) cell_snapshots_take(snapshots, entity);
     }
     const cellapp_settings *settings = snapshots->context.settings;

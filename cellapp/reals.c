@@ -308,5 +308,6 @@ int reals_base_moved(reals *r, cell_entity *entity, uint64_t dead_baseapp_id, ui
      * (and its client, when it reconnects, gets its view from it). */
     reals_reply_created(r, new_baseapp_id, entity->id, entity, NULL);
     real->snapshot_due = true;
+    cell_note_changed(entity->home, entity);
     return 0;
 }
