@@ -7,7 +7,7 @@ local runaway_started = false
 local Probe = { cell = {} }
 local C = Probe.cell
 
-C.fields = { hits = "int32", note = "string:16", home_x = "double" }
+C.fields = { hits = "int32", note = "string:16", home_x = "double", walks = "int32" }
 C.thinks = { "wander", "runaway" }
 C.inputs = { Poke = "int32" }
 
@@ -15,6 +15,7 @@ function C:created()
     seen.saw("created")
     local x = self:position()
     self.home_x = x
+    self.walks = 0
     self.note = "hi"
     self:add_timer(100, 250, 7, 99)
     self:set_think("wander", 150)
@@ -44,7 +45,10 @@ function C:left_trap(tag, other) seen.saw("left_trap") end
 function C:controller_moved(id, user) seen.saw("controller_moved") end
 function C:controller_arrived(id, user)
     seen.saw("controller_arrived")
-    if self.label ~= "follower" then self:set_think("wander", 300) end
+    if self.label ~= "follower" then
+        self.walks = self.walks + 1
+        self:set_think("wander", 300)
+    end
 end
 function C:controller_failed(id, user, reason)
     seen.saw("controller_failed")
@@ -87,8 +91,10 @@ function C:timer(id, tag, user)
         runaway_started = true
         self:set_think("runaway", 0)
     end
-    if self.hits == 10 then
-        -- a decoy that goes away while this one follows it
+    if self.hits >= 10 and self.walks > 0 and self.label ~= "follower" then
+        -- a decoy that goes away while this one follows it, once this one
+        -- has finished a walk (controller_arrived): a walk from far off
+        -- takes longer than ten hits on a slow (sanitized, loaded) host
         local x, y, z = self:position()
         local decoy = tessera.spawn("Probe", nil, x + 3, y, z)
         local other = decoy and tessera.resolve(decoy)
