@@ -335,6 +335,8 @@ void haunt_tick(haunts *h, cell *c) {
      * recheck. */
     bool every = c->layout_changed;
     size_t count = every ? c->count : c->changed_count;
+    /* Indexed afresh each time: a destruction or a make_real on the way
+     * lists an entity, and may move the changed list. */
     for (size_t i = 0; i < count; i++) {
         cell_entity *entity = every ? c->by_index[i] : c->changed[i];
         if (entity->kind != CELL_ENTITY_REAL || entity->destroyed) continue;
