@@ -591,8 +591,16 @@ static void channel_write_frame_header(channel *ch, uint8_t *out, size_t length)
         frame_write_header(out, (uint32_t)length);
 }
 
+/* Whether a frame may still be queued: not once the channel is closing,
+ * nor on a WebSocket whose Close has gone (RFC 6455, 5.5.1: no data frame
+ * after it; the peer's Close is answered before the messages that came
+ * with it are dispatched, and their replies would follow it). */
+static bool channel_may_send(const channel *ch) {
+    return ch && ch->state != CHANNEL_CLOSING && !(ch->ws && websocket_close_sent(ch->ws));
+}
+
 int channel_send(channel *ch, const uint8_t *body, size_t length) {
-    if (!ch || ch->state == CHANNEL_CLOSING) return -1;
+    if (!channel_may_send(ch)) return -1;
     if (length > UINT32_MAX - FRAME_HEADER_BYTES) return -1;
     size_t header = channel_frame_header_bytes(ch, length);
     channel_write *write = channel_gathering_reserve(ch, header + length);
@@ -604,7 +612,7 @@ int channel_send(channel *ch, const uint8_t *body, size_t length) {
 }
 
 int channel_send_message(channel *ch, const ProtobufCMessage *message) {
-    if (!ch || ch->state == CHANNEL_CLOSING) return -1;
+    if (!channel_may_send(ch)) return -1;
     size_t length = protobuf_c_message_get_packed_size(message);
     if (length > UINT32_MAX - FRAME_HEADER_BYTES) return -1;
     size_t header = channel_frame_header_bytes(ch, length);

@@ -136,8 +136,8 @@ channel *channel_connect(uv_loop_t *loop, const char *host, int port, const chan
                          const channel_callbacks *callbacks, void *user_data);
 
 /* Queues one frame with a copy of `body` (gathered: see above). Returns 0,
- * or -1 if the channel is closing or the peer is a slow consumer (the
- * channel is then closing). */
+ * or -1 if the channel is closing, its WebSocket has sent its Close, or
+ * the peer is a slow consumer (the channel is then closing). */
 int channel_send(channel *ch, const uint8_t *body, size_t length);
 /* Packs `message` straight into the outgoing buffer and queues it. */
 int channel_send_message(channel *ch, const ProtobufCMessage *message);

@@ -3,7 +3,8 @@
  * ways intact and in order, the max_frame_bytes limit, idempotent close and
  * no on_frame after it, frames of one loop iteration gathered into one
  * write, close_after_flush, write backpressure, the owner's gate (held
- * frames, then resumed) and the slow consumer limit, failed connects, and bad addresses.
+ * frames, then resumed) and the slow consumer limit, a WebSocket's Close
+ * as its last frame, failed connects, and bad addresses.
  *
  * Every test counts callbacks and asserts exact totals once the loop has
  * been drained and closed, so a callback firing twice is caught. Where a
@@ -63,6 +64,9 @@ typedef struct raw_peer {
     frame_reader reader; /* parses what the channel sent us */
     int frames_read;
     int writes_done, write_errors;
+    int capture; /* keep the bytes as they came (captured) instead of parsing frames */
+    size_t captured_bytes;
+    uint8_t captured[65536];
     uint8_t read_buffer[65536];
 } raw_peer;
 
@@ -216,6 +220,12 @@ static void raw_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         return;
     }
     r->bytes_read += (uint64_t)nread;
+    if (r->capture) {
+        assert_true(r->captured_bytes + (size_t)nread <= sizeof r->captured);
+        memcpy(r->captured + r->captured_bytes, buf->base, (size_t)nread);
+        r->captured_bytes += (size_t)nread;
+        return;
+    }
     frame_reader_push(&r->reader, (const uint8_t *)buf->base, (size_t)nread);
     const uint8_t *frame;
     size_t length;
@@ -698,6 +708,83 @@ static void test_close_inside_on_frame_stops_delivery(void **state) {
     ctx_free(c);
 }
 
+/* A WebSocket peer's messages and its Close in one read: the channel
+ * answers the Close at once, and the owner's replies to the messages
+ * dispatched after it must not follow it (RFC 6455, 5.5.1: a browser
+ * fails the connection on "data frame received after close"). */
+static int websocket_replies_refused;
+
+static void on_frame_reply(channel *ch, const uint8_t *frame, size_t length) {
+    side *s = channel_user_data(ch);
+    side_record_frame(s, frame, length);
+    if (channel_send(ch, frame, length) != 0) websocket_replies_refused++;
+}
+
+/* A client's frame, masked with the all-zero key (the payload unchanged). */
+static size_t websocket_client_frame(uint8_t *out, uint8_t opcode, const uint8_t *payload, size_t length) {
+    assert_true(length < 126);
+    out[0] = (uint8_t)(0x80 | opcode);
+    out[1] = (uint8_t)(0x80 | length);
+    memset(out + 2, 0, 4);
+    if (length) memcpy(out + 6, payload, length);
+    return 6 + length;
+}
+
+static void test_websocket_sends_nothing_after_its_close(void **state) {
+    test_ctx *c = ctx_new();
+    c->server_options.websocket = true;
+    c->server_callbacks.on_frame = on_frame_reply;
+    websocket_replies_refused = 0;
+    ctx_listen(c);
+    raw_connect(c);
+    RUN_UNTIL(c, c->raw.connects == 1);
+    assert_int_equal(c->raw.connect_status, 0);
+    c->raw.capture = 1;
+    raw_start_reading(&c->raw);
+    static const char request[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                                  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                  "Sec-WebSocket-Version: 13\r\n\r\n";
+    uint8_t bytes[512];
+    size_t at = sizeof request - 1; /* the request's bytes, not its terminator */
+    memcpy(bytes, request, sizeof request - 1);
+    static const uint8_t message[] = {1, 2, 3, 4, 5};
+    for (int i = 0; i < 3; i++) at += websocket_client_frame(bytes + at, 0x2, message, sizeof message);
+    static const uint8_t going_away[] = {0x03, 0xe9}; /* 1001 */
+    at += websocket_client_frame(bytes + at, 0x8, going_away, sizeof going_away);
+    raw_send(&c->raw, bytes, at);
+    RUN_UNTIL(c, c->server.closes == 1 && c->raw.ended);
+    ctx_finish(c);
+    assert_int_equal(c->server.frames, 3);
+
+    /* The 101, then frames up to the Close, which is the last. */
+    const uint8_t *in = c->raw.captured;
+    size_t length = c->raw.captured_bytes;
+    assert_true(length > 12);
+    assert_memory_equal(in, "HTTP/1.1 101", 12);
+    size_t offset = 0;
+    while (offset + 4 <= length && memcmp(in + offset, "\r\n\r\n", 4) != 0) offset++;
+    assert_true(offset + 4 <= length);
+    offset += 4;
+    int data_frames = 0, closes = 0;
+    while (offset < length) {
+        assert_true(length - offset >= 2);
+        uint8_t opcode = in[offset] & 0x0f;
+        size_t payload = in[offset + 1] & 0x7f;
+        assert_true(payload < 126);
+        if (closes) fail_msg("a frame (opcode %u) after the Close", opcode);
+        if (opcode == 0x8)
+            closes++;
+        else if (opcode == 0x2)
+            data_frames++;
+        offset += 2 + payload;
+    }
+    assert_int_equal(offset, length);
+    assert_int_equal(closes, 1);
+    /* Each reply either went before the Close or was refused. */
+    assert_int_equal(data_frames + websocket_replies_refused, 3);
+    ctx_free(c);
+}
+
 /* Closing an outbound channel before it connected: on_close once, with the
  * first reason, and no on_connect reporting success afterwards. */
 static void test_close_while_connecting(void **state) {
@@ -1168,6 +1255,7 @@ int main(void) {
         cmocka_unit_test_teardown(test_frame_over_limit_closes_receiver, ctx_teardown),
         cmocka_unit_test_teardown(test_oversized_header_alone_closes_receiver, ctx_teardown),
         cmocka_unit_test_teardown(test_close_inside_on_frame_stops_delivery, ctx_teardown),
+        cmocka_unit_test_teardown(test_websocket_sends_nothing_after_its_close, ctx_teardown),
         cmocka_unit_test_teardown(test_close_while_connecting, ctx_teardown),
         cmocka_unit_test_teardown(test_null_channel_is_harmless, ctx_teardown),
         cmocka_unit_test_teardown(test_close_after_flush_delivers_queued, ctx_teardown),
