@@ -160,6 +160,14 @@ typedef struct cell_entity {
     uint32_t observer_count, observer_capacity;
     uint32_t coord_id; /* this entity in the cell's coordinate system */
     size_t index;      /* position in cell.by_index */
+    /* Its position as clients are sent it, worked out once for every
+     * witness that sends it (witness_write_move): the x, y, z and yaw it
+     * was made from and the config it was made for; quantized_ok false
+     * when that config cannot carry it. */
+    float quantized_from[4];
+    const volatile_codec_config *quantized_for;
+    volatile_quantized quantized;
+    bool quantized_ok;
 } cell_entity;
 
 /* The entity's name for entity I/O and look-ups ("": none; a ghost has

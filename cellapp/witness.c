@@ -688,6 +688,26 @@ static size_t witness_write_first(witness *view, cell *c, uint32_t alias, bool i
     return bit_writer_bits(w) - before;
 }
 
+/* Whether `entity`'s position can be sent in this cell's quantized world;
+ * when it can, entity->quantized holds it. A hundred witnesses may send one
+ * mover in a tick: the division and rounding are done once, again only
+ * when the position or the world changed (positions are finite, and a
+ * zero of either sign quantizes alike). */
+static bool witness_quantized(const cell *c, cell_entity *entity) {
+    const float *from = entity->quantized_from;
+    if (entity->quantized_for == &c->volatile_config && from[0] == entity->x && from[1] == entity->y &&
+        from[2] == entity->z && from[3] == entity->yaw)
+        return entity->quantized_ok;
+    entity->quantized_from[0] = entity->x;
+    entity->quantized_from[1] = entity->y;
+    entity->quantized_from[2] = entity->z;
+    entity->quantized_from[3] = entity->yaw;
+    entity->quantized_for = &c->volatile_config;
+    entity->quantized_ok = volatile_codec_quantize(&c->volatile_config, entity->x, entity->y, entity->z, entity->yaw,
+                                                   &entity->quantized) == 0;
+    return entity->quantized_ok;
+}
+
 /* Writes a selected alias's MOVE if it moved (or just entered). Returns the
  * bits written. */
 static size_t witness_write_move(witness *view, cell *c, uint32_t alias) {
@@ -699,12 +719,11 @@ static size_t witness_write_move(witness *view, cell *c, uint32_t alias) {
      * with the ENTER, and corrections when a move is refused. A position
      * outside the quantized world (a ghost from a peer configured with
      * other bounds) cannot be sent and is skipped. */
-    if (!volatile_codec_accepts(&c->volatile_config, entity->x, entity->y, entity->z, entity->yaw)) return 0;
+    if (!witness_quantized(c, entity)) return 0;
     bit_writer *w = &c->shared->stream;
     size_t before = bit_writer_bits(w);
     replication_append_move_header(w, alias, view->alias_bits);
-    if (volatile_codec_encode(w, &slot->track, &c->volatile_config, entity->x, entity->y, entity->z, entity->yaw) < 0)
-        log_panic("entity %llu: a checked position did not encode", (unsigned long long)entity->id);
+    volatile_codec_encode_quantized(w, &slot->track, &c->volatile_config, &entity->quantized);
     return bit_writer_bits(w) - before;
 }
 

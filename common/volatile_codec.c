@@ -151,8 +151,8 @@ bool volatile_codec_accepts(const volatile_codec_config *config, float x, float 
            volatile_codec__quantize(config, 2, z) >= 0 && isfinite(yaw);
 }
 
-int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config, float x, float y,
-                          float z, float yaw) {
+int volatile_codec_quantize(const volatile_codec_config *config, float x, float y, float z, float yaw,
+                            volatile_quantized *out) {
     int64_t qx = volatile_codec__quantize(config, 0, x);
     int64_t qy = volatile_codec__quantize(config, 1, y);
     int64_t qz = volatile_codec__quantize(config, 2, z);
@@ -162,7 +162,24 @@ int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_c
     double turns = fmod((double)yaw / VOLATILE_CODEC__TWO_PI, 1.0);
     int64_t qyaw = llround(turns * (double)steps) % steps;
     if (qyaw < 0) qyaw += steps;
+    out->x = (uint32_t)qx;
+    out->y = (uint32_t)qy;
+    out->z = (uint32_t)qz;
+    out->yaw = (uint32_t)qyaw;
+    return 0;
+}
 
+int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config, float x, float y,
+                          float z, float yaw) {
+    volatile_quantized position;
+    if (volatile_codec_quantize(config, x, y, z, yaw, &position) != 0) return VOLATILE_CODEC_ERROR_RANGE;
+    return volatile_codec_encode_quantized(w, track, config, &position);
+}
+
+int volatile_codec_encode_quantized(bit_writer *w, volatile_track *track, const volatile_codec_config *config,
+                                    const volatile_quantized *position) {
+    int64_t qx = position->x, qy = position->y, qz = position->z, qyaw = position->yaw;
+    int64_t steps = config->yaw_steps;
     unsigned abs_cost = 1 + config->axis_bits[0] + config->axis_bits[1] + config->axis_bits[2] + config->yaw_bits;
     unsigned delta_cost = UINT32_MAX;
     int64_t dx = 0, dy = 0, dz = 0;

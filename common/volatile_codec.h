@@ -60,6 +60,13 @@ typedef struct volatile_track {
     bool valid; /* false until the first record: the next one is absolute */
 } volatile_track;
 
+/* A position and yaw quantized for one config: what every client seeing the
+ * entity is sent, worked out once however many see it. */
+typedef struct volatile_quantized {
+    uint32_t x, y, z;
+    uint32_t yaw;
+} volatile_quantized;
+
 /* Fills `config` and derives its bit counts. Returns 0, or
  * VOLATILE_CODEC_ERROR_CONFIG when precision is not a positive finite number,
  * an axis has max <= min or more than VOLATILE_CODEC_MAX_UNITS units, or
@@ -83,6 +90,15 @@ void volatile_track_init(volatile_track *track);
 int volatile_codec_encode(bit_writer *w, volatile_track *track, const volatile_codec_config *config, float x, float y,
                           float z, float yaw);
 
+/* Quantizes (x, y, z, yaw) as volatile_codec_encode does. Returns 0, or
+ * VOLATILE_CODEC_ERROR_RANGE (out untouched) for the inputs encode
+ * refuses. */
+int volatile_codec_quantize(const volatile_codec_config *config, float x, float y, float z, float yaw,
+                            volatile_quantized *out);
+/* volatile_codec_encode from a position volatile_codec_quantize made with
+ * the same config. Returns the bits written (>= 13). */
+int volatile_codec_encode_quantized(bit_writer *w, volatile_track *track, const volatile_codec_config *config,
+                                    const volatile_quantized *position);
 /* Whether volatile_codec_encode takes this position and yaw: all finite,
  * the position inside the config's world. A caller that frames records
  * asks before writing a header. */

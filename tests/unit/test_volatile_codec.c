@@ -1,7 +1,8 @@
 /* test_volatile_codec.c -- volatile position+yaw records: round-trip error
  * within half a step, no drift over a long walk, the absolute form where it
- * must be, the 1-bit "unchanged" flags, and malformed input rejected without
- * touching the tracker. */
+ * must be, the 1-bit "unchanged" flags, malformed input rejected without
+ * touching the tracker, and a position quantized once encoding as the
+ * floats do. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -286,6 +287,46 @@ static void expect_rejected(const volatile_codec_config *config, const bit_write
     assert_true(bit_reader_failed(&r));
 }
 
+/* A position quantized once and encoded for many clients (the witness's
+ * way) writes exactly the bits and leaves exactly the trackers that
+ * encoding from the floats does, and quantize refuses what encode does. */
+static void test_quantized_once_matches(void **state) {
+    (void)state;
+    volatile_codec_config config = make_config();
+    volatile_track direct, shared;
+    volatile_track_init(&direct);
+    volatile_track_init(&shared);
+    for (int step = 0; step < 2000; step++) {
+        float x = (float)rnd_range(-1024, 1024), y = (float)rnd_range(-256, 256);
+        float z = (float)rnd_range(-1024, 1024), yaw = (float)rnd_range(-40, 40);
+        if (step % 3) { /* mostly small steps from the last position: deltas */
+            x = (float)((double)direct.x * PRECISION - 1024 + rnd_range(-1, 1));
+            z = (float)((double)direct.z * PRECISION - 1024 + rnd_range(-1, 1));
+        }
+        bit_writer a, b;
+        bit_writer_init(&a);
+        bit_writer_init(&b);
+        int direct_bits = volatile_codec_encode(&a, &direct, &config, x, y, z, yaw);
+        volatile_quantized position;
+        if (direct_bits < 0) {
+            assert_int_equal(volatile_codec_quantize(&config, x, y, z, yaw, &position), VOLATILE_CODEC_ERROR_RANGE);
+        } else {
+            assert_int_equal(volatile_codec_quantize(&config, x, y, z, yaw, &position), 0);
+            assert_int_equal(volatile_codec_encode_quantized(&b, &shared, &config, &position), direct_bits);
+            assert_int_equal(bit_writer_bits(&a), bit_writer_bits(&b));
+            assert_memory_equal(bit_writer_data(&a), bit_writer_data(&b), bit_writer_bytes(&a));
+            assert_true(tracks_equal(&direct, &shared));
+        }
+        bit_writer_close(&a);
+        bit_writer_close(&b);
+    }
+    volatile_quantized untouched = {1, 2, 3, 4};
+    assert_int_equal(volatile_codec_quantize(&config, 2000, 0, 0, 0, &untouched), VOLATILE_CODEC_ERROR_RANGE);
+    assert_int_equal(volatile_codec_quantize(&config, 0, 0, 0, NAN, &untouched), VOLATILE_CODEC_ERROR_RANGE);
+    assert_int_equal(untouched.x, 1);
+    assert_int_equal(untouched.yaw, 4);
+}
+
 static void test_out_of_world_rejected(void **state) {
     (void)state;
     volatile_codec_config config;
@@ -374,6 +415,7 @@ int main(void) {
         cmocka_unit_test(test_small_turns_wrap),
         cmocka_unit_test(test_truncated_every_bit),
         cmocka_unit_test(test_out_of_world_rejected),
+        cmocka_unit_test(test_quantized_once_matches),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
