@@ -51,7 +51,9 @@
  * Candidates are taken greedily in that order: one that does not fit the
  * remaining credit is skipped and smaller ones after it may still go (it is
  * forced within the second anyway). When the credit covers every optional
- * candidate there is nothing to decide: they all go, unranked.
+ * candidate there is nothing to decide: they all go, unranked. When it does
+ * not, they are ranked in a heap, popped only while the credit left can
+ * still pay for the smallest of them (witness_budget_choose).
  */
 #include "witness_budget.h"
 
@@ -335,6 +337,51 @@ static void witness_budget_sort(witness_budget *budget, uint32_t begin, uint32_t
     if (from != budget->order + begin) memcpy(budget->order + begin, from, n * sizeof *from);
 }
 
+/* Restores the heap order of order[begin, begin + count) below `at`: each
+ * parent goes before its children (witness_budget_before). */
+static void witness_budget_sift_down(witness_budget *budget, uint32_t begin, uint32_t count, uint32_t at) {
+    uint32_t *heap = budget->order + begin;
+    const witness_budget_candidate *c = budget->candidates;
+    uint32_t moving = heap[at];
+    for (;;) {
+        uint32_t child = 2 * at + 1;
+        if (child >= count) break;
+        if (child + 1 < count && witness_budget_before(&c[heap[child + 1]], &c[heap[child]])) child++;
+        if (!witness_budget_before(&c[heap[child]], &c[moving])) break;
+        heap[at] = heap[child];
+        at = child;
+    }
+    heap[at] = moving;
+}
+
+/* Greedy choice among the optional candidates order[begin, end), which the
+ * credit does not all cover: in priority order, each that fits the credit
+ * left goes. Writes the chosen candidates' indices back to order[begin,
+ * ...) in that order and returns how many. The result is what sorting them
+ * all and walking the sorted list would give, but a heap is built in
+ * linear time and only popped while something can still fit: in a crowd
+ * the credit runs out after a fraction of the view. */
+static uint32_t witness_budget_choose(witness_budget *budget, uint32_t begin, uint32_t end, int64_t credit) {
+    const witness_budget_candidate *c = budget->candidates;
+    uint32_t count = end - begin, smallest = UINT32_MAX;
+    for (uint32_t i = begin; i < end; i++)
+        if (c[budget->order[i]].bytes < smallest) smallest = c[budget->order[i]].bytes;
+    for (uint32_t at = count / 2; at-- > 0;) witness_budget_sift_down(budget, begin, count, at);
+    uint32_t chosen = 0;
+    while (count > 0 && credit >= (int64_t)smallest) {
+        uint32_t top = budget->order[begin];
+        budget->order[begin] = budget->order[begin + --count];
+        if (count > 0) witness_budget_sift_down(budget, begin, count, 0);
+        if ((int64_t)c[top].bytes > credit) continue;
+        credit -= c[top].bytes;
+        /* The chosen are kept after the heap, which shrinks as they go;
+         * scratch holds them in order meanwhile. */
+        budget->scratch[begin + chosen++] = top;
+    }
+    memcpy(budget->order + begin, budget->scratch + begin, chosen * sizeof *budget->order);
+    return chosen;
+}
+
 /* Adds `alias` as a candidate of this tick. */
 static uint32_t witness_budget_add_candidate(witness_budget *budget, uint32_t alias) {
     if (budget->candidate_count == budget->candidate_capacity) {
@@ -398,22 +445,20 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
     int64_t need = 0, left = budget->credit;
     for (uint32_t i = 0; i < optional_begin; i++) left -= c[i].bytes;
     for (uint32_t i = optional_begin; i < n && need <= left; i++) need += c[i].bytes;
-    if (need > left) witness_budget_sort(budget, optional_begin, n);
+    uint32_t optional_end = n;
+    if (need > left) optional_end = optional_begin + witness_budget_choose(budget, optional_begin, n, left);
 
     /* Spend, on a copy of the credit until the output is known to fit. */
     int64_t credit = budget->credit;
     uint32_t selected = 0;
-    for (uint32_t k = 0; k < n; k++) {
+    for (uint32_t k = 0; k < optional_end; k++) {
         witness_budget_candidate *candidate = &c[budget->order[k]];
-        if (k < forced_begin) {
+        if (k < forced_begin)
             candidate->class = WITNESS_BUDGET_CLASS_MANDATORY;
-        } else if (k < optional_begin) {
+        else if (k < optional_begin)
             candidate->class = WITNESS_BUDGET_CLASS_FORCED;
-        } else if ((int64_t)candidate->bytes <= credit) {
+        else
             candidate->class = WITNESS_BUDGET_CLASS_OPTIONAL;
-        } else {
-            continue;
-        }
         credit -= candidate->bytes;
         if (selected < capacity) out[selected] = candidate->alias;
         selected++;

@@ -1,6 +1,7 @@
 /* test_witness_budget.c -- the per-client bandwidth scheduler: the budget
  * holds over time, enter/leave always go, nothing waits more than a second,
- * nearer and staler go first, and the choice is deterministic. */
+ * nearer and staler go first (the choice matching a sort-everything
+ * oracle), and the choice is deterministic. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -360,6 +361,66 @@ static void test_ranked_when_short(void **state) {
     witness_budget_free(budget);
 }
 
+/* The ranking against an oracle: a tick's first offers (all equally
+ * stale) of random sizes and distances, many more than the credit pays
+ * for. The choice must be what sorting them all by interval, then
+ * distance, then alias, and walking that list greedily gives. */
+typedef struct ranked_offer {
+    uint32_t alias, bytes, interval;
+    float distance;
+} ranked_offer;
+
+static int ranked_offer_compare(const void *a, const void *b) {
+    const ranked_offer *x = a, *y = b;
+    if (x->interval != y->interval) return x->interval < y->interval ? -1 : 1;
+    if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
+    return x->alias < y->alias ? -1 : x->alias > y->alias;
+}
+
+static void test_ranked_matches_sorted_greedy(void **state) {
+    (void)state;
+    uint32_t seed = 0x2545f491u;
+    for (int round = 0; round < 200; round++) {
+        uint32_t per_second = rng_range(&seed, 0, 40000);
+        witness_budget_config config = config_with(per_second, HZ);
+        witness_budget *budget = witness_budget_create(&config);
+        assert_non_null(budget);
+        ranked_offer offers[MAX_ALIASES];
+        uint32_t count = rng_range(&seed, 1, MAX_ALIASES), total = 0;
+        assert_int_equal(witness_budget_begin_tick(budget, 1), 0);
+        for (uint32_t i = 0; i < count; i++) {
+            /* Distances on a coarse grid, so that ties in interval and
+             * distance are common and the alias must break them. */
+            ranked_offer *offer = &offers[i];
+            offer->alias = (i * 97u + (uint32_t)round) % MAX_ALIASES;
+            offer->distance = (float)rng_range(&seed, 0, 24) * 5.0f;
+            offer->bytes = rng_range(&seed, 0, 3) == 0 ? rng_range(&seed, 0, 2) : rng_range(&seed, 1, 200);
+            offer->interval = witness_budget_interval(budget, offer->distance);
+            total += offer->bytes;
+            assert_int_equal(witness_budget_offer(budget, offer->alias, offer->distance, offer->bytes, false), 0);
+        }
+        qsort(offers, count, sizeof offers[0], ranked_offer_compare);
+        int64_t credit = per_second / HZ;
+        uint32_t expected[MAX_ALIASES], expected_count = 0;
+        for (uint32_t i = 0; i < count; i++) {
+            if ((int64_t)offers[i].bytes > credit) continue;
+            credit -= offers[i].bytes;
+            expected[expected_count++] = offers[i].alias;
+        }
+        uint32_t out[MAX_ALIASES], chosen;
+        assert_int_equal(witness_budget_select(budget, out, MAX_ALIASES, &chosen), 0);
+        if ((int64_t)total <= per_second / HZ) {
+            /* All fit: they all go, in no promised order. */
+            assert_int_equal(chosen, count);
+            for (uint32_t i = 0; i < count; i++) assert_true(contains(out, chosen, expected[i]));
+        } else {
+            assert_int_equal(chosen, expected_count);
+            for (uint32_t i = 0; i < chosen; i++) assert_int_equal(out[i], expected[i]);
+        }
+        witness_budget_free(budget);
+    }
+}
+
 /* An alias offered once stays pending until it goes: with no credit at all
  * it is forced a second after its offer, without being offered again. While
  * the budget is held only mandatory records go; releasing it restarts the
@@ -588,6 +649,7 @@ int main(void) {
         cmocka_unit_test(test_nearer_sent_more),
         cmocka_unit_test(test_priority_order_within_tick),
         cmocka_unit_test(test_ranked_when_short),
+        cmocka_unit_test(test_ranked_matches_sorted_greedy),
         cmocka_unit_test(test_pending_persists_and_hold),
         cmocka_unit_test(test_forget_resets_alias),
         cmocka_unit_test(test_generous_budget_sends_all),
