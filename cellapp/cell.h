@@ -139,13 +139,25 @@ typedef struct cell_entity {
     cell *home;                  /* the cell it is in */
     const entity_def_class *cls; /* its class in the definitions */
     entity_state *state;         /* its properties: all on a real, the ghosts' ones kept on a ghost */
-    bool packed;                 /* replication_pack ran for it this tick */
-    float x, y, z, yaw;
-    uint64_t move_stamp_us; /* wall clock when the real applied its last move */
+    /* What every witness that has it in view reads of it each tick, in one
+     * cache line (cell_add allocates the entity on a line's boundary):
+     * where it is, what happened to it this tick, and its position as
+     * clients are sent it. That is worked out once for all of them
+     * (witness_write_move), from the x, y, z and yaw in quantized_from and
+     * for the config quantized_for; quantized_ok is false when that config
+     * cannot carry it. */
+    _Alignas(64) float x; /* the line's first field */
+    float y, z, yaw;
+    volatile_quantized quantized;
+    float quantized_from[4];
+    const volatile_codec_config *quantized_for;
+    bool quantized_ok;
+    bool packed;            /* replication_pack ran for it this tick */
     bool moved;             /* position changed since the last tick */
     bool is_new;            /* created here since the last tick */
     bool destroyed;         /* deferred deletion: reaped at the end of the tick */
     bool listed;            /* on its cell's list of what changed this tick (cell_note_changed) */
+    uint64_t move_stamp_us; /* wall clock when the real applied its last move */
     uint32_t incarnation;   /* of the real (ghosts: of the real they copy) */
     /* The real's change counters (cell_change_count_ahead): ticks in which
      * it moved, and in which a ghost property changed; ghosts copy them. */
@@ -160,15 +172,10 @@ typedef struct cell_entity {
     uint32_t observer_count, observer_capacity;
     uint32_t coord_id; /* this entity in the cell's coordinate system */
     size_t index;      /* position in cell.by_index */
-    /* Its position as clients are sent it, worked out once for every
-     * witness that sends it (witness_write_move): the x, y, z and yaw it
-     * was made from and the config it was made for; quantized_ok false
-     * when that config cannot carry it. */
-    float quantized_from[4];
-    const volatile_codec_config *quantized_for;
-    volatile_quantized quantized;
-    bool quantized_ok;
 } cell_entity;
+
+_Static_assert(offsetof(cell_entity, listed) - offsetof(cell_entity, x) < 64,
+               "what witnesses read of an entity is one cache line");
 
 /* The entity's name for entity I/O and look-ups ("": none; a ghost has
  * none). */

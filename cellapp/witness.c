@@ -289,14 +289,15 @@ static void witness_check_leave(const witness *view, cell *c, const cell_entity 
 #define WITNESS_PREFETCH_AHEAD 8
 
 /* Starts loading the slot of aliases[i + AHEAD] and the entity of
- * aliases[i + AHEAD / 2] (the fields a touch and a MOVE read). */
+ * aliases[i + AHEAD / 2]: the line a touch and a MOVE read (cell.h), and
+ * the packed UPDATE spans an UPDATE reads. */
 static inline void witness_prefetch(const witness *view, const uint32_t *aliases, size_t count, size_t i) {
     if (i + WITNESS_PREFETCH_AHEAD < count) __builtin_prefetch(&view->slots[aliases[i + WITNESS_PREFETCH_AHEAD]]);
     if (i + WITNESS_PREFETCH_AHEAD / 2 < count) {
         const cell_entity *entity = view->slots[aliases[i + WITNESS_PREFETCH_AHEAD / 2]].entity;
         if (entity) {
             __builtin_prefetch(&entity->x);
-            __builtin_prefetch(&entity->observers);
+            __builtin_prefetch(&entity->replication.update);
         }
     }
 }
