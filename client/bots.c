@@ -1201,8 +1201,8 @@ static void bots_on_teleported(tessera_client *client, const tessera_client_tele
     b->run->teleports_received++;
     b->teleported_at_ms = uv_now(&b->run->loop) - b->run->start_ms;
     if (!b->teleported_at_ms) b->teleported_at_ms = 1;
-    if (teleport->space_changed) {
-        const tessera_client_login_info *info = tessera_client_login_info_get(client);
+    const tessera_client_login_info *info = tessera_client_login_info_get(client);
+    if (teleport->space_changed && info) { /* a teleport comes only after the login */
         memcpy(b->world_min, info->world_min, sizeof b->world_min);
         memcpy(b->world_max, info->world_max, sizeof b->world_max);
         b->position_precision = info->position_precision;

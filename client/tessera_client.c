@@ -2015,13 +2015,16 @@ static int tessera_client__dial(tessera_client *client, const char *host, int po
         .on_connect = tessera_client__on_connect,
         .on_close = tessera_client__on_channel_close,
     };
+    /* The address as logs and redirects name it; no IP address is too
+     * long for it, and channel_connect takes nothing else. */
+    char address[TESSERA_CLIENT_ADDRESS_BYTES];
+    int length = strchr(host, ':') ? snprintf(address, sizeof address, "[%s]:%d", host, port) /* IPv6 */
+                                   : snprintf(address, sizeof address, "%s:%d", host, port);
+    if (length < 0 || (size_t)length >= sizeof address) return -1;
     channel *ch = channel_connect(client->loop, host, port, &options, &callbacks, client);
     if (!ch) return -1;
     client->ch = ch;
-    if (strchr(host, ':'))
-        snprintf(client->address, sizeof client->address, "[%s]:%d", host, port); /* IPv6 */
-    else
-        snprintf(client->address, sizeof client->address, "%s:%d", host, port);
+    memcpy(client->address, address, (size_t)length + 1);
     client->state = TESSERA_CLIENT_CONNECTING;
     return 0;
 }
