@@ -100,6 +100,7 @@ typedef struct witness_slot {
     bool selected;                    /* ... and selected */
     bool batched;                     /* its shared UPDATE goes in this tick's batch */
     bool owes_properties;             /* witness.owed[alias] is not empty */
+    bool pending;                     /* waits in the budget (witness_is_pending) */
     volatile_track track;             /* the position and yaw the client holds */
 } witness_slot;
 
@@ -336,13 +337,21 @@ void witness_notify_changes(cell *c) {
     for (size_t i = 0; i < c->changed_count; i++) {
         cell_entity *entity = c->changed[i];
         if (!(entity->moved || entity->packed) || entity->destroyed) continue;
+        const cell_observer *observers = entity->observers;
         for (uint32_t k = 0; k < entity->observer_count; k++) {
-            if (k + WITNESS_PREFETCH_AHEAD < entity->observer_count)
-                __builtin_prefetch(entity->observers[k + WITNESS_PREFETCH_AHEAD].view);
+            /* A batch at a time: the witnesses, then the words of their
+             * touched bitmaps (through the witnesses, by then in cache). */
+            if (k % WITNESS_PREFETCH_BATCH == 0) {
+                uint32_t end = k + WITNESS_PREFETCH_BATCH < entity->observer_count ? k + WITNESS_PREFETCH_BATCH
+                                                                                   : entity->observer_count;
+                for (uint32_t j = k; j < end; j++) __builtin_prefetch(observers[j].view, 1);
+                for (uint32_t j = k; j < end; j++)
+                    __builtin_prefetch(&observers[j].view->touched[observers[j].alias / 64], 1);
+            }
             /* What it owes that client is worked out by the client's update,
              * with the rest of that view's pairs, in alias order: here the
              * pair costs a bit. */
-            witness_touch(entity->observers[k].view, entity->observers[k].alias);
+            witness_touch(observers[k].view, observers[k].alias);
         }
     }
 }
@@ -553,12 +562,29 @@ static void witness_clear_slot(witness *view, uint32_t alias) {
  * record plus its header. The budget is corrected to the real size after. */
 #define WITNESS_MOVE_ESTIMATE 4u
 
+/* Whether `alias` waits in the budget. The slot keeps the answer, so the
+ * per-pair paths read the line they already hold rather than call into
+ * the budget: set when offered, cleared when selected (a selected record is
+ * committed or withdrawn, never put back) or when the slot is cleared (the
+ * budget forgets the alias with it), and copied from the budget on a
+ * restore. Outside release builds every use checks it against the budget. */
+static inline bool witness_is_pending(const witness *view, uint32_t alias) {
+    bool pending = view->slots[alias].pending;
+#ifdef TESSERA_CELL_CHECKS
+    if (pending != witness_budget_is_pending(view->budget, alias))
+        log_panic("entity %llu: alias %u is %s in its slot but not in the budget", (unsigned long long)view->owner_id,
+                  alias, pending ? "pending" : "not pending");
+#endif
+    return pending;
+}
+
 static void witness_offer(witness *view, uint32_t alias, float distance, uint32_t bytes, bool mandatory) {
     witness_slot *slot = &view->slots[alias];
     if (slot->offered) return;
     if (witness_budget_offer(view->budget, alias, distance, bytes ? bytes : 1, mandatory) != 0)
         log_panic("entity %llu: the budget refused alias %u", (unsigned long long)view->owner_id, alias);
     slot->offered = true;
+    slot->pending = true;
     WITNESS_PUSH(view->offered, view->offered_count, view->offered_capacity, alias);
 }
 
@@ -680,7 +706,7 @@ static void witness_consider(witness *view, cell *c, uint32_t alias, cell_entity
     bool owes_properties = update_bits > 0 || slot->owes_properties;
     if (!owes_properties && !slot->move_pending) return;
     /* Already waiting in the budget with nothing new: it keeps its place. */
-    if (!news && update_bits == 0 && witness_budget_is_pending(view->budget, alias)) return;
+    if (!news && update_bits == 0 && witness_is_pending(view, alias)) return;
     uint32_t bytes = (uint32_t)((update_bits + 7) / 8) + (slot->move_pending ? WITNESS_MOVE_ESTIMATE : 0) + 1;
     if (slot->owes_properties) bytes += 4; /* a refresh: values not known in advance */
     witness_offer(view, alias, distance, bytes, false);
@@ -881,6 +907,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
         uint32_t alias = view->selected[i];
         witness_slot *slot = &view->slots[alias];
         slot->selected = true;
+        slot->pending = false;
         slot->written_bits = 0;
         if (slot->entity_id == 0 || !slot->entity || slot->entity->destroyed) continue; /* a leave, or gone */
         slot->written_bits = (uint32_t)witness_write_first(view, c, alias, alias == view->self_alias, &ref_count);
@@ -909,7 +936,7 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     /* What waits: the changes of this tick become owed properties. */
     for (size_t i = 0; i < view->offered_count; i++) {
         witness_slot *slot = &view->slots[view->offered[i]];
-        if (slot->entity_id != 0 && witness_budget_is_pending(view->budget, view->offered[i])) {
+        if (slot->entity_id != 0 && witness_is_pending(view, view->offered[i])) {
             c->shared->witness_totals.records_held++;
             if (slot->update_bits && slot->entity && !slot->entering) {
                 entity_state_mask owed;
@@ -1169,6 +1196,7 @@ static int witness_restore_tables(witness *view, const witness_config *settings,
                                               saved->pending_since,    saved->last_offered, saved->offered_bytes,
                                               saved->offered_distance, saved->pending_order};
         witness_budget_alias_restore(view->budget, saved->alias, &history);
+        slot->pending = witness_budget_is_pending(view->budget, saved->alias);
     }
     return 0;
 }
