@@ -155,10 +155,18 @@ static void channel_discard_gathering(channel *ch) {
     ch->gathering = NULL;
 }
 
+/* Keeps the reason on_close will be given, cut to fit: it is for logs. */
+static void channel_keep_reason(channel *ch, const char *reason) {
+    if (!reason) reason = "closed";
+    size_t length = strnlen(reason, sizeof ch->close_reason - 1);
+    memcpy(ch->close_reason, reason, length);
+    ch->close_reason[length] = '\0';
+}
+
 void channel_close(channel *ch, const char *reason) {
     if (!ch || ch->state == CHANNEL_CLOSING) return;
     ch->state = CHANNEL_CLOSING;
-    snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
+    channel_keep_reason(ch, reason);
     if (ch->reading) uv_read_stop((uv_stream_t *)&ch->tcp);
     ch->reading = 0;
     channel_discard_gathering(ch);
@@ -191,7 +199,7 @@ static void channel_close_after_flushing(channel *ch, const char *reason, bool b
     if (channel_flush(ch) != 0) return;
     int connecting = ch->state == CHANNEL_CONNECTING;
     ch->state = CHANNEL_CLOSING;
-    snprintf(ch->close_reason, sizeof ch->close_reason, "%s", reason ? reason : "closed");
+    channel_keep_reason(ch, reason);
     channel_start_flush_deadline(ch);
     if (connecting) {
         /* libuv holds the queued frames until the connection is up; the
