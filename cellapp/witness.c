@@ -315,14 +315,16 @@ static inline __attribute__((always_inline)) void witness_prefetch(const witness
  * lines, about 6 KB, sit well inside L1. */
 #define WITNESS_PREFETCH_BATCH 32
 
-/* Starts loading, for aliases[begin, end), every slot, then every entity
- * line a touch and a MOVE read (cell.h) and its packed UPDATE spans. The
+/* Starts loading, for aliases[begin, end), every slot and the budget's
+ * memory of it, then every entity line a touch and a MOVE read (cell.h)
+ * and its packed UPDATE spans. The
  * loads of a batch overlap, so the batch waits for main memory about
  * twice rather than twice a pair: a view of thirty touched entities is
  * done before a fetch a few pairs ahead gets going. */
 static inline __attribute__((always_inline)) void witness_prefetch_batch(const witness *view, const uint32_t *aliases,
                                                                          size_t begin, size_t end) {
     for (size_t i = begin; i < end; i++) __builtin_prefetch(&view->slots[aliases[i]]);
+    witness_budget_prefetch(view->budget, aliases + begin, end - begin);
     for (size_t i = begin; i < end; i++) {
         const cell_entity *entity = view->slots[aliases[i]].entity;
         if (entity) {

@@ -215,6 +215,11 @@ int witness_budget_begin_tick(witness_budget *budget, uint64_t tick) {
     budget->tick = tick;
     budget->candidate_count = 0;
     budget->phase = WITNESS_BUDGET_PHASE_OFFERING;
+    /* Select walks the pending list after the witness's offers: start
+     * loading it now, while the witness works out what it owes. */
+    const char *pending = (const char *)budget->pending;
+    size_t pending_bytes = (size_t)budget->pending_count * sizeof *budget->pending;
+    for (size_t at = 0; at < pending_bytes; at += 64) __builtin_prefetch(pending + at);
     return 0;
 }
 
@@ -423,6 +428,10 @@ int witness_budget_select(witness_budget *budget, uint32_t *out, uint32_t capaci
     uint32_t forced_begin = budget->candidate_count;
     if (!budget->held) {
         for (uint32_t i = 0; i < budget->pending_count; i++) {
+            /* The next pass makes most of them candidates, each reading
+             * its alias's memory, in the list's order (not the memory's):
+             * start loading it now. */
+            __builtin_prefetch(&budget->aliases[budget->pending[i].alias], 1);
             const witness_budget_waiting *waiting = &budget->pending[i];
             if (!waiting->mandatory && tick >= waiting->forced_at) witness_budget_add_candidate(budget, waiting->alias);
         }
@@ -562,6 +571,11 @@ void witness_budget_withdraw(witness_budget *budget, uint32_t alias) {
         budget->candidates[entry->candidate].class != WITNESS_BUDGET_CLASS_SKIPPED)
         witness_budget_commit(budget, alias, 0);
     witness_budget_unpend(budget, entry);
+}
+
+void witness_budget_prefetch(const witness_budget *budget, const uint32_t *aliases, size_t count) {
+    for (size_t i = 0; i < count; i++)
+        if (aliases[i] < budget->alias_capacity) __builtin_prefetch(&budget->aliases[aliases[i]], 1);
 }
 
 bool witness_budget_is_pending(const witness_budget *budget, uint32_t alias) {

@@ -42,6 +42,7 @@
 #define TESSERA_WITNESS_BUDGET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Error codes. -5x: distinct from the other cellapp modules' codes. */
@@ -131,6 +132,11 @@ void witness_budget_forget(witness_budget *budget, uint32_t alias);
  * pending, and if it was selected this tick the send is undone and its
  * charge refunded (its history stays). Idempotent. */
 void witness_budget_withdraw(witness_budget *budget, uint32_t alias);
+
+/* Starts loading the budget's memory of aliases[0, count), which the
+ * caller is about to offer or commit: a witness works a batch of pairs at
+ * a time, and its budget's memory is as cold as its slots. Only a hint. */
+void witness_budget_prefetch(const witness_budget *budget, const uint32_t *aliases, size_t count);
 
 /* Whether `alias` waits to be sent (offered and not yet selected). */
 bool witness_budget_is_pending(const witness_budget *budget, uint32_t alias);
