@@ -457,18 +457,17 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         replication_begin_tick(shared.replication, ++shared.replication_tick);
         cell_pack(c);
         witness_notify_changes(c);
-        uint8_t *mine = NULL;
+        /* Witness 0's payload stays in its buffer until its next update. */
+        const uint8_t *mine = NULL;
         size_t mine_length = 0;
         uint64_t tick_bytes = 0;
         for (int e = 0; e < WITNESSES; e++) {
-            uint8_t *payload;
+            const uint8_t *payload;
             size_t length = witness_update(entities[e]->real->witness, c, entities[e], &payload);
             tick_bytes += length;
             if (e == 0) {
                 mine = payload;
                 mine_length = length;
-            } else {
-                free(payload);
             }
         }
         for (int e = 0; e < ENTITIES; e++) entity_state_clear_dirty(entities[e]->state);
@@ -483,7 +482,6 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
             sdk_feed(&sdk, mine, mine_length, t >= warmup);
             if (t >= warmup) mine_bytes += mine_length;
         }
-        free(mine);
         if (t < warmup) {
             client->longest_gap = 0;
             continue;
@@ -500,11 +498,10 @@ static int run(const char *definitions, bool budgeted, int ticks, run_result *ou
         replication_begin_tick(shared.replication, ++shared.replication_tick);
         for (int e = 0; e < ENTITIES; e++) entities[e]->packed = false;
         witness_notify_changes(c);
-        uint8_t *payload;
+        const uint8_t *payload;
         size_t length = witness_update(entities[0]->real->witness, c, entities[0], &payload);
         client->tick = (uint32_t)(ticks + warmup + t);
         if (length && probe_stream(client, payload, length, shared.schema) != 0) return -1;
-        free(payload);
         cell_end_tick(c);
     }
     bool matches = true;

@@ -43,7 +43,7 @@ typedef struct cellapp_queue {
     size_t bytes;
 } cellapp_queue;
 
-void outbox_to_client(outbox *out, const cell_entity *entity, uint8_t *payload, size_t length) {
+void outbox_to_client(outbox *out, const cell_entity *entity, const uint8_t *payload, size_t length) {
     uint64_t baseapp_id = entity->real->baseapp_id;
     baseapp_queue *queue = out->last_baseapp_queue && out->last_baseapp_id == baseapp_id
                                ? out->last_baseapp_queue
@@ -66,7 +66,6 @@ void outbox_to_client(outbox *out, const cell_entity *entity, uint8_t *payload, 
         queue->payload_capacity = capacity;
     }
     if (length) memcpy(queue->payload_bytes + queue->payload_used, payload, length);
-    free(payload);
     queue->offsets[queue->count] = queue->payload_used;
     queue->payload_used += length;
     Tessera__Cluster__ToClient message = TESSERA__CLUSTER__TO_CLIENT__INIT;
@@ -191,6 +190,7 @@ void outbox_message_to_client(outbox *out, const cell_entity *entity, const Tess
     uint8_t *payload = xmalloc(length);
     tessera__client__server_to_client__pack(message, payload);
     outbox_to_client(out, entity, payload, length);
+    free(payload);
 }
 
 void outbox_free(outbox *out) {

@@ -23,9 +23,9 @@ outbox *outbox_create(peer_set *peers);
 void outbox_free(outbox *box);
 
 /* Queues a client payload for the client of `entity` (a real with a base),
- * stamped with its incarnation and client binding. Ownership of `payload`
- * passes: it is copied into the queue and freed at once. */
-void outbox_to_client(outbox *box, const cell_entity *entity, uint8_t *payload, size_t length);
+ * stamped with its incarnation and client binding. `payload` is copied
+ * into the queue (the caller keeps it). */
+void outbox_to_client(outbox *box, const cell_entity *entity, const uint8_t *payload, size_t length);
 /* Packs `message` and queues it for the client of `entity`; nothing for a
  * ghost or a real without a base. */
 void outbox_message_to_client(outbox *box, const cell_entity *entity, const Tessera__Client__ServerToClient *message);

@@ -57,7 +57,7 @@ static void tick_witnesses(cellapp *app, cell *c) {
     for (size_t i = 0; i < c->witnessed_count; i++) {
         cell_entity *entity = c->witnessed[i];
         if (entity->destroyed) continue;
-        uint8_t *payload;
+        const uint8_t *payload;
         size_t length = witness_update(cell_entity_witness(entity), c, entity, &payload);
         if (length) outbox_to_client(app->outbox, entity, payload, length);
     }

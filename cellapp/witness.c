@@ -177,6 +177,10 @@ struct witness {
      * update works through them in alias order -- the order of the slots
      * and of the budget's memory in memory -- and a second touch is free. */
     uint64_t *touched;
+    /* The last update's ServerToClient, packed (witness_update): kept from
+     * tick to tick, so an update allocates nothing. */
+    uint8_t *payload;
+    size_t payload_capacity;
     uint32_t *touched_aliases; /* scratch: this update's touched aliases, in order */
     witness_waiting *waiting;  /* in view, without an alias yet */
     size_t waiting_count, waiting_capacity;
@@ -428,6 +432,7 @@ static void witness_free(witness *view) {
     alias_table_free(view->aliases);
     witness_budget_free(view->budget);
     witness_free_calls(view);
+    free(view->payload);
     free(view->calls);
     free(view->events);
     free(view->slots);
@@ -832,7 +837,7 @@ static void witness_admit(witness *view, cell *c, cell_entity *owner, uint64_t n
     view->entered_count = 0;
 }
 
-size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payload) {
+size_t witness_update(witness *view, cell *c, cell_entity *owner, const uint8_t **payload) {
     *payload = NULL;
     uint64_t now_ms = clock_monotonic_us() / 1000;
     bit_writer *w = &c->shared->stream;
@@ -1008,8 +1013,12 @@ size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payl
     message.body_case = TESSERA__CLIENT__SERVER_TO_CLIENT__BODY_VIEW;
     message.view = &update;
     size_t length = tessera__client__server_to_client__get_packed_size(&message);
-    *payload = xmalloc(length);
-    tessera__client__server_to_client__pack(&message, *payload);
+    if (view->payload_capacity < length) {
+        view->payload_capacity = length + length / 2;
+        view->payload = xrealloc(view->payload, view->payload_capacity);
+    }
+    tessera__client__server_to_client__pack(&message, view->payload);
+    *payload = view->payload;
     free(calls);
     free(call_pointers);
     free(events);

@@ -21,9 +21,11 @@ void witness_detach(cell *c, cell_entity *entity);
 /* After the tick's coord_flush and replication_pack: writes this client's
  * entity stream (replication.c's format: leaves, enters, property updates
  * and movement, chosen and ordered by the budget) and the client calls
- * queued for it into one ServerToClient(view) in *payload (allocated;
- * caller frees). Returns its length, 0 when there is nothing to send. */
-size_t witness_update(witness *view, cell *c, cell_entity *owner, uint8_t **payload);
+ * queued for it into one ServerToClient(view) at *payload: the witness's
+ * own buffer, valid until its next update or its detach (the caller copies
+ * what it keeps). Returns its length, 0 when there is nothing to send
+ * (*payload is then NULL). */
+size_t witness_update(witness *view, cell *c, cell_entity *owner, const uint8_t **payload);
 /* Queues a call of client method `method_id` of entity `entity_id` for
  * this client, sent with its next update. Copies `args`. */
 void witness_queue_call(witness *view, uint64_t entity_id, uint32_t method_id, const uint8_t *args, size_t length);

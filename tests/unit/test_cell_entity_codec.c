@@ -309,7 +309,7 @@ static void tick(cell *c, cell_entity *viewer) {
     replication_begin_tick(shared->replication, ++shared->replication_tick);
     cell_pack(c);
     witness_notify_changes(c);
-    uint8_t *payload;
+    const uint8_t *payload;
     size_t length = witness_update(cell_entity_witness(viewer), c, viewer, &payload);
     if (length) {
         Tessera__Client__ServerToClient *message = tessera__client__server_to_client__unpack(NULL, length, payload);
@@ -320,7 +320,6 @@ static void tick(cell *c, cell_entity *viewer) {
         assert_int_equal(replication_decode_stream(&r, shared->schema, W.cl.alias_bits, &client_callbacks, &W.cl, NULL),
                          0);
         tessera__client__server_to_client__free_unpacked(message, NULL);
-        free(payload);
     }
     for (size_t i = 0; i < c->count; i++) entity_state_clear_dirty(c->by_index[i]->state);
     cell_end_tick(c);

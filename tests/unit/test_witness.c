@@ -175,7 +175,7 @@ static void tick(fixture *fx, cell_entity *viewer) {
     replication_begin_tick(shared->replication, ++shared->replication_tick);
     cell_pack(c);
     witness_notify_changes(c);
-    uint8_t *payload;
+    const uint8_t *payload;
     size_t length = witness_update(cell_entity_witness(viewer), c, viewer, &payload);
     fx->cl.tick++;
     if (length) {
@@ -188,7 +188,6 @@ static void tick(fixture *fx, cell_entity *viewer) {
         assert_int_equal(
             replication_decode_stream(&r, shared->schema, fx->cl.alias_bits, &client_callbacks, &fx->cl, NULL), 0);
         tessera__client__server_to_client__free_unpacked(message, NULL);
-        free(payload);
     }
     for (size_t i = 0; i < c->count; i++) entity_state_clear_dirty(c->by_index[i]->state);
     cell_end_tick(c);
