@@ -385,7 +385,7 @@ static void test_ranked_matches_sorted_greedy(void **state) {
         witness_budget_config config = config_with(per_second, HZ);
         witness_budget *budget = witness_budget_create(&config);
         assert_non_null(budget);
-        ranked_offer offers[MAX_ALIASES];
+        ranked_offer offers[MAX_ALIASES] = {{0}};
         uint32_t count = rng_range(&seed, 1, MAX_ALIASES), total = 0;
         assert_int_equal(witness_budget_begin_tick(budget, 1), 0);
         for (uint32_t i = 0; i < count; i++) {
