@@ -321,10 +321,10 @@ static inline __attribute__((always_inline)) void witness_prefetch(const witness
 
 /* Starts loading, for aliases[begin, end), every slot and the budget's
  * memory of it, then every entity line a touch and a MOVE read (cell.h)
- * and its packed UPDATE spans. The
- * loads of a batch overlap, so the batch waits for main memory about
- * twice rather than twice a pair: a view of thirty touched entities is
- * done before a fetch a few pairs ahead gets going. */
+ * and its packed UPDATE spans. The loads of a batch overlap, so the batch
+ * waits for main memory about twice rather than twice a pair: a view of
+ * thirty touched entities is done before a fetch a few pairs ahead gets
+ * going. */
 static inline __attribute__((always_inline)) void witness_prefetch_batch(const witness *view, const uint32_t *aliases,
                                                                          size_t begin, size_t end) {
     for (size_t i = begin; i < end; i++) __builtin_prefetch(&view->slots[aliases[i]]);
@@ -579,8 +579,8 @@ static inline bool witness_is_pending(const witness *view, uint32_t alias) {
     bool pending = view->slots[alias].pending;
 #ifdef TESSERA_CELL_CHECKS
     if (pending != witness_budget_is_pending(view->budget, alias))
-        log_panic("entity %llu: alias %u is %s in its slot but not in the budget", (unsigned long long)view->owner_id,
-                  alias, pending ? "pending" : "not pending");
+        log_panic("entity %llu: alias %u: its slot says %s, the budget says otherwise",
+                  (unsigned long long)view->owner_id, alias, pending ? "pending" : "not pending");
 #endif
     return pending;
 }
