@@ -3,8 +3,15 @@
 scenario with tessera-bots, and prints one table (and writes JSON).
 
     bench/loadtest.py SCENARIO [--build /tmp/build-bench] [--json FILE] [--compare EARLIER.json]
-                      [--repeat N] [--profile DIR] [--tls] [--websocket]
+                      [--repeat N] [--profile DIR] [--tls] [--websocket] [--baseline BUILD]
     bench/loadtest.py --list
+
+--baseline BUILD runs the scenario with another build (the previous version)
+and this one in turn, --repeat N pairs (3 unless given), and prints the
+baseline's medians, then this build's with their ratios to them, then each
+role's ratio pair by pair and the median of those. On a shared machine whose
+speed drifts from minute to minute, the pairs' ratios are steadier than two
+medians taken one after the other.
 
 --tls runs the scenario twice on fresh clusters, over plaintext and then
 with TLS 1.3 on the client port (a self-signed certificate made with the
@@ -345,6 +352,36 @@ def median_of(results):
     return combined
 
 
+def alternate(args):
+    """--baseline: the baseline and this build in turn, pair by pair."""
+    pairs = args.repeat if args.repeat > 1 else 3
+    scenario = SCENARIOS[args.scenario]
+    baseline_runs, runs_here = [], []
+    for i in range(pairs):
+        print("pair %d of %d" % (i + 1, pairs), flush=True)
+        baseline_runs.append(run(args.scenario, scenario, os.path.abspath(args.baseline), None))
+        runs_here.append(run(args.scenario, scenario, os.path.abspath(args.build), None))
+    baseline, result = median_of(baseline_runs), median_of(runs_here)
+    print("baseline (%s), the median of %d runs:" % (args.baseline, pairs))
+    print_table(baseline)
+    print("this build (%s), the median of %d runs, ratios to the baseline's:" % (args.build, pairs))
+    print_table(result, baseline)
+    print("us per client-tick, this build over the baseline, pair by pair (run alternately):")
+    ratios = {}
+    for role in result["roles"]:
+        ratios[role] = [mine["roles"][role]["us_per_client_tick"] / theirs["roles"][role]["us_per_client_tick"]
+                        for mine, theirs in zip(runs_here, baseline_runs)
+                        if theirs["roles"][role]["us_per_client_tick"]]
+        values = sorted(ratios[role])
+        print("  %-8s %s  median %.3fx" % (role, " ".join("%.3f" % r for r in ratios[role]),
+                                         values[len(values) // 2] if values else float("nan")))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"baseline": baseline, "result": result, "pair_ratios": ratios}, f, indent=2)
+            f.write("\n")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("scenario", nargs="?")
@@ -359,6 +396,8 @@ def main():
                         help="run over plaintext, then over TLS 1.3, and print TLS's ratio to plaintext")
     parser.add_argument("--websocket", action="store_true",
                         help="run with the bots over TCP, then over WebSocket, and print WebSocket's ratio to TCP")
+    parser.add_argument("--baseline", metavar="BUILD",
+                        help="alternate runs with this build (the previous version) and print the ratios pair by pair")
     parser.add_argument("--list", action="store_true")
     args = parser.parse_args()
     if args.list or not args.scenario:
@@ -381,6 +420,8 @@ def main():
             print("%d runs; each figure below is their median" % len(results))
         return results[0] if len(results) == 1 else median_of(results)
 
+    if args.baseline:
+        return alternate(args)
     earlier = None
     if args.compare:
         with open(args.compare) as f:
