@@ -180,6 +180,17 @@ static void demo_echoed(const tessera_base_context *ctx, tessera_base *avatar, t
                    TESSERA_HANDLE_NONE);
 }
 
+/* Tells the Avatar's client onCallFailed(target): a call it asked for did
+ * not arrive (target NONE: there was nobody to call yet). */
+static void demo_tell_call_failed(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle target) {
+    demo_base *g = ctx->game;
+    demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT, "onCallFailed",
+                   NULL, target);
+}
+
+/* The player always hears back: onCensus from the Census, or onCallFailed
+ * when this baseapp does not know the Census yet (or the call is lost:
+ * demo_avatar_call_failed), so the client may ask again. */
 static void demo_ask_census(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle caller,
                             const tessera_args *args) {
     demo_base *g = ctx->game;
@@ -187,6 +198,8 @@ static void demo_ask_census(const tessera_base_context *ctx, tessera_base *avata
     if (g->census_id)
         demo_base_call(ctx, avatar, g->census_id, g->census, "Census", TESSERA_PART_BASE, "count", NULL,
                        ctx->api->handle(avatar));
+    else
+        demo_tell_call_failed(ctx, avatar, TESSERA_HANDLE_NONE);
 }
 
 /* The Avatar's display name: the stored one, or, for an Avatar made just
@@ -251,14 +264,13 @@ static void demo_avatar_destroyed(const tessera_base_context *ctx, tessera_base 
                        ctx->api->handle(avatar));
 }
 
-/* A poke that did not arrive tells the poker. (A call to a census that is
- * gone needs nothing: the engine makes another and tells demo_census_ready.) */
+/* A poke, or a census question, that did not arrive tells the player's
+ * client. (The census's joined and left need nothing: a census that is gone
+ * is made again, and demo_census_ready has everyone join it.) */
 static void demo_avatar_call_failed(const tessera_base_context *ctx, tessera_base *avatar, tessera_handle target,
                                     tessera_part part, const char *method_name) {
-    demo_base *g = ctx->game;
-    if (part == TESSERA_PART_BASE && strcmp(method_name, "poked") == 0)
-        demo_base_call(ctx, avatar, ctx->api->handle(avatar), g->avatar, "Avatar", TESSERA_PART_CLIENT, "onCallFailed",
-                       NULL, target);
+    if (part == TESSERA_PART_BASE && (strcmp(method_name, "poked") == 0 || strcmp(method_name, "count") == 0))
+        demo_tell_call_failed(ctx, avatar, target);
 }
 
 /* ---- Census ---------------------------------------------------------------------- */

@@ -144,10 +144,11 @@ function B:destroyed()
     if census_id() and not tessera.stopping() then calls.try(self, "call_base", census_id(), "Census", "left", self) end
 end
 
--- A poke that did not arrive tells the poker. (A call to a census that is
--- gone needs nothing: the engine makes another and game.lua hears of it.)
+-- A poke, or a census question, that did not arrive tells the player's
+-- client. (The census's joined and left need nothing: a census that is gone
+-- is made again, and game.lua has everyone join it.)
 function B:call_failed(target, part, method)
-    if part == "base" and method == "poked" then
+    if part == "base" and (method == "poked" or method == "count") then
         calls.try(self, "call_client", self, "Avatar", "onCallFailed", target)
     end
 end
@@ -184,8 +185,15 @@ function B:echoed(caller, n)
     calls.try(self, "call_client", self, "Avatar", "onEcho", n)
 end
 
+-- The player always hears back: onCensus from the Census, or onCallFailed
+-- when this baseapp does not know the Census yet (or the call is lost:
+-- call_failed), so the client may ask again.
 function B:census(caller)
-    if census_id() then calls.try(self, "call_base", census_id(), "Census", "count", self) end
+    if census_id() then
+        calls.try(self, "call_base", census_id(), "Census", "count", self)
+    else
+        calls.try(self, "call_client", self, "Avatar", "onCallFailed", 0)
+    end
 end
 
 return Avatar

@@ -41,6 +41,17 @@ def read_small_uint(data):
     return data[0] >> 4
 
 
+def first_call(sock, method_ids, timeout=10.0):
+    """(method_id, args) of the next lone client call of one of `method_ids`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = harness.read_until(sock, {"call", "error"}, timeout=max(0.1, deadline - time.monotonic()))
+        if msg is None or msg["kind"] == "error":
+            raise AssertionError("waiting for client methods %r: %r" % (sorted(method_ids), msg))
+        if msg["method_id"] in method_ids:
+            return msg["method_id"], msg["args"]
+
+
 def calls(sock, method_id, count=1, timeout=10.0):
     """The args of the next `count` lone client calls of `method_id`."""
     out = []
@@ -89,15 +100,20 @@ class EntityCalls(unittest.TestCase):
 
             # Alice and bob; carol left. A baseapp counts its Avatars in as
             # soon as it knows the Census, which may be after they were
-            # made: the count gets there, asked again until it does.
+            # made: the count gets there, asked again until it does. Every
+            # question is answered: onCensus, or onCallFailed when alice's
+            # baseapp did not know the Census yet or the call was lost.
             deadline = time.monotonic() + 10.0
+            answers = []
             while True:
                 a_sock.sendall(frame(msg_call(alice, PART_BASE, CENSUS)))
-                (args,) = calls(a_sock, ON_CENSUS)
-                if read_small_uint(args) == 2 or time.monotonic() > deadline:
+                method_id, args = first_call(a_sock, {ON_CENSUS, ON_CALL_FAILED})
+                answers.append("onCensus %d" % read_small_uint(args) if method_id == ON_CENSUS
+                               else "onCallFailed %d" % struct.unpack("<Q", args)[0])
+                if answers[-1] == "onCensus 2" or time.monotonic() > deadline:
                     break
                 time.sleep(0.2)
-            self.assertEqual(read_small_uint(args), 2)
+            self.assertEqual(answers[-1], "onCensus 2", answers)
 
             b_sock.sendall(frame(msg_call(bob, PART_BASE, POKED, struct.pack("<Q", alice))))
             dropped = harness.read_until(b_sock, {"error"}, timeout=5.0)
