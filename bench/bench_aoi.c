@@ -84,6 +84,7 @@ typedef struct bench_options {
     float grid_cell;
     float quantize;           /* >0: positions rounded to multiples of it, so ties on bounds are common */
     const char *brute_kernel; /* brute-simd's kernel by name; NULL: the best the CPU runs */
+    coord_mode coord_mode;    /* coord's mode: AUTO (its own choice), or fixed */
 } bench_options;
 
 /* Positions of every entity at every tick: tick t is x[t * n .. t * n + n). */
@@ -567,6 +568,7 @@ static void bench_run_one(const bench_options *opt, const bench_workload *wl, fl
     uint64_t start = bench_now_ns();
     coord_system *coord = coord_create(false);
     if (!coord) log_panic("coord_create failed");
+    coord_set_mode(coord, opt->coord_mode);
     for (uint32_t i = 0; i < n; i++) {
         entity_id[i] = coord_add_entity(coord, wl->x[i], 0, wl->z[i], 0, 0, (void *)(uintptr_t)(i + 1));
         if (entity_id[i] == COORD_NONE) log_panic("coord_add_entity failed for entity %" PRIu32, i);
@@ -817,15 +819,16 @@ static void bench_print_result(const bench_result *r) {
         const bench_run *run = &r->run[h];
         uint64_t ticks = (uint64_t)(r->ticks > 0 ? r->ticks : 1);
         printf("  H=%g: coord/grid %.2f  coord/brute %.2f  grid/coord %.2f  oracle/coord %.2f  | mean view %.1f,"
-               " coord swaps/tick %.3g, crossings/tick %.3g, cancelled %" PRIu64
-               ", grid views recomputed/tick %.0f (%.1f %%)\n",
+               " coord swaps/tick %.3g, crossings/tick %.3g, scanned/tick %.3g, cancelled %" PRIu64
+               ", mode changes %" PRIu64 ", grid views recomputed/tick %.0f (%.1f %%)\n",
                (double)run->hysteresis, bench_ratio(run->coord.median_ms, run->grid.median_ms),
                bench_ratio(run->coord.median_ms, run->brute.median_ms),
                bench_ratio(run->grid.median_ms, run->coord.median_ms),
                bench_ratio(run->oracle.median_ms, run->coord.median_ms), run->mean_view,
                (double)(run->stats_end.swaps - run->stats_build.swaps) / (double)ticks,
                (double)(run->stats_end.crossings - run->stats_build.crossings) / (double)ticks,
-               run->stats_end.cancelled - run->stats_build.cancelled, run->grid_recomputed,
+               (double)(run->stats_end.scanned - run->stats_build.scanned) / (double)ticks,
+               run->stats_end.cancelled - run->stats_build.cancelled, run->stats_end.mode_changes, run->grid_recomputed,
                100.0 * run->grid_recomputed / r->n);
         printf("        events %s (oracle's watchers: oracle %" PRIu64 "/%" PRIu64 ", coord %" PRIu64 "/%" PRIu64
                ", grid %" PRIu64 "/%" PRIu64 ", brute %" PRIu64 "/%" PRIu64 ");"
@@ -921,13 +924,15 @@ static void bench_print_json(const bench_options *opt, const bench_result *resul
                    run->mismatch_coord_oracle, run->mismatch_grid_oracle, run->mismatch_brute_grid,
                    run->mismatch_brute_oracle);
             printf("\"mean_view\":%.3f,\"grid_recomputed_per_tick\":%.1f,"
-                   "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,"
+                   "\"coord_stats\":{\"swaps_per_tick\":%.1f,\"crossings_per_tick\":%.1f,\"scanned_per_tick\":%.1f,"
+                   "\"mode_changes\":%" PRIu64 ","
                    "\"cancelled\":%" PRIu64 ",\"events\":%" PRIu64 ",\"build_swaps\":%" PRIu64 "}}",
                    run->mean_view, run->grid_recomputed,
                    (double)(run->stats_end.swaps - run->stats_build.swaps) / (double)ticks,
                    (double)(run->stats_end.crossings - run->stats_build.crossings) / (double)ticks,
-                   run->stats_end.cancelled - run->stats_build.cancelled, run->stats_end.events,
-                   run->stats_build.swaps);
+                   (double)(run->stats_end.scanned - run->stats_build.scanned) / (double)ticks,
+                   run->stats_end.mode_changes, run->stats_end.cancelled - run->stats_build.cancelled,
+                   run->stats_end.events, run->stats_build.swaps);
         }
         printf("]}");
     }
@@ -941,7 +946,7 @@ static void bench_usage(FILE *out) {
             "usage: bench-aoi [--json] [--sizes 1000,5000,10000,20000] [--ticks 100] [--clustered-ticks N]\n"
             "                 [--seed S] [--cases uniform,clustered,sparse] [--sparse-movers 10] [--check-every K]\n"
             "                 [--oracle-sample 200] [--oracle-full-max 5000] [--grid-cell 50] [--quantize Q]\n"
-            "                 [--brute-kernel avx2|sse2|scalar]\n"
+            "                 [--brute-kernel avx2|sse2|scalar] [--coord-mode auto|crossing|scan]\n"
             "  --ticks            ticks of the uniform and sparse cases (default 100)\n"
             "  --clustered-ticks  ticks of the clustered case (default: the smaller of --ticks and 20)\n"
             "  --sparse-movers    percent of the entities that move each tick in the sparse case (default 10)\n"
@@ -950,6 +955,8 @@ static void bench_usage(FILE *out) {
             "  --quantize         round positions to multiples of Q: entities land exactly on view\n"
             "                     bounds, a correctness stress (figures are then not the workload's)\n"
             "  --brute-kernel     the kernel brute-simd runs (default: the best this CPU supports)\n"
+            "  --coord-mode       coord's mode (cellapp/coord.h, \"Modes\"): its own choice (auto, the default),\n"
+            "                     or fixed to crossings or scans\n"
             "  exit status: 0 when every AOI agrees with the others and the oracle, 1 on any mismatch, 2 on bad"
             " options\n");
 }
@@ -1038,6 +1045,15 @@ static int bench_parse_options(int argc, char **argv, bench_options *opt) {
             float q = strtof(value, &end);
             if (*end || !(q >= 0) || !(q <= BENCH_HOTSPOT)) return -1;
             opt->quantize = q;
+        } else if (!strcmp(a, "--coord-mode")) {
+            if (!strcmp(value, "auto"))
+                opt->coord_mode = COORD_MODE_AUTO;
+            else if (!strcmp(value, "crossing"))
+                opt->coord_mode = COORD_MODE_CROSSING;
+            else if (!strcmp(value, "scan"))
+                opt->coord_mode = COORD_MODE_SCAN;
+            else
+                return -1;
         } else if (!strcmp(a, "--brute-kernel")) {
             opt->brute_kernel = value; /* checked in main, against the CPU */
         } else if (!strcmp(a, "--cases")) {

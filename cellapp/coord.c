@@ -67,6 +67,7 @@ static void coord_reserve_entities(coord_system *cs, uint32_t wanted) {
         cs->entity_coord[a] = xrealloc(cs->entity_coord[a], capacity * sizeof(float));
         cs->entity_hint[a] = xrealloc(cs->entity_hint[a], capacity * sizeof(uint32_t));
         cs->entity_target[a] = xrealloc(cs->entity_target[a], capacity * sizeof(float));
+        cs->entity_scanned[a] = xrealloc(cs->entity_scanned[a], capacity * sizeof(float));
     }
     cs->entity_moved_epoch = xrealloc(cs->entity_moved_epoch, capacity * sizeof *cs->entity_moved_epoch);
     cs->entity_first_watcher = xrealloc(cs->entity_first_watcher, capacity * sizeof *cs->entity_first_watcher);
@@ -130,6 +131,7 @@ void coord_free(coord_system *cs) {
     free(cs->dirty);
     free(cs->dirty_order);
     free(cs->flip_bucket);
+    coord__scan_free(cs);
     free(cs);
 }
 
@@ -399,6 +401,8 @@ static void coord_slide_trigger_axis(coord_system *cs, uint32_t t, int a, float 
  * (the upper when moving up, the lower when moving down), so the interval
  * never turns inside out mid-move. */
 void coord__place_trigger(coord_system *cs, uint32_t t, const float *centre, float extent) {
+    /* Scan mode: the bounds stay the last scan's; the next scan moves them. */
+    if (cs->scanning) return;
     bool x_changed = false, z_changed = false;
     for (int a = 0; a < cs->axis_count; a++) {
         float low = centre[a] - extent, high = centre[a] + extent;
@@ -508,6 +512,7 @@ static void coord_apply_moves(coord_system *cs) {
             uint32_t e = order[i];
             float value = cs->entity_target[a][e];
             coord_slide_entity_axis(cs, e, a, value);
+            if (cs->scanning) continue; /* no boundaries in the axes */
             for (uint32_t w = cs->entity_first_watcher[e]; w != COORD_NONE; w = cs->watcher_links[w].next_owned) {
                 if (cs->trigger_flags[(size_t)2 * w] & COORD_TRIGGER_PENDING) continue;
                 float reach = cs->watcher_links[w].reach;
@@ -584,6 +589,7 @@ uint32_t coord_add_entity(coord_system *cs, float x, float y, float z, uint32_t 
     for (int a = 0; a < COORD_MAX_AXES; a++) {
         cs->entity_coord[a][e] = position[a];
         cs->entity_hint[a][e] = 0;
+        cs->entity_scanned[a][e] = NAN; /* no scan has seen it */
     }
     cs->entity_moved_epoch[e] = cs->move_epoch + 1; /* counts as moved at the next check */
     if (cs->pending_entity_count == cs->pending_entity_capacity) {
@@ -611,13 +617,12 @@ void coord__queue_trigger(coord_system *cs, uint32_t t) {
     }
 }
 
-static int coord_compare_nodes(const void *left, const void *right) {
+int coord__compare_nodes(const void *left, const void *right) {
     uint64_t a = ((const coord_node *)left)->key, b = ((const coord_node *)right)->key;
     return a < b ? -1 : a > b;
 }
 
-/* Merges the sorted `incoming` nodes into axis a in one backward pass. */
-static void coord_merge(coord_system *cs, int a, const coord_node *incoming, size_t count) {
+void coord__merge_nodes(coord_system *cs, int a, const coord_node *incoming, size_t count) {
     coord_axis *axis = &cs->axes[a];
     coord_axis_reserve(axis, axis->count + count);
     coord_node *nodes = axis->nodes;
@@ -731,10 +736,12 @@ void coord__apply_pending(coord_system *cs) {
             incoming[n++] = lower;
             incoming[n++] = upper;
         }
-        qsort(incoming, n, sizeof *incoming, coord_compare_nodes);
-        coord_merge(cs, a, incoming, n);
+        qsort(incoming, n, sizeof *incoming, coord__compare_nodes);
+        coord__merge_nodes(cs, a, incoming, n);
     }
     coord_sweep_new_pairs(cs);
+    /* Scan mode: the next scan finds the newcomers' pairs. */
+    if (cs->scanning && entity_count) cs->geometry_changed = 1;
     for (size_t i = 0; i < entity_count; i++) cs->entities[cs->pending_entities[i]].pending = 0;
     for (size_t i = 0; i < trigger_count; i++) cs->trigger_flags[cs->pending_triggers[i]] &= ~COORD_TRIGGER_PENDING;
     cs->pending_entity_count = 0;
@@ -756,6 +763,7 @@ void coord__delete_trigger_nodes(coord_system *cs, uint32_t t) {
     if (!(flags & COORD_TRIGGER_ACTIVE)) return;
     cs->trigger_flags[t] = 0;
     if (flags & COORD_TRIGGER_PENDING) return; /* never made it into the axes; apply skips it */
+    if (cs->scanning) return;                  /* scan mode keeps no boundaries in the axes */
     for (int a = 0; a < cs->axis_count; a++) {
         coord_delete_node(cs, a, coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t),
                           cs->trigger_hint[a][(size_t)t * 2]);
@@ -798,7 +806,10 @@ int coord_remove_entity(coord_system *cs, uint32_t entity) {
         uint64_t key = coord__key(cs->entity_coord[0][entity], COORD_KIND_ENTITY, entity);
         uint32_t position = coord__locate(cs, 0, key, cs->entity_hint[0][entity]);
         cs->entity_hint[0][entity] = position;
-        coord_leave_all_triggers(cs, entity, position);
+        if (cs->scanning)
+            coord__scan_forget_entity(cs, entity);
+        else
+            coord_leave_all_triggers(cs, entity, position);
         for (int a = 0; a < cs->axis_count; a++)
             coord_delete_node(cs, a, coord__key(cs->entity_coord[a][entity], COORD_KIND_ENTITY, entity),
                               cs->entity_hint[a][entity]);

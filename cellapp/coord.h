@@ -60,6 +60,20 @@
  * their own owner included; the changes they cause are reported by the
  * same flush (it repeats until nothing is pending, up to a bound).
  *
+ * Modes. How crossings are found is the system's choice, not the API's:
+ * every event, order and rule above is the same in both. In crossing mode
+ * (the above) the boundaries live in the axes. In scan mode the axes hold
+ * the entities alone, and at each flush after anything moved every
+ * watcher walks the stretch of the X axis its trigger covers, testing
+ * each entity there against its trigger now and at the last scan: a
+ * change is the flip a crossing would have logged. Crossings cost what
+ * the distance moved costs, scans what the stretch holds, so crossings win
+ * when few move and scans when everyone does, or in a crowd, where a tick
+ * makes millions of crossings. COORD_MODE_AUTO (the default) measures the
+ * work of the mode it is in after each flush that moved things, estimates
+ * the other's, and changes when the other is clearly cheaper for a few
+ * flushes running (coord_scan.c has the model).
+ *
  * Identity. Entities and watchers are named by uint32 ids that coord
  * assigns; an id freed is not reused before the next flush completes, so a
  * pending event never lands on a newcomer.
@@ -195,14 +209,31 @@ size_t coord_query_shape(coord_system *system, coord_shape shape, float x, float
 size_t coord_query_segment(coord_system *system, float x0, float y0, float z0, float x1, float y1, float z1,
                            float radius, const coord_query_filter *filter, uint32_t *out, size_t cap);
 
+/* ---- modes ---------------------------------------------------------------- */
+
+typedef enum coord_mode {
+    COORD_MODE_AUTO = 0,     /* chosen by the work measured (above, "Modes") */
+    COORD_MODE_CROSSING = 1, /* the boundaries in the axes */
+    COORD_MODE_SCAN = 2,     /* flushes scan each trigger's stretch of X */
+} coord_mode;
+
+/* Fixes the mode, or lets the system choose (AUTO). A fixed mode takes
+ * effect now (after the flush, if called from a callback); nothing is
+ * reported by the change itself. An unknown mode is ignored. */
+void coord_set_mode(coord_system *system, coord_mode mode);
+/* The mode in use: COORD_MODE_CROSSING or COORD_MODE_SCAN. */
+coord_mode coord_current_mode(const coord_system *system);
+
 /* ---- accounting ---------------------------------------------------------- */
 
 typedef struct coord_stats {
-    uint64_t crossings; /* node swaps between an entity and a boundary */
-    uint64_t swaps;     /* all node swaps */
-    uint64_t events;    /* net events delivered by flushes */
-    uint64_t cancelled; /* pairs touched whose state ended where it started */
-    size_t bytes;       /* memory held by the system */
+    uint64_t crossings;    /* node swaps between an entity and a boundary */
+    uint64_t swaps;        /* all node swaps */
+    uint64_t events;       /* net events delivered by flushes */
+    uint64_t cancelled;    /* pairs touched whose state ended where it started */
+    uint64_t scanned;      /* entities tested by scan mode's flushes */
+    uint64_t mode_changes; /* changes between crossing and scan mode */
+    size_t bytes;          /* memory held by the system */
 } coord_stats;
 void coord_get_stats(const coord_system *system, coord_stats *out);
 

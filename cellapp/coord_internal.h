@@ -98,6 +98,8 @@ typedef struct coord_watcher_record {
     uint8_t shape;  /* coord_shape; a round one (never dual) decides enters and leaves at the flush */
 } coord_watcher_record;
 
+struct coord_scan_job; /* coord_scan.c */
+
 struct coord_system {
     int axis_count; /* 2: X and Z; 3: X, Z, Y. Axis 0 is X, 1 is Z, 2 is Y */
     coord_axis axes[COORD_MAX_AXES];
@@ -160,6 +162,20 @@ struct coord_system {
     int flushing;
     int geometry_changed; /* something moved or a range changed since the last flush */
 
+    /* Scan mode (coord_scan.c). */
+    uint8_t scanning;                      /* the axes hold entities alone; flushes scan */
+    coord_mode mode_setting;               /* what coord_set_mode asked for */
+    float *entity_scanned[COORD_MAX_AXES]; /* per entity: where the last scan saw it (NaN: none did) */
+    float *scan_now[COORD_MAX_AXES];       /* a scan's entities in X order: positions now ... */
+    float *scan_was[COORD_MAX_AXES];       /* ... and at the last scan */
+    uint32_t *scan_id;                     /* ... and their ids */
+    uint32_t *scan_changed;                /* a watcher's scan: the positions that changed sides */
+    /* The scan's kernel for this CPU (coord_scan.c), picked at the first scan. */
+    size_t (*scan_kernel)(const struct coord_scan_job *job, uint32_t *changed, size_t *changed_count);
+    size_t scan_capacity;
+    uint64_t choice_swaps, choice_scanned; /* the stats at the last choice of mode */
+    int choice_streak;                     /* flushes running that favoured the other mode */
+
     coord_stats stats;
 };
 
@@ -186,6 +202,20 @@ static inline void coord__settled_position(const coord_system *cs, uint32_t e, f
     position[1] = cs->entity_coord[2][e]; /* a 2D system keeps Y there too */
     position[2] = cs->entity_coord[1][e];
 }
+
+/* Merges `count` sorted nodes into axis a in one backward pass. */
+void coord__merge_nodes(coord_system *cs, int a, const coord_node *incoming, size_t count);
+/* qsort's order of nodes: by key. */
+int coord__compare_nodes(const void *left, const void *right);
+
+/* coord_scan.c */
+/* Scan mode: logs the flips of every watcher since the last scan. */
+void coord__scan(coord_system *cs);
+/* Scan mode: logs the flips of an entity being removed, from its last scan. */
+void coord__scan_forget_entity(coord_system *cs, uint32_t e);
+/* After a flush: keeps the mode, or changes it (coord.h, "Modes"). */
+void coord__choose_mode(coord_system *cs);
+void coord__scan_free(coord_system *cs);
 
 /* coord_query.c */
 /* The round part of a shape's rule (coord.h, "Shape"): whether `point` is

@@ -459,10 +459,20 @@ uint32_t coord_add_watcher(coord_system *cs, uint32_t owner, float extent, float
 
     record->dual = hysteresis > 0;
     record->shape = COORD_SHAPE_BOX;
-    float centre[COORD_MAX_AXES];
-    coord_watcher_centre(cs, w, centre);
-    coord_set_trigger_bounds(cs, 2 * w, centre, record->dual ? extent + hysteresis : extent);
-    coord__queue_trigger(cs, 2 * w);
+    if (cs->scanning) {
+        /* Its first scan finds what is inside, from an empty square. */
+        for (int a = 0; a < cs->axis_count; a++) {
+            cs->trigger_low[a][(size_t)2 * w] = INFINITY;
+            cs->trigger_high[a][(size_t)2 * w] = -INFINITY;
+        }
+        cs->trigger_flags[(size_t)2 * w] = COORD_TRIGGER_ACTIVE;
+        cs->geometry_changed = 1;
+    } else {
+        float centre[COORD_MAX_AXES];
+        coord_watcher_centre(cs, w, centre);
+        coord_set_trigger_bounds(cs, 2 * w, centre, record->dual ? extent + hysteresis : extent);
+        coord__queue_trigger(cs, 2 * w);
+    }
     cs->live_watchers++;
     return w;
 }
@@ -787,6 +797,7 @@ size_t coord_flush(coord_system *cs) {
         coord__settle(cs);
         bool check_candidates = cs->geometry_changed;
         cs->geometry_changed = 0;
+        if (cs->scanning && check_candidates) coord__scan(cs);
         if (check_candidates) {
             /* Things moved: a candidate may have come within the inner
              * extent without crossing any trigger boundary. */
@@ -821,5 +832,6 @@ size_t coord_flush(coord_system *cs) {
     coord_recycle_watchers(cs);
     coord_trim_flip_log(cs);
     cs->stats.events += delivered;
+    coord__choose_mode(cs);
     return delivered;
 }

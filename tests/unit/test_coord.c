@@ -302,6 +302,13 @@ static int setup_2d(void **state) {
     return 0;
 }
 
+/* The edge cases again, in scan mode. */
+static int setup_2d_scan(void **state) {
+    if (setup_2d(state) != 0) return -1;
+    coord_set_mode(*state, COORD_MODE_SCAN);
+    return coord_current_mode(*state) == COORD_MODE_SCAN ? 0 : -1;
+}
+
 static int teardown_system(void **state) {
     coord_free(*state);
     return 0;
@@ -347,6 +354,11 @@ typedef struct rw_params {
     int steps;
     float world;  /* X and Z span [0, world] */
     float y_span; /* Y spans [0, y_span] (ignored by a 2D system) */
+    /* AUTO: the system chooses. Otherwise the mode from the start, and with
+     * switch_every > 0 the other one every switch_every steps, back and
+     * forth (coord.h, "Modes": the events are the same in both). */
+    coord_mode mode;
+    int switch_every;
 } rw_params;
 
 typedef struct rw_world {
@@ -979,6 +991,7 @@ static void rw_run(void **state, rw_params prm) {
     }
     W->s = coord_create(prm.three_d);
     assert_non_null(W->s);
+    if (prm.mode != COORD_MODE_AUTO) coord_set_mode(W->s, prm.mode);
 
     /* Step 0: the population, added in one batch, then the watchers, which
      * report everything already in range at the first flush. */
@@ -994,6 +1007,11 @@ static void rw_run(void **state, rw_params prm) {
     assert_true(W->events > 0);
 
     for (W->step = 1; W->step <= prm.steps; W->step++) {
+        if (prm.switch_every > 0 && W->step % prm.switch_every == 0) {
+            bool scanning = coord_current_mode(W->s) == COORD_MODE_SCAN;
+            coord_set_mode(W->s, scanning ? COORD_MODE_CROSSING : COORD_MODE_SCAN);
+            assert_int_equal(coord_current_mode(W->s), scanning ? COORD_MODE_CROSSING : COORD_MODE_SCAN);
+        }
         rw_mutate(W);
         rw_round_ties(W);
         diffs = rw_flush_and_check(W);
@@ -1008,26 +1026,48 @@ static void rw_run(void **state, rw_params prm) {
 /* Sizes: the oracle costs watchers x entities per step; these keep the
  * four runs within a few seconds under AddressSanitizer. */
 static void test_random_2d_seed1(void **state) {
-    rw_run(state, (rw_params){false, 1, 2000, 300, 120, 1000.0f, 100.0f});
+    rw_run(state, (rw_params){false, 1, 2000, 300, 120, 1000.0f, 100.0f, COORD_MODE_AUTO, 0});
 }
 
 static void test_random_2d_seed2(void **state) {
-    rw_run(state, (rw_params){false, 2, 2000, 300, 120, 1000.0f, 100.0f});
+    rw_run(state, (rw_params){false, 2, 2000, 300, 120, 1000.0f, 100.0f, COORD_MODE_AUTO, 0});
 }
 
 static void test_random_2d_seed3(void **state) {
-    rw_run(state, (rw_params){false, 3, 2000, 300, 120, 1000.0f, 100.0f});
+    rw_run(state, (rw_params){false, 3, 2000, 300, 120, 1000.0f, 100.0f, COORD_MODE_AUTO, 0});
 }
 
 /* 3D: Y spans 100 units, so most squares reach through it and views stay
  * populated while Y still decides some of them. */
-static void test_random_3d(void **state) { rw_run(state, (rw_params){true, 4, 1500, 250, 120, 1000.0f, 100.0f}); }
+static void test_random_3d(void **state) {
+    rw_run(state, (rw_params){true, 4, 1500, 250, 120, 1000.0f, 100.0f, COORD_MODE_AUTO, 0});
+}
 
 /* A crowd: 1,500 entities in 200 x 200, so a wide view holds half of them
  * and its pairs go to a dense table, while a narrow one holds a few in a
  * sparse table; range changes and teleports move views between the two,
  * both ways, under the oracle. */
-static void test_random_2d_crowd(void **state) { rw_run(state, (rw_params){false, 5, 1500, 300, 120, 200.0f, 100.0f}); }
+static void test_random_2d_crowd(void **state) {
+    rw_run(state, (rw_params){false, 5, 1500, 300, 120, 200.0f, 100.0f, COORD_MODE_AUTO, 0});
+}
+
+/* Scan mode from the start, and both modes in turn: every few steps the
+ * system changes mode between a mutation and its flush, under the oracle. */
+static void test_random_2d_scan(void **state) {
+    rw_run(state, (rw_params){false, 6, 2000, 300, 120, 1000.0f, 100.0f, COORD_MODE_SCAN, 0});
+}
+
+static void test_random_3d_scan(void **state) {
+    rw_run(state, (rw_params){true, 7, 1500, 250, 120, 1000.0f, 100.0f, COORD_MODE_SCAN, 0});
+}
+
+static void test_random_2d_modes_in_turn(void **state) {
+    rw_run(state, (rw_params){false, 8, 2000, 300, 120, 1000.0f, 100.0f, COORD_MODE_SCAN, 3});
+}
+
+static void test_random_2d_crowd_modes_in_turn(void **state) {
+    rw_run(state, (rw_params){false, 9, 1500, 300, 120, 200.0f, 100.0f, COORD_MODE_CROSSING, 5});
+}
 
 /* ======================================================================== */
 /* 2. Edge cases                                                            */
@@ -2114,6 +2154,10 @@ int main(void) {
         cmocka_unit_test_teardown(test_random_2d_seed3, teardown_world),
         cmocka_unit_test_teardown(test_random_3d, teardown_world),
         cmocka_unit_test_teardown(test_random_2d_crowd, teardown_world),
+        cmocka_unit_test_teardown(test_random_2d_scan, teardown_world),
+        cmocka_unit_test_teardown(test_random_3d_scan, teardown_world),
+        cmocka_unit_test_teardown(test_random_2d_modes_in_turn, teardown_world),
+        cmocka_unit_test_teardown(test_random_2d_crowd_modes_in_turn, teardown_world),
         cmocka_unit_test_setup_teardown(test_stacked_entities, setup_2d, teardown_system),
         cmocka_unit_test_setup_teardown(test_boundary_is_inside, setup_2d, teardown_system),
         cmocka_unit_test_setup_teardown(test_moving_onto_boundary, setup_2d, teardown_system),
@@ -2128,6 +2172,20 @@ int main(void) {
         cmocka_unit_test_setup_teardown(test_callback_removes_own_owner, setup_2d, teardown_system),
         cmocka_unit_test_setup_teardown(test_callback_moves_entities, setup_2d, teardown_system),
         cmocka_unit_test_setup_teardown(test_callback_adds_entity_and_watcher, setup_2d, teardown_system),
+        cmocka_unit_test_setup_teardown(test_stacked_entities, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_boundary_is_inside, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_moving_onto_boundary, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_owner_never_sees_itself, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_range_changes_and_hysteresis, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_enter_leave_cancel, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_intermediate_states_do_not_leak, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_teleport_and_back, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_extent_zero, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_lifecycle, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_callback_removes_entered, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_callback_removes_own_owner, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_callback_moves_entities, setup_2d_scan, teardown_system),
+        cmocka_unit_test_setup_teardown(test_callback_adds_entity_and_watcher, setup_2d_scan, teardown_system),
         cmocka_unit_test(test_queries_2d),
         cmocka_unit_test(test_queries_3d),
         cmocka_unit_test_setup_teardown(test_query_filters_and_order, setup_2d, teardown_system),
