@@ -61,6 +61,18 @@ static inline uint32_t coord_pair_slot(uint32_t key, uint32_t capacity) {
  * when there is none). */
 static inline bool coord_pair_is_dense(const coord_watcher_record *w) { return w->dense_length != 0; }
 
+/* Asks the cache for the slot where (w, entity) is or would go: a run of
+ * flips fetches all its slots before the first probe waits for one.
+ * always_inline: a function that only prefetches writes nothing, and gcc
+ * would otherwise drop its calls as those of a pure function. */
+__attribute__((always_inline)) static inline void coord_pair_prefetch(const coord_watcher_record *w, uint32_t entity) {
+    if (coord_pair_is_dense(w)) {
+        if (entity < w->dense_length) __builtin_prefetch(&w->dense[entity], 1);
+    } else if (w->table_capacity) {
+        __builtin_prefetch(&w->table[coord_pair_slot(entity + 1, w->table_capacity)], 1);
+    }
+}
+
 static inline uint32_t coord_pair_bits(const coord_watcher_record *w, uint32_t slot) {
     return coord_pair_is_dense(w) ? w->dense[slot] : (w->table[slot] & COORD_PAIR_ALL_BITS);
 }
@@ -354,7 +366,9 @@ static size_t coord_apply_flips_resolving(coord_system *cs, bool resolve, bool c
         uint32_t id_count = cs->entity_count;
         if (end - begin > record->table_used) coord_pair_reserve(record, end - begin, id_count);
         uint32_t flipped = dual ? COORD_PAIR_OUTER : (COORD_PAIR_INNER | COORD_PAIR_OUTER);
+        for (size_t i = begin; i < end && i < begin + 64; i++) coord_pair_prefetch(record, sorted[i].entity);
         for (size_t i = begin; i < end; i++) {
+            if (i + 64 < end) coord_pair_prefetch(record, sorted[i + 64].entity);
             const coord_flip *flip = &sorted[i];
             if (flip->entity == owner) continue;
             uint32_t slot = coord_pair_find_or_add(record, flip->entity, id_count);
