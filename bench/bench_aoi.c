@@ -1046,14 +1046,7 @@ static int bench_parse_options(int argc, char **argv, bench_options *opt) {
             if (*end || !(q >= 0) || !(q <= BENCH_HOTSPOT)) return -1;
             opt->quantize = q;
         } else if (!strcmp(a, "--coord-mode")) {
-            if (!strcmp(value, "auto"))
-                opt->coord_mode = COORD_MODE_AUTO;
-            else if (!strcmp(value, "crossing"))
-                opt->coord_mode = COORD_MODE_CROSSING;
-            else if (!strcmp(value, "scan"))
-                opt->coord_mode = COORD_MODE_SCAN;
-            else
-                return -1;
+            if (coord_mode_from_name(value, &opt->coord_mode) != 0) return -1;
         } else if (!strcmp(a, "--brute-kernel")) {
             opt->brute_kernel = value; /* checked in main, against the CPU */
         } else if (!strcmp(a, "--cases")) {

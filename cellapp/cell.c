@@ -47,6 +47,9 @@ cell *cell_create(cell_shared *shared, const space_layout *layout) {
     id_map_init(&c->entities);
     c->coord = coord_create(layout->three_d);
     if (!c->coord) log_panic("space '%s': cannot create its coordinate system", layout->name);
+    coord_mode aoi_mode = COORD_MODE_AUTO; /* the name was checked at startup */
+    coord_mode_from_name(shared->settings->aoi_mode, &aoi_mode);
+    coord_set_mode(c->coord, aoi_mode);
     c->timers = entity_timers_create(shared->timer_ids);
     cell_apply_region(c, layout);
     return c;

@@ -21,6 +21,12 @@ static const stat_row cellapp_figure_rows[] = {
     {"ghosts", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(ghosts), 0, "ghosts held"},
     {"interior_reals", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(interior_reals), 0, "reals with no ghost anywhere"},
     {"cells", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(cells), 0, "cells held"},
+    {"aoi_scanning_cells", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(aoi_scanning_cells), 0,
+     "cells whose AOI is in scan mode (a crowd, or everyone moving)"},
+    {"aoi_swaps", "aoi_swaps_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(aoi_swaps), 0,
+     "node swaps of the cells' AOI axes (crossing mode's work)"},
+    {"aoi_scanned", "aoi_scanned_total", NULL, STAT_COUNTER, STAT_U64, FIGURE(aoi_scanned), 0,
+     "entities tested by the cells' AOI scans (scan mode's work)"},
     {"baseapps", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(baseapps), 0, "baseapps connected"},
     {"cellapps", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(cellapps), 0, "other cellapps connected"},
     {"tick_us", NULL, NULL, STAT_GAUGE, STAT_U64, FIGURE(tick_us), 0, "the last tick's duration"},
@@ -151,7 +157,14 @@ void cellapp_figures_gather(const cellapp *app, cellapp_figures *out) {
     out->entities = reals + ghosts;
     out->interior_reals = interior;
     size_t cursor = 0;
-    while (spaces_next_cell(app->spaces, &cursor)) out->cells++;
+    for (cell *c; (c = spaces_next_cell(app->spaces, &cursor)) != NULL;) {
+        out->cells++;
+        coord_stats aoi;
+        coord_get_stats(c->coord, &aoi);
+        out->aoi_swaps += aoi.swaps;
+        out->aoi_scanned += aoi.scanned;
+        out->aoi_scanning_cells += coord_current_mode(c->coord) == COORD_MODE_SCAN;
+    }
     out->baseapps = peer_set_count_up(app->runtime.peers, PEER_ROLE_BASEAPP);
     out->cellapps = peer_set_count_up(app->runtime.peers, PEER_ROLE_CELLAPP);
     out->frames_in = app->runtime.peer_totals.frames_in;

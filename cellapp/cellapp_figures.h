@@ -14,6 +14,9 @@
 
 typedef struct cellapp_figures {
     uint64_t reals, ghosts, entities, interior_reals, cells;
+    /* The cells' coordinate systems (coord.h): in scan mode now, and their
+     * work so far, the swaps of crossing mode and the tests of scan mode. */
+    uint64_t aoi_scanning_cells, aoi_swaps, aoi_scanned;
     uint64_t baseapps, cellapps; /* peers up */
     uint64_t frames_in, frames_out, bytes_in, bytes_out;
     uint64_t tick_us;

@@ -62,6 +62,7 @@ typedef struct cellapp_settings {
     int64_t yaw_steps;
     int64_t max_entities;
     char entity_definitions[256];
+    char aoi_mode[16]; /* each cell's AOI mode by name (coord_mode_from_name) */
     int64_t ghost_route_ms;
     int64_t cell_stream_gap_ms;
     /* Recovery: every real is backed up once per cell_backup_period_ms

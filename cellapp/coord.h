@@ -223,6 +223,8 @@ typedef enum coord_mode {
 void coord_set_mode(coord_system *system, coord_mode mode);
 /* The mode in use: COORD_MODE_CROSSING or COORD_MODE_SCAN. */
 coord_mode coord_current_mode(const coord_system *system);
+/* "auto", "crossing" or "scan" into *mode: 0, or -1 for any other name. */
+int coord_mode_from_name(const char *name, coord_mode *mode);
 
 /* ---- accounting ---------------------------------------------------------- */
 

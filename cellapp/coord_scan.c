@@ -389,6 +389,17 @@ void coord_set_mode(coord_system *cs, coord_mode mode) {
     if (mode != COORD_MODE_AUTO && !cs->flushing) coord__choose_mode(cs);
 }
 
+int coord_mode_from_name(const char *name, coord_mode *mode) {
+    static const char *const names[] = {"auto", "crossing", "scan"};
+    for (int m = 0; m <= COORD_MODE_SCAN; m++) {
+        if (name && strcmp(name, names[m]) == 0) {
+            *mode = (coord_mode)m;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 coord_mode coord_current_mode(const coord_system *cs) { return cs->scanning ? COORD_MODE_SCAN : COORD_MODE_CROSSING; }
 
 void coord__scan_free(coord_system *cs) {

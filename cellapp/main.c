@@ -38,6 +38,11 @@ static const config_key cellapp_config_keys[] = {
     {"entity_definitions", CONFIG_STRING, offsetof(cellapp_settings, entity_definitions),
      sizeof(((cellapp_settings *)0)->entity_definitions), 0, 0, "demo/entities",
      "directory of the game's entity definitions (*.json); every process of a cluster must load the same"},
+    {"aoi_mode", CONFIG_STRING, offsetof(cellapp_settings, aoi_mode), sizeof(((cellapp_settings *)0)->aoi_mode), 0, 0,
+     "auto",
+     "how each cell's AOI finds what enters and leaves views: auto (each cell measures both ways and takes the "
+     "cheaper), crossing (boundaries in the axes: cheap when few move) or scan (each view scans its stretch: "
+     "cheap in crowds and when everyone moves); the events are the same"},
     {"view_radius", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.view_radius), 0, 0.1, 1e5, "50",
      "half the side of the square (X/Z) a player sees: entities at most this far on each axis"},
     {"view_hysteresis", CONFIG_DOUBLE, offsetof(cellapp_settings, witness.view_hysteresis), 0, 0, 1e5, "5",
@@ -322,6 +327,11 @@ static void cellapp_mailbox_failed(uint64_t entity_id, uint64_t sequence, const 
 static int cellapp_check_settings(const void *raw, char *err, size_t errlen) {
     const cellapp_settings *settings = raw;
     const witness_config *w = &settings->witness;
+    coord_mode aoi_mode;
+    if (coord_mode_from_name(settings->aoi_mode, &aoi_mode) != 0) {
+        snprintf(err, errlen, "aoi_mode '%s' is none of auto, crossing and scan", settings->aoi_mode);
+        return -1;
+    }
     if (w->detail_near_distance > w->detail_medium_distance) {
         snprintf(err, errlen, "detail_near_distance must not exceed detail_medium_distance");
         return -1;

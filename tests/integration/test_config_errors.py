@@ -99,6 +99,13 @@ class ConfigErrors(unittest.TestCase):
         for key in ("ghost_distance", "view_radius", "view_hysteresis"):
             self.assert_mentions(err, [key], ctx)
 
+    def test_unknown_aoi_mode(self):
+        # The AOI's mode is one of three names; another is refused, naming
+        # the setting and the value.
+        path = self.write("aoi.json", json.dumps({"aoi_mode": "grid", "entity_definitions": DEMO_ENTITIES}))
+        err, ctx = self.run_program("cellapp", path)
+        self.assert_mentions(err, ["aoi_mode", "grid"], ctx)
+
     def test_production_configs_load(self):
         # deploy/config holds every setting with its production default:
         # each must be a key the program knows, in range (--check loads and
