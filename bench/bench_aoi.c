@@ -248,7 +248,7 @@ static void bench_workload_generate(bench_workload *w, bench_case kind, uint32_t
              * Fisher-Yates), issued in ascending order as a server walking
              * its entity table would; the others keep their position. */
             chosen = w->mover + (size_t)(t - 1) * w->movers;
-            for (uint32_t k = 0; k < w->movers; k++) {
+            for (uint32_t k = 0; k < w->movers && k < n; k++) { /* movers <= n: n - k > 0 */
                 uint32_t j = k + (uint32_t)(bench_rand(&state) % (n - k));
                 uint32_t swap = order[k];
                 order[k] = order[j];
