@@ -75,6 +75,7 @@ typedef struct bench_options {
     int ticks;                      /* uniform and sparse cases */
     int clustered_ticks;            /* clustered case; -1: min(ticks, 20) */
     uint32_t sparse_movers_percent; /* sparse case: share of entities moved per tick */
+    uint32_t teleports;             /* uniform and clustered: entities a tick that jump anywhere */
     uint64_t seed;
     bool json;
     bool cases[BENCH_CASE_COUNT];
@@ -204,9 +205,10 @@ static float bench_reflect(float v, float lo, float hi) {
 static float bench_quantize(float v, float q) { return q > 0 ? roundf(v / q) * q : v; }
 
 /* Generates every position of every tick. `movers` is used by the sparse
- * case only: how many entities move each tick. */
+ * case only: how many entities move each tick. In the cases where all
+ * move, `teleports` of them a tick jump anywhere in their area instead. */
 static void bench_workload_generate(bench_workload *w, bench_case kind, uint32_t n, int ticks, uint32_t movers,
-                                    uint64_t seed, float quantize) {
+                                    uint32_t teleports, uint64_t seed, float quantize) {
     w->kind = kind;
     w->n = n;
     w->ticks = ticks;
@@ -276,6 +278,13 @@ static void bench_workload_generate(bench_workload *w, bench_case kind, uint32_t
             }
             nx[i] = bench_quantize(nx[i], quantize);
             nz[i] = bench_quantize(nz[i], quantize);
+        }
+        for (uint32_t k = 0; k < teleports && n > 0 && kind != BENCH_CASE_SPARSE; k++) {
+            uint32_t i = (uint32_t)(bench_rand(&state) % n);
+            bool hot = kind == BENCH_CASE_CLUSTERED && i % BENCH_HOTSPOT_MODULO != 0;
+            float low = hot ? hot_lo : 0, span = hot ? BENCH_HOTSPOT : BENCH_WORLD;
+            nx[i] = bench_quantize(low + (float)(bench_uniform(&state) * span), quantize);
+            nz[i] = bench_quantize(low + (float)(bench_uniform(&state) * span), quantize);
         }
     }
     free(order);
@@ -946,7 +955,7 @@ static void bench_usage(FILE *out) {
             "usage: bench-aoi [--json] [--sizes 1000,5000,10000,20000] [--ticks 100] [--clustered-ticks N]\n"
             "                 [--seed S] [--cases uniform,clustered,sparse] [--sparse-movers 10] [--check-every K]\n"
             "                 [--oracle-sample 200] [--oracle-full-max 5000] [--grid-cell 50] [--quantize Q]\n"
-            "                 [--brute-kernel avx2|sse2|scalar] [--coord-mode auto|crossing|scan]\n"
+            "                 [--brute-kernel avx2|sse2|scalar] [--coord-mode auto|crossing|scan] [--teleports N]\n"
             "  --ticks            ticks of the uniform and sparse cases (default 100)\n"
             "  --clustered-ticks  ticks of the clustered case (default: the smaller of --ticks and 20)\n"
             "  --sparse-movers    percent of the entities that move each tick in the sparse case (default 10)\n"
@@ -957,6 +966,8 @@ static void bench_usage(FILE *out) {
             "  --brute-kernel     the kernel brute-simd runs (default: the best this CPU supports)\n"
             "  --coord-mode       coord's mode (cellapp/coord.h, \"Modes\"): its own choice (auto, the default),\n"
             "                     or fixed to crossings or scans\n"
+            "  --teleports        in the uniform and clustered cases, N entities a tick jump anywhere in\n"
+            "                     their area instead of stepping (default 0)\n"
             "  exit status: 0 when every AOI agrees with the others and the oracle, 1 on any mismatch, 2 on bad"
             " options\n");
 }
@@ -1020,6 +1031,9 @@ static int bench_parse_options(int argc, char **argv, bench_options *opt) {
         } else if (!strcmp(a, "--clustered-ticks")) {
             if (bench_parse_u64(value, 1, 1000000, &v)) return -1;
             opt->clustered_ticks = (int)v;
+        } else if (!strcmp(a, "--teleports")) {
+            if (bench_parse_u64(value, 0, 1000000, &v)) return -1;
+            opt->teleports = (uint32_t)v;
         } else if (!strcmp(a, "--sparse-movers")) {
             if (bench_parse_u64(value, 0, 100, &v)) return -1;
             opt->sparse_movers_percent = (uint32_t)v;
@@ -1112,7 +1126,7 @@ int main(int argc, char **argv) {
             r->ticks = ticks;
             uint32_t sparse_movers = (uint32_t)((uint64_t)r->n * opt.sparse_movers_percent / 100);
             bench_workload wl;
-            bench_workload_generate(&wl, r->kind, r->n, ticks, sparse_movers, opt.seed, opt.quantize);
+            bench_workload_generate(&wl, r->kind, r->n, ticks, sparse_movers, opt.teleports, opt.seed, opt.quantize);
             r->movers = wl.movers;
             for (int h = 0; h < 2; h++) {
                 uint64_t start = bench_now_ns();

@@ -617,12 +617,13 @@ void coord__queue_trigger(coord_system *cs, uint32_t t) {
     }
 }
 
-int coord__compare_nodes(const void *left, const void *right) {
+static int coord_compare_nodes(const void *left, const void *right) {
     uint64_t a = ((const coord_node *)left)->key, b = ((const coord_node *)right)->key;
     return a < b ? -1 : a > b;
 }
 
-void coord__merge_nodes(coord_system *cs, int a, const coord_node *incoming, size_t count) {
+/* Merges the sorted `incoming` nodes into axis a in one backward pass. */
+static void coord_merge(coord_system *cs, int a, const coord_node *incoming, size_t count) {
     coord_axis *axis = &cs->axes[a];
     coord_axis_reserve(axis, axis->count + count);
     coord_node *nodes = axis->nodes;
@@ -736,8 +737,8 @@ void coord__apply_pending(coord_system *cs) {
             incoming[n++] = lower;
             incoming[n++] = upper;
         }
-        qsort(incoming, n, sizeof *incoming, coord__compare_nodes);
-        coord__merge_nodes(cs, a, incoming, n);
+        qsort(incoming, n, sizeof *incoming, coord_compare_nodes);
+        coord_merge(cs, a, incoming, n);
     }
     coord_sweep_new_pairs(cs);
     /* Scan mode: the next scan finds the newcomers' pairs. */
@@ -834,6 +835,93 @@ void coord__recycle_entities(coord_system *cs) {
     }
     cs->dead_entity_count = 0;
 }
+
+/* ---- changing mode (coord.h, "Modes"; the scans are coord_scan.c's) ------- */
+
+/* To scan mode: the boundaries leave the axes. The trigger bits hold for the
+ * committed positions and bounds (everything settled, flips applied or
+ * logged), which become the first scan's old ones. */
+static void coord_enter_scan_mode(coord_system *cs) {
+    coord__settle(cs);
+    for (int a = 0; a < cs->axis_count; a++) {
+        coord_axis *axis = &cs->axes[a];
+        size_t kept = 0;
+        for (size_t i = 0; i < axis->count; i++) {
+            coord_node node = axis->nodes[i];
+            if (COORD_KIND_OF(node.key) != COORD_KIND_ENTITY) continue;
+            uint32_t e = (uint32_t)(node.key & COORD_INDEX_MASK);
+            cs->entity_hint[a][e] = (uint32_t)kept;
+            axis->nodes[kept++] = node;
+        }
+        axis->count = kept;
+    }
+    for (uint32_t e = 0; e < cs->entity_count; e++) {
+        bool placed = cs->entities[e].live && !cs->entities[e].pending;
+        for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_scanned[a][e] = placed ? cs->entity_coord[a][e] : NAN;
+    }
+    cs->scanning = 1;
+    cs->stats.mode_changes++;
+}
+
+/* To crossing mode: a last scan brings every trigger's bounds to its owner's
+ * committed position, then the boundaries go back into the axes there. */
+static void coord_leave_scan_mode(coord_system *cs) {
+    coord__settle(cs);
+    coord__scan(cs);
+    size_t triggers = 0;
+    for (uint32_t w = 0; w < cs->watcher_count; w++)
+        if (cs->watchers[w].live && (cs->trigger_flags[(size_t)2 * w] & COORD_TRIGGER_ACTIVE)) triggers++;
+    coord_node *incoming = xmalloc((2 * triggers + 1) * sizeof *incoming);
+    for (int a = 0; a < cs->axis_count; a++) {
+        int partner = a == 0 ? 1 : 0;
+        size_t count = 0;
+        for (uint32_t w = 0; w < cs->watcher_count; w++) {
+            uint32_t t = 2 * w;
+            if (!cs->watchers[w].live || !(cs->trigger_flags[t] & COORD_TRIGGER_ACTIVE)) continue;
+            float low = cs->trigger_low[partner][t], high = cs->trigger_high[partner][t];
+            incoming[count++] = (coord_node){coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t), low, high};
+            incoming[count++] = (coord_node){coord__key(cs->trigger_high[a][t], COORD_KIND_UPPER, t), low, high};
+            float span = cs->trigger_high[a][t] - cs->trigger_low[a][t];
+            if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
+            cs->trigger_hint[a][(size_t)2 * t] = cs->trigger_hint[a][(size_t)2 * t + 1] = 0;
+        }
+        qsort(incoming, count, sizeof *incoming, coord_compare_nodes);
+        coord_merge(cs, a, incoming, count);
+    }
+    free(incoming);
+    cs->scanning = 0;
+    cs->stats.mode_changes++;
+}
+
+void coord__choose_mode(coord_system *cs) {
+    coord_mode wanted = cs->mode_setting;
+    uint64_t swaps = cs->stats.swaps - cs->choice_swaps, tested = cs->stats.scanned - cs->choice_scanned;
+    cs->choice_swaps = cs->stats.swaps;
+    cs->choice_scanned = cs->stats.scanned;
+    if (wanted == COORD_MODE_AUTO) {
+        if (swaps == 0 && tested == 0) return; /* nothing moved: nothing learnt */
+        wanted = coord__scan_advice(cs, swaps, tested);
+        if (wanted == COORD_MODE_AUTO) return;
+    }
+    bool scan = wanted == COORD_MODE_SCAN;
+    if (scan == (bool)cs->scanning) return;
+    cs->choice_streak = 0;
+    if (scan)
+        coord_enter_scan_mode(cs);
+    else
+        coord_leave_scan_mode(cs);
+    cs->choice_swaps = cs->stats.swaps;
+    cs->choice_scanned = cs->stats.scanned;
+}
+
+void coord_set_mode(coord_system *cs, coord_mode mode) {
+    if ((unsigned)mode > COORD_MODE_SCAN) return;
+    cs->mode_setting = mode;
+    cs->choice_streak = 0;
+    if (mode != COORD_MODE_AUTO && !cs->flushing) coord__choose_mode(cs);
+}
+
+coord_mode coord_current_mode(const coord_system *cs) { return cs->scanning ? COORD_MODE_SCAN : COORD_MODE_CROSSING; }
 
 void coord_get_stats(const coord_system *cs, coord_stats *out) {
     *out = cs->stats;

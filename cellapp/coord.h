@@ -66,7 +66,8 @@
  * the entities alone, and at each flush after anything moved every
  * watcher walks the stretch of the X axis its trigger covers, testing
  * each entity there against its trigger now and at the last scan: a
- * change is the flip a crossing would have logged. Crossings cost what
+ * change is the flip a crossing would have logged. A teleport costs a
+ * test per watcher in scan mode, not a wider stretch for all of them. Crossings cost what
  * the distance moved costs, scans what the stretch holds, so crossings win
  * when few move and scans when everyone does, or in a crowd, where a tick
  * makes millions of crossings. COORD_MODE_AUTO (the default) measures the
@@ -234,6 +235,7 @@ typedef struct coord_stats {
     uint64_t events;       /* net events delivered by flushes */
     uint64_t cancelled;    /* pairs touched whose state ended where it started */
     uint64_t scanned;      /* entities tested by scan mode's flushes */
+    uint64_t long_moves;   /* scan mode: moves taken apart as teleports */
     uint64_t mode_changes; /* changes between crossing and scan mode */
     size_t bytes;          /* memory held by the system */
 } coord_stats;

@@ -5,6 +5,7 @@
 #define TESSERA_COORD_INTERNAL_H
 
 #include "coord.h"
+#include "log.h"
 
 #define COORD_MAX_AXES 3
 #define COORD_INDEX_MASK 0x3FFFFFFFu /* 30 bits of index in a node key */
@@ -203,18 +204,18 @@ static inline void coord__settled_position(const coord_system *cs, uint32_t e, f
     position[2] = cs->entity_coord[1][e];
 }
 
-/* Merges `count` sorted nodes into axis a in one backward pass. */
-void coord__merge_nodes(coord_system *cs, int a, const coord_node *incoming, size_t count);
-/* qsort's order of nodes: by key. */
-int coord__compare_nodes(const void *left, const void *right);
+/* After a flush: keeps the mode, or changes it (coord.h, "Modes"). */
+void coord__choose_mode(coord_system *cs);
 
 /* coord_scan.c */
 /* Scan mode: logs the flips of every watcher since the last scan. */
 void coord__scan(coord_system *cs);
 /* Scan mode: logs the flips of an entity being removed, from its last scan. */
 void coord__scan_forget_entity(coord_system *cs, uint32_t e);
-/* After a flush: keeps the mode, or changes it (coord.h, "Modes"). */
-void coord__choose_mode(coord_system *cs);
+/* The mode the work measured since the last choice asks for (swaps of
+ * crossing mode, tests of scan mode): COORD_MODE_AUTO to keep the one in
+ * use. Counts the flushes running that favoured the other in cs. */
+coord_mode coord__scan_advice(coord_system *cs, uint64_t swaps, uint64_t tested);
 void coord__scan_free(coord_system *cs);
 
 /* coord_query.c */
@@ -224,11 +225,17 @@ void coord__scan_free(coord_system *cs);
 bool coord__within_round(coord_shape shape, const float *centre, const float *point, float radius);
 
 /* coord_watcher.c */
-void coord__grow_flip_log(coord_system *cs);
 void coord__apply_flips(coord_system *cs);
 void coord__place_watcher(coord_system *cs, uint32_t watcher);
 void coord__watcher_release(coord_system *cs, uint32_t watcher);
 size_t coord__watcher_table_bytes(const coord_system *cs);
+
+/* Doubles the flip log (inline: coord_scan.c logs flips and calls nothing
+ * of the other coord files). */
+static inline void coord__grow_flip_log(coord_system *cs) {
+    cs->flip_capacity = cs->flip_capacity ? cs->flip_capacity * 2 : 4096;
+    cs->flips = xrealloc(cs->flips, cs->flip_capacity * sizeof *cs->flips);
+}
 
 static inline void coord__log_flip(coord_system *cs, uint32_t trigger, uint32_t entity) {
     if (cs->flip_count == cs->flip_capacity) coord__grow_flip_log(cs);

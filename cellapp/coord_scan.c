@@ -21,7 +21,10 @@
  * The stretch also covers the last scan's square widened by the furthest any
  * entity moved since (on X), so an entity that left it is still seen. An
  * entity added since the last scan has no old position (NaN: outside every
- * old square); a watcher added since has an empty old square.
+ * old square); a watcher added since has an empty old square. A long move
+ * (a teleport: several times the mean move) would widen every stretch to
+ * its length, so it is taken apart: the entity flips out of every old
+ * square that held it, one test per watcher, and is scanned as a newcomer.
  *
  * The choice (COORD_MODE_AUTO) compares, at each flush that moved things,
  * the work the current mode did with an estimate of the other's, and changes
@@ -48,6 +51,11 @@
 #define COORD_SCAN_PATIENCE 2
 /* Below this many entities, both modes are cheap: crossing mode stays. */
 #define COORD_SCAN_MIN_ENTITIES 256
+/* A move on X longer than this many times the mean of this scan's moves,
+ * and than COORD_SCAN_LONG_MOVE_MIN, is a long one (a teleport): handled
+ * apart, so one does not widen every watcher's stretch to its length. */
+#define COORD_SCAN_LONG_MOVE_FACTOR 4.0f
+#define COORD_SCAN_LONG_MOVE_MIN 1.0f
 
 /* ---- the scratch arrays: the entities in X order, as lanes ---------------- */
 
@@ -64,15 +72,32 @@ static void coord_scan_reserve(coord_system *cs, size_t wanted) {
     cs->scan_capacity = capacity;
 }
 
+/* Logs a flip of entity e out of every trigger whose square at the last
+ * scan held `position` (where e was then). */
+static void coord_scan_flip_out(coord_system *cs, uint32_t e, const float *position) {
+    for (uint32_t w = 0; w < cs->watcher_count; w++) {
+        uint32_t t = 2 * w;
+        if (!cs->watchers[w].live || !(cs->trigger_flags[t] & COORD_TRIGGER_ACTIVE)) continue;
+        bool inside = true;
+        for (int a = 0; a < cs->axis_count && a < COORD_MAX_AXES && inside; a++)
+            inside = position[a] >= cs->trigger_low[a][t] && position[a] <= cs->trigger_high[a][t];
+        if (inside) coord__log_flip(cs, t, e);
+    }
+}
+
 /* Copies the entities of axis X, in its order, into the scratch arrays (now
  * and at the last scan, per axis), pads them to whole lanes with NaN (inside
- * nothing), and returns how many there are. *moved_most: the furthest any
- * entity moved on X since the last scan. */
+ * nothing), and returns how many there are. A long mover flips out of the
+ * squares that held it and is scanned as a newcomer (no old position), so
+ * the watchers it is inside of now flip it back in: exact, and its move
+ * does not count in *moved_most, the furthest any other entity moved on X
+ * since the last scan. */
 static size_t coord_scan_gather(coord_system *cs, float *moved_most) {
     const coord_axis *axis = &cs->axes[0];
     size_t n = axis->count;
     coord_scan_reserve(cs, n + COORD_SCAN_LANES);
-    float most = 0.0f;
+    double moved_sum = 0;
+    size_t moved_count = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t e = (uint32_t)(axis->nodes[i].key & COORD_INDEX_MASK);
         cs->scan_id[i] = e;
@@ -81,7 +106,27 @@ static size_t coord_scan_gather(coord_system *cs, float *moved_most) {
             cs->scan_was[a][i] = cs->entity_scanned[a][e];
         }
         float moved = fabsf(cs->scan_now[0][i] - cs->scan_was[0][i]);
-        if (moved > most) most = moved; /* NaN (no old position) never is */
+        if (moved > 0) { /* NaN (no old position) never is */
+            moved_sum += moved;
+            moved_count++;
+        }
+    }
+    float long_move = moved_count ? COORD_SCAN_LONG_MOVE_FACTOR * (float)(moved_sum / (double)moved_count) : 0.0f;
+    if (long_move < COORD_SCAN_LONG_MOVE_MIN) long_move = COORD_SCAN_LONG_MOVE_MIN;
+    float most = 0.0f;
+    for (size_t i = 0; i < n; i++) {
+        float moved = fabsf(cs->scan_now[0][i] - cs->scan_was[0][i]);
+        if (!(moved > long_move)) {
+            if (moved > most) most = moved;
+            continue;
+        }
+        float was[COORD_MAX_AXES] = {0};
+        for (int a = 0; a < cs->axis_count && a < COORD_MAX_AXES; a++) {
+            was[a] = cs->scan_was[a][i];
+            cs->scan_was[a][i] = NAN;
+        }
+        coord_scan_flip_out(cs, cs->scan_id[i], was);
+        cs->stats.long_moves++;
     }
     for (size_t i = n; i < n + COORD_SCAN_LANES; i++) {
         cs->scan_id[i] = COORD_NONE;
@@ -249,72 +294,8 @@ void coord__scan(coord_system *cs) {
 void coord__scan_forget_entity(coord_system *cs, uint32_t e) {
     float position[COORD_MAX_AXES];
     for (int a = 0; a < COORD_MAX_AXES; a++) position[a] = cs->entity_scanned[a][e];
-    for (uint32_t w = 0; w < cs->watcher_count; w++) {
-        uint32_t t = 2 * w;
-        if (!cs->watchers[w].live || !(cs->trigger_flags[t] & COORD_TRIGGER_ACTIVE)) continue;
-        bool inside = true;
-        for (int a = 0; a < cs->axis_count && a < COORD_MAX_AXES && inside; a++)
-            inside = position[a] >= cs->trigger_low[a][t] && position[a] <= cs->trigger_high[a][t];
-        if (inside) coord__log_flip(cs, t, e);
-    }
+    coord_scan_flip_out(cs, e, position);
     for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_scanned[a][e] = NAN;
-}
-
-/* ---- changing mode ----------------------------------------------------------- */
-
-/* To scan mode: the boundaries leave the axes. The trigger bits hold for the
- * committed positions and bounds (everything settled, flips applied or
- * logged), which become the first scan's old ones. */
-static void coord_scan_enter(coord_system *cs) {
-    coord__settle(cs);
-    for (int a = 0; a < cs->axis_count; a++) {
-        coord_axis *axis = &cs->axes[a];
-        size_t kept = 0;
-        for (size_t i = 0; i < axis->count; i++) {
-            coord_node node = axis->nodes[i];
-            if (((node.key >> 30) & 3u) != COORD_KIND_ENTITY) continue;
-            uint32_t e = (uint32_t)(node.key & COORD_INDEX_MASK);
-            cs->entity_hint[a][e] = (uint32_t)kept;
-            axis->nodes[kept++] = node;
-        }
-        axis->count = kept;
-    }
-    for (uint32_t e = 0; e < cs->entity_count; e++) {
-        bool placed = cs->entities[e].live && !cs->entities[e].pending;
-        for (int a = 0; a < COORD_MAX_AXES; a++) cs->entity_scanned[a][e] = placed ? cs->entity_coord[a][e] : NAN;
-    }
-    cs->scanning = 1;
-    cs->stats.mode_changes++;
-}
-
-/* To crossing mode: a last scan brings every trigger's bounds to its owner's
- * committed position, then the boundaries go back into the axes there. */
-static void coord_scan_leave(coord_system *cs) {
-    coord__settle(cs);
-    coord__scan(cs);
-    size_t triggers = 0;
-    for (uint32_t w = 0; w < cs->watcher_count; w++)
-        if (cs->watchers[w].live && (cs->trigger_flags[(size_t)2 * w] & COORD_TRIGGER_ACTIVE)) triggers++;
-    coord_node *incoming = xmalloc((2 * triggers + 1) * sizeof *incoming);
-    for (int a = 0; a < cs->axis_count; a++) {
-        int partner = a == 0 ? 1 : 0;
-        size_t count = 0;
-        for (uint32_t w = 0; w < cs->watcher_count; w++) {
-            uint32_t t = 2 * w;
-            if (!cs->watchers[w].live || !(cs->trigger_flags[t] & COORD_TRIGGER_ACTIVE)) continue;
-            float low = cs->trigger_low[partner][t], high = cs->trigger_high[partner][t];
-            incoming[count++] = (coord_node){coord__key(cs->trigger_low[a][t], COORD_KIND_LOWER, t), low, high};
-            incoming[count++] = (coord_node){coord__key(cs->trigger_high[a][t], COORD_KIND_UPPER, t), low, high};
-            float span = cs->trigger_high[a][t] - cs->trigger_low[a][t];
-            if (span > cs->max_trigger_span[a]) cs->max_trigger_span[a] = span;
-            cs->trigger_hint[a][(size_t)2 * t] = cs->trigger_hint[a][(size_t)2 * t + 1] = 0;
-        }
-        qsort(incoming, count, sizeof *incoming, coord__compare_nodes);
-        coord__merge_nodes(cs, a, incoming, count);
-    }
-    free(incoming);
-    cs->scanning = 0;
-    cs->stats.mode_changes++;
 }
 
 /* ---- the choice ------------------------------------------------------------- */
@@ -354,39 +335,13 @@ static void coord_scan_costs(const coord_system *cs, uint64_t swaps, uint64_t te
     }
 }
 
-void coord__choose_mode(coord_system *cs) {
-    coord_mode wanted = cs->mode_setting;
-    uint64_t swaps = cs->stats.swaps - cs->choice_swaps, tested = cs->stats.scanned - cs->choice_scanned;
-    cs->choice_swaps = cs->stats.swaps;
-    cs->choice_scanned = cs->stats.scanned;
-    if (wanted == COORD_MODE_AUTO) {
-        if (swaps == 0 && tested == 0) return; /* nothing moved: nothing learnt */
-        if (cs->live_entities < COORD_SCAN_MIN_ENTITIES) {
-            wanted = COORD_MODE_CROSSING;
-        } else {
-            double current, other;
-            coord_scan_costs(cs, swaps, tested, &current, &other);
-            cs->choice_streak = other * COORD_SCAN_MARGIN < current ? cs->choice_streak + 1 : 0;
-            if (cs->choice_streak < COORD_SCAN_PATIENCE) return;
-            wanted = cs->scanning ? COORD_MODE_CROSSING : COORD_MODE_SCAN;
-        }
-    }
-    bool scan = wanted == COORD_MODE_SCAN;
-    if (scan == (bool)cs->scanning) return;
-    cs->choice_streak = 0;
-    if (scan)
-        coord_scan_enter(cs);
-    else
-        coord_scan_leave(cs);
-    cs->choice_swaps = cs->stats.swaps;
-    cs->choice_scanned = cs->stats.scanned;
-}
-
-void coord_set_mode(coord_system *cs, coord_mode mode) {
-    if ((unsigned)mode > COORD_MODE_SCAN) return;
-    cs->mode_setting = mode;
-    cs->choice_streak = 0;
-    if (mode != COORD_MODE_AUTO && !cs->flushing) coord__choose_mode(cs);
+coord_mode coord__scan_advice(coord_system *cs, uint64_t swaps, uint64_t tested) {
+    if (cs->live_entities < COORD_SCAN_MIN_ENTITIES) return COORD_MODE_CROSSING;
+    double current, other;
+    coord_scan_costs(cs, swaps, tested, &current, &other);
+    cs->choice_streak = other * COORD_SCAN_MARGIN < current ? cs->choice_streak + 1 : 0;
+    if (cs->choice_streak < COORD_SCAN_PATIENCE) return COORD_MODE_AUTO;
+    return cs->scanning ? COORD_MODE_CROSSING : COORD_MODE_SCAN;
 }
 
 int coord_mode_from_name(const char *name, coord_mode *mode) {
@@ -399,8 +354,6 @@ int coord_mode_from_name(const char *name, coord_mode *mode) {
     }
     return -1;
 }
-
-coord_mode coord_current_mode(const coord_system *cs) { return cs->scanning ? COORD_MODE_SCAN : COORD_MODE_CROSSING; }
 
 void coord__scan_free(coord_system *cs) {
     for (int a = 0; a < COORD_MAX_AXES; a++) {

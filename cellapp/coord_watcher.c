@@ -305,11 +305,6 @@ static void coord_touch(coord_system *cs, uint32_t w, uint32_t slot, uint32_t en
     coord_queue_watcher(cs, w);
 }
 
-void coord__grow_flip_log(coord_system *cs) {
-    cs->flip_capacity = cs->flip_capacity ? cs->flip_capacity * 2 : 4096;
-    cs->flips = xrealloc(cs->flips, cs->flip_capacity * sizeof *cs->flips);
-}
-
 static size_t coord_flush_watcher(coord_system *cs, uint32_t w, bool check_candidates);
 
 /* Applies the logged flips. A counting sort groups them by watcher, so each

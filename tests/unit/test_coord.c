@@ -1018,6 +1018,13 @@ static void rw_run(void **state, rw_params prm) {
         assert_int_equal(W->errors, 0);
         assert_int_equal(diffs, 0);
     }
+    /* A run in scan mode took its teleports apart as long moves. */
+    if (prm.mode == COORD_MODE_SCAN && prm.switch_every == 0) {
+        coord_stats stats;
+        coord_get_stats(W->s, &stats);
+        assert_true(stats.long_moves > 0);
+        assert_true(stats.scanned > 0);
+    }
     /* The run stayed populated, so it tested something. */
     assert_true(W->live_entities > prm.entities / 2);
     assert_true(W->live_watchers > prm.watchers / 2);
