@@ -2,8 +2,11 @@
  * nodes by swapping them past their neighbours, turning each crossing of an
  * entity and a trigger boundary into a membership flip, and putting
  * entities and triggers in and out (in batches, so that a thousand
- * additions cost one merge). Watchers' pair tables and the flush live in
- * coord_watcher.c; queries in coord_query.c. The contract is coord.h.
+ * additions cost one merge), and the change between crossing mode and scan
+ * mode, which takes the boundaries out of the axes or puts them back
+ * (coord.h, "Modes"). Watchers' pair tables and the flush live in
+ * coord_watcher.c; the scans, and their advice on the mode, in coord_scan.c;
+ * queries in coord_query.c. The contract is coord.h.
  *
  A node's sort key is one uint64:
  *
