@@ -1,5 +1,5 @@
 /* coord_scan.c -- the coordinate system's second way of finding what is
- * inside each trigger (coord.h, "Modes"), and the choice between the two.
+ * inside each trigger (coord.h, "Modes"), and the advice on which to use.
  *
  * Crossing mode (coord.c) keeps every trigger's boundaries in the axes, and
  * a membership changes where an entity and a boundary pass each other. Its
@@ -26,9 +26,10 @@
  * its length, so it is taken apart: the entity flips out of every old
  * square that held it, one test per watcher, and is scanned as a newcomer.
  *
- * The choice (COORD_MODE_AUTO) compares, at each flush that moved things,
- * the work the current mode did with an estimate of the other's, and changes
- * mode when the other would be clearly cheaper for a few flushes running. */
+ * The advice (COORD_MODE_AUTO) compares, at each flush that moved things,
+ * the work the current mode did with an estimate of the other's, and asks
+ * for the other when it would be clearly cheaper for a few flushes running;
+ * coord.c makes the change. This file calls none of the other coord files. */
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
