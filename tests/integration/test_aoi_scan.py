@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_aoi_scan -- the cellapps' AOI in scan mode (cellapp.aoi_mode=scan,
 cellapp/coord.h "Modes"), end to end: 300 bots (120 under AddressSanitizer)
-walk for 20 s in a 200 x 200 m square across the line between two cells,
+walk for 12 s in a 200 x 200 m square across the line between two cells,
 so views overlap, reals offload and ghosts come and go, and every bot
 checks what it is told against where everyone is (--verify-aoi: 0
 mismatches, no flickers, no gaps in updates). Both cellapps report their
@@ -12,7 +12,7 @@ import unittest
 import harness
 
 BOTS = 120 if harness.SANITIZED else 300
-SECONDS = 20
+SECONDS = 12
 AREA = 100
 NPCS_PER_CELLAPP = 10
 
