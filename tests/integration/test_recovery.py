@@ -258,7 +258,9 @@ class Recovery(unittest.TestCase):
         with harness.Cluster(baseapps=1, cellapps=2, extra_set=settings, timeout=60) as cluster:
             names = ["cellapp-1", "cellapp-2"]
             baseapp_id = cluster.registry_id("baseapp-1")
-            bots = harness.start_bots(cluster, storm, 15, ["--login-spread-ms", 3000, "--area", 200, "--speed", 2])
+            # 24 s: the stalls end at about 11 s, and the logins they held
+            # back (hashes wait while the loop is stopped) finish after.
+            bots = harness.start_bots(cluster, storm, 24, ["--login-spread-ms", 3000, "--area", 200, "--speed", 2])
             try:
                 time.sleep(1.0)
                 for _ in range(10):
