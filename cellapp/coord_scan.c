@@ -311,9 +311,7 @@ static size_t coord_scan_hinted_stretch(const coord_system *cs, uint32_t w) {
 /* The work the other mode would have done since the last choice, and the
  * work this one did, both in entity tests. */
 static void coord_scan_costs(const coord_system *cs, uint64_t swaps, uint64_t tested, double *current, double *other) {
-    size_t watchers = 0;
-    for (uint32_t w = 0; w < cs->watcher_count; w++)
-        if (cs->watchers[w].live && (cs->trigger_flags[(size_t)2 * w] & COORD_TRIGGER_ACTIVE)) watchers++;
+    size_t watchers = cs->live_watchers; /* each has its trigger, queued or placed */
     double entities = (double)cs->live_entities;
     if (cs->scanning) {
         /* The swaps were between entities alone. With the boundaries back,
